@@ -1,0 +1,69 @@
+"""Errors a user can fix: each message names the problem and what to do next."""
+
+from __future__ import annotations
+
+import os
+
+
+class KernelLabError(Exception):
+    """Base class of errors caused by user input (data, parameters, sizes).
+
+    The command line turns these into exit code 2 with the message on one line;
+    the window shows the message in the panel that caused it.
+    """
+
+
+class ParameterError(KernelLabError, ValueError):
+    """An experiment or estimator parameter is invalid."""
+
+
+class MemoryBudgetError(KernelLabError, MemoryError):
+    """A planned allocation (typically an n×n kernel matrix) exceeds the memory budget."""
+
+
+class DataError(KernelLabError, ValueError):
+    """A data file or data specification cannot be used.
+
+    Parameters
+    ----------
+    problem : str
+        What is wrong, in plain words.
+    fix : str, optional
+        What the user can do about it.
+    path : str or path-like, optional
+        The file concerned; its base name starts the message.
+    line, column : int, optional
+        1-based position in the file where the problem was found. ``column`` is
+        the 1-based field number for delimited text.
+    """
+
+    def __init__(
+        self,
+        problem: str,
+        fix: str | None = None,
+        *,
+        path: str | os.PathLike[str] | None = None,
+        line: int | None = None,
+        column: int | str | None = None,
+    ) -> None:
+        self.problem = problem
+        self.fix = fix
+        self.path = None if path is None else os.fspath(path)
+        self.line = line
+        self.column = column
+        super().__init__(self._format())
+
+    def _format(self) -> str:
+        where = []
+        if self.path is not None:
+            where.append(os.path.basename(self.path))
+        if self.line is not None:
+            where.append(f"line {self.line}")
+        if self.column is not None:
+            where.append(f"column {self.column}")
+        text = self.problem.rstrip(".") + "."
+        if where:
+            text = ", ".join(where) + ": " + text
+        if self.fix:
+            text += " " + self.fix.rstrip(".") + "."
+        return text

@@ -1,0 +1,543 @@
+"""Kernel functions evaluated blockwise with bounded memory.
+
+Two families are provided.
+
+*Shift-invariant* kernels ``k(x, x') = κ(x − x')`` with a bandwidth ``sigma``
+(σ > 0). Their conventions are chosen so that the random-feature spectral
+densities of Rahimi & Recht hold exactly (``../shared/spec/dsg.md``): for
+``ω ~ p(ω)`` and ``b ~ U[0, 2π)``, ``E[2 cos(ωᵀx + b) cos(ωᵀx' + b)] = k(x, x')``.
+
+=========== ==================================================== ==============================
+name        k(x, x')                                             p(ω) (:meth:`sample_frequencies`)
+=========== ==================================================== ==============================
+gaussian    exp(−‖x − x'‖² / (2σ²))                              N(0, σ⁻² I)
+laplace     exp(−‖x − x'‖₁ / σ)                                  product of Cauchy(0, 1/σ)
+cauchy      Π_j 1 / (1 + (x_j − x'_j)² / σ²)                     product of Laplace(0, 1/σ)
+matern32    (1 + √3 r/σ) exp(−√3 r/σ),  r = ‖x − x'‖             multivariate t, 3 d.o.f., scale 1/σ
+matern52    (1 + √5 r/σ + 5r²/(3σ²)) exp(−√5 r/σ)                multivariate t, 5 d.o.f., scale 1/σ
+=========== ==================================================== ==============================
+
+The Cauchy kernel is normalised so that ``k(x, x) = 1`` (Rahimi & Recht's
+table writes ``Π 2/(1 + Δ²)`` for the unnormalised density); with this
+normalisation its spectral measure is a probability distribution.
+
+*Inner-product* kernels ``k(x, x') = g(xᵀx' / p)`` with p the input dimension,
+as in Elkhalil et al. (``../shared/spec/ckrr.md``):
+
+=========== ===================== =======================
+name        g(t)                  paper's setting
+=========== ===================== =======================
+linear      α t + β               α = 1, β = 1
+polynomial  (α t + β)^d           α = 1, β = 1, d = 2
+sigmoid     tanh(α t + β)         α = 1, β = −1
+exponential exp(α t + β)          α = 1, β = 0
+=========== ===================== =======================
+
+They expose ``g``, ``dg`` (g'), ``d2g`` (g'') and the values at zero
+``g0``, ``dg0``, ``d2g0`` needed by the random-matrix theory.
+
+References
+----------
+A. Rahimi and B. Recht, "Random features for large-scale kernel machines", NIPS 2007.
+K. Elkhalil et al., "Risk convergence of centered kernel ridge regression with large
+dimensional data", IEEE Trans. Signal Processing, 2020.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+from scipy.spatial.distance import cdist
+
+from kernel_lab.core.errors import ParameterError
+from kernel_lab.core.memory import DEFAULT_BLOCK_BYTES, check_allocation
+
+
+def _as_2d(X: Any, name: str) -> np.ndarray:
+    A = np.asarray(X, dtype=np.float64)
+    if A.ndim == 1:
+        A = A.reshape(-1, 1)
+    if A.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D array (n_samples, n_features), got {A.ndim}-D")
+    return A
+
+
+def _positive(value: Any, name: str) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ParameterError(f"kernel parameter {name} must be a number, got {value!r}") from None
+    if not math.isfinite(v) or v <= 0:
+        raise ParameterError(f"kernel parameter {name} must be a positive number, got {value!r}")
+    return v
+
+
+def _finite(value: Any, name: str) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ParameterError(f"kernel parameter {name} must be a number, got {value!r}") from None
+    if not math.isfinite(v):
+        raise ParameterError(f"kernel parameter {name} must be finite, got {value!r}")
+    return v
+
+
+def squared_distances(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
+    """Squared Euclidean distances ``‖x_i − y_j‖²``, shape (n, m), clipped at zero."""
+    D = np.einsum("ij,ij->i", X, X)[:, None] + np.einsum("ij,ij->i", Y, Y)[None, :]
+    D -= 2.0 * (X @ Y.T)
+    np.maximum(D, 0.0, out=D)
+    return D
+
+
+class Kernel:
+    """Base class: a positive (semi-)definite kernel evaluated blockwise.
+
+    Subclasses implement :meth:`_block` (one block of rows) and
+    :meth:`diag`; :meth:`__call__` assembles the full matrix block by block so
+    that temporaries never exceed ``block_bytes``, and refuses an output that
+    would exceed the memory budget.
+    """
+
+    name: ClassVar[str] = ""
+    family: ClassVar[str] = ""
+    #: Bytes of temporary storage per output entry in :meth:`_block`.
+    _work_per_entry: ClassVar[int] = 2
+
+    def __call__(
+        self,
+        X: Any,
+        Y: Any | None = None,
+        *,
+        block_bytes: int = DEFAULT_BLOCK_BYTES,
+        budget: int | None = None,
+    ) -> np.ndarray:
+        """Kernel matrix ``K[i, j] = k(X[i], Y[j])``.
+
+        Parameters
+        ----------
+        X : array_like, shape (n, p)
+        Y : array_like, shape (m, p), optional
+            Defaults to ``X``.
+        block_bytes : int
+            Upper bound on the temporary memory of one block of rows.
+        budget : int, optional
+            Memory budget in bytes for the (n, m) output; defaults to
+            :func:`kernel_lab.core.memory.memory_budget_bytes`.
+
+        Returns
+        -------
+        K : ndarray, shape (n, m)
+        """
+        X = _as_2d(X, "X")
+        Y = X if Y is None else _as_2d(Y, "Y")
+        if X.shape[1] != Y.shape[1]:
+            raise ValueError(
+                f"X has {X.shape[1]} features but Y has {Y.shape[1]}; both need the same number"
+            )
+        n, m = X.shape[0], Y.shape[0]
+        check_allocation(
+            8.0 * n * m,
+            f"the {n}×{m} kernel matrix",
+            "Use fewer points (subsample) or an approximate method (Nyström, random features).",
+            budget,
+        )
+        out = np.empty((n, m))
+        per_row = 8 * max(m, 1) * self._work_per_entry * self._row_factor(X.shape[1])
+        rows = max(1, int(block_bytes // max(per_row, 1)))
+        for start in range(0, n, rows):
+            stop = min(start + rows, n)
+            out[start:stop] = self._block(X[start:stop], Y)
+        return out
+
+    def _row_factor(self, p: int) -> int:
+        return 1
+
+    def _block(self, X: np.ndarray, Y: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def diag(self, X: Any) -> np.ndarray:
+        """The diagonal ``k(x_i, x_i)``, shape (n,), without forming the matrix."""
+        raise NotImplementedError
+
+    # -- description -------------------------------------------------------------
+    def params(self) -> dict[str, float]:
+        """The kernel's parameters as a plain dict."""
+        raise NotImplementedError
+
+    def spec(self) -> str:
+        """A string that :func:`parse_kernel` turns back into an equal kernel."""
+        args = ",".join(f"{k}={v:g}" for k, v in self.params().items())
+        return f"{self.name}:{args}" if args else self.name
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.params().items())
+        return f"{type(self).__name__}({args})"
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, Kernel)
+            and self.name == other.name
+            and self.params() == other.params()
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.name, tuple(sorted(self.params().items()))))
+
+
+# --------------------------------------------------------------------------------------
+# Shift-invariant kernels
+# --------------------------------------------------------------------------------------
+class ShiftInvariantKernel(Kernel):
+    """``k(x, x') = κ(x − x')`` with bandwidth ``sigma``; ``k(x, x) = 1``."""
+
+    family = "shift-invariant"
+
+    def __init__(self, sigma: float = 1.0) -> None:
+        self.sigma = _positive(sigma, "sigma")
+
+    def params(self) -> dict[str, float]:
+        return {"sigma": self.sigma}
+
+    def diag(self, X: Any) -> np.ndarray:
+        return np.ones(_as_2d(X, "X").shape[0])
+
+    def sample_frequencies(self, p: int, r: int, rng: np.random.Generator) -> np.ndarray:
+        """Draw r frequencies ω from the kernel's spectral density.
+
+        Returns
+        -------
+        W : ndarray, shape (p, r)
+            Columns are i.i.d. draws of ω ∈ R^p such that
+            ``E[cos(ωᵀ(x − x'))] = k(x, x')``.
+        """
+        raise NotImplementedError(f"the {self.name} kernel has no spectral sampler")
+
+
+class GaussianKernel(ShiftInvariantKernel):
+    """Gaussian RBF ``exp(−‖x − x'‖² / (2σ²))``; scikit-learn's ``rbf_kernel`` with
+    ``gamma = 1/(2σ²)``. Spectral density ``N(0, σ⁻² I)``."""
+
+    name = "gaussian"
+
+    def _block(self, X: np.ndarray, Y: np.ndarray) -> np.ndarray:
+        D = squared_distances(X, Y)
+        D *= -0.5 / self.sigma**2
+        return np.exp(D, out=D)
+
+    def sample_frequencies(self, p: int, r: int, rng: np.random.Generator) -> np.ndarray:
+        return rng.standard_normal((p, r)) / self.sigma
+
+
+class LaplaceKernel(ShiftInvariantKernel):
+    """Laplace (ℓ1) kernel ``exp(−‖x − x'‖₁ / σ)``; scikit-learn's
+    ``laplacian_kernel`` with ``gamma = 1/σ``. Spectral density: a product of
+    Cauchy(0, 1/σ) laws, one per coordinate."""
+
+    name = "laplace"
+
+    def _block(self, X: np.ndarray, Y: np.ndarray) -> np.ndarray:
+        D = cdist(X, Y, metric="cityblock")
+        D *= -1.0 / self.sigma
+        return np.exp(D, out=D)
+
+    def sample_frequencies(self, p: int, r: int, rng: np.random.Generator) -> np.ndarray:
+        return rng.standard_cauchy((p, r)) / self.sigma
+
+
+class CauchyKernel(ShiftInvariantKernel):
+    """Cauchy kernel ``Π_j 1 / (1 + (x_j − x'_j)² / σ²)`` (normalised, k(x, x) = 1).
+    Spectral density: a product of Laplace(0, 1/σ) laws, one per coordinate."""
+
+    name = "cauchy"
+
+    def _block(self, X: np.ndarray, Y: np.ndarray) -> np.ndarray:
+        out = np.ones((X.shape[0], Y.shape[0]))
+        tmp = np.empty_like(out)
+        inv = 1.0 / self.sigma**2
+        for j in range(X.shape[1]):  # loop over features, vectorised over the block
+            np.subtract(X[:, j, None], Y[None, :, j], out=tmp)
+            np.square(tmp, out=tmp)
+            tmp *= inv
+            tmp += 1.0
+            out /= tmp
+        return out
+
+    def sample_frequencies(self, p: int, r: int, rng: np.random.Generator) -> np.ndarray:
+        return rng.laplace(0.0, 1.0 / self.sigma, size=(p, r))
+
+
+class _MaternKernel(ShiftInvariantKernel):
+    nu: ClassVar[float]
+
+    def _block(self, X: np.ndarray, Y: np.ndarray) -> np.ndarray:
+        R = np.sqrt(squared_distances(X, Y))
+        R *= math.sqrt(2.0 * self.nu) / self.sigma
+        return self._profile(R)
+
+    def _profile(self, R: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def sample_frequencies(self, p: int, r: int, rng: np.random.Generator) -> np.ndarray:
+        # Multivariate Student t with 2ν degrees of freedom and scale σ⁻¹ I.
+        u = rng.chisquare(2.0 * self.nu, size=r)
+        return rng.standard_normal((p, r)) * np.sqrt(2.0 * self.nu / u)[None, :] / self.sigma
+
+
+class Matern32Kernel(_MaternKernel):
+    """Matérn ν = 3/2: ``(1 + √3 r/σ) exp(−√3 r/σ)``, r = ‖x − x'‖ (σ is the length
+    scale of scikit-learn's ``Matern(nu=1.5)``). Spectral density: multivariate
+    t with 3 degrees of freedom and scale σ⁻¹."""
+
+    name = "matern32"
+    nu = 1.5
+
+    def _profile(self, R: np.ndarray) -> np.ndarray:
+        return (1.0 + R) * np.exp(-R)
+
+
+class Matern52Kernel(_MaternKernel):
+    """Matérn ν = 5/2: ``(1 + √5 r/σ + 5r²/(3σ²)) exp(−√5 r/σ)``. Spectral density:
+    multivariate t with 5 degrees of freedom and scale σ⁻¹."""
+
+    name = "matern52"
+    nu = 2.5
+
+    def _profile(self, R: np.ndarray) -> np.ndarray:
+        return (1.0 + R + R * R / 3.0) * np.exp(-R)
+
+
+# --------------------------------------------------------------------------------------
+# Inner-product kernels g(xᵀx'/p)
+# --------------------------------------------------------------------------------------
+class InnerProductKernel(Kernel):
+    """``k(x, x') = g(xᵀx' / p)`` with p the number of features.
+
+    Parameters
+    ----------
+    alpha, beta : float
+        Scale and shift of the argument (see the family table in the module docstring).
+    """
+
+    family = "inner-product"
+    _work_per_entry = 1
+
+    def __init__(self, alpha: float = 1.0, beta: float = 0.0) -> None:
+        self.alpha = _finite(alpha, "alpha")
+        self.beta = _finite(beta, "beta")
+
+    def params(self) -> dict[str, float]:
+        return {"alpha": self.alpha, "beta": self.beta}
+
+    # g and its derivatives, vectorised over t -------------------------------------
+    def g(self, t: Any) -> np.ndarray:
+        raise NotImplementedError
+
+    def dg(self, t: Any) -> np.ndarray:
+        raise NotImplementedError
+
+    def d2g(self, t: Any) -> np.ndarray:
+        raise NotImplementedError
+
+    @property
+    def g0(self) -> float:
+        """g(0)."""
+        return float(self.g(0.0))
+
+    @property
+    def dg0(self) -> float:
+        """g'(0)."""
+        return float(self.dg(0.0))
+
+    @property
+    def d2g0(self) -> float:
+        """g''(0)."""
+        return float(self.d2g(0.0))
+
+    def _block(self, X: np.ndarray, Y: np.ndarray) -> np.ndarray:
+        T = X @ Y.T
+        T /= X.shape[1]
+        return self.g(T)
+
+    def diag(self, X: Any) -> np.ndarray:
+        X = _as_2d(X, "X")
+        return self.g(np.einsum("ij,ij->i", X, X) / X.shape[1])
+
+
+class LinearKernel(InnerProductKernel):
+    """``g(t) = α t + β``."""
+
+    name = "linear"
+
+    def __init__(self, alpha: float = 1.0, beta: float = 1.0) -> None:
+        super().__init__(alpha, beta)
+
+    def g(self, t: Any) -> np.ndarray:
+        return self.alpha * np.asarray(t, dtype=float) + self.beta
+
+    def dg(self, t: Any) -> np.ndarray:
+        return np.full(np.shape(t), self.alpha)
+
+    def d2g(self, t: Any) -> np.ndarray:
+        return np.zeros(np.shape(t))
+
+
+class PolynomialKernel(InnerProductKernel):
+    """``g(t) = (α t + β)^d`` with integer degree d ≥ 1."""
+
+    name = "polynomial"
+
+    def __init__(self, alpha: float = 1.0, beta: float = 1.0, degree: int = 2) -> None:
+        super().__init__(alpha, beta)
+        d = _positive(degree, "degree")
+        if d != int(d):
+            raise ParameterError(f"kernel parameter degree must be a whole number, got {degree!r}")
+        self.degree = int(d)
+
+    def params(self) -> dict[str, float]:
+        return {"alpha": self.alpha, "beta": self.beta, "degree": self.degree}
+
+    def g(self, t: Any) -> np.ndarray:
+        return (self.alpha * np.asarray(t, dtype=float) + self.beta) ** self.degree
+
+    def dg(self, t: Any) -> np.ndarray:
+        u = self.alpha * np.asarray(t, dtype=float) + self.beta
+        return self.degree * self.alpha * u ** (self.degree - 1)
+
+    def d2g(self, t: Any) -> np.ndarray:
+        u = self.alpha * np.asarray(t, dtype=float) + self.beta
+        d = self.degree
+        if d < 2:
+            return np.zeros(np.shape(t))
+        return d * (d - 1) * self.alpha**2 * u ** (d - 2)
+
+
+class SigmoidKernel(InnerProductKernel):
+    """``g(t) = tanh(α t + β)``. Not positive definite in general: estimators fall
+    back from Cholesky to a symmetric indefinite solve."""
+
+    name = "sigmoid"
+
+    def __init__(self, alpha: float = 1.0, beta: float = -1.0) -> None:
+        super().__init__(alpha, beta)
+
+    def g(self, t: Any) -> np.ndarray:
+        return np.tanh(self.alpha * np.asarray(t, dtype=float) + self.beta)
+
+    def dg(self, t: Any) -> np.ndarray:
+        th = self.g(t)
+        return self.alpha * (1.0 - th * th)
+
+    def d2g(self, t: Any) -> np.ndarray:
+        th = self.g(t)
+        return -2.0 * self.alpha**2 * th * (1.0 - th * th)
+
+
+class ExponentialKernel(InnerProductKernel):
+    """``g(t) = exp(α t + β)``."""
+
+    name = "exponential"
+
+    def g(self, t: Any) -> np.ndarray:
+        return np.exp(self.alpha * np.asarray(t, dtype=float) + self.beta)
+
+    def dg(self, t: Any) -> np.ndarray:
+        return self.alpha * self.g(t)
+
+    def d2g(self, t: Any) -> np.ndarray:
+        return self.alpha**2 * self.g(t)
+
+
+# --------------------------------------------------------------------------------------
+# Registry and parsing
+# --------------------------------------------------------------------------------------
+KERNELS: dict[str, type[Kernel]] = {
+    cls.name: cls
+    for cls in (
+        GaussianKernel,
+        LaplaceKernel,
+        CauchyKernel,
+        Matern32Kernel,
+        Matern52Kernel,
+        LinearKernel,
+        PolynomialKernel,
+        SigmoidKernel,
+        ExponentialKernel,
+    )
+}
+
+#: Parameter names each kernel accepts, in display order.
+KERNEL_PARAMS: dict[str, tuple[str, ...]] = {
+    name: (("sigma",) if issubclass(cls, ShiftInvariantKernel) else
+           ("alpha", "beta", "degree") if cls is PolynomialKernel else ("alpha", "beta"))
+    for name, cls in KERNELS.items()
+}
+
+
+_ALIASES = {
+    "rbf": "gaussian", "laplacian": "laplace", "poly": "polynomial",
+    "matern1.5": "matern32", "matern2.5": "matern52", "exp": "exponential",
+}
+
+
+def canonical_kernel_name(name: str) -> str:
+    """The registry name for ``name`` (case, dashes and common aliases tolerated)."""
+    key = str(name).strip().lower().replace("-", "").replace("_", "")
+    key = _ALIASES.get(key, key)
+    if key not in KERNELS:
+        raise ParameterError(f"unknown kernel {name!r}; choose one of: {', '.join(KERNELS)}")
+    return key
+
+
+def make_kernel(name: str | Kernel, params: Mapping[str, Any] | None = None) -> Kernel:
+    """Build a kernel from its name and the parameters that apply to it.
+
+    Parameters not used by the chosen kernel are ignored, so a form holding
+    ``sigma``, ``alpha``, ``beta`` and ``degree`` can pass them all.
+    """
+    if isinstance(name, Kernel):
+        return name
+    key = canonical_kernel_name(name)
+    params = dict(params or {})
+    used = {k: params[k] for k in KERNEL_PARAMS[key] if params.get(k) is not None}
+    return KERNELS[key](**used)
+
+
+def parse_kernel(spec: str) -> Kernel:
+    """Parse ``"name"`` or ``"name:key=value,key=value"``, e.g. ``"polynomial:degree=3"``.
+
+    Unlike :func:`make_kernel`, a parameter the kernel does not take is an error.
+    """
+    name, _, rest = spec.partition(":")
+    key = canonical_kernel_name(name)
+    params: dict[str, Any] = {}
+    for item in filter(None, (s.strip() for s in rest.split(","))):
+        pname, eq, value = item.partition("=")
+        pname = pname.strip()
+        if not eq:
+            raise ParameterError(f"kernel parameter {item!r} must be written as name=value")
+        if pname not in KERNEL_PARAMS[key]:
+            raise ParameterError(
+                f"the {key} kernel has no parameter {pname!r}; it takes: "
+                f"{', '.join(KERNEL_PARAMS[key])}"
+            )
+        params[pname] = value.strip()
+    return make_kernel(key, params)
+
+
+def median_heuristic(X: Any, rng: np.random.Generator | None = None, max_points: int = 1000) -> float:
+    """Median pairwise Euclidean distance of (a random subset of at most ``max_points`` of) X.
+
+    A common default for the bandwidth σ of shift-invariant kernels.
+    """
+    X = _as_2d(X, "X")
+    if X.shape[0] > max_points:
+        rng = np.random.default_rng(0) if rng is None else rng
+        X = X[rng.choice(X.shape[0], max_points, replace=False)]
+    D = np.sqrt(squared_distances(X, X))
+    vals = D[np.triu_indices(X.shape[0], k=1)]
+    vals = vals[vals > 0]
+    return float(np.median(vals)) if vals.size else 1.0

@@ -1,0 +1,539 @@
+"""File loaders: CSV/TSV, NPY/NPZ, svmlight/libsvm, ARFF and MATLAB ``.mat``.
+
+Every loader returns a :class:`Table` (features, target, names) or raises a
+:class:`~kernel_lab.core.errors.DataError` naming the file, the line and
+column where that applies, the problem and the fix. Missing or non-finite
+values are an error unless ``nan_policy="drop"``, which drops the affected
+rows and records how many.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kernel_lab.core.errors import DataError
+
+#: File formats by extension.
+FORMATS: dict[str, str] = {
+    ".csv": "csv", ".tsv": "csv", ".tab": "csv", ".txt": "csv", ".dat": "csv",
+    ".npy": "npy", ".npz": "npz",
+    ".svm": "svmlight", ".svmlight": "svmlight", ".libsvm": "svmlight",
+    ".arff": "arff", ".mat": "mat",
+}
+#: Filter string for file dialogs.
+FILE_FILTER = (
+    "Data files (*.csv *.tsv *.tab *.txt *.dat *.npy *.npz *.svm *.svmlight *.libsvm *.arff *.mat)"
+    ";;All files (*)"
+)
+NAN_POLICIES = ("error", "drop")
+_MISSING = {"", "na", "nan", "n/a", "null", "none", "?", "-nan", "inf", "+inf", "-inf",
+            "infinity", "-infinity"}
+_MAGIC = [
+    (b"\x93NUMPY", "a NumPy .npy array"),
+    (b"PK\x03\x04", "a zip archive (for example a NumPy .npz file or a spreadsheet)"),
+    (b"MATLAB 5.0", "a MATLAB .mat file"),
+    (b"\x89HDF", "an HDF5 file (for example a MATLAB v7.3 .mat file)"),
+    (b"%PDF", "a PDF document"),
+    (b"\x89PNG", "a PNG image"),
+    (b"\xff\xd8\xff", "a JPEG image"),
+    (b"\x1f\x8b", "a gzip archive"),
+]
+
+
+@dataclass
+class Table:
+    """Features and target read from a file, before splitting.
+
+    Attributes
+    ----------
+    X : ndarray, shape (n, p)
+    y : ndarray, shape (n,)
+    feature_names : list of str, length p
+    target_name : str
+    notes : list of str
+        What the loader did that the user should know (rows dropped, …).
+    """
+
+    X: np.ndarray
+    y: np.ndarray
+    feature_names: list[str]
+    target_name: str
+    notes: list[str] = field(default_factory=list)
+    #: 1-based file line of each row, where the format has lines.
+    lines: np.ndarray | None = None
+
+
+def sniff_kind(head: bytes) -> str | None:
+    """A description of a binary format recognised from the first bytes, or None."""
+    for magic, what in _MAGIC:
+        if head.startswith(magic):
+            return what
+    return None
+
+
+def load_table(
+    path: str | os.PathLike[str],
+    *,
+    target: str | int | None = None,
+    nan_policy: str = "error",
+    fmt: str | None = None,
+) -> Table:
+    """Read a data file into a :class:`Table`.
+
+    Parameters
+    ----------
+    path : path-like
+    target : str or int, optional
+        Target column: a header name, or a 0-based index (negative counts from the
+        end). Default: the last column (for NPZ/MAT, the variable ``y``).
+    nan_policy : {"error", "drop"}
+        What to do with missing or non-finite values.
+    fmt : str, optional
+        Force a format (``csv``, ``npy``, ``npz``, ``svmlight``, ``arff``, ``mat``)
+        instead of guessing from the extension.
+    """
+    path = Path(path)
+    if nan_policy not in NAN_POLICIES:
+        raise DataError(f"unknown missing-value policy {nan_policy!r}",
+                        f"use one of: {', '.join(NAN_POLICIES)}")
+    if not path.exists():
+        raise DataError("the file does not exist", "check the path", path=path)
+    if path.is_dir():
+        raise DataError("this is a folder, not a data file", "choose a file", path=path)
+    kind = fmt or FORMATS.get(path.suffix.lower())
+    if kind is None:
+        raise DataError(
+            f"unknown file type {path.suffix or '(no extension)'!r}",
+            "use .csv, .tsv, .txt, .npy, .npz, .svm/.libsvm, .arff or .mat",
+            path=path,
+        )
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise DataError(f"the file cannot be read ({exc.strerror})",
+                        "check its permissions", path=path) from None
+    if not raw.strip():
+        raise DataError("the file is empty", "choose a file with data in it", path=path)
+    reader = {"csv": _read_csv, "npy": _read_npy, "npz": _read_npz,
+              "svmlight": _read_svmlight, "arff": _read_arff, "mat": _read_mat}[kind]
+    table = reader(path, raw, target)
+    return _apply_nan_policy(table, nan_policy, path)
+
+
+# ------------------------------------------------------------------------------------
+# Shared helpers
+# ------------------------------------------------------------------------------------
+def _decode_text(path: Path, raw: bytes, expected: str) -> str:
+    what = sniff_kind(raw[:16])
+    if what is not None or b"\x00" in raw[:65536]:
+        found = what or "binary data (it contains NUL bytes)"
+        raise DataError(f"this is {found}, not {expected}",
+                        "choose the right file, or rename it to its real extension", path=path)
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise DataError(
+            f"byte {raw[exc.start]:#04x} is not valid UTF-8 text",
+            f"this does not look like {expected}; if it is, save it with UTF-8 encoding",
+            path=path, line=line,
+        ) from None
+
+
+def _pick_target(names: list[str], target: str | int | None, path: Path,
+                 header: bool) -> int:
+    p = len(names)
+    if target is None or (isinstance(target, str) and not target.strip()):
+        return p - 1
+    if isinstance(target, str):
+        text = target.strip()
+        hits = [i for i, n in enumerate(names) if n == text]
+        if len(hits) > 1:
+            cols = " and ".join(str(i + 1) for i in hits)
+            raise DataError(f"the target column {text!r} appears more than once (columns {cols})",
+                            "rename the duplicate columns so the target is unambiguous",
+                            path=path)
+        if hits:
+            return hits[0]
+        try:
+            target = int(text)
+        except ValueError:
+            shown = ", ".join(names[:12]) + (", …" if p > 12 else "")
+            extra = "" if header else " (the file has no header row)"
+            raise DataError(f"there is no column named {text!r}{extra}",
+                            f"choose one of: {shown}, or give a 0-based column index",
+                            path=path) from None
+    idx = int(target)
+    if not -p <= idx < p:
+        raise DataError(f"target column index {idx} is out of range: the data have {p} columns",
+                        f"use an index from 0 to {p - 1} (or −1 for the last)", path=path)
+    return idx % p
+
+
+def _split_target(path: Path, M: np.ndarray, names: list[str], target: str | int | None,
+                  header: bool) -> Table:
+    if M.shape[1] < 2:
+        raise DataError(
+            "the data have only one column",
+            "a data set needs at least one feature column and one target column", path=path)
+    j = _pick_target(names, target, path, header)
+    keep = [i for i in range(M.shape[1]) if i != j]
+    return Table(np.ascontiguousarray(M[:, keep]), M[:, j].copy(),
+                 [names[i] for i in keep], names[j])
+
+
+def _apply_nan_policy(table: Table, policy: str, path: Path) -> Table:
+    bad = ~np.isfinite(table.X).all(axis=1) | ~np.isfinite(table.y)
+    if not bad.any():
+        return table
+    if policy == "drop":
+        kept = int((~bad).sum())
+        if kept == 0:
+            raise DataError("every row has a missing or non-finite value", "clean the file",
+                            path=path)
+        table.notes.append(f"dropped {int(bad.sum())} of {bad.size} rows with missing or "
+                           "non-finite values")
+        table.X, table.y = table.X[~bad], table.y[~bad]
+        if table.lines is not None:
+            table.lines = table.lines[~bad]
+        return table
+    row = int(np.flatnonzero(bad)[0])
+    line_no = int(table.lines[row]) if table.lines is not None else None
+    cols = np.flatnonzero(~np.isfinite(table.X[row]))
+    col_name = table.feature_names[cols[0]] if cols.size else table.target_name
+    where = f"row {row + 1}" if line_no is None else None
+    count = int(bad.sum())
+    raise DataError(
+        f"{where + ': ' if where else ''}missing or non-finite value in column {col_name!r} "
+        f"({count} row{'s' if count > 1 else ''} affected)",
+        "clean the file, or choose to drop rows with missing values (--drop-nan)",
+        path=path, line=line_no,
+    )
+
+
+# ------------------------------------------------------------------------------------
+# CSV / TSV / whitespace text
+# ------------------------------------------------------------------------------------
+def _is_number(cell: str) -> bool:
+    try:
+        float(cell)
+        return True
+    except ValueError:
+        return cell.strip().lower() in _MISSING
+
+
+def _detect_delimiter(path: Path, lines: list[str]) -> str | None:
+    if path.suffix.lower() in (".tsv", ".tab"):
+        return "\t"
+    sample = lines[:20]
+    for delim in (",", "\t", ";"):
+        counts = {line.count(delim) for line in sample}
+        if len(counts) == 1 and counts != {0}:
+            return delim
+    for delim in (",", "\t", ";"):
+        if any(delim in line for line in sample):
+            return delim
+    return None  # whitespace-separated
+
+
+def _read_csv(path: Path, raw: bytes, target: str | int | None) -> Table:
+    text = _decode_text(path, raw, "a text table")
+    numbered = [(i + 1, line) for i, line in enumerate(text.splitlines())
+                if line.strip() and not line.lstrip().startswith("#")]
+    if not numbered:
+        raise DataError("the file has no data lines (only blank or comment lines)",
+                        "choose a file with data in it", path=path)
+    delim = _detect_delimiter(path, [line for _, line in numbered])
+    if delim is None:
+        rows = [line.split() for _, line in numbered]
+    else:
+        rows = list(csv.reader(io.StringIO("\n".join(line for _, line in numbered)),
+                               delimiter=delim, skipinitialspace=True))
+    line_nos = [n for n, _ in numbered]
+    first = [c.strip() for c in rows[0]]
+    header = not all(_is_number(c) for c in first)
+    if header:
+        names = [c or f"column {i + 1}" for i, c in enumerate(first)]
+        body, body_lines = rows[1:], line_nos[1:]
+        if not body:
+            raise DataError("the file has a header row but no data rows",
+                            "add data rows below the header", path=path)
+    else:
+        names = [f"x{i + 1}" for i in range(len(first) - 1)] + ["y"]
+        body, body_lines = rows, line_nos
+    width = len(names)
+    for row, line in zip(body, body_lines, strict=True):
+        if len(row) != width:
+            raise DataError(
+                f"this row has {len(row)} field{'s' if len(row) != 1 else ''} but the "
+                f"{'header' if header else 'first row'} has {width}",
+                "every row needs the same number of fields; check for a missing or extra "
+                f"delimiter {delim or 'space'!r}", path=path, line=line)
+    try:
+        M = np.array(body, dtype=np.float64)
+    except ValueError:
+        M = _convert_cells(path, body, body_lines, names)
+    table = _split_target(path, M, names, target, header)
+    table.lines = np.asarray(body_lines)
+    return table
+
+
+def _convert_cells(path: Path, body: list[list[str]], lines: list[int],
+                   names: list[str]) -> np.ndarray:
+    M = np.empty((len(body), len(names)))
+    for r, (row, line) in enumerate(zip(body, lines, strict=True)):
+        for c, cell in enumerate(row):
+            try:
+                M[r, c] = float(cell)
+            except ValueError:
+                if cell.strip().lower() in _MISSING:
+                    M[r, c] = np.nan
+                    continue
+                raise DataError(
+                    f"{cell.strip()!r} in column {names[c]!r} is not a number",
+                    "Kernel Lab needs numeric columns; remove or encode text columns", path=path,
+                    line=line, column=c + 1) from None
+    return M
+
+
+# ------------------------------------------------------------------------------------
+# NumPy
+# ------------------------------------------------------------------------------------
+def _numeric(path: Path, A: Any, what: str) -> np.ndarray:
+    A = np.asarray(A)
+    if A.dtype.kind not in "biuf":
+        raise DataError(f"{what} holds {A.dtype} values, not numbers",
+                        "store the data as a numeric array", path=path)
+    return A.astype(np.float64)
+
+
+def _matrix_table(path: Path, M: np.ndarray, target: str | int | None, what: str) -> Table:
+    M = _numeric(path, M, what)
+    if M.ndim != 2:
+        raise DataError(f"{what} has shape {M.shape}; a 2-D array (rows = samples, last column = "
+                        "target) is needed", "save a 2-D array, or X and y separately in an .npz",
+                        path=path)
+    names = [f"x{i + 1}" for i in range(M.shape[1] - 1)] + ["y"]
+    return _split_target(path, M, names, target, header=False)
+
+
+def _xy_table(path: Path, X: Any, y: Any, xname: str, yname: str) -> Table:
+    X = _numeric(path, X, f"the array {xname!r}")
+    y = _numeric(path, y, f"the array {yname!r}")
+    if X.ndim == 1:
+        X = X[:, None]
+    if X.ndim != 2:
+        raise DataError(f"the array {xname!r} has shape {X.shape}; it must be 2-D "
+                        "(samples × features)", "reshape it before saving", path=path)
+    if y.ndim == 2 and 1 in y.shape:
+        y = y.ravel()
+    if y.ndim != 1:
+        raise DataError(f"the array {yname!r} has shape {y.shape}; it must be 1-D "
+                        "(one target value per sample)", "save a single target vector",
+                        path=path)
+    if y.shape[0] != X.shape[0]:
+        raise DataError(f"{xname!r} has {X.shape[0]} rows but {yname!r} has {y.shape[0]} values",
+                        "both must have one entry per sample", path=path)
+    if X.shape[0] == 0 or X.shape[1] == 0:
+        raise DataError(f"the array {xname!r} is empty (shape {X.shape})",
+                        "save at least one sample and one feature", path=path)
+    names = [f"x{i + 1}" for i in range(X.shape[1])]
+    return Table(X, y, names, yname)
+
+
+def _expect_magic(path: Path, raw: bytes, magic: bytes, expected: str) -> None:
+    if raw.startswith(magic):
+        return
+    found = sniff_kind(raw[:16])
+    if found is None:
+        found = "text" if b"\x00" not in raw[:4096] else "unrecognised binary data"
+    raise DataError(f"this is {found}, not {expected}",
+                    "choose the right file, or rename it to its real extension", path=path)
+
+
+def _read_npy(path: Path, raw: bytes, target: str | int | None) -> Table:
+    _expect_magic(path, raw, b"\x93NUMPY", "a NumPy .npy file")
+    try:
+        A = np.load(io.BytesIO(raw), allow_pickle=False)
+    except ValueError as exc:
+        if "pickle" in str(exc).lower():
+            raise DataError("the array holds Python objects, which are not loaded for safety",
+                            "save a numeric array", path=path) from None
+        raise DataError(f"the .npy file is damaged ({exc})", "save it again", path=path) from None
+    return _matrix_table(path, A, target, "the array")
+
+
+def _pick_xy(path: Path, arrays: dict[str, Any], target: str | int | None,
+             kind: str) -> Table:
+    lower = {k.lower(): k for k in arrays}
+    for xk, yk in (("x", "y"), ("data", "target"), ("features", "labels")):
+        if xk in lower and yk in lower:
+            if isinstance(target, str) and target in arrays and target != lower[yk]:
+                return _xy_table(path, arrays[lower[xk]], arrays[target], lower[xk], target)
+            return _xy_table(path, arrays[lower[xk]], arrays[lower[yk]], lower[xk], lower[yk])
+    if len(arrays) == 1:
+        (key, A), = arrays.items()
+        return _matrix_table(path, A, target, f"the array {key!r}")
+    names = ", ".join(sorted(arrays)) or "none"
+    raise DataError(
+        f"the {kind} file has no arrays named X and y (it has: {names})",
+        "store the features as X and the target as y, or a single 2-D array", path=path)
+
+
+def _read_npz(path: Path, raw: bytes, target: str | int | None) -> Table:
+    _expect_magic(path, raw, b"PK\x03\x04", "a NumPy .npz archive")
+    try:
+        with np.load(io.BytesIO(raw), allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+    except ValueError as exc:
+        if "pickle" in str(exc).lower():
+            raise DataError("an array holds Python objects, which are not loaded for safety",
+                            "save numeric arrays", path=path) from None
+        raise DataError(f"the .npz archive is damaged ({exc})", "save it again",
+                        path=path) from None
+    except (zipfile.BadZipFile, OSError, EOFError) as exc:
+        raise DataError(f"the .npz archive is damaged ({exc})", "save it again",
+                        path=path) from None
+    return _pick_xy(path, arrays, target, "NPZ")
+
+
+# ------------------------------------------------------------------------------------
+# MATLAB
+# ------------------------------------------------------------------------------------
+def _read_mat(path: Path, raw: bytes, target: str | int | None) -> Table:
+    if raw.startswith(b"\x89HDF") or b"MATLAB 7.3" in raw[:128]:
+        raise DataError("this is a MATLAB v7.3 (HDF5) file, which is not supported",
+                        "re-save it in MATLAB with save(..., '-v7')", path=path)
+    if not raw.startswith(b"MATLAB 5.0") and not _looks_like_mat4(raw):
+        _expect_magic(path, raw, b"MATLAB 5.0", "a MATLAB .mat file")
+    from scipy.io import loadmat
+    from scipy.io.matlab import MatReadError
+
+    try:
+        data = loadmat(io.BytesIO(raw))
+    except (MatReadError, ValueError, TypeError, OSError) as exc:
+        raise DataError(f"the .mat file cannot be read ({exc})",
+                        "re-save it with save(..., '-v7')", path=path) from None
+    arrays = {k: v for k, v in data.items() if not k.startswith("__")}
+    return _pick_xy(path, arrays, target, "MAT")
+
+
+def _looks_like_mat4(raw: bytes) -> bool:
+    # Level-4 MAT files start with a 20-byte header of small integers.
+    if len(raw) < 20:
+        return False
+    head = np.frombuffer(raw[:20], dtype="<i4")
+    return bool(head[0] in (0, 10, 1000, 1010) and 0 < head[1] < 2**24 and 0 < head[2] < 2**24)
+
+
+# ------------------------------------------------------------------------------------
+# svmlight / libsvm
+# ------------------------------------------------------------------------------------
+def _read_svmlight(path: Path, raw: bytes, target: str | int | None) -> Table:
+    text = _decode_text(path, raw, "an svmlight/libsvm text file")
+    labels: list[float] = []
+    rows: list[int] = []
+    cols: list[int] = []
+    vals: list[float] = []
+    line_nos: list[int] = []
+    for line_no, line in enumerate(text.splitlines(), start=1):
+        content = line.split("#", 1)[0].strip()
+        if not content:
+            continue
+        fields = content.split()
+        try:
+            labels.append(float(fields[0]))
+        except ValueError:
+            raise DataError(f"{fields[0]!r} is not a numeric label",
+                            "each line must start with the target value, then index:value pairs",
+                            path=path, line=line_no, column=1) from None
+        r = len(labels) - 1
+        line_nos.append(line_no)
+        last = -1
+        for k, item in enumerate(fields[1:], start=2):
+            idx, colon, val = item.partition(":")
+            if idx == "qid":
+                continue
+            try:
+                if not colon:
+                    raise ValueError
+                j, v = int(idx), float(val)
+            except ValueError:
+                raise DataError(f"{item!r} is not an index:value pair",
+                                "write features as index:value, e.g. 3:0.25", path=path,
+                                line=line_no, column=k) from None
+            if j < 0 or j <= last:
+                raise DataError(f"feature index {j} is negative or not increasing",
+                                "indices must be non-negative and in increasing order",
+                                path=path, line=line_no, column=k)
+            last = j
+            rows.append(r)
+            cols.append(j)
+            vals.append(v)
+    if not labels:
+        raise DataError("the file has no data lines", "choose a file with data in it", path=path)
+    col = np.asarray(cols, dtype=np.int64)
+    zero_based = col.size > 0 and col.min() == 0
+    if not zero_based:
+        col -= 1
+    p = int(col.max()) + 1 if col.size else 0
+    if p == 0:
+        raise DataError("no line has any feature", "add index:value pairs after each label",
+                        path=path)
+    X = np.zeros((len(labels), p))
+    X[np.asarray(rows, dtype=np.int64), col] = vals
+    names = [f"x{j + (0 if zero_based else 1)}" for j in range(p)]
+    table = Table(X, np.asarray(labels), names, "y")
+    table.lines = np.asarray(line_nos)
+    return table
+
+
+# ------------------------------------------------------------------------------------
+# ARFF
+# ------------------------------------------------------------------------------------
+def _read_arff(path: Path, raw: bytes, target: str | int | None) -> Table:
+    text = _decode_text(path, raw, "an ARFF file")
+    if "@relation" not in text.lower()[:100000]:
+        raise DataError("this is not an ARFF file: there is no @relation line",
+                        "an ARFF file starts with @relation, @attribute lines and @data",
+                        path=path)
+    from scipy.io import arff
+
+    try:
+        data, meta = arff.loadarff(io.StringIO(text))
+    except (arff.ParseArffError, ValueError, NotImplementedError, IndexError) as exc:
+        raise DataError(f"the ARFF file cannot be parsed ({exc})",
+                        "check the @attribute declarations and the @data rows",
+                        path=path) from None
+    names = list(meta.names())
+    if not names:
+        raise DataError("the ARFF file declares no attributes", "add @attribute lines", path=path)
+    if len(data) == 0:
+        raise DataError("the ARFF file has no data rows", "add rows after @data", path=path)
+    columns, notes = [], []
+    for name in names:
+        kind, values = meta[name]
+        col = data[name]
+        if kind == "numeric":
+            columns.append(np.asarray(col, dtype=np.float64))
+        elif kind == "nominal":
+            lookup = {v: float(i) for i, v in enumerate(values)}
+            decoded = [c.decode() if isinstance(c, bytes) else c for c in col]
+            columns.append(np.array([lookup.get(c, np.nan) for c in decoded]))
+            notes.append(f"nominal attribute {name!r} coded 0…{len(values) - 1} "
+                         f"({', '.join(values[:5])}{', …' if len(values) > 5 else ''})")
+        else:
+            raise DataError(f"attribute {name!r} has type {kind}, which is not supported",
+                            "use numeric or nominal attributes only", path=path)
+    M = np.column_stack(columns)
+    table = _split_target(path, M, names, target, header=True)
+    table.notes.extend(notes)
+    return table

@@ -1,0 +1,72 @@
+"""Memory budget for large allocations (kernel matrices and their factorisations)."""
+
+from __future__ import annotations
+
+import os
+
+from kernel_lab.core.errors import MemoryBudgetError
+
+#: Environment variable that overrides the budget, in MiB.
+BUDGET_ENV = "KERNEL_LAB_MEMORY_MB"
+
+#: Bytes of one kernel-matrix block evaluated at a time (see ``Kernel.__call__``).
+DEFAULT_BLOCK_BYTES = 64 * 2**20
+
+
+def available_memory_bytes() -> int:
+    """Memory available to this process now, in bytes (best effort, never below 256 MiB)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return max(int(line.split()[1]) * 1024, 256 * 2**20)
+    except OSError:
+        pass
+    try:
+        pages = os.sysconf("SC_AVPHYS_PAGES")
+        size = os.sysconf("SC_PAGE_SIZE")
+        return max(int(pages * size), 256 * 2**20)
+    except (ValueError, OSError, AttributeError):
+        return 4 * 2**30
+
+
+def memory_budget_bytes() -> int:
+    """The budget for one planned computation: ``$KERNEL_LAB_MEMORY_MB`` or 60 % of free memory."""
+    env = os.environ.get(BUDGET_ENV)
+    if env:
+        try:
+            return int(float(env) * 2**20)
+        except ValueError:
+            pass
+    return int(0.6 * available_memory_bytes())
+
+
+def format_bytes(nbytes: float) -> str:
+    """Human-readable size, e.g. ``'1.5 GiB'``."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(nbytes) < 1024 or unit == "TiB":
+            return f"{nbytes:.0f} {unit}" if unit == "B" else f"{nbytes:.1f} {unit}"
+        nbytes /= 1024
+    raise AssertionError("unreachable")
+
+
+def check_allocation(nbytes: float, what: str, fix: str, budget: int | None = None) -> None:
+    """Raise :class:`MemoryBudgetError` if ``nbytes`` exceeds the budget.
+
+    Parameters
+    ----------
+    nbytes : float
+        Planned peak allocation in bytes.
+    what : str
+        What would be allocated, e.g. ``"the 40000×40000 kernel matrix"``.
+    fix : str
+        What to do instead (a smaller sample, an approximate method).
+    budget : int, optional
+        Budget in bytes; defaults to :func:`memory_budget_bytes`.
+    """
+    limit = memory_budget_bytes() if budget is None else budget
+    if nbytes > limit:
+        raise MemoryBudgetError(
+            f"{what} needs {format_bytes(nbytes)}, more than the memory budget of "
+            f"{format_bytes(limit)}. {fix}"
+        )

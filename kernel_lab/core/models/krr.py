@@ -1,0 +1,264 @@
+"""Exact kernel ridge regression (KRR) and centered kernel ridge regression (CKRR).
+
+KRR solves ``min_f Σ_i (y_i − f(x_i))² + λ ‖f‖²_H``, so ``f̂(s) = κ(s)ᵀ (K + λI)⁻¹ y``
+(scikit-learn's ``KernelRidge`` with ``alpha = λ``).
+
+CKRR adds an unpenalised intercept. With ``P = I − 11ᵀ/n`` and ``K_c = PKP``
+(Elkhalil et al., eq. 10)::
+
+    f̂_c(s) = κ_c(s)ᵀ (K_c + λI)⁻¹ P y + ȳ,     κ_c(s) = P κ(s) − (1/n) P K 1.
+
+Since ``α = (K_c + λI)⁻¹ P y`` satisfies ``1ᵀα = 0``, this equals
+``κ(s)ᵀα + b`` with ``b = ȳ − mean(Kα)``, which is how predictions are made.
+
+``path(lams)`` returns predictions for a whole λ grid from one symmetric
+eigendecomposition ``K = U diag(e) Uᵀ``: ``α(λ) = U diag(1/(e + λ)) Uᵀ y``.
+
+References
+----------
+K. Elkhalil, A. Kammoun, X. Zhang, M.-S. Alouini, T. Al-Naffouri, "Risk convergence of
+centered kernel ridge regression with large dimensional data", IEEE Trans. Signal
+Processing 68, 2020.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import scipy.linalg as sla
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from kernel_lab.core.errors import ParameterError
+from kernel_lab.core.kernels import Kernel, make_kernel
+from kernel_lab.core.memory import DEFAULT_BLOCK_BYTES, check_allocation
+
+
+@dataclass(frozen=True)
+class PathResult:
+    """Predictions along a λ grid.
+
+    Attributes
+    ----------
+    lams : ndarray, shape (L,)
+    train : ndarray, shape (L, n)
+        Fitted values at the training points for each λ.
+    test : ndarray, shape (L, m) or None
+        Predictions at the requested test points for each λ.
+    eigvals : ndarray, shape (n,)
+        Eigenvalues of the (centered) kernel matrix used.
+    """
+
+    lams: np.ndarray
+    train: np.ndarray
+    test: np.ndarray | None
+    eigvals: np.ndarray
+
+
+def check_lams(lams: Any) -> np.ndarray:
+    """λ values as a 1-D float array; each must be positive and finite."""
+    arr = np.atleast_1d(np.asarray(lams, dtype=np.float64))
+    if arr.ndim != 1 or arr.size == 0:
+        raise ParameterError("λ must be a number or a non-empty 1-D list of numbers")
+    if not np.isfinite(arr).all() or (arr <= 0).any():
+        bad = arr[~(np.isfinite(arr) & (arr > 0))][0]
+        raise ParameterError(f"λ must be positive and finite, got {bad:g}; use a value such as 1e-3")
+    return arr
+
+
+def solve_regularised(K: np.ndarray, lam: float, y: np.ndarray) -> np.ndarray:
+    """Solve ``(K + λI) α = y`` for symmetric K: Cholesky, or a symmetric indefinite
+    solve when ``K + λI`` is not positive definite (e.g. the sigmoid kernel)."""
+    A = K.copy()
+    A.flat[:: A.shape[0] + 1] += lam
+    try:
+        c = sla.cho_factor(A, lower=True, overwrite_a=True, check_finite=False)
+        return sla.cho_solve(c, y, check_finite=False)
+    except sla.LinAlgError:
+        A = K.copy()
+        A.flat[:: A.shape[0] + 1] += lam
+        try:
+            return sla.solve(A, y, assume_a="sym", check_finite=False)
+        except (sla.LinAlgError, ValueError):
+            raise ParameterError(
+                f"K + λI is singular for λ = {lam:g} (the kernel is not positive definite); "
+                "increase λ or use a positive definite kernel") from None
+
+
+
+class _KernelRidgeBase(RegressorMixin, BaseEstimator):
+    _centered: bool = False
+
+    def __init__(self, lam: float = 1.0, *, kernel: str | Kernel = "gaussian",
+                 kernel_params: dict[str, Any] | None = None) -> None:
+        self.lam = lam
+        self.kernel = kernel
+        self.kernel_params = kernel_params
+
+    # -- fitting ------------------------------------------------------------------
+    def _check_lam(self) -> float:
+        lam = self.lam
+        if isinstance(lam, bool) or not isinstance(lam, int | float | np.integer | np.floating):
+            raise ParameterError(f"λ (lam) must be a positive number, got {lam!r}")
+        if not math.isfinite(float(lam)) or lam <= 0:
+            raise ParameterError(f"λ (lam) must be positive and finite, got {lam!r}; "
+                                 "use a value such as 1e-3")
+        return float(lam)
+
+    def _kernel_matrix(self, X: np.ndarray) -> np.ndarray:
+        n = X.shape[0]
+        check_allocation(
+            3 * 8.0 * n * n,
+            f"exact kernel ridge regression on {n} points (three {n}×{n} matrices)",
+            "Subsample the training set or use an approximate method (Nyström ridge, "
+            "random-feature ridge).",
+        )
+        return self.kernel_(X)
+
+    def fit(self, X: Any, y: Any) -> _KernelRidgeBase:
+        """Fit on X of shape (n, p) and y of shape (n,)."""
+        X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
+        lam = self._check_lam()
+        self.kernel_ = make_kernel(self.kernel, self.kernel_params)
+        K = self._kernel_matrix(X)
+        if self._centered:
+            self.y_mean_ = float(y.mean())
+            col_means = K.mean(axis=0)
+            Kc = K - col_means[None, :] - col_means[:, None] + col_means.mean()
+            self.dual_coef_ = solve_regularised(Kc, lam, y - self.y_mean_)
+            self.intercept_ = self.y_mean_ - float(col_means @ self.dual_coef_)
+        else:
+            self.dual_coef_ = solve_regularised(K, lam, y)
+            self.intercept_ = 0.0
+        self.X_fit_ = X
+        self._y_fit = y
+        self._eig: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        return self
+
+    # -- prediction ---------------------------------------------------------------
+    def _blocks(self, X: np.ndarray) -> Any:
+        rows = max(1, DEFAULT_BLOCK_BYTES // (8 * max(self.X_fit_.shape[0], 1)))
+        for start in range(0, X.shape[0], rows):
+            stop = min(start + rows, X.shape[0])
+            yield slice(start, stop), self.kernel_(X[start:stop], self.X_fit_)
+
+    def predict(self, X: Any) -> np.ndarray:
+        """Predictions, shape (m,), evaluated in blocks of bounded memory."""
+        check_is_fitted(self, "dual_coef_")
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        out = np.empty(X.shape[0])
+        for rows, Ks in self._blocks(X):
+            out[rows] = Ks @ self.dual_coef_ + self.intercept_
+        return out
+
+    # -- λ path -------------------------------------------------------------------
+    def _eigen(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(eigenvalues, eigenvectors, column means) of the (centered) training kernel."""
+        if self._eig is None:
+            K = self.kernel_(self.X_fit_)
+            col_means = K.mean(axis=0)
+            if self._centered:
+                K -= col_means[None, :]
+                K -= col_means[:, None]
+                K += col_means.mean()
+            e, U = sla.eigh(K, overwrite_a=True, check_finite=False, driver="evd")
+            self._eig = (e, U, col_means)
+        return self._eig
+
+    def path(self, lams: Any, X_test: Any | None = None) -> PathResult:
+        """Train (and test) predictions for every λ in ``lams`` from one eigendecomposition.
+
+        Parameters
+        ----------
+        lams : array_like, shape (L,)
+            Positive regularisation values.
+        X_test : array_like, shape (m, p), optional
+
+        Returns
+        -------
+        PathResult
+            ``train`` of shape (L, n) and ``test`` of shape (L, m) (or None).
+        """
+        check_is_fitted(self, "dual_coef_")
+        lams = check_lams(lams)
+        e, U, col_means = self._eigen()
+        y = self._y_fit
+        shift = self.y_mean_ if self._centered else 0.0
+        w = U.T @ (y - shift)
+        denom = e[:, None] + lams[None, :]
+        if np.any(np.abs(denom) < 1e-12 * max(1.0, float(np.abs(e).max()))):
+            warnings.warn("K + λI is numerically singular for some λ on the grid",
+                          RuntimeWarning, stacklevel=2)
+        C = w[:, None] / denom  # (n, L): coefficients of α(λ) in the eigenbasis
+        train = (U @ (e[:, None] * C)).T + shift
+        test = None
+        if X_test is not None:
+            X_test = validate_data(self, X_test, reset=False, dtype=np.float64)
+            test = np.empty((lams.size, X_test.shape[0]))
+            for rows, Ks in self._blocks(X_test):
+                if self._centered:
+                    Ks -= Ks.mean(axis=1, keepdims=True)
+                    Ks -= col_means[None, :] - col_means.mean()
+                test[:, rows] = ((Ks @ U) @ C).T + shift
+        return PathResult(lams, train, test, e)
+
+
+class KernelRidge(_KernelRidgeBase):
+    """Exact kernel ridge regression ``f̂(s) = κ(s)ᵀ (K + λI)⁻¹ y``.
+
+    Parameters
+    ----------
+    lam : float
+        Regularisation λ > 0 (scikit-learn's ``alpha``).
+    kernel : str or Kernel
+        A name from :data:`kernel_lab.core.kernels.KERNELS` or a kernel object.
+    kernel_params : dict, optional
+        Parameters of the named kernel (``sigma``, ``alpha``, ``beta``, ``degree``).
+
+    Attributes
+    ----------
+    kernel_ : Kernel
+    dual_coef_ : ndarray, shape (n,)
+    intercept_ : float
+        Always 0.
+    X_fit_ : ndarray, shape (n, p)
+
+    References
+    ----------
+    B. Schölkopf and A. Smola, "Learning with kernels", MIT Press, 2002.
+    """
+
+
+class CenteredKernelRidge(_KernelRidgeBase):
+    """Centered kernel ridge regression: KRR with an unpenalised intercept.
+
+    ``f̂_c(s) = κ_c(s)ᵀ (K_c + λI)⁻¹ P y + ȳ`` (Elkhalil et al., eq. 10).
+
+    Parameters
+    ----------
+    lam : float
+        Regularisation λ > 0.
+    kernel : str or Kernel
+    kernel_params : dict, optional
+
+    Attributes
+    ----------
+    kernel_ : Kernel
+    dual_coef_ : ndarray, shape (n,)
+        ``α = (K_c + λI)⁻¹ P y`` (sums to zero).
+    intercept_ : float
+        ``ȳ − mean(K α)``, so that ``f̂_c(s) = κ(s)ᵀα + intercept_``.
+    y_mean_ : float
+    X_fit_ : ndarray, shape (n, p)
+
+    References
+    ----------
+    K. Elkhalil et al., "Risk convergence of centered kernel ridge regression with large
+    dimensional data", IEEE Trans. Signal Processing 68, 2020.
+    """
+
+    _centered = True
