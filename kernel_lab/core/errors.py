@@ -65,5 +65,6 @@ class DataError(KernelLabError, ValueError):
         if where:
             text = ", ".join(where) + ": " + text
         if self.fix:
-            text += " " + self.fix.rstrip(".") + "."
+            fix = self.fix.rstrip(".")
+            text += " " + fix[:1].upper() + fix[1:] + "."
         return text

@@ -136,7 +136,9 @@ class ParamSpec:
                              "label": self.title}
         for key in ("help", "unit", "low", "high", "log", "choices", "allow_auto", "when"):
             value = getattr(self, key)
-            if value not in (None, "", False, (), {}):
+            empty = value is None or value is False or (
+                isinstance(value, str | tuple | Mapping) and len(value) == 0)
+            if not empty:
                 d[key] = list(value) if isinstance(value, tuple) else (
                     {k: list(v) for k, v in value.items()} if isinstance(value, Mapping)
                     else value)

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 
-class Cancelled(Exception):  # noqa: N818 - the name reads as the event it reports
+class Cancelled(Exception):
     """Raised inside a computation when its run was cancelled."""
 
 

@@ -1,0 +1,260 @@
+"""The ``kernel-lab`` command: the window by default, ``list`` / ``describe`` / ``run``
+headless.
+
+Exit codes: 0 success; 2 bad usage, parameters or data (one line on stderr, no
+traceback); 1 a failure at run time; 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import textwrap
+import time
+import traceback
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any, NoReturn
+
+from kernel_lab import __version__
+from kernel_lab.core.errors import KernelLabError
+from kernel_lab.core.progress import Cancelled
+
+HEADLESS_HINT = """\
+Kernel Lab is installed, but there is no display to open its window on.
+Run an experiment headless instead, for example:
+
+    kernel-lab list                                  # experiments, data sets, generators
+    kernel-lab describe krr-path                     # an experiment's parameters
+    kernel-lab run krr-path --out runs/first         # writes result.json, curves.csv, plot.png
+    kernel-lab run krr-path --data diabetes --set kernel=laplace --seed 1 --out runs/diabetes
+
+(To open the window on a server, run it under a virtual display: xvfb-run kernel-lab.)
+"""
+
+
+class UsageError(Exception):
+    """Bad command-line usage (exit code 2)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see '{self.prog} --help')")
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="kernel-lab", description="Kernel Lab: a laboratory for scalable "
+                     "kernel methods. Without a command, opens the window.")
+    parser.add_argument("--version", action="version", version=f"kernel-lab {__version__}")
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+
+    p_list = sub.add_parser("list", help="list experiments, bundled examples and generators")
+    p_list.add_argument("--json", action="store_true", help="machine-readable output")
+
+    p_desc = sub.add_parser("describe", help="show an experiment's parameters and plots")
+    p_desc.add_argument("experiment")
+    p_desc.add_argument("--json", action="store_true", help="machine-readable output")
+
+    p_run = sub.add_parser(
+        "run", help="run an experiment headless and write result.json, curves.csv, plot.png",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=textwrap.dedent("""\
+            data SPEC: a file (data.csv, data.csv:target=price), a bundled example
+            (diabetes, breast-cancer) or a generator with parameters
+            (gaussian:n=200,p=100,cov=toeplitz,rho=0.4; friedman:n=2000).
+            """))
+    p_run.add_argument("experiment")
+    p_run.add_argument("--data", metavar="SPEC", help="data source (default: the experiment's)")
+    p_run.add_argument("--target", metavar="COLUMN",
+                       help="target column of a data file: name or 0-based index")
+    p_run.add_argument("--test-fraction", type=float, metavar="F",
+                       help="fraction of a data file held out for testing (default 0.25)")
+    std = p_run.add_mutually_exclusive_group()
+    std.add_argument("--standardize", dest="standardize", action="store_true", default=None,
+                     help="standardise the features of a data file (the default)")
+    std.add_argument("--no-standardize", dest="standardize", action="store_false",
+                     help="keep the features of a data file as they are")
+    p_run.add_argument("--drop-nan", action="store_true", default=None,
+                       help="drop rows with missing/non-finite values instead of failing")
+    p_run.add_argument("--set", dest="sets", action="append", default=[], metavar="NAME=VALUE",
+                       help="set an experiment parameter (repeatable)")
+    p_run.add_argument("--seed", type=int, help="random seed (default 0)")
+    p_run.add_argument("--out", metavar="DIR",
+                       help="output folder (default: runs/EXPERIMENT-TIMESTAMP)")
+    p_run.add_argument("--no-plot", action="store_true", help="do not render plot.png")
+    p_run.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
+    p_run.add_argument("--debug", action="store_true", help="show tracebacks of failures")
+    return parser
+
+
+# ------------------------------------------------------------------------------------
+def _cmd_list(args: argparse.Namespace) -> int:
+    from kernel_lab.core.data import data_sources
+    from kernel_lab.core.kernels import KERNELS
+    from kernel_lab.experiments import list_experiments
+
+    exps = list_experiments()
+    sources = data_sources()
+    if args.json:
+        print(json.dumps({"experiments": {e.name: e.title for e in exps},
+                          "examples": sources["examples"],
+                          "generators": {k: v["description"]
+                                         for k, v in sources["generators"].items()},
+                          "kernels": list(KERNELS)}, indent=2, ensure_ascii=False))
+        return 0
+    print("Experiments:")
+    for e in exps:
+        print(f"  {e.name:<16} {e.title}")
+    print("\nBundled examples (--data NAME):")
+    for name, text in sources["examples"].items():
+        print(f"  {name:<16} {text}")
+    print("\nGenerators (--data NAME:key=value,...):")
+    for name, g in sources["generators"].items():
+        keys = ", ".join(p["name"] for p in g["params"])
+        print(f"  {name:<16} {g['description']}\n  {'':<16} parameters: {keys}")
+    print(f"\nKernels: {', '.join(KERNELS)}")
+    return 0
+
+
+def _cmd_describe(args: argparse.Namespace) -> int:
+    from kernel_lab.experiments import get_experiment
+
+    exp = get_experiment(args.experiment)
+    info = exp.describe()
+    if args.json:
+        print(json.dumps(info, indent=2, ensure_ascii=False))
+        return 0
+    print(f"{info['name']}: {info['title']}\n")
+    print(textwrap.fill(info["description"], 88) + "\n")
+    print(f"Default data: {info['default_data']}\n\nParameters (--set NAME=VALUE):")
+    for p in info["params"]:
+        default = "auto" if p["default"] is None else p["default"]
+        rng = ""
+        if "choices" in p:
+            rng = " one of " + "|".join(p["choices"])
+        elif "low" in p or "high" in p:
+            rng = f" in [{p.get('low', -math.inf):g}, {p.get('high', math.inf):g}]"
+        when = "".join(f" (when {k} is {'/'.join(v)})" for k, v in p.get("when", {}).items())
+        print(f"  {p['name']:<12} {p['kind']:<7} default {default}{rng}{when}")
+        if p.get("help"):
+            print(textwrap.indent(textwrap.fill(p["help"], 72), " " * 15))
+    print("\nPlots:")
+    for plot in info["plots"]:
+        print(f"  {plot['title']}: {', '.join(plot['y'])} against {plot['x']}")
+    return 0
+
+
+def _parse_sets(items: Sequence[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise UsageError(f"--set {item!r} must be written as NAME=VALUE")
+        out[key.strip()] = value.strip()
+    return out
+
+
+class _StderrProgress:
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
+        self.tty = sys.stderr.isatty()
+        self.last = ""
+        self.t0 = time.perf_counter()
+
+    def __call__(self, fraction: float, message: str) -> None:
+        if self.quiet:
+            return
+        line = f"[{100 * fraction:5.1f}% {time.perf_counter() - self.t0:6.1f}s] {message}"
+        if message == self.last:
+            return
+        self.last = message
+        if self.tty:
+            sys.stderr.write("\r\033[K" + line)
+            if fraction >= 1.0:
+                sys.stderr.write("\n")
+        else:
+            sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from kernel_lab.engine import run_experiment
+    from kernel_lab.engine.output import write_run
+    from kernel_lab.experiments import get_experiment
+
+    params: dict[str, Any] = _parse_sets(args.sets)
+    if args.seed is not None:
+        params["seed"] = args.seed
+    data_options = {"target": args.target, "test_fraction": args.test_fraction,
+                    "standardize": args.standardize, "drop_nan": args.drop_nan}
+    exp = get_experiment(args.experiment)
+    out = Path(args.out or Path("runs") /
+               f"{exp.name}-{datetime.now().strftime('%Y%m%d-%H%M%S')}")
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} exists and is not a folder")
+    progress = _StderrProgress(args.quiet)
+    result = run_experiment(exp.name, params, data=args.data, data_options=data_options,
+                            on_progress=progress)
+    files = write_run(result, out)
+    if not args.no_plot:
+        from kernel_lab.gui.render import render_plots
+
+        files["plot"] = render_plots(result.table, exp.plots, out / "plot.png",
+                                     title=f"{exp.title} — {result.data['name']}")
+    if not args.quiet:
+        for key, value in result.summaries.items():
+            shown = f"{value:.6g}" if isinstance(value, float) else value
+            sys.stderr.write(f"  {key}: {shown}\n")
+    print(out)
+    return 0
+
+
+def _cmd_gui() -> int:
+    from kernel_lab.gui.render import has_display
+
+    if not has_display() and os.environ.get("QT_QPA_PLATFORM") != "offscreen":
+        print(HEADLESS_HINT, end="")
+        return 0
+    from kernel_lab.gui.app import main as gui_main
+
+    return gui_main()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``kernel-lab`` command; returns the exit code."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv
+    try:
+        args = _build_parser().parse_args(argv)
+        if args.command is None:
+            return _cmd_gui()
+        handler = {"list": _cmd_list, "describe": _cmd_describe, "run": _cmd_run}
+        return handler[args.command](args)
+    except (UsageError, KernelLabError) as exc:
+        message = " ".join(str(exc).split())
+        print(f"kernel-lab: error: {message}", file=sys.stderr)
+        return 2
+    except Cancelled:
+        print("kernel-lab: cancelled", file=sys.stderr)
+        return 130
+    except KeyboardInterrupt:
+        print("\nkernel-lab: interrupted", file=sys.stderr)
+        return 130
+    except MemoryError:
+        print("kernel-lab: failed: out of memory; use fewer points or an approximate method",
+              file=sys.stderr)
+        return 1
+    except Exception as exc:  # a failure at run time: one line unless --debug
+        if debug:
+            traceback.print_exc()
+        print(f"kernel-lab: failed: {type(exc).__name__}: {' '.join(str(exc).split())}"
+              + ("" if debug else " (run with --debug for details)"), file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

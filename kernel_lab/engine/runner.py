@@ -1,0 +1,143 @@
+"""In-process runner: resolve parameters, load the data, drive the experiment's
+generator, and assemble a JSON-serialisable :class:`RunResult`."""
+
+from __future__ import annotations
+
+import json
+import math
+import platform
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+
+from kernel_lab import __version__
+from kernel_lab.core.data import Dataset, load_data
+from kernel_lab.core.progress import Progress
+from kernel_lab.experiments import PartialResult, get_experiment
+
+
+def versions() -> dict[str, str]:
+    """Versions of Kernel Lab, Python and the numerical libraries."""
+    import scipy
+    import sklearn
+
+    return {"kernel_lab": __version__, "python": platform.python_version(),
+            "numpy": np.__version__, "scipy": scipy.__version__, "scikit-learn": sklearn.__version__,
+            "platform": platform.platform()}
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return _jsonable(value.tolist())
+    if isinstance(value, np.generic):
+        return _jsonable(value.item())
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+@dataclass
+class RunResult:
+    """The outcome of one run: table, summaries, and what is needed to reproduce it."""
+
+    experiment: str
+    params: dict[str, Any]
+    seed: int
+    data: dict[str, Any]
+    table: dict[str, np.ndarray] = field(default_factory=dict)
+    summaries: dict[str, Any] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+    started: str = ""
+    versions: dict[str, str] = field(default_factory=versions)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict (non-finite numbers become ``null``)."""
+        return _jsonable({
+            "experiment": self.experiment,
+            "params": self.params,
+            "seed": self.seed,
+            "data": self.data,
+            "summaries": self.summaries,
+            "timings": self.timings,
+            "started": self.started,
+            "versions": self.versions,
+            "columns": list(self.table),
+            "table": self.table,
+        })
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, ensure_ascii=False, allow_nan=False)
+
+
+def run_experiment(
+    name: str,
+    params: Mapping[str, Any] | None = None,
+    *,
+    data: str | Dataset | None = None,
+    data_options: Mapping[str, Any] | None = None,
+    on_progress: Callable[[float, str], None] | None = None,
+    on_partial: Callable[[PartialResult], None] | None = None,
+    is_cancelled: Callable[[], bool] | None = None,
+) -> RunResult:
+    """Run experiment ``name`` in this process and return its result.
+
+    Parameters
+    ----------
+    name : str
+        Registered experiment name.
+    params : mapping, optional
+        Parameter values (strings accepted); ``seed`` is one of them.
+    data : str or Dataset, optional
+        A data specification (see :func:`kernel_lab.core.data.load_data`) or a loaded
+        data set; default: the experiment's ``default_data``.
+    data_options : mapping, optional
+        Overrides for the data specification's options (``target``, ``test_fraction``…).
+    on_progress, on_partial : callable, optional
+        Receive ``(fraction, message)`` and each :class:`PartialResult`.
+    is_cancelled : callable, optional
+        Polled at every report; when it returns True the run raises
+        :class:`~kernel_lab.core.progress.Cancelled`.
+
+    Raises
+    ------
+    ParameterError, DataError, MemoryBudgetError
+        For user errors (bad parameters, unreadable data, too large).
+    Cancelled
+        When cancelled.
+    """
+    experiment = get_experiment(name)
+    resolved = experiment.resolve(params)
+    seed = int(resolved["seed"])
+    progress = Progress(on_progress, is_cancelled)
+    started = datetime.now(UTC).isoformat(timespec="seconds")
+    t0 = time.perf_counter()
+    progress(0.0, "loading data")
+    if isinstance(data, Dataset):
+        dataset = data
+    else:
+        dataset = load_data(data or experiment.default_data, seed=seed, overrides=data_options)
+    t_data = time.perf_counter() - t0
+    result = RunResult(name, resolved, seed, dataset.summary(), started=started)
+    run_progress = progress.sub(0.02, 1.0)
+    t1 = time.perf_counter()
+    for partial in experiment.run(resolved, dataset, run_progress):
+        run_progress(partial.fraction, partial.message)
+        if partial.table is not None:
+            result.table = {k: np.asarray(v, dtype=np.float64) for k, v in partial.table.items()}
+        if partial.summaries is not None:
+            result.summaries = dict(partial.summaries)
+        if on_partial is not None:
+            on_partial(partial)
+    t_run = time.perf_counter() - t1
+    result.timings = {"data_s": round(t_data, 4), "run_s": round(t_run, 4),
+                      "total_s": round(time.perf_counter() - t0, 4)}
+    progress(1.0, "done")
+    return result

@@ -1,0 +1,18 @@
+"""Experiments: declared parameters, a generator of partial results, declared plots.
+
+No Qt here: experiments run the same in the window, the command line and tests.
+"""
+
+from __future__ import annotations
+
+from kernel_lab.experiments.base import Experiment, PartialResult, PlotSpec
+from kernel_lab.experiments.registry import get_experiment, list_experiments, register
+
+__all__ = [
+    "Experiment",
+    "PartialResult",
+    "PlotSpec",
+    "get_experiment",
+    "list_experiments",
+    "register",
+]

@@ -1,0 +1,160 @@
+"""The experiment contract: declared parameters and plots, and a generator of partial
+results whose every ``yield`` is a progress report and a cancellation point."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from kernel_lab.core.data import Dataset
+from kernel_lab.core.kernels import (
+    KERNEL_PARAMS,
+    KERNELS,
+    Kernel,
+    ShiftInvariantKernel,
+    make_kernel,
+    median_heuristic,
+)
+from kernel_lab.core.params import ParamSpec, resolve_params
+from kernel_lab.core.progress import Progress
+
+SEED = ParamSpec("seed", "int", 0, low=0, high=2**32 - 1,
+                 help="drives every random choice: data draws, splits, samplers")
+
+
+@dataclass(frozen=True)
+class PlotSpec:
+    """A plot an experiment produces.
+
+    ``y`` lists result columns drawn as curves against column ``x``; a column
+    missing from the table (e.g. the noiseless risk on real data) is skipped.
+    ``y_err`` optionally maps a curve to the column holding its spread.
+    """
+
+    title: str
+    x: str
+    y: tuple[str, ...]
+    xlabel: str = ""
+    ylabel: str = ""
+    logx: bool = False
+    logy: bool = False
+    y_err: Mapping[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"title": self.title, "x": self.x, "y": list(self.y), "xlabel": self.xlabel,
+                "ylabel": self.ylabel, "logx": self.logx, "logy": self.logy,
+                "y_err": dict(self.y_err)}
+
+
+@dataclass
+class PartialResult:
+    """One step of a run: progress plus, optionally, the results so far.
+
+    Attributes
+    ----------
+    fraction : float
+        Progress in [0, 1].
+    message : str
+        What the run is doing now.
+    table : dict of str to ndarray, optional
+        All result columns so far (equal lengths); each partial result replaces the
+        previous table, so a viewer simply redraws it. Not-yet-computed entries are NaN.
+    summaries : dict, optional
+        Scalar results so far (numbers or short strings).
+    """
+
+    fraction: float
+    message: str = ""
+    table: dict[str, np.ndarray] | None = None
+    summaries: dict[str, Any] | None = None
+
+
+class Experiment:
+    """Base class of experiments; subclasses are registered with :func:`register`.
+
+    Subclasses set the class attributes and implement :meth:`run`.
+    """
+
+    name: ClassVar[str] = ""
+    title: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    params: ClassVar[tuple[ParamSpec, ...]] = ()
+    plots: ClassVar[tuple[PlotSpec, ...]] = ()
+    default_data: ClassVar[str] = "gaussian"
+
+    @classmethod
+    def param_specs(cls) -> tuple[ParamSpec, ...]:
+        """The declared parameters followed by the common ``seed``."""
+        return (*cls.params, SEED)
+
+    @classmethod
+    def resolve(cls, values: Mapping[str, Any] | None) -> dict[str, Any]:
+        """Defaults overlaid with ``values``, checked (raises ParameterError)."""
+        return resolve_params(cls.param_specs(), values, owner=f"experiment {cls.name!r}")
+
+    def estimate(self, params: Mapping[str, Any], n: int, p: int) -> dict[str, Any]:
+        """Planned peak memory in bytes and a note, for the window's run planner."""
+        return {"memory_bytes": 0, "note": ""}
+
+    def run(self, params: Mapping[str, Any], data: Dataset,
+            progress: Progress) -> Iterator[PartialResult]:
+        raise NotImplementedError
+
+    @classmethod
+    def describe(cls) -> dict[str, Any]:
+        """JSON-serialisable description (``kernel-lab describe``)."""
+        return {
+            "name": cls.name,
+            "title": cls.title,
+            "description": cls.description,
+            "default_data": cls.default_data,
+            "params": [s.to_dict() for s in cls.param_specs()],
+            "plots": [p.to_dict() for p in cls.plots],
+        }
+
+
+# -- kernel parameters shared by experiments -------------------------------------------
+_SHIFT = tuple(n for n, c in KERNELS.items() if issubclass(c, ShiftInvariantKernel))
+_INNER = tuple(n for n in KERNELS if n not in _SHIFT)
+
+
+def kernel_param_specs(default: str = "gaussian",
+                       choices: tuple[str, ...] = tuple(KERNELS)) -> tuple[ParamSpec, ...]:
+    """``kernel`` plus its sub-parameters, each shown only for the kernels that use it."""
+    shift = tuple(c for c in choices if c in _SHIFT)
+    inner = tuple(c for c in choices if c in _INNER)
+    specs = [ParamSpec("kernel", "choice", default, choices=choices,
+                       help="kernel function; see `kernel-lab describe` for the formulas")]
+    if shift:
+        specs.append(ParamSpec("sigma", "float", None, label="bandwidth σ", low=1e-12, high=1e12,
+                               log=True, allow_auto=True, when={"kernel": shift},
+                               help="bandwidth of the shift-invariant kernels; auto = median "
+                                    "pairwise distance of the training inputs"))
+    if inner:
+        specs += [
+            ParamSpec("alpha", "float", None, label="α", low=-1e6, high=1e6, allow_auto=True,
+                      when={"kernel": inner},
+                      help="g(t) = g(α t + β) family scale; auto = the kernel's default (1)"),
+            ParamSpec("beta", "float", None, label="β", low=-1e6, high=1e6, allow_auto=True,
+                      when={"kernel": inner},
+                      help="shift; auto = the paper's value (linear 1, polynomial 1, "
+                           "sigmoid −1, exponential 0)"),
+        ]
+        if "polynomial" in inner:
+            specs.append(ParamSpec("degree", "int", 2, label="degree d", low=1, high=20,
+                                   when={"kernel": ("polynomial",)},
+                                   help="polynomial degree"))
+    return tuple(specs)
+
+
+def build_kernel(params: Mapping[str, Any], X_train: np.ndarray) -> Kernel:
+    """The kernel described by ``params``; an automatic bandwidth σ is the median
+    pairwise distance of ``X_train`` (see :func:`~kernel_lab.core.kernels.median_heuristic`)."""
+    name = params["kernel"]
+    kparams = {k: params[k] for k in KERNEL_PARAMS[name] if params.get(k) is not None}
+    if issubclass(KERNELS[name], ShiftInvariantKernel) and "sigma" not in kparams:
+        kparams["sigma"] = median_heuristic(X_train)
+    return make_kernel(name, kparams)

@@ -1,0 +1,42 @@
+"""The experiment registry: the command line and the window list what is here."""
+
+from __future__ import annotations
+
+import difflib
+
+from kernel_lab.core.errors import ParameterError
+from kernel_lab.experiments.base import Experiment
+
+_REGISTRY: dict[str, type[Experiment]] = {}
+
+
+def register(cls: type[Experiment]) -> type[Experiment]:
+    """Class decorator adding an experiment to the registry."""
+    if not cls.name:
+        raise ValueError(f"{cls.__name__} has no name")
+    if cls.name in _REGISTRY and _REGISTRY[cls.name] is not cls:
+        raise ValueError(f"experiment {cls.name!r} is registered twice")
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def get_experiment(name: str) -> Experiment:
+    """A new instance of the registered experiment ``name``."""
+    _load_builtin()
+    if name not in _REGISTRY:
+        close = difflib.get_close_matches(name, _REGISTRY, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise ParameterError(f"unknown experiment {name!r}{hint} "
+                             f"(available: {', '.join(sorted(_REGISTRY))})")
+    return _REGISTRY[name]()
+
+
+def list_experiments() -> list[type[Experiment]]:
+    """Registered experiment classes, sorted by name."""
+    _load_builtin()
+    return [_REGISTRY[k] for k in sorted(_REGISTRY)]
+
+
+def _load_builtin() -> None:
+    # Importing the modules registers their experiments.
+    from kernel_lab.experiments import krr_path  # noqa: F401
