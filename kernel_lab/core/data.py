@@ -281,7 +281,7 @@ def train_test_split(
     n = X.shape[0]
     if not 0.0 <= test_fraction < 1.0:
         raise ParameterError(f"test fraction must be in [0, 1), got {test_fraction}")
-    n_test = int(round(test_fraction * n))
+    n_test = round(test_fraction * n)
     if test_fraction > 0:
         n_test = max(n_test, 1)
     if n - n_test < 2:

@@ -71,7 +71,8 @@ class Formula:
 
     def __init__(self, text: str, p: int) -> None:
         if not isinstance(text, str) or not text.strip():
-            raise FormulaError(str(text), "the formula is empty; write an expression such as sin(x1)")
+            raise FormulaError(str(text),
+                               "the formula is empty; write an expression such as sin(x1)")
         if len(text) > MAX_LENGTH:
             raise FormulaError(text[:40] + "…", f"longer than {MAX_LENGTH} characters")
         self.text = text.strip()
@@ -160,7 +161,8 @@ class Formula:
         if fname in _REDUCE:
             if not node.args:
                 raise self._fail(node, f"{fname}() needs an argument, e.g. {fname}(x)")
-            if len(node.args) == 1 and isinstance(node.args[0], ast.Name) and node.args[0].id == "x":
+            arg = node.args[0]
+            if len(node.args) == 1 and isinstance(arg, ast.Name) and arg.id == "x":
                 if fname == "sum":
                     return lambda X: X.sum(axis=1)
                 return lambda X: X.mean(axis=1)

@@ -528,7 +528,9 @@ def parse_kernel(spec: str) -> Kernel:
     return make_kernel(key, params)
 
 
-def median_heuristic(X: Any, rng: np.random.Generator | None = None, max_points: int = 1000) -> float:
+def median_heuristic(
+    X: Any, rng: np.random.Generator | None = None, max_points: int = 1000
+) -> float:
     """Median pairwise Euclidean distance of (a random subset of at most ``max_points`` of) X.
 
     A common default for the bandwidth σ of shift-invariant kernels.

@@ -108,6 +108,9 @@ def load_table(
         raise DataError("the file does not exist", "check the path", path=path)
     if path.is_dir():
         raise DataError("this is a folder, not a data file", "choose a file", path=path)
+    if fmt is not None and fmt not in set(FORMATS.values()):
+        raise DataError(f"unknown file format {fmt!r}",
+                        f"use one of: {', '.join(sorted(set(FORMATS.values())))}")
     kind = fmt or FORMATS.get(path.suffix.lower())
     if kind is None:
         raise DataError(
@@ -132,17 +135,23 @@ def load_table(
 # Shared helpers
 # ------------------------------------------------------------------------------------
 def _decode_text(path: Path, raw: bytes, expected: str) -> str:
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise DataError(f"this is UTF-16 text, not {expected} in UTF-8",
+                        "save the file again with UTF-8 encoding (e.g. 'CSV UTF-8' in a "
+                        "spreadsheet program)", path=path)
     what = sniff_kind(raw[:16])
     if what is not None or b"\x00" in raw[:65536]:
         found = what or "binary data (it contains NUL bytes)"
         raise DataError(f"this is {found}, not {expected}",
                         "choose the right file, or rename it to its real extension", path=path)
+    body = raw[3:] if raw.startswith(b"\xef\xbb\xbf") else raw
     try:
-        return raw.decode("utf-8-sig")
+        return body.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
+        before = body[: exc.start]
+        line = len(before.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n"))
         raise DataError(
-            f"byte {raw[exc.start]:#04x} is not valid UTF-8 text",
+            f"byte {body[exc.start]:#04x} is not valid UTF-8 text",
             f"this does not look like {expected}; if it is, save it with UTF-8 encoding",
             path=path, line=line,
         ) from None
@@ -174,7 +183,7 @@ def _pick_target(names: list[str], target: str | int | None, path: Path,
     idx = int(target)
     if not -p <= idx < p:
         raise DataError(f"target column index {idx} is out of range: the data have {p} columns",
-                        f"use an index from 0 to {p - 1} (or −1 for the last)", path=path)
+                        f"use an index from 0 to {p - 1} (or -1 for the last)", path=path)
     return idx % p
 
 
@@ -231,32 +240,65 @@ def _is_number(cell: str) -> bool:
 
 
 def _detect_delimiter(path: Path, lines: list[str]) -> str | None:
-    if path.suffix.lower() in (".tsv", ".tab"):
+    """The field delimiter: ``,``, tab or ``;`` when it splits the first line and at least
+    80 % of the first 20 lines into the same number of fields, unless whitespace splits
+    them just as regularly and the delimiter would leave spaces inside numbers; else the
+    first of them found in the first line; else ``,`` for .csv files and whitespace
+    (None) for the others."""
+    suffix = path.suffix.lower()
+    if suffix in (".tsv", ".tab"):
         return "\t"
     sample = lines[:20]
+    ws_counts = {len(line.split()) for line in sample}
+    ws_regular = len(ws_counts) == 1 and ws_counts != {1}
     for delim in (",", "\t", ";"):
-        counts = {line.count(delim) for line in sample}
-        if len(counts) == 1 and counts != {0}:
+        first = sample[0].count(delim)
+        if first == 0 or sum(line.count(delim) == first for line in sample) < 0.8 * len(sample):
+            continue
+        inner_space = any(" " in cell.strip() for line in sample for cell in line.split(delim))
+        if inner_space and ws_regular and delim != ",":
+            return None
+        return delim
+    for delim in (",", "\t", ";"):  # irregular (ragged) rows: the first line decides
+        if delim in sample[0] and not ws_regular:
             return delim
-    for delim in (",", "\t", ";"):
-        if any(delim in line for line in sample):
-            return delim
-    return None  # whitespace-separated
+    return "," if suffix == ".csv" else None
+
+
+def _text_rows(text: str, delim: str | None) -> list[tuple[int, list[str]]]:
+    """(1-based line number, fields) of the data rows, skipping blank and comment lines.
+
+    A quoted field may span lines; its row is numbered by the line it starts on.
+    """
+    if delim is None:
+        return [(i + 1, line.split()) for i, line in enumerate(text.splitlines())
+                if line.strip() and not line.lstrip().startswith("#")]
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delim, skipinitialspace=True)
+    rows, start = [], 1
+    try:
+        for row in reader:
+            if row and any(c.strip() for c in row) and not row[0].lstrip().startswith("#"):
+                rows.append((start, row))
+            start = reader.line_num + 1
+    except csv.Error as exc:
+        raise DataError(f"the text cannot be split into fields ({exc})",
+                        "check the quoting on this line", line=start) from None
+    return rows
 
 
 def _read_csv(path: Path, raw: bytes, target: str | int | None) -> Table:
     text = _decode_text(path, raw, "a text table")
-    numbered = [(i + 1, line) for i, line in enumerate(text.splitlines())
-                if line.strip() and not line.lstrip().startswith("#")]
-    if not numbered:
+    lines = [line for line in text.splitlines()
+             if line.strip() and not line.lstrip().startswith("#")]
+    if not lines:
         raise DataError("the file has no data lines (only blank or comment lines)",
                         "choose a file with data in it", path=path)
-    delim = _detect_delimiter(path, [line for _, line in numbered])
-    if delim is None:
-        rows = [line.split() for _, line in numbered]
-    else:
-        rows = list(csv.reader(io.StringIO("\n".join(line for _, line in numbered)),
-                               delimiter=delim, skipinitialspace=True))
+    delim = _detect_delimiter(path, lines)
+    try:
+        numbered = _text_rows(text, delim)
+    except DataError as exc:
+        raise DataError(exc.problem, exc.fix, path=path, line=exc.line) from None
+    rows = [row for _, row in numbered]
     line_nos = [n for n, _ in numbered]
     first = [c.strip() for c in rows[0]]
     header = not all(_is_number(c) for c in first)
@@ -376,8 +418,15 @@ def _pick_xy(path: Path, arrays: dict[str, Any], target: str | int | None,
     lower = {k.lower(): k for k in arrays}
     for xk, yk in (("x", "y"), ("data", "target"), ("features", "labels")):
         if xk in lower and yk in lower:
-            if isinstance(target, str) and target in arrays and target != lower[yk]:
-                return _xy_table(path, arrays[lower[xk]], arrays[target], lower[xk], target)
+            if target is not None and str(target) != lower[yk]:
+                if str(target) not in arrays:
+                    raise DataError(
+                        f"there is no array named {target!r} to use as the target "
+                        f"(the file has: {', '.join(sorted(arrays))})",
+                        f"name one of its arrays, or leave the target empty to use {lower[yk]!r}",
+                        path=path)
+                yk = str(target)
+                return _xy_table(path, arrays[lower[xk]], arrays[yk], lower[xk], yk)
             return _xy_table(path, arrays[lower[xk]], arrays[lower[yk]], lower[xk], lower[yk])
     if len(arrays) == 1:
         (key, A), = arrays.items()
@@ -438,6 +487,10 @@ def _looks_like_mat4(raw: bytes) -> bool:
 # svmlight / libsvm
 # ------------------------------------------------------------------------------------
 def _read_svmlight(path: Path, raw: bytes, target: str | int | None) -> Table:
+    if target is not None:
+        raise DataError("the target of an svmlight/libsvm file is the first value on each line; "
+                        "a target column cannot be chosen", "leave the target option empty",
+                        path=path)
     text = _decode_text(path, raw, "an svmlight/libsvm text file")
     labels: list[float] = []
     rows: list[int] = []

@@ -26,7 +26,8 @@ def versions() -> dict[str, str]:
     import sklearn
 
     return {"kernel_lab": __version__, "python": platform.python_version(),
-            "numpy": np.__version__, "scipy": scipy.__version__, "scikit-learn": sklearn.__version__,
+            "numpy": np.__version__, "scipy": scipy.__version__,
+            "scikit-learn": sklearn.__version__,
             "platform": platform.platform()}
 
 

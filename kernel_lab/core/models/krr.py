@@ -66,7 +66,8 @@ def check_lams(lams: Any) -> np.ndarray:
         raise ParameterError("λ must be a number or a non-empty 1-D list of numbers")
     if not np.isfinite(arr).all() or (arr <= 0).any():
         bad = arr[~(np.isfinite(arr) & (arr > 0))][0]
-        raise ParameterError(f"λ must be positive and finite, got {bad:g}; use a value such as 1e-3")
+        raise ParameterError(
+            f"λ must be positive and finite, got {bad:g}; use a value such as 1e-3")
     return arr
 
 
@@ -194,16 +195,19 @@ class _KernelRidgeBase(RegressorMixin, BaseEstimator):
             warnings.warn("K + λI is numerically singular for some λ on the grid",
                           RuntimeWarning, stacklevel=2)
         C = w[:, None] / denom  # (n, L): coefficients of α(λ) in the eigenbasis
-        train = (U @ (e[:, None] * C)).T + shift
+        L = lams.size
+        # One product gives the dual coefficients α(λ) = U C and the fitted values U (e C).
+        both = U @ np.concatenate([C, e[:, None] * C], axis=1)
+        alphas, train = both[:, :L], both[:, L:].T + shift
         test = None
         if X_test is not None:
             X_test = validate_data(self, X_test, reset=False, dtype=np.float64)
-            test = np.empty((lams.size, X_test.shape[0]))
+            test = np.empty((L, X_test.shape[0]))
             for rows, Ks in self._blocks(X_test):
                 if self._centered:
-                    Ks -= Ks.mean(axis=1, keepdims=True)
-                    Ks -= col_means[None, :] - col_means.mean()
-                test[:, rows] = ((Ks @ U) @ C).T + shift
+                    # κ_c(s)ᵀα = (κ(s) − K1/n)ᵀα since 1ᵀα = 0: subtract the column means.
+                    Ks -= col_means[None, :]
+                test[:, rows] = (Ks @ alphas).T + shift
         return PathResult(lams, train, test, e)
 
 

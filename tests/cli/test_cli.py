@@ -1,0 +1,117 @@
+"""The headless command line: list, describe, run, and its exit codes."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from kernel_lab.cli import main
+
+
+def test_run_krr_path_writes_the_three_files(tmp_path):
+    """The real console entry point, as a user runs it."""
+    exe = shutil.which("kernel-lab") or None
+    cmd = [exe] if exe else [sys.executable, "-m", "kernel_lab"]
+    out = tmp_path / "run"
+    proc = subprocess.run([*cmd, "run", "krr-path", "--out", str(out), "--set", "n_lams=6"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "loading data" in proc.stderr and "%" in proc.stderr  # progress on stderr
+    doc = json.loads((out / "result.json").read_text())
+    assert doc["experiment"] == "krr-path" and doc["seed"] == 0
+    assert doc["params"]["n_lams"] == 6 and "lam_best_ckrr" in doc["summaries"]
+    with open(out / "curves.csv", newline="") as fh:
+        rows = list(csv.reader(fh))
+    assert rows[0][0] == "lam" and "test_mse_ckrr" in rows[0] and len(rows) == 7
+    np.testing.assert_allclose([float(r[0]) for r in rows[1:]], np.logspace(-4, 2, 6))
+    png = (out / "plot.png").read_bytes()
+    assert png.startswith(b"\x89PNG") and len(png) > 10_000
+
+
+def test_run_with_data_file_target_and_sets(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((80, 3))
+    y = X[:, 0] - 2 * X[:, 2]
+    path = tmp_path / "table.csv"
+    np.savetxt(path, np.column_stack([y, X]), delimiter=",", header="price,a,b,c", comments="")
+    out = tmp_path / "o"
+    code = main(["run", "krr-path", "--data", str(path), "--target", "price", "--set",
+                 "kernel=linear", "--set", "n_lams=3", "--seed", "5", "--out", str(out),
+                 "--no-plot", "-q"])
+    assert code == 0
+    doc = json.loads((out / "result.json").read_text())
+    assert doc["data"]["target"] == "price" and doc["data"]["p"] == 3
+    assert doc["data"]["n_train"] == 60 and doc["seed"] == 5
+    assert doc["summaries"]["kernel"] == "linear:alpha=1,beta=1"
+    assert capsys.readouterr().out.strip() == str(out)
+
+
+@pytest.mark.parametrize(
+    "argv,fragment",
+    [
+        (["run", "no-such-exp"], "unknown experiment 'no-such-exp'"),
+        (["run", "krr-path", "--set", "lam_min=-3"], "lam_min must be ≥"),
+        (["run", "krr-path", "--set", "kernel=foo"], "kernel must be one of"),
+        (["run", "krr-path", "--set", "bogus=1"], "has no parameter 'bogus'"),
+        (["run", "krr-path", "--set", "lam_min"], "NAME=VALUE"),
+        (["run", "krr-path", "--data", "missing.csv"], "missing.csv: the file does not exist"),
+        (["run", "krr-path", "--data", "gaussian:n=1"], "n must be ≥ 2"),
+        (["run", "krr-path", "--data", "gaussian:n=x"], "n must be a whole number"),
+        (["frobnicate"], "invalid choice"),
+        (["run"], "required"),
+        (["describe", "nope"], "unknown experiment"),
+    ],
+)
+def test_user_errors_exit_2_with_one_line(tmp_path, capsys, argv, fragment):
+    code = main([*argv, "--out", str(tmp_path / "o")] if argv[0] == "run" and len(argv) > 1
+                else argv)
+    err = capsys.readouterr().err
+    assert code == 2
+    lines = [line for line in err.splitlines() if not line.startswith("[")]
+    assert len(lines) == 1 and lines[0].startswith("kernel-lab: error:"), err
+    assert fragment in lines[0]
+    assert "Traceback" not in err
+
+
+def test_memory_budget_is_a_user_error(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("KERNEL_LAB_MEMORY_MB", "0.5")
+    code = main(["run", "krr-path", "--out", str(tmp_path / "o"), "-q", "--no-plot"])
+    err = capsys.readouterr().err
+    assert code == 2 and "memory budget" in err and "Nyström" in err
+
+
+def test_runtime_failure_exits_1_without_traceback(tmp_path, capsys, monkeypatch):
+    def boom(*args, **kwargs):
+        raise RuntimeError("LAPACK exploded")
+
+    monkeypatch.setattr("scipy.linalg.eigh", boom)
+    code = main(["run", "krr-path", "--out", str(tmp_path / "o"), "-q", "--no-plot"])
+    err = capsys.readouterr().err
+    assert code == 1 and "LAPACK exploded" in err and "Traceback" not in err
+
+
+def test_list_and_describe(capsys):
+    assert main(["list", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert "krr-path" in doc["experiments"] and "gaussian" in doc["generators"]
+    assert "diabetes" in doc["examples"] and "matern52" in doc["kernels"]
+    assert main(["describe", "krr-path", "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert {p["name"] for p in info["params"]} >= {"kernel", "sigma", "lam_min", "seed"}
+    assert main(["describe", "krr-path"]) == 0
+    assert "lam_min" in capsys.readouterr().out
+
+
+def test_no_display_prints_headless_help(capsys, monkeypatch):
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    monkeypatch.delenv("QT_QPA_PLATFORM", raising=False)
+    monkeypatch.setattr(sys, "platform", "linux")
+    assert main([]) == 0
+    assert "kernel-lab run krr-path" in capsys.readouterr().out

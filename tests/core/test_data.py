@@ -1,0 +1,123 @@
+"""Generators, the data specification and the split."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kernel_lab.core.data import (
+    EXAMPLES,
+    GENERATORS,
+    generate,
+    load_data,
+    train_test_split,
+)
+from kernel_lab.core.errors import DataError, ParameterError
+
+
+def test_gaussian_toeplitz_covariance_and_target():
+    ds = generate("gaussian", {"n": 20000, "n_test": 10, "p": 6, "cov": "toeplitz", "rho": 0.4,
+                               "noise": 0.5}, seed=1)
+    j = np.arange(6)
+    sigma = 0.4 ** np.abs(j[:, None] - j[None, :])
+    np.testing.assert_allclose(ds.source.law.cov, sigma, atol=1e-12)
+    np.testing.assert_allclose(np.cov(ds.X_train.T), sigma, atol=0.04)
+    np.testing.assert_allclose(ds.f_train, np.sin(ds.X_train.sum(1) / np.sqrt(6)), atol=1e-12)
+    assert np.var(ds.y_train - ds.f_train) == pytest.approx(0.5, rel=0.05)
+
+
+def test_bernoulli_is_pm1_through_sqrt_sigma():
+    ds = generate("bernoulli", {"n": 500, "p": 4, "cov": "toeplitz", "rho": 0.3}, seed=0)
+    law = ds.source.law
+    U, s = law.cov_eigvecs, law.cov_eigvals
+    Z = ds.X_train @ U @ np.diag(1 / np.sqrt(s)) @ U.T  # undo Σ^{1/2}
+    np.testing.assert_allclose(np.abs(Z), 1.0, atol=1e-10)
+
+
+def test_spectrum_covariance():
+    ds = generate("gaussian", {"n": 10, "p": 8, "cov": "spectrum", "spectrum": "1;3"}, seed=0)
+    np.testing.assert_array_equal(ds.source.law.cov_eigvals, [1, 1, 1, 1, 3, 3, 3, 3])
+
+
+def test_friedman_and_breiman_definitions():
+    fr = generate("friedman", {"n": 300, "noise": 0.0}, seed=0)
+    X = fr.X_train
+    ref = 10 * np.sin(np.pi * X[:, 0] * X[:, 1]) + 20 * (X[:, 2] - 0.5) ** 2 + 10 * X[:, 3] \
+        + 5 * X[:, 4]
+    np.testing.assert_allclose(fr.y_train, ref)
+    assert X.min() >= 0 and X.max() <= 1 and X.shape[1] == 10
+    br = generate("breiman", {"n": 300, "noise": 0.0}, seed=0)
+    X = br.X_train
+    assert set(np.unique(X[:, 0])) == {-1.0, 1.0}
+    assert set(np.unique(X[:, 1:])) <= {-1.0, 0.0, 1.0}
+    ref = np.where(X[:, 0] == 1, 3 + 3 * X[:, 1] + 2 * X[:, 2] + X[:, 3],
+                   -3 + 3 * X[:, 4] + 2 * X[:, 5] + X[:, 6])
+    np.testing.assert_allclose(br.y_train, ref)
+
+
+def test_clusters_are_imbalanced():
+    ds = generate("clusters", {"n": 4000, "k": 3, "imbalance": 4.0, "spread": 0.01,
+                               "separation": 50.0}, seed=3)
+    law = ds.source.law
+    labels = np.argmin(((ds.X_train[:, None, :] - law.centers[None]) ** 2).sum(-1), axis=1)
+    freq = np.bincount(labels, minlength=3) / 4000
+    np.testing.assert_allclose(freq, np.array([16, 4, 1]) / 21, atol=0.03)
+
+
+def test_user_formula_target():
+    ds = load_data('gaussian:n=50,p=3,noise=0,f="sin(x1) + x2^2"', seed=0)
+    np.testing.assert_allclose(ds.y_train, np.sin(ds.X_train[:, 0]) + ds.X_train[:, 1] ** 2)
+
+
+def test_same_seed_same_data_and_different_seed_differs():
+    a = load_data("gaussian:n=30,p=5", seed=7)
+    b = load_data("gaussian:n=30,p=5", seed=7)
+    c = load_data("gaussian:n=30,p=5", seed=8)
+    np.testing.assert_array_equal(a.X_train, b.X_train)
+    np.testing.assert_array_equal(a.y_test, b.y_test)
+    assert not np.allclose(a.X_train, c.X_train)
+
+
+@pytest.mark.parametrize("name", list(EXAMPLES))
+def test_bundled_examples_load_and_standardise(name):
+    ds = load_data(name, seed=0)
+    assert ds.n_train + ds.n_test > 400
+    np.testing.assert_allclose(ds.X_train.mean(0), 0, atol=1e-10)
+    np.testing.assert_allclose(ds.X_train.std(0), 1, atol=1e-10)
+    if name == "breast-cancer":
+        assert ds.task == "classification" and set(np.unique(ds.y_train)) == {-1.0, 1.0}
+
+
+def test_split_is_seeded_and_partitions():
+    X = np.arange(40.0).reshape(20, 2)
+    y = np.arange(20.0)
+    a = train_test_split(X, y, 0.25, np.random.default_rng(0))
+    b = train_test_split(X, y, 0.25, np.random.default_rng(0))
+    assert a[2].shape == (5, 2)
+    np.testing.assert_array_equal(a[1], b[1])
+    assert sorted(np.concatenate([a[1], a[3]])) == list(range(20))
+
+
+@pytest.mark.parametrize(
+    "spec,exc,match",
+    [
+        ("gaussian:n=abc", ParameterError, "n must be a whole number"),
+        ("gaussian:nn=3", ParameterError, "did you mean 'n'"),
+        ("gaussian:cov=wrong", ParameterError, "identity, toeplitz, spectrum"),
+        ("gaussian:p=3,f=x9", ParameterError, "x9 does not exist"),
+        ("gaussian:p=3,f=log(x1)", ParameterError, "non-finite"),
+        ("nonsense", DataError, "neither a file nor a known data source"),
+        ("", DataError, "no data given"),
+        ("diabetes:test_fraction=2", ParameterError, "test_fraction must be ≤ 0.95"),
+    ],
+)
+def test_bad_specs(spec, exc, match):
+    with pytest.raises(exc, match=match):
+        load_data(spec)
+
+
+def test_every_generator_has_documented_parameters():
+    for gen in GENERATORS.values():
+        assert gen.description
+        for spec in gen.params:
+            assert spec.help or spec.label, (gen.name, spec.name)

@@ -1,0 +1,246 @@
+"""Bad data files give one clear DataError: file name, line/column, problem and fix.
+
+Each case is a tiny file written into ``tmp_path``; the message format is
+``"<basename>[, line L][, column C]: <problem>. <Fix>."``. The command line shows
+the same message on one stderr line with exit code 2.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import scipy.io
+
+from kernel_lab.cli import main
+from kernel_lab.core.errors import DataError
+from kernel_lab.core.loaders import load_table
+
+
+def _npy(array: np.ndarray, **kwargs: Any) -> bytes:
+    buf = io.BytesIO()
+    np.save(buf, array, **kwargs)
+    return buf.getvalue()
+
+
+def _npz(**arrays: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    return buf.getvalue()
+
+
+def _mat(**arrays: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    scipy.io.savemat(buf, arrays)
+    return buf.getvalue()
+
+
+def case(id: str, name: str, content: bytes | None, fragments: list[str], *,
+         line: int | None = None, column: int | None = None,
+         **kwargs: Any) -> Any:
+    """One bad file: its name, bytes (None: not written), expected position and words."""
+    return pytest.param(name, content, kwargs, line, column, fragments, id=id)
+
+
+CASES = [
+    case("empty", "empty.csv", b"",
+         ["the file is empty", "Choose a file with data in it"]),
+    case("whitespace-only", "blank.csv", b"  \n\t\r\n   \n",
+         ["the file is empty", "Choose a file with data in it"]),
+    case("comments-only", "comments.csv", b"# nothing here\n\n# still nothing\n",
+         ["no data lines (only blank or comment lines)", "Choose a file with data in it"]),
+    case("header-only", "header.csv", b"a,b,c\n",
+         ["has a header row but no data rows", "Add data rows below the header"]),
+    case("ragged-row", "ragged.csv", b"a,b,c\n1,2,3\n4,5,6\n7,8\n9,10,11\n",
+         ["this row has 2 fields but the header has 3",
+          "Every row needs the same number of fields",
+          "check for a missing or extra delimiter ','"], line=4),
+    case("ragged-row-after-comments", "ragged2.csv", b"# c\n\n1;2;3\n# c\n4;5;6;7\n",
+         ["this row has 4 fields but the first row has 3",
+          "check for a missing or extra delimiter ';'"], line=5),
+    case("ragged-row-whitespace", "ragged.txt", b"1 2 3\n4 5 6\n7 8\n",
+         ["this row has 2 fields but the first row has 3",
+          "check for a missing or extra delimiter 'space'"], line=3),
+    case("non-numeric-cell", "text.csv", b"a,b,c\n1,2,3\n4,five,6\n",
+         ["'five' in column 'b' is not a number",
+          "Kernel Lab needs numeric columns; remove or encode text columns"],
+         line=3, column=2),
+    case("non-numeric-target", "label.tsv", b"u\tv\tclass\n1\t2\tyes\n",
+         ["'yes' in column 'class' is not a number", "remove or encode text columns"],
+         line=2, column=3),
+    case("nan-cell", "nan.csv", b"a,b,c\n1,2,3\n4,5,6\n7,nan,9\n",
+         ["missing or non-finite value in column 'b'", "(1 row affected)",
+          "Clean the file, or choose to drop rows with missing values (--drop-nan)"],
+         line=4),
+    case("empty-cells", "gaps.csv", b"a,b,c\n1,2,3\n4,,6\n,8,9\n",
+         ["missing or non-finite value in column 'b'", "(2 rows affected)", "--drop-nan"],
+         line=3),
+    case("inf-cell", "inf.csv", b"a,b,c\n1,2,3\n4,5,-inf\n",
+         ["missing or non-finite value in column 'c'", "(1 row affected)", "--drop-nan"],
+         line=3),
+    case("nan-in-npy", "nan.npy", _npy(np.array([[1.0, 2.0], [3.0, np.inf], [5.0, 6.0]])),
+         ["row 2: missing or non-finite value in column 'y'", "--drop-nan"]),
+    case("single-column", "one.csv", b"y\n1\n2\n3\n",
+         ["the data have only one column",
+          "A data set needs at least one feature column and one target column"]),
+    case("duplicate-target-name", "dup.csv", b"x,y,y\n1,2,3\n4,5,6\n",
+         ["the target column 'y' appears more than once (columns 2 and 3)",
+          "Rename the duplicate columns so the target is unambiguous"], target="y"),
+    case("unknown-target-name", "cols.csv", b"alpha,beta,gamma\n1,2,3\n",
+         ["there is no column named 'price'", "Choose one of: alpha, beta, gamma",
+          "or give a 0-based column index"], target="price"),
+    case("unknown-target-no-header", "plain.csv", b"1,2,3\n4,5,6\n",
+         ["there is no column named 'price' (the file has no header row)",
+          "Choose one of: x1, x2, y"], target="price"),
+    case("target-index-out-of-range", "idx.csv", b"a,b,c\n1,2,3\n",
+         ["target column index 3 is out of range: the data have 3 columns",
+          "Use an index from 0 to 2"], target=3),
+    case("target-negative-index-out-of-range", "idx2.csv", b"a,b,c\n1,2,3\n",
+         ["target column index -4 is out of range: the data have 3 columns",
+          "Use an index from 0 to 2"], target="-4"),
+    case("binary-nul-bytes", "garbage.csv", b"a,b\n1,2\n\x00\x01\x02\x03\xff\xfe\x00",
+         ["this is binary data (it contains NUL bytes), not a text table",
+          "Choose the right file, or rename it to its real extension"]),
+    case("invalid-utf8", "latin1.csv", "a,b,c\n1,2,3\ncafé,5,6\n".encode("latin-1"),
+         ["byte 0xe9 is not valid UTF-8 text",
+          "This does not look like a text table; if it is, save it with UTF-8 encoding"],
+         line=3),
+    case("npy-that-is-text", "text.npy", b"1,2,3\n4,5,6\n",
+         ["this is text, not a NumPy .npy file",
+          "Choose the right file, or rename it to its real extension"]),
+    case("csv-that-is-npz", "zipped.csv", _npz(X=np.ones((3, 2)), y=np.ones(3)),
+         ["this is a zip archive (for example a NumPy .npz file or a spreadsheet), "
+          "not a text table", "rename it to its real extension"]),
+    case("npz-that-is-npy", "array.npz", _npy(np.ones((3, 2))),
+         ["this is a NumPy .npy array, not a NumPy .npz archive",
+          "rename it to its real extension"]),
+    case("mat-that-is-text", "text.mat", b"X = [1 2; 3 4]\ny = [1; 2]\n",
+         ["this is text, not a MATLAB .mat file",
+          "Choose the right file, or rename it to its real extension"]),
+    case("npz-x-3d", "cube.npz", _npz(X=np.ones((4, 2, 2)), y=np.ones(4)),
+         ["the array 'X' has shape (4, 2, 2); it must be 2-D (samples × features)",
+          "Reshape it before saving"]),
+    case("npz-y-length-mismatch", "short.npz", _npz(X=np.ones((4, 2)), y=np.ones(3)),
+         ["'X' has 4 rows but 'y' has 3 values", "Both must have one entry per sample"]),
+    case("npz-no-x-y-keys", "keys.npz",
+         _npz(gamma=np.ones(3), alpha=np.ones((3, 2)), beta=np.ones(2)),
+         ["the NPZ file has no arrays named X and y (it has: alpha, beta, gamma)",
+          "Store the features as X and the target as y, or a single 2-D array"]),
+    case("npy-1d", "vector.npy", _npy(np.arange(5.0)),
+         ["the array has shape (5,); a 2-D array (rows = samples, last column = target) "
+          "is needed", "Save a 2-D array, or X and y separately in an .npz"]),
+    case("npy-object-array", "objects.npy",
+         _npy(np.array([{"a": 1}, None], dtype=object), allow_pickle=True),
+         ["the array holds Python objects, which are not loaded for safety",
+          "Save a numeric array"]),
+    case("npy-string-array", "strings.npy", _npy(np.array([["a", "b"], ["c", "d"]])),
+         ["the array holds <U1 values, not numbers", "Store the data as a numeric array"]),
+    case("mat-y-2d", "shape.mat", _mat(X=np.ones((4, 3)), y=np.ones((2, 2))),
+         ["the array 'y' has shape (2, 2); it must be 1-D (one target value per sample)",
+          "Save a single target vector"]),
+    case("mat-length-mismatch", "rows.mat", _mat(X=np.ones((4, 3)), y=np.ones((5, 1))),
+         ["'X' has 4 rows but 'y' has 5 values", "Both must have one entry per sample"]),
+    case("svmlight-bad-pair", "pairs.svm", b"1 1:0.5 2:0.25\n# note\n-1 1:0.2 2=0.7\n",
+         ["'2=0.7' is not an index:value pair", "Write features as index:value, e.g. 3:0.25"],
+         line=3, column=3),
+    case("svmlight-bad-label", "labels.libsvm", b"1 1:2\nyes 1:3\n",
+         ["'yes' is not a numeric label",
+          "Each line must start with the target value, then index:value pairs"],
+         line=2, column=1),
+    case("svmlight-decreasing-index", "order.svm", b"1 1:2 3:4\n2 3:1 2:5\n",
+         ["feature index 2 is negative or not increasing",
+          "Indices must be non-negative and in increasing order"], line=2, column=3),
+    case("arff-without-relation", "norel.arff",
+         b"@attribute a numeric\n@attribute b numeric\n@data\n1,2\n",
+         ["this is not an ARFF file: there is no @relation line",
+          "An ARFF file starts with @relation, @attribute lines and @data"]),
+    case("unknown-extension", "data.xlsx", b"PK\x03\x04not really a workbook",
+         ["unknown file type '.xlsx'",
+          "Use .csv, .tsv, .txt, .npy, .npz, .svm/.libsvm, .arff or .mat"]),
+    case("no-extension", "README", b"1,2\n3,4\n",
+         ["unknown file type '(no extension)'", "Use .csv"]),
+    case("missing-file", "missing.csv", None,
+         ["the file does not exist", "Check the path"]),
+]
+
+
+def _write(tmp_path: Path, name: str, content: bytes | None) -> Path:
+    path = tmp_path / name
+    if content is not None:
+        path.write_bytes(content)
+    return path
+
+
+def _prefix(name: str, line: int | None, column: int | None) -> str:
+    where = [name]
+    if line is not None:
+        where.append(f"line {line}")
+    if column is not None:
+        where.append(f"column {column}")
+    return ", ".join(where) + ": "
+
+
+@pytest.mark.parametrize(("name", "content", "kwargs", "line", "column", "fragments"), CASES)
+def test_bad_file_raises_clear_data_error(tmp_path, name, content, kwargs, line, column,
+                                          fragments):
+    path = _write(tmp_path, name, content)
+    with pytest.raises(DataError) as info:
+        load_table(path, **kwargs)
+    err = info.value
+    message = str(err)
+    assert message.startswith(_prefix(name, line, column)), message
+    assert (err.line, err.column) == (line, column)
+    assert err.path == str(path)
+    for fragment in fragments:
+        assert fragment in message, f"{fragment!r} not in {message!r}"
+    # "<problem>. <Fix>." on one line
+    assert message.endswith(".")
+    assert "\n" not in message
+    assert err.fix and message.endswith(err.fix[:1].upper() + err.fix[1:].rstrip(".") + ".")
+    assert "Traceback" not in message
+
+
+CLI_IDS = {
+    "empty", "header-only", "ragged-row", "non-numeric-cell", "nan-cell", "inf-cell",
+    "unknown-target-name", "target-index-out-of-range", "binary-nul-bytes", "invalid-utf8",
+    "npy-that-is-text", "csv-that-is-npz", "mat-that-is-text", "npz-y-length-mismatch",
+    "npz-no-x-y-keys", "npy-object-array", "svmlight-bad-pair", "arff-without-relation",
+    "unknown-extension", "missing-file",
+}
+CLI_CASES = [c for c in CASES if c.id in CLI_IDS]
+
+
+def test_cli_subset_is_complete():
+    assert {c.id for c in CLI_CASES} == CLI_IDS
+
+
+@pytest.mark.parametrize(("name", "content", "kwargs", "line", "column", "fragments"),
+                         CLI_CASES)
+def test_cli_reports_bad_file_on_one_line(tmp_path, capsys, name, content, kwargs, line,
+                                          column, fragments):
+    path = _write(tmp_path, name, content)
+    with pytest.raises(DataError) as info:
+        load_table(path, **kwargs)
+    expected = str(info.value)
+
+    out = tmp_path / "out"
+    argv = ["run", "krr-path", "--data", str(path), "--out", str(out), "-q", "--no-plot"]
+    if "target" in kwargs:
+        argv += ["--target", str(kwargs["target"])]
+    code = main(argv)
+    captured = capsys.readouterr()
+
+    assert code == 2
+    assert captured.out == ""
+    assert "Traceback" not in captured.err
+    assert captured.err.endswith("\n")
+    lines = captured.err.splitlines()
+    assert len(lines) == 1, captured.err
+    assert lines[0] == f"kernel-lab: error: {expected}"
+    assert _prefix(name, line, column) in lines[0]
+    for fragment in fragments:
+        assert fragment in lines[0]
+    assert not out.exists()

@@ -1,0 +1,176 @@
+"""Kernels against scikit-learn / scipy references and their spectral densities."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.spatial.distance import cdist
+from sklearn.gaussian_process.kernels import Matern
+from sklearn.metrics.pairwise import (
+    laplacian_kernel,
+    linear_kernel,
+    polynomial_kernel,
+    rbf_kernel,
+    sigmoid_kernel,
+)
+
+from kernel_lab.core.errors import MemoryBudgetError, ParameterError
+from kernel_lab.core.kernels import (
+    KERNELS,
+    CauchyKernel,
+    ExponentialKernel,
+    GaussianKernel,
+    LaplaceKernel,
+    LinearKernel,
+    Matern32Kernel,
+    Matern52Kernel,
+    PolynomialKernel,
+    SigmoidKernel,
+    make_kernel,
+    median_heuristic,
+    parse_kernel,
+)
+
+TOL = 1e-12
+
+
+@pytest.fixture
+def XY():
+    rng = np.random.default_rng(0)
+    return rng.standard_normal((37, 6)), rng.standard_normal((23, 6))
+
+
+def test_gaussian_matches_sklearn(XY):
+    X, Y = XY
+    sigma = 1.7
+    ref = rbf_kernel(X, Y, gamma=1 / (2 * sigma**2))
+    np.testing.assert_allclose(GaussianKernel(sigma)(X, Y), ref, atol=TOL, rtol=0)
+
+
+def test_laplace_matches_sklearn(XY):
+    X, Y = XY
+    np.testing.assert_allclose(LaplaceKernel(2.5)(X, Y), laplacian_kernel(X, Y, gamma=1 / 2.5),
+                               atol=TOL, rtol=0)
+
+
+def test_cauchy_matches_product_formula(XY):
+    X, Y = XY
+    sigma = 0.8
+    ref = np.ones((X.shape[0], Y.shape[0]))
+    for j in range(X.shape[1]):
+        ref /= 1 + cdist(X[:, [j]], Y[:, [j]], "sqeuclidean") / sigma**2
+    np.testing.assert_allclose(CauchyKernel(sigma)(X, Y), ref, atol=TOL, rtol=0)
+
+
+@pytest.mark.parametrize("cls,nu", [(Matern32Kernel, 1.5), (Matern52Kernel, 2.5)])
+def test_matern_matches_sklearn_and_scipy_distance(XY, cls, nu):
+    X, Y = XY
+    ref = Matern(length_scale=1.3, nu=nu)(X, Y)
+    np.testing.assert_allclose(cls(1.3)(X, Y), ref, atol=TOL, rtol=0)
+    r = cdist(X, Y) * np.sqrt(2 * nu) / 1.3
+    closed = (1 + r) * np.exp(-r) if nu == 1.5 else (1 + r + r**2 / 3) * np.exp(-r)
+    np.testing.assert_allclose(cls(1.3)(X, Y), closed, atol=TOL, rtol=0)
+
+
+def test_inner_product_family_matches_sklearn(XY):
+    X, Y = XY
+    p = X.shape[1]
+    np.testing.assert_allclose(LinearKernel(2.0, 0.5)(X, Y), 2.0 * linear_kernel(X, Y) / p + 0.5,
+                               atol=TOL, rtol=0)
+    np.testing.assert_allclose(PolynomialKernel(1.5, 1.0, 3)(X, Y),
+                               polynomial_kernel(X, Y, degree=3, gamma=1.5 / p, coef0=1.0),
+                               atol=TOL, rtol=1e-14)
+    np.testing.assert_allclose(SigmoidKernel(1.0, -1.0)(X, Y),
+                               sigmoid_kernel(X, Y, gamma=1.0 / p, coef0=-1.0), atol=TOL, rtol=0)
+    np.testing.assert_allclose(ExponentialKernel(1.0, 0.2)(X, Y), np.exp(X @ Y.T / p + 0.2),
+                               atol=TOL, rtol=1e-14)
+
+
+@pytest.mark.parametrize("name", list(KERNELS))
+def test_diag_matches_matrix_and_symmetry(XY, name):
+    X, _ = XY
+    k = make_kernel(name)
+    K = k(X)
+    np.testing.assert_allclose(np.diag(K), k.diag(X), atol=TOL)
+    np.testing.assert_allclose(K, K.T, atol=TOL)
+
+
+@pytest.mark.parametrize("name", list(KERNELS))
+def test_blockwise_equals_single_block(XY, name):
+    X, Y = XY
+    k = make_kernel(name)
+    # one row per block; BLAS may round differently per block shape, hence 1e-14
+    np.testing.assert_allclose(k(X, Y, block_bytes=1), k(X, Y), rtol=1e-14, atol=1e-14)
+
+
+@pytest.mark.parametrize("name", ["gaussian", "laplace", "cauchy", "matern32", "matern52"])
+def test_shift_invariant_kernels_are_psd(name):
+    X = np.random.default_rng(1).standard_normal((60, 3))
+    assert np.linalg.eigvalsh(make_kernel(name, {"sigma": 0.7})(X)).min() > -1e-10
+
+
+@pytest.mark.parametrize(
+    "kernel,g0,dg0,d2g0",
+    [
+        (LinearKernel(2.0, 1.0), 1.0, 2.0, 0.0),
+        (PolynomialKernel(1.0, 1.0, 2), 1.0, 2.0, 2.0),
+        (PolynomialKernel(2.0, 0.5, 3), 0.125, 3 * 2 * 0.25, 6 * 4 * 0.5),
+        (SigmoidKernel(1.0, -1.0), np.tanh(-1), 1 - np.tanh(-1) ** 2,
+         -2 * np.tanh(-1) * (1 - np.tanh(-1) ** 2)),
+        (ExponentialKernel(1.5, 0.0), 1.0, 1.5, 2.25),
+    ],
+)
+def test_g_derivatives_at_zero(kernel, g0, dg0, d2g0):
+    assert kernel.g0 == pytest.approx(g0, abs=1e-14)
+    assert kernel.dg0 == pytest.approx(dg0, abs=1e-14)
+    assert kernel.d2g0 == pytest.approx(d2g0, abs=1e-14)
+    # and the derivative functions agree with finite differences away from 0
+    t, h = 0.3, 1e-5
+    assert kernel.dg(t) == pytest.approx((kernel.g(t + h) - kernel.g(t - h)) / (2 * h), rel=1e-7,
+                                         abs=1e-9)
+    assert kernel.d2g(t) == pytest.approx((kernel.dg(t + h) - kernel.dg(t - h)) / (2 * h),
+                                          rel=1e-6, abs=1e-8)
+
+
+@pytest.mark.parametrize("name", ["gaussian", "laplace", "cauchy", "matern32", "matern52"])
+def test_random_features_are_unbiased(name):
+    """E[2 cos(ωᵀx + b) cos(ωᵀx' + b)] = k(x, x') with ω from sample_frequencies."""
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((12, 3)) * 0.6
+    k = make_kernel(name, {"sigma": 1.1})
+    r = 200_000
+    W = k.sample_frequencies(3, r, rng)
+    b = rng.uniform(0, 2 * np.pi, r)
+    Z = np.sqrt(2.0 / r) * np.cos(X @ W + b)
+    err = np.abs(Z @ Z.T - k(X))
+    assert err.mean() < 0.01
+    assert err.max() < 0.03
+
+
+def test_memory_budget_refuses_huge_matrix():
+    k = GaussianKernel(1.0)
+    with pytest.raises(MemoryBudgetError, match=r"kernel matrix .* memory budget.*Nyström"):
+        k(np.zeros((2000, 2)), budget=1000)
+
+
+def test_parse_and_spec_round_trip():
+    k = parse_kernel("polynomial:alpha=2,beta=0.5,degree=3")
+    assert k == PolynomialKernel(2.0, 0.5, 3)
+    assert parse_kernel(k.spec()) == k
+    assert parse_kernel("rbf:sigma=2") == GaussianKernel(2.0)
+
+
+@pytest.mark.parametrize(
+    "spec,match",
+    [("gausian", "unknown kernel"), ("gaussian:sigma=-1", "positive"),
+     ("gaussian:alpha=1", "no parameter 'alpha'"), ("polynomial:degree=2.5", "whole number"),
+     ("linear:alpha", "name=value")],
+)
+def test_bad_kernel_specs(spec, match):
+    with pytest.raises(ParameterError, match=match):
+        parse_kernel(spec)
+
+
+def test_median_heuristic():
+    X = np.array([[0.0], [1.0], [3.0]])
+    assert median_heuristic(X) == 2.0  # distances 1, 3, 2

@@ -1,0 +1,26 @@
+"""The README's two set-up commands are what CI runs and what the project provides."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _commands() -> list[str]:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    setup = text.split("## Set up", 1)[1].split("\n## ", 1)[0]
+    return [c.strip() for c in re.findall(r"```bash\n(.+?)\n\s*```", setup)]
+
+
+def test_readme_has_exactly_two_setup_commands():
+    cmds = _commands()
+    assert len(cmds) == 2
+    assert cmds[0].endswith(".venv/bin/kernel-lab")
+    assert "pytest" in cmds[1] and "QT_QPA_PLATFORM=offscreen" in cmds[1]
+
+
+def test_ci_runs_the_readme_test_command():
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert _commands()[1] in ci.splitlines()
