@@ -129,7 +129,16 @@ def test_prediction_is_blockwise_and_exact(data, monkeypatch):
     np.testing.assert_allclose(model.predict(Xt), full, atol=1e-14)
 
 
+def test_kernel_overflow_is_a_clear_error():
+    X = np.random.default_rng(0).normal(loc=100, size=(20, 2))
+    with pytest.raises(ParameterError, match=r"exponential kernel overflows.*standardise"):
+        CenteredKernelRidge(1.0, kernel="exponential").fit(X, np.ones(20))
+
+
+# The exponential kernel overflows on the checks' unscaled data (loc=100, see the test
+# above), so its instance uses α = 0.01, which keeps g(α xᵀx'/p) finite there.
 @parametrize_with_checks([KernelRidge(), CenteredKernelRidge(),
-                          CenteredKernelRidge(0.1, kernel="exponential")])
+                          CenteredKernelRidge(0.1, kernel="exponential",
+                                              kernel_params={"alpha": 0.01})])
 def test_sklearn_compatible(estimator, check):
     check(estimator)

@@ -118,7 +118,12 @@ class _KernelRidgeBase(RegressorMixin, BaseEstimator):
             "Subsample the training set or use an approximate method (Nyström ridge, "
             "random-feature ridge).",
         )
-        return self.kernel_(X)
+        K = self.kernel_(X)
+        if not np.isfinite(K).all():
+            raise ParameterError(
+                f"the {self.kernel_.name} kernel overflows on these inputs (non-finite kernel "
+                "values); standardise the features or choose a smaller scale parameter")
+        return K
 
     def fit(self, X: Any, y: Any) -> _KernelRidgeBase:
         """Fit on X of shape (n, p) and y of shape (n,)."""
