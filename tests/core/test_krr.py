@@ -142,3 +142,15 @@ def test_kernel_overflow_is_a_clear_error():
                                               kernel_params={"alpha": 0.01})])
 def test_sklearn_compatible(estimator, check):
     check(estimator)
+
+
+def test_pickle_drops_caches_and_path_still_works(data):
+    import pickle
+
+    X, y, Xt = data
+    model = CenteredKernelRidge(0.3).fit(X, y)
+    model.path([1.0])
+    restored = pickle.loads(pickle.dumps(model))
+    assert restored._eig is None and restored._gram is None
+    np.testing.assert_allclose(restored.predict(Xt), model.predict(Xt), atol=1e-14)
+    np.testing.assert_allclose(restored.path([0.3], Xt).test[0], model.predict(Xt), atol=1e-8)

@@ -125,25 +125,51 @@ class _KernelRidgeBase(RegressorMixin, BaseEstimator):
                 "values); standardise the features or choose a smaller scale parameter")
         return K
 
+    def _gram_matrix(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The training kernel matrix (centered in place, K_c = PKP, for CKRR) and the
+        column means of the uncentered one."""
+        K = self._kernel_matrix(X)
+        col_means = K.mean(axis=0)
+        if self._centered:
+            K -= col_means[None, :]
+            K -= col_means[:, None]
+            K += col_means.mean()
+        return K, col_means
+
     def fit(self, X: Any, y: Any) -> _KernelRidgeBase:
         """Fit on X of shape (n, p) and y of shape (n,)."""
         X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
         lam = self._check_lam()
         self.kernel_ = make_kernel(self.kernel, self.kernel_params)
-        K = self._kernel_matrix(X)
+        K, col_means = self._gram_matrix(X)
         if self._centered:
             self.y_mean_ = float(y.mean())
-            col_means = K.mean(axis=0)
-            Kc = K - col_means[None, :] - col_means[:, None] + col_means.mean()
-            self.dual_coef_ = solve_regularised(Kc, lam, y - self.y_mean_)
+            self.dual_coef_ = solve_regularised(K, lam, y - self.y_mean_)
             self.intercept_ = self.y_mean_ - float(col_means @ self.dual_coef_)
         else:
             self.dual_coef_ = solve_regularised(K, lam, y)
             self.intercept_ = 0.0
         self.X_fit_ = X
         self._y_fit = y
+        # The (centered) kernel matrix is kept for path(), whose eigendecomposition then
+        # consumes it in place; like the Cholesky factor a Gaussian process keeps, it costs
+        # one n×n matrix (already within the memory budget checked above).
+        self._gram: tuple[np.ndarray, np.ndarray] | None = (K, col_means)
         self._eig: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         return self
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Caches are not part of a fitted model: pickles stay O(n p), not O(n²).
+        state = super().__getstate__()
+        state.pop("_gram", None)
+        state.pop("_eig", None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        super().__setstate__(state)
+        if "dual_coef_" in state:
+            self._gram = None
+            self._eig = None
 
     # -- prediction ---------------------------------------------------------------
     def _blocks(self, X: np.ndarray) -> Any:
@@ -165,12 +191,11 @@ class _KernelRidgeBase(RegressorMixin, BaseEstimator):
     def _eigen(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(eigenvalues, eigenvectors, column means) of the (centered) training kernel."""
         if self._eig is None:
-            K = self.kernel_(self.X_fit_)
-            col_means = K.mean(axis=0)
-            if self._centered:
-                K -= col_means[None, :]
-                K -= col_means[:, None]
-                K += col_means.mean()
+            if self._gram is not None:
+                K, col_means = self._gram
+                self._gram = None
+            else:
+                K, col_means = self._gram_matrix(self.X_fit_)
             e, U = sla.eigh(K, overwrite_a=True, check_finite=False, driver="evd")
             self._eig = (e, U, col_means)
         return self._eig
