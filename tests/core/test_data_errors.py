@@ -203,22 +203,7 @@ def test_bad_file_raises_clear_data_error(tmp_path, name, content, kwargs, line,
     assert "Traceback" not in message
 
 
-CLI_IDS = {
-    "empty", "header-only", "ragged-row", "non-numeric-cell", "nan-cell", "inf-cell",
-    "unknown-target-name", "target-index-out-of-range", "binary-nul-bytes", "invalid-utf8",
-    "npy-that-is-text", "csv-that-is-npz", "mat-that-is-text", "npz-y-length-mismatch",
-    "npz-no-x-y-keys", "npy-object-array", "svmlight-bad-pair", "arff-without-relation",
-    "unknown-extension", "missing-file",
-}
-CLI_CASES = [c for c in CASES if c.id in CLI_IDS]
-
-
-def test_cli_subset_is_complete():
-    assert {c.id for c in CLI_CASES} == CLI_IDS
-
-
-@pytest.mark.parametrize(("name", "content", "kwargs", "line", "column", "fragments"),
-                         CLI_CASES)
+@pytest.mark.parametrize(("name", "content", "kwargs", "line", "column", "fragments"), CASES)
 def test_cli_reports_bad_file_on_one_line(tmp_path, capsys, name, content, kwargs, line,
                                           column, fragments):
     path = _write(tmp_path, name, content)
@@ -229,7 +214,7 @@ def test_cli_reports_bad_file_on_one_line(tmp_path, capsys, name, content, kwarg
     out = tmp_path / "out"
     argv = ["run", "krr-path", "--data", str(path), "--out", str(out), "-q", "--no-plot"]
     if "target" in kwargs:
-        argv += ["--target", str(kwargs["target"])]
+        argv.append(f"--target={kwargs['target']}")
     code = main(argv)
     captured = capsys.readouterr()
 
