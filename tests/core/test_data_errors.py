@@ -7,35 +7,16 @@ the same message on one stderr line with exit code 2.
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-import scipy.io
 
 from kernel_lab.cli import main
 from kernel_lab.core.errors import DataError
 from kernel_lab.core.loaders import load_table
-
-
-def _npy(array: np.ndarray, **kwargs: Any) -> bytes:
-    buf = io.BytesIO()
-    np.save(buf, array, **kwargs)
-    return buf.getvalue()
-
-
-def _npz(**arrays: np.ndarray) -> bytes:
-    buf = io.BytesIO()
-    np.savez(buf, **arrays)
-    return buf.getvalue()
-
-
-def _mat(**arrays: np.ndarray) -> bytes:
-    buf = io.BytesIO()
-    scipy.io.savemat(buf, arrays)
-    return buf.getvalue()
+from tests.core.filebytes import mat_bytes, npy_bytes, npz_bytes
 
 
 def case(id: str, name: str, content: bytes | None, fragments: list[str], *,
@@ -81,7 +62,7 @@ CASES = [
     case("inf-cell", "inf.csv", b"a,b,c\n1,2,3\n4,5,-inf\n",
          ["missing or non-finite value in column 'c'", "(1 row affected)", "--drop-nan"],
          line=3),
-    case("nan-in-npy", "nan.npy", _npy(np.array([[1.0, 2.0], [3.0, np.inf], [5.0, 6.0]])),
+    case("nan-in-npy", "nan.npy", npy_bytes(np.array([[1.0, 2.0], [3.0, np.inf], [5.0, 6.0]])),
          ["row 2: missing or non-finite value in column 'y'", "--drop-nan"]),
     case("single-column", "one.csv", b"y\n1\n2\n3\n",
          ["the data have only one column",
@@ -111,37 +92,37 @@ CASES = [
     case("npy-that-is-text", "text.npy", b"1,2,3\n4,5,6\n",
          ["this is text, not a NumPy .npy file",
           "Choose the right file, or rename it to its real extension"]),
-    case("csv-that-is-npz", "zipped.csv", _npz(X=np.ones((3, 2)), y=np.ones(3)),
+    case("csv-that-is-npz", "zipped.csv", npz_bytes(X=np.ones((3, 2)), y=np.ones(3)),
          ["this is a zip archive (for example a NumPy .npz file or a spreadsheet), "
           "not a text table", "rename it to its real extension"]),
-    case("npz-that-is-npy", "array.npz", _npy(np.ones((3, 2))),
+    case("npz-that-is-npy", "array.npz", npy_bytes(np.ones((3, 2))),
          ["this is a NumPy .npy array, not a NumPy .npz archive",
           "rename it to its real extension"]),
     case("mat-that-is-text", "text.mat", b"X = [1 2; 3 4]\ny = [1; 2]\n",
          ["this is text, not a MATLAB .mat file",
           "Choose the right file, or rename it to its real extension"]),
-    case("npz-x-3d", "cube.npz", _npz(X=np.ones((4, 2, 2)), y=np.ones(4)),
+    case("npz-x-3d", "cube.npz", npz_bytes(X=np.ones((4, 2, 2)), y=np.ones(4)),
          ["the array 'X' has shape (4, 2, 2); it must be 2-D (samples × features)",
           "Reshape it before saving"]),
-    case("npz-y-length-mismatch", "short.npz", _npz(X=np.ones((4, 2)), y=np.ones(3)),
+    case("npz-y-length-mismatch", "short.npz", npz_bytes(X=np.ones((4, 2)), y=np.ones(3)),
          ["'X' has 4 rows but 'y' has 3 values", "Both must have one entry per sample"]),
     case("npz-no-x-y-keys", "keys.npz",
-         _npz(gamma=np.ones(3), alpha=np.ones((3, 2)), beta=np.ones(2)),
+         npz_bytes(gamma=np.ones(3), alpha=np.ones((3, 2)), beta=np.ones(2)),
          ["the NPZ file has no arrays named X and y (it has: alpha, beta, gamma)",
           "Store the features as X and the target as y, or a single 2-D array"]),
-    case("npy-1d", "vector.npy", _npy(np.arange(5.0)),
+    case("npy-1d", "vector.npy", npy_bytes(np.arange(5.0)),
          ["the array has shape (5,); a 2-D array (rows = samples, last column = target) "
           "is needed", "Save a 2-D array, or X and y separately in an .npz"]),
     case("npy-object-array", "objects.npy",
-         _npy(np.array([{"a": 1}, None], dtype=object), allow_pickle=True),
+         npy_bytes(np.array([{"a": 1}, None], dtype=object), allow_pickle=True),
          ["the array holds Python objects, which are not loaded for safety",
           "Save a numeric array"]),
-    case("npy-string-array", "strings.npy", _npy(np.array([["a", "b"], ["c", "d"]])),
+    case("npy-string-array", "strings.npy", npy_bytes(np.array([["a", "b"], ["c", "d"]])),
          ["the array holds <U1 values, not numbers", "Store the data as a numeric array"]),
-    case("mat-y-2d", "shape.mat", _mat(X=np.ones((4, 3)), y=np.ones((2, 2))),
+    case("mat-y-2d", "shape.mat", mat_bytes(X=np.ones((4, 3)), y=np.ones((2, 2))),
          ["the array 'y' has shape (2, 2); it must be 1-D (one target value per sample)",
           "Save a single target vector"]),
-    case("mat-length-mismatch", "rows.mat", _mat(X=np.ones((4, 3)), y=np.ones((5, 1))),
+    case("mat-length-mismatch", "rows.mat", mat_bytes(X=np.ones((4, 3)), y=np.ones((5, 1))),
          ["'X' has 4 rows but 'y' has 5 values", "Both must have one entry per sample"]),
     case("svmlight-bad-pair", "pairs.svm", b"1 1:0.5 2:0.25\n# note\n-1 1:0.2 2=0.7\n",
          ["'2=0.7' is not an index:value pair", "Write features as index:value, e.g. 3:0.25"],

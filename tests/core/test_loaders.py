@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
 import numpy as np
 import pytest
-import scipy.io
 from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.datasets import load_svmlight_file
 
 from kernel_lab.core.data import load_data
 from kernel_lab.core.errors import DataError
 from kernel_lab.core.loaders import load_table
+from tests.core.filebytes import mat_bytes, npy_bytes, npz_bytes
 
 ABC = b"a,b,c\n1,2,3\n4,5,6\n7,8,9\n"
 
@@ -26,22 +25,7 @@ def write(tmp_path: Path, name: str, content: bytes | str) -> Path:
     return path
 
 
-def npy_bytes(array: np.ndarray) -> bytes:
-    buf = io.BytesIO()
-    np.save(buf, array)
-    return buf.getvalue()
 
-
-def npz_bytes(**arrays: np.ndarray) -> bytes:
-    buf = io.BytesIO()
-    np.savez(buf, **arrays)
-    return buf.getvalue()
-
-
-def mat_bytes(**arrays: np.ndarray) -> bytes:
-    buf = io.BytesIO()
-    scipy.io.savemat(buf, arrays)
-    return buf.getvalue()
 
 
 # ------------------------------------------------------------------------------------
