@@ -83,6 +83,9 @@ def _build_parser() -> argparse.ArgumentParser:
     p_run.add_argument("--set", dest="sets", action="append", default=[], metavar="NAME=VALUE",
                        help="set an experiment parameter (repeatable)")
     p_run.add_argument("--seed", type=int, help="random seed (default 0)")
+    p_run.add_argument("--workers", type=int, default=None, metavar="N",
+                       help="threads for independent tasks such as Monte Carlo trials "
+                            "(default: one per core; results do not depend on it)")
     p_run.add_argument("--out", metavar="DIR",
                        help="output folder (default: runs/EXPERIMENT-TIMESTAMP)")
     p_run.add_argument("--no-plot", action="store_true", help="do not render plot.png")
@@ -198,7 +201,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         raise UsageError(f"--out {out} exists and is not a folder")
     progress = _StderrProgress(args.quiet)
     result = run_experiment(exp.name, params, data=args.data, data_options=data_options,
-                            on_progress=progress)
+                            on_progress=progress, workers=args.workers)
     files = write_run(result, out)
     if not args.no_plot:
         from kernel_lab.gui.render import render_plots

@@ -17,6 +17,7 @@ import numpy as np
 from kernel_lab import __version__
 from kernel_lab.core.data import Dataset, load_data
 from kernel_lab.core.progress import Progress
+from kernel_lab.engine.executors import make_executor
 from kernel_lab.experiments import PartialResult, get_experiment
 
 
@@ -87,6 +88,7 @@ def run_experiment(
     on_progress: Callable[[float, str], None] | None = None,
     on_partial: Callable[[PartialResult], None] | None = None,
     is_cancelled: Callable[[], bool] | None = None,
+    workers: int | None = 1,
 ) -> RunResult:
     """Run experiment ``name`` in this process and return its result.
 
@@ -106,6 +108,9 @@ def run_experiment(
     is_cancelled : callable, optional
         Polled at every report; when it returns True the run raises
         :class:`~kernel_lab.core.progress.Cancelled`.
+    workers : int or None
+        Threads for the experiment's independent tasks (1: serial; None: one per core).
+        Results do not depend on it.
 
     Raises
     ------
@@ -129,7 +134,8 @@ def run_experiment(
     result = RunResult(name, resolved, seed, dataset.summary(), started=started)
     run_progress = progress.sub(0.02, 1.0)
     t1 = time.perf_counter()
-    for partial in experiment.run(resolved, dataset, run_progress):
+    executor = make_executor(workers)
+    for partial in experiment.run(resolved, dataset, run_progress, executor):
         run_progress(partial.fraction, partial.message)
         if partial.table is not None:
             result.table = {k: np.asarray(v, dtype=np.float64) for k, v in partial.table.items()}

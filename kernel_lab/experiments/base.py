@@ -3,9 +3,10 @@ results whose every ``yield`` is a progress report and a cancellation point."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
@@ -25,12 +26,49 @@ SEED = ParamSpec("seed", "int", 0, low=0, high=2**32 - 1,
                  help="drives every random choice: data draws, splits, samplers")
 
 
+class TaskExecutor(Protocol):
+    """Runs independent tasks, possibly in parallel; results come back in task order.
+
+    Tasks are ``fn(task)`` calls with a module-level ``fn`` and a picklable ``task``, so
+    any backend (threads, processes, a cluster) can run them. Each task carries its own
+    seed, so results do not depend on the backend.
+    """
+
+    def map(self, fn: Callable[[Any], Any], tasks: Iterable[Any]) -> Iterator[Any]: ...
+
+
+class SerialExecutor:
+    """Runs tasks one after the other in this thread (the default)."""
+
+    def map(self, fn: Callable[[Any], Any], tasks: Iterable[Any]) -> Iterator[Any]:
+        return map(fn, tasks)
+
+
+SERIAL = SerialExecutor()
+
+
+def column_pattern(pattern: str) -> re.Pattern[str]:
+    """A result-column pattern in which only ``*`` is a wildcard (``R_test[*]``)."""
+    return re.compile("^" + re.escape(pattern).replace(r"\*", ".*") + "$")
+
+
+def expand_columns(patterns: Iterable[str], columns: Iterable[str]) -> list[str]:
+    """The columns matching each pattern in turn (table order within a pattern)."""
+    columns = list(columns)
+    out: list[str] = []
+    for pattern in patterns:
+        rx = column_pattern(pattern)
+        out += [c for c in columns if rx.match(c) and c not in out]
+    return out
+
+
 @dataclass(frozen=True)
 class PlotSpec:
     """A plot an experiment produces.
 
-    ``y`` lists result columns drawn as curves against column ``x``; a column
-    missing from the table (e.g. the noiseless risk on real data) is skipped.
+    ``y`` lists result columns drawn as curves against column ``x``; ``*`` in a name is a
+    wildcard (``R_test_limit[*]``: one curve per kernel). A column missing from the table
+    (e.g. the noiseless risk on real data) is skipped.
     ``y_err`` optionally maps a curve to the column holding its spread.
     """
 
@@ -42,11 +80,13 @@ class PlotSpec:
     logx: bool = False
     logy: bool = False
     y_err: Mapping[str, str] = field(default_factory=dict)
+    #: Fix the y range to that of these columns (for curves that can blow up).
+    y_range_from: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {"title": self.title, "x": self.x, "y": list(self.y), "xlabel": self.xlabel,
                 "ylabel": self.ylabel, "logx": self.logx, "logy": self.logy,
-                "y_err": dict(self.y_err)}
+                "y_err": dict(self.y_err), "y_range_from": list(self.y_range_from)}
 
 
 @dataclass
@@ -99,8 +139,9 @@ class Experiment:
         """Planned peak memory in bytes and a note, for the window's run planner."""
         return {"memory_bytes": 0, "note": ""}
 
-    def run(self, params: Mapping[str, Any], data: Dataset,
-            progress: Progress) -> Iterator[PartialResult]:
+    def run(self, params: Mapping[str, Any], data: Dataset, progress: Progress,
+            executor: TaskExecutor = SERIAL) -> Iterator[PartialResult]:
+        """Yield partial results; independent tasks go through ``executor.map``."""
         raise NotImplementedError
 
     @classmethod

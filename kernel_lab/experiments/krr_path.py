@@ -14,9 +14,11 @@ from kernel_lab.core.models import CenteredKernelRidge, KernelRidge
 from kernel_lab.core.params import ParamSpec
 from kernel_lab.core.progress import Progress
 from kernel_lab.experiments.base import (
+    SERIAL,
     Experiment,
     PartialResult,
     PlotSpec,
+    TaskExecutor,
     build_kernel,
     kernel_param_specs,
 )
@@ -77,8 +79,8 @@ class KrrPathExperiment(Experiment):
         return {"memory_bytes": 3 * 8 * n * n,
                 "note": f"one {n}×{n} eigendecomposition per method"}
 
-    def run(self, params: Mapping[str, Any], data: Dataset,
-            progress: Progress) -> Iterator[PartialResult]:
+    def run(self, params: Mapping[str, Any], data: Dataset, progress: Progress,
+            executor: TaskExecutor = SERIAL) -> Iterator[PartialResult]:
         lams = lam_grid(params["lam_min"], params["lam_max"], params["n_lams"])
         summaries: dict[str, Any] = {}
         kernel = build_kernel(params, data.X_train)

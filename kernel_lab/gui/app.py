@@ -18,7 +18,7 @@ from kernel_lab import __version__
 from kernel_lab.core.params import ParamSpec
 from kernel_lab.engine.qt import RunWorker
 from kernel_lab.experiments import PartialResult, get_experiment, list_experiments
-from kernel_lab.gui.render import PALETTE, curve_label
+from kernel_lab.gui.render import draw_table, setup_plot
 
 
 class ParamForm(QtWidgets.QWidget):
@@ -44,6 +44,17 @@ class ParamForm(QtWidgets.QWidget):
             w.addItems(list(spec.choices))
             w.setCurrentText(str(spec.default))
             w.currentTextChanged.connect(self._on_change)
+        elif spec.kind == "choices":
+            w = QtWidgets.QWidget()
+            row = QtWidgets.QGridLayout(w)
+            row.setContentsMargins(0, 0, 0, 0)
+            w.boxes = []
+            for i, choice in enumerate(spec.choices):
+                box = QtWidgets.QCheckBox(choice)
+                box.setChecked(choice in (spec.default or []))
+                box.toggled.connect(self._on_change)
+                row.addWidget(box, i // 2, i % 2)
+                w.boxes.append(box)
         elif spec.kind == "bool":
             w = QtWidgets.QCheckBox()
             w.setChecked(bool(spec.default))
@@ -70,7 +81,10 @@ class ParamForm(QtWidgets.QWidget):
     def _update_visibility(self) -> None:
         values = {name: self._raw(name) for name in self.widgets}
         for spec in self.specs:
-            visible = all(str(values.get(k)) in v for k, v in spec.when.items())
+            visible = all(
+                any(x in v for x in values.get(k)) if isinstance(values.get(k), list)
+                else str(values.get(k)) in v
+                for k, v in spec.when.items())
             self.form.setRowVisible(self.widgets[spec.name], visible)
 
     def _raw(self, name: str) -> Any:
@@ -81,6 +95,8 @@ class ParamForm(QtWidgets.QWidget):
             return w.isChecked()
         if isinstance(w, QtWidgets.QSpinBox):
             return w.value()
+        if hasattr(w, "boxes"):
+            return [b.text() for b in w.boxes if b.isChecked()]
         return w.text().strip() or "auto"
 
     def values(self) -> dict[str, Any]:
@@ -163,21 +179,8 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def _build_plots(self) -> None:
         self.plots.clear()
-        self.plot_items = []
-        for row, spec in enumerate(self.experiment.plots):
-            item = self.plots.addPlot(row=row, col=0, title=spec.title)
-            item.setLogMode(x=spec.logx, y=spec.logy)
-            item.setLabel("bottom", spec.xlabel or spec.x)
-            item.setLabel("left", spec.ylabel)
-            item.showGrid(x=True, y=True, alpha=0.25)
-            item.addLegend(offset=(-10, 10))
-            curves = {}
-            for k, col in enumerate(spec.y):
-                color = PALETTE[k % len(PALETTE)]
-                curves[col] = item.plot([], [], pen=pg.mkPen(color, width=2), symbol="o",
-                                        symbolSize=4, symbolBrush=color, symbolPen=None,
-                                        name=curve_label(col))
-            self.plot_items.append((spec, curves))
+        self.plot_items = [(spec, *setup_plot(self.plots.ci, row, spec))
+                           for row, spec in enumerate(self.experiment.plots)]
 
     # -- running -------------------------------------------------------------------
     def start_run(self) -> None:
@@ -251,22 +254,12 @@ class MainWindow(QtWidgets.QMainWindow):
         pass  # the window already said so when Cancel was pressed
 
     def _redraw(self) -> None:
+        """Timer slot: redraw the plots when new results arrived since the last tick."""
         if not self._dirty:
             return
         self._dirty = False
-        for spec, curves in self.plot_items:
-            x = self._table.get(spec.x)
-            for col, curve in curves.items():
-                y = self._table.get(col)
-                if x is None or y is None:
-                    curve.setData([], [])
-                    continue
-                ok = np.isfinite(x) & np.isfinite(y)
-                if spec.logx:
-                    ok &= x > 0
-                if spec.logy:
-                    ok &= y > 0
-                curve.setData(x[ok], y[ok])
+        for spec, item, legend in self.plot_items:
+            draw_table(item, legend, spec, self._table)
 
     def closeEvent(self, event: QtGui.QCloseEvent) -> None:
         self.cancel_run()

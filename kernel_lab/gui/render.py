@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from kernel_lab.experiments import PlotSpec
+from kernel_lab.experiments.base import expand_columns
 
 #: Colour-blind-safe palette (Okabe–Ito), used for curves in order.
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000",
@@ -33,12 +34,59 @@ def has_display() -> bool:
     return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
+_KIND_LABELS = (("limit", "limit"), ("thm2", "Theorem 2"), ("lemma1", "Lemma 1"),
+                ("emp", "empirical"))
+
+
 def curve_label(column: str) -> str:
-    """Readable legend text for a result column, e.g. ``test_mse_ckrr`` → ``test mse (CKRR)``."""
+    """Readable legend text: ``test_mse_ckrr`` → ``test mse (CKRR)``,
+    ``R_test_limit[linear]`` → ``linear: limit``."""
+    if column.endswith("]") and "[" in column:
+        head, key = column[:-1].split("[", 1)
+        kind = next((text for tag, text in _KIND_LABELS if tag in head), head.replace("_", " "))
+        return f"{key}: {kind}"
     head, _, method = column.rpartition("_")
     if head and method.isalpha() and len(method) <= 6:
         return f"{head.replace('_', ' ')} ({method.upper()})"
     return column.replace("_", " ")
+
+
+def curve_group(column: str) -> str:
+    """Curves of one group share a colour: the bracketed key (a kernel) or the column."""
+    if column.endswith("]") and "[" in column:
+        return column[:-1].split("[", 1)[1]
+    return column
+
+
+def curve_style(column: str, color: str) -> dict[str, object]:
+    """pyqtgraph keyword arguments: limits are lines, empirical means are dots, estimators
+    dashed (Theorem 2) or dotted (Lemma 1), noiseless risks dashed."""
+    import pyqtgraph as pg
+
+    Qt = pg.QtCore.Qt.PenStyle
+    if "limit" in column:
+        return {"pen": pg.mkPen(color, width=2.5), "symbol": None}
+    if "thm2" in column or "risk" in column:
+        return {"pen": pg.mkPen(color, width=2, style=Qt.DashLine), "symbol": None}
+    if "lemma1" in column:
+        return {"pen": pg.mkPen(color, width=2, style=Qt.DotLine), "symbol": None}
+    if "emp" in column:
+        return {"pen": None, "symbol": "o", "symbolSize": 6, "symbolBrush": color,
+                "symbolPen": None}
+    return {"pen": pg.mkPen(color, width=2), "symbol": "o", "symbolSize": 4,
+            "symbolBrush": color, "symbolPen": None}
+
+
+def plot_columns(spec: PlotSpec, columns: Sequence[str]) -> list[tuple[str, str]]:
+    """(column, colour) pairs for a plot: patterns expanded, one colour per group."""
+    chosen = expand_columns(spec.y, columns)
+    groups: dict[str, str] = {}
+    out = []
+    for col in chosen:
+        g = curve_group(col)
+        groups.setdefault(g, PALETTE[len(groups) % len(PALETTE)])
+        out.append((col, groups[g]))
+    return out
 
 
 def _positive_mask(a: np.ndarray, log: bool) -> np.ndarray:
@@ -46,9 +94,65 @@ def _positive_mask(a: np.ndarray, log: bool) -> np.ndarray:
     return m & (a > 0) if log else m
 
 
+def setup_plot(layout: object, row: int, spec: PlotSpec) -> tuple[object, object]:
+    """Add an empty plot for ``spec`` at ``row`` of a GraphicsLayout, with its legend in
+    the column to its right (so it never hides data). Returns ``(plot, legend)``."""
+    import pyqtgraph as pg
+
+    item = layout.addPlot(row=row, col=0, title=spec.title)
+    item.setLogMode(x=spec.logx, y=spec.logy)
+    item.setLabel("bottom", spec.xlabel or spec.x)
+    item.setLabel("left", spec.ylabel)
+    item.getAxis("left").enableAutoSIPrefix(False)
+    item.showGrid(x=True, y=True, alpha=0.25)
+    legend = pg.LegendItem(verSpacing=-4)
+    layout.addItem(legend, row=row, col=1)
+    return item, legend
+
+
+def draw_table(item: object, legend: object, spec: PlotSpec,
+               table: Mapping[str, Sequence[float] | np.ndarray]) -> int:
+    """(Re)draw the curves of ``spec`` from ``table``; returns how many were drawn."""
+    import pyqtgraph as pg
+
+    item.clear()
+    legend.clear()
+    x = np.asarray(table.get(spec.x, []), dtype=np.float64)
+    errors = {c: e for pat, epat in spec.y_err.items()
+              for c, e in zip(expand_columns([pat], table), expand_columns([epat], table),
+                              strict=False)}
+    drawn = 0
+    for col, color in plot_columns(spec, list(table)):
+        y = np.asarray(table[col], dtype=np.float64)
+        mask = _positive_mask(x, spec.logx) & _positive_mask(y, spec.logy)
+        if not mask.any():
+            continue
+        curve = item.plot(x[mask], y[mask], **curve_style(col, color))
+        legend.addItem(curve, curve_label(col))
+        drawn += 1
+        if col in errors and not spec.logy:
+            err = np.asarray(table[errors[col]], dtype=np.float64)[mask]
+            xs = np.log10(x[mask]) if spec.logx else x[mask]
+            ok = np.isfinite(err)
+            item.addItem(pg.ErrorBarItem(x=xs[ok], y=y[mask][ok], height=2 * err[ok],
+                                         beam=0.0, pen=pg.mkPen(color, width=1)))
+    if spec.y_range_from:
+        ref = [np.asarray(table[c], dtype=np.float64)
+               for c in expand_columns(spec.y_range_from, table)]
+        vals = np.concatenate(ref) if ref else np.array([])
+        vals = vals[np.isfinite(vals)]
+        if vals.size:
+            lo, hi = float(vals.min()), float(vals.max())
+            pad = 0.5 * (hi - lo) + 1e-12
+            item.setYRange(lo - pad, hi + pad, padding=0)
+    else:
+        item.enableAutoRange(axis="y")
+    return drawn
+
+
 def render_plots(table: Mapping[str, Sequence[float] | np.ndarray], plots: Sequence[PlotSpec],
-                 path: str | os.PathLike[str], *, title: str = "", width: int = 900,
-                 height_per_plot: int = 420) -> Path:
+                 path: str | os.PathLike[str], *, title: str = "", width: int = 1000,
+                 height_per_plot: int = 400) -> Path:
     """Draw ``plots`` from ``table`` into one PNG, stacked vertically.
 
     Columns a plot names but the table lacks are skipped; non-finite values (and
@@ -62,28 +166,11 @@ def render_plots(table: Mapping[str, Sequence[float] | np.ndarray], plots: Seque
     layout = pg.GraphicsLayoutWidget()
     layout.resize(width, max(1, len(plots)) * height_per_plot + (30 if title else 0))
     if title:
-        layout.addLabel(title, row=0, col=0, size="13pt")
+        shown = title if len(title) <= 110 else title[:107] + "…"
+        layout.addLabel(shown, row=0, col=0, colspan=2, size="12pt")
     for row, spec in enumerate(plots, start=1 if title else 0):
-        item = layout.addPlot(row=row, col=0, title=spec.title)
-        item.setLogMode(x=spec.logx, y=spec.logy)
-        item.setLabel("bottom", spec.xlabel or spec.x)
-        item.setLabel("left", spec.ylabel)
-        item.showGrid(x=True, y=True, alpha=0.25)
-        legend = item.addLegend(offset=(-10, 10))
-        x = np.asarray(table.get(spec.x, []), dtype=np.float64)
-        for k, col in enumerate(c for c in spec.y if c in table):
-            y = np.asarray(table[col], dtype=np.float64)
-            mask = _positive_mask(x, spec.logx) & _positive_mask(y, spec.logy)
-            if not mask.any():
-                continue
-            color = PALETTE[k % len(PALETTE)]
-            dashed = "risk" in col or "limit" in col
-            pen = pg.mkPen(color, width=2,
-                           style=pg.QtCore.Qt.PenStyle.DashLine if dashed else
-                           pg.QtCore.Qt.PenStyle.SolidLine)
-            item.plot(x[mask], y[mask], pen=pen, symbol="o", symbolSize=4, symbolBrush=color,
-                      symbolPen=None, name=curve_label(col))
-        legend.setBrush(pg.mkBrush(255, 255, 255, 200))
+        item, legend = setup_plot(layout, row, spec)
+        draw_table(item, legend, spec, table)
     # Lay the widget out at its size without putting a window on the screen.
     layout.setAttribute(pg.QtCore.Qt.WidgetAttribute.WA_DontShowOnScreen, True)
     layout.show()
