@@ -82,11 +82,14 @@ class PlotSpec:
     y_err: Mapping[str, str] = field(default_factory=dict)
     #: Fix the y range to that of these columns (for curves that can blow up).
     y_range_from: tuple[str, ...] = ()
+    #: Legend text for columns whose names do not read well.
+    labels: Mapping[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {"title": self.title, "x": self.x, "y": list(self.y), "xlabel": self.xlabel,
                 "ylabel": self.ylabel, "logx": self.logx, "logy": self.logy,
-                "y_err": dict(self.y_err), "y_range_from": list(self.y_range_from)}
+                "y_err": dict(self.y_err), "y_range_from": list(self.y_range_from),
+                "labels": dict(self.labels)}
 
 
 @dataclass

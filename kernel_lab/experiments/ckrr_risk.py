@@ -77,14 +77,14 @@ def run_trial(task: TrialTask) -> dict[str, dict[str, np.ndarray]]:
         y = f + np.sqrt(task.noise) * rng.standard_normal(task.n)
     eig = DataEigen.from_data(X, y)
     n, p = X.shape
-    tau = float(np.einsum("ij,ij->", X, X) / (n * p)) if task.source is None else None
+    # τ = tr(Σ)/p: exact for synthetic data, estimated from the training set otherwise
+    tau = eig.tau if task.source is None else float(task.source.law.cov_eigvals.mean())
     out: dict[str, dict[str, np.ndarray]] = {}
     for name, kernel in task.kernels.items():
         path = CenteredKernelRidge(1.0, kernel=kernel).fit(X, y).path(task.lams, Xs)
         r_train = np.mean((path.train - f) ** 2, axis=1)
         r_test = np.mean((path.test - fs) ** 2, axis=1)
-        t = tau if tau is not None else task.source.law.cov_eigvals.mean()
-        z = kernel_z(kernel, task.lams, t)
+        z = kernel_z(kernel, task.lams, tau)
         m_hat = eig.m_hat(z)
         out[name] = {
             "R_train": r_train,
@@ -247,7 +247,7 @@ class CkrrRiskExperiment(Experiment):
             summaries[f"lam_best_emp[{name}]"] = float(grid[best])
             summaries[f"R_test_min_emp[{name}]"] = float(table[f"R_test_emp_mean[{name}]"][best])
             if final:  # the estimator's λ*: continuous in λ, one search on the mean curve
-                tau = summaries.get("tau") or float(np.mean([e.mu.sum() / e.p for e in eigs]))
+                tau = summaries.get("tau") or float(np.mean([e.tau for e in eigs]))
 
                 def thm2(lam: np.ndarray, k: InnerProductKernel = kernel,
                          t: float = tau) -> np.ndarray:

@@ -34,19 +34,23 @@ def has_display() -> bool:
     return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
+LEGEND_WIDTH = 190
+
 _KIND_LABELS = (("limit", "limit"), ("thm2", "Theorem 2"), ("lemma1", "Lemma 1"),
                 ("emp", "empirical"))
 
 
-def curve_label(column: str) -> str:
-    """Readable legend text: ``test_mse_ckrr`` → ``test mse (CKRR)``,
-    ``R_test_limit[linear]`` → ``linear: limit``."""
+def curve_label(column: str, labels: Mapping[str, str] | None = None) -> str:
+    """Readable legend text: an explicit label from the plot, else ``test_mse_ckrr`` →
+    ``test mse (CKRR)`` and ``R_test_limit[linear]`` → ``linear: limit``."""
+    if labels and column in labels:
+        return labels[column]
     if column.endswith("]") and "[" in column:
         head, key = column[:-1].split("[", 1)
         kind = next((text for tag, text in _KIND_LABELS if tag in head), head.replace("_", " "))
         return f"{key}: {kind}"
     head, _, method = column.rpartition("_")
-    if head and method.isalpha() and len(method) <= 6:
+    if head and method in ("krr", "ckrr", "rff", "dsg", "gfc"):
         return f"{head.replace('_', ' ')} ({method.upper()})"
     return column.replace("_", " ")
 
@@ -105,8 +109,11 @@ def setup_plot(layout: object, row: int, spec: PlotSpec) -> tuple[object, object
     item.setLabel("left", spec.ylabel)
     item.getAxis("left").enableAutoSIPrefix(False)
     item.showGrid(x=True, y=True, alpha=0.25)
-    legend = pg.LegendItem(verSpacing=-4)
-    layout.addItem(legend, row=row, col=1)
+    holder = layout.addLayout(row=row, col=1)
+    holder.setFixedWidth(LEGEND_WIDTH)
+    legend = pg.LegendItem(verSpacing=-6, labelTextSize="9pt")
+    legend.setParentItem(holder)
+    legend.anchor(itemPos=(0, 0), parentPos=(0, 0), offset=(0, 28))
     return item, legend
 
 
@@ -128,7 +135,7 @@ def draw_table(item: object, legend: object, spec: PlotSpec,
         if not mask.any():
             continue
         curve = item.plot(x[mask], y[mask], **curve_style(col, color))
-        legend.addItem(curve, curve_label(col))
+        legend.addItem(curve, curve_label(col, spec.labels))
         drawn += 1
         if col in errors and not spec.logy:
             err = np.asarray(table[errors[col]], dtype=np.float64)[mask]

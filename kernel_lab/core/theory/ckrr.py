@@ -237,6 +237,11 @@ class DataEigen:
         u = Xc.T @ yc
         return cls(n, p, mu[keep], w2[keep], float(yc @ yc / n), float(u @ u / n))
 
+    @property
+    def tau(self) -> float:
+        """``tr(XᵀPX)/(n p)``, the data's estimate of ``τ = tr(Σ)/p``."""
+        return float(self.mu.sum() / self.n)
+
     def m_hat(self, z: np.ndarray) -> np.ndarray:
         """``m̂(z) = (1/p)[Σ_{μ_j>0} 1/(μ_j − z) + (n − r)/(−z)]``, shape like z."""
         z = np.asarray(z, dtype=float)
@@ -298,3 +303,77 @@ def optimal_lam(curve: Callable[[np.ndarray], np.ndarray], lam_min: float,
                           bounds=(grid[k - 1], grid[k + 1]), method="bounded",
                           options={"xatol": 1e-10})
     return Optimum(float(math.exp(res.x)), float(res.fun), True)
+
+
+# ======================================================================================
+# Spectrum of the sample covariance
+# ======================================================================================
+def _m_complex(z: complex, sigma: np.ndarray, n: int, m0: complex) -> complex:
+    """m(z) for one complex z with Im z > 0: Newton from ``m0``, falling back to a damped
+    fixed-point iteration when Newton leaves the upper half-plane or stalls."""
+    c = sigma.size / n
+    m = m0
+    for _ in range(100):
+        d = 1.0 + m * sigma
+        s1 = (sigma / d).sum() / n
+        s2 = (sigma**2 / d**2).sum() / n
+        h = 1.0 + m * (c * z - s1)
+        new = m - h / (c * z - s1 + m * s2)
+        if abs(new - m) <= 1e-13 * abs(new):
+            if new.imag > 0:
+                return complex(new)
+            break
+        m = new
+    m = m0 if m0.imag > 0 else complex(-1.0 / (c * z))
+    for _ in range(20_000):
+        new = -1.0 / (c * z - (sigma / (1.0 + m * sigma)).sum() / n)
+        if abs(new - m) <= 1e-12 * abs(new):
+            return complex(new)
+        m = 0.5 * m + 0.5 * new
+    return complex(m)
+
+
+def covariance_spectrum_density(x: np.ndarray, sigma: np.ndarray, n: int,
+                                eps: float = 1e-4) -> np.ndarray:
+    """Limiting density of the eigenvalues of the sample covariance ``XᵀX/n`` at ``x``.
+
+    Uses the Stieltjes transform of the eigenvalues of ``XᵀX/p``,
+    ``s(z) = −(1/(p z)) Σ_j 1/(1 + m(z) σ_j)`` with m solved in complex arithmetic at
+    ``z = t + iε`` (warm-started along the grid), density ``(1/π) Im s``, and the change
+    of variables ``XᵀX/n = c · XᵀX/p``. For Σ = I this is the Marchenko–Pastur law.
+
+    Parameters
+    ----------
+    x : array_like, shape (G,)
+        Points (eigenvalues of XᵀX/n), increasing.
+    sigma : array_like, shape (p,)
+        Eigenvalues of Σ.
+    n : int
+        Number of samples.
+    eps : float
+        Imaginary part used to evaluate the transform (relative to the scale of x).
+    """
+    sigma = np.asarray(sigma, dtype=float)
+    p = sigma.size
+    c = p / n
+    t = np.asarray(x, dtype=float) / c      # the same points as eigenvalues of XᵀX/p
+    scale = float(max(np.abs(t).max(initial=1.0), 1.0))
+    out = np.empty(t.size)
+    m = None
+    for i, ti in enumerate(t):
+        z = complex(ti, eps * scale)
+        m = _m_complex(z, sigma, n, complex(-1.0 / (c * z)) if m is None else m)
+        s = -(1.0 / (1.0 + m * sigma)).sum() / (p * z)
+        out[i] = max(s.imag, 0.0) / np.pi
+    return out / c
+
+
+def marchenko_pastur_density(x: np.ndarray, c: float) -> np.ndarray:
+    """Marchenko–Pastur density of the eigenvalues of ``XᵀX/n`` for Σ = I and
+    ``c = p/n ≤ 1``: ``sqrt((b − x)(x − a)) / (2π c x)`` on ``[a, b] = [(1 ∓ √c)²]``."""
+    x = np.asarray(x, dtype=float)
+    a, b = (1 - math.sqrt(c)) ** 2, (1 + math.sqrt(c)) ** 2
+    inside = (x > a) & (x < b)
+    out = np.zeros_like(x)
+    out[inside] = np.sqrt((b - x[inside]) * (x[inside] - a)) / (2 * math.pi * c * x[inside])
+    return out
