@@ -3,6 +3,7 @@ and the centred kernel matrix against its linearisation."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -100,7 +101,7 @@ class SpectrumExperiment(Experiment):
             columns["density_limit"] = dens
             summaries["density_integral"] = float(np.trapezoid(dens, x))
             per_bin = [dens[(x >= a) & (x < b)].mean() if ((x >= a) & (x < b)).any()
-                       else np.nan for a, b in zip(edges[:-1], edges[1:], strict=True)]
+                       else np.nan for a, b in itertools.pairwise(edges)]
             summaries["max_bin_deviation"] = float(np.nanmax(np.abs(counts - per_bin)))
         else:
             summaries["note"] = "no limiting density: Σ is unknown for these data"

@@ -49,7 +49,7 @@ def m_identity(z: np.ndarray, c: float) -> np.ndarray:
     return (-(cz - c + 1.0) - np.sqrt((cz - c - 1.0) ** 2 - 4.0 * c)) / (2.0 * cz)
 
 
-def m_general(z: np.ndarray, sigma: np.ndarray, n: int, *, tol: float = 1e-14,
+def m_general(z: np.ndarray, sigma: np.ndarray, n: int, *, tol: float = 1e-12,
               max_iter: int = 200) -> np.ndarray:
     """m(z) for Σ with eigenvalues ``sigma`` and real z < 0, by safeguarded Newton.
 

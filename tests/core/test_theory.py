@@ -1,0 +1,186 @@
+"""CKRR random-matrix theory against closed forms, literal formulas and the checked values
+of ../shared/spec/ckrr.md."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from kernel_lab.core.data import generate, make_target
+from kernel_lab.core.errors import ParameterError
+from kernel_lab.core.kernels import (
+    ExponentialKernel,
+    LinearKernel,
+    PolynomialKernel,
+    SigmoidKernel,
+)
+from kernel_lab.core.theory.ckrr import (
+    DataEigen,
+    LimitSetting,
+    covariance_spectrum_density,
+    kernel_z,
+    limiting_risks,
+    m_general,
+    m_identity,
+    marchenko_pastur_density,
+    moments_of_f,
+    optimal_lam,
+)
+
+PAPER_KERNELS = [LinearKernel(1, 1), PolynomialKernel(1, 1, 2), SigmoidKernel(1, -1),
+                 ExponentialKernel(1, 0)]
+
+
+def toeplitz_setting(p=100, n=200, noise=0.5):
+    src = generate("gaussian", {"n": 2, "p": p, "cov": "toeplitz", "rho": 0.4,
+                                "noise": noise}, seed=0).source
+    return src, LimitSetting.from_law(src.law, src.truth, noise, n)
+
+
+@pytest.mark.parametrize("c", [0.1, 0.5, 1.0, 2.0, 5.0])
+def test_m_general_equals_identity_closed_form(c):
+    p = 100
+    n = round(p / c)
+    z = -np.logspace(-4, 3, 200)
+    np.testing.assert_allclose(m_general(z, np.ones(p), n), m_identity(z, p / n),
+                               rtol=1e-10, atol=0)
+
+
+def test_m_general_solves_the_fixed_point_for_toeplitz():
+    _, s = toeplitz_setting()
+    z = -np.logspace(-3, 2, 50)
+    m = m_general(z, s.sigma, s.n)
+    rhs = -1.0 / (s.c * z - (s.sigma[None, :] / (1 + m[:, None] * s.sigma[None, :])).sum(1) / s.n)
+    np.testing.assert_allclose(m, rhs, rtol=1e-12)
+    assert (m > 0).all()
+
+
+def test_m_rejects_nonnegative_z():
+    with pytest.raises(ParameterError, match="z < 0"):
+        m_general(np.array([0.1]), np.ones(3), 5)
+
+
+# Checked values, ../shared/spec/ckrr.md (exponential kernel α = 1, β = 0).
+SPEC_GAUSSIAN = {0.05: 0.4518, 0.3: 0.4218, 1: 0.3823, 3: 0.3627, 10: 0.3939}
+SPEC_WIDE = {0.3: 0.4508, 1: 0.4322, 3: 0.4344, 10: 0.4600, 30: 0.4800}  # p = 200, n = 100
+SPEC_BERNOULLI_100_200 = {30: 0.4424}
+
+
+@pytest.mark.parametrize("p,n,table", [(100, 200, SPEC_GAUSSIAN), (200, 100, SPEC_WIDE),
+                                       (100, 200, SPEC_BERNOULLI_100_200)])
+def test_limit_reproduces_checked_values(p, n, table):
+    _, setting = toeplitz_setting(p, n)
+    lams = np.array(list(table))
+    _, r_test = limiting_risks(setting, ExponentialKernel(1, 0), lams)
+    np.testing.assert_allclose(r_test, list(table.values()), rtol=0.01)
+
+
+def test_identity_sigma_matches_the_papers_simplified_form():
+    p, n, noise = 60, 150, 0.3
+    src = generate("gaussian", {"n": 2, "p": p, "noise": noise}, seed=0).source
+    setting = LimitSetting.from_law(src.law, src.truth, noise, n)
+    kernel = PolynomialKernel(1, 1, 3)
+    lams = np.logspace(-2, 2, 20)
+    _, r_test = limiting_risks(setting, kernel, lams)
+    z = kernel_z(kernel, lams, 1.0)
+    m = m_identity(z, p / n)
+    g2 = float(setting.b @ setting.b)
+    ref = (n * (1 + m) ** 2 * (noise + setting.var_f) - n * m * (2 + m) * g2) / (
+        n * (1 + m) ** 2 - p * m**2) - noise
+    np.testing.assert_allclose(r_test, ref, rtol=1e-10)
+
+
+def test_all_kernels_share_the_minimum_test_risk():
+    _, setting = toeplitz_setting()
+    optima = [optimal_lam(lambda lam, k=k: limiting_risks(setting, k, lam)[1], 1e-3, 1e4)
+              for k in PAPER_KERNELS]
+    values = [o.value for o in optima]
+    assert max(values) - min(values) < 1e-6
+    assert all(o.inside for o in optima)
+    assert len({round(o.lam, 3) for o in optima}) == 4  # … at four different λ*
+
+
+def test_optimal_lam_reports_an_edge():
+    opt = optimal_lam(lambda lam: 1.0 / lam, 0.1, 10.0)
+    assert not opt.inside and opt.lam == pytest.approx(10.0)
+    inner = optimal_lam(lambda lam: (np.log(lam) - 1.0) ** 2, 0.01, 100.0)
+    assert inner.inside and inner.lam == pytest.approx(np.e, rel=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["sin", "linear", "quadratic"])
+def test_analytic_moments_match_monte_carlo(kind):
+    src = generate("gaussian", {"n": 2, "p": 8, "cov": "toeplitz", "rho": 0.4}, seed=0).source
+    exact = moments_of_f(make_target(kind, 8), src.law)
+    text = {"sin": "sin(sum(x) / sqrt(p))", "linear": "sum(x) / sqrt(p)",
+            "quadratic": "(sum(x) / sqrt(p))^2"}[kind]
+    mc = moments_of_f(make_target(text, 8), src.law, samples=400_000, seed=1)
+    assert exact.exact and not mc.exact
+    assert mc.var_f == pytest.approx(exact.var_f, rel=0.03, abs=0.003)
+    # the quadratic's x·f(x) has heavy tails: a looser Monte Carlo tolerance
+    np.testing.assert_allclose(mc.mean_grad, exact.mean_grad,
+                               atol=0.04 if kind == "quadratic" else 0.01)
+
+
+# -- estimators --------------------------------------------------------------------------
+@pytest.mark.parametrize("n,p", [(60, 25), (25, 60)])
+def test_m_hat_and_theorem2_match_literal_formulas(n, p):
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((n, p))
+    y = np.sin(X.sum(1) / np.sqrt(p)) + 0.3 * rng.standard_normal(n)
+    eig = DataEigen.from_data(X, y)
+    P = np.eye(n) - 1.0 / n
+    z = -np.logspace(-2, 1, 7)
+    noise = 0.09
+    for zi, m_fast, t2 in zip(z, eig.m_hat(z), eig.theorem2(z, noise), strict=True):
+        m_ref = np.trace(np.linalg.inv(P @ X @ X.T @ P / p - zi * np.eye(n))) / p
+        assert m_fast == pytest.approx(m_ref, rel=1e-10)
+        Q = np.linalg.inv(X.T @ P @ X / p - zi * np.eye(p))
+        u = X.T @ P @ y
+        var_y = np.mean((y - y.mean()) ** 2)
+        ref = ((u @ (zi * Q @ Q - Q) @ u) / (n * p) + var_y) / ((p / n) * zi * m_ref) ** 2 - noise
+        assert t2 == pytest.approx(ref, rel=1e-9)
+    assert eig.tau == pytest.approx(np.trace(X.T @ P @ X) / (n * p))
+
+
+def test_estimators_track_the_limit_on_average():
+    """Theorem 2 (both forms) averaged over draws is close to R∞_test for Σ = I."""
+    p, n, noise = 100, 200, 0.5
+    src = generate("gaussian", {"n": 2, "p": p, "noise": noise}, seed=0).source
+    setting = LimitSetting.from_law(src.law, src.truth, noise, n)
+    kernel = ExponentialKernel(1, 0)
+    lams = np.array([0.3, 1.0, 3.0, 10.0])
+    _, limit = limiting_risks(setting, kernel, lams)
+    z = kernel_z(kernel, lams, 1.0)
+    rng = np.random.default_rng(3)
+    general, identity = [], []
+    for _ in range(40):
+        X, _, y = src.sample(n, rng)
+        eig = DataEigen.from_data(X, y)
+        general.append(eig.theorem2(z, noise))
+        identity.append(eig.theorem2_identity(z, noise))
+    np.testing.assert_allclose(np.mean(general, 0), limit, rtol=0.06)
+    np.testing.assert_allclose(np.mean(identity, 0), limit, rtol=0.06)
+
+
+# -- spectrum ------------------------------------------------------------------------------
+def test_spectrum_density_for_identity_is_marchenko_pastur():
+    x = np.linspace(0.2, 2.8, 300)
+    dens = covariance_spectrum_density(x, np.ones(300), 600, eps=1e-6)
+    mp = marchenko_pastur_density(x, 0.5)
+    interior = (x > 0.1716 + 0.05) & (x < 2.9142 - 0.05)
+    np.testing.assert_allclose(dens[interior], mp[interior], atol=1e-3)
+
+
+def test_spectrum_density_matches_histogram_for_two_level_sigma():
+    """The spec's check: p = 400, n = 800, eigenvalues 1 and 3 (half each)."""
+    sigma = np.repeat([1.0, 3.0], 200)
+    X = np.random.default_rng(0).standard_normal((800, 400)) * np.sqrt(sigma)
+    ev = np.linalg.eigvalsh(X.T @ X / 800)
+    x = np.linspace(1e-3, ev.max() * 1.1, 3000)
+    dens = covariance_spectrum_density(x, sigma, 800)
+    assert np.trapezoid(dens, x) == pytest.approx(1.0, abs=2e-3)
+    counts, edges = np.histogram(ev, bins=20, density=True)
+    per_bin = [dens[(x >= a) & (x < b)].mean() for a, b in itertools.pairwise(edges)]
+    assert np.abs(counts - per_bin).max() < 0.03
