@@ -24,6 +24,7 @@ import math
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -75,12 +76,16 @@ class InputLaw:
         U = self.cov_eigvecs
         return (U * self.cov_eigvals) @ U.T
 
-    def _sqrt_apply(self, Z: np.ndarray) -> np.ndarray:
-        s = np.sqrt(self.cov_eigvals)
-        if self.cov_eigvecs is None:
-            return Z * s
+    @cached_property
+    def _cov_sqrt(self) -> np.ndarray:
+        """Σ^{1/2} = U diag(√σ) Uᵀ (only for a non-diagonal Σ)."""
         U = self.cov_eigvecs
-        return ((Z @ U) * s) @ U.T
+        return (U * np.sqrt(self.cov_eigvals)) @ U.T
+
+    def _sqrt_apply(self, Z: np.ndarray) -> np.ndarray:
+        if self.cov_eigvecs is None:
+            return Z * np.sqrt(self.cov_eigvals)
+        return Z @ self._cov_sqrt  # rows z_iᵀ Σ^{1/2} (Σ^{1/2} is symmetric)
 
     def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """Draw n inputs, shape (n, p)."""

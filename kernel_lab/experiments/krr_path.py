@@ -100,8 +100,8 @@ class KrrPathExperiment(Experiment):
         for i, (method, cls) in enumerate(METHODS.items()):
             progress(0.05 + 0.45 * i, f"{method.upper()}: eigendecomposition of the "
                                       f"{data.n_train}×{data.n_train} kernel matrix")
-            model = cls(float(lams[0]), kernel=kernel).fit(data.X_train, data.y_train)
-            path = model.path(lams, data.X_test)
+            path = cls(float(lams[0]), kernel=kernel).fit_path(data.X_train, data.y_train,
+                                                               lams, data.X_test)
             table[f"train_mse_{method}"] = np.mean((path.train - data.y_train) ** 2, axis=1)
             table[f"test_mse_{method}"] = np.mean((path.test - data.y_test) ** 2, axis=1)
             if data.f_test is not None:

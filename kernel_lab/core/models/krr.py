@@ -72,23 +72,31 @@ def check_lams(lams: Any) -> np.ndarray:
 
 
 def solve_regularised(K: np.ndarray, lam: float, y: np.ndarray) -> np.ndarray:
-    """Solve ``(K + λI) α = y`` for symmetric K: Cholesky, or a symmetric indefinite
-    solve when ``K + λI`` is not positive definite (e.g. the sigmoid kernel)."""
+    """Solve ``(K + λI) α = y`` for symmetric K: Cholesky, or a general solve when
+    ``K + λI`` is not positive definite (e.g. the sigmoid kernel).
+
+    The factorisations use numpy's LAPACK, like the matrix products around them: with
+    numpy's and scipy's separate BLAS thread pools alternating, small factorisations
+    were several times slower.
+    """
     A = K.copy()
     A.flat[:: A.shape[0] + 1] += lam
     try:
-        c = sla.cho_factor(A, lower=True, overwrite_a=True, check_finite=False)
-        return sla.cho_solve(c, y, check_finite=False)
-    except sla.LinAlgError:
-        A = K.copy()
-        A.flat[:: A.shape[0] + 1] += lam
+        L = np.linalg.cholesky(A)
+        return sla.cho_solve((L, True), y, check_finite=False)
+    except np.linalg.LinAlgError:
         try:
-            return sla.solve(A, y, assume_a="sym", check_finite=False)
-        except (sla.LinAlgError, ValueError):
+            return np.linalg.solve(A, y)
+        except np.linalg.LinAlgError:
             raise ParameterError(
                 f"K + λI is singular for λ = {lam:g} (the kernel is not positive definite); "
                 "increase λ or use a positive definite kernel") from None
 
+
+def symmetric_eig(K: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Eigenvalues (ascending) and eigenvectors of a symmetric matrix (LAPACK syevd via
+    numpy, see :func:`solve_regularised`)."""
+    return np.linalg.eigh(K)
 
 
 class _KernelRidgeBase(RegressorMixin, BaseEstimator):
@@ -136,27 +144,58 @@ class _KernelRidgeBase(RegressorMixin, BaseEstimator):
             K += col_means.mean()
         return K, col_means
 
-    def fit(self, X: Any, y: Any) -> _KernelRidgeBase:
-        """Fit on X of shape (n, p) and y of shape (n,)."""
+    def _prepare(self, X: Any, y: Any) -> tuple[float, np.ndarray, np.ndarray]:
+        """Validate, build the kernel and its Gram matrix, and record the training data.
+
+        Returns ``(λ, Gram matrix (centered for CKRR), column means)``.
+        """
         X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
         lam = self._check_lam()
         self.kernel_ = make_kernel(self.kernel, self.kernel_params)
         K, col_means = self._gram_matrix(X)
-        if self._centered:
-            self.y_mean_ = float(y.mean())
-            self.dual_coef_ = solve_regularised(K, lam, y - self.y_mean_)
-            self.intercept_ = self.y_mean_ - float(col_means @ self.dual_coef_)
-        else:
-            self.dual_coef_ = solve_regularised(K, lam, y)
-            self.intercept_ = 0.0
         self.X_fit_ = X
         self._y_fit = y
+        # CKRR fits P y and adds ȳ back (its unpenalised intercept); KRR fits y itself.
+        self._shift = float(y.mean()) if self._centered else 0.0
+        if self._centered:
+            self.y_mean_ = self._shift
+        self._gram: tuple[np.ndarray, np.ndarray] | None = None
+        self._eig: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        return lam, K, col_means
+
+    def _set_coef(self, alpha: np.ndarray, col_means: np.ndarray) -> None:
+        self.dual_coef_ = alpha
+        self.intercept_ = (self._shift - float(col_means @ alpha)) if self._centered else 0.0
+
+    def fit(self, X: Any, y: Any) -> _KernelRidgeBase:
+        """Fit on X of shape (n, p) and y of shape (n,) (one Cholesky factorisation)."""
+        lam, K, col_means = self._prepare(X, y)
+        self._set_coef(solve_regularised(K, lam, self._y_fit - self._shift), col_means)
         # The (centered) kernel matrix is kept for path(), whose eigendecomposition then
         # consumes it in place; like the Cholesky factor a Gaussian process keeps, it costs
         # one n×n matrix (already within the memory budget checked above).
-        self._gram: tuple[np.ndarray, np.ndarray] | None = (K, col_means)
-        self._eig: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._gram = (K, col_means)
         return self
+
+    def fit_path(self, X: Any, y: Any, lams: Any, X_test: Any | None = None) -> PathResult:
+        """Fit at ``lam`` and return :meth:`path` over ``lams``, all from one
+        eigendecomposition (no separate factorisation for the fit).
+
+        Parameters
+        ----------
+        X : array_like, shape (n, p)
+        y : array_like, shape (n,)
+        lams : array_like, shape (L,)
+        X_test : array_like, shape (m, p), optional
+        """
+        lams = check_lams(lams)
+        lam, K, col_means = self._prepare(X, y)
+        e, U = symmetric_eig(K)
+        del K
+        self._eig = (e, U, col_means)
+        w = U.T @ (self._y_fit - self._shift)
+        self._set_coef(U @ (w / (e + lam)), col_means)
+        return self.path(lams, X_test)
 
     def __getstate__(self) -> dict[str, Any]:
         # Caches are not part of a fitted model: pickles stay O(n p), not O(n²).
@@ -196,7 +235,7 @@ class _KernelRidgeBase(RegressorMixin, BaseEstimator):
                 self._gram = None
             else:
                 K, col_means = self._gram_matrix(self.X_fit_)
-            e, U = sla.eigh(K, overwrite_a=True, check_finite=False, driver="evd")
+            e, U = symmetric_eig(K)
             self._eig = (e, U, col_means)
         return self._eig
 
@@ -217,9 +256,8 @@ class _KernelRidgeBase(RegressorMixin, BaseEstimator):
         check_is_fitted(self, "dual_coef_")
         lams = check_lams(lams)
         e, U, col_means = self._eigen()
-        y = self._y_fit
-        shift = self.y_mean_ if self._centered else 0.0
-        w = U.T @ (y - shift)
+        shift = self._shift
+        w = U.T @ (self._y_fit - shift)
         denom = e[:, None] + lams[None, :]
         if np.any(np.abs(denom) < 1e-12 * max(1.0, float(np.abs(e).max()))):
             warnings.warn("K + λI is numerically singular for some λ on the grid",
