@@ -18,7 +18,7 @@ from kernel_lab import __version__
 from kernel_lab.core.params import ParamSpec
 from kernel_lab.engine.qt import RunWorker
 from kernel_lab.experiments import PartialResult, get_experiment, list_experiments
-from kernel_lab.gui.render import draw_table, setup_plot
+from kernel_lab.gui.render import PlotView
 
 
 class ParamForm(QtWidgets.QWidget):
@@ -144,6 +144,12 @@ class MainWindow(QtWidgets.QMainWindow):
         self.status = QtWidgets.QLabel("Ready.")
         self.status.setWordWrap(True)
         col.addWidget(self.status)
+        self.results = QtWidgets.QTableWidget(0, 2)
+        self.results.setHorizontalHeaderLabels(["result", "value"])
+        self.results.horizontalHeader().setStretchLastSection(True)
+        self.results.verticalHeader().setVisible(False)
+        self.results.setEditTriggers(QtWidgets.QAbstractItemView.EditTrigger.NoEditTriggers)
+        col.addWidget(self.results, 1)
 
         self.plots = pg.GraphicsLayoutWidget()
         self.explain = QtWidgets.QTextBrowser()
@@ -179,7 +185,7 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def _build_plots(self) -> None:
         self.plots.clear()
-        self.plot_items = [(spec, *setup_plot(self.plots.ci, row, spec))
+        self.plot_views = [PlotView(self.plots.ci, row, spec)
                            for row, spec in enumerate(self.experiment.plots)]
 
     # -- running -------------------------------------------------------------------
@@ -203,6 +209,8 @@ class MainWindow(QtWidgets.QMainWindow):
         thread.finished.connect(thread.deleteLater)
         self._thread, self._worker = thread, worker
         self._table = {}
+        self._build_plots()  # a new run may have other curves (e.g. other kernels)
+        self.results.setRowCount(0)
         self._dirty = True
         self.run_button.setEnabled(True)
         self.cancel_button.setEnabled(True)
@@ -219,16 +227,29 @@ class MainWindow(QtWidgets.QMainWindow):
     def _current(self, run_id: int) -> bool:
         return run_id == self._run_id and self._worker is not None
 
+    @QtCore.Slot(int, float, str)
     def _on_progress(self, run_id: int, fraction: float, message: str) -> None:
         if self._current(run_id):
             self.progress.setValue(int(1000 * fraction))
             self.status.setText(message)
 
+    @QtCore.Slot(int, object)
     def _on_partial(self, run_id: int, partial: PartialResult) -> None:
         if self._current(run_id) and partial.table is not None:
             self._table = {k: np.asarray(v, dtype=float) for k, v in partial.table.items()}
             self._dirty = True
+        if self._current(run_id) and partial.summaries is not None:
+            self._show_summaries(partial.summaries)
 
+    def _show_summaries(self, summaries: dict[str, Any]) -> None:
+        self.results.setRowCount(len(summaries))
+        for row, (key, value) in enumerate(summaries.items()):
+            text = f"{value:.6g}" if isinstance(value, float) else str(value)
+            self.results.setItem(row, 0, QtWidgets.QTableWidgetItem(key))
+            self.results.setItem(row, 1, QtWidgets.QTableWidgetItem(text))
+        self.results.resizeColumnToContents(0)
+
+    @QtCore.Slot(int, object)
     def _on_finished(self, run_id: int, result: Any) -> None:
         if not self._current(run_id):
             return
@@ -237,12 +258,12 @@ class MainWindow(QtWidgets.QMainWindow):
         self._redraw()
         self._worker = None
         self.cancel_button.setEnabled(False)
-        lines = [f"{k}: {v:.4g}" if isinstance(v, float) else f"{k}: {v}"
-                 for k, v in result.summaries.items()]
-        self.status.setText(f"Done in {result.timings['total_s']:.2f} s. " + "; ".join(lines))
+        self.status.setText(f"Done in {result.timings['total_s']:.2f} s.")
+        self._show_summaries(result.summaries)
         self.progress.setValue(1000)
         self.last_result = result
 
+    @QtCore.Slot(int, str, bool)
     def _on_failed(self, run_id: int, message: str, user_error: bool) -> None:
         if not self._current(run_id):
             return
@@ -250,6 +271,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.cancel_button.setEnabled(False)
         self.status.setText(("Cannot run: " if user_error else "The run failed: ") + message)
 
+    @QtCore.Slot(int)
     def _on_cancelled(self, run_id: int) -> None:
         pass  # the window already said so when Cancel was pressed
 
@@ -258,8 +280,8 @@ class MainWindow(QtWidgets.QMainWindow):
         if not self._dirty:
             return
         self._dirty = False
-        for spec, item, legend in self.plot_items:
-            draw_table(item, legend, spec, self._table)
+        for view in self.plot_views:
+            view.update(self._table)
 
     def closeEvent(self, event: QtGui.QCloseEvent) -> None:
         self.cancel_run()

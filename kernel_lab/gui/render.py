@@ -98,63 +98,100 @@ def _positive_mask(a: np.ndarray, log: bool) -> np.ndarray:
     return m & (a > 0) if log else m
 
 
-def setup_plot(layout: object, row: int, spec: PlotSpec) -> tuple[object, object]:
-    """Add an empty plot for ``spec`` at ``row`` of a GraphicsLayout, with its legend in
-    the column to its right (so it never hides data). Returns ``(plot, legend)``."""
-    import pyqtgraph as pg
+class PlotView:
+    """One declared plot inside a pyqtgraph GraphicsLayout, updated in place.
 
-    item = layout.addPlot(row=row, col=0, title=spec.title)
-    item.setLogMode(x=spec.logx, y=spec.logy)
-    item.setLabel("bottom", spec.xlabel or spec.x)
-    item.setLabel("left", spec.ylabel)
-    item.getAxis("left").enableAutoSIPrefix(False)
-    item.showGrid(x=True, y=True, alpha=0.25)
-    holder = layout.addLayout(row=row, col=1)
-    holder.setFixedWidth(LEGEND_WIDTH)
-    legend = pg.LegendItem(verSpacing=-6, labelTextSize="9pt")
-    legend.setParentItem(holder)
-    legend.anchor(itemPos=(0, 0), parentPos=(0, 0), offset=(0, 28))
-    return item, legend
+    Curves are created the first time their column appears and afterwards only get
+    ``setData``; the legend sits in the column to the right of the plot, so it never
+    hides data.
+    """
 
+    def __init__(self, layout: object, row: int, spec: PlotSpec) -> None:
+        import pyqtgraph as pg
 
-def draw_table(item: object, legend: object, spec: PlotSpec,
-               table: Mapping[str, Sequence[float] | np.ndarray]) -> int:
-    """(Re)draw the curves of ``spec`` from ``table``; returns how many were drawn."""
-    import pyqtgraph as pg
+        self.spec = spec
+        self.item = item = layout.addPlot(row=row, col=0, title=spec.title)
+        item.setLogMode(x=spec.logx, y=spec.logy)
+        item.setLabel("bottom", spec.xlabel or spec.x)
+        item.setLabel("left", spec.ylabel)
+        item.getAxis("left").enableAutoSIPrefix(False)
+        item.showGrid(x=True, y=True, alpha=0.25)
+        holder = layout.addLayout(row=row, col=1)
+        holder.setFixedWidth(LEGEND_WIDTH)
+        self.legend = pg.LegendItem(verSpacing=-6, labelTextSize="9pt")
+        self.legend.setParentItem(holder)
+        self.legend.anchor(itemPos=(0, 0), parentPos=(0, 0), offset=(0, 28))
+        self.curves: dict[str, object] = {}
+        self.error_bars: dict[str, object] = {}
+        self._legend_keys: set[str] = set()
+        self._legend_samples: list[object] = []
 
-    item.clear()
-    legend.clear()
-    x = np.asarray(table.get(spec.x, []), dtype=np.float64)
-    errors = {c: e for pat, epat in spec.y_err.items()
-              for c, e in zip(expand_columns([pat], table), expand_columns([epat], table),
-                              strict=False)}
-    drawn = 0
-    for col, color in plot_columns(spec, list(table)):
-        y = np.asarray(table[col], dtype=np.float64)
-        mask = _positive_mask(x, spec.logx) & _positive_mask(y, spec.logy)
-        if not mask.any():
-            continue
-        curve = item.plot(x[mask], y[mask], **curve_style(col, color))
-        legend.addItem(curve, curve_label(col, spec.labels))
-        drawn += 1
-        if col in errors and not spec.logy:
-            err = np.asarray(table[errors[col]], dtype=np.float64)[mask]
-            xs = np.log10(x[mask]) if spec.logx else x[mask]
-            ok = np.isfinite(err)
-            item.addItem(pg.ErrorBarItem(x=xs[ok], y=y[mask][ok], height=2 * err[ok],
-                                         beam=0.0, pen=pg.mkPen(color, width=1)))
-    if spec.y_range_from:
-        ref = [np.asarray(table[c], dtype=np.float64)
-               for c in expand_columns(spec.y_range_from, table)]
-        vals = np.concatenate(ref) if ref else np.array([])
-        vals = vals[np.isfinite(vals)]
-        if vals.size:
-            lo, hi = float(vals.min()), float(vals.max())
-            pad = 0.5 * (hi - lo) + 1e-12
-            item.setYRange(lo - pad, hi + pad, padding=0)
-    else:
-        item.enableAutoRange(axis="y")
-    return drawn
+    def _sync_legend(self, columns: list[tuple[str, str]]) -> None:
+        """Per-column entries, except for grouped columns (``R_test_limit[linear]``):
+        one entry per group (its colour) then one per kind of curve (its line style),
+        so four kernels × three kinds need seven lines, not twelve."""
+        import pyqtgraph as pg
+
+        wanted: list[tuple[str, dict[str, object] | None, str]] = []
+        kinds: list[tuple[str, dict[str, object] | None, str]] = []
+        for col, color in columns:
+            group = curve_group(col)
+            if group == col:
+                wanted.append((f"col:{col}", None, col))
+                continue
+            wanted.append((f"group:{group}", {"pen": pg.mkPen(color, width=6)}, group))
+            kind = curve_label(col).split(": ", 1)[1]
+            kinds.append((f"kind:{kind}", curve_style(col, "#555555"), kind))
+        for key, style, text in wanted + kinds:
+            if key in self._legend_keys:
+                continue
+            self._legend_keys.add(key)
+            if style is None:  # an ungrouped column: its own curve is the sample
+                self.legend.addItem(self.curves[text], curve_label(text, self.spec.labels))
+            else:
+                sample = pg.PlotDataItem([], [], **style)
+                self._legend_samples.append(sample)
+                self.legend.addItem(sample, text)
+
+    def update(self, table: Mapping[str, Sequence[float] | np.ndarray]) -> int:
+        """Show the current values of the plot's columns; returns how many have data."""
+        import pyqtgraph as pg
+
+        spec = self.spec
+        x = np.asarray(table.get(spec.x, []), dtype=np.float64)
+        errors = {c: e for pat, epat in spec.y_err.items()
+                  for c, e in zip(expand_columns([pat], table), expand_columns([epat], table),
+                                  strict=False)}
+        shown = 0
+        columns = [(c, color) for c, color in plot_columns(spec, list(table))
+                   if np.shape(table[c]) == x.shape]
+        for col, color in columns:
+            y = np.asarray(table[col], dtype=np.float64)
+            mask = _positive_mask(x, spec.logx) & _positive_mask(y, spec.logy)
+            if col not in self.curves:
+                self.curves[col] = self.item.plot([], [], **curve_style(col, color))
+            self.curves[col].setData(x[mask], y[mask])
+            shown += bool(mask.any())
+            if col in errors and not spec.logy:
+                err = np.asarray(table[errors[col]], dtype=np.float64)[mask]
+                xs = np.log10(x[mask]) if spec.logx else x[mask]
+                ok = np.isfinite(err)
+                if col not in self.error_bars:
+                    self.error_bars[col] = pg.ErrorBarItem(beam=0.0, pen=pg.mkPen(color,
+                                                                                 width=1))
+                    self.item.addItem(self.error_bars[col])
+                self.error_bars[col].setData(x=xs[ok], y=y[mask][ok], height=2 * err[ok])
+        self._sync_legend(columns)
+        if spec.y_range_from:
+            ref = [np.asarray(table[c], dtype=np.float64)
+                   for c in expand_columns(spec.y_range_from, table)]
+            vals = np.concatenate(ref) if ref else np.array([])
+            vals = vals[np.isfinite(vals)]
+            if vals.size:
+                lo, hi = float(vals.min()), float(vals.max())
+                pad = 0.5 * (hi - lo) + 1e-12
+                self.item.setYRange(lo - pad, hi + pad, padding=0)
+        return shown
 
 
 def render_plots(table: Mapping[str, Sequence[float] | np.ndarray], plots: Sequence[PlotSpec],
@@ -176,8 +213,7 @@ def render_plots(table: Mapping[str, Sequence[float] | np.ndarray], plots: Seque
         shown = title if len(title) <= 110 else title[:107] + "…"
         layout.addLabel(shown, row=0, col=0, colspan=2, size="12pt")
     for row, spec in enumerate(plots, start=1 if title else 0):
-        item, legend = setup_plot(layout, row, spec)
-        draw_table(item, legend, spec, table)
+        PlotView(layout, row, spec).update(table)
     # Lay the widget out at its size without putting a window on the screen.
     layout.setAttribute(pg.QtCore.Qt.WidgetAttribute.WA_DontShowOnScreen, True)
     layout.show()

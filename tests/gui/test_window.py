@@ -34,10 +34,10 @@ def test_run_from_the_form_draws_the_curves(window, qtbot, tmp_path):
     window.start_run()
     qtbot.waitUntil(lambda: hasattr(window, "last_result"), timeout=30_000)
     window._redraw()
-    _spec, item, legend = window.plot_items[0]
-    labels = [label.text for _, label in legend.items]
-    curve = item.listDataItems()[labels.index("test mse (CKRR)")]
-    xs, ys = curve.getData()
+    view = window.plot_views[0]
+    labels = [label.text for _, label in view.legend.items]
+    assert "test mse (CKRR)" in labels
+    xs, ys = view.curves["test_mse_ckrr"].getData()
     np.testing.assert_allclose(xs, np.log10(window.last_result.table["lam"]))  # log-x view
     np.testing.assert_allclose(ys, np.log10(window.last_result.table["test_mse_ckrr"]))
     assert window.last_result.params["kernel"] == "exponential"
@@ -78,6 +78,11 @@ def test_ckrr_risk_from_the_window_with_two_kernels(window, qtbot):
     qtbot.waitUntil(lambda: hasattr(window, "last_result"), timeout=30_000)
     window._redraw()
     assert window.last_result.params["kernels"] == ["linear", "exponential"]
-    _spec, _item, legend = window.plot_items[0]
-    labels = {label.text for _, label in legend.items}
-    assert {"linear: limit", "exponential: empirical", "exponential: Theorem 2"} <= labels
+    labels = {label.text for _, label in window.plot_views[0].legend.items}
+    # one legend line per kernel (colour) and per kind of curve (style)
+    assert labels == {"linear", "exponential", "limit", "empirical", "Theorem 2"}
+    assert set(window.plot_views[0].curves) == {
+        f"{kind}[{k}]" for kind in ("R_test_limit", "R_test_emp_mean", "R_test_thm2_mean")
+        for k in ("linear", "exponential")}
+    shown = {window.results.item(r, 0).text() for r in range(window.results.rowCount())}
+    assert "lam_star_limit[linear]" in shown
