@@ -2,6 +2,16 @@
 
 from __future__ import annotations
 
+from kernel_lab.core.models.dsg import DSGClassifier, DSGRegressor
 from kernel_lab.core.models.krr import CenteredKernelRidge, KernelRidge, PathResult
+from kernel_lab.core.models.rff import RandomFourierFeatures, RFFRidge
 
-__all__ = ["CenteredKernelRidge", "KernelRidge", "PathResult"]
+__all__ = [
+    "CenteredKernelRidge",
+    "DSGClassifier",
+    "DSGRegressor",
+    "KernelRidge",
+    "PathResult",
+    "RFFRidge",
+    "RandomFourierFeatures",
+]

@@ -1,0 +1,86 @@
+"""Losses ``l(u, y)`` of a prediction u and their (sub)gradients ``l'(u, y)`` in u.
+
+Vectorised over arrays of predictions and targets; the table of
+``../shared/spec/dsg.md`` (Dai et al., 2014). At kinks the subgradient on the
+side written in the table is used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from kernel_lab.core.errors import ParameterError
+
+Array = np.ndarray
+
+
+@dataclass(frozen=True)
+class Loss:
+    """A loss with its derivative; ``task`` is ``"regression"`` or ``"classification"``
+    (labels ±1)."""
+
+    name: str
+    task: str
+    value: Callable[[Array, Array], Array]
+    deriv: Callable[[Array, Array], Array]
+
+
+def _squared() -> Loss:
+    return Loss("squared", "regression", lambda u, y: 0.5 * (u - y) ** 2, lambda u, y: u - y)
+
+
+def _epsilon(eps: float) -> Loss:
+    return Loss("epsilon_insensitive", "regression",
+                lambda u, y: np.maximum(0.0, np.abs(u - y) - eps),
+                lambda u, y: np.where(np.abs(u - y) > eps, np.sign(u - y), 0.0))
+
+
+def _quantile(q: float) -> Loss:
+    return Loss("quantile", "regression",
+                lambda u, y: np.maximum(q * (y - u), (q - 1.0) * (y - u)),
+                lambda u, y: np.where(y > u, -q, 1.0 - q))
+
+
+def _hinge() -> Loss:
+    return Loss("hinge", "classification", lambda u, y: np.maximum(0.0, 1.0 - y * u),
+                lambda u, y: np.where(y * u < 1.0, -y, 0.0))
+
+
+def _squared_hinge() -> Loss:
+    return Loss("squared_hinge", "classification",
+                lambda u, y: 0.5 * np.maximum(0.0, 1.0 - y * u) ** 2,
+                lambda u, y: np.where(y * u < 1.0, u - y, 0.0))
+
+
+def _logistic() -> Loss:
+    return Loss("logistic", "classification", lambda u, y: np.logaddexp(0.0, -y * u),
+                lambda u, y: -y * np.exp(-np.logaddexp(0.0, y * u)))
+
+
+REGRESSION_LOSSES = ("squared", "epsilon_insensitive", "quantile")
+CLASSIFICATION_LOSSES = ("hinge", "squared_hinge", "logistic")
+
+
+def make_loss(name: str, *, epsilon: float = 0.1, quantile: float = 0.5) -> Loss:
+    """The loss called ``name`` (see :data:`REGRESSION_LOSSES`, :data:`CLASSIFICATION_LOSSES`)."""
+    if name == "squared":
+        return _squared()
+    if name == "epsilon_insensitive":
+        if not epsilon >= 0:
+            raise ParameterError(f"epsilon must be ≥ 0, got {epsilon}")
+        return _epsilon(float(epsilon))
+    if name == "quantile":
+        if not 0 < quantile < 1:
+            raise ParameterError(f"the quantile level must be in (0, 1), got {quantile}")
+        return _quantile(float(quantile))
+    if name == "hinge":
+        return _hinge()
+    if name == "squared_hinge":
+        return _squared_hinge()
+    if name == "logistic":
+        return _logistic()
+    raise ParameterError(f"unknown loss {name!r}; choose one of: "
+                         f"{', '.join(REGRESSION_LOSSES + CLASSIFICATION_LOSSES)}")

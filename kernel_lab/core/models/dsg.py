@@ -1,0 +1,373 @@
+"""Doubly stochastic functional gradients (Dai et al., 2014): kernel machines trained by
+SGD in which both the data point and the random feature are sampled at every step.
+
+Algorithm 1 (train), with a mini-batch of B points and a block of r random features
+per iteration i, step ``γ_i = θ/(i + t0)`` and regulariser ν::
+
+    f(x_b)  = Σ_{j<i} α_jᵀ φ_j(x_b)                           (prediction, Algorithm 2)
+    α_i     = −γ_i · (1/B) Σ_b l'(f(x_b), y_b) φ_i(x_b) / r
+    α_j     ← (1 − γ_i ν) α_j  for j < i                       (kept as one running scale)
+
+with ``φ_j(x) = √2 cos(W_jᵀx + b_j)`` and ``(W_j, b_j)`` drawn from the kernel's
+spectral density with a seed derived from ``(random_state, j)``, so prediction can
+regenerate them: the model is the coefficients and a seed, O(t r) numbers.
+
+References
+----------
+B. Dai, B. Xie, N. He, Y. Liang, A. Raj, M.-F. Balcan, L. Song, "Scalable kernel methods via
+doubly stochastic gradients", NIPS 2014.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.utils import check_random_state
+from sklearn.utils.multiclass import type_of_target
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from kernel_lab.core.errors import ParameterError
+from kernel_lab.core.kernels import ShiftInvariantKernel, make_kernel, median_heuristic
+from kernel_lab.core.losses import CLASSIFICATION_LOSSES, REGRESSION_LOSSES, Loss, make_loss
+from kernel_lab.core.models.rff import RFF_KERNELS
+
+#: Iterations whose features are regenerated and applied together in prediction.
+PREDICT_BLOCK = 64
+
+
+def iteration_features(kernel: ShiftInvariantKernel, p: int, r: int, seed: int,
+                       iteration: int) -> tuple[np.ndarray, np.ndarray]:
+    """The r random features of iteration ``iteration`` (1-based): W (p, r), b (r,),
+    regenerated identically from ``(seed, iteration)``."""
+    rng = np.random.default_rng([seed, iteration])
+    W = kernel.sample_frequencies(p, r, rng)
+    b = rng.uniform(0.0, 2.0 * math.pi, r)
+    return W, b
+
+
+class _DSGBase(BaseEstimator):
+    _losses: tuple[str, ...] = ()
+
+    def __init__(self, *, loss: str, kernel: str = "gaussian", sigma: float | None = None,
+                 nu: float = 1e-4, theta: float | None = None, t0: float | None = None,
+                 n_iter: int = 500, batch_size: int = 32, n_features_per_iter: int = 8,
+                 epsilon: float = 0.1, quantile: float = 0.5, cache_features: bool = False,
+                 callback: Callable[[dict[str, Any]], Any] | None = None,
+                 callback_every: int = 50, random_state: Any = None) -> None:
+        self.loss = loss
+        self.kernel = kernel
+        self.sigma = sigma
+        self.nu = nu
+        self.theta = theta
+        self.t0 = t0
+        self.n_iter = n_iter
+        self.batch_size = batch_size
+        self.n_features_per_iter = n_features_per_iter
+        self.epsilon = epsilon
+        self.quantile = quantile
+        self.cache_features = cache_features
+        self.callback = callback
+        self.callback_every = callback_every
+        self.random_state = random_state
+
+    # -- set-up ------------------------------------------------------------------------
+    def _check_params(self) -> tuple[Loss, float, float]:
+        if self.loss not in self._losses:
+            raise ParameterError(f"loss must be one of: {', '.join(self._losses)}; "
+                                 f"got {self.loss!r}")
+        if self.kernel not in RFF_KERNELS:
+            raise ParameterError(f"kernel must be one of: {', '.join(RFF_KERNELS)}")
+        for name in ("n_iter", "batch_size", "n_features_per_iter", "callback_every"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 1:
+                raise ParameterError(f"{name} must be a positive integer, got {v!r}")
+        nu = float(self.nu)
+        if not (math.isfinite(nu) and nu > 0):
+            raise ParameterError(f"the regulariser ν (nu) must be positive, got {self.nu!r}")
+        theta = 1.0 / nu if self.theta is None else float(self.theta)
+        t0 = theta if self.t0 is None else float(self.t0)
+        if not (theta > 0 and t0 >= 0):
+            raise ParameterError("theta must be positive and t0 non-negative")
+        if theta * nu / (1.0 + t0) >= 1.0:
+            raise ParameterError(
+                f"the first step decays the model to zero or below (θν/(1 + t0) = "
+                f"{theta * nu / (1 + t0):.3g} ≥ 1); increase t0 or decrease theta")
+        return make_loss(self.loss, epsilon=self.epsilon, quantile=self.quantile), theta, t0
+
+    def _initialise(self, X: np.ndarray) -> None:
+        sigma = median_heuristic(X) if self.sigma is None else float(self.sigma)
+        kernel = make_kernel(self.kernel, {"sigma": sigma})
+        assert isinstance(kernel, ShiftInvariantKernel)
+        self.kernel_ = kernel
+        self.seed_ = int(check_random_state(self.random_state).randint(0, 2**31 - 1))
+        self._data_rng = np.random.default_rng([self.seed_, 2**31])
+        r = int(self.n_features_per_iter)
+        self.scale_ = 1.0
+        self.n_iter_ = 0
+        self.n_samples_seen_ = 0
+        # Growable buffers (capacity doubles): coefficients a_j (α_j = scale_ · a_j) and a
+        # working cache of the features W_j, b_j of the iterations so far.
+        self._coef_buf = np.zeros((64, r))
+        self._W_buf = np.zeros((X.shape[1], 64 * r))
+        self._b_buf = np.zeros(64 * r)
+        self._n_cached = 0  # iterations whose features are in the cache
+        self.coef_ = self._coef_buf[:0]
+
+    def _grow(self, iterations: int) -> None:
+        cap = self._coef_buf.shape[0]
+        if iterations <= cap:
+            return
+        new = max(iterations, 2 * cap)
+        r = self._coef_buf.shape[1]
+        coef = np.zeros((new, r))
+        coef[:cap] = self._coef_buf
+        W = np.zeros((self._W_buf.shape[0], new * r))
+        W[:, : cap * r] = self._W_buf
+        b = np.zeros(new * r)
+        b[: cap * r] = self._b_buf
+        self._coef_buf, self._W_buf, self._b_buf = coef, W, b
+
+    # -- Algorithm 2 ---------------------------------------------------------------------
+    def _features(self, start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
+        """Features of iterations start+1 … stop, from the cache or regenerated."""
+        r = self._coef_buf.shape[1]
+        if self._n_cached >= stop:
+            return self._W_buf[:, start * r: stop * r], self._b_buf[start * r: stop * r]
+        blocks = [iteration_features(self.kernel_, self.n_features_in_, r, self.seed_, j)
+                  for j in range(start + 1, stop + 1)]
+        return (np.concatenate([w for w, _ in blocks], axis=1),
+                np.concatenate([b for _, b in blocks]))
+
+    def _raw_predict(self, X: np.ndarray, upto: int | None = None) -> np.ndarray:
+        """``f(X) = Σ_j α_jᵀ φ_j(X)`` over iterations 1…upto, blockwise."""
+        upto = self.n_iter_ if upto is None else upto
+        out = np.zeros(X.shape[0])
+        for start in range(0, upto, PREDICT_BLOCK):
+            stop = min(start + PREDICT_BLOCK, upto)
+            W, b = self._features(start, stop)
+            Z = X @ W
+            Z += b
+            np.cos(Z, out=Z)
+            out += Z @ self._coef_buf[start:stop].ravel()
+        return out * (math.sqrt(2.0) * self.scale_)
+
+    # -- Algorithm 1 ---------------------------------------------------------------------
+    def _step(self, Xb: np.ndarray, yb: np.ndarray, loss: Loss, theta: float, t0: float
+              ) -> float:
+        i = self.n_iter_ + 1
+        r = self._coef_buf.shape[1]
+        gamma = theta / (i + t0)
+        f = self._raw_predict(Xb)
+        g = loss.deriv(f, yb)
+        W, b = iteration_features(self.kernel_, self.n_features_in_, r, self.seed_, i)
+        phi = Xb @ W
+        phi += b
+        np.cos(phi, out=phi)
+        alpha = (-gamma * math.sqrt(2.0) / (len(yb) * r)) * (g @ phi)
+        self.scale_ *= 1.0 - gamma * float(self.nu)
+        self._grow(i)
+        self._coef_buf[i - 1] = alpha / self.scale_
+        self._W_buf[:, (i - 1) * r: i * r] = W
+        self._b_buf[(i - 1) * r: i * r] = b
+        self._n_cached = i
+        if self.scale_ < 1e-150:  # fold the scale into the coefficients
+            self._coef_buf[:i] *= self.scale_
+            self.scale_ = 1.0
+        self.n_iter_ = i
+        self.n_samples_seen_ += len(yb)
+        return float(np.mean(loss.value(f, yb)))
+
+    def _run(self, X: np.ndarray, y: np.ndarray, batches: Any) -> None:
+        loss, theta, t0 = self._check_params()
+        recent: list[float] = []
+        for idx in batches:
+            recent.append(self._step(X[idx], y[idx], loss, theta, t0))
+            if self.callback is not None and self.n_iter_ % self.callback_every == 0:
+                info = {"iteration": self.n_iter_, "samples_seen": self.n_samples_seen_,
+                        "train_loss": float(np.mean(recent)), "model": self}
+                recent = []
+                if self.callback(info) is False:
+                    break
+        self.coef_ = self._coef_buf[: self.n_iter_]
+        if not self.cache_features:  # the model is the coefficients and the seed
+            self._W_buf = np.zeros((X.shape[1], 0))
+            self._b_buf = np.zeros(0)
+            self._n_cached = 0
+
+    def _fit_xy(self, X: np.ndarray, y: np.ndarray) -> None:
+        self._check_params()
+        self._initialise(X)
+        n, B = X.shape[0], int(self.batch_size)
+        batches = (self._data_rng.integers(0, n, size=min(B, n)) for _ in range(self.n_iter))
+        self._run(X, y, batches)
+
+    def _partial_xy(self, X: np.ndarray, y: np.ndarray) -> None:
+        if not hasattr(self, "coef_"):
+            self._check_params()
+            self._initialise(X)
+        elif self._n_cached < self.n_iter_:
+            # continue with a working cache of the features generated so far
+            W, b = self._features(0, self.n_iter_)
+            r = self._coef_buf.shape[1]
+            self._W_buf = np.zeros((W.shape[0], self._coef_buf.shape[0] * r))
+            self._b_buf = np.zeros(self._coef_buf.shape[0] * r)
+            self._W_buf[:, : W.shape[1]] = W
+            self._b_buf[: b.size] = b
+            self._n_cached = self.n_iter_
+        B = int(self.batch_size)
+        batches = (np.arange(s, min(s + B, X.shape[0])) for s in range(0, X.shape[0], B))
+        self._run(X, y, batches)
+
+    @property
+    def n_random_features_(self) -> int:
+        """Random features generated so far (iterations × features per iteration)."""
+        return int(self.n_iter_ * self._coef_buf.shape[1])
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.non_deterministic = False
+        return tags
+
+
+class DSGRegressor(RegressorMixin, _DSGBase):
+    """Kernel regression by doubly stochastic gradients.
+
+    Parameters
+    ----------
+    loss : {"squared", "epsilon_insensitive", "quantile"}
+    kernel : {"gaussian", "laplace", "cauchy", "matern32", "matern52"}
+    sigma : float or None
+        Bandwidth; None = median pairwise distance of the training inputs.
+    nu : float
+        Regulariser ν of ``E l(f(x), y) + (ν/2)‖f‖²``; matches kernel ridge with λ = n ν.
+    theta, t0 : float or None
+        Step size ``γ_i = θ/(i + t0)``; defaults θ = 1/ν (the O(1/t) rate needs θ of order
+        1/ν) and t0 = θ (first step about 1).
+    n_iter : int
+        Iterations of :meth:`fit`.
+    batch_size : int
+        Points per iteration.
+    n_features_per_iter : int
+        Random features generated per iteration.
+    epsilon, quantile : float
+        Parameters of the ε-insensitive and quantile losses.
+    cache_features : bool
+        Keep the features after fitting (faster prediction, O(t r p) memory) instead of
+        regenerating them from the seeds.
+    callback : callable, optional
+        Called every ``callback_every`` iterations with a dict (iteration, samples_seen,
+        train_loss — the mean loss of the recent batches before their updates — and the
+        model); returning False stops training.
+    callback_every : int
+    random_state : int, RandomState or None
+
+    Attributes
+    ----------
+    coef_ : ndarray, shape (n_iter_, n_features_per_iter)
+        Coefficients up to the running ``scale_``: ``α_j = scale_ · coef_[j]``.
+    scale_ : float
+    n_iter_, n_samples_seen_ : int
+    offset_ : float
+        Mean of the training targets, added to predictions (an unpenalised intercept).
+    kernel_ : ShiftInvariantKernel
+    seed_ : int
+        Seed from which every iteration's features are regenerated.
+    """
+
+    _losses = REGRESSION_LOSSES
+
+    def __init__(self, loss: str = "squared", *, kernel: str = "gaussian",
+                 sigma: float | None = None, nu: float = 1e-4, theta: float | None = None,
+                 t0: float | None = None, n_iter: int = 500, batch_size: int = 32,
+                 n_features_per_iter: int = 8, epsilon: float = 0.1, quantile: float = 0.5,
+                 cache_features: bool = False, callback: Any = None, callback_every: int = 50,
+                 random_state: Any = None) -> None:
+        super().__init__(loss=loss, kernel=kernel, sigma=sigma, nu=nu, theta=theta, t0=t0,
+                         n_iter=n_iter, batch_size=batch_size,
+                         n_features_per_iter=n_features_per_iter, epsilon=epsilon,
+                         quantile=quantile, cache_features=cache_features, callback=callback,
+                         callback_every=callback_every, random_state=random_state)
+
+    def fit(self, X: Any, y: Any) -> DSGRegressor:
+        X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
+        self.offset_ = float(np.median(y)) if self.loss == "quantile" else float(y.mean())
+        self._fit_xy(X, y - self.offset_)
+        return self
+
+    def partial_fit(self, X: Any, y: Any) -> DSGRegressor:
+        """Continue training on a stream: the rows of X are used as consecutive batches."""
+        first = not hasattr(self, "coef_")
+        X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64, reset=first)
+        if first:
+            self.offset_ = float(y.mean())
+        self._partial_xy(X, y - self.offset_)
+        return self
+
+    def predict(self, X: Any) -> np.ndarray:
+        check_is_fitted(self, "coef_")
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        return self._raw_predict(X) + self.offset_
+
+
+class DSGClassifier(ClassifierMixin, _DSGBase):
+    """Binary kernel classification by doubly stochastic gradients.
+
+    Parameters as :class:`DSGRegressor`, with ``loss`` one of ``"hinge"``,
+    ``"squared_hinge"``, ``"logistic"``. Labels are mapped to ±1 (``classes_[1]`` is +1).
+    """
+
+    _losses = CLASSIFICATION_LOSSES
+
+    def __init__(self, loss: str = "logistic", *, kernel: str = "gaussian",
+                 sigma: float | None = None, nu: float = 1e-4, theta: float | None = None,
+                 t0: float | None = None, n_iter: int = 500, batch_size: int = 32,
+                 n_features_per_iter: int = 8, epsilon: float = 0.1, quantile: float = 0.5,
+                 cache_features: bool = False, callback: Any = None, callback_every: int = 50,
+                 random_state: Any = None) -> None:
+        super().__init__(loss=loss, kernel=kernel, sigma=sigma, nu=nu, theta=theta, t0=t0,
+                         n_iter=n_iter, batch_size=batch_size,
+                         n_features_per_iter=n_features_per_iter, epsilon=epsilon,
+                         quantile=quantile, cache_features=cache_features, callback=callback,
+                         callback_every=callback_every, random_state=random_state)
+
+    def _labels(self, y: np.ndarray) -> np.ndarray:
+        return np.where(y == self.classes_[1], 1.0, -1.0)
+
+    def fit(self, X: Any, y: Any) -> DSGClassifier:
+        X, y = validate_data(self, X, y, dtype=np.float64)
+        kind = type_of_target(y, input_name="y", raise_unknown=True)
+        if kind != "binary":
+            raise ValueError(f"Only binary classification is supported by DSGClassifier; "
+                             f"got a {kind} target with {len(np.unique(y))} classes")
+        self.classes_ = np.unique(y)
+        if self.classes_.size != 2:
+            raise ValueError("DSGClassifier needs two classes; only one class is present")
+        self._fit_xy(X, self._labels(y))
+        return self
+
+    def partial_fit(self, X: Any, y: Any, classes: Any = None) -> DSGClassifier:
+        first = not hasattr(self, "coef_")
+        X, y = validate_data(self, X, y, dtype=np.float64, reset=first)
+        if first:
+            self.classes_ = np.unique(y if classes is None else classes)
+            if self.classes_.size != 2:
+                raise ValueError("partial_fit needs the two classes (pass classes=[a, b])")
+        self._partial_xy(X, self._labels(y))
+        return self
+
+    def decision_function(self, X: Any) -> np.ndarray:
+        check_is_fitted(self, "coef_")
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        return self._raw_predict(X)
+
+    def predict(self, X: Any) -> np.ndarray:
+        return np.where(self.decision_function(X) >= 0, self.classes_[1], self.classes_[0])
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        return tags

@@ -1,0 +1,185 @@
+"""Random Fourier features (Rahimi & Recht) and ridge regression on them.
+
+For a shift-invariant kernel with spectral density p(ω) (see
+:mod:`kernel_lab.core.kernels`), ``z(x) = √(2/D) cos(Wᵀx + b)`` with the D columns of
+W drawn from p(ω) and ``b ~ U[0, 2π)`` gives ``E[z(x)ᵀz(x')] = k(x, x')``.
+
+References
+----------
+A. Rahimi and B. Recht, "Random features for large-scale kernel machines", NIPS 2007.
+F. X. Yu et al., "Orthogonal random features", NIPS 2016 (``orthogonal=True``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from sklearn.base import BaseEstimator, RegressorMixin, TransformerMixin
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from kernel_lab.core.errors import ParameterError
+from kernel_lab.core.kernels import (
+    GaussianKernel,
+    Matern32Kernel,
+    Matern52Kernel,
+    ShiftInvariantKernel,
+    make_kernel,
+    median_heuristic,
+)
+
+RFF_KERNELS = ("gaussian", "laplace", "cauchy", "matern32", "matern52")
+_ROTATION_INVARIANT = (GaussianKernel, Matern32Kernel, Matern52Kernel)
+
+
+def _as_generator(random_state: Any) -> np.random.Generator:
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    seed = check_random_state(random_state).randint(0, 2**31 - 1)
+    return np.random.default_rng(seed)
+
+
+def sample_features(kernel: ShiftInvariantKernel, p: int, n_components: int,
+                    rng: np.random.Generator, *, orthogonal: bool = False
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """Frequencies W (p, D) and phases b (D,) for ``kernel``.
+
+    With ``orthogonal=True`` (rotation-invariant kernels only) the directions of each
+    block of p frequencies are made orthogonal while their lengths keep the kernel's
+    radial law (Yu et al., 2016).
+    """
+    W = kernel.sample_frequencies(p, n_components, rng)
+    if orthogonal:
+        if not isinstance(kernel, _ROTATION_INVARIANT):
+            raise ParameterError(
+                f"orthogonal random features need a rotation-invariant kernel (gaussian, "
+                f"matern32, matern52), not {kernel.name}")
+        norms = np.linalg.norm(W, axis=0)
+        for start in range(0, n_components, p):
+            stop = min(start + p, n_components)
+            Q, R = np.linalg.qr(rng.standard_normal((p, p)))
+            Q *= np.sign(np.diag(R))  # Haar-distributed rotation
+            W[:, start:stop] = Q[:, : stop - start] * norms[start:stop]
+    b = rng.uniform(0.0, 2.0 * math.pi, n_components)
+    return W, b
+
+
+def cos_features(X: np.ndarray, W: np.ndarray, b: np.ndarray, scale: float) -> np.ndarray:
+    """``scale · cos(X W + b)``, computed in place in one buffer."""
+    Z = X @ W
+    Z += b
+    np.cos(Z, out=Z)
+    Z *= scale
+    return Z
+
+
+class RandomFourierFeatures(TransformerMixin, BaseEstimator):
+    """Random Fourier feature map ``z(x) = √(2/D) cos(Wᵀx + b)``.
+
+    Parameters
+    ----------
+    kernel : {"gaussian", "laplace", "cauchy", "matern32", "matern52"}
+        Shift-invariant kernel; the bandwidth convention is that of
+        :mod:`kernel_lab.core.kernels` (Gaussian: ``exp(−‖x − x'‖²/(2σ²))``).
+    sigma : float or None
+        Bandwidth σ; None = median pairwise distance of the training inputs.
+    n_components : int
+        Number of features D.
+    orthogonal : bool
+        Orthogonal random features (rotation-invariant kernels).
+    random_state : int, RandomState, Generator or None
+
+    Attributes
+    ----------
+    kernel_ : ShiftInvariantKernel
+    weights_ : ndarray, shape (p, D)
+    offsets_ : ndarray, shape (D,)
+    """
+
+    def __init__(self, kernel: str = "gaussian", *, sigma: float | None = None,
+                 n_components: int = 100, orthogonal: bool = False,
+                 random_state: Any = None) -> None:
+        self.kernel = kernel
+        self.sigma = sigma
+        self.n_components = n_components
+        self.orthogonal = orthogonal
+        self.random_state = random_state
+
+    def fit(self, X: Any, y: Any = None) -> RandomFourierFeatures:
+        X = validate_data(self, X, dtype=np.float64)
+        if self.kernel not in RFF_KERNELS:
+            raise ParameterError(f"random features need one of: {', '.join(RFF_KERNELS)}; "
+                                 f"got {self.kernel!r}")
+        if not isinstance(self.n_components, int | np.integer) or self.n_components < 1:
+            raise ParameterError(f"n_components must be a positive integer, got "
+                                 f"{self.n_components!r}")
+        sigma = median_heuristic(X) if self.sigma is None else self.sigma
+        kernel = make_kernel(self.kernel, {"sigma": sigma})
+        assert isinstance(kernel, ShiftInvariantKernel)
+        self.kernel_ = kernel
+        self.weights_, self.offsets_ = sample_features(
+            kernel, X.shape[1], int(self.n_components), _as_generator(self.random_state),
+            orthogonal=self.orthogonal)
+        return self
+
+    def transform(self, X: Any) -> np.ndarray:
+        """Features, shape (n, D)."""
+        check_is_fitted(self, "weights_")
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        return cos_features(X, self.weights_, self.offsets_, math.sqrt(2.0 / self.n_components))
+
+
+class RFFRidge(RegressorMixin, BaseEstimator):
+    """Ridge regression on random Fourier features, with an unpenalised intercept.
+
+    Minimises ``Σ_i (y_i − z(x_i)ᵀw − c)² + λ ‖w‖²`` (the random-feature version of
+    CKRR).
+
+    Parameters
+    ----------
+    lam : float
+        Regularisation λ > 0.
+    kernel, sigma, n_components, orthogonal, random_state
+        As in :class:`RandomFourierFeatures`.
+
+    Attributes
+    ----------
+    features_ : RandomFourierFeatures
+    coef_ : ndarray, shape (D,)
+    intercept_ : float
+    """
+
+    def __init__(self, lam: float = 1.0, *, kernel: str = "gaussian",
+                 sigma: float | None = None, n_components: int = 100,
+                 orthogonal: bool = False, random_state: Any = None) -> None:
+        self.lam = lam
+        self.kernel = kernel
+        self.sigma = sigma
+        self.n_components = n_components
+        self.orthogonal = orthogonal
+        self.random_state = random_state
+
+    def fit(self, X: Any, y: Any) -> RFFRidge:
+        X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
+        if isinstance(self.lam, bool) or not (isinstance(self.lam, int | float | np.number)
+                                              and math.isfinite(self.lam) and self.lam > 0):
+            raise ParameterError(f"λ (lam) must be positive and finite, got {self.lam!r}")
+        self.features_ = RandomFourierFeatures(
+            self.kernel, sigma=self.sigma, n_components=self.n_components,
+            orthogonal=self.orthogonal, random_state=self.random_state).fit(X)
+        Z = self.features_.transform(X)
+        z_mean, y_mean = Z.mean(axis=0), float(y.mean())
+        Z -= z_mean
+        A = Z.T @ Z
+        A.flat[:: A.shape[0] + 1] += float(self.lam)
+        L = np.linalg.cholesky(A)
+        self.coef_ = np.linalg.solve(L.T, np.linalg.solve(L, Z.T @ (y - y_mean)))
+        self.intercept_ = y_mean - float(z_mean @ self.coef_)
+        return self
+
+    def predict(self, X: Any) -> np.ndarray:
+        check_is_fitted(self, "coef_")
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        return self.features_.transform(X) @ self.coef_ + self.intercept_

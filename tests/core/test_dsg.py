@@ -1,0 +1,202 @@
+"""Random Fourier features and doubly stochastic gradients (Dai et al.)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from kernel_lab.core.errors import ParameterError
+from kernel_lab.core.kernels import make_kernel
+from kernel_lab.core.losses import CLASSIFICATION_LOSSES, REGRESSION_LOSSES, make_loss
+from kernel_lab.core.models import CenteredKernelRidge
+from kernel_lab.core.models.dsg import DSGClassifier, DSGRegressor
+from kernel_lab.core.models.rff import RandomFourierFeatures, RFFRidge
+
+
+# -- losses ----------------------------------------------------------------------------
+@pytest.mark.parametrize("name", REGRESSION_LOSSES + CLASSIFICATION_LOSSES)
+def test_loss_derivative_matches_finite_differences(name):
+    loss = make_loss(name, epsilon=0.2, quantile=0.3)
+    rng = np.random.default_rng(0)
+    y = rng.choice([-1.0, 1.0], 400) if loss.task == "classification" else rng.normal(size=400)
+    u = rng.normal(scale=2.0, size=400)
+    h = 1e-6
+    # stay away from the kinks (|u − y| = ε, y u = 1, u = y)
+    kink = np.minimum.reduce([np.abs(np.abs(u - y) - 0.2), np.abs(y * u - 1), np.abs(u - y)])
+    ok = kink > 1e-3
+    numeric = (loss.value(u + h, y) - loss.value(u - h, y)) / (2 * h)
+    np.testing.assert_allclose(loss.deriv(u, y)[ok], numeric[ok], atol=1e-6)
+
+
+def test_unknown_loss():
+    with pytest.raises(ParameterError, match="unknown loss"):
+        make_loss("cubic")
+
+
+# -- random Fourier features --------------------------------------------------------------
+@pytest.mark.parametrize("kernel", ["gaussian", "laplace", "cauchy"])
+@pytest.mark.parametrize("orthogonal", [False, True])
+def test_rff_gram_is_unbiased(kernel, orthogonal):
+    if orthogonal and kernel != "gaussian":
+        with pytest.raises(ParameterError, match="rotation-invariant"):
+            RandomFourierFeatures(kernel, sigma=1.5, orthogonal=True).fit(np.zeros((3, 4)))
+        return
+    X = np.random.default_rng(1).normal(size=(60, 4))
+    exact = make_kernel(kernel, {"sigma": 1.5})(X)
+    errs = []
+    for seed in range(5):
+        Z = RandomFourierFeatures(kernel, sigma=1.5, n_components=10_000, orthogonal=orthogonal,
+                                  random_state=seed).fit_transform(X)
+        errs.append(Z @ Z.T - exact)
+    assert np.abs(np.mean(errs, axis=0)).mean() <= 0.01  # unbiased: the mean error vanishes
+    assert np.abs(errs[0]).mean() <= 0.02               # and one draw at 10⁴ features is close
+
+
+def test_rff_ridge_approaches_centered_krr():
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(300, 3))
+    y = np.sin(X[:, 0]) + X[:, 1] ** 2 / 3 + 0.1 * rng.normal(size=300)
+    Xt = rng.normal(size=(200, 3))
+    exact = CenteredKernelRidge(1.0, kernel="gaussian", kernel_params={"sigma": 1.5})
+    ref = exact.fit(X, y).predict(Xt)
+    approx = RFFRidge(1.0, sigma=1.5, n_components=4000, random_state=0).fit(X, y).predict(Xt)
+    assert np.sqrt(np.mean((approx - ref) ** 2)) < 0.05 * np.std(ref)
+
+
+# -- the literal oracle of Algorithm 1 -----------------------------------------------------
+def literal_dsg(X, y, *, kernel, loss, nu, theta, t0, n_iter, batch, r, seed):
+    """Algorithm 1 of Dai et al. written literally: one point and one feature at a time,
+    every old coefficient decayed explicitly. Same random streams as the estimator."""
+    n, p = X.shape
+    data_rng = np.random.default_rng([seed, 2**31])
+    alphas, feats = [], []
+    for i in range(1, n_iter + 1):
+        idx = data_rng.integers(0, n, size=min(batch, n))
+        gamma = theta / (i + t0)
+        frng = np.random.default_rng([seed, i])
+        W = kernel.sample_frequencies(p, r, frng)
+        b = frng.uniform(0.0, 2 * math.pi, r)
+        grads = []
+        for j in idx:  # Predict(x_j) with all previous coefficients (Algorithm 2)
+            fx = 0.0
+            for (Wo, bo), ao in zip(feats, alphas, strict=True):
+                for k in range(r):
+                    fx += ao[k] * math.sqrt(2) * math.cos(float(Wo[:, k] @ X[j]) + bo[k])
+            grads.append(float(loss.deriv(np.array(fx), np.array(y[j]))))
+        alpha = np.zeros(r)
+        for g, j in zip(grads, idx, strict=True):
+            for k in range(r):
+                phi = math.sqrt(2) * math.cos(float(W[:, k] @ X[j]) + b[k])
+                alpha[k] += -gamma * g * phi / (len(idx) * r)
+        for old in alphas:
+            old *= 1 - gamma * nu
+        alphas.append(alpha)
+        feats.append((W, b))
+    return np.array(alphas)
+
+
+@pytest.mark.parametrize("cls,loss,y_kind", [
+    (DSGRegressor, "squared", "real"), (DSGRegressor, "epsilon_insensitive", "real"),
+    (DSGRegressor, "quantile", "real"), (DSGClassifier, "hinge", "pm1"),
+    (DSGClassifier, "squared_hinge", "pm1"), (DSGClassifier, "logistic", "pm1")])
+def test_vectorised_dsg_reproduces_the_literal_oracle(cls, loss, y_kind):
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(40, 3))
+    y = np.sin(X[:, 0]) + 0.1 * rng.normal(size=40)
+    if y_kind == "pm1":
+        y = np.where(y > 0, 1.0, -1.0)
+    model = cls(loss, sigma=1.2, nu=0.01, theta=50.0, t0=60.0, n_iter=25, batch_size=4,
+                n_features_per_iter=3, epsilon=0.05, quantile=0.3, random_state=7).fit(X, y)
+    target = y - model.offset_ if cls is DSGRegressor else y
+    oracle = literal_dsg(X, target, kernel=model.kernel_, loss=make_loss(loss, epsilon=0.05,
+                                                                          quantile=0.3),
+                         nu=0.01, theta=50.0, t0=60.0, n_iter=25, batch=4, r=3,
+                         seed=model.seed_)
+    np.testing.assert_allclose(model.coef_ * model.scale_, oracle, rtol=0, atol=1e-10)
+
+
+def test_prediction_regenerates_or_caches_features_identically():
+    rng = np.random.default_rng(4)
+    X, y = rng.normal(size=(200, 4)), rng.normal(size=200)
+    a = DSGRegressor(n_iter=150, random_state=1).fit(X, y)
+    b = DSGRegressor(n_iter=150, random_state=1, cache_features=True).fit(X, y)
+    assert a._W_buf.size == 0 and b._W_buf.shape[1] >= 150 * 8   # O(t) model vs cache
+    np.testing.assert_allclose(a.predict(X), b.predict(X), atol=1e-12)
+
+
+def test_partial_fit_streams_batches():
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(320, 2))
+    y = np.sin(2 * X[:, 0])
+    model = DSGRegressor(nu=1e-3, batch_size=32, random_state=0)
+    for start in range(0, 320, 64):
+        model.partial_fit(X[start:start + 64], y[start:start + 64])
+    assert model.n_iter_ == 10 and model.n_samples_seen_ == 320
+    mse_before = np.mean((model.predict(X) - y) ** 2)
+    for _ in range(5):
+        model.partial_fit(X, y)
+    assert np.mean((model.predict(X) - y) ** 2) < mse_before
+
+
+def test_callback_reports_and_can_stop():
+    rng = np.random.default_rng(6)
+    X, y = rng.normal(size=(100, 2)), rng.normal(size=100)
+    seen = []
+
+    def callback(info):
+        seen.append((info["iteration"], info["samples_seen"], info["train_loss"]))
+        return info["iteration"] < 30
+
+    model = DSGRegressor(n_iter=200, batch_size=10, callback=callback, callback_every=10,
+                         random_state=0).fit(X, y)
+    assert [s[0] for s in seen] == [10, 20, 30] and model.n_iter_ == 30
+    assert seen[0][1] == 100 and all(np.isfinite(s[2]) for s in seen)
+
+
+def test_squared_loss_dsg_is_close_to_exact_krr():
+    """Matched regularisation: DSG's ν corresponds to kernel ridge with λ = n ν."""
+    rng = np.random.default_rng(0)
+    n, d = 2000, 3
+    X = rng.normal(size=(n, d))
+    f = lambda A: np.sin(A[:, 0]) + 0.5 * np.cos(A[:, 1] * A[:, 2])  # noqa: E731
+    y = f(X) + 0.1 * rng.normal(size=n)
+    Xt = rng.normal(size=(1000, d))
+    yt = f(Xt) + 0.1 * rng.normal(size=1000)
+    nu, sigma = 3e-3, 1.0
+    krr = CenteredKernelRidge(n * nu, kernel="gaussian", kernel_params={"sigma": sigma})
+    mse_krr = np.mean((krr.fit(X, y).predict(Xt) - yt) ** 2)
+    theta = 2.0 / nu  # θ of order 1/ν for the O(1/t) rate; t0 = θ (spec/dsg.md)
+    dsg = DSGRegressor(sigma=sigma, nu=nu, theta=theta, t0=theta, n_iter=1000, batch_size=16,
+                       n_features_per_iter=16, random_state=0).fit(X, y)
+    mse_dsg = np.mean((dsg.predict(Xt) - yt) ** 2)
+    assert mse_dsg <= 1.10 * mse_krr, (mse_dsg, mse_krr)
+
+
+def test_classifier_separates_a_separable_set():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(1200, 2))
+    y = np.where(X[:, 0] ** 2 + X[:, 1] ** 2 < 1.2, "in", "out")  # a circle: not linear
+    model = DSGClassifier("hinge", nu=1e-3, n_iter=400, batch_size=32,
+                          n_features_per_iter=16, random_state=0).fit(X[:800], y[:800])
+    assert set(model.classes_) == {"in", "out"}
+    assert np.mean(model.predict(X[800:]) == y[800:]) >= 0.95
+
+
+def test_bad_parameters():
+    X, y = np.zeros((10, 2)), np.zeros(10)
+    with pytest.raises(ParameterError, match="decays the model to zero"):
+        DSGRegressor(nu=0.5, theta=10.0, t0=0.0).fit(X, y)
+    with pytest.raises(ParameterError, match="loss must be one of"):
+        DSGRegressor("hinge").fit(X, y)
+    with pytest.raises(ParameterError, match="positive"):
+        DSGRegressor(nu=0.0).fit(X, y)
+
+
+@parametrize_with_checks([RandomFourierFeatures(sigma=1.0, random_state=0),
+                          RFFRidge(random_state=0), DSGRegressor(n_iter=100),
+                          DSGClassifier(n_iter=100)])
+def test_sklearn_compatible(estimator, check):
+    check(estimator)
