@@ -39,4 +39,9 @@ def list_experiments() -> list[type[Experiment]]:
 
 def _load_builtin() -> None:
     # Importing the modules registers their experiments.
-    from kernel_lab.experiments import ckrr_risk, krr_path, spectrum  # noqa: F401
+    from kernel_lab.experiments import (  # noqa: F401
+        ckrr_risk,
+        krr_path,
+        learning_curve,
+        spectrum,
+    )

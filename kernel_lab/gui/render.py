@@ -115,6 +115,9 @@ class PlotView:
         item.setLabel("bottom", spec.xlabel or spec.x)
         item.setLabel("left", spec.ylabel)
         item.getAxis("left").enableAutoSIPrefix(False)
+        for axis, log in (("bottom", spec.logx), ("left", spec.logy)):
+            if log:  # label the decades only: minor labels of log axes run into each other
+                item.getAxis(axis).setStyle(maxTextLevel=0)
         item.showGrid(x=True, y=True, alpha=0.25)
         holder = layout.addLayout(row=row, col=1)
         holder.setFixedWidth(LEGEND_WIDTH)

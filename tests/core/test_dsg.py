@@ -141,6 +141,25 @@ def test_partial_fit_streams_batches():
     assert np.mean((model.predict(X) - y) ** 2) < mse_before
 
 
+def test_warm_start_continues_the_same_run():
+    rng = np.random.default_rng(8)
+    X, y = rng.normal(size=(150, 3)), rng.normal(size=150)
+    whole = DSGRegressor(n_iter=90, random_state=2).fit(X, y)
+    parts = DSGRegressor(n_iter=40, warm_start=True, random_state=2).fit(X, y)
+    parts.set_params(n_iter=50).fit(X, y)
+    assert parts.n_iter_ == 90
+    np.testing.assert_allclose(parts.coef_ * parts.scale_, whole.coef_ * whole.scale_,
+                               atol=1e-12)
+
+
+def test_divergence_is_reported():
+    rng = np.random.default_rng(9)
+    X, y = rng.normal(size=(300, 5)), rng.normal(size=300)
+    with pytest.raises(ParameterError, match=r"training diverged.*decrease theta"):
+        DSGRegressor(nu=1e-4, theta=4000.0, t0=1000.0, n_iter=2000, batch_size=1,
+                     n_features_per_iter=1, random_state=0).fit(X, y)
+
+
 def test_callback_reports_and_can_stop():
     rng = np.random.default_rng(6)
     X, y = rng.normal(size=(100, 2)), rng.normal(size=100)

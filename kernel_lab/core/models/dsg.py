@@ -57,7 +57,8 @@ class _DSGBase(BaseEstimator):
                  n_iter: int = 500, batch_size: int = 32, n_features_per_iter: int = 8,
                  epsilon: float = 0.1, quantile: float = 0.5, cache_features: bool = False,
                  callback: Callable[[dict[str, Any]], Any] | None = None,
-                 callback_every: int = 50, random_state: Any = None) -> None:
+                 callback_every: int = 50, warm_start: bool = False,
+                 random_state: Any = None) -> None:
         self.loss = loss
         self.kernel = kernel
         self.sigma = sigma
@@ -72,6 +73,7 @@ class _DSGBase(BaseEstimator):
         self.cache_features = cache_features
         self.callback = callback
         self.callback_every = callback_every
+        self.warm_start = warm_start
         self.random_state = random_state
 
     # -- set-up ------------------------------------------------------------------------
@@ -146,8 +148,14 @@ class _DSGBase(BaseEstimator):
         """``f(X) = Σ_j α_jᵀ φ_j(X)`` over iterations 1…upto, blockwise."""
         upto = self.n_iter_ if upto is None else upto
         out = np.zeros(X.shape[0])
-        for start in range(0, upto, PREDICT_BLOCK):
-            stop = min(start + PREDICT_BLOCK, upto)
+        r = self._coef_buf.shape[1]
+        # iterations per block: all cached ones that fit in about 2²⁰ entries of X W, or
+        # PREDICT_BLOCK at a time when the features have to be regenerated
+        per_block = max(1, (1 << 20) // max(1, X.shape[0] * r))
+        if self._n_cached < upto:
+            per_block = min(per_block, PREDICT_BLOCK)
+        for start in range(0, upto, per_block):
+            stop = min(start + per_block, upto)
             W, b = self._features(start, stop)
             Z = X @ W
             Z += b
@@ -162,6 +170,11 @@ class _DSGBase(BaseEstimator):
         r = self._coef_buf.shape[1]
         gamma = theta / (i + t0)
         f = self._raw_predict(Xb)
+        if not np.isfinite(f).all() or np.abs(f).max() > 1e6 * (1.0 + np.abs(yb).max()):
+            raise ParameterError(
+                f"training diverged at iteration {i} (predictions of size "
+                f"{np.abs(f).max():.3g}); use smaller steps (decrease theta or increase t0), a "
+                "larger batch or more features per iteration")
         g = loss.deriv(f, yb)
         W, b = iteration_features(self.kernel_, self.n_features_in_, r, self.seed_, i)
         phi = Xb @ W
@@ -200,7 +213,10 @@ class _DSGBase(BaseEstimator):
 
     def _fit_xy(self, X: np.ndarray, y: np.ndarray) -> None:
         self._check_params()
-        self._initialise(X)
+        if not (self.warm_start and getattr(self, "n_iter_", 0) > 0):
+            self._initialise(X)
+        elif self._n_cached < self.n_iter_:
+            self._restore_cache()
         n, B = X.shape[0], int(self.batch_size)
         batches = (self._data_rng.integers(0, n, size=min(B, n)) for _ in range(self.n_iter))
         self._run(X, y, batches)
@@ -210,17 +226,20 @@ class _DSGBase(BaseEstimator):
             self._check_params()
             self._initialise(X)
         elif self._n_cached < self.n_iter_:
-            # continue with a working cache of the features generated so far
-            W, b = self._features(0, self.n_iter_)
-            r = self._coef_buf.shape[1]
-            self._W_buf = np.zeros((W.shape[0], self._coef_buf.shape[0] * r))
-            self._b_buf = np.zeros(self._coef_buf.shape[0] * r)
-            self._W_buf[:, : W.shape[1]] = W
-            self._b_buf[: b.size] = b
-            self._n_cached = self.n_iter_
+            self._restore_cache()
         B = int(self.batch_size)
         batches = (np.arange(s, min(s + B, X.shape[0])) for s in range(0, X.shape[0], B))
         self._run(X, y, batches)
+
+    def _restore_cache(self) -> None:
+        """Regenerate the working cache of features to continue training."""
+        W, b = self._features(0, self.n_iter_)
+        r = self._coef_buf.shape[1]
+        self._W_buf = np.zeros((W.shape[0], self._coef_buf.shape[0] * r))
+        self._b_buf = np.zeros(self._coef_buf.shape[0] * r)
+        self._W_buf[:, : W.shape[1]] = W
+        self._b_buf[: b.size] = b
+        self._n_cached = self.n_iter_
 
     @property
     def n_random_features_(self) -> int:
@@ -263,6 +282,8 @@ class DSGRegressor(RegressorMixin, _DSGBase):
         train_loss — the mean loss of the recent batches before their updates — and the
         model); returning False stops training.
     callback_every : int
+    warm_start : bool
+        A further :meth:`fit` continues training for ``n_iter`` more iterations.
     random_state : int, RandomState or None
 
     Attributes
@@ -285,16 +306,19 @@ class DSGRegressor(RegressorMixin, _DSGBase):
                  t0: float | None = None, n_iter: int = 500, batch_size: int = 32,
                  n_features_per_iter: int = 8, epsilon: float = 0.1, quantile: float = 0.5,
                  cache_features: bool = False, callback: Any = None, callback_every: int = 50,
-                 random_state: Any = None) -> None:
+                 warm_start: bool = False, random_state: Any = None) -> None:
         super().__init__(loss=loss, kernel=kernel, sigma=sigma, nu=nu, theta=theta, t0=t0,
                          n_iter=n_iter, batch_size=batch_size,
                          n_features_per_iter=n_features_per_iter, epsilon=epsilon,
                          quantile=quantile, cache_features=cache_features, callback=callback,
-                         callback_every=callback_every, random_state=random_state)
+                         callback_every=callback_every, warm_start=warm_start,
+                         random_state=random_state)
 
     def fit(self, X: Any, y: Any) -> DSGRegressor:
-        X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
-        self.offset_ = float(np.median(y)) if self.loss == "quantile" else float(y.mean())
+        warm = self.warm_start and getattr(self, "n_iter_", 0) > 0
+        X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64, reset=not warm)
+        if not warm:
+            self.offset_ = float(np.median(y)) if self.loss == "quantile" else float(y.mean())
         self._fit_xy(X, y - self.offset_)
         return self
 
@@ -327,12 +351,13 @@ class DSGClassifier(ClassifierMixin, _DSGBase):
                  t0: float | None = None, n_iter: int = 500, batch_size: int = 32,
                  n_features_per_iter: int = 8, epsilon: float = 0.1, quantile: float = 0.5,
                  cache_features: bool = False, callback: Any = None, callback_every: int = 50,
-                 random_state: Any = None) -> None:
+                 warm_start: bool = False, random_state: Any = None) -> None:
         super().__init__(loss=loss, kernel=kernel, sigma=sigma, nu=nu, theta=theta, t0=t0,
                          n_iter=n_iter, batch_size=batch_size,
                          n_features_per_iter=n_features_per_iter, epsilon=epsilon,
                          quantile=quantile, cache_features=cache_features, callback=callback,
-                         callback_every=callback_every, random_state=random_state)
+                         callback_every=callback_every, warm_start=warm_start,
+                         random_state=random_state)
 
     def _labels(self, y: np.ndarray) -> np.ndarray:
         return np.where(y == self.classes_[1], 1.0, -1.0)

@@ -1,0 +1,58 @@
+"""The learning-curve experiment (DSG against RFF ridge and exact KRR)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kernel_lab.core.errors import ParameterError
+from kernel_lab.engine import run_experiment
+from kernel_lab.experiments.learning_curve import checkpoints, loglog_slope
+
+
+def test_checkpoints_and_slope():
+    pts = checkpoints(1000, 16)
+    assert pts[0] == 1 and pts[-1] == 1000 and np.all(np.diff(pts) > 0)
+    x = np.array([10.0, 100.0, 1000.0])
+    assert loglog_slope(x, 3.0 / x) == pytest.approx(-1.0)
+
+
+def test_regression_curve_streams_and_reports_the_slope():
+    partials = []
+    r = run_experiment("learning-curve", {"n_iter": 200, "points": 8, "rff_max": 400,
+                                          "batch_size": 16, "features_per_iter": 8},
+                       data="friedman:n=600,n_test=300", on_partial=partials.append)
+    t = r.table
+    assert len(partials) == 1 + len(t["iteration"])
+    assert t["iteration"][-1] == 200 and np.all(np.isfinite(t["dsg_test_error"]))
+    floor = r.summaries["krr_test_error"]
+    np.testing.assert_allclose(t["krr_test_error"], floor)
+    assert np.isfinite(t["rff_test_error"][t["n_features"] <= 400]).all()
+    assert np.isnan(t["rff_test_error"][t["n_features"] > 400]).all()
+    # learning: the error falls, and the slope over the last decade is reported
+    assert t["dsg_test_error"][-1] < 0.6 * t["dsg_test_error"][0]
+    assert r.summaries["slope_last_decade"] < 0
+    assert np.isfinite(r.summaries["slope_excess_last_decade"])
+
+
+def test_classification_curve_uses_error_rate():
+    r = run_experiment("learning-curve", {"n_iter": 150, "points": 6, "rff_max": 0},
+                       data="breast-cancer")
+    assert r.summaries["task"] == "classification" and r.summaries["loss"] == "logistic"
+    err = r.table["dsg_test_error"]
+    assert np.all((err >= 0) & (err <= 1))
+    assert err[-1] < 0.1 and r.summaries["krr_test_error"] < 0.1
+
+
+def test_loss_must_fit_the_task():
+    with pytest.raises(ParameterError, match="does not fit these regression data"):
+        run_experiment("learning-curve", {"loss": "hinge", "n_iter": 5},
+                       data="friedman:n=100")
+
+
+def test_same_seed_same_curve():
+    kw = {"n_iter": 60, "points": 5, "rff_max": 100, "seed": 4}
+    a = run_experiment("learning-curve", kw, data="friedman:n=200,n_test=100")
+    b = run_experiment("learning-curve", kw, data="friedman:n=200,n_test=100")
+    for key in a.table:
+        np.testing.assert_array_equal(a.table[key], b.table[key])
