@@ -51,8 +51,10 @@ def test_rff_gram_is_unbiased(kernel, orthogonal):
         Z = RandomFourierFeatures(kernel, sigma=1.5, n_components=10_000, orthogonal=orthogonal,
                                   random_state=seed).fit_transform(X)
         errs.append(Z @ Z.T - exact)
-    assert np.abs(np.mean(errs, axis=0)).mean() <= 0.01  # unbiased: the mean error vanishes
-    assert np.abs(errs[0]).mean() <= 0.02               # and one draw at 10⁴ features is close
+    # one draw of 10⁴ features: mean entry error ≤ 0.01 (measured 0.006–0.009)
+    assert max(np.abs(e).mean() for e in errs) <= 0.01
+    # unbiased: averaging draws shrinks the error like 1/√draws (no systematic part)
+    assert np.abs(np.mean(errs, axis=0)).mean() <= 0.6 * np.abs(errs[0]).mean()
 
 
 def test_rff_ridge_approaches_centered_krr():
@@ -173,6 +175,19 @@ def test_callback_reports_and_can_stop():
                          random_state=0).fit(X, y)
     assert [s[0] for s in seen] == [10, 20, 30] and model.n_iter_ == 30
     assert seen[0][1] == 100 and all(np.isfinite(s[2]) for s in seen)
+
+
+def test_callback_gets_the_test_loss_of_an_eval_set():
+    rng = np.random.default_rng(7)
+    X, y = rng.normal(size=(100, 2)), rng.normal(size=100)
+    Xv, yv = rng.normal(size=(50, 2)), rng.normal(size=50)
+    seen = []
+    model = DSGRegressor(n_iter=20, batch_size=10, callback=seen.append, callback_every=10,
+                         random_state=0)
+    model.fit(X, y, eval_set=(Xv, yv))
+    assert [info["iteration"] for info in seen] == [10, 20]
+    # the reported test loss is the model's loss on the eval set at that moment
+    assert seen[-1]["test_loss"] == pytest.approx(0.5 * np.mean((model.predict(Xv) - yv) ** 2))
 
 
 def test_squared_loss_dsg_is_close_to_exact_krr():

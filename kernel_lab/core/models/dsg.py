@@ -194,7 +194,8 @@ class _DSGBase(BaseEstimator):
         self.n_samples_seen_ += len(yb)
         return float(np.mean(loss.value(f, yb)))
 
-    def _run(self, X: np.ndarray, y: np.ndarray, batches: Any) -> None:
+    def _run(self, X: np.ndarray, y: np.ndarray, batches: Any,
+             eval_set: tuple[np.ndarray, np.ndarray] | None = None) -> None:
         loss, theta, t0 = self._check_params()
         recent: list[float] = []
         for idx in batches:
@@ -202,6 +203,9 @@ class _DSGBase(BaseEstimator):
             if self.callback is not None and self.n_iter_ % self.callback_every == 0:
                 info = {"iteration": self.n_iter_, "samples_seen": self.n_samples_seen_,
                         "train_loss": float(np.mean(recent)), "model": self}
+                if eval_set is not None:
+                    Xv, yv = eval_set
+                    info["test_loss"] = float(np.mean(loss.value(self._raw_predict(Xv), yv)))
                 recent = []
                 if self.callback(info) is False:
                     break
@@ -211,7 +215,8 @@ class _DSGBase(BaseEstimator):
             self._b_buf = np.zeros(0)
             self._n_cached = 0
 
-    def _fit_xy(self, X: np.ndarray, y: np.ndarray) -> None:
+    def _fit_xy(self, X: np.ndarray, y: np.ndarray,
+                eval_set: tuple[np.ndarray, np.ndarray] | None = None) -> None:
         self._check_params()
         if not (self.warm_start and getattr(self, "n_iter_", 0) > 0):
             self._initialise(X)
@@ -219,7 +224,7 @@ class _DSGBase(BaseEstimator):
             self._restore_cache()
         n, B = X.shape[0], int(self.batch_size)
         batches = (self._data_rng.integers(0, n, size=min(B, n)) for _ in range(self.n_iter))
-        self._run(X, y, batches)
+        self._run(X, y, batches, eval_set)
 
     def _partial_xy(self, X: np.ndarray, y: np.ndarray) -> None:
         if not hasattr(self, "coef_"):
@@ -314,12 +319,20 @@ class DSGRegressor(RegressorMixin, _DSGBase):
                          callback_every=callback_every, warm_start=warm_start,
                          random_state=random_state)
 
-    def fit(self, X: Any, y: Any) -> DSGRegressor:
+    def fit(self, X: Any, y: Any, eval_set: tuple[Any, Any] | None = None) -> DSGRegressor:
+        """Train for ``n_iter`` iterations (continuing a previous fit if ``warm_start``).
+
+        ``eval_set=(X_test, y_test)`` adds its loss as ``test_loss`` to the callback's info.
+        """
         warm = self.warm_start and getattr(self, "n_iter_", 0) > 0
         X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64, reset=not warm)
         if not warm:
             self.offset_ = float(np.median(y)) if self.loss == "quantile" else float(y.mean())
-        self._fit_xy(X, y - self.offset_)
+        ev = None
+        if eval_set is not None:
+            Xv = validate_data(self, eval_set[0], reset=False, dtype=np.float64)
+            ev = (Xv, np.asarray(eval_set[1], dtype=np.float64) - self.offset_)
+        self._fit_xy(X, y - self.offset_, ev)
         return self
 
     def partial_fit(self, X: Any, y: Any) -> DSGRegressor:
@@ -362,7 +375,8 @@ class DSGClassifier(ClassifierMixin, _DSGBase):
     def _labels(self, y: np.ndarray) -> np.ndarray:
         return np.where(y == self.classes_[1], 1.0, -1.0)
 
-    def fit(self, X: Any, y: Any) -> DSGClassifier:
+    def fit(self, X: Any, y: Any, eval_set: tuple[Any, Any] | None = None) -> DSGClassifier:
+        """Train for ``n_iter`` iterations; ``eval_set`` as in :meth:`DSGRegressor.fit`."""
         X, y = validate_data(self, X, y, dtype=np.float64)
         kind = type_of_target(y, input_name="y", raise_unknown=True)
         if kind != "binary":
@@ -371,7 +385,11 @@ class DSGClassifier(ClassifierMixin, _DSGBase):
         self.classes_ = np.unique(y)
         if self.classes_.size != 2:
             raise ValueError("DSGClassifier needs two classes; only one class is present")
-        self._fit_xy(X, self._labels(y))
+        ev = None
+        if eval_set is not None:
+            Xv = validate_data(self, eval_set[0], reset=False, dtype=np.float64)
+            ev = (Xv, self._labels(np.asarray(eval_set[1])))
+        self._fit_xy(X, self._labels(y), ev)
         return self
 
     def partial_fit(self, X: Any, y: Any, classes: Any = None) -> DSGClassifier:
