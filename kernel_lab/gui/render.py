@@ -98,6 +98,27 @@ def _positive_mask(a: np.ndarray, log: bool) -> np.ndarray:
     return m & (a > 0) if log else m
 
 
+def _log_axis(orientation: str) -> object:
+    """An axis that, in log mode, labels only 1, 2 and 5 times a power of ten (the
+    default labels every minor tick, and they run into each other)."""
+    import pyqtgraph as pg
+
+    class SparseLogAxis(pg.AxisItem):
+        def tickStrings(self, values, scale, spacing):
+            if not self.logMode:
+                return super().tickStrings(values, scale, spacing)
+            decades = (max(values) - min(values)) if len(values) > 1 else 0.0
+            keep = (1.0,) if decades > 3 else (1.0, 2.0, 5.0)
+            out = []
+            for v in values:
+                x = 10.0 ** v
+                mantissa = x / 10.0 ** np.floor(np.log10(x) + 1e-9)
+                out.append(f"{x:g}" if any(abs(mantissa - k) < 1e-6 for k in keep) else "")
+            return out
+
+    return SparseLogAxis(orientation)
+
+
 class PlotView:
     """One declared plot inside a pyqtgraph GraphicsLayout, updated in place.
 
@@ -110,14 +131,13 @@ class PlotView:
         import pyqtgraph as pg
 
         self.spec = spec
-        self.item = item = layout.addPlot(row=row, col=0, title=spec.title)
+        self.item = item = layout.addPlot(
+            row=row, col=0, title=spec.title,
+            axisItems={"bottom": _log_axis("bottom"), "left": _log_axis("left")})
         item.setLogMode(x=spec.logx, y=spec.logy)
         item.setLabel("bottom", spec.xlabel or spec.x)
         item.setLabel("left", spec.ylabel)
         item.getAxis("left").enableAutoSIPrefix(False)
-        for axis, log in (("bottom", spec.logx), ("left", spec.logy)):
-            if log:  # label the decades only: minor labels of log axes run into each other
-                item.getAxis(axis).setStyle(maxTextLevel=0)
         item.showGrid(x=True, y=True, alpha=0.25)
         holder = layout.addLayout(row=row, col=1)
         holder.setFixedWidth(LEGEND_WIDTH)
