@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from kernel_lab.core.models.dsg import DSGClassifier, DSGRegressor
 from kernel_lab.core.models.krr import CenteredKernelRidge, KernelRidge, PathResult
+from kernel_lab.core.models.nystrom import NystromFeatures, NystromRidge
 from kernel_lab.core.models.rff import RandomFourierFeatures, RFFRidge
 
 __all__ = [
@@ -11,6 +12,8 @@ __all__ = [
     "DSGClassifier",
     "DSGRegressor",
     "KernelRidge",
+    "NystromFeatures",
+    "NystromRidge",
     "PathResult",
     "RFFRidge",
     "RandomFourierFeatures",

@@ -1,0 +1,170 @@
+"""Nyström features ``F = C W^{-1/2}`` and ridge regression on them.
+
+With landmarks S, ``C = K[:, S]`` and ``W = K[S, S]``, the Nyström approximation is
+``K̃ = C W⁺ Cᵀ = F Fᵀ``. W is factorised by an eigendecomposition with eigenvalues below a
+relative cut-off dropped, so duplicate landmarks and a singular W are handled.
+
+References
+----------
+C. Williams and M. Seeger, "Using the Nyström method to speed up kernel machines", NIPS 2001.
+C. Musco and C. Musco, "Recursive sampling for the Nyström method", NIPS 2017.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from sklearn.base import BaseEstimator, RegressorMixin, TransformerMixin
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from kernel_lab.core.errors import ParameterError
+from kernel_lab.core.kernels import (
+    KERNELS,
+    Kernel,
+    ShiftInvariantKernel,
+    canonical_kernel_name,
+    make_kernel,
+    median_heuristic,
+)
+from kernel_lab.core.samplers import SAMPLERS, CountingKernel, make_sampler
+
+#: Eigenvalues of W below this fraction of the largest are treated as zero.
+RCOND = 1e-12
+
+
+def nystrom_factor(W: np.ndarray, rcond: float = RCOND) -> np.ndarray:
+    """``W^{-1/2}`` restricted to the numerically non-null eigenspace of the symmetric W:
+    returns ``V diag(e^{-1/2})`` of shape (s, r), r ≤ s, so that ``F = C · result``."""
+    e, V = np.linalg.eigh(W)
+    keep = e > rcond * max(float(e.max(initial=0.0)), 1e-300)
+    return V[:, keep] / np.sqrt(e[keep])
+
+
+class NystromFeatures(TransformerMixin, BaseEstimator):
+    """Nyström feature map ``x ↦ W^{-1/2} k(S, x)`` with landmarks chosen by a sampler.
+
+    Parameters
+    ----------
+    kernel : str or Kernel
+    kernel_params : dict, optional
+        Parameters of the named kernel; a shift-invariant kernel without ``sigma`` gets the
+        median pairwise distance of the training inputs.
+    n_components : int
+        Number of landmarks s (at most n).
+    sampler : str
+        One of :data:`kernel_lab.core.samplers.SAMPLERS`.
+    random_state : int, RandomState or None
+
+    Attributes
+    ----------
+    kernel_ : Kernel
+    landmark_indices_ : ndarray, shape (s,)
+    landmarks_ : ndarray, shape (s, p)
+    normalization_ : ndarray, shape (s, r)
+        ``W^{-1/2}`` on the non-null eigenspace; r < s when W is singular.
+    scores_ : ndarray or None
+        The sampler's per-point scores on the training data.
+    kernel_evaluations_ : int
+        Kernel entries evaluated by the sampler and for W.
+    """
+
+    def __init__(self, kernel: str | Kernel = "gaussian", *,
+                 kernel_params: dict[str, Any] | None = None, n_components: int = 100,
+                 sampler: str = "recursive-rls", random_state: Any = None) -> None:
+        self.kernel = kernel
+        self.kernel_params = kernel_params
+        self.n_components = n_components
+        self.sampler = sampler
+        self.random_state = random_state
+
+    def fit(self, X: Any, y: Any = None) -> NystromFeatures:
+        X = validate_data(self, X, dtype=np.float64)
+        if self.sampler not in SAMPLERS:
+            raise ParameterError(f"unknown sampler {self.sampler!r}; choose one of: "
+                                 f"{', '.join(SAMPLERS)}")
+        s = self.n_components
+        if isinstance(s, bool) or not isinstance(s, int | np.integer) or s < 1:
+            raise ParameterError(f"n_components must be a positive integer, got {s!r}")
+        s = min(int(s), X.shape[0])
+        params = dict(self.kernel_params or {})
+        if (isinstance(self.kernel, str) and params.get("sigma") is None
+                and issubclass(KERNELS[canonical_kernel_name(self.kernel)],
+                               ShiftInvariantKernel)):
+            params["sigma"] = median_heuristic(X)  # bandwidth not given: median heuristic
+        self.kernel_ = make_kernel(self.kernel, params)
+        seed = int(check_random_state(self.random_state).randint(0, 2**31 - 1))
+        sample = make_sampler(self.sampler).sample(X, self.kernel_, s,
+                                                   np.random.default_rng(seed))
+        counter = CountingKernel(self.kernel_)
+        self.landmark_indices_ = sample.indices
+        self.landmarks_ = X[sample.indices]
+        self.normalization_ = nystrom_factor(counter(self.landmarks_))
+        self.scores_ = sample.scores
+        self.kernel_evaluations_ = sample.kernel_evaluations + counter.evaluations
+        return self
+
+    def transform(self, X: Any) -> np.ndarray:
+        """Features F, shape (n, r)."""
+        check_is_fitted(self, "normalization_")
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        return self.kernel_(X, self.landmarks_) @ self.normalization_
+
+
+class NystromRidge(RegressorMixin, BaseEstimator):
+    """Ridge regression on Nyström features: ``min ‖y − F w − c‖² + λ‖w‖²``.
+
+    With ``centered=True`` the intercept c is unpenalised (Nyström CKRR); with
+    ``centered=False`` c = 0 and the model approximates plain KRR with K̃ = F Fᵀ.
+
+    Parameters
+    ----------
+    lam : float
+    kernel, kernel_params, n_components, sampler, random_state
+        As in :class:`NystromFeatures`.
+    centered : bool
+
+    Attributes
+    ----------
+    features_ : NystromFeatures
+    coef_ : ndarray, shape (r,)
+    intercept_ : float
+    """
+
+    def __init__(self, lam: float = 1.0, *, kernel: str | Kernel = "gaussian",
+                 kernel_params: dict[str, Any] | None = None, n_components: int = 100,
+                 sampler: str = "recursive-rls", centered: bool = True,
+                 random_state: Any = None) -> None:
+        self.lam = lam
+        self.kernel = kernel
+        self.kernel_params = kernel_params
+        self.n_components = n_components
+        self.sampler = sampler
+        self.centered = centered
+        self.random_state = random_state
+
+    def fit(self, X: Any, y: Any) -> NystromRidge:
+        X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
+        if isinstance(self.lam, bool) or not (isinstance(self.lam, int | float | np.number)
+                                              and math.isfinite(self.lam) and self.lam > 0):
+            raise ParameterError(f"λ (lam) must be positive and finite, got {self.lam!r}")
+        self.features_ = NystromFeatures(self.kernel, kernel_params=self.kernel_params,
+                                         n_components=self.n_components, sampler=self.sampler,
+                                         random_state=self.random_state).fit(X)
+        F = self.features_.transform(X)
+        f_mean = F.mean(axis=0) if self.centered else np.zeros(F.shape[1])
+        y_mean = float(y.mean()) if self.centered else 0.0
+        F -= f_mean
+        A = F.T @ F
+        A.flat[:: A.shape[0] + 1] += float(self.lam)
+        L = np.linalg.cholesky(A)
+        self.coef_ = np.linalg.solve(L.T, np.linalg.solve(L, F.T @ (y - y_mean)))
+        self.intercept_ = y_mean - float(f_mean @ self.coef_)
+        return self
+
+    def predict(self, X: Any) -> np.ndarray:
+        check_is_fitted(self, "coef_")
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        return self.features_.transform(X) @ self.coef_ + self.intercept_

@@ -1,0 +1,302 @@
+"""Nyström landmark samplers behind one interface.
+
+``sampler.sample(X, kernel, s, rng)`` returns a :class:`Sample`: ``s`` distinct landmark
+indices, per-point scores where the method has them (for display), and the number of
+kernel entries evaluated. The scalable samplers (uniform, recursive RLS and its
+accelerated variant, randomly pivoted Cholesky) evaluate O(n s) entries; the exact
+ridge-leverage-score sampler forms the n×n matrix and is a reference for small n.
+
+References
+----------
+C. Musco and C. Musco, "Recursive sampling for the Nyström method", NIPS 2017
+(Algorithm 3; accelerated variant of Section 5.2.1).
+Y. Chen, E. Epperly, J. Tropp, R. Webber, "Randomly pivoted Cholesky", 2022.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+import scipy.linalg as sla
+
+from kernel_lab.core.errors import ParameterError
+from kernel_lab.core.kernels import Kernel
+from kernel_lab.core.memory import check_allocation
+
+
+class CountingKernel:
+    """Wraps a kernel and counts the entries it evaluates (matrix entries and diagonals)."""
+
+    def __init__(self, kernel: Kernel) -> None:
+        self.kernel = kernel
+        self.evaluations = 0
+
+    def __call__(self, X: np.ndarray, Y: np.ndarray | None = None) -> np.ndarray:
+        K = self.kernel(X, Y)
+        self.evaluations += K.size
+        return K
+
+    def diag(self, X: np.ndarray) -> np.ndarray:
+        d = self.kernel.diag(X)
+        self.evaluations += d.size
+        return d
+
+
+@dataclass(frozen=True)
+class Sample:
+    """Landmarks chosen by a sampler.
+
+    Attributes
+    ----------
+    indices : ndarray of int, shape (s,)
+        Distinct row indices of X.
+    scores : ndarray, shape (n,) or None
+        Per-point sampling scores (approximate or exact ridge leverage scores, or
+        selection probabilities), for display.
+    kernel_evaluations : int
+    lam : float or None
+        The ridge λ the scores refer to (leverage-score samplers).
+    """
+
+    indices: np.ndarray
+    scores: np.ndarray | None
+    kernel_evaluations: int
+    lam: float | None = None
+
+
+def _check(X: np.ndarray, s: int) -> int:
+    n = X.shape[0]
+    if isinstance(s, bool) or int(s) != s or s < 1:
+        raise ParameterError(f"the number of landmarks s must be a positive integer, got {s!r}")
+    if s > n:
+        raise ParameterError(f"cannot choose s = {s} landmarks from n = {n} points; "
+                             f"use s ≤ {n}")
+    return n
+
+
+def _distinct_by_weight(weights: np.ndarray, s: int, rng: np.random.Generator) -> np.ndarray:
+    """s distinct indices drawn with probabilities proportional to ``weights`` (without
+    replacement); if fewer than s weights are positive, the rest are drawn uniformly."""
+    w = np.clip(np.nan_to_num(weights, nan=0.0), 0.0, None)
+    positive = np.flatnonzero(w > 0)
+    take = min(s, positive.size)
+    chosen = (rng.choice(positive, size=take, replace=False, p=w[positive] / w[positive].sum())
+              if take else np.zeros(0, dtype=int))
+    if take < s:
+        rest = np.setdiff1d(np.arange(w.size), chosen)
+        chosen = np.concatenate([chosen, rng.choice(rest, size=s - take, replace=False)])
+    return np.sort(chosen.astype(np.int64))
+
+
+def lambda_for_budget(SKS: np.ndarray, w: np.ndarray, s: int) -> float:
+    """The ridge λ of Musco & Musco's reference code, chosen so that about s samples come out:
+    ``(Σ_i SKS_ii w_i² − sum of the k largest eigenvalues of diag(w) SKS diag(w)) / k`` with
+    ``k = ceil(s / (4 log s))``; a tiny positive value when there are at most k landmarks."""
+    m = SKS.shape[0]
+    k = max(1, math.ceil(s / (4.0 * math.log(max(s, 2)))))
+    if m <= k:
+        return 1e-6
+    M = (w[:, None] * SKS) * w[None, :]
+    top = sla.eigh(M, eigvals_only=True, subset_by_index=[m - k, m - 1], check_finite=False)
+    lam = (float(np.trace(M)) - float(top.sum())) / k
+    return max(lam, 1e-6)
+
+
+def ridge_scores(Kii: np.ndarray, KS: np.ndarray, SKS: np.ndarray, w: np.ndarray,
+                 lam: float) -> np.ndarray:
+    """Lemma 6: ``(K_ii − K_{i,S} (K_{S,S} + λ diag(w⁻²))⁻¹ K_{S,i}) / λ`` for every row i,
+    by a Cholesky solve (jittered if needed) — never an explicit inverse."""
+    A = SKS + lam * np.diag(1.0 / w**2)
+    try:
+        B = sla.cho_solve(sla.cho_factor(A, lower=True, check_finite=False), KS.T,
+                          check_finite=False)
+    except sla.LinAlgError:
+        B = sla.solve(A + 1e-10 * np.trace(A) / A.shape[0] * np.eye(A.shape[0]), KS.T,
+                      assume_a="sym", check_finite=False)
+    return np.maximum(0.0, Kii - np.einsum("ij,ji->i", KS, B)) / lam
+
+
+class Sampler:
+    """Base class; subclasses implement :meth:`sample`."""
+
+    name: ClassVar[str] = ""
+    title: ClassVar[str] = ""
+    scalable: ClassVar[bool] = True
+
+    def sample(self, X: np.ndarray, kernel: Kernel, s: int, rng: np.random.Generator) -> Sample:
+        raise NotImplementedError
+
+
+class UniformSampler(Sampler):
+    """s distinct points uniformly at random (no kernel evaluations)."""
+
+    name = "uniform"
+    title = "uniform"
+
+    def sample(self, X: np.ndarray, kernel: Kernel, s: int, rng: np.random.Generator) -> Sample:
+        n = _check(X, s)
+        return Sample(np.sort(rng.choice(n, size=s, replace=False)), None, 0)
+
+
+class ExactRLSSampler(Sampler):
+    """Exact ridge leverage scores ``l_i = (K (K + λI)⁻¹)_ii`` from one eigendecomposition of
+    the n×n kernel matrix (reference for small n); s distinct points ∝ scores.
+
+    Parameters
+    ----------
+    lam : float or None
+        Ridge λ; None chooses it with :func:`lambda_for_budget` on the whole K.
+    """
+
+    name = "exact-rls"
+    title = "exact RLS"
+    scalable = False
+
+    def __init__(self, lam: float | None = None) -> None:
+        self.lam = lam
+
+    def sample(self, X: np.ndarray, kernel: Kernel, s: int, rng: np.random.Generator) -> Sample:
+        n = _check(X, s)
+        check_allocation(3 * 8.0 * n * n, f"exact leverage scores on {n} points",
+                         "Use the recursive RLS sampler, which needs O(n s) memory.")
+        counter = CountingKernel(kernel)
+        K = counter(X)
+        lam = lambda_for_budget(K, np.ones(n), s) if self.lam is None else float(self.lam)
+        e, U = np.linalg.eigh(K)
+        scores = (U**2) @ (np.clip(e, 0.0, None) / (np.clip(e, 0.0, None) + lam))
+        return Sample(_distinct_by_weight(scores, s, rng), scores, counter.evaluations, lam)
+
+
+class RecursiveRLSSampler(Sampler):
+    """Recursive ridge-leverage-score sampling with a fixed budget s (Musco & Musco,
+    Algorithm 3, as in the authors' reference code; see ``../shared/spec/nystrom.md``).
+
+    Parameters
+    ----------
+    accelerated : bool
+        Use ``ceil(sqrt((n s + s³)/(4n)))`` landmarks on the recursive levels and s only at
+        the top (Section 5.2.1).
+    """
+
+    name = "recursive-rls"
+    title = "recursive RLS"
+
+    def __init__(self, accelerated: bool = False) -> None:
+        self.accelerated = accelerated
+
+    def sample(self, X: np.ndarray, kernel: Kernel, s: int, rng: np.random.Generator) -> Sample:
+        n = _check(X, s)
+        counter = CountingKernel(kernel)
+        if s == n:
+            return Sample(np.arange(n), np.ones(n), 0)
+        s_rec = (math.ceil(math.sqrt((n * s + s**3) / (4.0 * n))) if self.accelerated else s)
+        s_rec = max(1, min(s_rec, s))
+        levels = max(0, math.ceil(math.log2(n / s_rec)))
+        sizes = [n]
+        for _ in range(levels):
+            sizes.append(math.ceil(sizes[-1] / 2))
+        perm = rng.permutation(n)
+        inv = np.empty(n, dtype=np.int64)
+        inv[perm] = np.arange(n)
+        sample = perm[: sizes[-1]]              # deepest level: all of its points
+        w = np.ones(sample.size)
+        scores = np.ones(n)
+        lam = 1e-6
+        for level in range(levels - 1, -1, -1):
+            top = level == 0
+            pts = perm[: sizes[level]]
+            KS = counter(X[pts], X[sample])                     # n_l × |S|
+            SKS = KS[inv[sample]]                               # sample ⊂ pts (a prefix)
+            budget = s if top else s_rec
+            lam = lambda_for_budget(SKS, w, budget)
+            Kii = counter.diag(X[pts])
+            q = 1.0 if top else math.log(max(budget, 2))
+            scores = np.minimum(1.0, q * ridge_scores(Kii, KS, SKS, w, lam))
+            if top:
+                chosen = _distinct_by_weight(scores, s, rng)
+                full = np.zeros(n)
+                full[pts] = scores
+                return Sample(np.sort(pts[chosen]), full,
+                              counter.evaluations, lam)
+            keep = rng.random(pts.size) < scores
+            prob = scores.copy()
+            cap = max(s_rec, math.ceil(2.0 * q * s_rec))
+            if keep.sum() > cap:
+                # λ came out too small (few landmarks below): thin the sample uniformly so
+                # the next level still costs O(n s); inclusion probabilities scale alike
+                kept = np.flatnonzero(keep)
+                keep[:] = False
+                keep[rng.choice(kept, size=cap, replace=False)] = True
+                prob *= cap / kept.size
+            if not keep.any():
+                keep = np.zeros(pts.size, dtype=bool)
+                keep[rng.choice(pts.size, size=min(s_rec, pts.size), replace=False)] = True
+                w = np.ones(int(keep.sum()))
+            else:
+                w = 1.0 / np.sqrt(prob[keep])
+            sample = pts[keep]
+        # n ≤ s_rec: no recursion needed, but s < n: sample the top level directly
+        Kii = counter.diag(X)
+        KS = counter(X, X[sample])
+        lam = lambda_for_budget(KS[inv[sample]], w, s)
+        scores = np.minimum(1.0, ridge_scores(Kii, KS, KS[inv[sample]], w, lam))
+        return Sample(_distinct_by_weight(scores, s, rng), scores, counter.evaluations, lam)
+
+
+class AcceleratedRLSSampler(RecursiveRLSSampler):
+    """Recursive RLS with fewer landmarks on the recursive levels (Section 5.2.1)."""
+
+    name = "recursive-rls-fast"
+    title = "recursive RLS (accelerated)"
+
+    def __init__(self) -> None:
+        super().__init__(accelerated=True)
+
+
+class RPCholeskySampler(Sampler):
+    """Randomly pivoted Cholesky: pivot i with probability ∝ the residual diagonal, then
+    update the residual by the new Cholesky column (one kernel column per landmark)."""
+
+    name = "rp-cholesky"
+    title = "RP-Cholesky"
+
+    def sample(self, X: np.ndarray, kernel: Kernel, s: int, rng: np.random.Generator) -> Sample:
+        n = _check(X, s)
+        counter = CountingKernel(kernel)
+        d = counter.diag(X).astype(np.float64)
+        first = d.copy()
+        F = np.zeros((n, s))
+        chosen: list[int] = []
+        for i in range(s):
+            total = d.sum()
+            if total <= 1e-12 * first.sum():  # the rest is (numerically) explained
+                rest = np.setdiff1d(np.arange(n), chosen)
+                chosen += list(rng.choice(rest, size=s - i, replace=False))
+                break
+            piv = int(rng.choice(n, p=d / total))
+            col = counter(X, X[piv: piv + 1])[:, 0]
+            g = col - F[:, :i] @ F[piv, :i]
+            F[:, i] = g / math.sqrt(max(g[piv], 1e-300))
+            d = np.clip(d - F[:, i] ** 2, 0.0, None)
+            d[piv] = 0.0
+            chosen.append(piv)
+        return Sample(np.sort(np.asarray(chosen, dtype=np.int64)), first / first.sum() * s,
+                      counter.evaluations)
+
+
+SAMPLERS: dict[str, type[Sampler]] = {
+    cls.name: cls for cls in (UniformSampler, ExactRLSSampler, RecursiveRLSSampler,
+                              AcceleratedRLSSampler, RPCholeskySampler)
+}
+
+
+def make_sampler(name: str | Sampler, **params: Any) -> Sampler:
+    """A sampler by name (see :data:`SAMPLERS`)."""
+    if isinstance(name, Sampler):
+        return name
+    if name not in SAMPLERS:
+        raise ParameterError(f"unknown sampler {name!r}; choose one of: {', '.join(SAMPLERS)}")
+    return SAMPLERS[name](**params)

@@ -1,0 +1,158 @@
+"""Nyström samplers, features, ridge and error measures (Musco & Musco; RP-Cholesky)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from kernel_lab.core.approx_error import effective_dimension, spectral_error, trace_error
+from kernel_lab.core.data import generate
+from kernel_lab.core.errors import MemoryBudgetError, ParameterError
+from kernel_lab.core.kernels import GaussianKernel
+from kernel_lab.core.models import CenteredKernelRidge
+from kernel_lab.core.models.nystrom import NystromFeatures, NystromRidge, nystrom_factor
+from kernel_lab.core.samplers import (
+    SAMPLERS,
+    ExactRLSSampler,
+    RecursiveRLSSampler,
+    make_sampler,
+)
+
+
+@pytest.fixture(scope="module")
+def clusters():
+    return generate("clusters", {"n": 2000, "p": 2, "k": 5, "imbalance": 3.0}, seed=0).X_train
+
+
+@pytest.mark.parametrize("name", list(SAMPLERS))
+def test_s_equal_n_reproduces_k(name):
+    X = np.random.default_rng(0).normal(size=(150, 3))
+    kernel = GaussianKernel(1.5)
+    F = NystromFeatures(kernel, n_components=150, sampler=name, random_state=0).fit_transform(X)
+    K = kernel(X)
+    err = spectral_error(X, kernel, F)
+    assert err.method == "exact" and err.value <= 1e-8 * np.linalg.norm(K, 2)
+
+
+@pytest.mark.parametrize("name", list(SAMPLERS))
+def test_landmarks_are_distinct_and_reproducible(clusters, name):
+    kernel = GaussianKernel(1.0)
+    a = make_sampler(name).sample(clusters, kernel, 120, np.random.default_rng(5))
+    b = make_sampler(name).sample(clusters, kernel, 120, np.random.default_rng(5))
+    assert a.indices.size == 120 and np.unique(a.indices).size == 120
+    np.testing.assert_array_equal(a.indices, b.indices)
+
+
+def test_exact_scores_sum_to_the_effective_dimension(clusters):
+    X = clusters[:600]
+    kernel = GaussianKernel(1.0)
+    smp = ExactRLSSampler(lam=3.0).sample(X, kernel, 50, np.random.default_rng(0))
+    d_eff = effective_dimension(np.linalg.eigvalsh(kernel(X)), 3.0)
+    assert smp.scores.sum() == pytest.approx(d_eff, rel=1e-10)
+    assert np.all((smp.scores >= 0) & (smp.scores <= 1))
+
+
+def test_recursive_scores_within_factor_three_of_exact(clusters):
+    kernel = GaussianKernel(1.0)
+    rec = RecursiveRLSSampler().sample(clusters, kernel, 100, np.random.default_rng(1))
+    exact = ExactRLSSampler(lam=rec.lam).sample(clusters, kernel, 100, np.random.default_rng(1))
+    ratio = rec.scores / exact.scores
+    assert np.mean((ratio <= 3) & (ratio >= 1 / 3)) >= 0.9
+
+
+@pytest.mark.parametrize("name", ["recursive-rls", "rp-cholesky", "recursive-rls-fast"])
+def test_kernel_evaluations_grow_linearly_in_n(name):
+    kernel = GaussianKernel(1.0)
+    evals = []
+    for n in (4000, 8000):
+        X = np.random.default_rng(n).normal(size=(n, 3))
+        # the recursive samples vary in size from draw to draw: average a few draws
+        evals.append(np.mean([make_sampler(name).sample(X, kernel, 100,
+                                                        np.random.default_rng(seed))
+                              .kernel_evaluations for seed in range(6)]))
+    if name == "recursive-rls-fast":  # O(n s) with fewer landmarks: at most linear
+        assert evals[1] / evals[0] <= 2.5, evals
+    else:
+        assert 1.6 <= evals[1] / evals[0] <= 2.5, evals
+    assert evals[1] <= 30 * 8000 * 100  # O(n s), far from n² = 6.4e7
+
+
+def test_leverage_sampling_beats_uniform_on_small_isolated_clusters():
+    """Tight clusters (spread ≪ σ) of very different sizes: uniform sampling misses the
+    small ones, whose points have high leverage; RLS and RP-Cholesky find them."""
+    X = generate("clusters", {"n": 2000, "p": 2, "k": 8, "imbalance": 3.0, "spread": 0.05},
+                 seed=0).X_train
+    kernel = GaussianKernel(0.3)
+    errs = {}
+    for name in ("uniform", "recursive-rls", "rp-cholesky"):
+        vals = [spectral_error(X, kernel, NystromFeatures(
+            kernel, n_components=30, sampler=name, random_state=seed).fit_transform(X))
+            .value for seed in range(4)]
+        errs[name] = float(np.median(vals))
+    assert errs["recursive-rls"] < 0.5 * errs["uniform"], errs
+    assert errs["rp-cholesky"] < 0.5 * errs["uniform"], errs
+
+
+def test_duplicate_points_and_singular_w_are_handled():
+    X = np.repeat(np.random.default_rng(2).normal(size=(20, 2)), 5, axis=0)  # 100 rows
+    nf = NystromFeatures(GaussianKernel(1.0), n_components=100, sampler="uniform",
+                         random_state=0).fit(X)   # every row a landmark: W has rank 20
+    F = nf.transform(X)
+    assert np.isfinite(F).all() and nf.normalization_.shape[1] == 20
+    assert spectral_error(X, GaussianKernel(1.0), F).value < 1e-8
+    W = GaussianKernel(1.0)(X[:3].repeat(2, axis=0))
+    fac = nystrom_factor(W)
+    np.testing.assert_allclose(W @ fac @ fac.T @ W, W, atol=1e-10)
+
+
+def test_trace_error_and_lanczos_match_dense_formulas():
+    X = np.random.default_rng(3).normal(size=(700, 4))
+    kernel = GaussianKernel(2.0)
+    F = NystromFeatures(kernel, n_components=60, random_state=0).fit_transform(X)
+    R = kernel(X) - F @ F.T
+    assert trace_error(X, kernel, F) == pytest.approx(np.trace(R), rel=1e-10)
+    exact = spectral_error(X, kernel, F)
+    lanczos = spectral_error(X, kernel, F, exact_max=100)
+    assert exact.method == "exact" and lanczos.method == "lanczos"
+    assert lanczos.value == pytest.approx(exact.value, rel=1e-6)
+    sub = spectral_error(X, kernel, F, max_points=300, rng=np.random.default_rng(0))
+    assert sub.points == 300 and sub.value <= exact.value + 1e-9
+
+
+def test_nystrom_ridge_approaches_exact_ckrr():
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(800, 3))
+    y = np.sin(X[:, 0]) + X[:, 1] * X[:, 2] / 2 + 0.1 * rng.normal(size=800)
+    Xt = rng.normal(size=(300, 3))
+    params = {"sigma": 1.5}
+    exact = CenteredKernelRidge(1.0, kernel="gaussian", kernel_params=params).fit(X, y)
+    gaps = []
+    for s in (25, 100, 400):
+        approx = NystromRidge(1.0, kernel="gaussian", kernel_params=params, n_components=s,
+                              random_state=0).fit(X, y)
+        gaps.append(np.sqrt(np.mean((approx.predict(Xt) - exact.predict(Xt)) ** 2)))
+    assert gaps[0] > gaps[1] > gaps[2] and gaps[2] < 0.02
+
+
+def test_bad_sizes_and_memory():
+    X = np.zeros((10, 2))
+    with pytest.raises(ParameterError, match="cannot choose s = 11 landmarks from n = 10"):
+        make_sampler("uniform").sample(X, GaussianKernel(1.0), 11, np.random.default_rng(0))
+    with pytest.raises(ParameterError, match="unknown sampler"):
+        make_sampler("magic")
+
+
+def test_exact_rls_refuses_what_does_not_fit(monkeypatch):
+    monkeypatch.setenv("KERNEL_LAB_MEMORY_MB", "1")
+    X = np.random.default_rng(0).normal(size=(500, 2))
+    with pytest.raises(MemoryBudgetError, match="recursive RLS"):
+        ExactRLSSampler().sample(X, GaussianKernel(1.0), 10, np.random.default_rng(0))
+
+
+@parametrize_with_checks([NystromFeatures(n_components=20, random_state=0),
+                          NystromFeatures(n_components=20, sampler="rp-cholesky",
+                                          random_state=0),
+                          NystromRidge(random_state=0)])
+def test_sklearn_compatible(estimator, check):
+    check(estimator)
