@@ -9,6 +9,7 @@ Musco), trace error ``tr(K − K̃)`` in O(n s), and the effective dimension
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy.sparse.linalg import LinearOperator, eigsh
@@ -54,34 +55,41 @@ def spectral_error(X: np.ndarray, kernel: Kernel, F: np.ndarray, *,
         rng = np.random.default_rng(0) if rng is None else rng
         idx = np.sort(rng.choice(n, size=max_points, replace=False))
         X, F, n = X[idx], F[idx], max_points
-    if n <= exact_max:
-        R = kernel(X)
-        R -= F @ F.T
-        e = np.linalg.eigvalsh(R)
-        return SpectralError(float(max(abs(e[0]), abs(e[-1]))), n, "exact")
-    if 8.0 * n * n <= 0.5 * memory_budget_bytes():
-        K = kernel(X)
+    if n <= exact_max or 8.0 * n * n <= 0.5 * memory_budget_bytes():
+        return residual_norm(kernel(X), F, exact_max=exact_max)
+    rows = max(1, DEFAULT_BLOCK_BYTES // (8 * n))
 
-        def matvec(v: np.ndarray) -> np.ndarray:
-            v = np.ravel(v)
-            return K @ v - F @ (F.T @ v)
+    def matvec(v: np.ndarray) -> np.ndarray:  # K blockwise: never n×n in memory
+        v = np.ravel(v)
+        out = -(F @ (F.T @ v))
+        for start in range(0, n, rows):
+            out[start:start + rows] += kernel(X[start:start + rows], X) @ v
+        return out
 
-        method = "lanczos"
-    else:
-        rows = max(1, DEFAULT_BLOCK_BYTES // (8 * n))
+    return SpectralError(_largest(matvec, n), n, "lanczos-blockwise")
 
-        def matvec(v: np.ndarray) -> np.ndarray:
-            v = np.ravel(v)
-            out = -(F @ (F.T @ v))
-            for start in range(0, n, rows):
-                out[start:start + rows] += kernel(X[start:start + rows], X) @ v
-            return out
 
-        method = "lanczos-blockwise"
+def _largest(matvec: Any, n: int) -> float:
+    """Largest |eigenvalue| of a symmetric operator by Lanczos (ARPACK)."""
     op = LinearOperator((n, n), matvec=matvec, dtype=np.float64)
     vals = eigsh(op, k=1, which="LM", return_eigenvectors=False, tol=1e-6,
                  v0=np.ones(n) / np.sqrt(n))
-    return SpectralError(float(abs(vals[0])), n, method)
+    return float(abs(vals[0]))
+
+
+def residual_norm(K: np.ndarray, F: np.ndarray, *, exact_max: int = 2_000) -> SpectralError:
+    """``‖K − F Fᵀ‖₂`` for a kernel matrix K already in memory (exact up to ``exact_max``
+    rows, Lanczos above)."""
+    n = K.shape[0]
+    if n <= exact_max:
+        e = np.linalg.eigvalsh(K - F @ F.T)
+        return SpectralError(float(max(abs(e[0]), abs(e[-1]))), n, "exact")
+
+    def matvec(v: np.ndarray) -> np.ndarray:
+        v = np.ravel(v)
+        return K @ v - F @ (F.T @ v)
+
+    return SpectralError(_largest(matvec, n), n, "lanczos")
 
 
 def effective_dimension(eigvals: np.ndarray, lam: float) -> float:

@@ -84,12 +84,19 @@ class PlotSpec:
     y_range_from: tuple[str, ...] = ()
     #: Legend text for columns whose names do not read well.
     labels: Mapping[str, str] = field(default_factory=dict)
+    #: ``"lines"`` (curves of ``y`` against ``x``; an ``x`` with ``*`` takes each curve's own
+    #: group, e.g. ``time[*]`` for ``error[uniform]``) or ``"scatter"`` (points ``x``, ``y[0]``
+    #: coloured by the column ``color``, with the points ``overlay`` = (x, y) marked on top).
+    kind: str = "lines"
+    color: str = ""
+    overlay: tuple[str, str] | tuple[()] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {"title": self.title, "x": self.x, "y": list(self.y), "xlabel": self.xlabel,
                 "ylabel": self.ylabel, "logx": self.logx, "logy": self.logy,
                 "y_err": dict(self.y_err), "y_range_from": list(self.y_range_from),
-                "labels": dict(self.labels)}
+                "labels": dict(self.labels), "kind": self.kind, "color": self.color,
+                "overlay": list(self.overlay)}
 
 
 @dataclass
@@ -158,6 +165,19 @@ class Experiment:
             "params": [s.to_dict() for s in cls.param_specs()],
             "plots": [p.to_dict() for p in cls.plots],
         }
+
+
+def pad_columns(columns: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Columns of different lengths padded with NaN to a common length, so results of
+    different shapes (a curve over s, a point cloud) can share one table."""
+    size = max((np.asarray(v).size for v in columns.values()), default=0)
+    out = {}
+    for key, v in columns.items():
+        v = np.asarray(v, dtype=np.float64).ravel()
+        col = np.full(size, np.nan)
+        col[: v.size] = v
+        out[key] = col
+    return out
 
 
 # -- kernel parameters shared by experiments -------------------------------------------

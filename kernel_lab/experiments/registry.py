@@ -43,5 +43,6 @@ def _load_builtin() -> None:
         ckrr_risk,
         krr_path,
         learning_curve,
+        nystrom,
         spectrum,
     )

@@ -15,20 +15,16 @@ from kernel_lab.core.memory import check_allocation
 from kernel_lab.core.params import ParamSpec
 from kernel_lab.core.progress import Progress
 from kernel_lab.core.theory.ckrr import covariance_spectrum_density
-from kernel_lab.experiments.base import SERIAL, Experiment, PartialResult, PlotSpec, TaskExecutor
+from kernel_lab.experiments.base import (
+    SERIAL,
+    Experiment,
+    PartialResult,
+    PlotSpec,
+    TaskExecutor,
+    pad_columns,
+)
 from kernel_lab.experiments.ckrr_risk import FAMILIES, paper_kernels
 from kernel_lab.experiments.registry import register
-
-
-def _padded(columns: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Columns of different lengths padded with NaN to a common length (one table)."""
-    size = max(v.size for v in columns.values())
-    out = {}
-    for key, v in columns.items():
-        col = np.full(size, np.nan)
-        col[: v.size] = v
-        out[key] = col
-    return out
 
 
 @register
@@ -105,7 +101,7 @@ class SpectrumExperiment(Experiment):
             summaries["max_bin_deviation"] = float(np.nanmax(np.abs(counts - per_bin)))
         else:
             summaries["note"] = "no limiting density: Σ is unknown for these data"
-        yield PartialResult(0.3, "covariance spectrum", _padded(columns), dict(summaries))
+        yield PartialResult(0.3, "covariance spectrum", pad_columns(columns), dict(summaries))
 
         progress(0.35, f"eigenvalues of the {n}×{n} centred kernel matrix")
         K = kernel(X)
@@ -131,4 +127,4 @@ class SpectrumExperiment(Experiment):
         summaries["relative_spectral_error"] = (summaries["spectral_error"]
                                                 / summaries["spectral_norm"])
         columns.update(rank=np.arange(1, n + 1, dtype=float), eig_kernel=e_k, eig_linearised=e_l)
-        yield PartialResult(1.0, "kernel spectrum", _padded(columns), dict(summaries))
+        yield PartialResult(1.0, "kernel spectrum", pad_columns(columns), dict(summaries))

@@ -6,6 +6,7 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -138,6 +139,7 @@ class PlotView:
         item.setLabel("bottom", spec.xlabel or spec.x)
         item.setLabel("left", spec.ylabel)
         item.getAxis("left").enableAutoSIPrefix(False)
+        item.getAxis("bottom").enableAutoSIPrefix(False)
         item.showGrid(x=True, y=True, alpha=0.25)
         holder = layout.addLayout(row=row, col=1)
         holder.setFixedWidth(LEGEND_WIDTH)
@@ -165,6 +167,8 @@ class PlotView:
             wanted.append((f"group:{group}", {"pen": pg.mkPen(color, width=6)}, group))
             kind = curve_label(col).split(": ", 1)[1]
             kinds.append((f"kind:{kind}", curve_style(col, "#555555"), kind))
+        if len({key for key, _, _ in kinds}) < 2:
+            kinds = []  # one kind of curve: the colours say it all
         for key, style, text in wanted + kinds:
             if key in self._legend_keys:
                 continue
@@ -176,19 +180,62 @@ class PlotView:
                 self._legend_samples.append(sample)
                 self.legend.addItem(sample, text)
 
+    def _x_column(self, column: str) -> str:
+        return self.spec.x.replace("*", curve_group(column)) if "*" in self.spec.x \
+            else self.spec.x
+
+    def _update_scatter(self, table: Mapping[str, Sequence[float] | np.ndarray]) -> int:
+        """Points coloured by a score (viridis), with marked overlay points on top."""
+        import pyqtgraph as pg
+
+        spec = self.spec
+        if spec.x not in table or spec.y[0] not in table:
+            return 0
+        x = np.asarray(table[spec.x], dtype=np.float64)
+        y = np.asarray(table[spec.y[0]], dtype=np.float64)
+        ok = np.isfinite(x) & np.isfinite(y)
+        if "points" not in self.curves:
+            self.curves["points"] = pg.ScatterPlotItem(size=6, pen=None)
+            self.item.addItem(self.curves["points"])
+            self.legend.addItem(self.curves["points"], curve_label(spec.y[0], spec.labels))
+        brushes: Any = pg.mkBrush("#0072B2")
+        if spec.color in table:
+            c = np.asarray(table[spec.color], dtype=np.float64)[ok]
+            if c.size and np.isfinite(c).any():
+                lo, hi = np.nanmin(c), np.nanmax(c)
+                t = (c - lo) / (hi - lo) if hi > lo else np.zeros_like(c)
+                cmap = pg.colormap.get("viridis")
+                brushes = [pg.mkBrush(q) for q in cmap.mapToQColor(np.nan_to_num(t))]
+        self.curves["points"].setData(x[ok], y[ok], brush=brushes)
+        if len(spec.overlay) == 2 and all(k in table for k in spec.overlay):
+            ox = np.asarray(table[spec.overlay[0]], dtype=np.float64)
+            oy = np.asarray(table[spec.overlay[1]], dtype=np.float64)
+            good = np.isfinite(ox) & np.isfinite(oy)
+            if "overlay" not in self.curves:
+                self.curves["overlay"] = pg.ScatterPlotItem(
+                    size=9, symbol="x", pen=pg.mkPen("#D55E00", width=1.5), brush=None)
+                self.item.addItem(self.curves["overlay"])
+                self.legend.addItem(self.curves["overlay"],
+                                    curve_label(spec.overlay[0], spec.labels))
+            self.curves["overlay"].setData(ox[good], oy[good])
+        return int(ok.sum())
+
     def update(self, table: Mapping[str, Sequence[float] | np.ndarray]) -> int:
         """Show the current values of the plot's columns; returns how many have data."""
         import pyqtgraph as pg
 
         spec = self.spec
-        x = np.asarray(table.get(spec.x, []), dtype=np.float64)
+        if spec.kind == "scatter":
+            return self._update_scatter(table)
         errors = {c: e for pat, epat in spec.y_err.items()
                   for c, e in zip(expand_columns([pat], table), expand_columns([epat], table),
                                   strict=False)}
         shown = 0
         columns = [(c, color) for c, color in plot_columns(spec, list(table))
-                   if np.shape(table[c]) == x.shape]
+                   if self._x_column(c) in table
+                   and np.shape(table[c]) == np.shape(table[self._x_column(c)])]
         for col, color in columns:
+            x = np.asarray(table[self._x_column(col)], dtype=np.float64)
             y = np.asarray(table[col], dtype=np.float64)
             mask = _positive_mask(x, spec.logx) & _positive_mask(y, spec.logy)
             if col not in self.curves:
