@@ -87,8 +87,10 @@ def _finite(value: Any, name: str) -> float:
 
 def squared_distances(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
     """Squared Euclidean distances ``‖x_i − y_j‖²``, shape (n, m), clipped at zero."""
-    D = np.einsum("ij,ij->i", X, X)[:, None] + np.einsum("ij,ij->i", Y, Y)[None, :]
-    D -= 2.0 * (X @ Y.T)
+    D = X @ Y.T          # the only (n, m) allocation; the rest is in place
+    D *= -2.0
+    D += np.einsum("ij,ij->i", X, X)[:, None]
+    D += np.einsum("ij,ij->i", Y, Y)[None, :]
     np.maximum(D, 0.0, out=D)
     return D
 
