@@ -13,7 +13,13 @@ from kernel_lab.core.data import Dataset
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.kernels import median_heuristic
 from kernel_lab.core.losses import CLASSIFICATION_LOSSES, REGRESSION_LOSSES
-from kernel_lab.core.models import CenteredKernelRidge, DSGClassifier, DSGRegressor, RFFRidge
+from kernel_lab.core.models import (
+    CenteredKernelRidge,
+    DSGClassifier,
+    DSGRegressor,
+    NystromRidge,
+    RFFRidge,
+)
 from kernel_lab.core.params import ParamSpec
 from kernel_lab.core.progress import Progress
 from kernel_lab.experiments.base import SERIAL, Experiment, PartialResult, PlotSpec, TaskExecutor
@@ -48,7 +54,8 @@ class LearningCurveExperiment(Experiment):
         "model is only the coefficients and a seed: the features are regenerated from "
         "(seed, iteration) when predicting, so memory grows as O(t), not O(n²). For "
         "comparison: ridge regression on the same number of random features drawn once "
-        "(RFF), and exact kernel ridge regression with matched regularisation λ = nν as the "
+        "(RFF), ridge on as many Nyström landmarks chosen by recursive leverage scores, and "
+        "exact kernel ridge regression with matched regularisation λ = nν as the "
         "floor. On classification data (two label values) the error is the misclassification "
         "rate; DSG then uses a classification loss."
     )
@@ -80,10 +87,11 @@ class LearningCurveExperiment(Experiment):
     )
     plots = (
         PlotSpec("Test error against iterations", "iteration",
-                 ("dsg_test_error", "rff_test_error", "krr_test_error"),
+                 ("dsg_test_error", "rff_test_error", "nystrom_test_error", "krr_test_error"),
                  xlabel="iterations (samples seen = iterations × batch size)",
                  ylabel="test error", logx=True, logy=True,
                  labels={"dsg_test_error": "DSG", "rff_test_error": "RFF ridge (same features)",
+                         "nystrom_test_error": "Nyström ridge (same features)",
                          "krr_test_error": "exact KRR (λ = nν)"}),
         PlotSpec("Training loss (progressive, before each update)", "iteration",
                  ("dsg_train_loss",), xlabel="iterations", ylabel="loss", logx=True,
@@ -131,7 +139,8 @@ class LearningCurveExperiment(Experiment):
         L = pts.size
         table = {"iteration": pts.astype(float), "samples_seen": pts * float(params[
             "batch_size"]), "n_features": pts * float(r)}
-        for key in ("dsg_test_error", "dsg_train_loss", "rff_test_error", "krr_test_error"):
+        for key in ("dsg_test_error", "dsg_train_loss", "rff_test_error", "nystrom_test_error",
+                    "krr_test_error"):
             table[key] = np.full(L, np.nan)
         summaries: dict[str, Any] = {"task": "classification" if classify else "regression",
                                      "loss": loss, "sigma": sigma, "lam_exact": lam,
@@ -171,6 +180,11 @@ class LearningCurveExperiment(Experiment):
                 rff = RFFRidge(lam, kernel=params["kernel"], sigma=sigma, n_components=D,
                                random_state=seed).fit(X, y_pm)
                 table["rff_test_error"][k] = error(rff.predict(Xt), yt_pm)
+                if D <= n:
+                    nys = NystromRidge(lam, kernel=params["kernel"],
+                                       kernel_params={"sigma": sigma}, n_components=D,
+                                       random_state=seed).fit(X, y_pm)
+                    table["nystrom_test_error"][k] = error(nys.predict(Xt), yt_pm)
             frac = 0.05 + 0.95 * (t / pts[-1]) ** 2  # the cost grows with t²
             if k == L - 1:
                 self._summarise(table, summaries)

@@ -29,6 +29,10 @@ def test_regression_curve_streams_and_reports_the_slope():
     np.testing.assert_allclose(t["krr_test_error"], floor)
     assert np.isfinite(t["rff_test_error"][t["n_features"] <= 400]).all()
     assert np.isnan(t["rff_test_error"][t["n_features"] > 400]).all()
+    assert np.isfinite(t["nystrom_test_error"][t["n_features"] <= 400]).all()
+    # with 400 landmarks Nyström ridge is close to the exact floor
+    last = np.flatnonzero(np.isfinite(t["nystrom_test_error"]))[-1]
+    assert t["nystrom_test_error"][last] < 1.2 * floor
     # learning: the error falls, and the slope over the last decade is reported
     assert t["dsg_test_error"][-1] < 0.6 * t["dsg_test_error"][0]
     assert r.summaries["slope_last_decade"] < 0
