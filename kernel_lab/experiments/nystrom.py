@@ -16,6 +16,7 @@ from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.kernels import Kernel
 from kernel_lab.core.memory import check_allocation
 from kernel_lab.core.models import CenteredKernelRidge
+from kernel_lab.core.models.feature_ridge import feature_ridge
 from kernel_lab.core.models.nystrom import nystrom_factor
 from kernel_lab.core.params import ParamSpec
 from kernel_lab.core.progress import Progress
@@ -80,12 +81,8 @@ def run_cell(task: CellTask) -> dict[str, Any]:
     F = task.kernel(task.X, landmarks) @ norm
     trace = float(task.kernel.diag(task.X).sum() - np.einsum("ij,ij->", F, F))
     # downstream: ridge on the features with an unpenalised intercept (Nyström CKRR)
-    f_mean, y_mean = F.mean(axis=0), float(task.y.mean())
-    Fc = F - f_mean
-    A = Fc.T @ Fc
-    A.flat[:: A.shape[0] + 1] += task.lam
-    coef = np.linalg.solve(A, Fc.T @ (task.y - y_mean))
-    pred = (task.kernel(task.X_test, landmarks) @ norm - f_mean) @ coef + y_mean
+    coef, intercept = feature_ridge(F, task.y, task.lam)
+    pred = (task.kernel(task.X_test, landmarks) @ norm) @ coef + intercept
     return {"spectral": spectral, "trace": trace, "time": seconds,
             "evals": sample.kernel_evaluations + counter.evaluations,
             "rmse": float(np.sqrt(np.mean((pred - task.y_test) ** 2))),

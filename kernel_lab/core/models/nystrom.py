@@ -12,7 +12,6 @@ C. Musco and C. Musco, "Recursive sampling for the Nyström method", NIPS 2017.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -29,6 +28,7 @@ from kernel_lab.core.kernels import (
     make_kernel,
     median_heuristic,
 )
+from kernel_lab.core.models.feature_ridge import check_lam, feature_ridge
 from kernel_lab.core.samplers import SAMPLERS, CountingKernel, make_sampler
 
 #: Eigenvalues of W below this fraction of the largest are treated as zero.
@@ -147,21 +147,12 @@ class NystromRidge(RegressorMixin, BaseEstimator):
 
     def fit(self, X: Any, y: Any) -> NystromRidge:
         X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
-        if isinstance(self.lam, bool) or not (isinstance(self.lam, int | float | np.number)
-                                              and math.isfinite(self.lam) and self.lam > 0):
-            raise ParameterError(f"λ (lam) must be positive and finite, got {self.lam!r}")
+        lam = check_lam(self.lam)
         self.features_ = NystromFeatures(self.kernel, kernel_params=self.kernel_params,
                                          n_components=self.n_components, sampler=self.sampler,
                                          random_state=self.random_state).fit(X)
-        F = self.features_.transform(X)
-        f_mean = F.mean(axis=0) if self.centered else np.zeros(F.shape[1])
-        y_mean = float(y.mean()) if self.centered else 0.0
-        F -= f_mean
-        A = F.T @ F
-        A.flat[:: A.shape[0] + 1] += float(self.lam)
-        L = np.linalg.cholesky(A)
-        self.coef_ = np.linalg.solve(L.T, np.linalg.solve(L, F.T @ (y - y_mean)))
-        self.intercept_ = y_mean - float(f_mean @ self.coef_)
+        self.coef_, self.intercept_ = feature_ridge(self.features_.transform(X), y, lam,
+                                                    intercept=self.centered)
         return self
 
     def predict(self, X: Any) -> np.ndarray:

@@ -29,6 +29,7 @@ from kernel_lab.core.kernels import (
     make_kernel,
     median_heuristic,
 )
+from kernel_lab.core.models.feature_ridge import check_lam, feature_ridge
 
 RFF_KERNELS = ("gaussian", "laplace", "cauchy", "matern32", "matern52")
 _ROTATION_INVARIANT = (GaussianKernel, Matern32Kernel, Matern52Kernel)
@@ -163,20 +164,11 @@ class RFFRidge(RegressorMixin, BaseEstimator):
 
     def fit(self, X: Any, y: Any) -> RFFRidge:
         X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
-        if isinstance(self.lam, bool) or not (isinstance(self.lam, int | float | np.number)
-                                              and math.isfinite(self.lam) and self.lam > 0):
-            raise ParameterError(f"λ (lam) must be positive and finite, got {self.lam!r}")
+        lam = check_lam(self.lam)
         self.features_ = RandomFourierFeatures(
             self.kernel, sigma=self.sigma, n_components=self.n_components,
             orthogonal=self.orthogonal, random_state=self.random_state).fit(X)
-        Z = self.features_.transform(X)
-        z_mean, y_mean = Z.mean(axis=0), float(y.mean())
-        Z -= z_mean
-        A = Z.T @ Z
-        A.flat[:: A.shape[0] + 1] += float(self.lam)
-        L = np.linalg.cholesky(A)
-        self.coef_ = np.linalg.solve(L.T, np.linalg.solve(L, Z.T @ (y - y_mean)))
-        self.intercept_ = y_mean - float(z_mean @ self.coef_)
+        self.coef_, self.intercept_ = feature_ridge(self.features_.transform(X), y, lam)
         return self
 
     def predict(self, X: Any) -> np.ndarray:
