@@ -41,6 +41,7 @@ def _load_builtin() -> None:
     # Importing the modules registers their experiments.
     from kernel_lab.experiments import (  # noqa: F401
         ckrr_risk,
+        gfc,
         krr_path,
         learning_curve,
         nystrom,

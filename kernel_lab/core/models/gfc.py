@@ -33,7 +33,7 @@ D. Oglic and T. Gärtner, "Greedy feature construction", NIPS 2016 (Algorithms 1
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -375,6 +375,14 @@ class GreedyFeatureRegressor(RegressorMixin, BaseEstimator):
             max_iter=_positive_int("max_iter", self.max_iter), sigma=float(sigma))
 
     def fit(self, X: Any, y: Any) -> GreedyFeatureRegressor:
+        for _ in self.fit_passes(X, y):
+            pass
+        return self
+
+    def fit_passes(self, X: Any, y: Any) -> Iterator[dict[str, Any]]:
+        """Fit pass by pass: yields the pass information (as given to ``callback``) after
+        every pass, with the model usable for ``predict`` at that point. Stopping the
+        iteration early leaves the model of the last finished pass."""
         X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
         m, p = X.shape
         budget = _positive_int("n_features", self.n_features)
@@ -439,8 +447,8 @@ class GreedyFeatureRegressor(RegressorMixin, BaseEstimator):
             self.history_.append(info)
             if self.callback is not None:
                 self.callback({**info, "model": self})
+            yield {**info, "model": self}
         self._store(thetas, coef, intercept, nu, p)
-        return self
 
     @staticmethod
     def _pass_steps(remaining: int, passes_left: int, M: int,
