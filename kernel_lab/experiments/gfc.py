@@ -49,7 +49,8 @@ def percent_rmse(pred: np.ndarray, target: np.ndarray) -> float:
 def baseline_sizes(n_features: int, points: int) -> np.ndarray:
     """``points`` distinct, roughly log-spaced feature counts ending at ``n_features``."""
     low = max(1, min(n_features, round(n_features / 10)))
-    return np.unique(np.round(np.geomspace(low, n_features, points)).astype(int))
+    # from the top down, so that a single point is n_features itself
+    return np.unique(np.round(np.geomspace(n_features, low, points)).astype(int))
 
 
 def main_inputs(W: np.ndarray, amplitude: np.ndarray) -> tuple[int, int]:

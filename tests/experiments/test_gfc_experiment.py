@@ -18,6 +18,7 @@ RFF = ("rff-gaussian", "rff-laplace", "rff-cauchy")
 def test_helpers():
     assert list(baseline_sizes(100, 5)) == [10, 18, 32, 56, 100]
     assert list(baseline_sizes(3, 5)) == [1, 2, 3]
+    assert list(baseline_sizes(100, 1)) == [100]
     assert range_scaling(np.array([2.0, 6.0, 4.0])) == (2.0, 4.0)
     assert range_scaling(np.array([3.0, 3.0])) == (3.0, 1.0)
     assert percent_rmse(np.array([0.1, 0.0]), np.array([0.0, 0.1])) == pytest.approx(10.0)
@@ -91,6 +92,8 @@ def _mean_errors(data: str) -> dict[str, float]:
                            data=f"{data}:n=5000,n_test=2000", workers=2)
         for m in ("gfc", *RFF):
             errors.setdefault(m, []).append(r.summaries[f"error[{m}]"])
+            assert r.table[f"features[{m}]"][0] <= 100
+        assert r.table["features[rff-gaussian]"][0] == 100
     return {m: float(np.mean(v)) for m, v in errors.items()}
 
 
