@@ -166,13 +166,14 @@ class GFCExperiment(Experiment):
                  xlabel="seconds (GFC: cumulative; baselines: whole σ search)",
                  ylabel="RMSE × 100", logx=True),
         PlotSpec("Spectrum: frequency norms, learned vs random", "frequency_norm",
-                 ("spectrum[*]",), xlabel="‖w‖", ylabel="fraction of features",
+                 ("spectrum[*]",), xlabel="‖w‖ (log-spaced bins)",
+                 ylabel="fraction of features", logx=True,
                  labels={"spectrum[learned]": "GFC (learned)",
                          "spectrum[random]": "Gaussian RFF (random)"}),
         PlotSpec("Frequencies on the two most used inputs", "learned_wa", ("learned_wb",),
                  xlabel="w along input a", ylabel="w along input b", kind="scatter",
                  color="learned_amplitude", overlay=("random_wa", "random_wb"),
-                 labels={"learned_wb": "learned (colour: |amplitude|)",
+                 labels={"learned_wb": "learned (colour = |a|)",
                          "random_wa": "random (Gaussian RFF)"}),
     )
     default_data = "friedman:n=4000,n_test=2000"
@@ -285,9 +286,12 @@ class GFCExperiment(Experiment):
             if random_w is not None:
                 out["random_wa"], out["random_wb"] = random_w[:, a], random_w[:, b]
                 norms["random"] = np.linalg.norm(random_w, axis=1)
-            top = max(float(v.max()) for v in norms.values())
-            edges = np.linspace(0.0, top * 1.0001 or 1.0, 21)
-            out["frequency_norm"] = 0.5 * (edges[1:] + edges[:-1])
+            values = np.concatenate(list(norms.values()))
+            values = values[values > 0]
+            lo, hi = (float(values.min()), float(values.max())) if values.size else (1.0, 1.0)
+            edges = np.geomspace(lo / 1.001, hi * 1.001 if hi > lo else lo * 10, 21)
+            out["frequency_norm"] = np.sqrt(edges[1:] * edges[:-1])
             for key, v in norms.items():
-                out[f"spectrum[{key}]"] = np.histogram(v, edges)[0] / v.size
+                out[f"spectrum[{key}]"] = np.histogram(np.clip(v, edges[0], edges[-1]),
+                                                       edges)[0] / v.size
         return pad_columns(out)
