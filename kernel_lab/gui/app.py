@@ -61,9 +61,13 @@ class ParamForm(QtWidgets.QWidget):
             w.toggled.connect(self._on_change)
         elif spec.kind == "int":
             w = QtWidgets.QSpinBox()
-            w.setRange(int(max(spec.low if spec.low is not None else -2**31, -2**31)),
-                       int(min(spec.high if spec.high is not None else 2**31 - 1, 2**31 - 1)))
-            w.setValue(int(spec.default))
+            low = int(max(spec.low if spec.low is not None else -2**31 + 1, -2**31 + 1))
+            if spec.allow_auto:
+                low -= 1  # one step below the range stands for "auto"
+                w.setSpecialValueText("auto")
+            w.setRange(low, int(min(spec.high if spec.high is not None else 2**31 - 1,
+                                    2**31 - 1)))
+            w.setValue(low if spec.default is None else int(spec.default))
             w.valueChanged.connect(self._on_change)
         else:
             w = QtWidgets.QLineEdit("auto" if spec.default is None else
@@ -94,6 +98,8 @@ class ParamForm(QtWidgets.QWidget):
         if isinstance(w, QtWidgets.QCheckBox):
             return w.isChecked()
         if isinstance(w, QtWidgets.QSpinBox):
+            if w.specialValueText() and w.value() == w.minimum():
+                return "auto"
             return w.value()
         if hasattr(w, "boxes"):
             return [b.text() for b in w.boxes if b.isChecked()]

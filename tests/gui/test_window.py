@@ -86,3 +86,24 @@ def test_ckrr_risk_from_the_window_with_two_kernels(window, qtbot):
         for k in ("linear", "exponential")}
     shown = {window.results.item(r, 0).text() for r in range(window.results.rowCount())}
     assert "lam_star_limit[linear]" in shown
+
+
+def test_gfc_from_the_window_streams_passes(window, qtbot, tmp_path):
+    """A new experiment appears with its generated form and no GUI code of its own."""
+    select(window, "gfc")
+    boxes = {b.text(): b for b in window.form.widgets["methods"].boxes}
+    boxes["nystrom"].setChecked(False)
+    window.form.widgets["n_features"].setValue(15)
+    window.form.widgets["n_passes"].setValue(3)
+    window.form.widgets["points"].setValue(3)
+    window.data_edit.setText("breiman:n=600,n_test=300")
+    window.start_run()
+    qtbot.waitUntil(lambda: hasattr(window, "last_result"), timeout=60_000)
+    window._redraw()
+    assert "nystrom" not in window.last_result.params["methods"]
+    assert window.last_result.params["subset_size"] is None  # the spin box's "auto"
+    assert set(window.plot_views[0].curves) == {
+        f"error[{m}]" for m in ("gfc", "rff-gaussian", "rff-laplace", "rff-cauchy")}
+    xs, _ = window.plot_views[0].curves["error[gfc]"].getData()
+    assert len(xs) == np.isfinite(window.last_result.table["error[gfc]"]).sum() >= 1
+    window.grab().save(str(tmp_path / "gfc.png"))
