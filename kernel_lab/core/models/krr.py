@@ -263,19 +263,19 @@ class _KernelRidgeBase(RegressorMixin, BaseEstimator):
             warnings.warn("K + λI is numerically singular for some λ on the grid",
                           RuntimeWarning, stacklevel=2)
         C = w[:, None] / denom  # (n, L): coefficients of α(λ) in the eigenbasis
-        L = lams.size
-        # One product gives the dual coefficients α(λ) = U C and the fitted values U (e C).
-        both = U @ np.concatenate([C, e[:, None] * C], axis=1)
-        alphas, train = both[:, :L], both[:, L:].T + shift
+        alphas = U @ C                                   # α(λ), one column per λ
+        # Fitted values without a second product: (K + λI) α = y − shift gives
+        # K α = y − shift − λ α (exact; e ≥ 0 keeps the subtraction benign).
+        train = (self._y_fit - shift)[None, :] - lams[:, None] * alphas.T + shift
         test = None
         if X_test is not None:
             X_test = validate_data(self, X_test, reset=False, dtype=np.float64)
-            test = np.empty((L, X_test.shape[0]))
+            test = np.empty((lams.size, X_test.shape[0]))
+            # κ_c(s)ᵀα = (κ(s) − K1/n)ᵀα since 1ᵀα = 0: the column means enter as one
+            # row vector subtracted from the product, not as a pass over every block.
+            offset = (col_means @ alphas if self._centered else 0.0) - shift
             for rows, Ks in self._blocks(X_test):
-                if self._centered:
-                    # κ_c(s)ᵀα = (κ(s) − K1/n)ᵀα since 1ᵀα = 0: subtract the column means.
-                    Ks -= col_means[None, :]
-                test[:, rows] = (Ks @ alphas).T + shift
+                test[:, rows] = (Ks @ alphas - offset).T
         return PathResult(lams, train, test, e)
 
 
