@@ -1,0 +1,203 @@
+"""Runs experiments in a separate worker process that can be stopped at any moment.
+
+Cooperative cancellation (the ``Progress`` checks) cannot interrupt a single long LAPACK
+call, so the window runs experiments here: a cancel first asks the run to stop at its next
+report and, if it has not within a short grace period, terminates the process and starts a
+fresh one. A crash or an out-of-memory kill of the worker becomes a ``failed`` event; the
+caller's process is never affected.
+
+Messages from the worker are tuples ``(kind, run_id, *payload)``:
+
+- ``("progress", id, fraction, message)``
+- ``("partial", id, PartialResult)``
+- ``("finished", id, RunResult)``
+- ``("failed", id, message, is_user_error)``
+- ``("cancelled", id)``
+
+No Qt here; :mod:`kernel_lab.engine.qt` relays the messages as signals.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import queue
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Seconds a cancelled run gets to stop by itself before its process is terminated.
+GRACE_S = 0.15
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """What the worker needs to run one experiment (all picklable)."""
+
+    run_id: int
+    experiment: str
+    params: dict[str, Any]
+    data: str | None = None
+    data_options: dict[str, Any] = field(default_factory=dict)
+    workers: int | None = 1
+
+
+def _worker_main(requests: Any, events: Any, cancel: Any) -> None:
+    """Entry point of the worker process: serve requests until told to stop (None)."""
+    from kernel_lab.core.errors import KernelLabError
+    from kernel_lab.core.progress import Cancelled
+    from kernel_lab.engine.runner import run_experiment
+
+    while True:
+        request = requests.get()
+        if request is None:
+            return
+        rid = request.run_id
+        cancel.clear()
+        last = [0.0]
+
+        def progress(fraction: float, message: str, rid: int = rid,
+                     last: list[float] = last) -> None:
+            now = time.monotonic()
+            if now - last[0] >= 0.03 or fraction >= 1.0:  # at most ~30 reports a second
+                last[0] = now
+                events.put(("progress", rid, fraction, message))
+
+        try:
+            result = run_experiment(request.experiment, request.params, data=request.data,
+                                    data_options=request.data_options, on_progress=progress,
+                                    on_partial=lambda p, rid=rid: events.put(("partial", rid, p)),
+                                    is_cancelled=cancel.is_set, workers=request.workers)
+        except Cancelled:
+            events.put(("cancelled", rid))
+        except KernelLabError as exc:
+            events.put(("failed", rid, str(exc), True))
+        except MemoryError:
+            events.put(("failed", rid, "out of memory: use fewer points or an approximate "
+                                       "method", False))
+        except Exception as exc:  # reported to the caller, never fatal to the worker
+            events.put(("failed", rid, f"{type(exc).__name__}: {exc}", False))
+        else:
+            events.put(("finished", rid, result))
+
+
+class ProcessRunner:
+    """One worker process that runs experiments on request, one at a time.
+
+    Not thread-safe: call :meth:`submit`, :meth:`cancel` and :meth:`poll` from one thread
+    (the relay in :mod:`kernel_lab.engine.qt` does).
+    """
+
+    def __init__(self) -> None:
+        self._ctx = mp.get_context("spawn")  # the same on every OS, and under PyInstaller
+        self._proc: Any = None
+        self._current: int | None = None
+        self._start()
+
+    def _start(self) -> None:
+        ctx = self._ctx
+        self._requests = ctx.Queue()
+        self._events = ctx.Queue()
+        self._cancel = ctx.Event()
+        self._proc = ctx.Process(target=_worker_main, name="kernel-lab-worker",
+                                 args=(self._requests, self._events, self._cancel),
+                                 daemon=True)
+        self._proc.start()
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    @property
+    def current(self) -> int | None:
+        """Id of the run in progress (submitted and not ended), or None."""
+        return self._current
+
+    def submit(self, request: RunRequest) -> None:
+        """Start a run; a run still in progress is cancelled first."""
+        if self._current is not None:
+            self.cancel()
+        if not self._proc.is_alive():
+            self._restart()
+        self._current = request.run_id
+        self._requests.put(request)
+
+    def cancel(self, grace: float = GRACE_S) -> bool:
+        """Stop the current run: ask it, then terminate the process after ``grace``
+        seconds. Returns True when the process had to be terminated."""
+        if self._current is None:
+            return False
+        rid, self._current = self._current, None
+        self._cancel.set()
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline:
+            try:
+                event = self._events.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                break
+            if event[0] in ("cancelled", "finished", "failed") and event[1] == rid:
+                return False  # stopped (or ended) by itself; the worker is free again
+        self._restart()
+        return True
+
+    def _restart(self) -> None:
+        self._kill()
+        self._start()
+
+    def _kill(self) -> None:
+        proc = self._proc
+        if proc is not None and proc.is_alive():
+            proc.terminate()
+            proc.join(1.0)
+            if proc.is_alive():
+                proc.kill()
+                proc.join(1.0)
+        for q in (getattr(self, "_requests", None), getattr(self, "_events", None)):
+            if q is not None:
+                q.cancel_join_thread()
+                q.close()
+
+    def poll(self, timeout: float = 0.05) -> tuple[Any, ...] | None:
+        """The next message of the current run, or None. Messages of runs that were
+        cancelled or superseded are dropped here. A worker that died mid-run yields a
+        ``failed`` message (and a fresh worker is started)."""
+        try:
+            event = self._events.get(timeout=timeout)
+        except queue.Empty:
+            if self._current is not None and not self._proc.is_alive():
+                rid, self._current = self._current, None
+                code = self._proc.exitcode
+                self._restart()
+                return ("failed", rid, _death_message(code), False)
+            return None
+        if event[1] != self._current:
+            return None
+        if event[0] in ("finished", "failed", "cancelled"):
+            self._current = None
+        return event
+
+    def close(self) -> None:
+        """Stop the worker process."""
+        if self._proc is not None and self._proc.is_alive() and self._current is None:
+            try:
+                self._requests.put(None)
+                self._proc.join(0.5)
+            except (OSError, ValueError):
+                pass
+        self._kill()
+        self._proc = None
+        self._current = None
+
+
+def _death_message(code: int | None) -> str:
+    if code is not None and code < 0:
+        import signal
+
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        if name == "SIGKILL":
+            return ("the computation was killed (SIGKILL) — most often the system ran out of "
+                    "memory; use fewer points or an approximate method")
+        return f"the computation crashed ({name}); the window is unaffected, try again"
+    return f"the computation stopped unexpectedly (exit code {code})"

@@ -1,0 +1,108 @@
+"""The killable worker process behind the window."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import numpy as np
+import pytest
+
+from kernel_lab.engine import run_experiment
+from kernel_lab.engine.process import ProcessRunner, RunRequest
+
+
+@pytest.fixture(scope="module")
+def runner():
+    r = ProcessRunner()
+    yield r
+    r.close()
+
+
+def collect(runner, rid, timeout=120.0):
+    events = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        event = runner.poll(0.05)
+        if event is None:
+            continue
+        assert event[1] == rid
+        events.append(event)
+        if event[0] in ("finished", "failed", "cancelled"):
+            return events
+    raise AssertionError(f"run {rid} did not end; got {[e[0] for e in events]}")
+
+
+def test_run_streams_partials_and_equals_the_in_process_run(runner):
+    params = {"kernels": ["linear", "exponential"], "trials": 3, "n_lams": 8}
+    data = "gaussian:n=80,p=40,cov=toeplitz,rho=0.4,noise=0.5"
+    runner.submit(RunRequest(1, "ckrr-risk", params, data))
+    events = collect(runner, 1)
+    kinds = [e[0] for e in events]
+    assert kinds[-1] == "finished" and kinds.count("partial") >= 4 and "progress" in kinds
+    result = events[-1][2]
+    local = run_experiment("ckrr-risk", params, data=data)
+    assert list(result.table) == list(local.table)
+    for key, col in local.table.items():
+        np.testing.assert_array_equal(result.table[key], col)
+
+
+def test_user_error_is_reported_and_the_worker_stays(runner):
+    pid = runner.pid
+    runner.submit(RunRequest(2, "krr-path", {"lam_min": -1}))
+    kind, _, message, user = collect(runner, 2)[-1]
+    assert kind == "failed" and user and "lam_min" in message
+    assert runner.pid == pid and runner.current is None
+
+
+def test_cancel_inside_one_long_eigendecomposition_kills_within_half_a_second(runner):
+    # n = 3500: the path's single eigendecomposition takes seconds and has no checkpoint
+    runner.submit(RunRequest(3, "krr-path", {"n_lams": 5}, "gaussian:n=3500,p=10"))
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # wait until the run is past loading the data
+        event = runner.poll(0.05)
+        if event and event[0] == "progress" and event[2] > 0.02:
+            break
+    time.sleep(0.8)  # well inside the eigendecomposition now
+    old = runner.pid
+    t0 = time.monotonic()
+    killed = runner.cancel()
+    elapsed = time.monotonic() - t0
+    assert killed and elapsed < 0.5
+    assert runner.pid != old
+    with pytest.raises(ProcessLookupError):
+        os.kill(old, 0)
+    # the fresh worker takes a new run
+    runner.submit(RunRequest(4, "krr-path", {"n_lams": 4}, "gaussian:n=60,p=3"))
+    assert collect(runner, 4)[-1][0] == "finished"
+
+
+def test_cooperative_cancel_does_not_kill(runner):
+    runner.submit(RunRequest(5, "ckrr-risk", {"trials": 400, "n_lams": 5},
+                             "gaussian:n=60,p=30"))
+    while True:
+        event = runner.poll(0.05)
+        if event and event[0] == "partial":
+            break
+    pid = runner.pid
+    assert runner.cancel(grace=2.0) is False  # stopped at its next report
+    assert runner.pid == pid
+
+
+def test_late_messages_of_a_superseded_run_are_dropped(runner):
+    runner.submit(RunRequest(6, "ckrr-risk", {"trials": 400, "n_lams": 5},
+                             "gaussian:n=60,p=30"))
+    runner.submit(RunRequest(7, "krr-path", {"n_lams": 4}, "gaussian:n=60,p=3"))
+    events = collect(runner, 7)  # asserts every message belongs to run 7
+    assert events[-1][0] == "finished"
+
+
+def test_a_killed_worker_is_reported_and_replaced(runner):
+    runner.submit(RunRequest(8, "krr-path", {"n_lams": 5}, "gaussian:n=3500,p=10"))
+    time.sleep(1.5)
+    os.kill(runner.pid, signal.SIGKILL)  # what the kernel's out-of-memory killer does
+    kind, _, message, user = collect(runner, 8)[-1]
+    assert kind == "failed" and not user and "memory" in message
+    runner.submit(RunRequest(9, "krr-path", {"n_lams": 4}, "gaussian:n=60,p=3"))
+    assert collect(runner, 9)[-1][0] == "finished"
