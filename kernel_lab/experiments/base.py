@@ -154,6 +154,11 @@ class Experiment:
         """Yield partial results; independent tasks go through ``executor.map``."""
         raise NotImplementedError
 
+    def preview(self, params: Mapping[str, Any], data: Dataset) -> dict[str, np.ndarray] | None:
+        """Closed-form curves that cost milliseconds (theory), for the window to redraw as
+        parameters change without a run; None when the experiment has none."""
+        return None
+
     @classmethod
     def describe(cls) -> dict[str, Any]:
         """JSON-serialisable description (``kernel-lab describe``)."""

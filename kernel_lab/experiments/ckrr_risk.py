@@ -180,10 +180,8 @@ class CkrrRiskExperiment(Experiment):
             noise = source.noise
             setting = LimitSetting.from_law(source.law, source.truth, noise, n)
             summaries.update(c=setting.c, tau=setting.tau, var_f=setting.var_f, noise=noise)
+            table.update(self._limits(setting, kernels, grid))
             for name, kernel in kernels.items():
-                r_train, r_test = limiting_risks(setting, kernel, grid)
-                table[f"R_train_limit[{name}]"] = r_train
-                table[f"R_test_limit[{name}]"] = r_test
                 opt = optimal_lam(lambda lam, k=kernel: limiting_risks(setting, k, lam)[1],
                                   grid[0], grid[-1])
                 self._optimum(summaries, f"limit[{name}]", opt)
@@ -229,7 +227,27 @@ class CkrrRiskExperiment(Experiment):
             yield PartialResult(0.05 + 0.95 * t / total, f"trial {t} of {total}",
                                 dict(table), dict(summaries))
 
+    def preview(self, params: Mapping[str, Any], data: Dataset) -> dict[str, np.ndarray] | None:
+        """The limit curves alone (closed form, milliseconds): the window redraws them as
+        the λ range or the kernels change, without a run. None on real data."""
+        source = data.source
+        if source is None or source.law.cov is None:
+            return None
+        grid = lam_grid(params["lam_min"], params["lam_max"], params["n_lams"])
+        setting = LimitSetting.from_law(source.law, source.truth, source.noise, data.n_train)
+        return {"lam": grid, **self._limits(setting, paper_kernels(params["kernels"], params),
+                                            grid)}
+
     # -- helpers --------------------------------------------------------------------
+    @staticmethod
+    def _limits(setting: LimitSetting, kernels: Mapping[str, InnerProductKernel],
+                grid: np.ndarray) -> dict[str, np.ndarray]:
+        out = {}
+        for name, kernel in kernels.items():
+            out[f"R_train_limit[{name}]"], out[f"R_test_limit[{name}]"] = limiting_risks(
+                setting, kernel, grid)
+        return out
+
     @staticmethod
     def _optimum(summaries: dict[str, Any], label: str, opt: Any) -> None:
         summaries[f"lam_star_{label}"] = opt.lam

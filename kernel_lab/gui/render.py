@@ -63,29 +63,33 @@ def curve_group(column: str) -> str:
     return column
 
 
-def curve_style(column: str, color: str) -> dict[str, object]:
+def curve_style(column: str, color: str, scale: float = 1.0) -> dict[str, object]:
     """pyqtgraph keyword arguments: limits are lines, empirical means are dots, estimators
-    dashed (Theorem 2) or dotted (Lemma 1), noiseless risks dashed."""
+    dashed (Theorem 2) or dotted (Lemma 1), noiseless risks dashed. ``scale`` widens
+    lines and symbols (presentation mode)."""
     import pyqtgraph as pg
 
     Qt = pg.QtCore.Qt.PenStyle
     if "limit" in column:
-        return {"pen": pg.mkPen(color, width=2.5), "symbol": None}
+        return {"pen": pg.mkPen(color, width=2.5 * scale), "symbol": None}
     if "thm2" in column or "risk" in column:
-        return {"pen": pg.mkPen(color, width=2, style=Qt.DashLine), "symbol": None}
+        return {"pen": pg.mkPen(color, width=2 * scale, style=Qt.DashLine), "symbol": None}
     if "lemma1" in column:
-        return {"pen": pg.mkPen(color, width=2, style=Qt.DotLine), "symbol": None}
+        return {"pen": pg.mkPen(color, width=2 * scale, style=Qt.DotLine), "symbol": None}
     if "emp" in column:
-        return {"pen": None, "symbol": "o", "symbolSize": 6, "symbolBrush": color,
+        return {"pen": None, "symbol": "o", "symbolSize": 6 * scale, "symbolBrush": color,
                 "symbolPen": None}
-    return {"pen": pg.mkPen(color, width=2), "symbol": "o", "symbolSize": 4,
+    return {"pen": pg.mkPen(color, width=2 * scale), "symbol": "o", "symbolSize": 4 * scale,
             "symbolBrush": color, "symbolPen": None}
 
 
-def plot_columns(spec: PlotSpec, columns: Sequence[str]) -> list[tuple[str, str]]:
-    """(column, colour) pairs for a plot: patterns expanded, one colour per group."""
+def plot_columns(spec: PlotSpec, columns: Sequence[str],
+                 colors: dict[str, str] | None = None) -> list[tuple[str, str]]:
+    """(column, colour) pairs for a plot: patterns expanded, one colour per group.
+    ``colors`` (group → colour) is shared between plots so that a method or kernel keeps
+    its colour everywhere; new groups are added to it."""
     chosen = expand_columns(spec.y, columns)
-    groups: dict[str, str] = {}
+    groups: dict[str, str] = {} if colors is None else colors
     out = []
     for col in chosen:
         g = curve_group(col)
@@ -128,10 +132,17 @@ class PlotView:
     hides data.
     """
 
-    def __init__(self, layout: object, row: int, spec: PlotSpec) -> None:
+    def __init__(self, layout: object, row: int, spec: PlotSpec, *,
+                 colors: dict[str, str] | None = None, scale: float = 1.0,
+                 mark_minima: bool = False) -> None:
         import pyqtgraph as pg
 
         self.spec = spec
+        self.colors = colors
+        self.scale = scale
+        self.mark_minima = mark_minima
+        self.minima: dict[str, object] = {}
+        self.pins: list[object] = []
         self.item = item = layout.addPlot(
             row=row, col=0, title=spec.title,
             axisItems={"bottom": _log_axis("bottom"), "left": _log_axis("left")})
@@ -143,7 +154,15 @@ class PlotView:
         item.showGrid(x=True, y=True, alpha=0.25)
         holder = layout.addLayout(row=row, col=1)
         holder.setFixedWidth(LEGEND_WIDTH)
-        self.legend = pg.LegendItem(verSpacing=-6, labelTextSize="9pt")
+        self.legend = pg.LegendItem(verSpacing=-6, labelTextSize=f"{9 * scale:.0f}pt")
+        if scale != 1.0:
+            item.setTitle(spec.title, size=f"{11 * scale:.0f}pt")
+            font = pg.QtGui.QFont()
+            font.setPointSizeF(9 * scale)
+            for side in ("left", "bottom"):
+                axis = item.getAxis(side)
+                axis.setTickFont(font)
+                axis.label.setFont(font)
         self.legend.setParentItem(holder)
         self.legend.anchor(itemPos=(0, 0), parentPos=(0, 0), offset=(0, 28))
         self.curves: dict[str, object] = {}
@@ -231,7 +250,7 @@ class PlotView:
                   for c, e in zip(expand_columns([pat], table), expand_columns([epat], table),
                                   strict=False)}
         shown = 0
-        columns = [(c, color) for c, color in plot_columns(spec, list(table))
+        columns = [(c, color) for c, color in plot_columns(spec, list(table), self.colors)
                    if self._x_column(c) in table
                    and np.shape(table[c]) == np.shape(table[self._x_column(c)])]
         for col, color in columns:
@@ -239,9 +258,12 @@ class PlotView:
             y = np.asarray(table[col], dtype=np.float64)
             mask = _positive_mask(x, spec.logx) & _positive_mask(y, spec.logy)
             if col not in self.curves:
-                self.curves[col] = self.item.plot([], [], **curve_style(col, color))
+                self.curves[col] = self.item.plot([], [], **curve_style(col, color,
+                                                                         self.scale))
             self.curves[col].setData(x[mask], y[mask])
             shown += bool(mask.any())
+            if self.mark_minima and mask.any():
+                self._mark_minimum(col, color, x[mask], y[mask])
             if col in errors and not spec.logy:
                 err = np.asarray(table[errors[col]], dtype=np.float64)[mask]
                 xs = np.log10(x[mask]) if spec.logx else x[mask]
@@ -262,6 +284,56 @@ class PlotView:
                 pad = 0.5 * (hi - lo) + 1e-12
                 self.item.setYRange(lo - pad, hi + pad, padding=0)
         return shown
+
+
+    def _mark_minimum(self, col: str, color: str, x: np.ndarray, y: np.ndarray) -> None:
+        """A star at the minimum of the curve (λ* of a risk curve)."""
+        import pyqtgraph as pg
+
+        if col not in self.minima:
+            self.minima[col] = pg.ScatterPlotItem(symbol="star", size=14 * self.scale,
+                                                  brush=pg.mkBrush(color),
+                                                  pen=pg.mkPen("k", width=0.8))
+            self.item.addItem(self.minima[col])
+        k = int(np.argmin(y))
+        xs = np.log10(x[k]) if self.spec.logx else x[k]
+        ys = np.log10(y[k]) if self.spec.logy else y[k]
+        self.minima[col].setData([xs], [ys])
+
+    def add_pin(self, table: Mapping[str, Sequence[float] | np.ndarray]) -> int:
+        """Draw the curves of an earlier result ``table`` as a faded, dashed overlay (to
+        compare runs); returns how many curves were drawn."""
+        import pyqtgraph as pg
+
+        spec = self.spec
+        if spec.kind != "lines":
+            return 0
+        count = 0
+        for col, color in plot_columns(spec, list(table), self.colors):
+            xcol = self._x_column(col)
+            if xcol not in table or np.shape(table[xcol]) != np.shape(table[col]):
+                continue
+            x = np.asarray(table[xcol], dtype=np.float64)
+            y = np.asarray(table[col], dtype=np.float64)
+            mask = _positive_mask(x, spec.logx) & _positive_mask(y, spec.logy)
+            if not mask.any():
+                continue
+            xs = np.log10(x[mask]) if spec.logx else x[mask]
+            ys = np.log10(y[mask]) if spec.logy else y[mask]
+            faded = pg.mkColor(color)
+            faded.setAlpha(100)
+            ghost = pg.PlotDataItem(xs, ys, pen=pg.mkPen(
+                faded, width=1.5 * self.scale, style=pg.QtCore.Qt.PenStyle.DashLine))
+            ghost.setZValue(-10)
+            self.item.vb.addItem(ghost)  # raw coordinates: already log-mapped above
+            self.pins.append(ghost)
+            count += 1
+        return count
+
+    def clear_pins(self) -> None:
+        for ghost in self.pins:
+            self.item.vb.removeItem(ghost)
+        self.pins.clear()
 
 
 def render_plots(table: Mapping[str, Sequence[float] | np.ndarray], plots: Sequence[PlotSpec],

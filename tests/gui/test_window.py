@@ -1,21 +1,50 @@
-"""The first window: a run from the generated form streams curves into the plots."""
+"""The Kernel Lab window, driven for real on the offscreen platform."""
 
 from __future__ import annotations
+
+import csv
+import json
+import os
+import time
 
 import numpy as np
 import pytest
 
 pytest.importorskip("pytestqt")
 
+from PySide6 import QtCore
+
+from kernel_lab.engine import run_experiment
+from kernel_lab.engine.session import SessionError
+from kernel_lab.experiments import list_experiments
 from kernel_lab.gui.app import MainWindow
+
+#: Small settings per experiment, so that each runs in a second or two.
+SMALL = {
+    "krr-path": ("gaussian:n=120,p=5", {"n_lams": 6}),
+    "ckrr-risk": ("gaussian:n=80,p=40,cov=toeplitz,rho=0.4,noise=0.5",
+                  {"trials": 3, "n_lams": 8}),
+    "spectrum": ("gaussian:n=200,p=50", {}),
+    "learning-curve": ("friedman:n=300,n_test=100", {"n_iter": 50, "points": 4,
+                                                     "rff_max": 100, "exact_max": 400}),
+    "nystrom": ("clusters:n=300", {"sizes": "5,10", "trials": 1, "eval_points": 300}),
+    "gfc": ("breiman:n=400,n_test=200", {"n_features": 8, "n_passes": 2, "points": 2,
+                                         "bandwidths": 2}),
+}
 
 
 @pytest.fixture
-def window(qtbot):
-    w = MainWindow()
+def settings(tmp_path):
+    return QtCore.QSettings(str(tmp_path / "settings.ini"), QtCore.QSettings.Format.IniFormat)
+
+
+@pytest.fixture
+def window(qtbot, settings):
+    w = MainWindow(settings)
     qtbot.addWidget(w)
     w.show()
-    return w
+    yield w
+    w.close()
 
 
 def select(window, name):
@@ -23,87 +52,258 @@ def select(window, name):
     assert window.experiment.name == name
 
 
+def use_data(window, qtbot, spec):
+    window.data_panel.set_spec(spec)
+    qtbot.waitUntil(lambda: not window.data_panel.loading, timeout=30_000)
+
+
+def run_and_wait(window, qtbot, timeout=90_000):
+    window.start_run()
+    qtbot.waitUntil(lambda: not window.running, timeout=timeout)
+    window._redraw()
+    assert window.last_result is not None, window.status.text()
+    return window.last_result
+
+
+def test_every_experiment_gets_a_form_and_runs(window, qtbot):
+    assert {c.name for c in list_experiments()} == set(SMALL)
+    for name, (data, params) in SMALL.items():
+        select(window, name)
+        use_data(window, qtbot, data)
+        window.form.set_values(params)
+        result = run_and_wait(window, qtbot)
+        assert result.experiment == name
+        shown = sum(view.update(window._shown_table()) for view in window.plot_views)
+        assert shown > 0, name
+
+
 def test_run_from_the_form_draws_the_curves(window, qtbot, tmp_path):
     select(window, "krr-path")
-    window.data_edit.setText("gaussian:n=120,p=5")
+    use_data(window, qtbot, "gaussian:n=120,p=5")
     window.form.widgets["n_lams"].setValue(6)
     window.form.widgets["kernel"].setCurrentText("exponential")
     # sigma applies only to shift-invariant kernels: hidden now, alpha shown
     assert not window.form.form.isRowVisible(window.form.widgets["sigma"])
     assert window.form.form.isRowVisible(window.form.widgets["alpha"])
-    window.start_run()
-    qtbot.waitUntil(lambda: hasattr(window, "last_result"), timeout=30_000)
-    window._redraw()
+    result = run_and_wait(window, qtbot)
     view = window.plot_views[0]
     labels = [label.text for _, label in view.legend.items]
     assert "test mse (CKRR)" in labels
     xs, ys = view.curves["test_mse_ckrr"].getData()
-    np.testing.assert_allclose(xs, np.log10(window.last_result.table["lam"]))  # log-x view
-    np.testing.assert_allclose(ys, np.log10(window.last_result.table["test_mse_ckrr"]))
-    assert window.last_result.params["kernel"] == "exponential"
+    np.testing.assert_allclose(xs, np.log10(result.table["lam"]))  # log-x view
+    np.testing.assert_allclose(ys, np.log10(result.table["test_mse_ckrr"]))
+    assert result.params["kernel"] == "exponential"
     assert "Done" in window.status.text()
-    window.grab().save(str(tmp_path / "window.png"))
+    # a star marks the minimum of each λ curve
+    mx, _my = view.minima["test_mse_ckrr"].getData()
+    k = int(np.nanargmin(result.table["test_mse_ckrr"]))
+    assert mx[0] == pytest.approx(np.log10(result.table["lam"][k]))
+
+
+def test_ckrr_streams_and_equals_the_cli(window, qtbot, tmp_path):
+    from kernel_lab.cli import main
+
+    select(window, "ckrr-risk")
+    boxes = {b.text(): b for b in window.form.widgets["kernels"].boxes}
+    boxes["sigmoid"].setChecked(False)
+    boxes["polynomial"].setChecked(False)
+    assert not window.form.form.isRowVisible(window.form.widgets["degree"])
+    window.form.set_values({"trials": 6, "n_lams": 8, "seed": 3})
+    data = "gaussian:n=80,p=40,cov=toeplitz,rho=0.4,noise=0.5"
+    use_data(window, qtbot, data)
+    window.partial_count = 0
+    result = run_and_wait(window, qtbot)
+    assert window.partial_count >= 2 + 1  # theory first, then trial by trial
+    labels = {label.text for _, label in window.plot_views[0].legend.items}
+    assert labels == {"linear", "exponential", "limit", "empirical", "Theorem 2"}
+    shown = {window.results.item(r, 0).text() for r in range(window.results.rowCount())}
+    assert "lam_star_limit[linear]" in shown
+    out = tmp_path / "cli"
+    assert main(["run", "ckrr-risk", "--data", data, "--set", "kernels=linear,exponential",
+                 "--set", "trials=6", "--set", "n_lams=8", "--seed", "3", "--out", str(out),
+                 "--no-plot", "-q"]) == 0
+    with open(out / "curves.csv", newline="") as fh:
+        rows = list(csv.reader(fh))
+    for j, name in enumerate(rows[0]):
+        cli = np.array([float(r[j]) if r[j] else np.nan for r in rows[1:]])
+        np.testing.assert_allclose(result.table[name], cli, rtol=1e-12, equal_nan=True)
+    # the plot holds the final data
+    _xs, ys = window.plot_views[0].curves["R_test_emp_mean[linear]"].getData()
+    ok = np.isfinite(result.table["R_test_emp_mean[linear]"])
+    np.testing.assert_allclose(ys, result.table["R_test_emp_mean[linear]"][ok])
+
+
+def test_lambda_slider_moves_the_theory_curve_without_a_run(window, qtbot):
+    select(window, "ckrr-risk")
+    use_data(window, qtbot, "gaussian:n=200,p=100,cov=toeplitz,rho=0.4,noise=0.5")
+    qtbot.waitUntil(lambda: window._preview is not None, timeout=10_000)
+    window._redraw()
+    x0, _y0 = window.plot_views[0].curves["R_test_limit[linear]"].getData()
+    slider = window.form.widgets["lam_max"].slider
+    slider.setValue(slider.value() - 20)  # one decade down
+    qtbot.waitUntil(lambda: window._preview["lam"][-1] < 11.0, timeout=5_000)
+    window._redraw()
+    x1, _y1 = window.plot_views[0].curves["R_test_limit[linear]"].getData()
+    assert x1[-1] == pytest.approx(1.0, abs=0.05) and x0[-1] == pytest.approx(2.0, abs=0.05)
+    assert not window.running and window.last_result is None  # no run was started
+    assert window.form.widgets["lam_max"].text() == "10"
+
+
+def test_cancel_inside_a_long_eigendecomposition(window, qtbot):
+    select(window, "krr-path")
+    use_data(window, qtbot, "gaussian:n=3500,p=10")
+    window.form.set_values({"n_lams": 5})
+    window.start_run()
+    qtbot.waitUntil(lambda: window.progress.value() > 20, timeout=60_000)
+    qtbot.wait(800)  # inside the eigendecomposition of the 3500×3500 kernel matrix
+    pid = window.relay.worker_pid
+    t0 = time.monotonic()
+    window.cancel_run()
+    assert window.status.text() == "Cancelled." and not window.running
+
+    def gone():
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        return False
+
+    qtbot.waitUntil(gone, timeout=2_000)
+    assert time.monotonic() - t0 < 0.5 + 0.1  # (0.1: this test's own polling step)
+    # the window accepts a new run, and the cancelled one never reports
+    use_data(window, qtbot, "gaussian:n=100,p=5")
+    result = run_and_wait(window, qtbot)
+    assert result.data["n_train"] == 100
 
 
 def test_bad_parameter_is_shown_and_window_stays_usable(window, qtbot):
     select(window, "krr-path")
-    window.form.widgets["lam_min"].setText("-1")
+    window.form.widgets["lam_min"].set_text("-1")
     window.start_run()
-    qtbot.waitUntil(lambda: "Cannot run" in window.status.text(), timeout=10_000)
-    assert "lam_min must be ≥" in window.status.text()
-    assert window.run_button.isEnabled()
+    assert "Cannot run" in window.status.text() and "lam_min" in window.status.text()
+    assert not window.running and window.run_button.isEnabled()
 
 
-def test_cancel_drops_the_run(window, qtbot):
+def test_malformed_csv_keeps_the_old_data(window, qtbot, tmp_path):
     select(window, "krr-path")
-    window.data_edit.setText("gaussian:n=1500,p=20")
-    window.start_run()
-    window.cancel_run()
-    assert window.status.text() == "Cancelled."
-    qtbot.wait(200)
-    assert not hasattr(window, "last_result")
+    use_data(window, qtbot, "diabetes")
+    old = window.data_panel.spec()
+    bad = tmp_path / "bad.csv"
+    bad.write_text("a,b,y\n1,2,3\n4,oops,6\n")
+    window.data_panel.set_spec(str(bad))
+    qtbot.waitUntil(lambda: not window.data_panel.loading, timeout=10_000)
+    text = window.data_panel.status.text()
+    assert "Could not load" in text and "bad.csv" in text and "line 3" in text
+    assert "Still using: diabetes" in text
+    assert window.data_panel.spec() == old and window.data_panel.dataset is not None
+    window.form.set_values({"n_lams": 4})
+    result = run_and_wait(window, qtbot)
+    assert result.data["name"] == "diabetes"
 
 
-def test_ckrr_risk_from_the_window_with_two_kernels(window, qtbot):
-    select(window, "ckrr-risk")
-    boxes = {b.text(): b for b in window.form.widgets["kernels"].boxes}
-    assert all(b.isChecked() for b in boxes.values())
-    boxes["sigmoid"].setChecked(False)
-    boxes["polynomial"].setChecked(False)
-    assert not window.form.form.isRowVisible(window.form.widgets["degree"])
-    window.form.widgets["trials"].setValue(3)
-    window.form.widgets["n_lams"].setValue(8)
-    window.data_edit.setText("gaussian:n=80,p=40,cov=toeplitz,rho=0.4,noise=0.5")
-    window.start_run()
-    qtbot.waitUntil(lambda: hasattr(window, "last_result"), timeout=30_000)
-    window._redraw()
-    assert window.last_result.params["kernels"] == ["linear", "exponential"]
-    labels = {label.text for _, label in window.plot_views[0].legend.items}
-    # one legend line per kernel (colour) and per kind of curve (style)
-    assert labels == {"linear", "exponential", "limit", "empirical", "Theorem 2"}
-    assert set(window.plot_views[0].curves) == {
-        f"{kind}[{k}]" for kind in ("R_test_limit", "R_test_emp_mean", "R_test_thm2_mean")
-        for k in ("linear", "exponential")}
-    shown = {window.results.item(r, 0).text() for r in range(window.results.rowCount())}
-    assert "lam_star_limit[linear]" in shown
+def test_session_round_trip_reproduces_the_run(qtbot, settings, tmp_path):
+    first = MainWindow(settings)
+    qtbot.addWidget(first)
+    select(first, "ckrr-risk")
+    use_data(first, qtbot, "bernoulli:n=60,p=30,noise=0.5")
+    first.form.set_values({"kernels": ["linear", "polynomial"], "trials": 3, "n_lams": 6,
+                           "seed": 11, "degree": 3})
+    a = run_and_wait(first, qtbot)
+    first.pin_curves()
+    path = first.save_session(tmp_path / "s.json")
+    first.close()
+
+    fresh = MainWindow(QtCore.QSettings(str(tmp_path / "other.ini"),
+                                        QtCore.QSettings.Format.IniFormat))
+    qtbot.addWidget(fresh)
+    assert fresh.experiment.name != "ckrr-risk" or fresh.form.values()["seed"] != 11
+    fresh.open_session(path)
+    qtbot.waitUntil(lambda: not fresh.data_panel.loading, timeout=10_000)
+    assert fresh.experiment.name == "ckrr-risk"
+    assert fresh.experiment.resolve(fresh.form.values()) == a.params
+    saved = json.loads(path.read_text())["data"]
+    assert saved["spec"] == "bernoulli:n=60,p=30"  # defaults (noise 0.5) left out
+    assert fresh.data_panel.spec() == (saved["spec"], saved["options"])
+    assert len(fresh._pins) == 1 and fresh.plot_views[0].pins
+    b = run_and_wait(fresh, qtbot)
+    for key, col in a.table.items():
+        np.testing.assert_array_equal(b.table[key], col)
+    fresh.close()
 
 
-def test_gfc_from_the_window_streams_passes(window, qtbot, tmp_path):
+@pytest.mark.parametrize("content,fragment", [
+    ("not json {", "not valid JSON"),
+    ('{"experiment": "ckrr-risk"}', "not a Kernel Lab session"),
+    ('{"format": "kernel-lab-session", "version": 1, "experiment": "nope"}',
+     "unknown experiment"),
+    ('{"format": "kernel-lab-session", "version": 1, "experiment": "krr-path", '
+     '"params": {"n_lams": -3}}', "n_lams"),
+    ('{"format": "kernel-lab-session", "version": 9, "experiment": "krr-path"}',
+     "version 9"),
+    ('{"format": "kernel-lab-session", "version": 1, "experiment": "krr-path", '
+     '"data": {"spec": "diabetes", "options": {"exec": "rm -rf /"}}}', "unknown data option"),
+])
+def test_bad_session_is_rejected_and_changes_nothing(window, tmp_path, content, fragment):
+    select(window, "krr-path")
+    before = window.form.values()
+    path = tmp_path / "s.json"
+    path.write_text(content)
+    with pytest.raises(SessionError, match=fragment):
+        window.open_session(path)
+    assert window.experiment.name == "krr-path" and window.form.values() == before
+
+
+def test_exports_write_valid_files(window, qtbot, tmp_path):
+    select(window, "krr-path")
+    use_data(window, qtbot, "gaussian:n=100,p=5")
+    window.form.set_values({"n_lams": 5})
+    result = run_and_wait(window, qtbot)
+    png = window.export_plot(tmp_path / "p.png")
+    assert png.read_bytes().startswith(b"\x89PNG") and png.stat().st_size > 5_000
+    svg = window.export_plot(tmp_path / "p.svg")
+    text = svg.read_text()
+    assert text.lstrip().startswith(("<?xml", "<svg")) and "</svg>" in text
+    window.export_results(tmp_path / "r.csv")
+    with open(tmp_path / "r.csv", newline="") as fh:
+        rows = list(csv.reader(fh))
+    assert rows[0][0] == "lam" and len(rows) == 6
+    window.export_results(tmp_path / "r.json")
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["params"] == result.params and doc["seed"] == 0 and "versions" in doc
+    local = run_experiment("krr-path", result.params, data="gaussian:n=100,p=5")
+    np.testing.assert_array_equal(doc["table"]["lam"], local.table["lam"])
+
+
+def test_layout_and_settings_persist(qtbot, settings):
+    w = MainWindow(settings)
+    qtbot.addWidget(w)
+    select(w, "nystrom")
+    w.form.set_values({"trials": 7})
+    w.log_dock.setVisible(False)
+    w.close()
+    again = MainWindow(settings)
+    qtbot.addWidget(again)
+    assert again.experiment.name == "nystrom" and again.form.values()["trials"] == 7
+    again.reset_layout()
+    assert again.log_dock.isVisibleTo(again)
+    again.close()
+
+
+def test_gfc_from_the_window_streams_passes(window, qtbot):
     """A new experiment appears with its generated form and no GUI code of its own."""
     select(window, "gfc")
     boxes = {b.text(): b for b in window.form.widgets["methods"].boxes}
     boxes["nystrom"].setChecked(False)
-    window.form.widgets["n_features"].setValue(15)
-    window.form.widgets["n_passes"].setValue(3)
-    window.form.widgets["points"].setValue(3)
-    window.data_edit.setText("breiman:n=600,n_test=300")
-    window.start_run()
-    qtbot.waitUntil(lambda: hasattr(window, "last_result"), timeout=60_000)
-    window._redraw()
-    assert "nystrom" not in window.last_result.params["methods"]
-    assert window.last_result.params["subset_size"] is None  # the spin box's "auto"
+    window.form.set_values({"n_features": 15, "n_passes": 3, "points": 3})
+    use_data(window, qtbot, "breiman:n=600,n_test=300")
+    result = run_and_wait(window, qtbot)
+    assert "nystrom" not in result.params["methods"]
+    assert result.params["subset_size"] is None  # the spin box's "auto"
     assert set(window.plot_views[0].curves) == {
         f"error[{m}]" for m in ("gfc", "rff-gaussian", "rff-laplace", "rff-cauchy")}
     xs, _ = window.plot_views[0].curves["error[gfc]"].getData()
-    assert len(xs) == np.isfinite(window.last_result.table["error[gfc]"]).sum() >= 1
-    window.grab().save(str(tmp_path / "gfc.png"))
+    assert len(xs) == np.isfinite(result.table["error[gfc]"]).sum() >= 1
+    # one colour per method across plots
+    pen0 = window.plot_views[0].curves["error[gfc]"].opts["pen"]
+    pen1 = window.plot_views[1].curves["error[gfc]"].opts["pen"]
+    assert pen0.color().name() == pen1.color().name()

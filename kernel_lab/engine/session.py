@@ -1,0 +1,161 @@
+"""Sessions (and presets): one JSON document with the data source, the experiment and its
+parameters, and optionally pinned results.
+
+Reading one never executes anything from it: the file is parsed as JSON, checked field by
+field, and the parameters are validated by the experiment's own declarations. A malformed
+or foreign file is rejected with a :class:`SessionError` naming the problem.
+
+Format (version 1)::
+
+    {"format": "kernel-lab-session", "version": 1,
+     "title": "...", "about": "...",                       # optional (presets)
+     "experiment": "ckrr-risk",
+     "params": {"trials": 50, ...},                        # checked by the experiment
+     "data": {"spec": "gaussian:n=200,p=100", "options": {"test_fraction": 0.25}},
+     "pinned": [{"label": "...", "table": {"lam": [...], ...}}]}   # optional
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kernel_lab.core.errors import KernelLabError
+from kernel_lab.experiments import get_experiment
+
+FORMAT = "kernel-lab-session"
+VERSION = 1
+MAX_BYTES = 50 * 2**20
+_DATA_OPTIONS = {"target", "test_fraction", "standardize", "drop_nan", "format"}
+
+
+class SessionError(KernelLabError):
+    """A session file that cannot be used; the message says why and what to do."""
+
+
+@dataclass
+class Session:
+    experiment: str
+    params: dict[str, Any]
+    data_spec: str | None = None
+    data_options: dict[str, Any] = field(default_factory=dict)
+    title: str = ""
+    about: str = ""
+    pinned: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {"format": FORMAT, "version": VERSION}
+        if self.title:
+            doc["title"] = self.title
+        if self.about:
+            doc["about"] = self.about
+        doc.update({"experiment": self.experiment, "params": _plain(self.params),
+                    "data": {"spec": self.data_spec, "options": _plain(self.data_options)}})
+        if self.pinned:
+            doc["pinned"] = _plain(self.pinned)
+        return doc
+
+
+def _plain(value: Any) -> Any:
+    """JSON-ready copy (numpy scalars and arrays to Python, non-finite floats to None)."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if hasattr(value, "tolist"):
+        return _plain(value.tolist())
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def save_session(session: Session, path: str | os.PathLike[str]) -> Path:
+    """Write ``session`` as JSON (atomically: a temporary file renamed into place)."""
+    path = Path(path)
+    text = json.dumps(session.to_dict(), indent=2, ensure_ascii=False, allow_nan=False)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+def load_session(path: str | os.PathLike[str]) -> Session:
+    """Read and check a session file (see the module docstring)."""
+    path = Path(path)
+    where = f"session file {path.name}"
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise SessionError(f"cannot open {where}: {exc.strerror or exc}") from None
+    if size > MAX_BYTES:
+        raise SessionError(f"{where} is {size / 2**20:.0f} MB, more than any session "
+                           "should be; is it the right file?")
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise SessionError(f"{where} is not a text file; open a .json session saved by "
+                           "Kernel Lab") from None
+    except json.JSONDecodeError as exc:
+        raise SessionError(f"{where} is not valid JSON (line {exc.lineno}, column "
+                           f"{exc.colno}: {exc.msg}); open a session saved by Kernel Lab"
+                           ) from None
+    return session_from_dict(doc, where)
+
+
+def session_from_dict(doc: Any, where: str = "session") -> Session:
+    """Check a parsed session document field by field."""
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise SessionError(f"{where} is not a Kernel Lab session (no \"format\": "
+                           f"\"{FORMAT}\" field); open a file saved with File → Save session")
+    version = doc.get("version")
+    if not isinstance(version, int) or version > VERSION or version < 1:
+        raise SessionError(f"{where} has format version {version!r}; this Kernel Lab reads "
+                           f"version {VERSION} — update Kernel Lab to open it")
+    name = doc.get("experiment")
+    if not isinstance(name, str):
+        raise SessionError(f"{where} names no experiment (field \"experiment\")")
+    try:
+        experiment = get_experiment(name)
+    except KernelLabError as exc:
+        raise SessionError(f"{where}: {exc}") from None
+    params = doc.get("params", {})
+    if not isinstance(params, dict) or not all(
+            isinstance(v, str | int | float | bool | list | type(None)) for v in params.values()):
+        raise SessionError(f"{where}: \"params\" must map names to numbers, text or lists")
+    try:
+        resolved = experiment.resolve(params)
+    except KernelLabError as exc:
+        raise SessionError(f"{where}: {exc}") from None
+    data = doc.get("data", {}) or {}
+    if not isinstance(data, dict):
+        raise SessionError(f"{where}: \"data\" must be an object with \"spec\" and "
+                           "\"options\"")
+    spec = data.get("spec")
+    if spec is not None and not isinstance(spec, str):
+        raise SessionError(f"{where}: the data \"spec\" must be text (a file, example or "
+                           "generator)")
+    options = data.get("options", {}) or {}
+    if not isinstance(options, dict) or set(options) - _DATA_OPTIONS:
+        bad = sorted(set(options) - _DATA_OPTIONS) if isinstance(options, dict) else options
+        raise SessionError(f"{where}: unknown data options {bad}; allowed: "
+                           f"{', '.join(sorted(_DATA_OPTIONS))}")
+    pinned = doc.get("pinned", [])
+    if not isinstance(pinned, list) or not all(
+            isinstance(p, dict) and isinstance(p.get("table"), dict) for p in pinned):
+        raise SessionError(f"{where}: \"pinned\" must be a list of {{\"label\", \"table\"}}")
+    for p in pinned:
+        for key, col in p["table"].items():
+            if not isinstance(col, list) or not all(
+                    isinstance(v, int | float | type(None)) and not isinstance(v, bool)
+                    for v in col):
+                raise SessionError(f"{where}: pinned column {key!r} must be a list of "
+                                   "numbers")
+    title, about = doc.get("title", ""), doc.get("about", "")
+    if not isinstance(title, str) or not isinstance(about, str):
+        raise SessionError(f"{where}: \"title\" and \"about\" must be text")
+    return Session(name, resolved, spec, dict(options), title, about, pinned)
