@@ -50,6 +50,11 @@ def _build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="kernel-lab", description="Kernel Lab: a laboratory for scalable "
                      "kernel methods. Without a command, opens the window.")
     parser.add_argument("--version", action="version", version=f"kernel-lab {__version__}")
+    parser.add_argument("--screenshot", metavar="PNG",
+                        help="open the window offscreen, run (the --session, or the default "
+                             "experiment), wait for the result and save a PNG of the window")
+    parser.add_argument("--session", metavar="FILE", help="with --screenshot: the session "
+                                                          "to open first")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
 
     p_list = sub.add_parser("list", help="list experiments, bundled examples and generators")
@@ -230,9 +235,17 @@ def _cmd_gui() -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``kernel-lab`` command; returns the exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    import multiprocessing
+
+    multiprocessing.freeze_support()  # the window's worker process, in a frozen app too
     debug = "--debug" in argv
     try:
         args = _build_parser().parse_args(argv)
+        if args.command is None and args.screenshot:
+            os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+            from kernel_lab.gui.app import screenshot
+
+            return screenshot(args.screenshot, args.session)
         if args.command is None:
             return _cmd_gui()
         handler = {"list": _cmd_list, "describe": _cmd_describe, "run": _cmd_run}

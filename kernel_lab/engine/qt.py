@@ -44,7 +44,12 @@ class RunRelay(QtCore.QThread):
         self.wait(wait_ms)
 
     def run(self) -> None:  # the relay thread
-        runner = ProcessRunner()
+        try:
+            runner = ProcessRunner()
+        except Exception as exc:  # e.g. no process can be started here: say so per run
+            self._refuse(f"the compute worker process could not start "
+                         f"({type(exc).__name__}: {str(exc).strip().splitlines()[0]})")
+            return
         self._announce(runner)
         try:
             while True:
@@ -57,6 +62,15 @@ class RunRelay(QtCore.QThread):
                     self._announce(runner)  # restarted after a crash
         finally:
             runner.close()
+
+    def _refuse(self, message: str) -> None:
+        """Without a worker: answer every submitted run with ``failed`` until stopped."""
+        while True:
+            command, arg = self._commands.get()
+            if command == "stop":
+                return
+            if command == "submit":
+                self.failed.emit(arg.run_id, message, False)
 
     def _execute(self, runner: ProcessRunner) -> bool:
         while True:

@@ -141,7 +141,11 @@ class MainWindow(QtWidgets.QMainWindow):
             lambda pid: self.log(f"compute worker process started (pid {pid})"))
         self.relay.start()
 
-        self._redraw_timer = QtCore.QTimer(self, interval=REDRAW_MS, timeout=self._redraw)
+        self._behind: set[int] = set()
+        self._fresh = False
+        self._redraw_timer = QtCore.QTimer(self, interval=REDRAW_MS,
+                                           timeout=lambda: self._redraw(everything=False))
+        self.plot_panel.tabs.currentChanged.connect(self._tab_shown)
         self._redraw_timer.start()
         self._preview_timer = QtCore.QTimer(self, singleShot=True, interval=PREVIEW_DELAY_MS,
                                             timeout=self._update_preview)
@@ -219,8 +223,10 @@ class MainWindow(QtWidgets.QMainWindow):
         self.results_dock.raise_()
         self.explain = QtWidgets.QTextBrowser()
         self.explain_dock = self._dock("Explain", self.explain, Area.RightDockWidgetArea)
-        self.resizeDocks([self.data_dock, self.explain_dock], [370, 300],
+        self.resizeDocks([self.data_dock, self.explain_dock], [380, 300],
                          QtCore.Qt.Orientation.Horizontal)
+        self.resizeDocks([self.data_dock, self.exp_dock], [270, 560],
+                         QtCore.Qt.Orientation.Vertical)
         self.resizeDocks([self.results_dock], [190], QtCore.Qt.Orientation.Vertical)
 
     def _action(self, menu: QtWidgets.QMenu, text: str, slot: Any,
@@ -337,6 +343,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.plot_panel.build(self.experiment.plots, self._colors,
                               1.6 if self.presentation else 1.0)
         self.plot_views = self.plot_panel.views
+        self._behind = set()
         for pin in self._pins:
             for view in self.plot_views:
                 view.add_pin(pin["table"])
@@ -426,10 +433,13 @@ class MainWindow(QtWidgets.QMainWindow):
         self._active = self._run_id
         self._started = time.monotonic()
         self.relay.submit(RunRequest(self._run_id, self.experiment.name, params, spec,
-                                     dict(options)))
+                                     dict(options), workers=None))  # as the CLI: all cores
         self._table = {}
         self._stale = False
-        self._build_plots()
+        for view in self.plot_views:  # emptied now; rebuilt only if the columns change
+            view.blank()
+        self._fresh = True
+        self._dirty = True
         self.results.setRowCount(0)
         self.progress.setValue(0)
         self.cancel_button.setEnabled(True)
@@ -479,7 +489,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self._active = None
         self._table = {k: np.asarray(v, dtype=float) for k, v in result.table.items()}
         self._dirty = True
-        self._redraw()
+        self._redraw(everything=False)
         self.cancel_button.setEnabled(False)
         total = result.timings.get("total_s", 0.0)
         self._last_times[result.experiment] = total
@@ -519,14 +529,35 @@ class MainWindow(QtWidgets.QMainWindow):
             return {**self._table, **self._preview}
         return self._table if self._active is not None else self._preview
 
-    def _redraw(self) -> None:
-        """Timer slot: redraw when new results arrived since the last tick."""
+    def _redraw(self, everything: bool = True) -> None:
+        """Redraw when new results arrived since the last call. The timer redraws only
+        the visible tab (the others catch up when shown) and spaces its ticks so that
+        drawing takes at most ~15 % of the GUI thread, leaving the cores to the run."""
         if not self._dirty:
             return
         self._dirty = False
+        t0 = time.perf_counter()
         table = self._shown_table()
-        for view in self.plot_views:
-            view.update(table)
+        if self._fresh and self._table:
+            # first results of a run: keep the plot items when the columns are the same
+            # (other kernels or methods than last time: start the plots afresh)
+            self._fresh = False
+            for view in self.plot_views:
+                if view.columns() - set(table):
+                    view.clear()
+        current = self.plot_panel.tabs.currentIndex()
+        for i, view in enumerate(self.plot_views):
+            if everything or i == current:
+                view.update(table)
+            else:
+                self._behind.add(i)
+        cost_ms = 1e3 * (time.perf_counter() - t0)
+        self._redraw_timer.setInterval(int(min(500, max(REDRAW_MS, 6 * cost_ms))))
+
+    def _tab_shown(self, index: int) -> None:
+        if index in self._behind:
+            self._behind.discard(index)
+            self.plot_views[index].update(self._shown_table())
 
     def _show_summaries(self, summaries: Mapping[str, Any]) -> None:
         self.results.setRowCount(len(summaries))
@@ -766,10 +797,10 @@ def screenshot(path: str | Path, session: str | None = None, timeout: float = 30
             return 2
     deadline = time.monotonic() + timeout
     while window.data_panel.loading and time.monotonic() < deadline:
-        app.processEvents(QtCore.QEventLoop.ProcessEventsFlag.AllEvents, 50)
+        app.processEvents(QtCore.QEventLoop.ProcessEventsFlag.WaitForMoreEvents)
     window.start_run()
     while window.running and time.monotonic() < deadline:
-        app.processEvents(QtCore.QEventLoop.ProcessEventsFlag.AllEvents, 50)
+        app.processEvents(QtCore.QEventLoop.ProcessEventsFlag.WaitForMoreEvents)
     ok = window.last_result is not None
     window._redraw()
     app.processEvents()

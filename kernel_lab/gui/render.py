@@ -6,7 +6,6 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -36,6 +35,8 @@ def has_display() -> bool:
 
 
 LEGEND_WIDTH = 190
+#: Colour levels of a scatter plot's score scale.
+SCATTER_LEVELS = 16
 
 _KIND_LABELS = (("limit", "limit"), ("thm2", "Theorem 2"), ("lemma1", "Lemma 1"),
                 ("emp", "empirical"))
@@ -124,6 +125,14 @@ def _log_axis(orientation: str) -> object:
     return SparseLogAxis(orientation)
 
 
+def _marks_minimum(column: str, columns: list[tuple[str, str]]) -> bool:
+    """Which curves get a star at their minimum: the limit curves where there are any
+    (one star per kernel), else every curve drawn as a line (not dots or estimates)."""
+    if any("limit" in c for c, _ in columns):
+        return "limit" in column
+    return not any(tag in column for tag in ("emp", "thm2", "lemma1"))
+
+
 class PlotView:
     """One declared plot inside a pyqtgraph GraphicsLayout, updated in place.
 
@@ -143,14 +152,19 @@ class PlotView:
         self.mark_minima = mark_minima
         self.minima: dict[str, object] = {}
         self.pins: list[object] = []
+        self._scatter_key: tuple[bytes, ...] | None = None
+        self._levels: list[object] = []
         self.item = item = layout.addPlot(
             row=row, col=0, title=spec.title,
             axisItems={"bottom": _log_axis("bottom"), "left": _log_axis("left")})
         item.setLogMode(x=spec.logx, y=spec.logy)
         item.setLabel("bottom", spec.xlabel or spec.x)
         item.setLabel("left", spec.ylabel)
-        item.getAxis("left").enableAutoSIPrefix(False)
-        item.getAxis("bottom").enableAutoSIPrefix(False)
+        for side in ("left", "bottom"):
+            item.getAxis(side).enableAutoSIPrefix(False)
+            # major and minor ticks only: the third level adds dozens of grid lines on
+            # log axes and a quarter of the cost of every repaint
+            item.getAxis(side).setStyle(maxTickLevel=1)
         item.showGrid(x=True, y=True, alpha=0.25)
         holder = layout.addLayout(row=row, col=1)
         holder.setFixedWidth(LEGEND_WIDTH)
@@ -203,6 +217,34 @@ class PlotView:
         return self.spec.x.replace("*", curve_group(column)) if "*" in self.spec.x \
             else self.spec.x
 
+    def _draw_points(self, x: np.ndarray, y: np.ndarray, c: np.ndarray) -> None:
+        """Points coloured by ``c`` on the viridis scale, drawn as one scatter item per
+        colour level (a brush per point makes pyqtgraph redraw thousands of brushes)."""
+        import pyqtgraph as pg
+
+        if "points" not in self.curves:
+            cmap = pg.colormap.get("viridis")
+            colors = cmap.mapToQColor(np.linspace(0.0, 1.0, SCATTER_LEVELS))
+            self._levels = []
+            for q in colors:
+                item = pg.ScatterPlotItem(size=6 * self.scale, pen=None, brush=pg.mkBrush(q))
+                self.item.addItem(item)
+                self._levels.append(item)
+            self.curves["points"] = self._levels[SCATTER_LEVELS // 3]
+            self.legend.addItem(self.curves["points"],
+                                curve_label(self.spec.y[0], self.spec.labels))
+        finite = np.isfinite(c)
+        if finite.any():
+            lo, hi = float(np.min(c[finite])), float(np.max(c[finite]))
+            t = (c - lo) / (hi - lo) if hi > lo else np.zeros_like(c)
+            level = np.clip(np.nan_to_num(t) * (SCATTER_LEVELS - 1) + 0.5, 0,
+                            SCATTER_LEVELS - 1).astype(int)
+        else:  # no scores yet: one colour
+            level = np.zeros(x.size, dtype=int)
+        for i, item in enumerate(self._levels):
+            sel = level == i
+            item.setData(x[sel], y[sel])
+
     def _update_scatter(self, table: Mapping[str, Sequence[float] | np.ndarray]) -> int:
         """Points coloured by a score (viridis), with marked overlay points on top."""
         import pyqtgraph as pg
@@ -213,19 +255,12 @@ class PlotView:
         x = np.asarray(table[spec.x], dtype=np.float64)
         y = np.asarray(table[spec.y[0]], dtype=np.float64)
         ok = np.isfinite(x) & np.isfinite(y)
-        if "points" not in self.curves:
-            self.curves["points"] = pg.ScatterPlotItem(size=6, pen=None)
-            self.item.addItem(self.curves["points"])
-            self.legend.addItem(self.curves["points"], curve_label(spec.y[0], spec.labels))
-        brushes: Any = pg.mkBrush("#0072B2")
-        if spec.color in table:
-            c = np.asarray(table[spec.color], dtype=np.float64)[ok]
-            if c.size and np.isfinite(c).any():
-                lo, hi = np.nanmin(c), np.nanmax(c)
-                t = (c - lo) / (hi - lo) if hi > lo else np.zeros_like(c)
-                cmap = pg.colormap.get("viridis")
-                brushes = [pg.mkBrush(q) for q in cmap.mapToQColor(np.nan_to_num(t))]
-        self.curves["points"].setData(x[ok], y[ok], brush=brushes)
+        c = (np.asarray(table[spec.color], dtype=np.float64)[ok] if spec.color in table
+             else np.full(int(ok.sum()), np.nan))
+        key = (x.tobytes(), y.tobytes(), c.tobytes())
+        if key != self._scatter_key:  # partial results often repeat the point cloud
+            self._scatter_key = key
+            self._draw_points(x[ok], y[ok], c)
         if len(spec.overlay) == 2 and all(k in table for k in spec.overlay):
             ox = np.asarray(table[spec.overlay[0]], dtype=np.float64)
             oy = np.asarray(table[spec.overlay[1]], dtype=np.float64)
@@ -262,7 +297,7 @@ class PlotView:
                                                                          self.scale))
             self.curves[col].setData(x[mask], y[mask])
             shown += bool(mask.any())
-            if self.mark_minima and mask.any():
+            if self.mark_minima and mask.any() and _marks_minimum(col, columns):
                 self._mark_minimum(col, color, x[mask], y[mask])
             if col in errors and not spec.logy:
                 err = np.asarray(table[errors[col]], dtype=np.float64)[mask]
@@ -329,6 +364,37 @@ class PlotView:
             self.pins.append(ghost)
             count += 1
         return count
+
+    def blank(self) -> None:
+        """Empty every curve but keep the items, for a new run that will draw the same
+        columns (creating pyqtgraph items is what costs)."""
+        for group in (self.curves, self.minima):
+            for item in group.values():
+                item.setData([], [])
+        for item in self.error_bars.values():
+            item.setData(x=np.zeros(0), y=np.zeros(0), height=np.zeros(0))
+        for item in self._levels:
+            item.setData([], [])
+        self._scatter_key = None
+
+    def columns(self) -> set[str]:
+        """The columns this plot has items for."""
+        return {c for c in self.curves if c not in ("points", "overlay")}
+
+    def clear(self) -> None:
+        """Remove every curve (and its legend entry), keeping the axes: a new run starts
+        from an empty plot without the cost of building a new one. Pins stay."""
+        for group in (self.curves, self.error_bars, self.minima):
+            for item in group.values():
+                self.item.removeItem(item)
+            group.clear()
+        for item in self._levels:
+            self.item.removeItem(item)
+        self._levels = []
+        self._scatter_key = None
+        self.legend.clear()
+        self._legend_keys.clear()
+        self._legend_samples.clear()
 
     def clear_pins(self) -> None:
         for ghost in self.pins:

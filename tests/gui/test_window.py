@@ -303,7 +303,23 @@ def test_gfc_from_the_window_streams_passes(window, qtbot):
         f"error[{m}]" for m in ("gfc", "rff-gaussian", "rff-laplace", "rff-cauchy")}
     xs, _ = window.plot_views[0].curves["error[gfc]"].getData()
     assert len(xs) == np.isfinite(result.table["error[gfc]"]).sum() >= 1
-    # one colour per method across plots
+    # one colour per method across plots (a hidden tab is drawn when shown)
+    window.plot_panel.tabs.setCurrentIndex(1)
     pen0 = window.plot_views[0].curves["error[gfc]"].opts["pen"]
     pen1 = window.plot_views[1].curves["error[gfc]"].opts["pen"]
     assert pen0.color().name() == pen1.color().name()
+
+
+def test_screenshot_command_runs_a_session_and_saves_the_window(qtbot, tmp_path):
+    from PySide6 import QtGui
+
+    from kernel_lab.cli import main
+    from kernel_lab.engine.session import Session, save_session
+
+    session = save_session(Session("krr-path", {"n_lams": 5, "kernel": "laplace"},
+                                   "gaussian:n=150,p=4"), tmp_path / "s.json")
+    png = tmp_path / "window.png"
+    assert main(["--screenshot", str(png), "--session", str(session)]) == 0
+    image = QtGui.QImage(str(png))
+    assert (image.width(), image.height()) == (1440, 900)
+    assert main(["--screenshot", str(png), "--session", str(tmp_path / "missing.json")]) == 2

@@ -1,0 +1,73 @@
+"""Benchmark: does the window's event loop stay responsive while experiments run?
+
+Run: ``QT_QPA_PLATFORM=offscreen python tests/benchmarks/bench_gui_responsiveness.py``
+(or under ``xvfb-run`` for a real X server).
+
+For every registered experiment with its default parameters and data (the heaviest is the
+one that runs longest), a 5 ms timer probes the GUI thread while the run streams its
+partial results into the live plots; a stall is the delay of a tick beyond its period.
+Reported per experiment: run time, number of partial results, p50 / p99 / max stall.
+Target: p99 ≤ 30 ms and max ≤ 100 ms during the heaviest default run.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+PERIOD_MS = 5
+
+
+def main() -> int:
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from PySide6 import QtCore, QtWidgets
+
+    from kernel_lab.experiments import list_experiments
+    from kernel_lab.gui.app import MainWindow
+
+    app = QtWidgets.QApplication.instance() or QtWidgets.QApplication(sys.argv[:1])
+    tmp = tempfile.mkdtemp()
+    window = MainWindow(QtCore.QSettings(os.path.join(tmp, "s.ini"),
+                                         QtCore.QSettings.Format.IniFormat))
+    window.resize(1440, 900)
+    window.show()
+    ticks: list[float] = []
+    probe = QtCore.QTimer(interval=PERIOD_MS, timeout=lambda: ticks.append(time.perf_counter()))
+    rows = []
+    for cls in list_experiments():
+        window.experiment_box.setCurrentIndex(window.experiment_box.findData(cls.name))
+        while window.data_panel.loading:
+            app.processEvents(QtCore.QEventLoop.ProcessEventsFlag.WaitForMoreEvents)
+        # let the worker process finish starting, then measure only the run
+        t_wait = time.monotonic() + 3
+        while time.monotonic() < t_wait:
+            app.processEvents(QtCore.QEventLoop.ProcessEventsFlag.WaitForMoreEvents)
+        window.partial_count = 0
+        ticks.clear()
+        probe.start()
+        t0 = time.perf_counter()
+        window.start_run()
+        while window.running:
+            app.processEvents(QtCore.QEventLoop.ProcessEventsFlag.WaitForMoreEvents)
+        seconds = time.perf_counter() - t0
+        probe.stop()
+        stalls = np.maximum(np.diff(ticks) * 1e3 - PERIOD_MS, 0.0)
+        rows.append((cls.name, seconds, window.partial_count, np.percentile(stalls, 50),
+                     np.percentile(stalls, 99), stalls.max(), window.last_result is not None))
+    window.close()
+    print(f"{'experiment':<16}{'run s':>8}{'partials':>10}{'p50 ms':>9}{'p99 ms':>9}"
+          f"{'max ms':>9}  finished")
+    for name, sec, parts, p50, p99, mx, ok in rows:
+        print(f"{name:<16}{sec:8.2f}{parts:10d}{p50:9.2f}{p99:9.2f}{mx:9.2f}  {ok}")
+    heavy = max(rows, key=lambda r: r[1])
+    print(f"heaviest default run: {heavy[0]} ({heavy[1]:.1f} s): p99 stall {heavy[4]:.1f} ms "
+          f"(target ≤ 30), max {heavy[5]:.1f} ms (target ≤ 100)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
