@@ -159,7 +159,10 @@ class CkrrRiskExperiment(Experiment):
 
     def estimate(self, params: Mapping[str, Any], n: int, p: int) -> dict[str, Any]:
         m = params.get("n_test", 2000)
-        return {"memory_bytes": 8 * (3 * n * n + m * (n + p) + p * p),
+        trials, kernels = params.get("trials", 1), len(params.get("kernels", [])) or 1
+        flops = trials * (kernels * (9.0 * n**3 + 2.0 * n * n * p + 2.0 * m * n * p)
+                          + 9.0 * min(n, p) ** 3)
+        return {"memory_bytes": 8 * (3 * n * n + m * (n + p) + p * p), "flops": flops,
                 "note": f"{params.get('trials', 1)} trials × {len(params.get('kernels', []))} "
                         f"eigendecompositions of {n}×{n}"}
 

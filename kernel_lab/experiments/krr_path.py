@@ -76,7 +76,7 @@ class KrrPathExperiment(Experiment):
     default_data = "gaussian:n=400,p=20,f=sin,noise=0.5"
 
     def estimate(self, params: Mapping[str, Any], n: int, p: int) -> dict[str, Any]:
-        return {"memory_bytes": 3 * 8 * n * n,
+        return {"memory_bytes": 3 * 8 * n * n, "flops": 2 * (9.0 * n**3 + 2.0 * n * n * p),
                 "note": f"one {n}×{n} eigendecomposition per method"}
 
     def run(self, params: Mapping[str, Any], data: Dataset, progress: Progress,

@@ -72,6 +72,7 @@ class SpectrumExperiment(Experiment):
 
     def estimate(self, params: Mapping[str, Any], n: int, p: int) -> dict[str, Any]:
         return {"memory_bytes": 8 * (4 * n * n + 2 * p * p),
+                "flops": 2 * (4.0 / 3.0) * n**3 + 4.0 * n * n * p + 2.0 * p**3,
                 "note": f"eigenvalues of two {n}×{n} matrices and one {p}×{p}"}
 
     def run(self, params: Mapping[str, Any], data: Dataset, progress: Progress,

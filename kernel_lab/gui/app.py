@@ -117,7 +117,8 @@ class MainWindow(QtWidgets.QMainWindow):
         self._stale = False
         self._colors: dict[str, str] = {}
         self._pins: list[dict[str, Any]] = []
-        self._last_times: dict[str, float] = {}
+        self._last_times: dict[str, tuple[float, int]] = {}
+        self._speed: float | None = None
         self.presentation = False
         self.last_result: RunResult | None = None
         self.form: ParamForm | None = None
@@ -400,14 +401,36 @@ class MainWindow(QtWidgets.QMainWindow):
         text = f"Planned memory ≈ {mem / 2**20:,.0f} MB (budget {budget / 2**20:,.0f} MB)."
         if est.get("note"):
             text += f" {est['note']}."
-        last = self._last_times.get(self.experiment.name)
-        if last is not None:
-            text += f" Last run: {last:.1f} s."
+        seconds = self._time_estimate(est, ds.n_train)
+        if seconds is not None:
+            text += f" Time ≈ {seconds:.2g} s." if seconds < 60 else \
+                f" Time ≈ {seconds / 60:.2g} min."
         if mem > budget:
             text = ("<span style='color:#B00020'><b>Too large:</b> " + html.escape(text)
                     + " An exact kernel matrix would not fit; use fewer points or an "
                       "approximate method (Nyström or random features).</span>")
         self.estimate.setText(text)
+
+    def _time_estimate(self, est: Mapping[str, Any], n: int) -> float | None:
+        """Seconds for the planned run: from the experiment's operation count and this
+        machine's measured speed, else from the last run of the experiment scaled by n."""
+        if est.get("flops"):
+            if self._speed is None:  # once: ~10 ms of matrix products
+                a = np.random.default_rng(0).random((384, 384))
+                best = math.inf
+                for _ in range(4):  # the first call also starts the BLAS threads
+                    t0 = time.perf_counter()
+                    a @ a
+                    best = min(best, time.perf_counter() - t0)
+                # what the runs reach, measured against this (eigendecompositions of a
+                # few hundred rows, kernel blocks, Python around them): ~15 % of it
+                self._speed = 0.15 * 2 * 384**3 / max(best, 1e-9)
+            return 0.1 + float(est["flops"]) / self._speed
+        last = self._last_times.get(self.experiment.name)
+        if last is None:
+            return None
+        seconds, n_last = last
+        return seconds * n / max(n_last, 1)
 
     # -- running ------------------------------------------------------------------------
     def _run_data(self) -> tuple[str, dict[str, Any]]:
@@ -492,7 +515,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self._redraw(everything=False)
         self.cancel_button.setEnabled(False)
         total = result.timings.get("total_s", 0.0)
-        self._last_times[result.experiment] = total
+        self._last_times[result.experiment] = (total, int(result.data.get("n_train", 1)))
         self.status.setText(f"Done in {total:.2f} s.")
         self.log(f"run {run_id}: done in {total:.2f} s")
         self._show_summaries(result.summaries)

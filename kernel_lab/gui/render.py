@@ -326,9 +326,10 @@ class PlotView:
         import pyqtgraph as pg
 
         if col not in self.minima:
-            self.minima[col] = pg.ScatterPlotItem(symbol="star", size=14 * self.scale,
+            self.minima[col] = pg.ScatterPlotItem(symbol="star", size=18 * self.scale,
                                                   brush=pg.mkBrush(color),
-                                                  pen=pg.mkPen("k", width=0.8))
+                                                  pen=pg.mkPen("k", width=1.0))
+            self.minima[col].setZValue(20)  # above the curves
             self.item.addItem(self.minima[col])
         k = int(np.argmin(y))
         xs = np.log10(x[k]) if self.spec.logx else x[k]

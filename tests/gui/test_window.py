@@ -323,3 +323,15 @@ def test_screenshot_command_runs_a_session_and_saves_the_window(qtbot, tmp_path)
     image = QtGui.QImage(str(png))
     assert (image.width(), image.height()) == (1440, 900)
     assert main(["--screenshot", str(png), "--session", str(tmp_path / "missing.json")]) == 2
+
+
+def test_plan_shows_memory_time_and_warns_when_too_large(window, qtbot, monkeypatch):
+    monkeypatch.setenv("KERNEL_LAB_MEMORY_MB", "100")
+    select(window, "krr-path")
+    use_data(window, qtbot, "gaussian:n=300,p=5")
+    qtbot.waitUntil(lambda: "Planned memory" in window.estimate.text(), timeout=5_000)
+    text = window.estimate.text()
+    assert "Time ≈" in text and "Too large" not in text
+    use_data(window, qtbot, "gaussian:n=3000,p=5")  # 3 × 8 × 3000² B = 206 MB > 100 MB
+    qtbot.waitUntil(lambda: "Too large" in window.estimate.text(), timeout=5_000)
+    assert "approximate method" in window.estimate.text()
