@@ -62,10 +62,12 @@ class PlotPanel(QtWidgets.QWidget):
         self.views: list[PlotView] = []
         self.widgets: list[pg.GraphicsLayoutWidget] = []
         self._proxies: list[Any] = []
+        self._cross: dict[int, tuple[Any, Any]] = {}
 
     def build(self, plots: Any, colors: dict[str, str], scale: float) -> None:
         self.tabs.clear()
         self.views, self.widgets, self._proxies = [], [], []
+        self._cross: dict[int, tuple[Any, Any]] = {}
         for spec in plots:
             w = pg.GraphicsLayoutWidget()
             view = PlotView(w.ci, 0, spec, colors=colors, scale=scale,
@@ -82,6 +84,15 @@ class PlotPanel(QtWidgets.QWidget):
         if not view.item.sceneBoundingRect().contains(pos):
             return
         p = vb.mapSceneToView(pos)
+        lines = self._cross.get(id(view))
+        if lines is None:
+            pen = pg.mkPen("#888888", width=1, style=QtCore.Qt.PenStyle.DashLine)
+            lines = (pg.InfiniteLine(angle=90, pen=pen), pg.InfiniteLine(angle=0, pen=pen))
+            for line in lines:
+                view.item.addItem(line, ignoreBounds=True)
+            self._cross[id(view)] = lines
+        lines[0].setPos(p.x())
+        lines[1].setPos(p.y())
         x = 10 ** p.x() if view.spec.logx else p.x()
         y = 10 ** p.y() if view.spec.logy else p.y()
         self.readout.setText(f"{view.spec.xlabel or view.spec.x} = {x:.4g}    "

@@ -167,7 +167,7 @@ class PlotView:
             item.getAxis(side).setStyle(maxTickLevel=1)
         item.showGrid(x=True, y=True, alpha=0.25)
         holder = layout.addLayout(row=row, col=1)
-        holder.setFixedWidth(LEGEND_WIDTH)
+        holder.setFixedWidth(LEGEND_WIDTH * scale)
         self.legend = pg.LegendItem(verSpacing=-6, labelTextSize=f"{9 * scale:.0f}pt")
         if scale != 1.0:
             item.setTitle(spec.title, size=f"{11 * scale:.0f}pt")
