@@ -180,7 +180,8 @@ class PlotView:
         self.legend.setParentItem(holder)
         self.legend.anchor(itemPos=(0, 0), parentPos=(0, 0), offset=(0, 28))
         self.curves: dict[str, object] = {}
-        self.error_bars: dict[str, object] = {}
+        self.error_bars: dict[str, object] = {}  # spread bands (FillBetweenItem)
+        self._band_edges: dict[str, tuple[object, object]] = {}
         self._legend_keys: set[str] = set()
         self._legend_samples: list[object] = []
 
@@ -303,11 +304,19 @@ class PlotView:
                 err = np.asarray(table[errors[col]], dtype=np.float64)[mask]
                 xs = np.log10(x[mask]) if spec.logx else x[mask]
                 ok = np.isfinite(err)
-                if col not in self.error_bars:
-                    self.error_bars[col] = pg.ErrorBarItem(beam=0.0, pen=pg.mkPen(color,
-                                                                                 width=1))
-                    self.item.addItem(self.error_bars[col])
-                self.error_bars[col].setData(x=xs[ok], y=y[mask][ok], height=2 * err[ok])
+                if col not in self.error_bars:  # a shaded band: mean ± spread
+                    lo, hi = pg.PlotCurveItem(), pg.PlotCurveItem()
+                    shade = pg.mkColor(color)
+                    shade.setAlpha(45)
+                    band = pg.FillBetweenItem(lo, hi, brush=pg.mkBrush(shade))
+                    band.setZValue(-5)
+                    self.item.addItem(band)
+                    self.error_bars[col] = band
+                    self._band_edges[col] = (lo, hi)
+                lo, hi = self._band_edges[col]
+                mid = y[mask][ok]
+                lo.setData(xs[ok], mid - err[ok])
+                hi.setData(xs[ok], mid + err[ok])
         self._sync_legend(columns)
         if spec.y_range_from:
             ref = [np.asarray(table[c], dtype=np.float64)
@@ -372,8 +381,9 @@ class PlotView:
         for group in (self.curves, self.minima):
             for item in group.values():
                 item.setData([], [])
-        for item in self.error_bars.values():
-            item.setData(x=np.zeros(0), y=np.zeros(0), height=np.zeros(0))
+        for lo, hi in self._band_edges.values():
+            lo.setData([], [])
+            hi.setData([], [])
         for item in self._levels:
             item.setData([], [])
         self._scatter_key = None
@@ -389,6 +399,7 @@ class PlotView:
             for item in group.values():
                 self.item.removeItem(item)
             group.clear()
+        self._band_edges.clear()
         for item in self._levels:
             self.item.removeItem(item)
         self._levels = []
