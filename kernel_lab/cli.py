@@ -55,6 +55,8 @@ def _build_parser() -> argparse.ArgumentParser:
                              "experiment), wait for the result and save a PNG of the window")
     parser.add_argument("--session", metavar="FILE", help="with --screenshot: the session "
                                                           "to open first")
+    parser.add_argument("--preset", metavar="NAME", dest="screenshot_preset",
+                        help="with --screenshot: the teaching preset to open first")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
 
     p_list = sub.add_parser("list", help="list experiments, bundled examples and generators")
@@ -72,7 +74,19 @@ def _build_parser() -> argparse.ArgumentParser:
             (diabetes, breast-cancer) or a generator with parameters
             (gaussian:n=200,p=100,cov=toeplitz,rho=0.4; friedman:n=2000).
             """))
-    p_run.add_argument("experiment")
+    p_rep = sub.add_parser(
+        "report", help="write one self-contained HTML report (plots, tables, versions) of a "
+                       "run folder, a result.json, a session file or a preset")
+    p_rep.add_argument("source", help="run folder, result.json, session .json or preset name")
+    p_rep.add_argument("--out", metavar="HTML", default="report.html",
+                       help="the report file (default report.html)")
+    p_rep.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
+
+    p_run.add_argument("experiment", nargs="?",
+                       help="experiment name (optional with --preset)")
+    p_run.add_argument("--preset", metavar="NAME",
+                       help="start from a teaching preset (see 'kernel-lab list'); --data, "
+                            "--set and --seed override it")
     p_run.add_argument("--data", metavar="SPEC", help="data source (default: the experiment's)")
     p_run.add_argument("--target", metavar="COLUMN",
                        help="target column of a data file: name or 0-based index")
@@ -103,12 +117,14 @@ def _build_parser() -> argparse.ArgumentParser:
 def _cmd_list(args: argparse.Namespace) -> int:
     from kernel_lab.core.data import data_sources
     from kernel_lab.core.kernels import KERNELS
+    from kernel_lab.engine.presets import load_preset, preset_names
     from kernel_lab.experiments import list_experiments
 
     exps = list_experiments()
     sources = data_sources()
     if args.json:
         print(json.dumps({"experiments": {e.name: e.title for e in exps},
+                          "presets": {n: load_preset(n).title for n in preset_names()},
                           "examples": sources["examples"],
                           "generators": {k: v["description"]
                                          for k, v in sources["generators"].items()},
@@ -125,6 +141,9 @@ def _cmd_list(args: argparse.Namespace) -> int:
         keys = ", ".join(p["name"] for p in g["params"])
         print(f"  {name:<16} {g['description']}\n  {'':<16} parameters: {keys}")
     print(f"\nKernels: {', '.join(KERNELS)}")
+    print("\nTeaching presets (run --preset NAME):")
+    for name in preset_names():
+        print(f"  {name:<20} {load_preset(name).title}")
     return 0
 
 
@@ -189,6 +208,42 @@ class _StderrProgress:
         sys.stderr.flush()
 
 
+def _cmd_report(args: argparse.Namespace) -> int:
+    from kernel_lab.engine import run_experiment
+    from kernel_lab.engine.presets import load_preset, preset_names
+    from kernel_lab.engine.session import Session, SessionError, load_session
+    from kernel_lab.gui.render import ensure_app
+    from kernel_lab.gui.report import load_result, write_report
+
+    source = Path(args.source)
+    session: Session | None = None
+    doc: dict[str, Any] | None = None
+    if source.is_dir():
+        doc = load_result(source)
+    elif source.is_file():
+        try:
+            session = load_session(source)
+        except SessionError as exc:
+            doc = load_result(source)
+            if "table" not in doc:
+                raise exc from None
+    elif args.source in preset_names():
+        session = load_preset(args.source)
+    else:
+        raise UsageError(f"{args.source!r} is neither a run folder, a file nor a preset")
+    if session is not None:
+        result = run_experiment(session.experiment, session.params, data=session.data_spec,
+                                data_options=session.data_options,
+                                on_progress=_StderrProgress(args.quiet), workers=None)
+        doc = result.to_dict()
+    assert doc is not None
+    ensure_app()
+    path = write_report(doc, args.out, title=session.title if session else "",
+                        about=session.about if session else "")
+    print(path)
+    return 0
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     from kernel_lab.engine import run_experiment
     from kernel_lab.engine.output import write_run
@@ -199,13 +254,29 @@ def _cmd_run(args: argparse.Namespace) -> int:
         params["seed"] = args.seed
     data_options = {"target": args.target, "test_fraction": args.test_fraction,
                     "standardize": args.standardize, "drop_nan": args.drop_nan}
+    data = args.data
+    if args.preset:
+        from kernel_lab.engine.presets import load_preset
+
+        preset = load_preset(args.preset)
+        if args.experiment and args.experiment != preset.experiment:
+            raise UsageError(f"preset {args.preset!r} runs {preset.experiment!r}, not "
+                             f"{args.experiment!r}; leave the experiment out")
+        args.experiment = preset.experiment
+        params = {**preset.params, **params}
+        if data is None:
+            data = preset.data_spec
+            data_options = {**preset.data_options,
+                            **{k: v for k, v in data_options.items() if v is not None}}
+    if not args.experiment:
+        raise UsageError("name an experiment (see 'kernel-lab list') or give --preset NAME")
     exp = get_experiment(args.experiment)
     out = Path(args.out or Path("runs") /
                f"{exp.name}-{datetime.now().strftime('%Y%m%d-%H%M%S')}")
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out} exists and is not a folder")
     progress = _StderrProgress(args.quiet)
-    result = run_experiment(exp.name, params, data=args.data, data_options=data_options,
+    result = run_experiment(exp.name, params, data=data, data_options=data_options,
                             on_progress=progress, workers=args.workers)
     files = write_run(result, out)
     if not args.no_plot:
@@ -245,10 +316,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
             from kernel_lab.gui.app import screenshot
 
-            return screenshot(args.screenshot, args.session)
+            return screenshot(args.screenshot, args.session, preset=args.screenshot_preset)
         if args.command is None:
             return _cmd_gui()
-        handler = {"list": _cmd_list, "describe": _cmd_describe, "run": _cmd_run}
+        handler = {"list": _cmd_list, "describe": _cmd_describe, "run": _cmd_run,
+                   "report": _cmd_report}
         return handler[args.command](args)
     except (UsageError, KernelLabError) as exc:
         message = " ".join(str(exc).split())

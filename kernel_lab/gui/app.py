@@ -25,6 +25,7 @@ from kernel_lab import __version__
 from kernel_lab.core.errors import KernelLabError
 from kernel_lab.core.memory import memory_budget_bytes
 from kernel_lab.engine.output import write_curves_csv, write_result_json
+from kernel_lab.engine.presets import load_preset, preset_names
 from kernel_lab.engine.process import RunRequest
 from kernel_lab.engine.qt import RunRelay
 from kernel_lab.engine.runner import RunResult
@@ -33,6 +34,7 @@ from kernel_lab.experiments import PartialResult, get_experiment, list_experimen
 from kernel_lab.gui.data_panel import DataPanel
 from kernel_lab.gui.forms import ParamForm
 from kernel_lab.gui.render import PlotView
+from kernel_lab.gui.report import write_report
 
 REDRAW_MS = 60          # live curves are redrawn at most ~16 times a second
 PREVIEW_DELAY_MS = 40   # theory curves follow the widgets after this pause
@@ -131,6 +133,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self._last_times: dict[str, tuple[float, int]] = {}
         self._speed: float | None = None
         self.presentation = False
+        self._session_text = ("", "")
         self.last_result: RunResult | None = None
         self.form: ParamForm | None = None
         pg.setConfigOptions(antialias=True, background="w", foreground="k")
@@ -262,8 +265,14 @@ class MainWindow(QtWidgets.QMainWindow):
         file.addSeparator()
         self._action(file, "Export &plot…", self.export_plot_dialog, "Ctrl+E")
         self._action(file, "Export &results…", self.export_results_dialog, "Ctrl+Shift+E")
+        self._action(file, "Export report (&HTML)…", self.export_report_dialog, "Ctrl+Shift+H")
         file.addSeparator()
         self._action(file, "&Quit", self.close, QtGui.QKeySequence.StandardKey.Quit)
+        presets = bar.addMenu("&Presets")
+        for name in preset_names():
+            act = presets.addAction(load_preset(name).title)
+            act.setData(name)
+            act.triggered.connect(lambda checked=False, n=name: self.open_preset(n))
         run = bar.addMenu("&Run")
         self.run_action = self._action(run, "&Run", self.start_run, "Ctrl+R")
         self.cancel_action = self._action(run, "&Cancel", self.cancel_run, "Esc")
@@ -342,6 +351,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.explain.setHtml(f"<h3>{html.escape(exp.title)}</h3>"
                              f"<p>{html.escape(exp.description)}</p>")
         self._table, self._preview, self.last_result = {}, None, None
+        self._session_text = ("", "")
         self._pins = []
         self._colors = {}
         self.results.setRowCount(0)
@@ -746,11 +756,34 @@ class MainWindow(QtWidgets.QMainWindow):
             self._pins.append({"label": pin.get("label", ""), "table": table})
             for view in self.plot_views:
                 view.add_pin(table)
+        self._session_text = (session.title, session.about)
         if session.about:
             self.explain.setHtml(f"<h3>{html.escape(session.title)}</h3><p>"
                                  f"{html.escape(session.about)}</p><hr>"
                                  f"<p>{html.escape(self.experiment.description)}</p>")
         self.log(f"session: {session.title or session.experiment}")
+
+    def open_preset(self, name: str) -> None:
+        """Load a teaching preset (press Run to see what it promises)."""
+        session = load_preset(name)
+        self.apply_session(session)
+        self.status.setText(f"Preset “{session.title}” loaded: press Run (Ctrl+R).")
+
+    def export_report(self, path: str | Path) -> Path:
+        """A self-contained HTML report of the last finished run."""
+        if self.last_result is None:
+            raise KernelLabError("no finished run to report yet: run the experiment first")
+        title, about = self._session_text
+        return write_report(self.last_result.to_dict(), path, title=title, about=about)
+
+    def export_report_dialog(self) -> None:
+        if self.last_result is None:
+            self.status.setText("Nothing to report yet: run the experiment first.")
+            return
+        path = self._ask_path("Export report", "HTML report (*.html)",
+                              f"{self.experiment.name}.html")
+        if path:
+            self._try(lambda: self.export_report(path), f"report written to {path}")
 
     def open_session_dialog(self) -> None:
         start = self.settings.value("last_dir", str(Path.home()))
@@ -810,7 +843,8 @@ def _json(value: Any) -> Any:
         return None
 
 
-def screenshot(path: str | Path, session: str | None = None, timeout: float = 300.0) -> int:
+def screenshot(path: str | Path, session: str | None = None, timeout: float = 300.0, *,
+               preset: str | None = None) -> int:
     """Open the window offscreen, run (the session, or the default experiment), wait for
     the result, and save a PNG of the whole window. Returns a process exit code."""
     from kernel_lab.gui.render import ensure_app
@@ -822,10 +856,15 @@ def screenshot(path: str | Path, session: str | None = None, timeout: float = 30
     window = MainWindow(settings)
     window.resize(1440, 900)
     window.show()
-    if session:
+    if session or preset:
         try:
-            window.open_session(session)
-        except SessionError as exc:
+            if preset:
+                from kernel_lab.engine.presets import load_preset
+
+                window.apply_session(load_preset(preset))
+            else:
+                window.open_session(session)
+        except KernelLabError as exc:
             print(f"kernel-lab: {exc}", file=sys.stderr)
             window.close()
             return 2

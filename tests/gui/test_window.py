@@ -335,3 +335,17 @@ def test_plan_shows_memory_time_and_warns_when_too_large(window, qtbot, monkeypa
     use_data(window, qtbot, "gaussian:n=3000,p=5")  # 3 × 8 × 3000² B = 206 MB > 100 MB
     qtbot.waitUntil(lambda: "Too large" in window.estimate.text(), timeout=5_000)
     assert "approximate method" in window.estimate.text()
+
+
+def test_preset_from_the_menu_and_an_html_report(window, qtbot, tmp_path):
+    titles = [a.text() for a in window.menuBar().actions()]
+    assert "&Presets" in titles
+    window.open_preset("ckrr-fig2-wide")
+    qtbot.waitUntil(lambda: not window.data_panel.loading, timeout=10_000)
+    assert window.experiment.name == "ckrr-risk"
+    assert window.data_panel.spec()[0].startswith("gaussian:n=100,p=200")
+    assert "more dimensions than points" in window.explain.toPlainText()
+    window.form.set_values({"trials": 2, "n_lams": 6})
+    run_and_wait(window, qtbot)
+    page = window.export_report(tmp_path / "r.html").read_text()
+    assert "more dimensions than points" in page and page.count("data:image/png;base64,") == 3
