@@ -105,6 +105,14 @@ def _build_parser() -> argparse.ArgumentParser:
     p_run.add_argument("--workers", type=int, default=None, metavar="N",
                        help="threads for independent tasks such as Monte Carlo trials "
                             "(default: one per core; results do not depend on it)")
+    p_run.add_argument("--backend", choices=("threads", "processes", "dask"),
+                       default="threads",
+                       help="where independent tasks run: threads (default), a local "
+                            "process pool, or Dask (needs kernel-lab[dask]); the numbers "
+                            "are the same on every backend")
+    p_run.add_argument("--scheduler", metavar="ADDRESS",
+                       help="with --backend dask: a scheduler address (tcp://host:8786); "
+                            "default: a local cluster of --workers processes")
     p_run.add_argument("--out", metavar="DIR",
                        help="output folder (default: runs/EXPERIMENT-TIMESTAMP)")
     p_run.add_argument("--no-plot", action="store_true", help="do not render plot.png")
@@ -277,7 +285,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         raise UsageError(f"--out {out} exists and is not a folder")
     progress = _StderrProgress(args.quiet)
     result = run_experiment(exp.name, params, data=data, data_options=data_options,
-                            on_progress=progress, workers=args.workers)
+                            on_progress=progress, workers=args.workers,
+                            backend=args.backend, scheduler=args.scheduler)
     files = write_run(result, out)
     if not args.no_plot:
         from kernel_lab.gui.render import render_plots

@@ -6,6 +6,7 @@ same numbers on every executor.
 
 from __future__ import annotations
 
+import atexit
 import os
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -13,7 +14,8 @@ from typing import Any
 
 from threadpoolctl import threadpool_limits
 
-from kernel_lab.experiments.base import SERIAL, SerialExecutor, TaskExecutor
+from kernel_lab.core.errors import KernelLabError, ParameterError
+from kernel_lab.experiments.base import SERIAL, SerialExecutor, TaskExecutor, blas_controller
 
 
 class ThreadExecutor:
@@ -43,11 +45,189 @@ class ThreadExecutor:
                     fut.cancel()
 
 
-def make_executor(workers: int | None) -> TaskExecutor:
-    """Serial for ``workers == 1``, else a :class:`ThreadExecutor` (None: one per core)."""
-    if workers == 1:
-        return SERIAL
-    return ThreadExecutor(workers)
+def _call_single_threaded(fn: Callable[[Any], Any], task: Any) -> Any:
+    """Run one task with one BLAS thread: the parallelism is across tasks (processes)."""
+    with blas_controller().limit(limits=1):
+        return fn(task)
 
 
-__all__ = ["SERIAL", "SerialExecutor", "TaskExecutor", "ThreadExecutor", "make_executor"]
+class ProcessExecutor:
+    """Runs tasks in a local pool of ``workers`` processes (spawned: the same on every OS).
+
+    A worker process that dies (crash, out-of-memory kill) breaks the pool; the tasks not
+    yet returned are then run once more in a fresh pool — each task carries its own seed,
+    so a repeated task gives the same result — and a second failure stops the run with a
+    message saying so. Nothing is dropped silently.
+    """
+
+    def __init__(self, workers: int | None = None) -> None:
+        self.workers = max(1, workers or os.cpu_count() or 1)
+
+    def map(self, fn: Callable[[Any], Any], tasks: Iterable[Any]) -> Iterator[Any]:
+        import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor
+        from concurrent.futures.process import BrokenProcessPool
+        from functools import partial
+
+        pending = list(tasks)
+        call = partial(_call_single_threaded, fn)
+        for attempt in (1, 2):
+            pool = _POOLS.get(self.workers)
+            if pool is None:  # kept for later runs: starting processes costs a second
+                pool = ProcessPoolExecutor(self.workers, mp_context=mp.get_context("spawn"))
+                _POOLS[self.workers] = pool
+            futures = [pool.submit(call, t) for t in pending]
+            try:
+                for k, fut in enumerate(futures):
+                    try:
+                        result = fut.result()
+                    except BrokenProcessPool:
+                        _POOLS.pop(self.workers, None)
+                        pool.shutdown(wait=False, cancel_futures=True)
+                        if attempt == 2:
+                            raise WorkerLost(
+                                "a worker process of the process pool died twice (crashed "
+                                "or killed, often for lack of memory); the run is stopped — "
+                                "use fewer workers or smaller tasks") from None
+                        pending = pending[k:]
+                        break
+                    yield result
+                else:
+                    return
+            finally:
+                for fut in futures:
+                    fut.cancel()
+
+
+_POOLS: dict[int, Any] = {}
+
+
+def shutdown_pools() -> None:
+    """Stop the kept process pools (at exit, or in tests)."""
+    for pool in _POOLS.values():
+        pool.shutdown(wait=False, cancel_futures=True)
+    _POOLS.clear()
+
+
+atexit.register(shutdown_pools)
+
+
+class WorkerLost(KernelLabError):
+    """A compute worker died and its task could not be completed."""
+
+
+class DaskExecutor:
+    """Runs tasks on a Dask cluster: an existing scheduler (``address``) or a local cluster
+    of ``workers`` single-threaded processes on 127.0.0.1 started for the run.
+
+    Each task is retried on another worker if its worker dies (``retries``); results come
+    back in task order, and, every task being seeded, equal those of any other backend.
+    Needs the optional extra: ``pip install 'kernel-lab[dask]'``.
+    """
+
+    def __init__(self, address: str | None = None, workers: int | None = None,
+                 retries: int = 2) -> None:
+        try:
+            from distributed import Client, LocalCluster
+        except ImportError:
+            raise ParameterError("the dask backend needs Dask: pip install "
+                                 "'kernel-lab[dask]'") from None
+        self.retries = retries
+        self.cluster = None
+        if address:
+            try:
+                self.client = Client(address, timeout=5)
+            except OSError as exc:
+                raise ParameterError(f"cannot reach the Dask scheduler at {address}: {exc}; "
+                                     "check the address (tcp://host:8786)") from None
+        else:
+            self.cluster = LocalCluster(n_workers=max(1, workers or os.cpu_count() or 1),
+                                        threads_per_worker=1, processes=True,
+                                        host="127.0.0.1", dashboard_address=None)
+            self.client = Client(self.cluster)
+
+    def map(self, fn: Callable[[Any], Any], tasks: Iterable[Any]) -> Iterator[Any]:
+        from functools import partial
+
+        from distributed import KilledWorker
+
+        tasks = list(tasks)
+        stripped, shared = _strip_shared(tasks)
+        if shared:  # large arrays common to the tasks travel once to every worker
+            refs = {key: self.client.scatter(arr, broadcast=True) for key, arr in shared.items()}
+            futures = self.client.map(partial(_call_with_shared, fn), stripped,
+                                      [refs] * len(stripped), pure=False,
+                                      retries=self.retries)
+        else:
+            futures = self.client.map(partial(_call_single_threaded, fn), tasks,
+                                      pure=False, retries=self.retries)
+        try:
+            for fut in futures:
+                try:
+                    yield fut.result()
+                except KilledWorker as exc:
+                    raise WorkerLost(f"Dask workers kept dying on a task ({exc}); the run is "
+                                     "stopped — check the workers' memory") from None
+        finally:
+            self.client.cancel(futures)
+
+    def close(self) -> None:
+        self.client.close()
+        if self.cluster is not None:
+            self.cluster.close()
+
+
+#: Arrays at least this large that several tasks share are sent to Dask workers once.
+SHARE_BYTES = 256 * 1024
+
+
+def _strip_shared(tasks: list[Any]) -> tuple[list[Any], dict[str, Any]]:
+    """For dataclass tasks: replace array fields that are one and the same large array in
+    every task by a placeholder name; return the stripped tasks and ``{name: array}``."""
+    import dataclasses
+
+    import numpy as np
+
+    if len(tasks) < 2 or not dataclasses.is_dataclass(tasks[0]):
+        return tasks, {}
+    shared = {}
+    for f in dataclasses.fields(tasks[0]):
+        value = getattr(tasks[0], f.name)
+        if (isinstance(value, np.ndarray) and value.nbytes >= SHARE_BYTES
+                and all(getattr(t, f.name) is value for t in tasks)):
+            shared[f.name] = value
+    if not shared:
+        return tasks, {}
+    blank = dict.fromkeys(shared)
+    return [dataclasses.replace(t, **blank) for t in tasks], shared
+
+
+def _call_with_shared(fn: Callable[[Any], Any], task: Any, shared: dict[str, Any]) -> Any:
+    import dataclasses
+
+    return _call_single_threaded(fn, dataclasses.replace(task, **shared))
+
+
+BACKENDS = ("threads", "processes", "dask")
+
+
+def make_executor(workers: int | None, backend: str = "threads",
+                  scheduler: str | None = None) -> TaskExecutor:
+    """The executor for a run.
+
+    ``threads`` (default): serial for ``workers == 1``, else a :class:`ThreadExecutor`
+    (None: one per core); ``processes``: a :class:`ProcessExecutor`; ``dask``: a
+    :class:`DaskExecutor` on ``scheduler`` or on a local cluster of ``workers`` processes.
+    Executors with a ``close()`` method are closed by the runner after the run.
+    """
+    if backend == "threads":
+        return SERIAL if workers == 1 else ThreadExecutor(workers)
+    if backend == "processes":
+        return ProcessExecutor(workers)
+    if backend == "dask":
+        return DaskExecutor(scheduler, workers)
+    raise ParameterError(f"unknown backend {backend!r}; choose one of: {', '.join(BACKENDS)}")
+
+
+__all__ = ["BACKENDS", "SERIAL", "DaskExecutor", "ProcessExecutor", "SerialExecutor",
+           "TaskExecutor", "ThreadExecutor", "WorkerLost", "make_executor"]

@@ -41,6 +41,8 @@ class RunRequest:
     data: str | None = None
     data_options: dict[str, Any] = field(default_factory=dict)
     workers: int | None = 1
+    backend: str = "threads"
+    scheduler: str | None = None
 
 
 def _worker_main(requests: Any, events: Any, cancel: Any) -> None:
@@ -57,8 +59,14 @@ def _worker_main(requests: Any, events: Any, cancel: Any) -> None:
     from kernel_lab.core.progress import Cancelled
     from kernel_lab.engine.runner import run_experiment
 
+    parent = mp.parent_process()
     while True:
-        request = requests.get()
+        try:
+            request = requests.get(timeout=0.5)
+        except queue.Empty:
+            if parent is not None and not parent.is_alive():
+                return  # the window is gone (even if it crashed): do not linger
+            continue
         if request is None:
             return
         rid = request.run_id
@@ -76,7 +84,8 @@ def _worker_main(requests: Any, events: Any, cancel: Any) -> None:
             result = run_experiment(request.experiment, request.params, data=request.data,
                                     data_options=request.data_options, on_progress=progress,
                                     on_partial=lambda p, rid=rid: events.put(("partial", rid, p)),
-                                    is_cancelled=cancel.is_set, workers=request.workers)
+                                    is_cancelled=cancel.is_set, workers=request.workers,
+                                    backend=request.backend, scheduler=request.scheduler)
         except Cancelled:
             events.put(("cancelled", rid))
         except KernelLabError as exc:
@@ -110,7 +119,10 @@ class ProcessRunner:
         self._cancel = ctx.Event()
         self._proc = ctx.Process(target=_worker_main, name="kernel-lab-worker",
                                  args=(self._requests, self._events, self._cancel),
-                                 daemon=True)
+                                 # not a daemon: a run may start its own worker processes
+                                 # (process pool, local Dask cluster); it exits with the
+                                 # window (close(), or it notices the parent is gone)
+                                 daemon=False)
         self._proc.start()
 
     @property

@@ -89,6 +89,8 @@ def run_experiment(
     on_partial: Callable[[PartialResult], None] | None = None,
     is_cancelled: Callable[[], bool] | None = None,
     workers: int | None = 1,
+    backend: str = "threads",
+    scheduler: str | None = None,
 ) -> RunResult:
     """Run experiment ``name`` in this process and return its result.
 
@@ -109,8 +111,12 @@ def run_experiment(
         Polled at every report; when it returns True the run raises
         :class:`~kernel_lab.core.progress.Cancelled`.
     workers : int or None
-        Threads for the experiment's independent tasks (1: serial; None: one per core).
-        Results do not depend on it.
+        Threads (or processes) for the experiment's independent tasks (1: serial; None:
+        one per core). Results do not depend on it.
+    backend : {"threads", "processes", "dask"}
+        Where independent tasks run: threads of this process, a local process pool, or a
+        Dask cluster (``scheduler`` address, or a local cluster started for the run).
+        Results are identical on every backend.
 
     Raises
     ------
@@ -134,15 +140,21 @@ def run_experiment(
     result = RunResult(name, resolved, seed, dataset.summary(), started=started)
     run_progress = progress.sub(0.02, 1.0)
     t1 = time.perf_counter()
-    executor = make_executor(workers)
-    for partial in experiment.run(resolved, dataset, run_progress, executor):
-        run_progress(partial.fraction, partial.message)
-        if partial.table is not None:
-            result.table = {k: np.asarray(v, dtype=np.float64) for k, v in partial.table.items()}
-        if partial.summaries is not None:
-            result.summaries = dict(partial.summaries)
-        if on_partial is not None:
-            on_partial(partial)
+    executor = make_executor(workers, backend, scheduler)
+    try:
+        for partial in experiment.run(resolved, dataset, run_progress, executor):
+            run_progress(partial.fraction, partial.message)
+            if partial.table is not None:
+                result.table = {k: np.asarray(v, dtype=np.float64)
+                                for k, v in partial.table.items()}
+            if partial.summaries is not None:
+                result.summaries = dict(partial.summaries)
+            if on_partial is not None:
+                on_partial(partial)
+    finally:
+        close = getattr(executor, "close", None)
+        if close is not None:
+            close()
     t_run = time.perf_counter() - t1
     result.timings = {"data_s": round(t_data, 4), "run_s": round(t_run, 4),
                       "total_s": round(time.perf_counter() - t0, 4)}

@@ -38,10 +38,32 @@ class TaskExecutor(Protocol):
 
 
 class SerialExecutor:
-    """Runs tasks one after the other in this thread (the default)."""
+    """Runs tasks one after the other in this thread (the default).
+
+    Each task runs with one BLAS thread, as on every parallel backend: multi-threaded BLAS
+    sums in another order, and results would then differ between backends in the last
+    bits. (Work outside tasks keeps all BLAS threads.)
+    """
 
     def map(self, fn: Callable[[Any], Any], tasks: Iterable[Any]) -> Iterator[Any]:
-        return map(fn, tasks)
+        for task in tasks:
+            with blas_controller().limit(limits=1):
+                result = fn(task)
+            yield result
+
+
+_CONTROLLER: Any = None
+
+
+def blas_controller() -> Any:
+    """A threadpoolctl controller, created once (creating one scans the loaded libraries,
+    which costs milliseconds every time)."""
+    global _CONTROLLER
+    if _CONTROLLER is None:
+        from threadpoolctl import ThreadpoolController
+
+        _CONTROLLER = ThreadpoolController()
+    return _CONTROLLER
 
 
 SERIAL = SerialExecutor()

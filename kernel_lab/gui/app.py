@@ -276,6 +276,18 @@ class MainWindow(QtWidgets.QMainWindow):
         run = bar.addMenu("&Run")
         self.run_action = self._action(run, "&Run", self.start_run, "Ctrl+R")
         self.cancel_action = self._action(run, "&Cancel", self.cancel_run, "Esc")
+        run.addSeparator()
+        backends = run.addMenu("Compute &backend")
+        self.backend_group = QtGui.QActionGroup(self)
+        for key, text in (("threads", "In-process threads (default)"),
+                          ("processes", "Local process pool"),
+                          ("dask", "Dask: local cluster"),
+                          ("dask-scheduler", "Dask: connect to a scheduler…")):
+            act = backends.addAction(text)
+            act.setCheckable(True)
+            act.setData(key)
+            self.backend_group.addAction(act)
+        self.backend_group.triggered.connect(self._backend_chosen)
         view = bar.addMenu("&View")
         for dock in (self.data_dock, self.exp_dock, self.results_dock, self.log_dock,
                      self.explain_dock):
@@ -291,6 +303,36 @@ class MainWindow(QtWidgets.QMainWindow):
         self._action(help_menu, "&About Kernel Lab", self.about)
         self.run_button.clicked.connect(self.start_run)
         self.cancel_button.clicked.connect(self.cancel_run)
+
+    # -- compute backend ----------------------------------------------------------------
+    def backend(self) -> tuple[str, str | None]:
+        """(backend, scheduler address) used for the next run."""
+        key = self.settings.value("backend", "threads")
+        scheduler = self.settings.value("scheduler", "") or None
+        if key == "dask-scheduler":
+            return "dask", scheduler
+        return (key if key in ("threads", "processes", "dask") else "threads"), None
+
+    def set_backend(self, key: str, scheduler: str | None = None) -> None:
+        self.settings.setValue("backend", key)
+        if scheduler is not None:
+            self.settings.setValue("scheduler", scheduler)
+        for act in self.backend_group.actions():
+            act.setChecked(act.data() == key)
+        self.log(f"compute backend: {key}" + (f" at {scheduler}" if scheduler else ""))
+
+    def _backend_chosen(self, action: QtGui.QAction) -> None:
+        key = action.data()
+        if key == "dask-scheduler":
+            address, ok = QtWidgets.QInputDialog.getText(
+                self, "Dask scheduler", "Scheduler address (tcp://host:8786):",
+                text=self.settings.value("scheduler", "tcp://127.0.0.1:8786"))
+            if not ok or not address.strip():
+                self.set_backend(self.settings.value("backend", "threads"))
+                return
+            self.set_backend(key, address.strip())
+        else:
+            self.set_backend(key)
 
     # -- settings -----------------------------------------------------------------------
     def _restore_settings(self) -> None:
@@ -313,6 +355,9 @@ class MainWindow(QtWidgets.QMainWindow):
         if isinstance(state, QtCore.QByteArray):
             self.restoreState(state)
         self._refresh_recent()
+        key = s.value("backend", "threads")
+        for act in self.backend_group.actions():
+            act.setChecked(act.data() == key)
 
     def _save_settings(self) -> None:
         s = self.settings
@@ -476,8 +521,10 @@ class MainWindow(QtWidgets.QMainWindow):
         self._run_id += 1
         self._active = self._run_id
         self._started = time.monotonic()
+        backend, scheduler = self.backend()
         self.relay.submit(RunRequest(self._run_id, self.experiment.name, params, spec,
-                                     dict(options), workers=None))  # as the CLI: all cores
+                                     dict(options), workers=None,  # as the CLI: all cores
+                                     backend=backend, scheduler=scheduler))
         self._table = {}
         self._stale = False
         for view in self.plot_views:  # emptied now; rebuilt only if the columns change

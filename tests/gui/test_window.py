@@ -349,3 +349,17 @@ def test_preset_from_the_menu_and_an_html_report(window, qtbot, tmp_path):
     run_and_wait(window, qtbot)
     page = window.export_report(tmp_path / "r.html").read_text()
     assert "more dimensions than points" in page and page.count("data:image/png;base64,") == 3
+
+
+def test_backend_setting_reaches_the_worker(window, qtbot):
+    window.set_backend("processes")
+    assert window.backend() == ("processes", None)
+    select(window, "ckrr-risk")
+    use_data(window, qtbot, "gaussian:n=60,p=30")
+    window.form.set_values({"trials": 4, "n_lams": 5, "kernels": ["linear"]})
+    a = run_and_wait(window, qtbot)
+    window.set_backend("threads")
+    b = run_and_wait(window, qtbot)
+    for key, col in a.table.items():
+        np.testing.assert_array_equal(b.table[key], col)
+    assert "compute backend: processes" in window.log_view.toPlainText()
