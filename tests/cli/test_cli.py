@@ -64,7 +64,7 @@ def test_run_with_data_file_target_and_sets(tmp_path, capsys):
         (["run", "krr-path", "--data", "gaussian:n=1"], "n must be ≥ 2"),
         (["run", "krr-path", "--data", "gaussian:n=x"], "n must be a whole number"),
         (["frobnicate"], "invalid choice"),
-        (["run"], "required"),
+        (["run"], "name an experiment"),
         (["describe", "nope"], "unknown experiment"),
     ],
 )
