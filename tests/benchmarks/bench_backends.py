@@ -18,6 +18,7 @@ import time
 import numpy as np
 
 from kernel_lab.engine import run_experiment
+from kernel_lab.engine.executors import DASK_QUIET
 
 DATA = "gaussian:n=1000,p=500,cov=toeplitz,rho=0.4,noise=0.5,f=sin"
 PARAMS = {"kernels": ["exponential"], "trials": 16, "n_lams": 50, "n_test": 1000}
@@ -30,8 +31,10 @@ def timed(**kw):
 
 
 def main() -> None:
+    import dask
     from distributed import LocalCluster
 
+    dask.config.set(DASK_QUIET)
     timed(workers=1)  # warm-up
     t_serial, ref = timed(workers=1)
     t_threads, r_threads = timed(workers=2)
