@@ -50,6 +50,9 @@ def _build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="kernel-lab", description="Kernel Lab: a laboratory for scalable "
                      "kernel methods. Without a command, opens the window.")
     parser.add_argument("--version", action="version", version=f"kernel-lab {__version__}")
+    parser.add_argument("--self-test", action="store_true",
+                        help="check this installation: run every experiment tiny, sessions, "
+                             "exports, and one run from the window through its worker process")
     parser.add_argument("--screenshot", metavar="PNG",
                         help="open the window offscreen, run (the --session, or the default "
                              "experiment), wait for the result and save a PNG of the window")
@@ -321,6 +324,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     debug = "--debug" in argv
     try:
         args = _build_parser().parse_args(argv)
+        if args.command is None and args.self_test:
+            from kernel_lab.selftest import run_self_test
+
+            return run_self_test()
         if args.command is None and args.screenshot:
             os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
             from kernel_lab.gui.app import screenshot

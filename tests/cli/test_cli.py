@@ -115,3 +115,12 @@ def test_no_display_prints_headless_help(capsys, monkeypatch):
     monkeypatch.setattr(sys, "platform", "linux")
     assert main([]) == 0
     assert "kernel-lab run krr-path" in capsys.readouterr().out
+
+
+def test_self_test_passes_and_reports_each_check(capsys):
+    pytest.importorskip("pytestqt")
+    assert main(["--self-test"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-1].startswith("10 of 10 checks passed")
+    assert sum(line.startswith("PASS") for line in lines) == 10
+    assert any("window run via the worker process" in line for line in lines)

@@ -1,0 +1,144 @@
+"""``kernel-lab --self-test``: a quick check that an installation — frozen or not — works.
+
+Runs every registered experiment with tiny settings headless, writes and re-reads a session
+and an export, renders a plot and a report, then opens the main window on the offscreen
+platform and runs one experiment through the same worker process the window always uses
+(the multiprocessing-under-PyInstaller trap), and closes it. One line per check, a summary,
+exit code 0 only if everything passed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+
+#: Tiny settings per experiment (data, parameters).
+TINY = {
+    "krr-path": ("gaussian:n=60,p=3", {"n_lams": 4}),
+    "ckrr-risk": ("gaussian:n=40,p=20", {"trials": 2, "n_lams": 4, "kernels": ["linear"]}),
+    "spectrum": ("gaussian:n=60,p=20", {}),
+    "learning-curve": ("friedman:n=120,n_test=60", {"n_iter": 20, "points": 3, "rff_max": 40,
+                                                    "exact_max": 200}),
+    "nystrom": ("clusters:n=150", {"sizes": "5,10", "trials": 1, "eval_points": 150,
+                                   "samplers": ["uniform", "recursive-rls"]}),
+    "gfc": ("breiman:n=150,n_test=80", {"n_features": 4, "n_passes": 1, "points": 1,
+                                        "bandwidths": 2, "methods": ["gfc", "rff-gaussian"]}),
+}
+
+
+def run_self_test(out: Callable[[str], None] = print) -> int:
+    """Run the checks; returns the process exit code."""
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    results: list[bool] = []
+    tmp = Path(tempfile.mkdtemp(prefix="kernel-lab-selftest-"))
+
+    def check(name: str, fn: Callable[[], str | None]) -> None:
+        t0 = time.perf_counter()
+        try:
+            detail = fn() or ""
+        except Exception as exc:  # a failed check is reported, and the others still run
+            detail = f"{type(exc).__name__}: {exc}"
+            if os.environ.get("KERNEL_LAB_DEBUG"):
+                traceback.print_exc()
+            ok = False
+        else:
+            ok = True
+        results.append(ok)
+        out(f"{'PASS' if ok else 'FAIL'}  {name:<34} {time.perf_counter() - t0:6.2f} s  "
+            f"{detail}")
+
+    from kernel_lab import __version__
+    from kernel_lab.engine import run_experiment
+    from kernel_lab.experiments import list_experiments
+
+    kind = "frozen" if getattr(sys, "frozen", False) else "Python"
+    out(f"Kernel Lab {__version__} self-test ({kind} {sys.version.split()[0]}, {sys.platform})")
+    last: dict = {}
+    for cls in list_experiments():
+        data, params = TINY.get(cls.name, (cls.default_data, {}))
+
+        def one(cls=cls, data=data, params=params) -> str:
+            r = run_experiment(cls.name, params, data=data)
+            if not r.table:
+                raise RuntimeError("empty result table")
+            last["result"] = r
+            return f"{len(r.table)} columns"
+
+        check(f"experiment {cls.name}", one)
+
+    def session_round_trip() -> str:
+        from kernel_lab.engine.session import Session, load_session, save_session
+
+        s = Session("krr-path", {"n_lams": 4, "kernel": "laplace"}, "gaussian:n=60,p=3")
+        path = save_session(s, tmp / "session.json")
+        back = load_session(path)
+        if back.params["kernel"] != "laplace" or back.data_spec != s.data_spec:
+            raise RuntimeError("the session read back differs")
+        return path.name
+
+    def export_round_trip() -> str:
+        from kernel_lab.engine.output import write_run
+
+        files = write_run(last["result"], tmp / "run")
+        doc = json.loads(files["result"].read_text(encoding="utf-8"))
+        header = files["curves"].read_text(encoding="utf-8").splitlines()[0].split(",")
+        if doc["experiment"] != last["result"].experiment or header != list(doc["columns"]):
+            raise RuntimeError("result.json and curves.csv do not agree")
+        return "result.json, curves.csv"
+
+    def plot_and_report() -> str:
+        from kernel_lab.gui.render import ensure_app, render_plots
+        from kernel_lab.gui.report import write_report
+
+        ensure_app()
+        from kernel_lab.experiments import get_experiment
+
+        r = last["result"]
+        png = render_plots(r.table, get_experiment(r.experiment).plots, tmp / "plot.png")
+        page = write_report(r.to_dict(), tmp / "report.html")
+        if not png.read_bytes().startswith(b"\x89PNG") or "base64," not in page.read_text():
+            raise RuntimeError("plot or report incomplete")
+        return "plot.png, report.html"
+
+    def window_run() -> str:
+        from PySide6 import QtCore
+
+        from kernel_lab.gui.app import MainWindow
+        from kernel_lab.gui.render import ensure_app
+
+        app = ensure_app()
+        settings = QtCore.QSettings(str(tmp / "settings.ini"), QtCore.QSettings.Format.IniFormat)
+        window = MainWindow(settings)
+        try:
+            window.show()
+            window.experiment_box.setCurrentIndex(window.experiment_box.findData("ckrr-risk"))
+            window.data_panel.set_spec("gaussian:n=40,p=20")
+            window.form.set_values({"trials": 2, "n_lams": 4})
+            deadline = time.monotonic() + 120
+            while window.data_panel.loading and time.monotonic() < deadline:
+                app.processEvents(QtCore.QEventLoop.ProcessEventsFlag.WaitForMoreEvents)
+            window.start_run()
+            while window.running and time.monotonic() < deadline:
+                app.processEvents(QtCore.QEventLoop.ProcessEventsFlag.WaitForMoreEvents)
+            if window.last_result is None:
+                raise RuntimeError(f"no result from the worker process: "
+                                   f"{window.status.text()}")
+            pid = window.relay.worker_pid
+        finally:
+            window.close()
+        return f"worker process {pid}"
+
+    check("session save and open", session_round_trip)
+    check("export result.json and curves.csv", export_round_trip)
+    check("plot PNG and HTML report", plot_and_report)
+    check("window run via the worker process", window_run)
+    passed = sum(results)
+    out(f"{passed} of {len(results)} checks passed" + ("" if passed == len(results)
+                                                        else " — see FAIL lines above"))
+    return 0 if passed == len(results) else 1
