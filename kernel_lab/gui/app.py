@@ -118,6 +118,7 @@ class MainWindow(QtWidgets.QMainWindow):
     def __init__(self, settings: QtCore.QSettings | None = None) -> None:
         super().__init__()
         self.setWindowTitle(f"Kernel Lab {__version__}")
+        self.setWindowIcon(app_icon())
         self.setObjectName("KernelLabMainWindow")
         self.resize(1360, 860)
         self.settings = settings or QtCore.QSettings("KernelLab", "Kernel Lab")
@@ -883,6 +884,16 @@ class MainWindow(QtWidgets.QMainWindow):
         super().closeEvent(event)
 
 
+def app_icon() -> QtGui.QIcon:
+    """The application icon (a kernel matrix), from the package's resources."""
+    from importlib import resources
+
+    data = resources.files("kernel_lab").joinpath("resources", "icon.png").read_bytes()
+    pixmap = QtGui.QPixmap()
+    pixmap.loadFromData(data, "PNG")
+    return QtGui.QIcon(pixmap)
+
+
 def _json(value: Any) -> Any:
     try:
         return json.loads(value) if isinstance(value, str) and value else None
@@ -936,6 +947,7 @@ def main() -> int:
     app = QtWidgets.QApplication.instance() or QtWidgets.QApplication(sys.argv[:1])
     app.setApplicationName("Kernel Lab")
     app.setOrganizationName("KernelLab")
+    app.setWindowIcon(app_icon())
     window = MainWindow()
     window.show()
     return int(app.exec())
