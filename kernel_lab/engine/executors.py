@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
@@ -45,6 +46,20 @@ class ThreadExecutor:
                     fut.cancel()
 
 
+def _die_with_parent() -> None:
+    """Pool-process initializer: on Linux, ask the kernel to kill this process when its
+    parent dies — also when the parent is killed outright (a cancelled run in the window's
+    worker process), which leaves no chance to shut the pool down."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        try:
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PDEATHSIG
+        except OSError:
+            pass
+
+
 def _call_single_threaded(fn: Callable[[Any], Any], task: Any) -> Any:
     """Run one task with one BLAS thread: the parallelism is across tasks (processes)."""
     with blas_controller().limit(limits=1):
@@ -64,8 +79,6 @@ class ProcessExecutor:
         self.workers = max(1, workers or os.cpu_count() or 1)
 
     def map(self, fn: Callable[[Any], Any], tasks: Iterable[Any]) -> Iterator[Any]:
-        import multiprocessing as mp
-        from concurrent.futures import ProcessPoolExecutor
         from concurrent.futures.process import BrokenProcessPool
         from functools import partial
 
@@ -74,9 +87,15 @@ class ProcessExecutor:
         for attempt in (1, 2):
             pool = _POOLS.get(self.workers)
             if pool is None:  # kept for later runs: starting processes costs a second
-                pool = ProcessPoolExecutor(self.workers, mp_context=mp.get_context("spawn"))
+                pool = _new_pool(self.workers)
                 _POOLS[self.workers] = pool
-            futures = [pool.submit(call, t) for t in pending]
+            try:
+                futures = [pool.submit(call, t) for t in pending]
+            except BrokenProcessPool:  # a kept pool lost a process while idle: start afresh
+                _POOLS.pop(self.workers, None)
+                pool = _new_pool(self.workers)
+                _POOLS[self.workers] = pool
+                futures = [pool.submit(call, t) for t in pending]
             try:
                 for k, fut in enumerate(futures):
                     try:
@@ -102,10 +121,29 @@ class ProcessExecutor:
 _POOLS: dict[int, Any] = {}
 
 
+def _new_pool(workers: int) -> Any:
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    return ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"),
+                               initializer=_die_with_parent)
+
+
 def shutdown_pools() -> None:
     """Stop the kept process pools (at exit, or in tests)."""
     for pool in _POOLS.values():
         pool.shutdown(wait=False, cancel_futures=True)
+    _POOLS.clear()
+
+
+def kill_pools() -> None:
+    """Kill the kept pools' processes at once (this process is being terminated)."""
+    for pool in _POOLS.values():
+        for proc in list(getattr(pool, "_processes", {}).values()):
+            try:
+                proc.kill()
+            except (OSError, AttributeError):
+                pass
     _POOLS.clear()
 
 

@@ -19,6 +19,7 @@ No Qt here; :mod:`kernel_lab.engine.qt` relays the messages as signals.
 
 from __future__ import annotations
 
+import atexit
 import multiprocessing as mp
 import queue
 import time
@@ -55,10 +56,21 @@ def _worker_main(requests: Any, events: Any, cancel: Any) -> None:
         os.nice(WORKER_NICENESS)
     except (AttributeError, OSError):  # not on this platform: the run is unaffected
         pass
+    import signal
+
     from kernel_lab.core.errors import KernelLabError
     from kernel_lab.core.progress import Cancelled
     from kernel_lab.engine.runner import run_experiment
 
+    def stop(signum: int, frame: object) -> None:
+        # Terminated (a cancel inside a long call, or the window closing): take the run's
+        # own worker processes along, which would otherwise outlive this one.
+        from kernel_lab.engine.executors import kill_pools
+
+        kill_pools()
+        os._exit(0)
+
+    signal.signal(signal.SIGTERM, stop)
     parent = mp.parent_process()
     while True:
         try:
@@ -111,6 +123,9 @@ class ProcessRunner:
         self._proc: Any = None
         self._current: int | None = None
         self._start()
+        # The worker is not a daemon, and multiprocessing waits for such children at exit:
+        # make sure it is told to stop first, even if close() is never called.
+        atexit.register(self.close)
 
     def _start(self) -> None:
         ctx = self._ctx
@@ -168,10 +183,10 @@ class ProcessRunner:
     def _kill(self) -> None:
         proc = self._proc
         if proc is not None and proc.is_alive():
-            proc.terminate()
-            proc.join(1.0)
-            if proc.is_alive():
-                proc.kill()
+            proc.terminate()  # handled between two Python steps: pools are taken along
+            proc.join(0.1)
+            if proc.is_alive():  # inside one long C call: no handler runs, so kill it
+                proc.kill()      # (its pool processes die with it: see executors.py)
                 proc.join(1.0)
         for q in (getattr(self, "_requests", None), getattr(self, "_events", None)):
             if q is not None:
@@ -198,7 +213,8 @@ class ProcessRunner:
         return event
 
     def close(self) -> None:
-        """Stop the worker process."""
+        """Stop the worker process (safe to call more than once)."""
+        atexit.unregister(self.close)
         if self._proc is not None and self._proc.is_alive() and self._current is None:
             try:
                 self._requests.put(None)

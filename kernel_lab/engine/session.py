@@ -97,6 +97,10 @@ def load_session(path: str | os.PathLike[str]) -> Session:
                            "should be; is it the right file?")
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise SessionError(f"cannot read {where}: {exc.strerror or exc}") from None
+    except RecursionError:
+        raise SessionError(f"{where} is nested too deeply to be a session") from None
     except UnicodeDecodeError:
         raise SessionError(f"{where} is not a text file; open a .json session saved by "
                            "Kernel Lab") from None
@@ -144,6 +148,17 @@ def session_from_dict(doc: Any, where: str = "session") -> Session:
         bad = sorted(set(options) - _DATA_OPTIONS) if isinstance(options, dict) else options
         raise SessionError(f"{where}: unknown data options {bad}; allowed: "
                            f"{', '.join(sorted(_DATA_OPTIONS))}")
+    checks = {"target": lambda v: isinstance(v, str | int) and not isinstance(v, bool),
+              "test_fraction": lambda v: isinstance(v, int | float) and not isinstance(v, bool)
+              and 0.0 <= v <= 0.95,
+              "standardize": lambda v: isinstance(v, bool),
+              "drop_nan": lambda v: isinstance(v, bool),
+              "format": lambda v: isinstance(v, str)}
+    for key, value in options.items():
+        if not checks[key](value):
+            raise SessionError(f"{where}: data option {key} = {value!r} is not valid "
+                               "(test_fraction: a number in [0, 0.95]; standardize, "
+                               "drop_nan: true/false; target, format: text)")
     pinned = doc.get("pinned", [])
     if not isinstance(pinned, list) or not all(
             isinstance(p, dict) and isinstance(p.get("table"), dict) for p in pinned):

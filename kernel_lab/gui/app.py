@@ -29,7 +29,7 @@ from kernel_lab.engine.presets import load_preset, preset_names
 from kernel_lab.engine.process import RunRequest
 from kernel_lab.engine.qt import RunRelay
 from kernel_lab.engine.runner import RunResult
-from kernel_lab.engine.session import Session, SessionError, load_session, save_session
+from kernel_lab.engine.session import Session, load_session, save_session
 from kernel_lab.experiments import PartialResult, get_experiment, list_experiments
 from kernel_lab.gui.data_panel import DataPanel
 from kernel_lab.gui.forms import ParamForm
@@ -67,7 +67,10 @@ class PlotPanel(QtWidgets.QWidget):
         self._cross: dict[int, tuple[Any, Any]] = {}
 
     def build(self, plots: Any, colors: dict[str, str], scale: float) -> None:
-        self.tabs.clear()
+        old = list(self.widgets)
+        self.tabs.clear()  # removes the pages without deleting them
+        for w in old:
+            w.deleteLater()
         self.views, self.widgets, self._proxies = [], [], []
         self._cross: dict[int, tuple[Any, Any]] = {}
         for spec in plots:
@@ -383,6 +386,7 @@ class MainWindow(QtWidgets.QMainWindow):
 
     # -- experiment, form and preview ---------------------------------------------------
     def _experiment_changed(self, *args: Any, restore: bool = False) -> None:
+        self.cancel_run()  # its results would belong to the other experiment
         if self.form is not None and hasattr(self, "experiment"):
             self.settings.setValue(f"params/{self.experiment.name}",
                                    json.dumps(self.form.values()))
@@ -446,13 +450,14 @@ class MainWindow(QtWidgets.QMainWindow):
                                   "</span>")
             return
         self._show_estimate(params)
-        if ds is None:
-            return
         try:
-            preview = self.experiment.preview(params, ds)
+            preview = None if ds is None else self.experiment.preview(params, ds)
         except KernelLabError:
             preview = None
         if preview is None:
+            if self._preview is not None:  # e.g. real data now: no limit to draw
+                self._preview = None
+                self._dirty = True
             return
         self._preview = {k: np.asarray(v, dtype=float) for k, v in preview.items()}
         self._dirty = True
@@ -794,6 +799,11 @@ class MainWindow(QtWidgets.QMainWindow):
         if idx != self.experiment_box.currentIndex():
             self.experiment_box.setCurrentIndex(idx)  # rebuilds form and plots
         assert self.form is not None
+        self.last_result, self._table = None, {}  # a result of other settings
+        self.results.setRowCount(0)
+        for view in self.plot_views:
+            view.blank()
+        self._dirty = True
         self.form.set_values(session.params)
         if session.data_spec:
             self.data_panel.set_spec(session.data_spec, session.data_options)
@@ -843,7 +853,7 @@ class MainWindow(QtWidgets.QMainWindow):
     def _open_and_report(self, path: str) -> None:
         try:
             self.open_session(path)
-        except SessionError as exc:
+        except KernelLabError as exc:
             QtWidgets.QMessageBox.warning(self, "Cannot open the session", str(exc))
             self.log(f"session not opened: {exc}")
             return
@@ -922,7 +932,7 @@ def screenshot(path: str | Path, session: str | None = None, timeout: float = 30
                 window.apply_session(load_preset(preset))
             else:
                 window.open_session(session)
-        except KernelLabError as exc:
+        except Exception as exc:  # said in one line; the window is closed properly
             print(f"kernel-lab: {exc}", file=sys.stderr)
             window.close()
             return 2

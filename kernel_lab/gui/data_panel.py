@@ -58,6 +58,7 @@ class DataPanel(QtWidgets.QWidget):
     def __init__(self, parent: QtWidgets.QWidget | None = None) -> None:
         super().__init__(parent)
         self.dataset: Dataset | None = None
+        self._format = "auto"  # a file's format option, kept from a session or spec
         self._loaded: tuple[str, dict[str, Any]] = ("", {})
         self._token = 0
         self._pending: tuple[str, dict[str, Any]] | None = None
@@ -174,6 +175,7 @@ class DataPanel(QtWidgets.QWidget):
         if path:
             self.source.setCurrentIndex(SOURCES.index("File"))
             self.path.setText(path)
+            self._format = "auto"
             self.target.clear()
             self._user_load()
 
@@ -200,6 +202,8 @@ class DataPanel(QtWidgets.QWidget):
             options["target"] = target
         if self.drop_nan.isChecked():
             options["drop_nan"] = True
+        if self._format != "auto":
+            options["format"] = self._format
         return self.path.text().strip(), options
 
     def spec(self) -> tuple[str, dict[str, Any]]:
@@ -230,9 +234,13 @@ class DataPanel(QtWidgets.QWidget):
                 self.source.setCurrentIndex(SOURCES.index("File"))
                 self.path.setText(name)
                 self.target.setEditText(str(assigned.get("target", "")))
-                self.drop_nan.setChecked(bool(assigned.get("drop_nan", False)))
-            self.test_fraction.setValue(float(assigned.get("test_fraction", 0.25)))
-            self.standardize.setChecked(bool(assigned.get("standardize", True)))
+                self.drop_nan.setChecked(_flag(assigned.get("drop_nan", False)))
+                self._format = str(assigned.get("format", "auto"))
+            try:
+                self.test_fraction.setValue(float(assigned.get("test_fraction", 0.25)))
+            except (TypeError, ValueError):
+                pass  # left as it was; loading will name the problem
+            self.standardize.setChecked(_flag(assigned.get("standardize", True)))
         if load:
             self.load()
 
@@ -309,6 +317,13 @@ class DataPanel(QtWidgets.QWidget):
                 if self.dataset is not None else "")
         self.status.setStyleSheet("color: #B00020;")
         self.status.setText(f"<b>Could not load the data.</b> {html.escape(message)}{kept}")
+
+
+def _flag(value: Any) -> bool:
+    """A yes/no option from a spec or session: ``false``, ``0``, ``no`` are false."""
+    if isinstance(value, str):
+        return value.strip().lower() not in ("false", "0", "no", "off", "")
+    return bool(value)
 
 
 def _same(value: Any, default: Any) -> bool:

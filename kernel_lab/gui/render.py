@@ -289,6 +289,8 @@ class PlotView:
         columns = [(c, color) for c, color in plot_columns(spec, list(table), self.colors)
                    if self._x_column(c) in table
                    and np.shape(table[c]) == np.shape(table[self._x_column(c)])]
+        if self.columns() - {c for c, _ in columns}:
+            self.clear()  # curves (a kernel, a method) that are no longer in the results
         for col, color in columns:
             x = np.asarray(table[self._x_column(col)], dtype=np.float64)
             y = np.asarray(table[col], dtype=np.float64)

@@ -242,6 +242,10 @@ def test_session_round_trip_reproduces_the_run(qtbot, settings, tmp_path):
      "version 9"),
     ('{"format": "kernel-lab-session", "version": 1, "experiment": "krr-path", '
      '"data": {"spec": "diabetes", "options": {"exec": "rm -rf /"}}}', "unknown data option"),
+    ('{"format": "kernel-lab-session", "version": 1, "experiment": "krr-path", '
+     '"data": {"spec": "diabetes", "options": {"test_fraction": "a quarter"}}}',
+     "test_fraction"),
+    ("[" * 100_000, "nested too deeply|not valid JSON"),
 ])
 def test_bad_session_is_rejected_and_changes_nothing(window, tmp_path, content, fragment):
     select(window, "krr-path")
@@ -363,3 +367,28 @@ def test_backend_setting_reaches_the_worker(window, qtbot):
     for key, col in a.table.items():
         np.testing.assert_array_equal(b.table[key], col)
     assert "compute backend: processes" in window.log_view.toPlainText()
+
+
+def test_switching_experiment_cancels_the_run(window, qtbot):
+    select(window, "krr-path")
+    use_data(window, qtbot, "gaussian:n=3000,p=10")
+    window.start_run()
+    assert window.running
+    select(window, "spectrum")
+    assert not window.running and window.last_result is None
+    qtbot.wait(300)
+    assert window.last_result is None and window.results.rowCount() == 0
+
+
+def test_theory_preview_disappears_on_real_data_and_options_parse(window, qtbot):
+    select(window, "ckrr-risk")
+    use_data(window, qtbot, "gaussian:n=100,p=50")
+    qtbot.waitUntil(lambda: window._preview is not None, timeout=5_000)
+    window.data_panel.use_default.setChecked(False)
+    use_data(window, qtbot, "diabetes:standardize=false")
+    qtbot.waitUntil(lambda: window._preview is None, timeout=5_000)
+    window._redraw()
+    assert not any(window.plot_views[0].curves[c].getData()[0] is not None
+                   and len(window.plot_views[0].curves[c].getData()[0])
+                   for c in window.plot_views[0].curves if "limit" in c)
+    assert window.data_panel.spec()[1]["standardize"] is False

@@ -436,6 +436,10 @@ class GreedyFeatureRegressor(RegressorMixin, BaseEstimator):
                 thetas, Phi = thetas[keep], Phi[:, keep]
                 if thetas.shape[0] == 0:
                     coef, intercept = np.empty(0), 0.0
+                    m_ = len(ys)  # leave-one-out of the mean alone: residuals grow by m/(m − 1)
+                    loo = float(np.mean((ys - ys.mean()) ** 2)) * (m_ / max(m_ - 1, 1)) ** 2
+                elif loo is not None:  # refit at the same ν; the LOO error of the kept model
+                    coef, intercept, nu, loo = ridge_loo(Phi, ys, np.array([nu]), refine=False)
                 else:
                     coef, intercept = feature_ridge(Phi, ys, nu)
             f = Phi @ coef + intercept
