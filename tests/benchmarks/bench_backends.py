@@ -6,7 +6,9 @@ Run: ``python tests/benchmarks/bench_backends.py`` (needs ``kernel-lab[dask]``).
 points): in-process serial (one task after the other), in-process on two threads, a local
 process pool of two workers, and a local Dask cluster of two single-threaded worker
 processes on 127.0.0.1 (start-up of the pool and the cluster excluded: both are kept
-for later runs, like a running cluster). Every task runs
+for later runs, like a running cluster), configured as Kernel Lab configures the local
+clusters it starts (``executors.DASK_QUIET``: no statistical profiler, glibc's heap reuse
+restored in the workers). Every task runs
 with one BLAS thread on every backend, so all four give identical numbers (checked).
 Target: speed-up ≥ 1.6× over in-process serial on 2 cores.
 """
