@@ -112,7 +112,7 @@ def run_self_test(out: Callable[[str], None] = print) -> int:
         from kernel_lab.gui.app import MainWindow
         from kernel_lab.gui.render import ensure_app
 
-        app = ensure_app()
+        ensure_app()
         settings = QtCore.QSettings(str(tmp / "settings.ini"), QtCore.QSettings.Format.IniFormat)
         window = MainWindow(settings)
         try:
@@ -120,13 +120,7 @@ def run_self_test(out: Callable[[str], None] = print) -> int:
             window.experiment_box.setCurrentIndex(window.experiment_box.findData("ckrr-risk"))
             window.data_panel.set_spec("gaussian:n=40,p=20")
             window.form.set_values({"trials": 2, "n_lams": 4})
-            deadline = time.monotonic() + 120
-            while window.data_panel.loading and time.monotonic() < deadline:
-                app.processEvents(QtCore.QEventLoop.ProcessEventsFlag.WaitForMoreEvents)
-            window.start_run()
-            while window.running and time.monotonic() < deadline:
-                app.processEvents(QtCore.QEventLoop.ProcessEventsFlag.WaitForMoreEvents)
-            if window.last_result is None:
+            if window.run_blocking(120) is None:
                 raise RuntimeError(f"no result from the worker process: "
                                    f"{window.status.text()}")
             pid = window.relay.worker_pid

@@ -505,13 +505,6 @@ class MainWindow(QtWidgets.QMainWindow):
         return seconds * n / max(n_last, 1)
 
     # -- running ------------------------------------------------------------------------
-    def _run_data(self) -> tuple[str, dict[str, Any]]:
-        panel = self.data_panel
-        if panel.loading and panel._pending is not None:
-            return panel._pending
-        spec, options = panel.spec()
-        return (spec, options) if spec else panel.current_spec()
-
     def start_run(self) -> None:
         """Start a run with the form's values; a run in progress is cancelled first."""
         assert self.form is not None
@@ -523,7 +516,7 @@ class MainWindow(QtWidgets.QMainWindow):
             self.status.setText(f"Cannot run: {exc}")
             self.log(f"cannot run: {exc}")
             return
-        spec, options = self._run_data()
+        spec, options = self.data_panel.spec_for_run()
         self._run_id += 1
         self._active = self._run_id
         self._started = time.monotonic()
@@ -556,6 +549,20 @@ class MainWindow(QtWidgets.QMainWindow):
     @property
     def running(self) -> bool:
         return self._active is not None
+
+    def run_blocking(self, timeout: float = 300.0) -> RunResult | None:
+        """Wait for the data, run, and wait for the end while processing events (for
+        scripted use: screenshots, the self-test). The result, or None if the run failed,
+        was cancelled or took longer than ``timeout`` seconds."""
+        app = QtWidgets.QApplication.instance()
+        wait = QtCore.QEventLoop.ProcessEventsFlag.WaitForMoreEvents  # the timers wake it
+        deadline = time.monotonic() + timeout
+        while self.data_panel.loading and time.monotonic() < deadline:
+            app.processEvents(wait)
+        self.start_run()
+        while self.running and time.monotonic() < deadline:
+            app.processEvents(wait)
+        return self.last_result if not self.running else None
 
     @QtCore.Slot(int, float, str)
     def _on_progress(self, run_id: int, fraction: float, message: str) -> None:
@@ -746,20 +753,22 @@ class MainWindow(QtWidgets.QMainWindow):
             self.settings.setValue("last_dir", str(Path(path).parent))
         return path
 
-    def export_plot_dialog(self) -> None:
-        path = self._ask_path("Export plot", "PNG image (*.png);;SVG drawing (*.svg)",
-                              f"{self.experiment.name}.png")
+    def _export_dialog(self, what: str, filters: str, suffix: str, export: Any,
+                       needs_result: bool = True) -> None:
+        if needs_result and self.last_result is None:
+            self.status.setText(f"No {what} yet: run the experiment first.")
+            return
+        path = self._ask_path(f"Export {what}", filters, f"{self.experiment.name}{suffix}")
         if path:
-            self._try(lambda: self.export_plot(path), f"plot exported to {path}")
+            self._try(lambda: export(path), f"{what} written to {path}")
+
+    def export_plot_dialog(self) -> None:
+        self._export_dialog("plot", "PNG image (*.png);;SVG drawing (*.svg)", ".png",
+                            self.export_plot, needs_result=False)
 
     def export_results_dialog(self) -> None:
-        if self.last_result is None:
-            self.status.setText("Nothing to export yet: run the experiment first.")
-            return
-        path = self._ask_path("Export results", "CSV curves (*.csv);;JSON, everything (*.json)",
-                              f"{self.experiment.name}.csv")
-        if path:
-            self._try(lambda: self.export_results(path), f"results exported to {path}")
+        self._export_dialog("results", "CSV curves (*.csv);;JSON, everything (*.json)", ".csv",
+                            self.export_results)
 
     def _try(self, action: Any, done: str) -> bool:
         try:
@@ -835,13 +844,7 @@ class MainWindow(QtWidgets.QMainWindow):
         return write_report(self.last_result.to_dict(), path, title=title, about=about)
 
     def export_report_dialog(self) -> None:
-        if self.last_result is None:
-            self.status.setText("Nothing to report yet: run the experiment first.")
-            return
-        path = self._ask_path("Export report", "HTML report (*.html)",
-                              f"{self.experiment.name}.html")
-        if path:
-            self._try(lambda: self.export_report(path), f"report written to {path}")
+        self._export_dialog("report", "HTML report (*.html)", ".html", self.export_report)
 
     def open_session_dialog(self) -> None:
         start = self.settings.value("last_dir", str(Path.home()))
@@ -936,13 +939,7 @@ def screenshot(path: str | Path, session: str | None = None, timeout: float = 30
             print(f"kernel-lab: {exc}", file=sys.stderr)
             window.close()
             return 2
-    deadline = time.monotonic() + timeout
-    while window.data_panel.loading and time.monotonic() < deadline:
-        app.processEvents(QtCore.QEventLoop.ProcessEventsFlag.WaitForMoreEvents)
-    window.start_run()
-    while window.running and time.monotonic() < deadline:
-        app.processEvents(QtCore.QEventLoop.ProcessEventsFlag.WaitForMoreEvents)
-    ok = window.last_result is not None
+    ok = window.run_blocking(timeout) is not None
     window._redraw()
     app.processEvents()
     window.grab().save(str(path))

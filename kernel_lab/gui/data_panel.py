@@ -210,6 +210,13 @@ class DataPanel(QtWidgets.QWidget):
         """(spec, options) of the data last loaded successfully."""
         return self._loaded
 
+    def spec_for_run(self) -> tuple[str, dict[str, Any]]:
+        """What a run started now should use: the data being loaded, else those last loaded
+        (a failed load leaves them in use), else what the widgets describe."""
+        if self._pending is not None:
+            return self._pending
+        return self._loaded if self._loaded[0] else self.current_spec()
+
     def set_spec(self, spec: str, options: dict[str, Any] | None = None, *,
                  load: bool = True) -> None:
         """Show ``spec`` in the widgets (and load it)."""

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -422,7 +422,7 @@ class GreedyFeatureRegressor(RegressorMixin, BaseEstimator):
                 if k == 0:
                     continue
                 S = np.sort(rng.choice(m, size=subset, replace=False))
-                tasks.append(DescentTask(X[S], ys[S], f[S], _with_steps(base, k),
+                tasks.append(DescentTask(X[S], ys[S], f[S], replace(base, max_steps=k),
                                          seeds[j + 1]))
             new = [T for T in run(run_descent, tasks) if T.shape[0]]
             if new:
@@ -494,8 +494,3 @@ class GreedyFeatureRegressor(RegressorMixin, BaseEstimator):
 
     def predict(self, X: Any) -> np.ndarray:
         return self.features(X) @ self.coef_ + self.intercept_
-
-
-def _with_steps(settings: DescentSettings, steps: int) -> DescentSettings:
-    from dataclasses import replace
-    return replace(settings, max_steps=steps)
