@@ -16,12 +16,13 @@ from kernel_lab.core.models import CenteredKernelRidge
 from kernel_lab.core.params import ParamSpec
 from kernel_lab.core.progress import Progress
 from kernel_lab.core.theory.ckrr import (
-    DataEigen,
+    DataSpectrum,
     LimitSetting,
     kernel_z,
     lemma1,
     limiting_risks,
     optimal_lam,
+    theorem2_mean,
 )
 from kernel_lab.experiments.base import (
     SERIAL,
@@ -34,6 +35,8 @@ from kernel_lab.experiments.krr_path import lam_grid, lam_specs
 from kernel_lab.experiments.registry import register
 
 FAMILIES = ("linear", "polynomial", "sigmoid", "exponential")
+#: What :func:`run_trial` returns per kernel, each on the λ grid plus the appended λ*.
+TRIAL_CURVES = ("R_train", "R_test", "thm2", "lemma1")
 
 
 def paper_kernels(names: list[str], params: Mapping[str, Any]) -> dict[str, InnerProductKernel]:
@@ -83,24 +86,25 @@ def run_trial(task: TrialTask) -> dict[str, dict[str, np.ndarray]]:
         X, f = task.X_all[tr], task.f_all[tr]
         Xs, fs = task.X_all[te], task.f_all[te]
         y = f + np.sqrt(task.noise) * rng.standard_normal(task.n)
-    eig = DataEigen.from_data(X, y)
+    spectrum = DataSpectrum.from_data(X, y)
     n, p = X.shape
     # τ = tr(Σ)/p: exact for synthetic data, estimated from the training set otherwise
-    tau = eig.tau if task.source is None else float(task.source.law.cov_eigvals.mean())
+    tau = spectrum.tau if task.source is None else float(task.source.law.cov_eigvals.mean())
     out: dict[str, dict[str, np.ndarray]] = {}
     for name, kernel in task.kernels.items():
-        path = CenteredKernelRidge(1.0, kernel=kernel).fit_path(X, y, task.lams, Xs)
+        path = CenteredKernelRidge(1.0, kernel=kernel).fit_path(X, y, task.lams, Xs,
+                                                                  check_input=False)
         r_train = np.mean((path.train - f) ** 2, axis=1)
         r_test = np.mean((path.test - fs) ** 2, axis=1)
         z = kernel_z(kernel, task.lams, tau)
-        m_hat = eig.m_hat(z)
+        m_hat, thm2 = spectrum.m_hat_and_theorem2(z, task.noise)
         out[name] = {
             "R_train": r_train,
             "R_test": r_test,
-            "thm2": eig.theorem2(z, task.noise),
+            "thm2": thm2,
             "lemma1": lemma1(r_train, z, task.lams, m_hat, p / n, kernel.dg0, task.noise),
         }
-    out["_eig"] = eig  # type: ignore[assignment]
+    out["_spectrum"] = spectrum  # type: ignore[assignment]
     return out
 
 
@@ -171,7 +175,7 @@ class CkrrRiskExperiment(Experiment):
         grid = lam_grid(params["lam_min"], params["lam_max"], params["n_lams"])
         kernels = paper_kernels(params["kernels"], params)
         source = data.source
-        synthetic = source is not None and source.law.cov is not None
+        synthetic = source is not None and source.law.cov_eigvals is not None
         n = data.n_train
         table: dict[str, np.ndarray] = {"lam": grid}
         summaries: dict[str, Any] = {"mode": "synthetic" if synthetic else "real data",
@@ -217,16 +221,18 @@ class CkrrRiskExperiment(Experiment):
             X_test, f_test, _ = source.sample(n_test, np.random.default_rng(test_seed))
         tasks = (TrialTask(s, kernels, lams, noise, n, n_test, source if synthetic else None,
                            X_test, f_test, X_all, f_all) for s in seeds)
-        acc: dict[str, dict[str, list[np.ndarray]]] = {k: {} for k in kernels}
-        eigs: list[DataEigen] = []
         total = params["trials"]
+        # one row per trial, filled as trials arrive (no re-stacking per partial result)
+        acc = {k: {key: np.empty((total, lams.size)) for key in TRIAL_CURVES} for k in kernels}
+        spectra: list[DataSpectrum] = []
         for t, result in enumerate(executor.map(run_trial, tasks), start=1):
-            eigs.append(result.pop("_eig"))
+            spectra.append(result.pop("_spectrum"))
             for name, curves in result.items():
                 for key, values in curves.items():
-                    acc[name].setdefault(key, []).append(values)
-            self._fill(table, summaries, acc, grid, kernels, eigs, noise, synthetic, extra,
-                       final=t == total)
+                    acc[name][key][t - 1] = values
+            self._fill(table, summaries, {k: {key: v[:t] for key, v in a.items()}
+                                          for k, a in acc.items()},
+                       grid, kernels, spectra, noise, synthetic, extra, final=t == total)
             yield PartialResult(0.05 + 0.95 * t / total, f"trial {t} of {total}",
                                 dict(table), dict(summaries))
 
@@ -234,7 +240,7 @@ class CkrrRiskExperiment(Experiment):
         """The limit curves alone (closed form, milliseconds): the window redraws them as
         the λ range or the kernels change, without a run. None on real data."""
         source = data.source
-        if source is None or source.law.cov is None:
+        if source is None or source.law.cov_eigvals is None:
             return None
         grid = lam_grid(params["lam_min"], params["lam_max"], params["n_lams"])
         setting = LimitSetting.from_law(source.law, source.truth, source.noise, data.n_train)
@@ -259,12 +265,12 @@ class CkrrRiskExperiment(Experiment):
             summaries[f"note_{label}"] = "the minimum lies at the edge of the λ range; widen it"
 
     def _fill(self, table: dict[str, np.ndarray], summaries: dict[str, Any],
-              acc: dict[str, dict[str, list[np.ndarray]]], grid: np.ndarray,
-              kernels: dict[str, InnerProductKernel], eigs: list[DataEigen], noise: float,
+              acc: dict[str, dict[str, np.ndarray]], grid: np.ndarray,
+              kernels: dict[str, InnerProductKernel], spectra: list[DataSpectrum], noise: float,
               synthetic: bool, extra: dict[str, float], final: bool) -> None:
         L = grid.size
         for name, kernel in kernels.items():
-            stack = {k: np.vstack(v) for k, v in acc[name].items()}
+            stack = acc[name]  # (trials so far, λ grid + appended λ*)
             table[f"R_train_emp_mean[{name}]"] = stack["R_train"][:, :L].mean(0)
             table[f"R_test_emp_mean[{name}]"] = stack["R_test"][:, :L].mean(0)
             ddof = 1 if stack["R_test"].shape[0] > 1 else 0
@@ -286,11 +292,14 @@ class CkrrRiskExperiment(Experiment):
             summaries[f"lam_best_emp[{name}]"] = float(grid[best])
             summaries[f"R_test_min_emp[{name}]"] = float(table[f"R_test_emp_mean[{name}]"][best])
             if final:  # the estimator's λ*: continuous in λ, one search on the mean curve
-                tau = summaries.get("tau") or float(np.mean([e.tau for e in eigs]))
+                tau = summaries.get("tau") or float(np.mean([e.tau for e in spectra]))
 
                 def thm2(lam: np.ndarray, k: InnerProductKernel = kernel,
                          t: float = tau) -> np.ndarray:
                     z = kernel_z(k, lam, t)
-                    return np.mean([e.theorem2(z, noise) for e in eigs], axis=0)
+                    return theorem2_mean(spectra, z, noise)
 
-                self._optimum(summaries, f"thm2[{name}]", optimal_lam(thm2, grid[0], grid[-1]))
+                # the basin from the mean curve on the grid the trials already computed
+                coarse = (grid, table[f"R_test_thm2_mean[{name}]"])
+                self._optimum(summaries, f"thm2[{name}]",
+                              optimal_lam(thm2, grid[0], grid[-1], coarse))

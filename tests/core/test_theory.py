@@ -17,7 +17,7 @@ from kernel_lab.core.kernels import (
     SigmoidKernel,
 )
 from kernel_lab.core.theory.ckrr import (
-    DataEigen,
+    DataSpectrum,
     LimitSetting,
     covariance_spectrum_density,
     kernel_z,
@@ -27,6 +27,7 @@ from kernel_lab.core.theory.ckrr import (
     marchenko_pastur_density,
     moments_of_f,
     optimal_lam,
+    theorem2_mean,
 )
 
 PAPER_KERNELS = [LinearKernel(1, 1), PolynomialKernel(1, 1, 2), SigmoidKernel(1, -1),
@@ -129,7 +130,7 @@ def test_m_hat_and_theorem2_match_literal_formulas(n, p):
     rng = np.random.default_rng(0)
     X = rng.standard_normal((n, p))
     y = np.sin(X.sum(1) / np.sqrt(p)) + 0.3 * rng.standard_normal(n)
-    eig = DataEigen.from_data(X, y)
+    eig = DataSpectrum.from_data(X, y)
     P = np.eye(n) - 1.0 / n
     z = -np.logspace(-2, 1, 7)
     noise = 0.09
@@ -142,6 +143,81 @@ def test_m_hat_and_theorem2_match_literal_formulas(n, p):
         ref = ((u @ (zi * Q @ Q - Q) @ u) / (n * p) + var_y) / ((p / n) * zi * m_ref) ** 2 - noise
         assert t2 == pytest.approx(ref, rel=1e-9)
     assert eig.tau == pytest.approx(np.trace(X.T @ P @ X) / (n * p))
+
+
+def _literal_quad(X, y, z):
+    """uᵀ(2z − G)(G − z)⁻²u with u = XᵀPy and G = XᵀPX/p, by dense inverses."""
+    n, p = X.shape
+    P = np.eye(n) - 1.0 / n
+    G = X.T @ P @ X / p
+    u = X.T @ P @ y
+    out = []
+    for zi in z:
+        R = np.linalg.inv(G - zi * np.eye(p))
+        out.append(u @ ((2 * zi * np.eye(p) - G) @ R @ R) @ u)
+    return np.array(out)
+
+
+@pytest.mark.parametrize("n,p", [(60, 25), (25, 60), (40, 40), (3, 1), (2, 5)])
+def test_quad_form_on_both_sides_of_the_spectrum(n, p):
+    """The tridiagonal route equals dense inverses below the spectrum (one banded solve)
+    and inside or above it (the spectral sum, g'(0) < 0), for p ≤ n and p > n."""
+    rng = np.random.default_rng(n * 100 + p)
+    X = rng.standard_normal((n, p))
+    y = X[:, 0] + 0.5 * rng.standard_normal(n)
+    spec = DataSpectrum.from_data(X, y)
+    ev = np.linalg.eigvalsh(X.T @ (np.eye(n) - 1.0 / n) @ X / p)
+    inside = (ev[-1] + ev[-2]) / 2 if ev.size > 1 else ev[-1] + 0.3
+    z = np.array([-10.0, -0.5, -1e-3, inside, ev[-1] + 1.0])
+    ref = _literal_quad(X, y, z)
+    np.testing.assert_allclose(spec.quad(z), ref, rtol=1e-8, atol=1e-10 * np.abs(ref).max())
+    np.testing.assert_allclose(np.sort(spec.mu), ev[ev > 1e-10 * ev.max()], rtol=1e-10)
+    P = np.eye(n) - 1.0 / n
+    m_ref = [np.trace(np.linalg.inv(P @ X @ X.T @ P / p - zi * np.eye(n))) / p for zi in z]
+    np.testing.assert_allclose(spec.m_hat(z), m_ref, rtol=1e-8, atol=1e-12 * np.abs(m_ref).max())
+    # the grid in any order, and each z alone, give the same numbers
+    t2 = spec.theorem2(z, 0.1)
+    tol = {"rtol": 1e-12, "atol": 1e-12 * np.abs(t2).max()}
+    np.testing.assert_allclose(spec.theorem2(z[::-1], 0.1)[::-1], t2, **tol)
+    np.testing.assert_allclose([spec.theorem2(z[i:i + 1], 0.1)[0] for i in range(z.size)],
+                               t2, **tol)
+
+
+def test_quad_form_with_repeated_features_and_constant_response():
+    rng = np.random.default_rng(1)
+    base = rng.standard_normal((50, 10))
+    X = np.hstack([base, base[:, :5]])           # rank 10 of 15: zero eigenvalues
+    y = base @ rng.standard_normal(10)
+    spec = DataSpectrum.from_data(X, y)
+    assert spec.mu.size == 10
+    z = -np.logspace(-2, 1, 6)
+    np.testing.assert_allclose(spec.quad(z), _literal_quad(X, y, z), rtol=1e-8)
+    flat = DataSpectrum.from_data(X, np.full(50, 3.0))
+    assert flat.scale == 0.0 and not flat.quad(z).any()
+    assert np.isfinite(flat.theorem2(z, 0.1)).all()
+
+
+def test_theorem2_mean_equals_the_mean_of_the_estimates():
+    rng = np.random.default_rng(2)
+    spectra = [DataSpectrum.from_data(rng.standard_normal((40, 20)), rng.standard_normal(40))
+               for _ in range(5)]
+    for z in (np.array([-0.7]), -np.logspace(-2, 1, 30), np.array([-0.2, 5.0])):
+        ref = np.mean([s.theorem2(z, 0.3) for s in spectra], axis=0)
+        np.testing.assert_allclose(theorem2_mean(spectra, z, 0.3), ref, rtol=1e-12)
+    mixed = [*spectra, DataSpectrum.from_data(rng.standard_normal((30, 20)),
+                                              rng.standard_normal(30))]
+    z = np.array([-0.7])
+    np.testing.assert_allclose(theorem2_mean(mixed, z, 0.3),
+                               np.mean([s.theorem2(z, 0.3) for s in mixed], axis=0))
+
+
+def test_optimal_lam_from_a_coarse_curve_at_hand():
+    curve = lambda lam: (np.log(lam) - 1.0) ** 2  # noqa: E731
+    grid = np.geomspace(0.01, 100.0, 9)
+    opt = optimal_lam(curve, 0.01, 100.0, (grid, curve(grid)))
+    assert opt.inside and opt.lam == pytest.approx(np.e, rel=1e-6)
+    edge = optimal_lam(lambda lam: 1.0 / lam, 0.1, 10.0, (grid[2:7], 1.0 / grid[2:7]))
+    assert not edge.inside
 
 
 def test_estimators_track_the_limit_on_average():
@@ -157,7 +233,7 @@ def test_estimators_track_the_limit_on_average():
     general, identity = [], []
     for _ in range(40):
         X, _, y = src.sample(n, rng)
-        eig = DataEigen.from_data(X, y)
+        eig = DataSpectrum.from_data(X, y)
         general.append(eig.theorem2(z, noise))
         identity.append(eig.theorem2_identity(z, noise))
     np.testing.assert_allclose(np.mean(general, 0), limit, rtol=0.06)

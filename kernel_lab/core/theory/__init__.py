@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kernel_lab.core.theory.ckrr import (
-    DataEigen,
+    DataSpectrum,
     FMoments,
     LimitSetting,
     limiting_risks,
@@ -14,7 +14,7 @@ from kernel_lab.core.theory.ckrr import (
 )
 
 __all__ = [
-    "DataEigen",
+    "DataSpectrum",
     "FMoments",
     "LimitSetting",
     "limiting_risks",

@@ -12,8 +12,8 @@ noiseless target f) in terms of m, σ², ``var f`` and ``b = Σ E[∇f]``; Lemma
 Theorem 2 estimate the test risk from training data through
 ``m̂(z) = (1/p) tr(PXXᵀP/p − z I_n)⁻¹``.
 
-Everything is vectorised over a λ grid; the estimators need one eigendecomposition
-per data set and O(r) work per λ.
+Everything is vectorised over a λ grid; the estimators need one tridiagonal reduction
+per data set (:class:`DataSpectrum`) and O(r) work per λ.
 
 References
 ----------
@@ -25,10 +25,13 @@ Processing 68, 2020 (Theorem 1, Lemma 1, Theorem 2).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
 
 import numpy as np
+import scipy.linalg as sla
 from scipy.optimize import minimize_scalar
 
 from kernel_lab.core.data import InputLaw, TargetFunction
@@ -207,55 +210,118 @@ def limiting_risks(setting: LimitSetting, kernel: InnerProductKernel,
 # Estimators from data (Lemma 1, Theorem 2)
 # ======================================================================================
 @dataclass(frozen=True)
-class DataEigen:
-    """One eigendecomposition of the centred Gram of a training set, for m̂ and Theorem 2.
+class DataSpectrum:
+    """What m̂ and Theorem 2 need from one training set, from one tridiagonal reduction.
 
-    ``mu`` are the non-zero eigenvalues of ``XᵀPX/p`` (equivalently of ``PXXᵀP/p``),
-    ``weights`` the squares ``w_j² = (v_jᵀ XᵀP y)²`` of the projections of ``u = XᵀPy``
-    on the corresponding eigenvectors, ``var_y = (1/n) Σ (y_i − ȳ)²`` and ``A = ‖u‖²/n``.
+    Both estimators are spectral functions of ``G = XᵀPX/p``: m̂(z) involves
+    ``tr(G − z)⁻¹`` and Theorem 2 adds the quadratic form ``q(z) = uᵀ(2z − G)(G − z)⁻²u``
+    with ``u = XᵀPy``. Neither needs eigenvectors. The Gram matrix is reflected (one
+    Householder reflection H) so that the start vector s becomes ``‖s‖e₁`` and is then
+    reduced to tridiagonal form ``T = Qᵀ(HGH)Q`` (LAPACK ``dsytrd``, lower), whose Q
+    leaves e₁ in place. Hence ``sᵀf(G)s = ‖s‖² e₁ᵀf(T)e₁`` and ``tr f(G) = tr f(T)``
+    for every f. With ``x = (T − z)⁻¹e₁``:
+
+    - p ≤ n (G is p×p, s = u): ``(2z − G)(G − z)⁻² = zR² − R`` with ``R = (G − z)⁻¹``, so
+      ``q(z) = ‖u‖² (z‖x‖² − x₁)``, and ``m̂(z) = (1/p)[tr(T − z)⁻¹ + (n − p)/(−z)]``;
+    - p > n (push-through to ``N = PXXᵀP/p``, n×n, s = Py): ``XᵀP h(G) PX = p N h(N)``
+      and ``N(2z − N)(N − z)⁻² = z²R_N² − I``, so ``q(z) = p‖Py‖² (z²‖x‖² − 1)``, and
+      ``m̂(z) = (1/p) tr(T − z)⁻¹``.
+
+    For z below the spectrum (``T − z`` positive definite: z < 0 whenever g'(0) > 0)
+    each z costs O(r): one LDLᵀ factorisation from the top gives x, one from the bottom
+    gives the diagonal of ``(T − z)⁻¹`` (twisted factorisations, ``1/[(T − z)⁻¹]ᵢᵢ =
+    D⁺ᵢ + D⁻ᵢ − (tᵢᵢ − z)``), and all the z of a grid go to LAPACK together as one
+    block-diagonal system (``dptsv``, ``dpttrf``). A trial at n = 400, p = 200 spends
+    1.3 ms here against 3.2 ms for an eigendecomposition with eigenvectors. For z inside
+    or above the spectrum (possible when g'(0) < 0) the eigenvalues of T and the first
+    components of its eigenvectors are computed once and the spectral sums are used.
+
+    Attributes
+    ----------
+    n, p : int
+    diag, off : ndarray
+        Diagonal and off-diagonal of T (dimension r = min(n, p)).
+    scale : float
+        ``‖s‖²``.
+    var_y : float
+        ``(1/n) Σ (y_i − ȳ)²``.
+    A : float
+        ``‖u‖²/n``.
     """
 
     n: int
     p: int
-    mu: np.ndarray
-    weights: np.ndarray
+    diag: np.ndarray
+    off: np.ndarray
+    scale: float
     var_y: float
     A: float
 
     @classmethod
-    def from_data(cls, X: np.ndarray, y: np.ndarray) -> DataEigen:
+    def from_data(cls, X: np.ndarray, y: np.ndarray) -> DataSpectrum:
         n, p = X.shape
         Xc = X - X.mean(axis=0)          # P X
         yc = y - y.mean()                # P y
-        if p <= n:
-            mu, V = np.linalg.eigh(Xc.T @ Xc / p)
-            w2 = (V.T @ (Xc.T @ yc)) ** 2
-        else:  # push-through: uᵀh(XᵀPX/p)u = p Σ μ_j h(μ_j) (W_jᵀ P y)² on the n×n side
-            mu, W = np.linalg.eigh(Xc @ Xc.T / p)
-            w2 = p * np.clip(mu, 0.0, None) * (W.T @ yc) ** 2
-        keep = mu > 1e-12 * max(float(mu.max(initial=0.0)), 1e-300)
         u = Xc.T @ yc
-        return cls(n, p, mu[keep], w2[keep], float(yc @ yc / n), float(u @ u / n))
+        if p <= n:
+            G, s = Xc.T @ Xc, u
+        else:
+            G, s = Xc @ Xc.T, yc
+        G /= p
+        G = G.T                          # the same symmetric matrix, in LAPACK's layout
+        scale = float(s @ s)
+        if scale > 0.0:                  # HGH with H s = ∓‖s‖e₁ (H = I − 2vvᵀ, ‖v‖ = 1):
+            v = s.copy()                 # G − 2(v tᵀ + t vᵀ), t = Gv − (vᵀGv) v, on the
+            v[0] += math.copysign(math.sqrt(scale), s[0])    # lower triangle (all that
+            v /= np.linalg.norm(v)                            # dsytrd reads)
+            w = G @ v
+            w -= float(v @ w) * v
+            G = sla.blas.dsyr2(-2.0, v, w, lower=1, a=G, overwrite_a=1)
+        if G.shape[0] > 1:
+            _, diag, off, _, info = sla.lapack.dsytrd(G, lower=1, overwrite_a=1)
+            if info != 0:
+                raise ParameterError("the tridiagonal reduction of the Gram matrix failed; "
+                                     "check the inputs for extreme values")
+        else:
+            diag, off = G[0].copy(), np.zeros(0)
+        return cls(n, p, diag, off, scale, float(yc @ yc / n), float(u @ u / n))
 
     @property
     def tau(self) -> float:
         """``tr(XᵀPX)/(n p)``, the data's estimate of ``τ = tr(Σ)/p``."""
-        return float(self.mu.sum() / self.n)
+        return float(self.diag.sum() / self.n)
+
+    @cached_property
+    def mu(self) -> np.ndarray:
+        """The non-zero eigenvalues of G (ascending), computed on first use."""
+        ev = self._eigen[0]
+        return ev[ev > 1e-12 * max(float(ev.max(initial=0.0)), 1e-300)]
+
+    @cached_property
+    def _eigen(self) -> tuple[np.ndarray, np.ndarray]:
+        """All eigenvalues of T and the first components of its eigenvectors."""
+        if self.diag.size == 1:
+            return self.diag.copy(), np.ones(1)
+        ev, Z = sla.eigh_tridiagonal(self.diag, self.off, check_finite=False)
+        return ev, Z[0]
 
     def m_hat(self, z: np.ndarray) -> np.ndarray:
-        """``m̂(z) = (1/p)[Σ_{μ_j>0} 1/(μ_j − z) + (n − r)/(−z)]``, shape like z."""
-        z = np.asarray(z, dtype=float)
-        r = self.mu.size
-        return ((1.0 / (self.mu[None, :] - z[:, None])).sum(axis=1) + (self.n - r) / (-z)) / self.p
+        """``m̂(z) = (1/p) tr(PXXᵀP/p − z I_n)⁻¹`` on a 1-D z grid."""
+        return self._estimates(z)[0]
+
+    def quad(self, z: np.ndarray) -> np.ndarray:
+        """``q(z) = uᵀ(2z − G)(G − z)⁻²u`` on a 1-D z grid."""
+        return self._estimates(z)[1]
 
     def theorem2(self, z: np.ndarray, noise: float) -> np.ndarray:
         """Theorem 2 (general Σ): estimate of R_test on the z grid."""
+        return self.m_hat_and_theorem2(z, noise)[1]
+
+    def m_hat_and_theorem2(self, z: np.ndarray, noise: float) -> tuple[np.ndarray, np.ndarray]:
+        """``(m̂(z), Theorem 2 estimate)`` on the z grid, from one pass of solves."""
         z = np.asarray(z, dtype=float)
-        m = self.m_hat(z)
-        diff = self.mu[None, :] - z[:, None]
-        quad = (self.weights[None, :] * (2.0 * z[:, None] - self.mu[None, :]) / diff**2).sum(1)
-        c = self.p / self.n
-        return (quad / (self.n * self.p) + self.var_y) / (c * z * m) ** 2 - noise
+        m, q = self._estimates(z)
+        return m, _theorem2(self.n, self.p, self.var_y, z, m, q, noise)
 
     def theorem2_identity(self, z: np.ndarray, noise: float) -> np.ndarray:
         """Theorem 2, inversion-free form for Σ = I."""
@@ -263,6 +329,97 @@ class DataEigen:
         n, p, v = self.n, self.p, self.var_y
         num = n * (1 + m) ** 2 * v - m * (2 + m) * (self.A - p * v)
         return num / (n * (1 + m) ** 2 - p * m**2) - noise
+
+    def _estimates(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(m̂(z), q(z)): banded solves for the z below the spectrum, spectral sums for
+        the others."""
+        z = np.asarray(z, dtype=float)
+        m, q = np.empty(z.shape), np.empty(z.shape)
+        order = np.argsort(z)            # T − z is definite for a prefix of ascending z
+        k = z.size
+        while k > 0:
+            done = _definite_estimates([self], z[order[:k]])
+            if isinstance(done, tuple):
+                m[order[:k]], q[order[:k]] = done[0][0], done[1][0]
+                break
+            k = done                     # the first block LAPACK found indefinite
+        if k < z.size:
+            rest = order[k:]
+            ev, first = self._eigen
+            zr = z[rest][:, None]
+            dim = self.diag.size
+            m[rest] = ((1.0 / (ev - zr)).sum(axis=1) + (self.n - dim) / -z[rest]) / self.p
+            wts = self.scale * first**2 * (self.p * ev if self.p > self.n else 1.0)
+            q[rest] = (wts * (2.0 * zr - ev) / (ev - zr) ** 2).sum(axis=1)
+        return m, q
+
+
+def _theorem2(n: int, p: int, var_y: Any, z: np.ndarray, m: np.ndarray, q: np.ndarray,
+              noise: float) -> np.ndarray:
+    c = p / n
+    return (q / (n * p) + var_y) / (c * z * m) ** 2 - noise
+
+
+def _definite_estimates(spectra: Sequence[DataSpectrum], z: np.ndarray
+                        ) -> tuple[np.ndarray, np.ndarray] | int:
+    """(m̂, q) of several spectra of one size on a z grid, each of shape
+    (len(spectra), z.size), if every ``T − z`` is positive definite; otherwise the index
+    (in z) of the first block LAPACK found indefinite.
+
+    Every (spectrum, z) pair is one block of a single block-diagonal tridiagonal system:
+    ``dptsv`` factors it from the top (pivots D⁺) and solves for ``x = (T − z)⁻¹e₁``;
+    ``dpttrf`` on the reversed system gives the pivots D⁻ from the bottom.
+    """
+    S, dim, Z = len(spectra), spectra[0].diag.size, z.size
+    a = np.stack([s.diag for s in spectra])[:, None, :] - z[None, :, None]   # (S, Z, dim)
+    off = np.stack([s.off for s in spectra])[:, None, :]
+    e = np.zeros((S, Z, dim))            # couplings; the last of each block is zero
+    e[:, :, : dim - 1] = off
+    b = np.zeros((S * Z * dim, 1))
+    b[::dim] = 1.0
+    if a.size == 1:                      # one 1×1 block (LAPACK's wrappers want e ≠ ∅)
+        info = 0 if a.flat[0] > 0 else 1
+        top, x = a.ravel(), 1.0 / a.reshape(1, 1)
+    else:
+        top, _, x, info = sla.lapack.dptsv(a.ravel(), e.ravel()[:-1], b, overwrite_b=1)
+    if info == 0 and a.size == 1:
+        bottom = top
+    elif info == 0:
+        e[:, :, : dim - 1] = off[:, :, ::-1]
+        bottom, _, info = sla.lapack.dpttrf(a[:, :, ::-1].ravel(), e.ravel()[:-1],
+                                            overwrite_d=1, overwrite_e=1)
+    if info != 0:
+        return ((info - 1) // dim) % Z
+    top, bottom = top.reshape(S, Z, dim), bottom.reshape(S, Z, dim)[:, :, ::-1]
+    trace = (1.0 / (top + bottom - a)).sum(axis=2)
+    x = x.reshape(S, Z, dim)
+    xx = np.einsum("szi,szi->sz", x, x)
+    n = np.array([s.n for s in spectra], dtype=float)[:, None]
+    p = np.array([s.p for s in spectra], dtype=float)[:, None]
+    scale = np.array([s.scale for s in spectra])[:, None]
+    small = p <= n                                                # p ≤ n: G is p×p
+    m = (trace + np.where(small, n - dim, 0.0) / -z) / p
+    q = np.where(small, scale * (z * xx - x[..., 0]), p * scale * (z * z * xx - 1.0))
+    return m, q
+
+
+def theorem2_mean(spectra: Sequence[DataSpectrum], z: np.ndarray, noise: float) -> np.ndarray:
+    """The mean of the Theorem 2 estimates of several training sets on a z grid.
+
+    Equal to ``mean([s.theorem2(z, noise) for s in spectra])``; for a few z below the
+    spectra of equal-sized training sets (the steps of a bounded search for the
+    estimator's optimal λ over many Monte Carlo trials) all of them are evaluated
+    together, in one banded solve without a Python loop (a sixth of the loop's time for
+    one z and 20 spectra; for long grids the loop's smaller temporaries are faster).
+    """
+    z = np.asarray(z, dtype=float)
+    if len({(s.n, s.p, s.diag.size) for s in spectra}) == 1 and 0 < z.size <= 8:
+        done = _definite_estimates(spectra, z)
+        if isinstance(done, tuple):
+            s0 = spectra[0]
+            var_y = np.array([s.var_y for s in spectra])[:, None]
+            return _theorem2(s0.n, s0.p, var_y, z, *done, noise).mean(axis=0)
+    return np.mean([s.theorem2(z, noise) for s in spectra], axis=0)
 
 
 def lemma1(r_train: np.ndarray, z: np.ndarray, lams: np.ndarray, m_hat: np.ndarray, c: float,
@@ -286,15 +443,21 @@ class Optimum:
 
 
 def optimal_lam(curve: Callable[[np.ndarray], np.ndarray], lam_min: float,
-                lam_max: float) -> Optimum:
+                lam_max: float, coarse: tuple[np.ndarray, np.ndarray] | None = None
+                ) -> Optimum:
     """Minimise ``curve(λ)`` over ``[lam_min, lam_max]`` by a bounded search on log λ.
 
-    A coarse log grid locates the basin; a bounded Brent search refines it. When the
-    minimum lies at a bound, ``inside`` is False so callers can say so.
+    A coarse log grid locates the basin (121 points, or ``coarse = (λ values, curve
+    values)`` already at hand, ascending from ``lam_min`` to ``lam_max``); a bounded
+    Brent search refines it. When the minimum lies at a bound, ``inside`` is False so
+    callers can say so.
     """
-    lo, hi = math.log(lam_min), math.log(lam_max)
-    grid = np.linspace(lo, hi, 121)
-    vals = np.asarray(curve(np.exp(grid)), dtype=float)
+    if coarse is not None:
+        grid = np.log(np.asarray(coarse[0], dtype=float))
+        vals = np.asarray(coarse[1], dtype=float)
+    else:
+        grid = np.linspace(math.log(lam_min), math.log(lam_max), 121)
+        vals = np.asarray(curve(np.exp(grid)), dtype=float)
     vals = np.where(np.isfinite(vals), vals, np.inf)
     k = int(np.argmin(vals))
     if k in (0, grid.size - 1):
