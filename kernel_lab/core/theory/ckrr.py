@@ -183,6 +183,12 @@ def kernel_z(kernel: InnerProductKernel, lams: np.ndarray, tau: float) -> np.nda
     nu = float(kernel.g(tau)) - kernel.g0 - tau * dg0
     z = -(np.asarray(lams, dtype=float) + nu) / dg0
     if np.any(z >= 0):
+        if dg0 < 0:
+            which = (f"only λ < {-nu:g} (= −ν) qualifies" if nu < 0
+                     else f"with ν = {nu:g} no λ > 0 qualifies")
+            raise ParameterError(
+                f"the theory needs z = −(λ + ν)/g'(0) < 0; the {kernel.spec()} kernel has "
+                f"g'(0) = {dg0:g} < 0, so {which}; use α > 0")
         raise ParameterError(
             f"for the {kernel.spec()} kernel, λ must exceed {-nu:g} (= −ν) for the theory to apply")
     return z
@@ -453,15 +459,16 @@ def optimal_lam(curve: Callable[[np.ndarray], np.ndarray], lam_min: float,
     callers can say so.
     """
     if coarse is not None:
-        grid = np.log(np.asarray(coarse[0], dtype=float))
+        lams = np.asarray(coarse[0], dtype=float)
         vals = np.asarray(coarse[1], dtype=float)
     else:
-        grid = np.linspace(math.log(lam_min), math.log(lam_max), 121)
-        vals = np.asarray(curve(np.exp(grid)), dtype=float)
+        lams = np.geomspace(lam_min, lam_max, 121)
+        vals = np.asarray(curve(lams), dtype=float)
+    grid = np.log(lams)
     vals = np.where(np.isfinite(vals), vals, np.inf)
     k = int(np.argmin(vals))
-    if k in (0, grid.size - 1):
-        return Optimum(float(np.exp(grid[k])), float(vals[k]), False)
+    if k in (0, grid.size - 1):       # at a bound: that bound itself, exactly
+        return Optimum(float(lams[k]), float(vals[k]), False)
     res = minimize_scalar(lambda t: float(curve(np.array([math.exp(t)]))[0]),
                           bounds=(grid[k - 1], grid[k + 1]), method="bounded",
                           options={"xatol": 1e-10})
