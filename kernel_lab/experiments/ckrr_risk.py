@@ -292,12 +292,15 @@ class CkrrRiskExperiment(Experiment):
             summaries[f"lam_best_emp[{name}]"] = float(grid[best])
             summaries[f"R_test_min_emp[{name}]"] = float(table[f"R_test_emp_mean[{name}]"][best])
             if final:  # the estimator's λ*: continuous in λ, one search on the mean curve
-                tau = summaries.get("tau") or float(np.mean([e.tau for e in spectra]))
+                # τ as in the trials: the law's on synthetic data, each trial's own on real
+                taus = [summaries["tau"] if synthetic else e.tau for e in spectra]
 
                 def thm2(lam: np.ndarray, k: InnerProductKernel = kernel,
-                         t: float = tau) -> np.ndarray:
-                    z = kernel_z(k, lam, t)
-                    return theorem2_mean(spectra, z, noise)
+                         ts: list[float] = taus) -> np.ndarray:
+                    if synthetic:
+                        return theorem2_mean(spectra, kernel_z(k, lam, ts[0]), noise)
+                    rows = np.stack([kernel_z(k, lam, t) for t in ts])
+                    return theorem2_mean(spectra, rows, noise)
 
                 # the basin from the mean curve on the grid the trials already computed
                 coarse = (grid, table[f"R_test_thm2_mean[{name}]"])

@@ -197,6 +197,32 @@ def test_quad_form_with_repeated_features_and_constant_response():
     assert np.isfinite(flat.theorem2(z, 0.1)).all()
 
 
+@pytest.mark.parametrize("scale,z", [(1.0, -1e-12), (1e3, -1e-8)])
+def test_m_hat_keeps_the_centring_zero_exact_when_p_exceeds_n(scale, z):
+    """For p ≥ n, PXXᵀP/p has the eigenvalue 0 (eigenvector 1) exactly; computed, it
+    would be ~1e-16‖N‖ and ruin m̂ at tiny |z| (a linear kernel with λ near 1e-12)."""
+    rng = np.random.default_rng(7)
+    n, p = 60, 120
+    X = scale * rng.standard_normal((n, p))
+    y = rng.standard_normal(n)
+    Xc = X - X.mean(0)
+    mu = np.linalg.eigvalsh(Xc @ Xc.T / p)[1:]          # all but the centring zero
+    m_ref = ((1.0 / (mu - z)).sum() + 1.0 / -z) / p
+    spec = DataSpectrum.from_data(X, y)
+    assert spec.m_hat(np.array([z]))[0] == pytest.approx(m_ref, rel=1e-9)
+    assert spec.diag.size == n - 1
+
+
+def test_estimates_skip_non_finite_z():
+    rng = np.random.default_rng(3)
+    spec = DataSpectrum.from_data(rng.standard_normal((30, 10)), rng.standard_normal(30))
+    both = spec.theorem2(np.array([np.nan, -1.0, np.inf]), 0.2)
+    assert np.isnan(both[0]) and np.isnan(both[2])
+    assert both[1] == spec.theorem2(np.array([-1.0]), 0.2)[0]
+    out = theorem2_mean([spec, spec], np.array([np.nan, -1.0]), 0.2)
+    assert np.isnan(out[0]) and out[1] == pytest.approx(both[1])
+
+
 def test_theorem2_mean_equals_the_mean_of_the_estimates():
     rng = np.random.default_rng(2)
     spectra = [DataSpectrum.from_data(rng.standard_normal((40, 20)), rng.standard_normal(40))
@@ -204,6 +230,11 @@ def test_theorem2_mean_equals_the_mean_of_the_estimates():
     for z in (np.array([-0.7]), -np.logspace(-2, 1, 30), np.array([-0.2, 5.0])):
         ref = np.mean([s.theorem2(z, 0.3) for s in spectra], axis=0)
         np.testing.assert_allclose(theorem2_mean(spectra, z, 0.3), ref, rtol=1e-12)
+    rows = -np.abs(rng.standard_normal((5, 3))) - 0.1         # one z row per spectrum
+    np.testing.assert_allclose(theorem2_mean(spectra, rows, 0.3),
+                               np.mean([s.theorem2(r, 0.3)
+                                        for s, r in zip(spectra, rows, strict=True)], axis=0),
+                               rtol=1e-12)
     mixed = [*spectra, DataSpectrum.from_data(rng.standard_normal((30, 20)),
                                               rng.standard_normal(30))]
     z = np.array([-0.7])

@@ -156,6 +156,7 @@ class _KernelRidgeBase(RegressorMixin, BaseEstimator):
             X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
         else:  # the caller vouches for finite float64 arrays of matching shapes
             self.n_features_in_ = X.shape[1]
+            self.__dict__.pop("feature_names_in_", None)   # from an earlier DataFrame fit
         lam = self._check_lam()
         self.kernel_ = make_kernel(self.kernel, self.kernel_params)
         K, col_means = self._gram_matrix(X)
@@ -294,7 +295,7 @@ class _KernelRidgeBase(RegressorMixin, BaseEstimator):
             # Written as αᵀ Ksᵀ, the product lands in the (L, m) layout directly, without a
             # transposed copy (40 % faster than (Ks α)ᵀ at m = 2000, n = 400, L = 51).
             m = X_test.shape[0]
-            test = np.empty((lams.size, m))
+            test = np.empty((lams.size, m))   # replaced by the product if one block
             for rows, Ks in self._blocks(X_test):
                 if rows.stop - rows.start == m:   # a single block: keep the product itself
                     test = alphas.T @ Ks.T

@@ -215,6 +215,19 @@ def limiting_risks(setting: LimitSetting, kernel: InnerProductKernel,
 # ======================================================================================
 # Estimators from data (Lemma 1, Theorem 2)
 # ======================================================================================
+def _reflect(G: np.ndarray, a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``HGH`` for the Householder reflection ``H = I − 2vvᵀ`` (‖v‖ = 1) with
+    ``Ha = ∓‖a‖e₁``, as ``G − 2(v tᵀ + t vᵀ)``, ``t = Gv − (vᵀGv) v``; reads and updates
+    only the lower triangle of the Fortran-ordered G (all that ``dsytrd`` reads).
+    Returns ``(HGH, v)``."""
+    v = a.copy()
+    v[0] += math.copysign(float(np.linalg.norm(a)), a[0])
+    v /= np.linalg.norm(v)
+    w = sla.blas.dsymv(1.0, G, v, lower=1)
+    w -= float(v @ w) * v
+    return sla.blas.dsyr2(-2.0, v, w, lower=1, a=G, overwrite_a=1), v
+
+
 @dataclass(frozen=True)
 class DataSpectrum:
     """What m̂ and Theorem 2 need from one training set, from one tridiagonal reduction.
@@ -227,11 +240,13 @@ class DataSpectrum:
     leaves e₁ in place. Hence ``sᵀf(G)s = ‖s‖² e₁ᵀf(T)e₁`` and ``tr f(G) = tr f(T)``
     for every f. With ``x = (T − z)⁻¹e₁``:
 
-    - p ≤ n (G is p×p, s = u): ``(2z − G)(G − z)⁻² = zR² − R`` with ``R = (G − z)⁻¹``, so
+    - p < n (G is p×p, s = u): ``(2z − G)(G − z)⁻² = zR² − R`` with ``R = (G − z)⁻¹``, so
       ``q(z) = ‖u‖² (z‖x‖² − x₁)``, and ``m̂(z) = (1/p)[tr(T − z)⁻¹ + (n − p)/(−z)]``;
-    - p > n (push-through to ``N = PXXᵀP/p``, n×n, s = Py): ``XᵀP h(G) PX = p N h(N)``
-      and ``N(2z − N)(N − z)⁻² = z²R_N² − I``, so ``q(z) = p‖Py‖² (z²‖x‖² − 1)``, and
-      ``m̂(z) = (1/p) tr(T − z)⁻¹``.
+    - p ≥ n (push-through to ``N = PXXᵀP/p``, n×n, s = Py): ``XᵀP h(G) PX = p N h(N)``
+      and ``N(2z − N)(N − z)⁻² = z²R_N² − I``, so ``q(z) = p‖Py‖² (z²‖x‖² − 1)``. N has
+      the eigenvector 1 with eigenvalue exactly 0; a first reflection maps 1 to e₁ and
+      drops it, so T is (n − 1)×(n − 1) and ``m̂(z) = (1/p)[tr(T − z)⁻¹ + 1/(−z)]``
+      (computed, that eigenvalue would be ~1e-16‖N‖ and spoil m̂ at tiny |z|).
 
     For z below the spectrum (``T − z`` positive definite: z < 0 whenever g'(0) > 0)
     each z costs O(r): one LDLᵀ factorisation from the top gives x, one from the bottom
@@ -239,14 +254,15 @@ class DataSpectrum:
     D⁺ᵢ + D⁻ᵢ − (tᵢᵢ − z)``), and all the z of a grid go to LAPACK together as one
     block-diagonal system (``dptsv``, ``dpttrf``). A trial at n = 400, p = 200 spends
     1.3 ms here against 3.2 ms for an eigendecomposition with eigenvectors. For z inside
-    or above the spectrum (possible when g'(0) < 0) the eigenvalues of T and the first
-    components of its eigenvectors are computed once and the spectral sums are used.
+    or above the spectrum (only in direct calls: :func:`kernel_z` refuses z ≥ 0) the
+    eigenvalues of T and the first components of its eigenvectors are computed once and
+    the spectral sums are used.
 
     Attributes
     ----------
     n, p : int
     diag, off : ndarray
-        Diagonal and off-diagonal of T (dimension r = min(n, p)).
+        Diagonal and off-diagonal of T (dimension p if p < n, else n − 1).
     scale : float
         ``‖s‖²``.
     var_y : float
@@ -269,27 +285,26 @@ class DataSpectrum:
         Xc = X - X.mean(axis=0)          # P X
         yc = y - y.mean()                # P y
         u = Xc.T @ yc
-        if p <= n:
+        if p < n:
             G, s = Xc.T @ Xc, u
         else:
             G, s = Xc @ Xc.T, yc
         G /= p
         G = G.T                          # the same symmetric matrix, in LAPACK's layout
+        if p >= n:                       # PXXᵀP 1 = 0: deflate that eigenvalue exactly
+            G, v = _reflect(G, np.full(n, 1.0 / math.sqrt(n)))
+            s = (s - 2.0 * float(v @ s) * v)[1:]     # Py ⟂ 1: the dropped entry is ~0
+            G = np.asfortranarray(G[1:, 1:])
         scale = float(s @ s)
-        if scale > 0.0:                  # HGH with H s = ∓‖s‖e₁ (H = I − 2vvᵀ, ‖v‖ = 1):
-            v = s.copy()                 # G − 2(v tᵀ + t vᵀ), t = Gv − (vᵀGv) v, on the
-            v[0] += math.copysign(math.sqrt(scale), s[0])    # lower triangle (all that
-            v /= np.linalg.norm(v)                            # dsytrd reads)
-            w = G @ v
-            w -= float(v @ w) * v
-            G = sla.blas.dsyr2(-2.0, v, w, lower=1, a=G, overwrite_a=1)
+        if scale > 0.0:
+            G = _reflect(G, s)[0]
         if G.shape[0] > 1:
             _, diag, off, _, info = sla.lapack.dsytrd(G, lower=1, overwrite_a=1)
             if info != 0:
                 raise ParameterError("the tridiagonal reduction of the Gram matrix failed; "
                                      "check the inputs for extreme values")
         else:
-            diag, off = G[0].copy(), np.zeros(0)
+            diag, off = G.diagonal().copy(), np.zeros(0)
         return cls(n, p, diag, off, scale, float(yc @ yc / n), float(u @ u / n))
 
     @property
@@ -338,24 +353,27 @@ class DataSpectrum:
 
     def _estimates(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(m̂(z), q(z)): banded solves for the z below the spectrum, spectral sums for
-        the others."""
+        the others (NaN where z is not finite)."""
         z = np.asarray(z, dtype=float)
-        m, q = np.empty(z.shape), np.empty(z.shape)
-        order = np.argsort(z)            # T − z is definite for a prefix of ascending z
-        k = z.size
+        m, q = np.full(z.shape, np.nan), np.full(z.shape, np.nan)
+        if self.diag.size == 0:          # n = 1: only the deflated zero eigenvalue
+            return self.n / (-z * self.p), np.zeros(z.shape)
+        finite = np.flatnonzero(np.isfinite(z))
+        order = finite[np.argsort(z[finite])]   # T − z is definite for a prefix of these
+        k = order.size
         while k > 0:
             done = _definite_estimates([self], z[order[:k]])
             if isinstance(done, tuple):
                 m[order[:k]], q[order[:k]] = done[0][0], done[1][0]
                 break
             k = done                     # the first block LAPACK found indefinite
-        if k < z.size:
+        if k < order.size:
             rest = order[k:]
             ev, first = self._eigen
             zr = z[rest][:, None]
             dim = self.diag.size
             m[rest] = ((1.0 / (ev - zr)).sum(axis=1) + (self.n - dim) / -z[rest]) / self.p
-            wts = self.scale * first**2 * (self.p * ev if self.p > self.n else 1.0)
+            wts = self.scale * first**2 * (self.p * ev if self.p >= self.n else 1.0)
             q[rest] = (wts * (2.0 * zr - ev) / (ev - zr) ** 2).sum(axis=1)
         return m, q
 
@@ -368,32 +386,33 @@ def _theorem2(n: int, p: int, var_y: Any, z: np.ndarray, m: np.ndarray, q: np.nd
 
 def _definite_estimates(spectra: Sequence[DataSpectrum], z: np.ndarray
                         ) -> tuple[np.ndarray, np.ndarray] | int:
-    """(m̂, q) of several spectra of one size on a z grid, each of shape
-    (len(spectra), z.size), if every ``T − z`` is positive definite; otherwise the index
-    (in z) of the first block LAPACK found indefinite.
+    """(m̂, q) of several spectra of one size on a z grid (shape (Z,), or (S, Z) with one
+    row per spectrum), each of shape (S, Z), if every ``T − z`` is positive definite;
+    otherwise the index (in the grid) of the first block LAPACK found indefinite.
 
     Every (spectrum, z) pair is one block of a single block-diagonal tridiagonal system:
     ``dptsv`` factors it from the top (pivots D⁺) and solves for ``x = (T − z)⁻¹e₁``;
     ``dpttrf`` on the reversed system gives the pivots D⁻ from the bottom.
     """
-    S, dim, Z = len(spectra), spectra[0].diag.size, z.size
-    a = np.stack([s.diag for s in spectra])[:, None, :] - z[None, :, None]   # (S, Z, dim)
+    S, dim = len(spectra), spectra[0].diag.size
+    Z = z.shape[-1]
+    z = np.broadcast_to(z, (S, Z))
+    a = np.stack([s.diag for s in spectra])[:, None, :] - z[:, :, None]      # (S, Z, dim)
     off = np.stack([s.off for s in spectra])[:, None, :]
     e = np.zeros((S, Z, dim))            # couplings; the last of each block is zero
     e[:, :, : dim - 1] = off
-    b = np.zeros((S * Z * dim, 1))
-    b[::dim] = 1.0
     if a.size == 1:                      # one 1×1 block (LAPACK's wrappers want e ≠ ∅)
         info = 0 if a.flat[0] > 0 else 1
-        top, x = a.ravel(), 1.0 / a.reshape(1, 1)
+        top = bottom = a.ravel()
+        x = 1.0 / a.reshape(1, 1)
     else:
+        b = np.zeros((S * Z * dim, 1))
+        b[::dim] = 1.0
         top, _, x, info = sla.lapack.dptsv(a.ravel(), e.ravel()[:-1], b, overwrite_b=1)
-    if info == 0 and a.size == 1:
-        bottom = top
-    elif info == 0:
-        e[:, :, : dim - 1] = off[:, :, ::-1]
-        bottom, _, info = sla.lapack.dpttrf(a[:, :, ::-1].ravel(), e.ravel()[:-1],
-                                            overwrite_d=1, overwrite_e=1)
+        if info == 0:
+            e[:, :, : dim - 1] = off[:, :, ::-1]
+            bottom, _, info = sla.lapack.dpttrf(a[:, :, ::-1].ravel(), e.ravel()[:-1],
+                                                overwrite_d=1, overwrite_e=1)
     if info != 0:
         return ((info - 1) // dim) % Z
     top, bottom = top.reshape(S, Z, dim), bottom.reshape(S, Z, dim)[:, :, ::-1]
@@ -403,29 +422,31 @@ def _definite_estimates(spectra: Sequence[DataSpectrum], z: np.ndarray
     n = np.array([s.n for s in spectra], dtype=float)[:, None]
     p = np.array([s.p for s in spectra], dtype=float)[:, None]
     scale = np.array([s.scale for s in spectra])[:, None]
-    small = p <= n                                                # p ≤ n: G is p×p
-    m = (trace + np.where(small, n - dim, 0.0) / -z) / p
-    q = np.where(small, scale * (z * xx - x[..., 0]), p * scale * (z * z * xx - 1.0))
+    m = (trace + (n - dim) / -z) / p
+    q = np.where(p < n, scale * (z * xx - x[..., 0]), p * scale * (z * z * xx - 1.0))
     return m, q
 
 
 def theorem2_mean(spectra: Sequence[DataSpectrum], z: np.ndarray, noise: float) -> np.ndarray:
     """The mean of the Theorem 2 estimates of several training sets on a z grid.
 
-    Equal to ``mean([s.theorem2(z, noise) for s in spectra])``; for a few z below the
-    spectra of equal-sized training sets (the steps of a bounded search for the
-    estimator's optimal λ over many Monte Carlo trials) all of them are evaluated
+    ``z`` has shape (Z,), or (S, Z) with one row per spectrum (each trial's own τ on
+    real data). Equal to the mean of the individual ``theorem2`` calls; for a few finite
+    z below the spectra of equal-sized training sets (the steps of a bounded search for
+    the estimator's optimal λ over many Monte Carlo trials) all of them are evaluated
     together, in one banded solve without a Python loop (a sixth of the loop's time for
     one z and 20 spectra; for long grids the loop's smaller temporaries are faster).
     """
     z = np.asarray(z, dtype=float)
-    if len({(s.n, s.p, s.diag.size) for s in spectra}) == 1 and 0 < z.size <= 8:
+    rows = np.broadcast_to(z, (len(spectra), z.shape[-1]))
+    if (len({(s.n, s.p, s.diag.size) for s in spectra}) == 1 and spectra[0].diag.size
+            and 0 < z.shape[-1] <= 8 and np.isfinite(z).all()):
         done = _definite_estimates(spectra, z)
         if isinstance(done, tuple):
             s0 = spectra[0]
             var_y = np.array([s.var_y for s in spectra])[:, None]
-            return _theorem2(s0.n, s0.p, var_y, z, *done, noise).mean(axis=0)
-    return np.mean([s.theorem2(z, noise) for s in spectra], axis=0)
+            return _theorem2(s0.n, s0.p, var_y, rows, *done, noise).mean(axis=0)
+    return np.mean([s.theorem2(r, noise) for s, r in zip(spectra, rows, strict=True)], axis=0)
 
 
 def lemma1(r_train: np.ndarray, z: np.ndarray, lams: np.ndarray, m_hat: np.ndarray, c: float,
