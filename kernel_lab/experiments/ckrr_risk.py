@@ -73,6 +73,12 @@ class TrialTask:
     f_all: np.ndarray | None = None
 
 
+def _mean_square_error(pred: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """Row-wise mean of (pred − target)², in place in ``pred`` (no temporaries)."""
+    pred -= target
+    return np.einsum("ij,ij->i", pred, pred) / pred.shape[1]
+
+
 def run_trial(task: TrialTask) -> dict[str, dict[str, np.ndarray]]:
     """Draw (or re-split) data, fit CKRR along the λ grid for every kernel from one
     eigendecomposition each, and evaluate risks and estimators."""
@@ -94,8 +100,7 @@ def run_trial(task: TrialTask) -> dict[str, dict[str, np.ndarray]]:
     for name, kernel in task.kernels.items():
         path = CenteredKernelRidge(1.0, kernel=kernel).fit_path(X, y, task.lams, Xs,
                                                                   check_input=False)
-        r_train = np.mean((path.train - f) ** 2, axis=1)
-        r_test = np.mean((path.test - fs) ** 2, axis=1)
+        r_train, r_test = _mean_square_error(path.train, f), _mean_square_error(path.test, fs)
         z = kernel_z(kernel, task.lams, tau)
         m_hat, thm2 = spectrum.m_hat_and_theorem2(z, task.noise)
         out[name] = {
@@ -190,7 +195,7 @@ class CkrrRiskExperiment(Experiment):
             table.update(self._limits(setting, kernels, grid))
             for name, kernel in kernels.items():
                 opt = optimal_lam(lambda lam, k=kernel: limiting_risks(setting, k, lam)[1],
-                                  grid[0], grid[-1])
+                                  grid[0], grid[-1], (grid, table[f"R_test_limit[{name}]"]))
                 self._optimum(summaries, f"limit[{name}]", opt)
                 extra[name] = opt.lam
             mins = [summaries[f"R_test_min_limit[{k}]"] for k in kernels]

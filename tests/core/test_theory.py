@@ -248,7 +248,11 @@ def test_optimal_lam_from_a_coarse_curve_at_hand():
     opt = optimal_lam(curve, 0.01, 100.0, (grid, curve(grid)))
     assert opt.inside and opt.lam == pytest.approx(np.e, rel=1e-6)
     edge = optimal_lam(lambda lam: 1.0 / lam, 0.1, 10.0, (grid[2:7], 1.0 / grid[2:7]))
-    assert not edge.inside
+    assert not edge.inside and edge.lam == grid[6]
+    # best grid point on the bound, true minimum just inside: found, and called inside
+    near = lambda lam: (np.log(lam) - np.log(0.02)) ** 2  # noqa: E731
+    opt = optimal_lam(near, 0.01, 100.0, (grid, near(grid)))
+    assert opt.inside and opt.lam == pytest.approx(0.02, rel=1e-6)
 
 
 def test_estimators_track_the_limit_on_average():

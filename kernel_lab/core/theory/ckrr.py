@@ -476,8 +476,9 @@ def optimal_lam(curve: Callable[[np.ndarray], np.ndarray], lam_min: float,
 
     A coarse log grid locates the basin (121 points, or ``coarse = (λ values, curve
     values)`` already at hand, ascending from ``lam_min`` to ``lam_max``); a bounded
-    Brent search refines it. When the minimum lies at a bound, ``inside`` is False so
-    callers can say so.
+    Brent search refines it between the neighbours of the best grid point. When the
+    best grid point is a bound, the search runs between it and its neighbour, and
+    ``inside`` is False (so callers can say so) only if the minimum stays on the bound.
     """
     if coarse is not None:
         lams = np.asarray(coarse[0], dtype=float)
@@ -488,11 +489,14 @@ def optimal_lam(curve: Callable[[np.ndarray], np.ndarray], lam_min: float,
     grid = np.log(lams)
     vals = np.where(np.isfinite(vals), vals, np.inf)
     k = int(np.argmin(vals))
-    if k in (0, grid.size - 1):       # at a bound: that bound itself, exactly
-        return Optimum(float(lams[k]), float(vals[k]), False)
+    if grid.size == 1:
+        return Optimum(float(lams[0]), float(vals[0]), False)
+    lo, hi = grid[max(k - 1, 0)], grid[min(k + 1, grid.size - 1)]
     res = minimize_scalar(lambda t: float(curve(np.array([math.exp(t)]))[0]),
-                          bounds=(grid[k - 1], grid[k + 1]), method="bounded",
-                          options={"xatol": 1e-10})
+                          bounds=(lo, hi), method="bounded", options={"xatol": 1e-10})
+    edge = k in (0, grid.size - 1)
+    if edge and (not res.fun < vals[k] or abs(res.x - grid[k]) < 1e-6):
+        return Optimum(float(lams[k]), float(vals[k]), False)  # on the bound, exactly
     return Optimum(float(math.exp(res.x)), float(res.fun), True)
 
 
