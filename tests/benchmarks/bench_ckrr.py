@@ -42,7 +42,7 @@ from kernel_lab.engine import run_experiment
 
 DATA = "gaussian:n=400,p=200,cov=toeplitz,rho=0.4,noise=0.5,f=sin"
 TRIALS, LAMS, N_TEST = 20, 50, 2000
-ROUNDS = 7
+ROUNDS = 11
 
 
 def reference(draws, eigh, with_estimator: bool = False) -> float:
