@@ -1,15 +1,164 @@
-"""The numerical core and the experiments never load Qt."""
+"""Layer contract of kernel_lab: imports point downwards only, and Qt stays at the top.
+
+A static check (``ast``) over every module, lazy imports inside functions included, plus a
+subprocess check that importing the Qt-free layers loads no Qt module.
+"""
 
 from __future__ import annotations
 
+import ast
+import functools
+import importlib.util
+import shutil
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
+
+import kernel_lab
+
+PACKAGE_DIR = Path(kernel_lab.__file__).parent
+ANY = "*"
+# layer -> layers it may import. A module's layer is the longest key prefixing its dotted name
+# below kernel_lab; `from kernel_lab import __version__` is allowed everywhere.
+ALLOWED: dict[str, set[str] | str] = {
+    "core": {"core"},
+    "experiments": {"core", "experiments"},
+    "engine": {"core", "experiments", "engine"},  # the Qt relay engine.qt is not `engine`
+    "engine.qt": {"core", "experiments", "engine", "engine.qt"},
+    "model": {"core", "experiments", "engine", "model"},
+    "plotting": {"core", "experiments", "engine", "engine.qt", "plotting"},
+    "gui": {"core", "experiments", "engine", "engine.qt", "model", "plotting", "gui"},
+    **dict.fromkeys(("cli", "selftest", "__main__", "__init__"), ANY),  # top-level modules
+}
+QT = {"PySide6", "shiboken6", "pyqtgraph", "superqt"}
+QT_LAYERS = {"engine.qt", "plotting", "gui"}  # may import Qt anywhere
+LAZY_QT = {"cli", "selftest", "__main__", "__init__"}  # may load Qt (or QT_LAYERS) in functions
+
+
+def layer_of(module: str, root: str) -> str | None:
+    rel = module.removeprefix(root).lstrip(".") or "__init__"
+    keys = [k for k in ALLOWED if rel == k or rel.startswith(k + ".")]
+    return max(keys, key=len, default=None)
+
+
+@functools.cache
+def _parse(text: str) -> ast.Module:
+    return ast.parse(text)
+
+
+def _imports(tree: ast.Module, module: str, is_pkg: bool, known: set[str]):
+    """Yield (line, target module, imported names, inside a function) for every import."""
+
+    def visit(nodes, lazy: bool):  # imports are statements: walk statement bodies only
+        for node in nodes:
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    yield node.lineno, alias.name, (), lazy
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = (module if is_pkg else module.rpartition(".")[0]).split(".")
+                    parts = parts[: len(parts) - node.level + 1]
+                    base = ".".join([*parts, *([node.module] if node.module else [])])
+                rest = []
+                for alias in node.names:
+                    if f"{base}.{alias.name}" in known:  # `from pkg import submodule`
+                        yield node.lineno, f"{base}.{alias.name}", (), lazy
+                    else:
+                        rest.append(alias.name)
+                if rest:
+                    yield node.lineno, base, tuple(rest), lazy
+            inner = lazy or isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+            for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+                yield from visit(getattr(node, field, ()), inner)
+
+    yield from visit(tree.body, False)
+
+
+def violations(package_dir: Path) -> list[str]:
+    """Readable messages for every import that breaks the contract in ALLOWED/QT_LAYERS."""
+    root = package_dir.name
+    files = {}
+    for path in sorted(package_dir.rglob("*.py")):
+        parts = path.relative_to(package_dir.parent).with_suffix("").parts
+        is_pkg = parts[-1] == "__init__"
+        files[".".join(parts[:-1] if is_pkg else parts)] = (path, is_pkg)
+    out = []
+    for module, (path, is_pkg) in files.items():
+        where = path.relative_to(package_dir.parent).as_posix()
+        layer = layer_of(module, root)
+        if layer is None:
+            out.append(f"{where}: module {module} belongs to no layer (add it to ALLOWED)")
+            continue
+        tree = _parse(path.read_text(encoding="utf-8"))
+        for line, target, names, lazy in _imports(tree, module, is_pkg, set(files)):
+            rule, top, allowed = None, target.partition(".")[0], ALLOWED[layer]
+            if top == root:
+                tlayer = layer_of(target, root)
+                if tlayer is None:
+                    rule = f"{target} belongs to no layer"
+                elif tlayer == "__init__" and allowed != ANY and names != ("__version__",):
+                    rule = f"{layer} may import only __version__ from {root}"
+                elif tlayer != "__init__" and allowed != ANY and tlayer not in allowed:
+                    rule = f"{layer} may not import {tlayer}"
+                elif layer in LAZY_QT and tlayer in QT_LAYERS and not lazy:
+                    rule = f"{layer} may load Qt only inside functions"
+            elif top in QT:
+                if layer in LAZY_QT and not lazy:
+                    rule = f"{layer} may load Qt only inside functions"
+                elif layer not in QT_LAYERS | LAZY_QT:
+                    rule = f"{layer} may not import Qt"
+            if rule:
+                out.append(f"{where}:{line} imports {target}: {rule}")
+    return out
+
+
+def test_package_keeps_the_layer_contract():
+    found = violations(PACKAGE_DIR)
+    assert not found, "layer contract broken:\n" + "\n".join(found)
+
+
+FORBIDDEN = [  # (file below the package, appended source, expected rule)
+    ("core/kernels.py", "from kernel_lab.gui import app", "core may not import gui"),
+    ("core/data.py", "from ..experiments import base", "core may not import experiments"),
+    ("core/params.py", "import kernel_lab", "core may import only __version__ from kernel_lab"),
+    ("experiments/base.py", "import kernel_lab.engine", "experiments may not import engine"),
+    ("engine/runner.py", "def _lazy():\n    import PySide6", "engine may not import Qt"),
+    ("engine/session.py", "from . import qt", "engine may not import engine.qt"),
+    ("model", "from kernel_lab.engine import qt", "model may not import engine.qt"),
+    ("model", "import pyqtgraph", "model may not import Qt"),
+    ("plotting", "from kernel_lab.gui import app", "plotting may not import gui"),
+    ("plotting", "from kernel_lab.model import LabModel", "plotting may not import model"),
+    ("gui/app.py", "import kernel_lab.cli", "gui may not import cli"),
+    ("cli.py", "import pyqtgraph", "cli may load Qt only inside functions"),
+]
+
+
+@pytest.mark.parametrize(("target", "source", "rule"), FORBIDDEN)
+def test_checker_reports_a_forbidden_import(tmp_path, target, source, rule):
+    pkg = tmp_path / PACKAGE_DIR.name
+    shutil.copytree(PACKAGE_DIR, pkg, ignore=shutil.ignore_patterns("__pycache__"))
+    path = pkg / target
+    if path.is_dir():
+        path = min(path.rglob("*.py"))
+    elif not path.exists():
+        pytest.skip(f"{PACKAGE_DIR.name}/{target} does not exist (yet)")
+    before = set(violations(pkg))
+    text = path.read_text(encoding="utf-8").rstrip("\n") + "\n"
+    path.write_text(text + source + "\n", encoding="utf-8")
+    line = text.count("\n") + 1 + source.count("\n")
+    where = f"{path.relative_to(tmp_path).as_posix()}:{line} "
+    new = set(violations(pkg)) - before
+    assert any(m.startswith(where) and m.endswith(rule) for m in new), (where, rule, new)
 
 
 def test_core_and_experiments_do_not_import_qt():
+    extra = ", kernel_lab.model" if importlib.util.find_spec("kernel_lab.model") else ""
     code = (
         "import sys, kernel_lab.core, kernel_lab.core.data, kernel_lab.core.models, "
-        "kernel_lab.experiments, kernel_lab.engine.runner\n"
+        f"kernel_lab.experiments, kernel_lab.engine.runner{extra}\n"
         "from kernel_lab.experiments import list_experiments\n"
         "list_experiments()\n"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in "
