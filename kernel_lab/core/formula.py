@@ -178,8 +178,3 @@ class Formula:
             return reduce
         raise self._fail(node, f"unknown function {fname}(); available: "
                                + ", ".join([*_UNARY, *_REDUCE]))
-
-
-def compile_formula(text: str, p: int) -> Formula:
-    """Parse and check ``text`` for data with ``p`` features (see :class:`Formula`)."""
-    return Formula(text, p)

@@ -4,7 +4,7 @@ Two families are provided.
 
 *Shift-invariant* kernels ``k(x, x') = κ(x − x')`` with a bandwidth ``sigma``
 (σ > 0). Their conventions are chosen so that the random-feature spectral
-densities of Rahimi & Recht hold exactly (``../shared/spec/dsg.md``): for
+densities of Rahimi & Recht hold exactly (``docs/papers.md``): for
 ``ω ~ p(ω)`` and ``b ~ U[0, 2π)``, ``E[2 cos(ωᵀx + b) cos(ωᵀx' + b)] = k(x, x')``.
 
 =========== ==================================================== ==============================
@@ -22,7 +22,7 @@ table writes ``Π 2/(1 + Δ²)`` for the unnormalised density); with this
 normalisation its spectral measure is a probability distribution.
 
 *Inner-product* kernels ``k(x, x') = g(xᵀx' / p)`` with p the input dimension,
-as in Elkhalil et al. (``../shared/spec/ckrr.md``):
+as in Elkhalil et al. (``docs/papers.md``):
 
 =========== ===================== =======================
 name        g(t)                  paper's setting
@@ -65,23 +65,16 @@ def _as_2d(X: Any, name: str) -> np.ndarray:
     return A
 
 
-def _positive(value: Any, name: str) -> float:
+def _number(value: Any, name: str, *, positive: bool = False) -> float:
+    """A kernel parameter as a float (strings such as ``"1.5"`` accepted, as written in a
+    kernel specification); it must be finite, and positive if ``positive``."""
     try:
         v = float(value)
     except (TypeError, ValueError):
         raise ParameterError(f"kernel parameter {name} must be a number, got {value!r}") from None
-    if not math.isfinite(v) or v <= 0:
-        raise ParameterError(f"kernel parameter {name} must be a positive number, got {value!r}")
-    return v
-
-
-def _finite(value: Any, name: str) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ParameterError(f"kernel parameter {name} must be a number, got {value!r}") from None
-    if not math.isfinite(v):
-        raise ParameterError(f"kernel parameter {name} must be finite, got {value!r}")
+    if not math.isfinite(v) or (positive and v <= 0):
+        what = "a positive number" if positive else "finite"
+        raise ParameterError(f"kernel parameter {name} must be {what}, got {value!r}")
     return v
 
 
@@ -199,7 +192,7 @@ class ShiftInvariantKernel(Kernel):
     family = "shift-invariant"
 
     def __init__(self, sigma: float = 1.0) -> None:
-        self.sigma = _positive(sigma, "sigma")
+        self.sigma = _number(sigma, "sigma", positive=True)
 
     def params(self) -> dict[str, float]:
         return {"sigma": self.sigma}
@@ -328,8 +321,8 @@ class InnerProductKernel(Kernel):
     _work_per_entry = 1
 
     def __init__(self, alpha: float = 1.0, beta: float = 0.0) -> None:
-        self.alpha = _finite(alpha, "alpha")
-        self.beta = _finite(beta, "beta")
+        self.alpha = _number(alpha, "alpha")
+        self.beta = _number(beta, "beta")
 
     def params(self) -> dict[str, float]:
         return {"alpha": self.alpha, "beta": self.beta}
@@ -394,7 +387,7 @@ class PolynomialKernel(InnerProductKernel):
 
     def __init__(self, alpha: float = 1.0, beta: float = 1.0, degree: int = 2) -> None:
         super().__init__(alpha, beta)
-        d = _positive(degree, "degree")
+        d = _number(degree, "degree", positive=True)
         if d != int(d):
             raise ParameterError(f"kernel parameter degree must be a whole number, got {degree!r}")
         self.degree = int(d)
@@ -545,3 +538,9 @@ def median_heuristic(
     vals = D[np.triu_indices(X.shape[0], k=1)]
     vals = vals[vals > 0]
     return float(np.median(vals)) if vals.size else 1.0
+
+
+def resolve_bandwidth(sigma: float | None, X: Any) -> float:
+    """The bandwidth σ to use: ``sigma`` itself, or, when it is None (automatic), the
+    median heuristic on the training inputs X (:func:`median_heuristic`)."""
+    return median_heuristic(X) if sigma is None else sigma

@@ -28,11 +28,6 @@ FORMATS: dict[str, str] = {
     ".svm": "svmlight", ".svmlight": "svmlight", ".libsvm": "svmlight",
     ".arff": "arff", ".mat": "mat",
 }
-#: Filter string for file dialogs.
-FILE_FILTER = (
-    "Data files (*.csv *.tsv *.tab *.txt *.dat *.npy *.npz *.svm *.svmlight *.libsvm *.arff *.mat)"
-    ";;All files (*)"
-)
 NAN_POLICIES = ("error", "drop")
 _MISSING = {"", "na", "nan", "n/a", "null", "none", "?", "-nan", "inf", "+inf", "-inf",
             "infinity", "-infinity"}

@@ -1,8 +1,10 @@
 """Losses ``l(u, y)`` of a prediction u and their (sub)gradients ``l'(u, y)`` in u.
 
-Vectorised over arrays of predictions and targets; the table of
-``../shared/spec/dsg.md`` (Dai et al., 2014). At kinks the subgradient on the
-side written in the table is used.
+Vectorised over arrays of predictions and targets (Dai et al., 2014; the table is in
+``docs/papers.md``): squared ``½(u − y)²``, hinge ``max(0, 1 − y u)``, squared hinge
+``½ max(0, 1 − y u)²``, logistic ``log(1 + exp(−y u))``, ε-insensitive
+``max(0, |u − y| − ε)``, quantile ``max(q (y − u), (q − 1)(y − u))``. At kinks the
+subgradient on the side written in that table is used.
 """
 
 from __future__ import annotations

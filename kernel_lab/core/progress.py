@@ -9,19 +9,10 @@ without knowing about threads or processes.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
 
 
 class Cancelled(Exception):
     """Raised inside a computation when its run was cancelled."""
-
-
-class ProgressFn(Protocol):
-    def __call__(self, fraction: float, message: str = "") -> None: ...
-
-
-def null_progress(fraction: float, message: str = "") -> None:
-    """A progress callback that ignores reports and never cancels."""
 
 
 class Progress:

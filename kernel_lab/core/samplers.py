@@ -177,7 +177,7 @@ class ExactRLSSampler(Sampler):
 
 class RecursiveRLSSampler(Sampler):
     """Recursive ridge-leverage-score sampling with a fixed budget s (Musco & Musco,
-    Algorithm 3, as in the authors' reference code; see ``../shared/spec/nystrom.md``).
+    Algorithm 3, as in the authors' reference code; see ``docs/papers.md``).
 
     Parameters
     ----------

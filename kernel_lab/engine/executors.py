@@ -13,10 +13,18 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from threadpoolctl import threadpool_limits
-
 from kernel_lab.core.errors import KernelLabError, ParameterError
-from kernel_lab.experiments.base import SERIAL, SerialExecutor, TaskExecutor, blas_controller
+from kernel_lab.core.executor import (
+    SERIAL,
+    SerialExecutor,
+    TaskExecutor,
+    blas_controller,
+    call_single_threaded,
+)
+
+#: The backends a run can use (:func:`make_executor`); the command line and the window
+#: offer these.
+BACKENDS = ("threads", "processes", "dask")
 
 
 class ThreadExecutor:
@@ -24,8 +32,10 @@ class ThreadExecutor:
 
     While tasks run in parallel, BLAS is limited to one thread per worker: small
     factorisations run faster that way than with competing BLAS thread pools, and
-    the cores are not oversubscribed. Tasks not yet started are cancelled when the
-    consumer stops iterating (e.g. when the run is cancelled).
+    the cores are not oversubscribed. One worker or one task runs serially, with the
+    same one-thread limit (so the numbers are those of every other backend). Tasks not
+    yet started are cancelled when the consumer stops iterating (e.g. when the run is
+    cancelled).
     """
 
     def __init__(self, workers: int | None = None) -> None:
@@ -34,9 +44,9 @@ class ThreadExecutor:
     def map(self, fn: Callable[[Any], Any], tasks: Iterable[Any]) -> Iterator[Any]:
         tasks = list(tasks)
         if self.workers == 1 or len(tasks) <= 1:
-            yield from map(fn, tasks)
+            yield from SERIAL.map(fn, tasks)
             return
-        with threadpool_limits(1), ThreadPoolExecutor(self.workers) as pool:
+        with blas_controller().limit(limits=1), ThreadPoolExecutor(self.workers) as pool:
             futures: list[Future[Any]] = [pool.submit(fn, t) for t in tasks]
             try:
                 for fut in futures:
@@ -60,12 +70,6 @@ def _die_with_parent() -> None:
             pass
 
 
-def _call_single_threaded(fn: Callable[[Any], Any], task: Any) -> Any:
-    """Run one task with one BLAS thread: the parallelism is across tasks (processes)."""
-    with blas_controller().limit(limits=1):
-        return fn(task)
-
-
 class ProcessExecutor:
     """Runs tasks in a local pool of ``workers`` processes (spawned: the same on every OS).
 
@@ -83,7 +87,7 @@ class ProcessExecutor:
         from functools import partial
 
         pending = list(tasks)
-        call = partial(_call_single_threaded, fn)
+        call = partial(call_single_threaded, fn)
         for attempt in (1, 2):
             pool = _POOLS.get(self.workers)
             if pool is None:  # kept for later runs: starting processes costs a second
@@ -200,7 +204,7 @@ class DaskExecutor:
                                       [refs] * len(stripped), pure=False,
                                       retries=self.retries)
         else:
-            futures = self.client.map(partial(_call_single_threaded, fn), tasks,
+            futures = self.client.map(partial(call_single_threaded, fn), tasks,
                                       pure=False, retries=self.retries)
         try:
             for fut in futures:
@@ -258,10 +262,7 @@ def _strip_shared(tasks: list[Any]) -> tuple[list[Any], dict[str, Any]]:
 def _call_with_shared(fn: Callable[[Any], Any], task: Any, shared: dict[str, Any]) -> Any:
     import dataclasses
 
-    return _call_single_threaded(fn, dataclasses.replace(task, **shared))
-
-
-BACKENDS = ("threads", "processes", "dask")
+    return call_single_threaded(fn, dataclasses.replace(task, **shared))
 
 
 def make_executor(workers: int | None, backend: str = "threads",

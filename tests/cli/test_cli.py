@@ -90,7 +90,8 @@ def test_runtime_failure_exits_1_without_traceback(tmp_path, capsys, monkeypatch
     def boom(*args, **kwargs):
         raise RuntimeError("LAPACK exploded")
 
-    monkeypatch.setattr("kernel_lab.core.models.krr.symmetric_eig", boom)
+    # the λ path's eigendecomposition (KernelRidge.fit_path) fails
+    monkeypatch.setattr("kernel_lab.core.models.krr.np.linalg.eigh", boom)
     code = main(["run", "krr-path", "--out", str(tmp_path / "o"), "-q", "--no-plot"])
     err = capsys.readouterr().err
     assert code == 1 and "LAPACK exploded" in err and "Traceback" not in err

@@ -15,7 +15,13 @@ import pytest
 from kernel_lab.cli import main
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.engine import run_experiment
-from kernel_lab.engine.executors import ProcessExecutor, WorkerLost, make_executor
+from kernel_lab.engine.executors import (
+    SERIAL,
+    ProcessExecutor,
+    ThreadExecutor,
+    WorkerLost,
+    make_executor,
+)
 
 DATA = "gaussian:n=120,p=60,cov=toeplitz,rho=0.4,noise=0.5"
 PARAMS = {"kernels": ["linear", "exponential"], "trials": 8, "n_lams": 10, "seed": 5}
@@ -56,6 +62,21 @@ def test_process_pool_retries_a_dead_worker_then_reports(tmp_path):
     assert list(ProcessExecutor(2).map(_die_once, tasks)) == [i * i for i in range(6)]
     with pytest.raises(WorkerLost, match="died twice"):
         list(ProcessExecutor(2).map(_die_always, [1, 2]))
+
+
+def _blas_threads(_task):
+    from threadpoolctl import threadpool_info
+
+    return max((i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"),
+               default=1)
+
+
+@pytest.mark.parametrize("executor,n_tasks", [(SERIAL, 3), (ThreadExecutor(1), 3),
+                                              (ThreadExecutor(4), 1), (ThreadExecutor(4), 3)])
+def test_tasks_run_with_one_blas_thread_on_every_path(executor, n_tasks):
+    """One worker or one task included: multi-threaded BLAS sums in another order, and the
+    numbers would differ from those of the other backends in the last bits."""
+    assert list(executor.map(_blas_threads, range(n_tasks))) == [1] * n_tasks
 
 
 def test_unknown_backend_and_missing_scheduler():

@@ -22,18 +22,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
-from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from kernel_lab.core.errors import ParameterError
-from kernel_lab.core.kernels import ShiftInvariantKernel, make_kernel, median_heuristic
+from kernel_lab.core.kernels import ShiftInvariantKernel, make_kernel, resolve_bandwidth
 from kernel_lab.core.losses import CLASSIFICATION_LOSSES, REGRESSION_LOSSES, Loss, make_loss
 from kernel_lab.core.models.rff import RFF_KERNELS
+from kernel_lab.core.validation import Integer, OneOf, Real, check_params, check_seed
 
 #: Iterations whose features are regenerated and applied together in prediction.
 PREDICT_BLOCK = 64
@@ -50,7 +50,15 @@ def iteration_features(kernel: ShiftInvariantKernel, p: int, r: int, seed: int,
 
 
 class _DSGBase(BaseEstimator):
-    _losses: tuple[str, ...] = ()
+    _parameter_checks: ClassVar = {
+        "kernel": OneOf(RFF_KERNELS),
+        "sigma": Real(optional=True, label="the bandwidth σ (sigma)"),
+        "nu": Real(label="the regulariser ν (nu)"),
+        "theta": Real(optional=True),
+        "t0": Real(strict=False, optional=True),
+        **dict.fromkeys(("n_iter", "batch_size", "n_features_per_iter", "callback_every"),
+                        Integer()),
+    }
 
     def __init__(self, *, loss: str, kernel: str = "gaussian", sigma: float | None = None,
                  nu: float = 1e-4, theta: float | None = None, t0: float | None = None,
@@ -78,22 +86,10 @@ class _DSGBase(BaseEstimator):
 
     # -- set-up ------------------------------------------------------------------------
     def _check_params(self) -> tuple[Loss, float, float]:
-        if self.loss not in self._losses:
-            raise ParameterError(f"loss must be one of: {', '.join(self._losses)}; "
-                                 f"got {self.loss!r}")
-        if self.kernel not in RFF_KERNELS:
-            raise ParameterError(f"kernel must be one of: {', '.join(RFF_KERNELS)}")
-        for name in ("n_iter", "batch_size", "n_features_per_iter", "callback_every"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 1:
-                raise ParameterError(f"{name} must be a positive integer, got {v!r}")
-        nu = float(self.nu)
-        if not (math.isfinite(nu) and nu > 0):
-            raise ParameterError(f"the regulariser ν (nu) must be positive, got {self.nu!r}")
-        theta = 1.0 / nu if self.theta is None else float(self.theta)
-        t0 = theta if self.t0 is None else float(self.t0)
-        if not (theta > 0 and t0 >= 0):
-            raise ParameterError("theta must be positive and t0 non-negative")
+        p = check_params(self)
+        nu = p["nu"]
+        theta = 1.0 / nu if p["theta"] is None else p["theta"]
+        t0 = theta if p["t0"] is None else p["t0"]
         if theta * nu / (1.0 + t0) >= 1.0:
             raise ParameterError(
                 f"the first step decays the model to zero or below (θν/(1 + t0) = "
@@ -101,11 +97,10 @@ class _DSGBase(BaseEstimator):
         return make_loss(self.loss, epsilon=self.epsilon, quantile=self.quantile), theta, t0
 
     def _initialise(self, X: np.ndarray) -> None:
-        sigma = median_heuristic(X) if self.sigma is None else float(self.sigma)
-        kernel = make_kernel(self.kernel, {"sigma": sigma})
+        kernel = make_kernel(self.kernel, {"sigma": resolve_bandwidth(self.sigma, X)})
         assert isinstance(kernel, ShiftInvariantKernel)
         self.kernel_ = kernel
-        self.seed_ = int(check_random_state(self.random_state).randint(0, 2**31 - 1))
+        self.seed_ = check_seed(self.random_state)
         self._data_rng = np.random.default_rng([self.seed_, 2**31])
         r = int(self.n_features_per_iter)
         self.scale_ = 1.0
@@ -289,7 +284,7 @@ class DSGRegressor(RegressorMixin, _DSGBase):
     callback_every : int
     warm_start : bool
         A further :meth:`fit` continues training for ``n_iter`` more iterations.
-    random_state : int, RandomState or None
+    random_state : int, RandomState, Generator or None
 
     Attributes
     ----------
@@ -304,7 +299,7 @@ class DSGRegressor(RegressorMixin, _DSGBase):
         Seed from which every iteration's features are regenerated.
     """
 
-    _losses = REGRESSION_LOSSES
+    _parameter_checks: ClassVar = {**_DSGBase._parameter_checks, "loss": OneOf(REGRESSION_LOSSES)}
 
     def __init__(self, loss: str = "squared", *, kernel: str = "gaussian",
                  sigma: float | None = None, nu: float = 1e-4, theta: float | None = None,
@@ -357,7 +352,8 @@ class DSGClassifier(ClassifierMixin, _DSGBase):
     ``"squared_hinge"``, ``"logistic"``. Labels are mapped to ±1 (``classes_[1]`` is +1).
     """
 
-    _losses = CLASSIFICATION_LOSSES
+    _parameter_checks: ClassVar = {**_DSGBase._parameter_checks,
+                                   "loss": OneOf(CLASSIFICATION_LOSSES)}
 
     def __init__(self, loss: str = "logistic", *, kernel: str = "gaussian",
                  sigma: float | None = None, nu: float = 1e-4, theta: float | None = None,

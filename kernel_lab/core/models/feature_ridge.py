@@ -3,19 +3,10 @@
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 
 from kernel_lab.core.errors import ParameterError
-
-
-def check_lam(lam: Any, name: str = "λ (lam)") -> float:
-    """λ as a float; a clear error unless it is a positive finite number."""
-    if isinstance(lam, bool) or not (isinstance(lam, int | float | np.number)
-                                     and math.isfinite(lam) and lam > 0):
-        raise ParameterError(f"{name} must be positive and finite, got {lam!r}")
-    return float(lam)
 
 
 def feature_ridge(F: np.ndarray, y: np.ndarray, lam: float, *,

@@ -35,17 +35,17 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from scipy.optimize import minimize
 from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from kernel_lab.core.errors import ParameterError
-from kernel_lab.core.kernels import median_heuristic
-from kernel_lab.core.models.feature_ridge import check_lam, feature_ridge, ridge_loo
+from kernel_lab.core.executor import SERIAL
+from kernel_lab.core.kernels import resolve_bandwidth
+from kernel_lab.core.models.feature_ridge import feature_ridge, ridge_loo
+from kernel_lab.core.validation import LAM, Integer, Real, check_params, check_seed
 
 
 def _augment(X: np.ndarray) -> np.ndarray:
@@ -262,25 +262,6 @@ def run_descent(task: DescentTask) -> np.ndarray:
     return thetas
 
 
-def _serial_map(fn: Callable[[Any], Any], tasks: Any) -> Any:
-    return map(fn, tasks)
-
-
-def _positive_int(name: str, value: Any, low: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
-        raise ParameterError(f"{name} must be an integer ≥ {low}, got {value!r}")
-    return int(value)
-
-
-def _positive_float(name: str, value: Any, *, zero: bool = False) -> float:
-    ok = (not isinstance(value, bool) and isinstance(value, int | float | np.number)
-          and math.isfinite(value) and (value >= 0 if zero else value > 0))
-    if not ok:
-        bound = "≥ 0" if zero else "> 0"
-        raise ParameterError(f"{name} must be a finite number {bound}, got {value!r}")
-    return float(value)
-
-
 class GreedyFeatureRegressor(RegressorMixin, BaseEstimator):
     """Greedy feature construction (GFC) with cosine waves, then ridge regression.
 
@@ -316,9 +297,10 @@ class GreedyFeatureRegressor(RegressorMixin, BaseEstimator):
         ``train_rmse``, ``nu``, ``loo_rmse`` (target units) and ``model`` (self, usable for
         ``predict``).
     executor : object with ``map(fn, tasks)`` or None
-        Runs the descents of a pass (None: one after the other). Each descent has its own
-        seed, so the model does not depend on the executor.
-    random_state : int, RandomState or None
+        Runs the descents of a pass (None: one after the other, with one BLAS thread, as
+        on every executor). Each descent has its own seed, so the model does not depend
+        on the executor.
+    random_state : int, RandomState, Generator or None
 
     Attributes
     ----------
@@ -335,6 +317,15 @@ class GreedyFeatureRegressor(RegressorMixin, BaseEstimator):
     history_ : list of dict
         The callback information of every pass (without ``model``).
     """
+
+    _parameter_checks: ClassVar = {
+        "n_features": Integer(), "n_passes": Integer(), "n_descents": Integer(),
+        "max_steps": Integer(optional=True), "subset_size": Integer(2, optional=True),
+        "lam": LAM, "nu": Real(optional=True, label="the ridge ν (nu)"),
+        "eps": Real(strict=False), "eta": Real(strict=False), "n_folds": Integer(2),
+        "restarts": Integer(), "candidates": Integer(), "max_iter": Integer(),
+        "bandwidth": Real(optional=True),
+    }
 
     def __init__(self, n_features: int = 100, *, n_passes: int = 10, n_descents: int = 4,
                  max_steps: int | None = None, subset_size: int | None = None,
@@ -361,18 +352,14 @@ class GreedyFeatureRegressor(RegressorMixin, BaseEstimator):
         self.executor = executor
         self.random_state = random_state
 
-    def _settings(self, X: np.ndarray) -> DescentSettings:
-        sigma = (median_heuristic(X) if self.bandwidth is None
-                 else _positive_float("bandwidth", self.bandwidth))
-        if not sigma > 0:
-            sigma = 1.0  # all inputs equal: any scale will do
+    @staticmethod
+    def _settings(p: dict[str, Any], X: np.ndarray) -> DescentSettings:
+        """The descent settings from the checked parameters ``p``; the reference
+        bandwidth is the median heuristic unless given (1 when all inputs are equal)."""
         return DescentSettings(
-            max_steps=1, lam=check_lam(self.lam), eps=_positive_float("eps", self.eps, zero=True),
-            n_folds=_positive_int("n_folds", self.n_folds, 2),
-            restarts=_positive_int("restarts", self.restarts),
-            candidates=max(_positive_int("candidates", self.candidates),
-                           int(self.restarts)),
-            max_iter=_positive_int("max_iter", self.max_iter), sigma=float(sigma))
+            max_steps=1, lam=p["lam"], eps=p["eps"], n_folds=p["n_folds"],
+            restarts=p["restarts"], candidates=max(p["candidates"], p["restarts"]),
+            max_iter=p["max_iter"], sigma=float(resolve_bandwidth(p["bandwidth"], X)))
 
     def fit(self, X: Any, y: Any) -> GreedyFeatureRegressor:
         for _ in self.fit_passes(X, y):
@@ -385,26 +372,19 @@ class GreedyFeatureRegressor(RegressorMixin, BaseEstimator):
         iteration early leaves the model of the last finished pass."""
         X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
         m, p = X.shape
-        budget = _positive_int("n_features", self.n_features)
-        passes = _positive_int("n_passes", self.n_passes)
-        M = _positive_int("n_descents", self.n_descents)
-        max_steps = None if self.max_steps is None else _positive_int("max_steps",
-                                                                       self.max_steps)
-        subset = min(m, 5000 if self.subset_size is None
-                     else _positive_int("subset_size", self.subset_size, 2))
-        eta = _positive_float("eta", self.eta, zero=True)
-        if self.nu is not None:
-            check_lam(self.nu, "ridge ν (nu)")
-        base = self._settings(X)
-        run = self.executor.map if self.executor is not None else _serial_map
+        checked = check_params(self)
+        budget, passes = checked["n_features"], checked["n_passes"]
+        M, max_steps, eta = checked["n_descents"], checked["max_steps"], checked["eta"]
+        subset = min(m, 5000 if checked["subset_size"] is None else checked["subset_size"])
+        base = self._settings(checked, X)
+        run = (self.executor or SERIAL).map
 
         self.y_mean_ = float(y.mean())
         scale = float(y.std())
         self.y_scale_ = scale if scale > 0 else 1.0
         ys = (y - self.y_mean_) / self.y_scale_
         Xa = _augment(X)
-        seed = int(check_random_state(self.random_state).randint(0, 2**31 - 1))
-        pass_seeds = np.random.SeedSequence(seed).spawn(passes)
+        pass_seeds = np.random.SeedSequence(check_seed(self.random_state)).spawn(passes)
 
         thetas = np.empty((0, p + 1))
         coef, intercept, nu = np.empty(0), 0.0, float(self.nu or 1.0)

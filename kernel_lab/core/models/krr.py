@@ -23,10 +23,9 @@ Processing 68, 2020.
 
 from __future__ import annotations
 
-import math
 import warnings
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import scipy.linalg as sla
@@ -36,6 +35,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.kernels import Kernel, make_kernel
 from kernel_lab.core.memory import DEFAULT_BLOCK_BYTES, check_allocation, memory_budget_bytes
+from kernel_lab.core.validation import LAM, check_params
 
 
 @dataclass(frozen=True)
@@ -93,14 +93,9 @@ def solve_regularised(K: np.ndarray, lam: float, y: np.ndarray) -> np.ndarray:
                 "increase λ or use a positive definite kernel") from None
 
 
-def symmetric_eig(K: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Eigenvalues (ascending) and eigenvectors of a symmetric matrix (LAPACK syevd via
-    numpy, see :func:`solve_regularised`)."""
-    return np.linalg.eigh(K)
-
-
 class _KernelRidgeBase(RegressorMixin, BaseEstimator):
     _centered: bool = False
+    _parameter_checks: ClassVar = {"lam": LAM}
 
     def __init__(self, lam: float = 1.0, *, kernel: str | Kernel = "gaussian",
                  kernel_params: dict[str, Any] | None = None) -> None:
@@ -109,15 +104,6 @@ class _KernelRidgeBase(RegressorMixin, BaseEstimator):
         self.kernel_params = kernel_params
 
     # -- fitting ------------------------------------------------------------------
-    def _check_lam(self) -> float:
-        lam = self.lam
-        if isinstance(lam, bool) or not isinstance(lam, int | float | np.integer | np.floating):
-            raise ParameterError(f"λ (lam) must be a positive number, got {lam!r}")
-        if not math.isfinite(float(lam)) or lam <= 0:
-            raise ParameterError(f"λ (lam) must be positive and finite, got {lam!r}; "
-                                 "use a value such as 1e-3")
-        return float(lam)
-
     def _kernel_matrix(self, X: np.ndarray) -> np.ndarray:
         n = X.shape[0]
         budget = memory_budget_bytes()
@@ -157,7 +143,7 @@ class _KernelRidgeBase(RegressorMixin, BaseEstimator):
         else:  # the caller vouches for finite float64 arrays of matching shapes
             self.n_features_in_ = X.shape[1]
             self.__dict__.pop("feature_names_in_", None)   # from an earlier DataFrame fit
-        lam = self._check_lam()
+        lam = check_params(self)["lam"]
         self.kernel_ = make_kernel(self.kernel, self.kernel_params)
         K, col_means = self._gram_matrix(X)
         self.X_fit_ = X
@@ -203,7 +189,7 @@ class _KernelRidgeBase(RegressorMixin, BaseEstimator):
         """
         lams = check_lams(lams)
         lam, K, col_means = self._prepare(X, y, check_input)
-        e, U = symmetric_eig(K)
+        e, U = np.linalg.eigh(K)  # LAPACK syevd via numpy (see solve_regularised)
         del K
         self._eig = (e, U, col_means)
         w = U.T @ (self._y_fit - self._shift)
@@ -248,7 +234,7 @@ class _KernelRidgeBase(RegressorMixin, BaseEstimator):
                 self._gram = None
             else:
                 K, col_means = self._gram_matrix(self.X_fit_)
-            e, U = symmetric_eig(K)
+            e, U = np.linalg.eigh(K)
             self._eig = (e, U, col_means)
         return self._eig
 

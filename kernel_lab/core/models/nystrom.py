@@ -12,24 +12,23 @@ C. Musco and C. Musco, "Recursive sampling for the Nyström method", NIPS 2017.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, TransformerMixin
-from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.kernels import (
     KERNELS,
     Kernel,
     ShiftInvariantKernel,
     canonical_kernel_name,
     make_kernel,
-    median_heuristic,
+    resolve_bandwidth,
 )
-from kernel_lab.core.models.feature_ridge import check_lam, feature_ridge
+from kernel_lab.core.models.feature_ridge import feature_ridge
 from kernel_lab.core.samplers import SAMPLERS, CountingKernel, make_sampler
+from kernel_lab.core.validation import LAM, Integer, OneOf, check_generator, check_params
 
 #: Eigenvalues of W below this fraction of the largest are treated as zero.
 RCOND = 1e-12
@@ -56,7 +55,7 @@ class NystromFeatures(TransformerMixin, BaseEstimator):
         Number of landmarks s (at most n).
     sampler : str
         One of :data:`kernel_lab.core.samplers.SAMPLERS`.
-    random_state : int, RandomState or None
+    random_state : int, RandomState, Generator, SeedSequence or None
 
     Attributes
     ----------
@@ -71,6 +70,8 @@ class NystromFeatures(TransformerMixin, BaseEstimator):
         Kernel entries evaluated by the sampler and for W.
     """
 
+    _parameter_checks: ClassVar = {"sampler": OneOf(tuple(SAMPLERS)), "n_components": Integer()}
+
     def __init__(self, kernel: str | Kernel = "gaussian", *,
                  kernel_params: dict[str, Any] | None = None, n_components: int = 100,
                  sampler: str = "recursive-rls", random_state: Any = None) -> None:
@@ -82,22 +83,16 @@ class NystromFeatures(TransformerMixin, BaseEstimator):
 
     def fit(self, X: Any, y: Any = None) -> NystromFeatures:
         X = validate_data(self, X, dtype=np.float64)
-        if self.sampler not in SAMPLERS:
-            raise ParameterError(f"unknown sampler {self.sampler!r}; choose one of: "
-                                 f"{', '.join(SAMPLERS)}")
-        s = self.n_components
-        if isinstance(s, bool) or not isinstance(s, int | np.integer) or s < 1:
-            raise ParameterError(f"n_components must be a positive integer, got {s!r}")
-        s = min(int(s), X.shape[0])
+        p = check_params(self)
+        s = min(p["n_components"], X.shape[0])
         params = dict(self.kernel_params or {})
-        if (isinstance(self.kernel, str) and params.get("sigma") is None
+        if (isinstance(self.kernel, str)
                 and issubclass(KERNELS[canonical_kernel_name(self.kernel)],
                                ShiftInvariantKernel)):
-            params["sigma"] = median_heuristic(X)  # bandwidth not given: median heuristic
+            params["sigma"] = resolve_bandwidth(params.get("sigma"), X)
         self.kernel_ = make_kernel(self.kernel, params)
-        seed = int(check_random_state(self.random_state).randint(0, 2**31 - 1))
-        sample = make_sampler(self.sampler).sample(X, self.kernel_, s,
-                                                   np.random.default_rng(seed))
+        sample = make_sampler(p["sampler"]).sample(X, self.kernel_, s,
+                                                   check_generator(self.random_state))
         counter = CountingKernel(self.kernel_)
         self.landmark_indices_ = sample.indices
         self.landmarks_ = X[sample.indices]
@@ -133,6 +128,8 @@ class NystromRidge(RegressorMixin, BaseEstimator):
     intercept_ : float
     """
 
+    _parameter_checks: ClassVar = {**NystromFeatures._parameter_checks, "lam": LAM}
+
     def __init__(self, lam: float = 1.0, *, kernel: str | Kernel = "gaussian",
                  kernel_params: dict[str, Any] | None = None, n_components: int = 100,
                  sampler: str = "recursive-rls", centered: bool = True,
@@ -147,7 +144,7 @@ class NystromRidge(RegressorMixin, BaseEstimator):
 
     def fit(self, X: Any, y: Any) -> NystromRidge:
         X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
-        lam = check_lam(self.lam)
+        lam = check_params(self)["lam"]
         self.features_ = NystromFeatures(self.kernel, kernel_params=self.kernel_params,
                                          n_components=self.n_components, sampler=self.sampler,
                                          random_state=self.random_state).fit(X)

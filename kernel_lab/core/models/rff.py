@@ -13,11 +13,10 @@ F. X. Yu et al., "Orthogonal random features", NIPS 2016 (``orthogonal=True``).
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, TransformerMixin
-from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from kernel_lab.core.errors import ParameterError
@@ -27,19 +26,13 @@ from kernel_lab.core.kernels import (
     Matern52Kernel,
     ShiftInvariantKernel,
     make_kernel,
-    median_heuristic,
+    resolve_bandwidth,
 )
-from kernel_lab.core.models.feature_ridge import check_lam, feature_ridge
+from kernel_lab.core.models.feature_ridge import feature_ridge
+from kernel_lab.core.validation import LAM, Integer, OneOf, Real, check_generator, check_params
 
 RFF_KERNELS = ("gaussian", "laplace", "cauchy", "matern32", "matern52")
 _ROTATION_INVARIANT = (GaussianKernel, Matern32Kernel, Matern52Kernel)
-
-
-def _as_generator(random_state: Any) -> np.random.Generator:
-    if isinstance(random_state, np.random.Generator):
-        return random_state
-    seed = check_random_state(random_state).randint(0, 2**31 - 1)
-    return np.random.default_rng(seed)
 
 
 def sample_features(kernel: ShiftInvariantKernel, p: int, n_components: int,
@@ -99,6 +92,12 @@ class RandomFourierFeatures(TransformerMixin, BaseEstimator):
     offsets_ : ndarray, shape (D,)
     """
 
+    _parameter_checks: ClassVar = {
+        "kernel": OneOf(RFF_KERNELS, label="the kernel of random features"),
+        "sigma": Real(optional=True, label="the bandwidth σ (sigma)"),
+        "n_components": Integer(),
+    }
+
     def __init__(self, kernel: str = "gaussian", *, sigma: float | None = None,
                  n_components: int = 100, orthogonal: bool = False,
                  random_state: Any = None) -> None:
@@ -110,18 +109,12 @@ class RandomFourierFeatures(TransformerMixin, BaseEstimator):
 
     def fit(self, X: Any, y: Any = None) -> RandomFourierFeatures:
         X = validate_data(self, X, dtype=np.float64)
-        if self.kernel not in RFF_KERNELS:
-            raise ParameterError(f"random features need one of: {', '.join(RFF_KERNELS)}; "
-                                 f"got {self.kernel!r}")
-        if not isinstance(self.n_components, int | np.integer) or self.n_components < 1:
-            raise ParameterError(f"n_components must be a positive integer, got "
-                                 f"{self.n_components!r}")
-        sigma = median_heuristic(X) if self.sigma is None else self.sigma
-        kernel = make_kernel(self.kernel, {"sigma": sigma})
+        p = check_params(self)
+        kernel = make_kernel(p["kernel"], {"sigma": resolve_bandwidth(p["sigma"], X)})
         assert isinstance(kernel, ShiftInvariantKernel)
         self.kernel_ = kernel
         self.weights_, self.offsets_ = sample_features(
-            kernel, X.shape[1], int(self.n_components), _as_generator(self.random_state),
+            kernel, X.shape[1], p["n_components"], check_generator(self.random_state),
             orthogonal=self.orthogonal)
         return self
 
@@ -152,6 +145,8 @@ class RFFRidge(RegressorMixin, BaseEstimator):
     intercept_ : float
     """
 
+    _parameter_checks: ClassVar = {**RandomFourierFeatures._parameter_checks, "lam": LAM}
+
     def __init__(self, lam: float = 1.0, *, kernel: str = "gaussian",
                  sigma: float | None = None, n_components: int = 100,
                  orthogonal: bool = False, random_state: Any = None) -> None:
@@ -164,7 +159,7 @@ class RFFRidge(RegressorMixin, BaseEstimator):
 
     def fit(self, X: Any, y: Any) -> RFFRidge:
         X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
-        lam = check_lam(self.lam)
+        lam = check_params(self)["lam"]
         self.features_ = RandomFourierFeatures(
             self.kernel, sigma=self.sigma, n_components=self.n_components,
             orthogonal=self.orthogonal, random_state=self.random_state).fit(X)

@@ -1,6 +1,6 @@
 """Limiting risk of centered kernel ridge regression (CKRR) and its consistent estimators.
 
-Notation of ``../shared/spec/ckrr.md`` (the formulas there were checked numerically):
+Notation of the paper as restated in ``docs/papers.md`` (formulas checked numerically):
 inputs ``x ~ N(0, Σ)`` in ``R^p``, n training points, ``c = p/n``, ``τ = tr(Σ)/p``,
 inner-product kernel ``k(x, x') = g(xᵀx'/p)``, ``ν = g(τ) − g(0) − τ g'(0)`` and
 ``z = −(λ + ν)/g'(0)``. ``m(z)`` is the positive solution of

@@ -1,0 +1,57 @@
+"""Running independent tasks: the executor protocol and the serial executor.
+
+Tasks are ``fn(task)`` calls with a module-level ``fn`` and a picklable ``task``, so any
+backend (threads, processes, a cluster: :mod:`kernel_lab.engine.executors`) can run them.
+Every backend runs each task with one BLAS thread, as :class:`SerialExecutor` does here:
+multi-threaded BLAS sums in another order, and results would then differ between backends
+in the last bits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, Protocol
+
+
+class TaskExecutor(Protocol):
+    """Runs independent tasks, possibly in parallel; results come back in task order.
+
+    Each task carries its own seed, so results do not depend on the backend.
+    """
+
+    def map(self, fn: Callable[[Any], Any], tasks: Iterable[Any]) -> Iterator[Any]: ...
+
+
+class SerialExecutor:
+    """Runs tasks one after the other in this thread (the default).
+
+    Each task runs with one BLAS thread, as on every parallel backend (see the module
+    docstring). Work outside tasks keeps all BLAS threads.
+    """
+
+    def map(self, fn: Callable[[Any], Any], tasks: Iterable[Any]) -> Iterator[Any]:
+        for task in tasks:
+            yield call_single_threaded(fn, task)
+
+
+def call_single_threaded(fn: Callable[[Any], Any], task: Any) -> Any:
+    """``fn(task)`` with one BLAS thread (the parallelism, if any, is across tasks)."""
+    with blas_controller().limit(limits=1):
+        return fn(task)
+
+
+_CONTROLLER: Any = None
+
+
+def blas_controller() -> Any:
+    """A threadpoolctl controller, created once (creating one scans the loaded libraries,
+    which costs milliseconds every time)."""
+    global _CONTROLLER
+    if _CONTROLLER is None:
+        from threadpoolctl import ThreadpoolController
+
+        _CONTROLLER = ThreadpoolController()
+    return _CONTROLLER
+
+
+SERIAL = SerialExecutor()
