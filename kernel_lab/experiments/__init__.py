@@ -5,13 +5,16 @@ No Qt here: experiments run the same in the window, the command line and tests.
 
 from __future__ import annotations
 
-from kernel_lab.experiments.base import Experiment, PartialResult, PlotSpec
+from kernel_lab.experiments.base import Experiment, PartialResult
+from kernel_lab.experiments.plotspec import Curve, PlotSpec, SeriesKey
 from kernel_lab.experiments.registry import get_experiment, list_experiments, register
 
 __all__ = [
+    "Curve",
     "Experiment",
     "PartialResult",
     "PlotSpec",
+    "SeriesKey",
     "get_experiment",
     "list_experiments",
     "register",

@@ -3,122 +3,28 @@ results whose every ``yield`` is a progress report and a cancellation point."""
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 
 from kernel_lab.core.data import Dataset
+from kernel_lab.core.executor import SERIAL, TaskExecutor  # experiments import them from here
 from kernel_lab.core.kernels import (
     KERNEL_PARAMS,
     KERNELS,
     Kernel,
     ShiftInvariantKernel,
     make_kernel,
-    median_heuristic,
+    resolve_bandwidth,
 )
 from kernel_lab.core.params import ParamSpec, resolve_params
 from kernel_lab.core.progress import Progress
+from kernel_lab.experiments.plotspec import PlotSpec
 
 SEED = ParamSpec("seed", "int", 0, low=0, high=2**32 - 1,
                  help="drives every random choice: data draws, splits, samplers")
-
-
-class TaskExecutor(Protocol):
-    """Runs independent tasks, possibly in parallel; results come back in task order.
-
-    Tasks are ``fn(task)`` calls with a module-level ``fn`` and a picklable ``task``, so
-    any backend (threads, processes, a cluster) can run them. Each task carries its own
-    seed, so results do not depend on the backend.
-    """
-
-    def map(self, fn: Callable[[Any], Any], tasks: Iterable[Any]) -> Iterator[Any]: ...
-
-
-class SerialExecutor:
-    """Runs tasks one after the other in this thread (the default).
-
-    Each task runs with one BLAS thread, as on every parallel backend: multi-threaded BLAS
-    sums in another order, and results would then differ between backends in the last
-    bits. (Work outside tasks keeps all BLAS threads.)
-    """
-
-    def map(self, fn: Callable[[Any], Any], tasks: Iterable[Any]) -> Iterator[Any]:
-        for task in tasks:
-            with blas_controller().limit(limits=1):
-                result = fn(task)
-            yield result
-
-
-_CONTROLLER: Any = None
-
-
-def blas_controller() -> Any:
-    """A threadpoolctl controller, created once (creating one scans the loaded libraries,
-    which costs milliseconds every time)."""
-    global _CONTROLLER
-    if _CONTROLLER is None:
-        from threadpoolctl import ThreadpoolController
-
-        _CONTROLLER = ThreadpoolController()
-    return _CONTROLLER
-
-
-SERIAL = SerialExecutor()
-
-
-def column_pattern(pattern: str) -> re.Pattern[str]:
-    """A result-column pattern in which only ``*`` is a wildcard (``R_test[*]``)."""
-    return re.compile("^" + re.escape(pattern).replace(r"\*", ".*") + "$")
-
-
-def expand_columns(patterns: Iterable[str], columns: Iterable[str]) -> list[str]:
-    """The columns matching each pattern in turn (table order within a pattern)."""
-    columns = list(columns)
-    out: list[str] = []
-    for pattern in patterns:
-        rx = column_pattern(pattern)
-        out += [c for c in columns if rx.match(c) and c not in out]
-    return out
-
-
-@dataclass(frozen=True)
-class PlotSpec:
-    """A plot an experiment produces.
-
-    ``y`` lists result columns drawn as curves against column ``x``; ``*`` in a name is a
-    wildcard (``R_test_limit[*]``: one curve per kernel). A column missing from the table
-    (e.g. the noiseless risk on real data) is skipped.
-    ``y_err`` optionally maps a curve to the column holding its spread.
-    """
-
-    title: str
-    x: str
-    y: tuple[str, ...]
-    xlabel: str = ""
-    ylabel: str = ""
-    logx: bool = False
-    logy: bool = False
-    y_err: Mapping[str, str] = field(default_factory=dict)
-    #: Fix the y range to that of these columns (for curves that can blow up).
-    y_range_from: tuple[str, ...] = ()
-    #: Legend text for columns whose names do not read well.
-    labels: Mapping[str, str] = field(default_factory=dict)
-    #: ``"lines"`` (curves of ``y`` against ``x``; an ``x`` with ``*`` takes each curve's own
-    #: group, e.g. ``time[*]`` for ``error[uniform]``) or ``"scatter"`` (points ``x``, ``y[0]``
-    #: coloured by the column ``color``, with the points ``overlay`` = (x, y) marked on top).
-    kind: str = "lines"
-    color: str = ""
-    overlay: tuple[str, str] | tuple[()] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"title": self.title, "x": self.x, "y": list(self.y), "xlabel": self.xlabel,
-                "ylabel": self.ylabel, "logx": self.logx, "logy": self.logy,
-                "y_err": dict(self.y_err), "y_range_from": list(self.y_range_from),
-                "labels": dict(self.labels), "kind": self.kind, "color": self.color,
-                "overlay": list(self.overlay)}
 
 
 @dataclass
@@ -246,6 +152,6 @@ def build_kernel(params: Mapping[str, Any], X_train: np.ndarray) -> Kernel:
     pairwise distance of ``X_train`` (see :func:`~kernel_lab.core.kernels.median_heuristic`)."""
     name = params["kernel"]
     kparams = {k: params[k] for k in KERNEL_PARAMS[name] if params.get(k) is not None}
-    if issubclass(KERNELS[name], ShiftInvariantKernel) and "sigma" not in kparams:
-        kparams["sigma"] = median_heuristic(X_train)
+    if issubclass(KERNELS[name], ShiftInvariantKernel):
+        kparams["sigma"] = resolve_bandwidth(params.get("sigma"), X_train)
     return make_kernel(name, kparams)

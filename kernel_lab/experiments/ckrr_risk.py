@@ -32,6 +32,7 @@ from kernel_lab.experiments.base import (
     TaskExecutor,
 )
 from kernel_lab.experiments.krr_path import lam_grid, lam_specs
+from kernel_lab.experiments.plotspec import Curve
 from kernel_lab.experiments.registry import register
 
 FAMILIES = ("linear", "polynomial", "sigmoid", "exponential")
@@ -79,7 +80,16 @@ def _mean_square_error(pred: np.ndarray, target: np.ndarray) -> np.ndarray:
     return np.einsum("ij,ij->i", pred, pred) / pred.shape[1]
 
 
-def run_trial(task: TrialTask) -> dict[str, dict[str, np.ndarray]]:
+@dataclass
+class TrialResult:
+    """One trial's curves per kernel (``R_train``, ``R_test``, ``thm2``, ``lemma1``) and
+    the spectrum of its training data (for the estimators' λ* searches)."""
+
+    curves: dict[str, dict[str, np.ndarray]]
+    spectrum: DataSpectrum
+
+
+def run_trial(task: TrialTask) -> TrialResult:
     """Draw (or re-split) data, fit CKRR along the λ grid for every kernel from one
     eigendecomposition each, and evaluate risks and estimators."""
     rng = np.random.default_rng(task.seed)
@@ -109,8 +119,7 @@ def run_trial(task: TrialTask) -> dict[str, dict[str, np.ndarray]]:
             "thm2": thm2,
             "lemma1": lemma1(r_train, z, task.lams, m_hat, p / n, kernel.dg0, task.noise),
         }
-    out["_spectrum"] = spectrum  # type: ignore[assignment]
-    return out
+    return TrialResult(out, spectrum)
 
 
 @register
@@ -153,16 +162,20 @@ class CkrrRiskExperiment(Experiment):
     )
     plots = (
         PlotSpec("Test risk against λ", "lam",
-                 ("R_test_limit[*]", "R_test_emp_mean[*]", "R_test_thm2_mean[*]"),
-                 xlabel="λ", ylabel="test risk", logx=True,
-                 y_err={"R_test_emp_mean[*]": "R_test_emp_std[*]"}),
-        PlotSpec("Training risk against λ", "lam", ("R_train_limit[*]", "R_train_emp_mean[*]"),
-                 xlabel="λ", ylabel="training risk", logx=True,
-                 y_err={"R_train_emp_mean[*]": "R_train_emp_std[*]"}),
+                 (Curve("R_test_limit", "limit", "limit", star=True),
+                  Curve("R_test_emp_mean", "empirical", "empirical", spread="R_test_emp_std"),
+                  Curve("R_test_thm2_mean", "estimate", "Theorem 2")),
+                 xlabel="λ", ylabel="test risk", logx=True),
+        PlotSpec("Training risk against λ", "lam",
+                 (Curve("R_train_limit", "limit", "limit", star=True),
+                  Curve("R_train_emp_mean", "empirical", "empirical",
+                        spread="R_train_emp_std")),
+                 xlabel="λ", ylabel="training risk", logx=True),
         PlotSpec("Lemma 1 estimate (unstable at small λ)", "lam",
-                 ("R_test_emp_mean[*]", "R_test_lemma1_mean[*]"),
+                 (Curve("R_test_emp_mean", "empirical", "empirical"),
+                  Curve("R_test_lemma1_mean", "estimate", "Lemma 1", dash="dot")),
                  xlabel="λ", ylabel="test risk", logx=True,
-                 y_range_from=("R_test_emp_mean[*]",)),
+                 y_range_from=("R_test_emp_mean",)),
     )
     default_data = "gaussian:n=200,p=100,cov=toeplitz,rho=0.4,noise=0.5,f=sin"
 
@@ -232,8 +245,8 @@ class CkrrRiskExperiment(Experiment):
         acc = {k: {key: np.empty((total, lams.size)) for key in TRIAL_CURVES} for k in kernels}
         spectra: list[DataSpectrum] = []
         for t, result in enumerate(executor.map(run_trial, tasks), start=1):
-            spectra.append(result.pop("_spectrum"))
-            for name, curves in result.items():
+            spectra.append(result.spectrum)
+            for name, curves in result.curves.items():
                 for key, values in curves.items():
                     acc[name][key][t - 1] = values
             self._fill(table, summaries, {k: {key: v[:t] for key, v in a.items()}

@@ -20,6 +20,7 @@ from kernel_lab.core.models.nystrom import NystromFeatures
 from kernel_lab.core.models.rff import RandomFourierFeatures
 from kernel_lab.core.params import ParamSpec
 from kernel_lab.core.progress import Progress
+from kernel_lab.core.validation import check_seed
 from kernel_lab.experiments.base import (
     SERIAL,
     Experiment,
@@ -28,6 +29,7 @@ from kernel_lab.experiments.base import (
     TaskExecutor,
     pad_columns,
 )
+from kernel_lab.experiments.plotspec import Curve
 from kernel_lab.experiments.registry import register
 
 BASELINES = ("rff-gaussian", "rff-laplace", "rff-cauchy", "nystrom")
@@ -91,7 +93,7 @@ def run_baseline(task: BaselineTask) -> dict[str, Any]:
     """Fit the cell's feature map for every candidate σ, keep the one with the lowest
     leave-one-out error, and measure it on the test set."""
     t0 = time.perf_counter()
-    seed = int(task.seed.generate_state(1)[0] % 2**31)
+    seed = check_seed(task.seed)
     best: tuple[float, Any, np.ndarray, float, float, float] | None = None
     for sigma in task.sigmas:
         fmap = _feature_map(task.method, float(sigma), task.size, seed).fit(task.X)
@@ -159,22 +161,22 @@ class GFCExperiment(Experiment):
                   help="features with |amplitude| < η × std(y) are removed after a pass"),
     )
     plots = (
-        PlotSpec("Test error against number of features", "features[*]", ("error[*]",),
+        PlotSpec("Test error against number of features", "features[*]",
+                 (Curve("error", "measured", "test error"),),
                  xlabel="features", ylabel="RMSE × 100 (targets scaled to range 1)",
                  logx=True),
-        PlotSpec("Test error against wall time", "time[*]", ("error[*]",),
+        PlotSpec("Test error against wall time", "time[*]",
+                 (Curve("error", "measured", "test error"),),
                  xlabel="seconds (GFC: cumulative; baselines: whole σ search)",
                  ylabel="RMSE × 100", logx=True),
         PlotSpec("Spectrum: frequency norms, learned vs random", "frequency_norm",
-                 ("spectrum[*]",), xlabel="‖w‖ (log-spaced bins)",
-                 ylabel="fraction of features", logx=True,
-                 labels={"spectrum[learned]": "GFC (learned)",
-                         "spectrum[random]": "Gaussian RFF (random)"}),
-        PlotSpec("Frequencies on the two most used inputs", "learned_wa", ("learned_wb",),
+                 (Curve("spectrum", "measured", "fraction of features"),),
+                 xlabel="‖w‖ (log-spaced bins)", ylabel="fraction of features", logx=True),
+        PlotSpec("Frequencies on the two most used inputs", "learned_wa",
+                 (Curve("learned_wb", "measured", "learned (colour = |a|)"),),
                  xlabel="w along input a", ylabel="w along input b", kind="scatter",
                  color="learned_amplitude", overlay=("random_wa", "random_wb"),
-                 labels={"learned_wb": "learned (colour = |a|)",
-                         "random_wa": "random (Gaussian RFF)"}),
+                 overlay_label="random (Gaussian RFF)"),
     )
     default_data = "friedman:n=4000,n_test=2000"
 
@@ -218,7 +220,7 @@ class GFCExperiment(Experiment):
                 D, n_passes=params["n_passes"], n_descents=params["n_descents"],
                 subset_size=params["subset_size"], lam=params["lam"], eps=params["eps"],
                 eta=params["eta"], executor=executor,
-                random_state=int(gfc_seed.generate_state(1)[0] % 2**31))
+                random_state=check_seed(gfc_seed))
             t0 = time.perf_counter()
             feats, errs, times = [], [], []
             for info in model.fit_passes(X, y):

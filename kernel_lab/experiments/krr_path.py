@@ -22,6 +22,7 @@ from kernel_lab.experiments.base import (
     build_kernel,
     kernel_param_specs,
 )
+from kernel_lab.experiments.plotspec import Curve
 from kernel_lab.experiments.registry import register
 
 METHODS = {"krr": KernelRidge, "ckrr": CenteredKernelRidge}
@@ -68,9 +69,14 @@ class KrrPathExperiment(Experiment):
     )
     plots = (
         PlotSpec("Test error against λ", "lam",
-                 ("test_mse_krr", "test_mse_ckrr", "test_risk_krr", "test_risk_ckrr"),
+                 (Curve("test_mse_krr", "measured", "test mse (KRR)", star=True),
+                  Curve("test_mse_ckrr", "measured", "test mse (CKRR)", star=True),
+                  Curve("test_risk_krr", "reference", "test risk (KRR)", star=True),
+                  Curve("test_risk_ckrr", "reference", "test risk (CKRR)", star=True)),
                  xlabel="λ", ylabel="mean squared error", logx=True, logy=True),
-        PlotSpec("Training error against λ", "lam", ("train_mse_krr", "train_mse_ckrr"),
+        PlotSpec("Training error against λ", "lam",
+                 (Curve("train_mse_krr", "measured", "train mse (KRR)", star=True),
+                  Curve("train_mse_ckrr", "measured", "train mse (CKRR)", star=True)),
                  xlabel="λ", ylabel="mean squared error", logx=True, logy=True),
     )
     default_data = "gaussian:n=400,p=20,f=sin,noise=0.5"

@@ -11,7 +11,7 @@ import numpy as np
 
 from kernel_lab.core.data import Dataset
 from kernel_lab.core.errors import ParameterError
-from kernel_lab.core.kernels import median_heuristic
+from kernel_lab.core.kernels import resolve_bandwidth
 from kernel_lab.core.losses import CLASSIFICATION_LOSSES, REGRESSION_LOSSES
 from kernel_lab.core.models import (
     CenteredKernelRidge,
@@ -22,7 +22,9 @@ from kernel_lab.core.models import (
 )
 from kernel_lab.core.params import ParamSpec
 from kernel_lab.core.progress import Progress
+from kernel_lab.core.validation import check_seed
 from kernel_lab.experiments.base import SERIAL, Experiment, PartialResult, PlotSpec, TaskExecutor
+from kernel_lab.experiments.plotspec import Curve
 from kernel_lab.experiments.registry import register
 
 
@@ -87,15 +89,15 @@ class LearningCurveExperiment(Experiment):
     )
     plots = (
         PlotSpec("Test error against iterations", "iteration",
-                 ("dsg_test_error", "rff_test_error", "nystrom_test_error", "krr_test_error"),
+                 (Curve("dsg_test_error", "measured", "DSG"),
+                  Curve("rff_test_error", "baseline", "RFF ridge (same features)"),
+                  Curve("nystrom_test_error", "baseline", "Nyström ridge (same features)"),
+                  Curve("krr_test_error", "baseline", "exact KRR (λ = nν)")),
                  xlabel="iterations (samples seen = iterations × batch size)",
-                 ylabel="test error", logx=True, logy=True,
-                 labels={"dsg_test_error": "DSG", "rff_test_error": "RFF ridge (same features)",
-                         "nystrom_test_error": "Nyström ridge (same features)",
-                         "krr_test_error": "exact KRR (λ = nν)"}),
+                 ylabel="test error", logx=True, logy=True),
         PlotSpec("Training loss (progressive, before each update)", "iteration",
-                 ("dsg_train_loss",), xlabel="iterations", ylabel="loss", logx=True,
-                 logy=True, labels={"dsg_train_loss": "DSG"}),
+                 (Curve("dsg_train_loss", "measured", "DSG"),), xlabel="iterations",
+                 ylabel="loss", logx=True, logy=True),
     )
     default_data = "friedman:n=3000,n_test=1000"
 
@@ -118,7 +120,7 @@ class LearningCurveExperiment(Experiment):
             raise ParameterError(f"the loss {loss!r} does not fit these {kind} data; "
                                  "choose loss=auto")
         n = data.n_train
-        sigma = params["sigma"] or median_heuristic(X)
+        sigma = resolve_bandwidth(params["sigma"], X)
         nu = params["nu"]
         theta = params["theta"] or 1.0 / nu
         t0 = theta if params["t0"] is None else params["t0"]
@@ -156,7 +158,7 @@ class LearningCurveExperiment(Experiment):
         yield PartialResult(0.05, "training", dict(table), dict(summaries))
 
         cls = DSGClassifier if classify else DSGRegressor
-        seed = int(np.random.SeedSequence(params["seed"]).generate_state(1)[0] % 2**31)
+        seed = check_seed(np.random.SeedSequence(params["seed"]))
         recent: list[float] = []
 
         def callback(info: dict[str, Any]) -> None:

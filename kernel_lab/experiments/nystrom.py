@@ -17,10 +17,10 @@ from kernel_lab.core.kernels import Kernel
 from kernel_lab.core.memory import check_allocation
 from kernel_lab.core.models import CenteredKernelRidge
 from kernel_lab.core.models.feature_ridge import feature_ridge
-from kernel_lab.core.models.nystrom import nystrom_factor
+from kernel_lab.core.models.nystrom import NystromFeatures
 from kernel_lab.core.params import ParamSpec
 from kernel_lab.core.progress import Progress
-from kernel_lab.core.samplers import SAMPLERS, CountingKernel, make_sampler
+from kernel_lab.core.samplers import SAMPLERS
 from kernel_lab.experiments.base import (
     SERIAL,
     Experiment,
@@ -31,6 +31,7 @@ from kernel_lab.experiments.base import (
     kernel_param_specs,
     pad_columns,
 )
+from kernel_lab.experiments.plotspec import Curve
 from kernel_lab.experiments.registry import register
 
 
@@ -68,25 +69,21 @@ class CellTask:
 
 
 def run_cell(task: CellTask) -> dict[str, Any]:
-    """Sample landmarks, build the Nyström factor, and measure it."""
-    rng = np.random.default_rng(task.seed)
+    """Fit Nyström features (landmark sampling and factorisation) and measure them."""
     t0 = time.perf_counter()
-    sample = make_sampler(task.sampler).sample(task.X, task.kernel, task.s, rng)
-    counter = CountingKernel(task.kernel)
-    landmarks = task.X[sample.indices]
-    norm = nystrom_factor(counter(landmarks))
+    features = NystromFeatures(task.kernel, n_components=task.s, sampler=task.sampler,
+                               random_state=task.seed).fit(task.X)
     seconds = time.perf_counter() - t0
-    F_eval = task.kernel(task.X[task.eval_rows], landmarks) @ norm
-    spectral = residual_norm(task.K_eval, F_eval).value
-    F = task.kernel(task.X, landmarks) @ norm
+    spectral = residual_norm(task.K_eval, features.transform(task.X[task.eval_rows])).value
+    F = features.transform(task.X)
     trace = float(task.kernel.diag(task.X).sum() - np.einsum("ij,ij->", F, F))
     # downstream: ridge on the features with an unpenalised intercept (Nyström CKRR)
     coef, intercept = feature_ridge(F, task.y, task.lam)
-    pred = (task.kernel(task.X_test, landmarks) @ norm) @ coef + intercept
+    pred = features.transform(task.X_test) @ coef + intercept
     return {"spectral": spectral, "trace": trace, "time": seconds,
-            "evals": sample.kernel_evaluations + counter.evaluations,
+            "evals": features.kernel_evaluations_,
             "rmse": float(np.sqrt(np.mean((pred - task.y_test) ** 2))),
-            "indices": sample.indices, "scores": sample.scores}
+            "indices": features.landmark_indices_, "scores": features.scores_}
 
 
 def view_coordinates(X: np.ndarray, how: str) -> tuple[np.ndarray, np.ndarray]:
@@ -142,19 +139,22 @@ class NystromExperiment(Experiment):
                   help="2-D picture: first two principal components or first two features"),
     )
     plots = (
-        PlotSpec("Spectral error ‖K − K̃‖₂ against s", "s", ("spectral_median[*]",),
+        PlotSpec("Spectral error ‖K − K̃‖₂ against s", "s",
+                 (Curve("spectral_median", "measured", "spectral error"),),
                  xlabel="landmarks s", ylabel="‖K − K̃‖₂ (median)", logx=True, logy=True),
-        PlotSpec("Spectral error against time", "time_median[*]", ("spectral_median[*]",),
+        PlotSpec("Spectral error against time", "time_median[*]",
+                 (Curve("spectral_median", "measured", "spectral error"),),
                  xlabel="seconds (sampling + factorisation)", ylabel="‖K − K̃‖₂",
                  logx=True, logy=True),
-        PlotSpec("Downstream test RMSE against s", "s", ("rmse_median[*]", "rmse_exact"),
-                 xlabel="landmarks s", ylabel="test RMSE", logx=True,
-                 labels={"rmse_exact": "exact KRR"}),
+        PlotSpec("Downstream test RMSE against s", "s",
+                 (Curve("rmse_median", "measured", "test RMSE"),
+                  Curve("rmse_exact", "baseline", "exact KRR")),
+                 xlabel="landmarks s", ylabel="test RMSE", logx=True),
         PlotSpec("Data coloured by leverage score, landmarks marked", "view_x",
-                 ("view_y",), xlabel="x₁ (or principal component 1)",
+                 (Curve("view_y", "measured", "points (colour: score)"),),
+                 xlabel="x₁ (or principal component 1)",
                  ylabel="x₂ (or principal component 2)", kind="scatter", color="view_score",
-                 overlay=("landmark_x", "landmark_y"),
-                 labels={"view_y": "points (colour: score)", "landmark_x": "landmarks"}),
+                 overlay=("landmark_x", "landmark_y"), overlay_label="landmarks"),
     )
     default_data = "clusters:n=3000,k=8,imbalance=3,spread=0.05"
 

@@ -24,6 +24,7 @@ from kernel_lab.experiments.base import (
     pad_columns,
 )
 from kernel_lab.experiments.ckrr_risk import FAMILIES, paper_kernels
+from kernel_lab.experiments.plotspec import Curve
 from kernel_lab.experiments.registry import register
 
 
@@ -60,13 +61,13 @@ class SpectrumExperiment(Experiment):
     )
     plots = (
         PlotSpec("Eigenvalues of the sample covariance XᵀX/n", "x",
-                 ("density_sample", "density_limit"), xlabel="eigenvalue",
-                 ylabel="density", labels={"density_sample": "sample histogram",
-                                           "density_limit": "limit (from m(z))"}),
+                 (Curve("density_sample", "measured", "sample histogram"),
+                  Curve("density_limit", "limit", "limit (from m(z))")),
+                 xlabel="eigenvalue", ylabel="density"),
         PlotSpec("Centred kernel matrix against its linearisation", "rank",
-                 ("eig_kernel", "eig_linearised"), xlabel="rank (largest first)",
-                 ylabel="eigenvalue", labels={"eig_kernel": "K_c = PKP",
-                                              "eig_linearised": "g'(0)PXXᵀP/p + νP"}),
+                 (Curve("eig_kernel", "measured", "K_c = PKP"),
+                  Curve("eig_linearised", "measured", "g'(0)PXXᵀP/p + νP")),
+                 xlabel="rank (largest first)", ylabel="eigenvalue"),
     )
     default_data = "gaussian:n=800,p=400,cov=identity"
 

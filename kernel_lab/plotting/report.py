@@ -56,7 +56,7 @@ def _columns(doc: Mapping[str, Any]) -> dict[str, np.ndarray]:
 
 
 def _plot_pngs(doc: Mapping[str, Any], table: dict[str, np.ndarray]) -> list[tuple[str, bytes]]:
-    from kernel_lab.gui.render import render_plots
+    from kernel_lab.plotting.render import render_plots
 
     exp = get_experiment(doc["experiment"])
     out = []

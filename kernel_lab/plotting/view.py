@@ -1,102 +1,73 @@
-"""Offscreen rendering of an experiment's declared plots to PNG with pyqtgraph."""
+"""One declared plot drawn with pyqtgraph: the live view of the window and the headless
+renderer share it.
+
+Curves are styled by their declared role (see
+:mod:`kernel_lab.experiments.plotspec`), never by their column names: limits are thick
+lines, empirical means dots with a shaded spread band, estimates and references dashed,
+measured curves and baselines lines with small markers.
+"""
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 import numpy as np
 
-from kernel_lab.experiments import PlotSpec
-from kernel_lab.experiments.base import expand_columns
+from kernel_lab.experiments.plotspec import (
+    Curve,
+    CurveLine,
+    PlotSpec,
+    legend_entries,
+    resolve_curves,
+    series_columns,
+)
 
 #: Colour-blind-safe palette (Okabe–Ito), used for curves in order.
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000",
            "#F0E442")
-
-
-def ensure_app() -> object:
-    """The running QApplication, or a new one on the offscreen platform when there is
-    no display (so rendering works on servers and in CI)."""
-    if "QT_QPA_PLATFORM" not in os.environ and not has_display():
-        os.environ["QT_QPA_PLATFORM"] = "offscreen"
-    from PySide6 import QtWidgets
-
-    return QtWidgets.QApplication.instance() or QtWidgets.QApplication(sys.argv[:1])
-
-
-def has_display() -> bool:
-    """True where a window can be shown (always on Windows and macOS)."""
-    if sys.platform.startswith(("win", "darwin")):
-        return True
-    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
-
-
 LEGEND_WIDTH = 190
 #: Colour levels of a scatter plot's score scale.
 SCATTER_LEVELS = 16
-
-_KIND_LABELS = (("limit", "limit"), ("thm2", "Theorem 2"), ("lemma1", "Lemma 1"),
-                ("emp", "empirical"))
-
-
-def curve_label(column: str, labels: Mapping[str, str] | None = None) -> str:
-    """Readable legend text: an explicit label from the plot, else ``test_mse_ckrr`` →
-    ``test mse (CKRR)`` and ``R_test_limit[linear]`` → ``linear: limit``."""
-    if labels and column in labels:
-        return labels[column]
-    if column.endswith("]") and "[" in column:
-        head, key = column[:-1].split("[", 1)
-        kind = next((text for tag, text in _KIND_LABELS if tag in head), head.replace("_", " "))
-        return f"{key}: {kind}"
-    head, _, method = column.rpartition("_")
-    if head and method in ("krr", "ckrr", "rff", "dsg", "gfc"):
-        return f"{head.replace('_', ' ')} ({method.upper()})"
-    return column.replace("_", " ")
+#: Line style of each role: (pen width, dash, symbol size); a symbol size 0 draws no
+#: markers and a width 0 no line.
+ROLE_STYLES: dict[str, tuple[float, str, float]] = {
+    "limit": (2.5, "solid", 0.0),
+    "empirical": (0.0, "solid", 6.0),
+    "estimate": (2.0, "dash", 0.0),
+    "reference": (2.0, "dash", 0.0),
+    "measured": (2.0, "solid", 4.0),
+    "baseline": (2.0, "solid", 4.0),
+}
 
 
-def curve_group(column: str) -> str:
-    """Curves of one group share a colour: the bracketed key (a kernel) or the column."""
-    if column.endswith("]") and "[" in column:
-        return column[:-1].split("[", 1)[1]
-    return column
-
-
-def curve_style(column: str, color: str, scale: float = 1.0) -> dict[str, object]:
-    """pyqtgraph keyword arguments: limits are lines, empirical means are dots, estimators
-    dashed (Theorem 2) or dotted (Lemma 1), noiseless risks dashed. ``scale`` widens
-    lines and symbols (presentation mode)."""
+def curve_style(curve: Curve, color: str, scale: float = 1.0) -> dict[str, object]:
+    """pyqtgraph keyword arguments for a curve of ``curve``'s role in ``color``;
+    ``scale`` widens lines and symbols (presentation mode)."""
     import pyqtgraph as pg
 
-    Qt = pg.QtCore.Qt.PenStyle
-    if "limit" in column:
-        return {"pen": pg.mkPen(color, width=2.5 * scale), "symbol": None}
-    if "thm2" in column or "risk" in column:
-        return {"pen": pg.mkPen(color, width=2 * scale, style=Qt.DashLine), "symbol": None}
-    if "lemma1" in column:
-        return {"pen": pg.mkPen(color, width=2 * scale, style=Qt.DotLine), "symbol": None}
-    if "emp" in column:
-        return {"pen": None, "symbol": "o", "symbolSize": 6 * scale, "symbolBrush": color,
-                "symbolPen": None}
-    return {"pen": pg.mkPen(color, width=2 * scale), "symbol": "o", "symbolSize": 4 * scale,
-            "symbolBrush": color, "symbolPen": None}
+    width, dash, symbol = ROLE_STYLES[curve.role]
+    dash = curve.dash or dash
+    pen_style = {"solid": pg.QtCore.Qt.PenStyle.SolidLine,
+                 "dash": pg.QtCore.Qt.PenStyle.DashLine,
+                 "dot": pg.QtCore.Qt.PenStyle.DotLine}[dash]
+    style: dict[str, object] = {
+        "pen": pg.mkPen(color, width=width * scale, style=pen_style) if width else None}
+    if symbol:
+        style.update(symbol="o", symbolSize=symbol * scale, symbolBrush=color, symbolPen=None)
+    else:
+        style["symbol"] = None
+    return style
 
 
-def plot_columns(spec: PlotSpec, columns: Sequence[str],
-                 colors: dict[str, str] | None = None) -> list[tuple[str, str]]:
-    """(column, colour) pairs for a plot: patterns expanded, one colour per group.
-    ``colors`` (group → colour) is shared between plots so that a method or kernel keeps
-    its colour everywhere; new groups are added to it."""
-    chosen = expand_columns(spec.y, columns)
+def assign_colors(lines: Sequence[CurveLine], colors: dict[str, str] | None = None
+                  ) -> dict[str, str]:
+    """One colour per group, in order of appearance. ``colors`` (group → colour) is shared
+    between plots so that a method or kernel keeps its colour everywhere; new groups are
+    added to it."""
     groups: dict[str, str] = {} if colors is None else colors
-    out = []
-    for col in chosen:
-        g = curve_group(col)
-        groups.setdefault(g, PALETTE[len(groups) % len(PALETTE)])
-        out.append((col, groups[g]))
-    return out
+    for line in lines:
+        groups.setdefault(line.group, PALETTE[len(groups) % len(PALETTE)])
+    return groups
 
 
 def _positive_mask(a: np.ndarray, log: bool) -> np.ndarray:
@@ -125,14 +96,6 @@ def _log_axis(orientation: str) -> object:
     return SparseLogAxis(orientation)
 
 
-def _marks_minimum(column: str, columns: list[tuple[str, str]]) -> bool:
-    """Which curves get a star at their minimum: the limit curves where there are any
-    (one star per kernel), else every curve drawn as a line (not dots or estimates)."""
-    if any("limit" in c for c, _ in columns):
-        return "limit" in column
-    return not any(tag in column for tag in ("emp", "thm2", "lemma1"))
-
-
 class PlotView:
     """One declared plot inside a pyqtgraph GraphicsLayout, updated in place.
 
@@ -142,14 +105,12 @@ class PlotView:
     """
 
     def __init__(self, layout: object, row: int, spec: PlotSpec, *,
-                 colors: dict[str, str] | None = None, scale: float = 1.0,
-                 mark_minima: bool = False) -> None:
+                 colors: dict[str, str] | None = None, scale: float = 1.0) -> None:
         import pyqtgraph as pg
 
         self.spec = spec
         self.colors = colors
         self.scale = scale
-        self.mark_minima = mark_minima
         self.minima: dict[str, object] = {}
         self.pins: list[object] = []
         self._scatter_key: tuple[bytes, ...] | None = None
@@ -185,38 +146,26 @@ class PlotView:
         self._legend_keys: set[str] = set()
         self._legend_samples: list[object] = []
 
-    def _sync_legend(self, columns: list[tuple[str, str]]) -> None:
-        """Per-column entries, except for grouped columns (``R_test_limit[linear]``):
-        one entry per group (its colour) then one per kind of curve (its line style),
-        so four kernels × three kinds need seven lines, not twelve."""
+    def _sync_legend(self, lines: list[CurveLine], colors: Mapping[str, str]) -> None:
+        """Add the legend entries that are not there yet (see
+        :func:`~kernel_lab.experiments.plotspec.legend_entries`)."""
         import pyqtgraph as pg
 
-        wanted: list[tuple[str, dict[str, object] | None, str]] = []
-        kinds: list[tuple[str, dict[str, object] | None, str]] = []
-        for col, color in columns:
-            group = curve_group(col)
-            if group == col:
-                wanted.append((f"col:{col}", None, col))
+        for entry in legend_entries(self.spec, lines):
+            if entry.key in self._legend_keys:
                 continue
-            wanted.append((f"group:{group}", {"pen": pg.mkPen(color, width=6)}, group))
-            kind = curve_label(col).split(": ", 1)[1]
-            kinds.append((f"kind:{kind}", curve_style(col, "#555555"), kind))
-        if len({key for key, _, _ in kinds}) < 2:
-            kinds = []  # one kind of curve: the colours say it all
-        for key, style, text in wanted + kinds:
-            if key in self._legend_keys:
+            self._legend_keys.add(entry.key)
+            if entry.column:  # an ungrouped line: its own curve is the sample
+                self.legend.addItem(self.curves[entry.column], entry.text)
                 continue
-            self._legend_keys.add(key)
-            if style is None:  # an ungrouped column: its own curve is the sample
-                self.legend.addItem(self.curves[text], curve_label(text, self.spec.labels))
+            if entry.group:
+                style: dict[str, object] = {"pen": pg.mkPen(colors[entry.group], width=6)}
             else:
-                sample = pg.PlotDataItem([], [], **style)
-                self._legend_samples.append(sample)
-                self.legend.addItem(sample, text)
-
-    def _x_column(self, column: str) -> str:
-        return self.spec.x.replace("*", curve_group(column)) if "*" in self.spec.x \
-            else self.spec.x
+                assert entry.curve is not None
+                style = curve_style(entry.curve, "#555555")
+            sample = pg.PlotDataItem([], [], **style)
+            self._legend_samples.append(sample)
+            self.legend.addItem(sample, entry.text)
 
     def _draw_points(self, x: np.ndarray, y: np.ndarray, c: np.ndarray) -> None:
         """Points coloured by ``c`` on the viridis scale, drawn as one scatter item per
@@ -232,8 +181,7 @@ class PlotView:
                 self.item.addItem(item)
                 self._levels.append(item)
             self.curves["points"] = self._levels[SCATTER_LEVELS // 3]
-            self.legend.addItem(self.curves["points"],
-                                curve_label(self.spec.y[0], self.spec.labels))
+            self.legend.addItem(self.curves["points"], self.spec.curves[0].text)
         finite = np.isfinite(c)
         if finite.any():
             lo, hi = float(np.min(c[finite])), float(np.max(c[finite]))
@@ -251,10 +199,11 @@ class PlotView:
         import pyqtgraph as pg
 
         spec = self.spec
-        if spec.x not in table or spec.y[0] not in table:
+        ycol = spec.curves[0].series
+        if spec.x not in table or ycol not in table:
             return 0
         x = np.asarray(table[spec.x], dtype=np.float64)
-        y = np.asarray(table[spec.y[0]], dtype=np.float64)
+        y = np.asarray(table[ycol], dtype=np.float64)
         ok = np.isfinite(x) & np.isfinite(y)
         c = (np.asarray(table[spec.color], dtype=np.float64)[ok] if spec.color in table
              else np.full(int(ok.sum()), np.nan))
@@ -270,40 +219,37 @@ class PlotView:
                 self.curves["overlay"] = pg.ScatterPlotItem(
                     size=9, symbol="x", pen=pg.mkPen("#D55E00", width=1.5), brush=None)
                 self.item.addItem(self.curves["overlay"])
-                self.legend.addItem(self.curves["overlay"],
-                                    curve_label(spec.overlay[0], spec.labels))
+                self.legend.addItem(self.curves["overlay"], spec.overlay_label or "marked")
             self.curves["overlay"].setData(ox[good], oy[good])
         return int(ok.sum())
 
     def update(self, table: Mapping[str, Sequence[float] | np.ndarray]) -> int:
-        """Show the current values of the plot's columns; returns how many have data."""
+        """Show the current values of the plot's curves; returns how many have data."""
         import pyqtgraph as pg
 
         spec = self.spec
         if spec.kind == "scatter":
             return self._update_scatter(table)
-        errors = {c: e for pat, epat in spec.y_err.items()
-                  for c, e in zip(expand_columns([pat], table), expand_columns([epat], table),
-                                  strict=False)}
-        shown = 0
-        columns = [(c, color) for c, color in plot_columns(spec, list(table), self.colors)
-                   if self._x_column(c) in table
-                   and np.shape(table[c]) == np.shape(table[self._x_column(c)])]
-        if self.columns() - {c for c, _ in columns}:
+        lines = [ln for ln in resolve_curves(spec, table)
+                 if np.shape(table[ln.column]) == np.shape(table[ln.x])]
+        colors = assign_colors(lines, self.colors)
+        if self.columns() - {ln.column for ln in lines}:
             self.clear()  # curves (a kernel, a method) that are no longer in the results
-        for col, color in columns:
-            x = np.asarray(table[self._x_column(col)], dtype=np.float64)
+        shown = 0
+        for line in lines:
+            col, color = line.column, colors[line.group]
+            x = np.asarray(table[line.x], dtype=np.float64)
             y = np.asarray(table[col], dtype=np.float64)
             mask = _positive_mask(x, spec.logx) & _positive_mask(y, spec.logy)
             if col not in self.curves:
-                self.curves[col] = self.item.plot([], [], **curve_style(col, color,
+                self.curves[col] = self.item.plot([], [], **curve_style(line.curve, color,
                                                                          self.scale))
             self.curves[col].setData(x[mask], y[mask])
             shown += bool(mask.any())
-            if self.mark_minima and mask.any() and _marks_minimum(col, columns):
+            if line.curve.star and mask.any():
                 self._mark_minimum(col, color, x[mask], y[mask])
-            if col in errors and not spec.logy:
-                err = np.asarray(table[errors[col]], dtype=np.float64)[mask]
+            if line.spread is not None and not spec.logy:
+                err = np.asarray(table[line.spread], dtype=np.float64)[mask]
                 xs = np.log10(x[mask]) if spec.logx else x[mask]
                 ok = np.isfinite(err)
                 if col not in self.error_bars:  # a shaded band: mean ± spread
@@ -319,10 +265,10 @@ class PlotView:
                 mid = y[mask][ok]
                 lo.setData(xs[ok], mid - err[ok])
                 hi.setData(xs[ok], mid + err[ok])
-        self._sync_legend(columns)
+        self._sync_legend(lines, colors)
         if spec.y_range_from:
             ref = [np.asarray(table[c], dtype=np.float64)
-                   for c in expand_columns(spec.y_range_from, table)]
+                   for c in series_columns(spec.y_range_from, table)]
             vals = np.concatenate(ref) if ref else np.array([])
             vals = vals[np.isfinite(vals)]
             if vals.size:
@@ -330,7 +276,6 @@ class PlotView:
                 pad = 0.5 * (hi - lo) + 1e-12
                 self.item.setYRange(lo - pad, hi + pad, padding=0)
         return shown
-
 
     def _mark_minimum(self, col: str, color: str, x: np.ndarray, y: np.ndarray) -> None:
         """A star at the minimum of the curve (λ* of a risk curve)."""
@@ -356,9 +301,11 @@ class PlotView:
         if spec.kind != "lines":
             return 0
         count = 0
-        for col, color in plot_columns(spec, list(table), self.colors):
-            xcol = self._x_column(col)
-            if xcol not in table or np.shape(table[xcol]) != np.shape(table[col]):
+        lines = resolve_curves(spec, table)
+        colors = assign_colors(lines, self.colors)
+        for line in lines:
+            col, xcol, color = line.column, line.x, colors[line.group]
+            if np.shape(table[xcol]) != np.shape(table[col]):
                 continue
             x = np.asarray(table[xcol], dtype=np.float64)
             y = np.asarray(table[col], dtype=np.float64)
@@ -414,36 +361,3 @@ class PlotView:
         for ghost in self.pins:
             self.item.vb.removeItem(ghost)
         self.pins.clear()
-
-
-def render_plots(table: Mapping[str, Sequence[float] | np.ndarray], plots: Sequence[PlotSpec],
-                 path: str | os.PathLike[str], *, title: str = "", width: int = 1000,
-                 height_per_plot: int = 400) -> Path:
-    """Draw ``plots`` from ``table`` into one PNG, stacked vertically.
-
-    Columns a plot names but the table lacks are skipped; non-finite values (and
-    non-positive ones on a log axis) leave gaps.
-    """
-    ensure_app()
-    import pyqtgraph as pg
-    from pyqtgraph.exporters import ImageExporter
-
-    pg.setConfigOptions(antialias=True, background="w", foreground="k")
-    layout = pg.GraphicsLayoutWidget()
-    layout.resize(width, max(1, len(plots)) * height_per_plot + (30 if title else 0))
-    if title:
-        shown = title if len(title) <= 110 else title[:107] + "…"
-        layout.addLabel(shown, row=0, col=0, colspan=2, size="12pt")
-    for row, spec in enumerate(plots, start=1 if title else 0):
-        PlotView(layout, row, spec).update(table)
-    # Lay the widget out at its size without putting a window on the screen.
-    layout.setAttribute(pg.QtCore.Qt.WidgetAttribute.WA_DontShowOnScreen, True)
-    layout.show()
-    pg.QtWidgets.QApplication.processEvents()
-    path = Path(path)
-    exporter = ImageExporter(layout.scene())
-    exporter.parameters()["width"] = width
-    exporter.export(str(path))
-    layout.close()
-    layout.deleteLater()
-    return path

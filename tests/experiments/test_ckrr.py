@@ -82,7 +82,7 @@ def test_checked_values_within_monte_carlo_error():
     seeds = np.random.SeedSequence(11).spawn(trials)
     X_test, f_test, _ = source.sample(2000, np.random.default_rng(12))
     risks = np.array([run_trial(TrialTask(s, kernels, lams, 0.5, 200, 2000, source, X_test,
-                                          f_test))["exponential"]["R_test"] for s in seeds])
+                                          f_test)).curves["exponential"]["R_test"] for s in seeds])
     mean, se = risks.mean(0), risks.std(0, ddof=1) / np.sqrt(trials)
     assert np.all(np.abs(mean - spec_emp) < 3 * se + 0.005), (mean, se)
 

@@ -1,0 +1,238 @@
+"""Declarative plots: what an experiment draws, and what each curve *is*.
+
+An experiment declares its plots as :class:`PlotSpec` values; each names its curves as
+:class:`Curve` values with a **role** (``limit``, ``empirical``, ``estimate``,
+``reference``, ``baseline``, ``measured``), a legend label, whether its minimum gets a
+star and which series holds its spread. Viewers (the window, the headless renderer, the
+HTML report) style by role and never parse column names: :func:`resolve_curves` turns a
+spec and a result table into the concrete lines to draw, and :func:`legend_entries` into
+the legend, both without Qt.
+
+Result tables stay keyed by plain column names (they are written to CSV and JSON); a
+column is a *series*, optionally of a *group* (a kernel, a method, a sampler), written
+``series[group]``. :class:`SeriesKey` is the one place that reads and writes that form.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+#: What a curve is; viewers map each role to a line style.
+ROLES = ("measured", "empirical", "limit", "estimate", "reference", "baseline")
+#: Line dash overrides a curve may declare (else its role decides).
+DASHES = ("", "solid", "dash", "dot")
+#: The group that stands for "the curve's own group" in an x series (``features[*]``).
+ANY_GROUP = "*"
+
+
+@dataclass(frozen=True, order=True)
+class SeriesKey:
+    """A result column as a typed key: ``series`` and optional ``group``."""
+
+    series: str
+    group: str = ""
+
+    @classmethod
+    def parse(cls, column: str) -> SeriesKey:
+        """``"R_test_limit[linear]"`` → ``SeriesKey("R_test_limit", "linear")``."""
+        if column.endswith("]") and "[" in column:
+            head, group = column[:-1].split("[", 1)
+            return cls(head, group)
+        return cls(column)
+
+    @property
+    def column(self) -> str:
+        """The column name in a result table."""
+        return f"{self.series}[{self.group}]" if self.group else self.series
+
+    def with_group(self, group: str) -> SeriesKey:
+        return SeriesKey(self.series, group)
+
+
+def column(series: str, group: str = "") -> str:
+    """The column name of ``series`` in ``group`` (``series[group]``)."""
+    return SeriesKey(series, group).column
+
+
+@dataclass(frozen=True)
+class Curve:
+    """One declared curve (or family of curves, one per group) of a plot.
+
+    Parameters
+    ----------
+    series : str
+        The result series drawn: the column ``series`` itself or every ``series[group]``.
+    role : str
+        One of :data:`ROLES`; decides the line style.
+    label : str
+        Legend text. For grouped series the legend shows one entry per group (its colour)
+        and one per label (its line style); default: the series name, readable.
+    star : bool
+        Mark the curve's minimum with a star (λ* of a risk curve).
+    spread : str
+        A series holding the curve's ± spread (drawn as a shaded band on linear y axes).
+    dash : str
+        Override the role's dash: ``"solid"``, ``"dash"`` or ``"dot"``.
+    """
+
+    series: str
+    role: str = "measured"
+    label: str = ""
+    star: bool = False
+    spread: str = ""
+    dash: str = ""
+
+    def __post_init__(self) -> None:
+        if self.role not in ROLES:
+            raise ValueError(f"curve {self.series!r}: role {self.role!r} is not one of {ROLES}")
+        if self.dash not in DASHES:
+            raise ValueError(f"curve {self.series!r}: dash {self.dash!r} is not one of {DASHES}")
+
+    @property
+    def text(self) -> str:
+        return self.label or self.series.replace("_", " ")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"series": self.series, "role": self.role, "label": self.text,
+                "star": self.star, "spread": self.spread, "dash": self.dash}
+
+
+@dataclass(frozen=True)
+class PlotSpec:
+    """A plot an experiment produces.
+
+    ``kind="lines"``: each curve of ``curves`` against the column ``x``; an ``x`` of the
+    form ``name[*]`` takes each curve's own group (``time[uniform]`` for
+    ``error[uniform]``). A series missing from the table (e.g. the noiseless risk on real
+    data) is skipped.
+
+    ``kind="scatter"``: points (``x``, ``curves[0].series``) coloured by the column
+    ``color``, with the points ``overlay`` = (x column, y column) marked on top and
+    labelled ``overlay_label``.
+    """
+
+    title: str
+    x: str
+    curves: tuple[Curve, ...]
+    xlabel: str = ""
+    ylabel: str = ""
+    logx: bool = False
+    logy: bool = False
+    #: Fix the y range to that of these series (for curves that can blow up).
+    y_range_from: tuple[str, ...] = ()
+    kind: str = "lines"
+    color: str = ""
+    overlay: tuple[str, str] | tuple[()] = ()
+    overlay_label: str = ""
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("lines", "scatter"):
+            raise ValueError(f"plot {self.title!r}: kind must be 'lines' or 'scatter'")
+        if not self.curves:
+            raise ValueError(f"plot {self.title!r} declares no curve")
+
+    @property
+    def series(self) -> tuple[str, ...]:
+        return tuple(c.series for c in self.curves)
+
+    @property
+    def stars(self) -> bool:
+        """Whether any curve of the plot gets a star at its minimum."""
+        return any(c.star for c in self.curves)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"title": self.title, "x": self.x, "curves": [c.to_dict() for c in self.curves],
+                "xlabel": self.xlabel, "ylabel": self.ylabel, "logx": self.logx,
+                "logy": self.logy, "y_range_from": list(self.y_range_from),
+                "kind": self.kind, "color": self.color, "overlay": list(self.overlay),
+                "overlay_label": self.overlay_label}
+
+
+@dataclass(frozen=True)
+class CurveLine:
+    """One line to draw: a table column, its x column, its declaration and colour group."""
+
+    key: SeriesKey
+    x: str
+    curve: Curve
+    spread: str | None
+
+    @property
+    def column(self) -> str:
+        return self.key.column
+
+    @property
+    def group(self) -> str:
+        """Lines of one group share a colour: the group (a kernel), else the column."""
+        return self.key.group or self.key.column
+
+    @property
+    def grouped(self) -> bool:
+        return bool(self.key.group)
+
+
+def _x_column(spec: PlotSpec, key: SeriesKey) -> str:
+    x = SeriesKey.parse(spec.x)
+    return x.with_group(key.group).column if x.group == ANY_GROUP else spec.x
+
+
+def resolve_curves(spec: PlotSpec, columns: Iterable[str]) -> list[CurveLine]:
+    """The lines ``spec`` draws from a table with ``columns``: for each declared curve in
+    turn, the matching columns in table order, each with its x column and spread column
+    (when present in the table)."""
+    keys = [SeriesKey.parse(c) for c in columns]
+    present = {k.column for k in keys}
+    out: list[CurveLine] = []
+    seen: set[str] = set()
+    for curve in spec.curves:
+        for key in keys:
+            if key.series != curve.series or key.column in seen:
+                continue
+            x = _x_column(spec, key)
+            if x not in present:
+                continue
+            spread = SeriesKey(curve.spread, key.group).column if curve.spread else None
+            seen.add(key.column)
+            out.append(CurveLine(key, x, curve, spread if spread in present else None))
+    return out
+
+
+def series_columns(series: Iterable[str], columns: Iterable[str]) -> list[str]:
+    """The columns of ``columns`` that belong to any of ``series`` (any group)."""
+    wanted = set(series)
+    return [c for c in columns if SeriesKey.parse(c).series in wanted]
+
+
+@dataclass(frozen=True)
+class LegendEntry:
+    """A legend line: ``column`` (an ungrouped line: its own item is the sample), or a
+    ``group`` colour sample, or a ``curve`` style sample (role and dash, neutral colour)."""
+
+    key: str
+    text: str
+    column: str = ""
+    group: str = ""
+    curve: Curve | None = None
+
+
+def legend_entries(spec: PlotSpec, lines: list[CurveLine]) -> list[LegendEntry]:
+    """Per-line entries for ungrouped lines; for grouped ones one entry per group (its
+    colour) then one per kind of curve (its line style) when there are several kinds, so
+    four kernels × three kinds need seven lines, not twelve."""
+    entries: list[LegendEntry] = []
+    kinds: list[LegendEntry] = []
+    keys: set[str] = set()
+    for line in lines:
+        if not line.grouped:
+            entry = LegendEntry(f"col:{line.column}", line.curve.text, column=line.column)
+        else:
+            entry = LegendEntry(f"group:{line.group}", line.group, group=line.group)
+            kind = LegendEntry(f"kind:{line.curve.text}", line.curve.text, curve=line.curve)
+            if kind.key not in {k.key for k in kinds}:
+                kinds.append(kind)
+        if entry.key not in keys:
+            keys.add(entry.key)
+            entries.append(entry)
+    return entries + (kinds if len(kinds) > 1 else [])

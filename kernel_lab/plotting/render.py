@@ -1,0 +1,65 @@
+"""Headless rendering: an experiment's declared plots to a PNG (for ``kernel-lab run``,
+reports and the self-test), on the offscreen platform when there is no display."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from kernel_lab.experiments.plotspec import PlotSpec
+
+
+def ensure_app() -> object:
+    """The running QApplication, or a new one on the offscreen platform when there is
+    no display (so rendering works on servers and in CI)."""
+    if "QT_QPA_PLATFORM" not in os.environ and not has_display():
+        os.environ["QT_QPA_PLATFORM"] = "offscreen"
+    from PySide6 import QtWidgets
+
+    return QtWidgets.QApplication.instance() or QtWidgets.QApplication(sys.argv[:1])
+
+
+def has_display() -> bool:
+    """True where a window can be shown (always on Windows and macOS)."""
+    if sys.platform.startswith(("win", "darwin")):
+        return True
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
+def render_plots(table: Mapping[str, Sequence[float] | np.ndarray], plots: Sequence[PlotSpec],
+                 path: str | os.PathLike[str], *, title: str = "", width: int = 1000,
+                 height_per_plot: int = 400) -> Path:
+    """Draw ``plots`` from ``table`` into one PNG, stacked vertically.
+
+    Columns a plot names but the table lacks are skipped; non-finite values (and
+    non-positive ones on a log axis) leave gaps.
+    """
+    ensure_app()
+    import pyqtgraph as pg
+    from pyqtgraph.exporters import ImageExporter
+
+    from kernel_lab.plotting.view import PlotView
+
+    pg.setConfigOptions(antialias=True, background="w", foreground="k")
+    layout = pg.GraphicsLayoutWidget()
+    layout.resize(width, max(1, len(plots)) * height_per_plot + (30 if title else 0))
+    if title:
+        shown = title if len(title) <= 110 else title[:107] + "…"
+        layout.addLabel(shown, row=0, col=0, colspan=2, size="12pt")
+    for row, spec in enumerate(plots, start=1 if title else 0):
+        PlotView(layout, row, spec).update(table)
+    # Lay the widget out at its size without putting a window on the screen.
+    layout.setAttribute(pg.QtCore.Qt.WidgetAttribute.WA_DontShowOnScreen, True)
+    layout.show()
+    pg.QtWidgets.QApplication.processEvents()
+    path = Path(path)
+    exporter = ImageExporter(layout.scene())
+    exporter.parameters()["width"] = width
+    exporter.export(str(path))
+    layout.close()
+    layout.deleteLater()
+    return path
