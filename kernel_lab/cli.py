@@ -18,11 +18,14 @@ import traceback
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from kernel_lab import __version__
 from kernel_lab.core.errors import KernelLabError
 from kernel_lab.core.progress import Cancelled
+
+if TYPE_CHECKING:
+    from kernel_lab.engine import RunSpec
 
 HEADLESS_HINT = """\
 Kernel Lab is installed, but there is no display to open its window on.
@@ -47,6 +50,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _build_parser() -> argparse.ArgumentParser:
+    from kernel_lab.engine.executors import BACKENDS
+
     parser = _Parser(prog="kernel-lab", description="Kernel Lab: a laboratory for scalable "
                      "kernel methods. Without a command, opens the window.")
     parser.add_argument("--version", action="version", version=f"kernel-lab {__version__}")
@@ -108,7 +113,7 @@ def _build_parser() -> argparse.ArgumentParser:
     p_run.add_argument("--workers", type=int, default=None, metavar="N",
                        help="threads for independent tasks such as Monte Carlo trials "
                             "(default: one per core; results do not depend on it)")
-    p_run.add_argument("--backend", choices=("threads", "processes", "dask"),
+    p_run.add_argument("--backend", choices=BACKENDS,
                        default="threads",
                        help="where independent tasks run: threads (default), a local "
                             "process pool, or Dask (needs kernel-lab[dask]); the numbers "
@@ -182,18 +187,15 @@ def _cmd_describe(args: argparse.Namespace) -> int:
             print(textwrap.indent(textwrap.fill(p["help"], 72), " " * 15))
     print("\nPlots:")
     for plot in info["plots"]:
-        print(f"  {plot['title']}: {', '.join(plot['y'])} against {plot['x']}")
+        curves = ', '.join(f"{c['series']} ({c['role']})" for c in plot['curves'])
+        print(f"  {plot['title']}: {curves} against {plot['x']}")
     return 0
 
 
 def _parse_sets(items: Sequence[str]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for item in items:
-        key, eq, value = item.partition("=")
-        if not eq or not key.strip():
-            raise UsageError(f"--set {item!r} must be written as NAME=VALUE")
-        out[key.strip()] = value.strip()
-    return out
+    from kernel_lab.core.params import parse_assignment
+
+    return dict(parse_assignment(item, what="--set") for item in items)
 
 
 class _StderrProgress:
@@ -220,11 +222,13 @@ class _StderrProgress:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from kernel_lab.engine import run_experiment
+    from dataclasses import replace
+
+    from kernel_lab.engine import run
     from kernel_lab.engine.presets import load_preset, preset_names
     from kernel_lab.engine.session import Session, SessionError, load_session
-    from kernel_lab.gui.render import ensure_app
-    from kernel_lab.gui.report import load_result, write_report
+    from kernel_lab.plotting.render import ensure_app
+    from kernel_lab.plotting.report import load_result, write_report
 
     source = Path(args.source)
     session: Session | None = None
@@ -243,9 +247,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
     else:
         raise UsageError(f"{args.source!r} is neither a run folder, a file nor a preset")
     if session is not None:
-        result = run_experiment(session.experiment, session.params, data=session.data_spec,
-                                data_options=session.data_options,
-                                on_progress=_StderrProgress(args.quiet), workers=None)
+        result = run(replace(session.spec, workers=None),
+                     on_progress=_StderrProgress(args.quiet))
         doc = result.to_dict()
     assert doc is not None
     ensure_app()
@@ -255,45 +258,54 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_run(args: argparse.Namespace) -> int:
-    from kernel_lab.engine import run_experiment
-    from kernel_lab.engine.output import write_run
-    from kernel_lab.experiments import get_experiment
+def _run_spec(args: argparse.Namespace) -> RunSpec:
+    """The run the command line describes: a preset (optional), overridden by --data, the
+    data options, --set and --seed."""
+    from kernel_lab.core.source import DataSource
+    from kernel_lab.engine import RunSpec
 
     params: dict[str, Any] = _parse_sets(args.sets)
     if args.seed is not None:
         params["seed"] = args.seed
-    data_options = {"target": args.target, "test_fraction": args.test_fraction,
-                    "standardize": args.standardize, "drop_nan": args.drop_nan}
-    data = args.data
+    options = {"target": args.target, "test_fraction": args.test_fraction,
+               "standardize": args.standardize, "drop_nan": args.drop_nan}
+    source = DataSource.from_spec(args.data, options) if args.data else None
+    name = args.experiment
     if args.preset:
         from kernel_lab.engine.presets import load_preset
 
-        preset = load_preset(args.preset)
-        if args.experiment and args.experiment != preset.experiment:
+        preset = load_preset(args.preset).spec
+        if name and name != preset.experiment:
             raise UsageError(f"preset {args.preset!r} runs {preset.experiment!r}, not "
-                             f"{args.experiment!r}; leave the experiment out")
-        args.experiment = preset.experiment
-        params = {**preset.params, **params}
-        if data is None:
-            data = preset.data_spec
-            data_options = {**preset.data_options,
-                            **{k: v for k, v in data_options.items() if v is not None}}
-    if not args.experiment:
+                             f"{name!r}; leave the experiment out")
+        name, params = preset.experiment, {**preset.params, **params}
+        if source is None and preset.data is not None:
+            source = preset.data.with_options(
+                **{k: v for k, v in options.items() if v is not None})
+    if not name:
         raise UsageError("name an experiment (see 'kernel-lab list') or give --preset NAME")
-    exp = get_experiment(args.experiment)
+    if source is None and any(v is not None for v in options.values()):
+        from kernel_lab.experiments import get_experiment
+
+        source = DataSource.from_spec(get_experiment(name).default_data, options)
+    return RunSpec(name, params, source, args.workers, args.backend, args.scheduler)
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from kernel_lab.engine import run
+    from kernel_lab.engine.output import write_run
+    from kernel_lab.experiments import get_experiment
+
+    spec = _run_spec(args)
+    exp = get_experiment(spec.experiment)
     out = Path(args.out or Path("runs") /
                f"{exp.name}-{datetime.now().strftime('%Y%m%d-%H%M%S')}")
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out} exists and is not a folder")
-    progress = _StderrProgress(args.quiet)
-    result = run_experiment(exp.name, params, data=data, data_options=data_options,
-                            on_progress=progress, workers=args.workers,
-                            backend=args.backend, scheduler=args.scheduler)
+    result = run(spec, on_progress=_StderrProgress(args.quiet))
     files = write_run(result, out)
     if not args.no_plot:
-        from kernel_lab.gui.render import render_plots
-
+        from kernel_lab.plotting.render import render_plots
         files["plot"] = render_plots(result.table, exp.plots, out / "plot.png",
                                      title=f"{exp.title} — {result.data['name']}")
     if not args.quiet:
@@ -305,7 +317,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_gui() -> int:
-    from kernel_lab.gui.render import has_display
+    from kernel_lab.plotting.render import has_display
 
     if not has_display() and os.environ.get("QT_QPA_PLATFORM") != "offscreen":
         print(HEADLESS_HINT, end="")

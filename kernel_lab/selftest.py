@@ -73,12 +73,15 @@ def run_self_test(out: Callable[[str], None] = print) -> int:
         check(f"experiment {cls.name}", one)
 
     def session_round_trip() -> str:
+        from kernel_lab.core.source import DataSource
+        from kernel_lab.engine import RunSpec
         from kernel_lab.engine.session import Session, load_session, save_session
 
-        s = Session("krr-path", {"n_lams": 4, "kernel": "laplace"}, "gaussian:n=60,p=3")
+        s = Session(RunSpec("krr-path", {"n_lams": 4, "kernel": "laplace"},
+                            DataSource.from_spec("gaussian:n=60,p=3")))
         path = save_session(s, tmp / "session.json")
         back = load_session(path)
-        if back.params["kernel"] != "laplace" or back.data_spec != s.data_spec:
+        if back.spec.params["kernel"] != "laplace" or back.spec.data != s.spec.data:
             raise RuntimeError("the session read back differs")
         return path.name
 
@@ -93,8 +96,8 @@ def run_self_test(out: Callable[[str], None] = print) -> int:
         return "result.json, curves.csv"
 
     def plot_and_report() -> str:
-        from kernel_lab.gui.render import ensure_app, render_plots
-        from kernel_lab.gui.report import write_report
+        from kernel_lab.plotting.render import ensure_app, render_plots
+        from kernel_lab.plotting.report import write_report
 
         ensure_app()
         from kernel_lab.experiments import get_experiment
@@ -110,7 +113,7 @@ def run_self_test(out: Callable[[str], None] = print) -> int:
         from PySide6 import QtCore
 
         from kernel_lab.gui.app import MainWindow
-        from kernel_lab.gui.render import ensure_app
+        from kernel_lab.plotting.render import ensure_app
 
         ensure_app()
         settings = QtCore.QSettings(str(tmp / "settings.ini"), QtCore.QSettings.Format.IniFormat)

@@ -21,19 +21,17 @@ L. Breiman et al., "Classification and regression trees", 1984 (breiman, 2-D pla
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from kernel_lab.core.errors import DataError, KernelLabError, ParameterError
 from kernel_lab.core.formula import Formula
-from kernel_lab.core.loaders import Table, load_table
-from kernel_lab.core.params import ParamSpec, parse_assignments, resolve_params
+from kernel_lab.core.loaders import Table
+from kernel_lab.core.params import ParamSpec, resolve_params
 
 
 # ======================================================================================
@@ -485,7 +483,7 @@ EXAMPLES: dict[str, tuple[str, Callable[[], Table]]] = {
 # ======================================================================================
 # Specifications
 # ======================================================================================
-_FILE_OPTIONS = (
+FILE_OPTIONS = (
     ParamSpec("target", "str", "", help="target column: header name or 0-based index "
                                         "(default: the last column)"),
     ParamSpec("test_fraction", "float", 0.25, low=0.0, high=0.95,
@@ -497,19 +495,6 @@ _FILE_OPTIONS = (
               choices=("auto", "csv", "npy", "npz", "svmlight", "arff", "mat"),
               help="file format (default: from the extension)"),
 )
-
-
-def _split_spec(spec: str) -> tuple[str, str]:
-    """Split ``name:options``; a Windows drive letter or an existing path is not split."""
-    if os.path.exists(spec):
-        return spec, ""
-    head, sep, tail = spec.rpartition(":")
-    if sep and head and not (len(head) == 1 and head.isalpha()) and "=" in tail:
-        return head, tail
-    name, sep, rest = spec.partition(":")
-    if sep and len(name) == 1 and name.isalpha():  # C:\path
-        return spec, ""
-    return name, rest
 
 
 def load_data(
@@ -524,7 +509,7 @@ def load_data(
     ----------
     spec : str
         File path, bundled example name, or generator, each optionally with
-        ``:key=value,…`` options.
+        ``:key=value,…`` options (see :class:`~kernel_lab.core.source.DataSource`).
     seed : int
         Seed of the generator draws or of the train/test split.
     overrides : mapping, optional
@@ -538,37 +523,9 @@ def load_data(
     ParameterError
         Invalid generator or file option.
     """
-    if not isinstance(spec, str) or not spec.strip():
-        raise DataError("no data given", "name a file, an example "
-                        f"({', '.join(EXAMPLES)}) or a generator ({', '.join(GENERATORS)})")
-    name, rest = _split_spec(spec.strip())
-    options: dict[str, Any] = parse_assignments(rest, what=f"data specification {spec!r}")
-    options.update({k: v for k, v in (overrides or {}).items() if v is not None})
-    key = name.strip().lower()
-    if key in GENERATORS and not os.path.exists(name):
-        ds = generate(key, options, seed=seed)
-        ds.name = spec
-        return ds
-    if key in EXAMPLES or os.path.exists(name) or Path(name).suffix:
-        opts = resolve_params(_FILE_OPTIONS, options, owner=f"data source {name!r}")
-        if key in EXAMPLES and not os.path.exists(name):
-            table = EXAMPLES[key][1]()
-            if opts["target"]:
-                raise ParameterError(f"the example {key!r} has a fixed target; "
-                                     "the target option applies to files")
-        else:
-            target: str | int | None = opts["target"] or None
-            table = load_table(name, target=target,
-                               nan_policy="drop" if opts["drop_nan"] else "error",
-                               fmt=None if opts["format"] == "auto" else opts["format"])
-        rng = np.random.default_rng(seed)
-        return dataset_from_table(table, name=spec, test_fraction=opts["test_fraction"],
-                                  rng=rng, standardize=opts["standardize"])
-    raise DataError(
-        f"{name!r} is neither a file nor a known data source",
-        f"give a file path, an example ({', '.join(EXAMPLES)}) or a generator "
-        f"({', '.join(GENERATORS)}), e.g. gaussian:n=200,p=100",
-    )
+    from kernel_lab.core.source import DataSource
+
+    return DataSource.from_spec(spec, overrides).load(seed)
 
 
 def data_sources() -> dict[str, Any]:
@@ -578,7 +535,7 @@ def data_sources() -> dict[str, Any]:
         "generators": {g.name: {"title": g.title, "description": g.description,
                                 "params": [s.to_dict() for s in g.params]}
                        for g in GENERATORS.values()},
-        "file_options": [s.to_dict() for s in _FILE_OPTIONS],
+        "file_options": [s.to_dict() for s in FILE_OPTIONS],
     }
 
 

@@ -197,12 +197,14 @@ def split_top_level(text: str, sep: str = ",") -> list[str]:
     return [p.strip() for p in parts if p.strip()]
 
 
+def parse_assignment(item: str, *, what: str) -> tuple[str, str]:
+    """``'b=sin(x1, x2)'`` → ``('b', 'sin(x1, x2)')`` (one ``name=value``)."""
+    key, eq, value = item.partition("=")
+    if not eq or not key.strip():
+        raise ParameterError(f"{what}: {item!r} must be written as NAME=VALUE")
+    return key.strip(), value.strip()
+
+
 def parse_assignments(text: str, *, what: str) -> dict[str, str]:
     """``'a=1,b=sin(x1, x2)'`` → ``{'a': '1', 'b': 'sin(x1, x2)'}``."""
-    out: dict[str, str] = {}
-    for item in split_top_level(text):
-        key, eq, value = item.partition("=")
-        if not eq or not key.strip():
-            raise ParameterError(f"{what}: {item!r} must be written as name=value")
-        out[key.strip()] = value.strip()
-    return out
+    return dict(parse_assignment(item, what=what) for item in split_top_level(text))

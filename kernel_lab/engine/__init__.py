@@ -3,6 +3,7 @@ run for the window."""
 
 from __future__ import annotations
 
-from kernel_lab.engine.runner import RunResult, run_experiment
+from kernel_lab.engine.runner import RunResult, run, run_experiment
+from kernel_lab.engine.spec import RunSpec
 
-__all__ = ["RunResult", "run_experiment"]
+__all__ = ["RunResult", "RunSpec", "run", "run_experiment"]

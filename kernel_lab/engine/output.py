@@ -1,5 +1,5 @@
 """Writing a run's files: ``result.json`` and ``curves.csv`` (``plot.png`` is drawn by
-:mod:`kernel_lab.gui.render`)."""
+:mod:`kernel_lab.plotting.render`)."""
 
 from __future__ import annotations
 

@@ -23,27 +23,14 @@ import atexit
 import multiprocessing as mp
 import queue
 import time
-from dataclasses import dataclass, field
 from typing import Any
+
+from kernel_lab.engine.spec import RunSpec
 
 #: Seconds a cancelled run gets to stop by itself before its process is terminated.
 GRACE_S = 0.15
 #: Scheduling priority of the worker process relative to the window (Unix ``nice``).
 WORKER_NICENESS = 10
-
-
-@dataclass(frozen=True)
-class RunRequest:
-    """What the worker needs to run one experiment (all picklable)."""
-
-    run_id: int
-    experiment: str
-    params: dict[str, Any]
-    data: str | None = None
-    data_options: dict[str, Any] = field(default_factory=dict)
-    workers: int | None = 1
-    backend: str = "threads"
-    scheduler: str | None = None
 
 
 def _worker_main(requests: Any, events: Any, cancel: Any) -> None:
@@ -60,7 +47,7 @@ def _worker_main(requests: Any, events: Any, cancel: Any) -> None:
 
     from kernel_lab.core.errors import KernelLabError
     from kernel_lab.core.progress import Cancelled
-    from kernel_lab.engine.runner import run_experiment
+    from kernel_lab.engine.runner import run
 
     def stop(signum: int, frame: object) -> None:
         # Terminated (a cancel inside a long call, or the window closing): take the run's
@@ -81,7 +68,7 @@ def _worker_main(requests: Any, events: Any, cancel: Any) -> None:
             continue
         if request is None:
             return
-        rid = request.run_id
+        rid, spec = request
         cancel.clear()
         last = [0.0]
 
@@ -93,11 +80,9 @@ def _worker_main(requests: Any, events: Any, cancel: Any) -> None:
                 events.put(("progress", rid, fraction, message))
 
         try:
-            result = run_experiment(request.experiment, request.params, data=request.data,
-                                    data_options=request.data_options, on_progress=progress,
-                                    on_partial=lambda p, rid=rid: events.put(("partial", rid, p)),
-                                    is_cancelled=cancel.is_set, workers=request.workers,
-                                    backend=request.backend, scheduler=request.scheduler)
+            result = run(spec, on_progress=progress,
+                         on_partial=lambda p, rid=rid: events.put(("partial", rid, p)),
+                         is_cancelled=cancel.is_set)
         except Cancelled:
             events.put(("cancelled", rid))
         except KernelLabError as exc:
@@ -149,14 +134,14 @@ class ProcessRunner:
         """Id of the run in progress (submitted and not ended), or None."""
         return self._current
 
-    def submit(self, request: RunRequest) -> None:
-        """Start a run; a run still in progress is cancelled first."""
+    def submit(self, run_id: int, spec: RunSpec) -> None:
+        """Start run ``run_id`` of ``spec``; a run still in progress is cancelled first."""
         if self._current is not None:
             self.cancel()
         if not self._proc.is_alive():
             self._restart()
-        self._current = request.run_id
-        self._requests.put(request)
+        self._current = run_id
+        self._requests.put((run_id, spec))
 
     def cancel(self, grace: float = GRACE_S) -> bool:
         """Stop the current run: ask it, then terminate the process after ``grace``

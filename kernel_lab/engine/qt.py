@@ -1,9 +1,11 @@
-"""Relays a worker process's messages as Qt signals (the only Qt module of the engine).
+"""Relays a worker process's messages to run handles on the GUI thread (the only Qt
+module of the engine).
 
-The window talks to :class:`RunRelay` only: ``submit`` and ``cancel`` put commands on a
-queue that the relay's thread executes between polls of the worker, so the GUI thread
-never waits for the worker. Each run carries an id; messages of cancelled or superseded
-runs are dropped before they become signals.
+``RunRelay.start(spec)`` returns a :class:`~kernel_lab.engine.handle.RunHandle`; starting
+the handle puts the run on a command queue that the relay's thread executes between polls
+of the worker, so the GUI thread never waits for the worker. The worker's messages cross
+to the GUI thread as one queued signal and are handed to the run's handle, which drops
+them once the run was cancelled or superseded. Starting a run cancels the previous one.
 """
 
 from __future__ import annotations
@@ -13,37 +15,58 @@ from typing import Any
 
 from PySide6 import QtCore
 
-from kernel_lab.engine.process import ProcessRunner, RunRequest
+from kernel_lab.engine.handle import TERMINAL, RunHandle
+from kernel_lab.engine.process import ProcessRunner
+from kernel_lab.engine.spec import RunSpec
 
 
 class RunRelay(QtCore.QThread):
-    """Owns a :class:`ProcessRunner` and turns its messages into signals."""
+    """Owns a :class:`ProcessRunner` in its thread and hands its messages to handles."""
 
-    progressed = QtCore.Signal(int, float, str)     # run id, fraction, message
-    partial_arrived = QtCore.Signal(int, object)    # run id, PartialResult
-    finished_run = QtCore.Signal(int, object)       # run id, RunResult
-    failed = QtCore.Signal(int, str, bool)          # run id, message, is_user_error
-    cancelled = QtCore.Signal(int, bool)            # run id, whether the worker was killed
-    worker_started = QtCore.Signal(int)             # pid of a (new) worker process
+    message = QtCore.Signal(int, str, object)   # run id, kind, payload tuple
+    worker_started = QtCore.Signal(int)         # pid of a (new) worker process
 
     def __init__(self, parent: QtCore.QObject | None = None) -> None:
         super().__init__(parent)
         self._commands: queue.Queue[tuple[str, Any]] = queue.Queue()
-        self._stopping = False
+        self._handles: dict[int, RunHandle] = {}
+        self._next_id = 0
         self.worker_pid: int | None = None
+        self.message.connect(self._route)  # queued: emitted from the relay's thread
 
-    def submit(self, request: RunRequest) -> None:
-        self._commands.put(("submit", request))
+    # -- GUI thread ----------------------------------------------------------------------
+    def start_run(self, spec: RunSpec) -> RunHandle:
+        """A handle for a run of ``spec`` (started with ``handle.start()``)."""
+        self._next_id += 1
+        return RunHandle(self._next_id, spec, submit=self._submit, cancel=self._cancel)
 
-    def cancel(self) -> None:
-        self._commands.put(("cancel", None))
+    __call__ = start_run  # a relay is a launcher: ``launch(spec) -> RunHandle``
+
+    def _submit(self, handle: RunHandle) -> None:
+        for other in list(self._handles.values()):
+            other.cancel()  # one run at a time: a new one supersedes the old
+        self._handles[handle.run_id] = handle
+        self._commands.put(("submit", (handle.run_id, handle.spec)))
+
+    def _cancel(self, handle: RunHandle) -> None:
+        self._commands.put(("cancel", handle.run_id))
+
+    @QtCore.Slot(int, str, object)
+    def _route(self, run_id: int, kind: str, payload: tuple[Any, ...]) -> None:
+        handle = self._handles.get(run_id)
+        if handle is None:
+            return
+        handle.deliver(kind, *payload)
+        if kind in TERMINAL:
+            del self._handles[run_id]
 
     def stop(self, wait_ms: int = 3000) -> None:
         """End the thread and the worker process."""
         self._commands.put(("stop", None))
         self.wait(wait_ms)
 
-    def run(self) -> None:  # the relay thread
+    # -- relay thread --------------------------------------------------------------------
+    def run(self) -> None:
         try:
             runner = ProcessRunner()
         except Exception as exc:  # e.g. no process can be started here: say so per run
@@ -57,7 +80,7 @@ class RunRelay(QtCore.QThread):
                     return
                 event = runner.poll(0.02)
                 if event is not None:
-                    self._emit(event)
+                    self.message.emit(event[1], event[0], tuple(event[2:]))
                 if runner.pid != self.worker_pid:
                     self._announce(runner)  # restarted after a crash
         finally:
@@ -70,7 +93,7 @@ class RunRelay(QtCore.QThread):
             if command == "stop":
                 return
             if command == "submit":
-                self.failed.emit(arg.run_id, message, False)
+                self.message.emit(arg[0], "failed", (message, False))
 
     def _execute(self, runner: ProcessRunner) -> bool:
         while True:
@@ -81,28 +104,13 @@ class RunRelay(QtCore.QThread):
             if command == "stop":
                 return False
             if command == "submit":
-                runner.submit(arg)
-            elif command == "cancel":
-                rid = runner.current
+                runner.submit(*arg)
+            elif command == "cancel" and runner.current == arg:
                 killed = runner.cancel()
-                if rid is not None:
-                    self.cancelled.emit(rid, killed)
+                self.message.emit(arg, "cancelled", (killed,))
             self._announce(runner)
 
     def _announce(self, runner: ProcessRunner) -> None:
         if runner.pid != self.worker_pid:
             self.worker_pid = runner.pid
             self.worker_started.emit(int(runner.pid or 0))
-
-    def _emit(self, event: tuple[Any, ...]) -> None:
-        kind, rid = event[0], event[1]
-        if kind == "progress":
-            self.progressed.emit(rid, float(event[2]), str(event[3]))
-        elif kind == "partial":
-            self.partial_arrived.emit(rid, event[2])
-        elif kind == "finished":
-            self.finished_run.emit(rid, event[2])
-        elif kind == "failed":
-            self.failed.emit(rid, str(event[2]), bool(event[3]))
-        elif kind == "cancelled":
-            self.cancelled.emit(rid, False)

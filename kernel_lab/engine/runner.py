@@ -4,7 +4,6 @@ generator, and assemble a JSON-serialisable :class:`RunResult`."""
 from __future__ import annotations
 
 import json
-import math
 import platform
 import time
 from collections.abc import Callable, Mapping
@@ -15,9 +14,12 @@ from typing import Any
 import numpy as np
 
 from kernel_lab import __version__
-from kernel_lab.core.data import Dataset, load_data
+from kernel_lab.core.data import Dataset
+from kernel_lab.core.jsonable import jsonable
 from kernel_lab.core.progress import Progress
+from kernel_lab.core.source import DataSource
 from kernel_lab.engine.executors import make_executor
+from kernel_lab.engine.spec import RunSpec
 from kernel_lab.experiments import PartialResult, get_experiment
 
 
@@ -30,20 +32,6 @@ def versions() -> dict[str, str]:
             "numpy": np.__version__, "scipy": scipy.__version__,
             "scikit-learn": sklearn.__version__,
             "platform": platform.platform()}
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return _jsonable(value.tolist())
-    if isinstance(value, np.generic):
-        return _jsonable(value.item())
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
 
 
 @dataclass
@@ -62,7 +50,7 @@ class RunResult:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (non-finite numbers become ``null``)."""
-        return _jsonable({
+        return jsonable({
             "experiment": self.experiment,
             "params": self.params,
             "seed": self.seed,
@@ -79,44 +67,27 @@ class RunResult:
         return json.dumps(self.to_dict(), indent=2, ensure_ascii=False, allow_nan=False)
 
 
-def run_experiment(
-    name: str,
-    params: Mapping[str, Any] | None = None,
+def run(
+    spec: RunSpec,
     *,
-    data: str | Dataset | None = None,
-    data_options: Mapping[str, Any] | None = None,
+    dataset: Dataset | None = None,
     on_progress: Callable[[float, str], None] | None = None,
     on_partial: Callable[[PartialResult], None] | None = None,
     is_cancelled: Callable[[], bool] | None = None,
-    workers: int | None = 1,
-    backend: str = "threads",
-    scheduler: str | None = None,
 ) -> RunResult:
-    """Run experiment ``name`` in this process and return its result.
+    """Run ``spec`` in this process and return its result.
 
     Parameters
     ----------
-    name : str
-        Registered experiment name.
-    params : mapping, optional
-        Parameter values (strings accepted); ``seed`` is one of them.
-    data : str or Dataset, optional
-        A data specification (see :func:`kernel_lab.core.data.load_data`) or a loaded
-        data set; default: the experiment's ``default_data``.
-    data_options : mapping, optional
-        Overrides for the data specification's options (``target``, ``test_fraction``…).
+    spec : RunSpec
+        What to run: experiment, parameters (with the seed), data source, backend.
+    dataset : Dataset, optional
+        The data already loaded (instead of loading ``spec.data``).
     on_progress, on_partial : callable, optional
         Receive ``(fraction, message)`` and each :class:`PartialResult`.
     is_cancelled : callable, optional
         Polled at every report; when it returns True the run raises
         :class:`~kernel_lab.core.progress.Cancelled`.
-    workers : int or None
-        Threads (or processes) for the experiment's independent tasks (1: serial; None:
-        one per core). Results do not depend on it.
-    backend : {"threads", "processes", "dask"}
-        Where independent tasks run: threads of this process, a local process pool, or a
-        Dask cluster (``scheduler`` address, or a local cluster started for the run).
-        Results are identical on every backend.
 
     Raises
     ------
@@ -125,22 +96,20 @@ def run_experiment(
     Cancelled
         When cancelled.
     """
-    experiment = get_experiment(name)
-    resolved = experiment.resolve(params)
+    experiment = get_experiment(spec.experiment)
+    resolved = experiment.resolve(spec.params)
     seed = int(resolved["seed"])
     progress = Progress(on_progress, is_cancelled)
     started = datetime.now(UTC).isoformat(timespec="seconds")
     t0 = time.perf_counter()
     progress(0.0, "loading data")
-    if isinstance(data, Dataset):
-        dataset = data
-    else:
-        dataset = load_data(data or experiment.default_data, seed=seed, overrides=data_options)
+    if dataset is None:
+        dataset = spec.data_source().load(seed)
     t_data = time.perf_counter() - t0
-    result = RunResult(name, resolved, seed, dataset.summary(), started=started)
+    result = RunResult(spec.experiment, resolved, seed, dataset.summary(), started=started)
     run_progress = progress.sub(0.02, 1.0)
     t1 = time.perf_counter()
-    executor = make_executor(workers, backend, scheduler)
+    executor = make_executor(spec.workers, spec.backend, spec.scheduler)
     try:
         for partial in experiment.run(resolved, dataset, run_progress, executor):
             run_progress(partial.fraction, partial.message)
@@ -160,3 +129,35 @@ def run_experiment(
                       "total_s": round(time.perf_counter() - t0, 4)}
     progress(1.0, "done")
     return result
+
+
+def run_experiment(
+    name: str,
+    params: Mapping[str, Any] | None = None,
+    *,
+    data: str | DataSource | Dataset | None = None,
+    data_options: Mapping[str, Any] | None = None,
+    workers: int | None = 1,
+    backend: str = "threads",
+    scheduler: str | None = None,
+    **callbacks: Any,
+) -> RunResult:
+    """Scripting shorthand for :func:`run`: builds the :class:`RunSpec` from keywords.
+
+    ``data`` is a specification (``"gaussian:n=200"``, a file), a
+    :class:`~kernel_lab.core.source.DataSource` or a loaded data set (default: the
+    experiment's own); ``data_options`` override the specification's options;
+    ``callbacks`` are :func:`run`'s ``on_progress``, ``on_partial``, ``is_cancelled``.
+    """
+    dataset = data if isinstance(data, Dataset) else None
+    if isinstance(data, str):
+        source: DataSource | None = DataSource.from_spec(data, data_options)
+    elif isinstance(data, DataSource):
+        source = data.with_options(**{k: v for k, v in (data_options or {}).items()
+                                      if v is not None})
+    elif data is None and data_options and any(v is not None for v in data_options.values()):
+        source = DataSource.from_spec(get_experiment(name).default_data, data_options)
+    else:
+        source = None
+    spec = RunSpec(name, dict(params or {}), source, workers, backend, scheduler)
+    return run(spec, dataset=dataset, **callbacks)

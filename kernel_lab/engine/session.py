@@ -18,20 +18,21 @@ Format (version 1)::
 from __future__ import annotations
 
 import json
-import math
 import os
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kernel_lab.core.errors import KernelLabError
+from kernel_lab.core.jsonable import jsonable
+from kernel_lab.core.source import LOAD_OPTIONS, DataSource
+from kernel_lab.engine.spec import RunSpec
 from kernel_lab.experiments import get_experiment
 
 FORMAT = "kernel-lab-session"
 VERSION = 1
 MAX_BYTES = 50 * 2**20
-_DATA_OPTIONS = {"target", "test_fraction", "standardize", "drop_nan", "format"}
+_DATA_OPTIONS = set(LOAD_OPTIONS)
 
 
 class SessionError(KernelLabError):
@@ -40,10 +41,10 @@ class SessionError(KernelLabError):
 
 @dataclass
 class Session:
-    experiment: str
-    params: dict[str, Any]
-    data_spec: str | None = None
-    data_options: dict[str, Any] = field(default_factory=dict)
+    """A saved state of the lab: what to run, optional title and text (presets), and
+    pinned curves (``{"label": str, "table": {column: list of numbers}}``)."""
+
+    spec: RunSpec
     title: str = ""
     about: str = ""
     pinned: list[dict[str, Any]] = field(default_factory=list)
@@ -54,24 +55,13 @@ class Session:
             doc["title"] = self.title
         if self.about:
             doc["about"] = self.about
-        doc.update({"experiment": self.experiment, "params": _plain(self.params),
-                    "data": {"spec": self.data_spec, "options": _plain(self.data_options)}})
+        data = ({"spec": None, "options": {}} if self.spec.data is None
+                else self.spec.data.to_dict())
+        doc.update({"experiment": self.spec.experiment, "params": jsonable(self.spec.params),
+                    "data": jsonable(data)})
         if self.pinned:
-            doc["pinned"] = _plain(self.pinned)
+            doc["pinned"] = jsonable(self.pinned)
         return doc
-
-
-def _plain(value: Any) -> Any:
-    """JSON-ready copy (numpy scalars and arrays to Python, non-finite floats to None)."""
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    if hasattr(value, "tolist"):
-        return _plain(value.tolist())
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
 
 
 def save_session(session: Session, path: str | os.PathLike[str]) -> Path:
@@ -173,4 +163,10 @@ def session_from_dict(doc: Any, where: str = "session") -> Session:
     title, about = doc.get("title", ""), doc.get("about", "")
     if not isinstance(title, str) or not isinstance(about, str):
         raise SessionError(f"{where}: \"title\" and \"about\" must be text")
-    return Session(name, resolved, spec, dict(options), title, about, pinned)
+    try:
+        source = DataSource.from_spec(spec, options) if spec else None
+    except KernelLabError as exc:
+        raise SessionError(f"{where}: {exc}") from None
+    if source is None and options:
+        source = DataSource.from_spec(experiment.default_data, options)
+    return Session(RunSpec(name, resolved, source), title, about, pinned)

@@ -1,67 +1,93 @@
 """The Data panel: a generator (with its parameters), a bundled example, or a file (open
-dialog, target column, preview, summary). Loading runs on a pool thread; an error is shown
-in the panel in plain words and the previously loaded data stay in use."""
+dialog, target column, preview, summary). It describes a
+:class:`~kernel_lab.core.source.DataSource` and asks the lab model to load it; loading
+runs on a pool thread (:func:`qt_loader`); an error is shown in the panel in plain words
+and the previously loaded data stay in use."""
 
 from __future__ import annotations
 
 import html
-import os
-from typing import Any
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 import numpy as np
 from PySide6 import QtCore, QtWidgets
 
-from kernel_lab.core.data import EXAMPLES, GENERATORS, Dataset, _split_spec, load_data
+from kernel_lab.core.data import EXAMPLES, GENERATORS, Dataset
 from kernel_lab.core.errors import KernelLabError
-from kernel_lab.core.params import parse_assignments
+from kernel_lab.core.source import DataSource
 from kernel_lab.gui.forms import ParamForm
+from kernel_lab.model import LabModel
 
 FILE_FILTER = ("Data files (*.csv *.tsv *.txt *.dat *.npy *.npz *.svm *.svmlight *.libsvm "
                "*.arff *.mat);;All files (*)")
 SOURCES = ("Generator", "Example", "File")
+KINDS = ("generator", "example", "file")
 
 
 class _LoadSignals(QtCore.QObject):
-    loaded = QtCore.Signal(int, object)
-    failed = QtCore.Signal(int, str)
+    loaded = QtCore.Signal(object)
+    failed = QtCore.Signal(str)
 
 
 class _LoadTask(QtCore.QRunnable):
-    def __init__(self, token: int, spec: str, options: dict[str, Any]) -> None:
+    def __init__(self, source: DataSource) -> None:
         super().__init__()
-        self.token, self.spec, self.options = token, spec, options
+        self.source = source
         self.signals = _LoadSignals()
 
     def run(self) -> None:
         try:
-            ds = load_data(self.spec, overrides=self.options)
+            ds = self.source.load()
         except KernelLabError as exc:
-            self.signals.failed.emit(self.token, str(exc))
+            self.signals.failed.emit(str(exc))
         except MemoryError:
-            self.signals.failed.emit(self.token, "the data do not fit in memory")
+            self.signals.failed.emit("the data do not fit in memory")
         except Exception as exc:  # shown in the panel, never fatal
-            self.signals.failed.emit(self.token, f"{type(exc).__name__}: {exc}")
+            self.signals.failed.emit(f"{type(exc).__name__}: {exc}")
         else:
-            self.signals.loaded.emit(self.token, ds)
+            self.signals.loaded.emit(ds)
 
 
-def _quote(value: Any) -> str:
-    text = f"{value:g}" if isinstance(value, float) else str(value)
-    return f'"{text}"' if any(c in text for c in ',=:" ') else text
+class _Answer(QtCore.QObject):
+    """Lives on the GUI thread: the pool thread's signals reach the callbacks there."""
+
+    pending: ClassVar[set[_Answer]] = set()  # kept alive until answered
+
+    def __init__(self, done: Callable[[Dataset], None], failed: Callable[[str], None]) -> None:
+        super().__init__()
+        self.done, self.failed = done, failed
+        _Answer.pending.add(self)
+
+    @QtCore.Slot(object)
+    def loaded(self, ds: Dataset) -> None:
+        _Answer.pending.discard(self)
+        self.done(ds)
+
+    @QtCore.Slot(str)
+    def refused(self, message: str) -> None:
+        _Answer.pending.discard(self)
+        self.failed(message)
+
+
+def qt_loader(source: DataSource, done: Callable[[Dataset], None],
+              failed: Callable[[str], None]) -> None:
+    """The model's loader in the window: load on a pool thread, answer on the GUI
+    thread (the model keeps only the latest request)."""
+    task = _LoadTask(source)
+    answer = _Answer(done, failed)
+    task.signals.loaded.connect(answer.loaded)
+    task.signals.failed.connect(answer.refused)
+    QtCore.QThreadPool.globalInstance().start(task)
 
 
 class DataPanel(QtWidgets.QWidget):
-    """Choose and load the data; ``spec()`` describes the data last loaded successfully."""
+    """Describe the data in widgets and have ``model`` load them."""
 
-    data_changed = QtCore.Signal()
-
-    def __init__(self, parent: QtWidgets.QWidget | None = None) -> None:
+    def __init__(self, model: LabModel, parent: QtWidgets.QWidget | None = None) -> None:
         super().__init__(parent)
-        self.dataset: Dataset | None = None
+        self.model = model
         self._format = "auto"  # a file's format option, kept from a session or spec
-        self._loaded: tuple[str, dict[str, Any]] = ("", {})
-        self._token = 0
-        self._pending: tuple[str, dict[str, Any]] | None = None
         col = QtWidgets.QVBoxLayout(self)
         col.setContentsMargins(4, 4, 4, 4)
 
@@ -152,8 +178,14 @@ class DataPanel(QtWidgets.QWidget):
         self.generator.currentIndexChanged.connect(self._generator_changed)
         self.browse.clicked.connect(self.browse_file)
         self.load_button.clicked.connect(self._user_load)
+        self.use_default.toggled.connect(self._use_default_toggled)
         self._generator_changed()
         self._source_changed()
+        model.data_loading.connect(self._loading)
+        model.data_loaded.connect(self._loaded_ok)
+        model.data_failed.connect(self._show_error)
+        model.session_applied.connect(
+            lambda session: self.use_default.setChecked(model.use_default_data))
 
     # -- widgets ---------------------------------------------------------------------
     def _source_changed(self) -> None:
@@ -179,24 +211,23 @@ class DataPanel(QtWidgets.QWidget):
             self.target.clear()
             self._user_load()
 
+    def _use_default_toggled(self, on: bool) -> None:
+        self.model.use_default_data = on
+
     # -- specification ---------------------------------------------------------------
-    def current_spec(self) -> tuple[str, dict[str, Any]]:
-        """(spec, options) described by the widgets (not necessarily loaded yet)."""
-        kind = SOURCES[self.source.currentIndex()]
-        if kind == "Generator":
-            name = self.generator.currentData()
+    def current_source(self) -> DataSource:
+        """The data source the widgets describe (not necessarily loaded yet)."""
+        kind = KINDS[self.source.currentIndex()]
+        if kind == "generator":
             assert self.gen_form is not None
             defaults = {s.name: s.default for s in self.gen_form.specs}
-            parts = []
-            for key, value in self.gen_form.values().items():
-                if value == "auto" or _same(value, defaults.get(key)):
-                    continue
-                parts.append(f"{key}={_quote(value)}")
-            return (f"{name}:{','.join(parts)}" if parts else name), {}
+            params = {k: v for k, v in self.gen_form.values().items()
+                      if v != "auto" and not _same(v, defaults.get(k))}
+            return DataSource(kind, self.generator.currentData(), params)
         options: dict[str, Any] = {"test_fraction": round(self.test_fraction.value(), 4),
                                    "standardize": self.standardize.isChecked()}
-        if kind == "Example":
-            return self.example.currentData(), options
+        if kind == "example":
+            return DataSource(kind, self.example.currentData(), {}, options)
         target = self.target.currentText().strip()
         if target:
             options["target"] = target
@@ -204,52 +235,33 @@ class DataPanel(QtWidgets.QWidget):
             options["drop_nan"] = True
         if self._format != "auto":
             options["format"] = self._format
-        return self.path.text().strip(), options
+        return DataSource(kind, self.path.text().strip(), {}, options)
 
-    def spec(self) -> tuple[str, dict[str, Any]]:
-        """(spec, options) of the data last loaded successfully."""
-        return self._loaded
+    def set_spec(self, spec: str, options: dict[str, Any] | None = None) -> None:
+        """Load the data of a text specification (``gaussian:n=200``, a file)."""
+        self.model.load_data(DataSource.from_spec(spec, options))
 
-    def spec_for_run(self) -> tuple[str, dict[str, Any]]:
-        """What a run started now should use: the data being loaded, else those last loaded
-        (a failed load leaves them in use), else what the widgets describe."""
-        if self._pending is not None:
-            return self._pending
-        return self._loaded if self._loaded[0] else self.current_spec()
-
-    def set_spec(self, spec: str, options: dict[str, Any] | None = None, *,
-                 load: bool = True) -> None:
-        """Show ``spec`` in the widgets (and load it)."""
-        options = dict(options or {})
-        name, rest = _split_spec(spec.strip()) if spec else ("", "")
-        key = name.strip().lower()
-        try:
-            assigned = parse_assignments(rest, what="data") if rest else {}
-        except KernelLabError:
-            assigned = {}
-        if key in GENERATORS and not os.path.exists(name):
-            self.source.setCurrentIndex(SOURCES.index("Generator"))
-            self.generator.setCurrentIndex(self.generator.findData(key))
+    def show_source(self, source: DataSource) -> None:
+        """Show ``source`` in the widgets."""
+        self.source.setCurrentIndex(KINDS.index(source.kind))
+        if source.kind == "generator":
+            self.generator.setCurrentIndex(self.generator.findData(source.name))
             assert self.gen_form is not None
-            self.gen_form.set_values({**assigned, **options})
+            self.gen_form.set_values(dict(source.params))
+            return
+        opts = source.options
+        if source.kind == "example":
+            self.example.setCurrentIndex(self.example.findData(source.name))
         else:
-            assigned.update(options)
-            if key in EXAMPLES and not os.path.exists(name):
-                self.source.setCurrentIndex(SOURCES.index("Example"))
-                self.example.setCurrentIndex(self.example.findData(key))
-            else:
-                self.source.setCurrentIndex(SOURCES.index("File"))
-                self.path.setText(name)
-                self.target.setEditText(str(assigned.get("target", "")))
-                self.drop_nan.setChecked(_flag(assigned.get("drop_nan", False)))
-                self._format = str(assigned.get("format", "auto"))
-            try:
-                self.test_fraction.setValue(float(assigned.get("test_fraction", 0.25)))
-            except (TypeError, ValueError):
-                pass  # left as it was; loading will name the problem
-            self.standardize.setChecked(_flag(assigned.get("standardize", True)))
-        if load:
-            self.load()
+            self.path.setText(source.name)
+            self.target.setEditText(str(opts.get("target", "")))
+            self.drop_nan.setChecked(_flag(opts.get("drop_nan", False)))
+            self._format = str(opts.get("format", "auto"))
+        try:
+            self.test_fraction.setValue(float(opts.get("test_fraction", 0.25)))
+        except (TypeError, ValueError):
+            pass  # left as it was; loading will name the problem
+        self.standardize.setChecked(_flag(opts.get("standardize", True)))
 
     # -- loading ---------------------------------------------------------------------
     def _user_load(self) -> None:
@@ -257,41 +269,38 @@ class DataPanel(QtWidgets.QWidget):
         self.load()
 
     def load(self) -> None:
-        """Load what the widgets describe on a pool thread."""
-        spec, options = self.current_spec()
-        if not spec:
+        """Load what the widgets describe."""
+        source = self.current_source()
+        if not source.name:
             self._show_error("no file chosen: use Browse… to pick one")
             return
-        self._token += 1
-        self._pending = (spec, options)
-        self.status.setText(f"Loading {spec} …")
-        self.status.setStyleSheet("")
-        task = _LoadTask(self._token, spec, options)
-        task.signals.loaded.connect(self._loaded_ok)
-        task.signals.failed.connect(self._load_failed)
-        QtCore.QThreadPool.globalInstance().start(task)
+        self.model.load_data(source)
 
     @property
     def loading(self) -> bool:
-        return self._pending is not None
+        return self.model.loading
 
-    @QtCore.Slot(int, object)
-    def _loaded_ok(self, token: int, ds: Dataset) -> None:
-        if token != self._token or self._pending is None:
-            return
-        self._loaded, self._pending = self._pending, None
-        self.dataset = ds
+    @property
+    def dataset(self) -> Dataset | None:
+        return self.model.dataset
+
+    def _loading(self, source: DataSource) -> None:
+        if source != self.current_source():
+            self.show_source(source)
+        self.status.setText(f"Loading {html.escape(source.to_spec())} …")
+        self.status.setStyleSheet("")
+
+    def _loaded_ok(self, ds: Dataset) -> None:
         s = ds.summary()
         notes = "".join(f"<br>note: {n}" for n in s["notes"])
         self.status.setStyleSheet("")
         self.status.setText(
-            f"<b>{s['name']}</b>: n = {s['n_train']} training + {s['n_test']} test points, "
-            f"p = {s['p']} features; target “{s['target']}” from {s['target_min']:.4g} to "
-            f"{s['target_max']:.4g} ({s['task']}){notes}")
+            f"<b>{html.escape(str(s['name']))}</b>: n = {s['n_train']} training + "
+            f"{s['n_test']} test points, p = {s['p']} features; target “{s['target']}” "
+            f"from {s['target_min']:.4g} to {s['target_max']:.4g} ({s['task']}){notes}")
         if self.source.currentText() == "File":
             self._fill_targets(ds)
         self._fill_preview(ds)
-        self.data_changed.emit()
 
     def _fill_targets(self, ds: Dataset) -> None:
         current = self.target.currentText()
@@ -312,16 +321,10 @@ class DataPanel(QtWidgets.QWidget):
                 self.preview.setItem(i, j, QtWidgets.QTableWidgetItem(f"{data[i, j]:.4g}"))
         self.preview.resizeColumnsToContents()
 
-    @QtCore.Slot(int, str)
-    def _load_failed(self, token: int, message: str) -> None:
-        if token != self._token:
-            return
-        self._pending = None
-        self._show_error(message)
-
     def _show_error(self, message: str) -> None:
-        kept = (f"<br>Still using: {html.escape(self._loaded[0])}"
-                if self.dataset is not None else "")
+        loaded = self.model.loaded_source
+        kept = (f"<br>Still using: {html.escape(loaded.to_spec())}"
+                if self.dataset is not None and loaded is not None else "")
         self.status.setStyleSheet("color: #B00020;")
         self.status.setText(f"<b>Could not load the data.</b> {html.escape(message)}{kept}")
 

@@ -5,16 +5,18 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from kernel_lab.cli import main
-from kernel_lab.engine import run_experiment
+from kernel_lab.core.source import DataSource
+from kernel_lab.engine import run
 from kernel_lab.engine.presets import load_preset, preset_names
 from kernel_lab.engine.session import SessionError
-from kernel_lab.gui.render import ensure_app
-from kernel_lab.gui.report import build_report
+from kernel_lab.plotting.render import ensure_app
+from kernel_lab.plotting.report import build_report
 
 RFF = ("rff-gaussian", "rff-laplace", "rff-cauchy")
 KERNELS = ("linear", "polynomial", "sigmoid", "exponential")
@@ -115,15 +117,17 @@ def test_every_preset_is_covered_and_has_a_text():
 def test_preset_shows_its_headline_and_reports(name):
     params, data, check = REDUCED[name]
     preset = load_preset(name)
-    r = run_experiment(preset.experiment, {**preset.params, **params},
-                       data=data or preset.data_spec, data_options=preset.data_options,
-                       workers=2)
+    spec = preset.spec
+    source = spec.data
+    if data:
+        source = DataSource.from_spec(data, dict(source.options) if source else None)
+    r = run(replace(spec, params={**spec.params, **params}, data=source, workers=2))
     check(r)
     ensure_app()
     page = build_report(r.to_dict(), title=preset.title, about=preset.about)
     from kernel_lab.experiments import get_experiment
 
-    n_plots = len(get_experiment(preset.experiment).plots)
+    n_plots = len(get_experiment(spec.experiment).plots)
     assert len(re.findall(r'<img alt="[^"]*" src="data:image/png;base64,', page)) == n_plots
     assert not re.search(r'(src|href)="(https?:)?//', page)  # nothing to fetch: works offline
     assert preset.title in page and "Parameters" in page and str(r.seed) in page
@@ -135,7 +139,7 @@ def test_cli_runs_a_preset_and_writes_a_report(tmp_path, capsys):
                  "--out", str(out), "--no-plot", "-q"]) == 0
     doc = json.loads((out / "result.json").read_text())
     assert doc["experiment"] == "ckrr-risk" and doc["params"]["trials"] == 2
-    assert doc["data"]["name"] == load_preset("ckrr-fig1").data_spec
+    assert doc["data"]["name"] == load_preset("ckrr-fig1").spec.data.to_spec()
     page = tmp_path / "report.html"
     assert main(["report", str(out), "--out", str(page)]) == 0
     text = page.read_text()

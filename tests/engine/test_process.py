@@ -9,8 +9,10 @@ import time
 import numpy as np
 import pytest
 
+from kernel_lab.core.source import DataSource
 from kernel_lab.engine import run_experiment
-from kernel_lab.engine.process import ProcessRunner, RunRequest
+from kernel_lab.engine.process import ProcessRunner
+from kernel_lab.engine.spec import RunSpec
 
 
 @pytest.fixture(scope="module")
@@ -34,10 +36,14 @@ def collect(runner, rid, timeout=120.0):
     raise AssertionError(f"run {rid} did not end; got {[e[0] for e in events]}")
 
 
+def job(name, params, data=None):
+    return RunSpec(name, params, DataSource.from_spec(data) if data else None)
+
+
 def test_run_streams_partials_and_equals_the_in_process_run(runner):
     params = {"kernels": ["linear", "exponential"], "trials": 3, "n_lams": 8}
     data = "gaussian:n=80,p=40,cov=toeplitz,rho=0.4,noise=0.5"
-    runner.submit(RunRequest(1, "ckrr-risk", params, data))
+    runner.submit(1, job("ckrr-risk", params, data))
     events = collect(runner, 1)
     kinds = [e[0] for e in events]
     assert kinds[-1] == "finished" and kinds.count("partial") >= 4 and "progress" in kinds
@@ -50,7 +56,7 @@ def test_run_streams_partials_and_equals_the_in_process_run(runner):
 
 def test_user_error_is_reported_and_the_worker_stays(runner):
     pid = runner.pid
-    runner.submit(RunRequest(2, "krr-path", {"lam_min": -1}))
+    runner.submit(2, job("krr-path", {"lam_min": -1}))
     kind, _, message, user = collect(runner, 2)[-1]
     assert kind == "failed" and user and "lam_min" in message
     assert runner.pid == pid and runner.current is None
@@ -58,7 +64,7 @@ def test_user_error_is_reported_and_the_worker_stays(runner):
 
 def test_cancel_inside_one_long_eigendecomposition_kills_within_half_a_second(runner):
     # n = 3500: the path's single eigendecomposition takes seconds and has no checkpoint
-    runner.submit(RunRequest(3, "krr-path", {"n_lams": 5}, "gaussian:n=3500,p=10"))
+    runner.submit(3, job("krr-path", {"n_lams": 5}, "gaussian:n=3500,p=10"))
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:  # wait until the run is past loading the data
         event = runner.poll(0.05)
@@ -74,13 +80,12 @@ def test_cancel_inside_one_long_eigendecomposition_kills_within_half_a_second(ru
     with pytest.raises(ProcessLookupError):
         os.kill(old, 0)
     # the fresh worker takes a new run
-    runner.submit(RunRequest(4, "krr-path", {"n_lams": 4}, "gaussian:n=60,p=3"))
+    runner.submit(4, job("krr-path", {"n_lams": 4}, "gaussian:n=60,p=3"))
     assert collect(runner, 4)[-1][0] == "finished"
 
 
 def test_cooperative_cancel_does_not_kill(runner):
-    runner.submit(RunRequest(5, "ckrr-risk", {"trials": 400, "n_lams": 5},
-                             "gaussian:n=60,p=30"))
+    runner.submit(5, job("ckrr-risk", {"trials": 400, "n_lams": 5}, "gaussian:n=60,p=30"))
     while True:
         event = runner.poll(0.05)
         if event and event[0] == "partial":
@@ -91,18 +96,17 @@ def test_cooperative_cancel_does_not_kill(runner):
 
 
 def test_late_messages_of_a_superseded_run_are_dropped(runner):
-    runner.submit(RunRequest(6, "ckrr-risk", {"trials": 400, "n_lams": 5},
-                             "gaussian:n=60,p=30"))
-    runner.submit(RunRequest(7, "krr-path", {"n_lams": 4}, "gaussian:n=60,p=3"))
+    runner.submit(6, job("ckrr-risk", {"trials": 400, "n_lams": 5}, "gaussian:n=60,p=30"))
+    runner.submit(7, job("krr-path", {"n_lams": 4}, "gaussian:n=60,p=3"))
     events = collect(runner, 7)  # asserts every message belongs to run 7
     assert events[-1][0] == "finished"
 
 
 def test_a_killed_worker_is_reported_and_replaced(runner):
-    runner.submit(RunRequest(8, "krr-path", {"n_lams": 5}, "gaussian:n=3500,p=10"))
+    runner.submit(8, job("krr-path", {"n_lams": 5}, "gaussian:n=3500,p=10"))
     time.sleep(1.5)
     os.kill(runner.pid, signal.SIGKILL)  # what the kernel's out-of-memory killer does
     kind, _, message, user = collect(runner, 8)[-1]
     assert kind == "failed" and not user and "memory" in message
-    runner.submit(RunRequest(9, "krr-path", {"n_lams": 4}, "gaussian:n=60,p=3"))
+    runner.submit(9, job("krr-path", {"n_lams": 4}, "gaussian:n=60,p=3"))
     assert collect(runner, 9)[-1][0] == "finished"

@@ -60,7 +60,7 @@ def use_data(window, qtbot, spec):
 def run_and_wait(window, qtbot, timeout=90_000):
     window.start_run()
     qtbot.waitUntil(lambda: not window.running, timeout=timeout)
-    window._redraw()
+    window.plot_panel.redraw()
     assert window.last_result is not None, window.status.text()
     return window.last_result
 
@@ -73,7 +73,7 @@ def test_every_experiment_gets_a_form_and_runs(window, qtbot):
         window.form.set_values(params)
         result = run_and_wait(window, qtbot)
         assert result.experiment == name
-        shown = sum(view.update(window._shown_table()) for view in window.plot_views)
+        shown = sum(view.update(window.model.shown_table()) for view in window.plot_views)
         assert shown > 0, name
 
 
@@ -111,9 +111,10 @@ def test_ckrr_streams_and_equals_the_cli(window, qtbot, tmp_path):
     window.form.set_values({"trials": 6, "n_lams": 8, "seed": 3})
     data = "gaussian:n=80,p=40,cov=toeplitz,rho=0.4,noise=0.5"
     use_data(window, qtbot, data)
-    window.partial_count = 0
+    partials = []
+    window.model.summaries_changed.connect(partials.append)
     result = run_and_wait(window, qtbot)
-    assert window.partial_count >= 2 + 1  # theory first, then trial by trial
+    assert len(partials) >= 1 + 2 + 1  # start, theory first, then trial by trial, final
     labels = {label.text for _, label in window.plot_views[0].legend.items}
     assert labels == {"linear", "exponential", "limit", "empirical", "Theorem 2"}
     shown = {window.results.item(r, 0).text() for r in range(window.results.rowCount())}
@@ -136,13 +137,13 @@ def test_ckrr_streams_and_equals_the_cli(window, qtbot, tmp_path):
 def test_lambda_slider_moves_the_theory_curve_without_a_run(window, qtbot):
     select(window, "ckrr-risk")
     use_data(window, qtbot, "gaussian:n=200,p=100,cov=toeplitz,rho=0.4,noise=0.5")
-    qtbot.waitUntil(lambda: window._preview is not None, timeout=10_000)
-    window._redraw()
+    qtbot.waitUntil(lambda: window.model.preview is not None, timeout=10_000)
+    window.plot_panel.redraw()
     x0, _y0 = window.plot_views[0].curves["R_test_limit[linear]"].getData()
     slider = window.form.widgets["lam_max"].slider
     slider.setValue(slider.value() - 20)  # one decade down
-    qtbot.waitUntil(lambda: window._preview["lam"][-1] < 11.0, timeout=5_000)
-    window._redraw()
+    qtbot.waitUntil(lambda: window.model.preview["lam"][-1] < 11.0, timeout=5_000)
+    window.plot_panel.redraw()
     x1, _y1 = window.plot_views[0].curves["R_test_limit[linear]"].getData()
     assert x1[-1] == pytest.approx(1.0, abs=0.05) and x0[-1] == pytest.approx(2.0, abs=0.05)
     assert not window.running and window.last_result is None  # no run was started
@@ -187,7 +188,7 @@ def test_bad_parameter_is_shown_and_window_stays_usable(window, qtbot):
 def test_malformed_csv_keeps_the_old_data(window, qtbot, tmp_path):
     select(window, "krr-path")
     use_data(window, qtbot, "diabetes")
-    old = window.data_panel.spec()
+    old = window.model.loaded_source
     bad = tmp_path / "bad.csv"
     bad.write_text("a,b,y\n1,2,3\n4,oops,6\n")
     window.data_panel.set_spec(str(bad))
@@ -195,7 +196,7 @@ def test_malformed_csv_keeps_the_old_data(window, qtbot, tmp_path):
     text = window.data_panel.status.text()
     assert "Could not load" in text and "bad.csv" in text and "line 3" in text
     assert "Still using: diabetes" in text
-    assert window.data_panel.spec() == old and window.data_panel.dataset is not None
+    assert window.model.loaded_source == old and window.data_panel.dataset is not None
     window.form.set_values({"n_lams": 4})
     result = run_and_wait(window, qtbot)
     assert result.data["name"] == "diabetes"
@@ -222,9 +223,9 @@ def test_session_round_trip_reproduces_the_run(qtbot, settings, tmp_path):
     assert fresh.experiment.name == "ckrr-risk"
     assert fresh.experiment.resolve(fresh.form.values()) == a.params
     saved = json.loads(path.read_text())["data"]
-    assert saved["spec"] == "bernoulli:n=60,p=30"  # defaults (noise 0.5) left out
-    assert fresh.data_panel.spec() == (saved["spec"], saved["options"])
-    assert len(fresh._pins) == 1 and fresh.plot_views[0].pins
+    assert saved["spec"] == "bernoulli:n=60,p=30,noise=0.5"  # as it was loaded
+    assert fresh.model.loaded_source.to_dict() == saved
+    assert len(fresh.model.pins) == 1 and fresh.plot_views[0].pins
     b = run_and_wait(fresh, qtbot)
     for key, col in a.table.items():
         np.testing.assert_array_equal(b.table[key], col)
@@ -318,10 +319,13 @@ def test_screenshot_command_runs_a_session_and_saves_the_window(qtbot, tmp_path)
     from PySide6 import QtGui
 
     from kernel_lab.cli import main
+    from kernel_lab.core.source import DataSource
+    from kernel_lab.engine import RunSpec
     from kernel_lab.engine.session import Session, save_session
 
-    session = save_session(Session("krr-path", {"n_lams": 5, "kernel": "laplace"},
-                                   "gaussian:n=150,p=4"), tmp_path / "s.json")
+    spec = RunSpec("krr-path", {"n_lams": 5, "kernel": "laplace"},
+                   DataSource.from_spec("gaussian:n=150,p=4"))
+    session = save_session(Session(spec), tmp_path / "s.json")
     png = tmp_path / "window.png"
     assert main(["--screenshot", str(png), "--session", str(session)]) == 0
     image = QtGui.QImage(str(png))
@@ -347,7 +351,7 @@ def test_preset_from_the_menu_and_an_html_report(window, qtbot, tmp_path):
     window.open_preset("ckrr-fig2-wide")
     qtbot.waitUntil(lambda: not window.data_panel.loading, timeout=10_000)
     assert window.experiment.name == "ckrr-risk"
-    assert window.data_panel.spec()[0].startswith("gaussian:n=100,p=200")
+    assert window.model.loaded_source.to_spec().startswith("gaussian:n=100,p=200")
     assert "more dimensions than points" in window.explain.toPlainText()
     window.form.set_values({"trials": 2, "n_lams": 6})
     run_and_wait(window, qtbot)
@@ -383,12 +387,12 @@ def test_switching_experiment_cancels_the_run(window, qtbot):
 def test_theory_preview_disappears_on_real_data_and_options_parse(window, qtbot):
     select(window, "ckrr-risk")
     use_data(window, qtbot, "gaussian:n=100,p=50")
-    qtbot.waitUntil(lambda: window._preview is not None, timeout=5_000)
+    qtbot.waitUntil(lambda: window.model.preview is not None, timeout=5_000)
     window.data_panel.use_default.setChecked(False)
     use_data(window, qtbot, "diabetes:standardize=false")
-    qtbot.waitUntil(lambda: window._preview is None, timeout=5_000)
-    window._redraw()
+    qtbot.waitUntil(lambda: window.model.preview is None, timeout=5_000)
+    window.plot_panel.redraw()
     assert not any(window.plot_views[0].curves[c].getData()[0] is not None
                    and len(window.plot_views[0].curves[c].getData()[0])
                    for c in window.plot_views[0].curves if "limit" in c)
-    assert window.data_panel.spec()[1]["standardize"] is False
+    assert window.model.loaded_source.options["standardize"] is False

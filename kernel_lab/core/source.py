@@ -1,0 +1,176 @@
+"""Where data come from, as one value: a generator with its parameters, a bundled
+example, or a file, with the options that load it.
+
+A :class:`DataSource` is what the window's data panel, the command line, sessions and the
+worker pass around; its text form (``gaussian:n=200,p=100``, ``data.csv:target=price``)
+is what a user types after ``--data``, and :meth:`DataSource.from_spec` /
+:meth:`DataSource.to_spec` are the only places that read and write it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from kernel_lab.core.errors import DataError, ParameterError
+from kernel_lab.core.params import parse_assignments
+
+Kind = Literal["generator", "example", "file"]
+#: Options of examples and files (generators take parameters instead).
+LOAD_OPTIONS = ("target", "test_fraction", "standardize", "drop_nan", "format")
+
+
+def split_spec(spec: str) -> tuple[str, str]:
+    """Split ``name:options``; a Windows drive letter or an existing path is not split."""
+    if os.path.exists(spec):
+        return spec, ""
+    head, sep, tail = spec.rpartition(":")
+    if sep and head and not (len(head) == 1 and head.isalpha()) and "=" in tail:
+        return head, tail
+    name, sep, rest = spec.partition(":")
+    if sep and len(name) == 1 and name.isalpha():  # C:\path
+        return spec, ""
+    return name, rest
+
+
+def _quote(value: Any) -> str:
+    text = f"{value:g}" if isinstance(value, float) else str(value)
+    if isinstance(value, bool):
+        text = "true" if value else "false"
+    return f'"{text}"' if any(c in text for c in ',=:" ') else text
+
+
+def _typed_options(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Load options converted to their declared types where they parse (``"false"`` →
+    False); what does not parse is kept as written, for loading to name the problem."""
+    from kernel_lab.core.data import FILE_OPTIONS
+
+    specs = {s.name: s for s in FILE_OPTIONS}
+    out = {}
+    for key, value in values.items():
+        try:
+            out[key] = specs[key].coerce(value) if key in specs else value
+        except ParameterError:
+            out[key] = value
+    return out
+
+
+@dataclass(frozen=True)
+class DataSource:
+    """A data source and how to load it.
+
+    Parameters
+    ----------
+    kind : {"generator", "example", "file"}
+    name : str
+        Generator or example key (lower case), or the file's path.
+    params : mapping
+        A generator's parameters (values as given: numbers or text).
+    options : mapping
+        How an example or file is loaded: ``target``, ``test_fraction``, ``standardize``,
+        ``drop_nan``, ``format``.
+    """
+
+    kind: Kind
+    name: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_spec(cls, spec: str, options: Mapping[str, Any] | None = None) -> DataSource:
+        """Read a specification; ``options`` (None values ignored) take precedence over
+        those written in ``spec``.
+
+        Raises
+        ------
+        DataError
+            Empty specification.
+        ParameterError
+            Malformed ``key=value`` list.
+        """
+        from kernel_lab.core.data import EXAMPLES, GENERATORS
+
+        if not isinstance(spec, str) or not spec.strip():
+            raise DataError("no data given", "name a file, an example "
+                            f"({', '.join(EXAMPLES)}) or a generator ({', '.join(GENERATORS)})")
+        spec = spec.strip()
+        name, rest = split_spec(spec)
+        values: dict[str, Any] = parse_assignments(rest, what=f"data specification {spec!r}")
+        values.update({k: v for k, v in (options or {}).items() if v is not None})
+        key = name.strip().lower()
+        if key in GENERATORS and not os.path.exists(name):
+            return cls("generator", key, values)
+        values = _typed_options(values)
+        if key in EXAMPLES and not os.path.exists(name):
+            return cls("example", key, {}, values)
+        return cls("file", name, {}, values)
+
+    def to_spec(self) -> str:
+        """The text form: ``name`` or ``name:key=value,…`` (values quoted when needed)."""
+        values = self.params if self.kind == "generator" else self.options
+        parts = [f"{k}={_quote(v)}" for k, v in values.items()]
+        return f"{self.name}:{','.join(parts)}" if parts else self.name
+
+    def to_dict(self) -> dict[str, Any]:
+        """The session form: the specification (with a generator's parameters) and the
+        load options apart."""
+        if self.kind == "generator":
+            return {"spec": self.to_spec(), "options": {}}
+        return {"spec": self.name, "options": dict(self.options)}
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any]) -> DataSource:
+        return cls.from_spec(str(doc.get("spec") or ""), doc.get("options") or {})
+
+    def with_options(self, **options: Any) -> DataSource:
+        """A copy with more load options (or, for a generator, parameters)."""
+        if self.kind == "generator":
+            return DataSource(self.kind, self.name, {**self.params, **options})
+        return DataSource(self.kind, self.name, {}, {**self.options, **options})
+
+    def load(self, seed: int = 0) -> Any:
+        """Draw or read the data set (a :class:`~kernel_lab.core.data.Dataset`).
+
+        ``seed`` drives a generator's draws or the train/test split of a table.
+
+        Raises
+        ------
+        DataError
+            Unknown source, unreadable or invalid file.
+        ParameterError
+            Invalid generator parameter or load option.
+        """
+        import numpy as np
+
+        from kernel_lab.core.data import EXAMPLES, FILE_OPTIONS, dataset_from_table, generate
+        from kernel_lab.core.loaders import load_table
+        from kernel_lab.core.params import resolve_params
+
+        if self.kind == "generator":
+            ds = generate(self.name, self.params, seed=seed)
+            ds.name = self.to_spec()
+            return ds
+        if self.kind == "file" and not (os.path.exists(self.name) or Path(self.name).suffix):
+            from kernel_lab.core.data import GENERATORS
+
+            raise DataError(
+                f"{self.name!r} is neither a file nor a known data source",
+                f"give a file path, an example ({', '.join(EXAMPLES)}) or a generator "
+                f"({', '.join(GENERATORS)}), e.g. gaussian:n=200,p=100")
+        opts = resolve_params(FILE_OPTIONS, self.options, owner=f"data source {self.name!r}")
+        if self.kind == "example":
+            if opts["target"]:
+                raise ParameterError(f"the example {self.name!r} has a fixed target; "
+                                     "the target option applies to files")
+            table = EXAMPLES[self.name][1]()
+        else:
+            table = load_table(self.name, target=opts["target"] or None,
+                               nan_policy="drop" if opts["drop_nan"] else "error",
+                               fmt=None if opts["format"] == "auto" else opts["format"])
+        return dataset_from_table(table, name=self.to_spec(),
+                                  test_fraction=opts["test_fraction"],
+                                  rng=np.random.default_rng(seed),
+                                  standardize=opts["standardize"])

@@ -1,0 +1,193 @@
+"""The window's File and Presets menus: sessions (open, save, recent), presets, and
+exports of the plot, the results and an HTML report."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from PySide6 import QtCore, QtGui, QtWidgets
+
+from kernel_lab.core.errors import KernelLabError
+from kernel_lab.engine.output import write_curves_csv, write_result_json
+from kernel_lab.engine.presets import load_preset, preset_names
+from kernel_lab.engine.session import Session, load_session, save_session
+
+MAX_RECENT = 8
+SESSION_FILTER = "Kernel Lab sessions (*.json);;All files (*)"
+
+
+class FileActions:
+    """Files of a :class:`~kernel_lab.gui.app.MainWindow` (its model, settings, plots)."""
+
+    def __init__(self, window: Any) -> None:
+        self.window = window
+        self.model = window.model
+        self.settings: QtCore.QSettings = window.settings
+
+    def build_menus(self, bar: QtWidgets.QMenuBar) -> None:
+        w = self.window
+        file = bar.addMenu("&File")
+        w._action(file, "Open &data…", w.data_panel.browse_file, "Ctrl+O")
+        w._action(file, "&Open session…", self.open_session_dialog, "Ctrl+Shift+O")
+        self.recent_menu = file.addMenu("Recent sessions")
+        w._action(file, "&Save session…", self.save_session_dialog, "Ctrl+S")
+        file.addSeparator()
+        w._action(file, "Export &plot…", self.export_plot_dialog, "Ctrl+E")
+        w._action(file, "Export &results…", self.export_results_dialog, "Ctrl+Shift+E")
+        w._action(file, "Export report (&HTML)…", self.export_report_dialog, "Ctrl+Shift+H")
+        file.addSeparator()
+        w._action(file, "&Quit", w.close, QtGui.QKeySequence.StandardKey.Quit)
+        presets = bar.addMenu("&Presets")
+        for name in preset_names():
+            act = presets.addAction(load_preset(name).title)
+            act.setData(name)
+            act.triggered.connect(lambda checked=False, n=name: self.open_preset(n))
+
+    # -- sessions -----------------------------------------------------------------------
+    def save_session(self, path: str | Path) -> Path:
+        path = save_session(self.model.to_session(), path)
+        self._remember(path)
+        return path
+
+    def open_session(self, path: str | Path) -> Session:
+        session = load_session(path)
+        self.model.apply_session(session)
+        self._remember(Path(path))
+        return session
+
+    def open_preset(self, name: str) -> None:
+        """Load a teaching preset (press Run to see what it promises)."""
+        session = load_preset(name)
+        self.model.apply_session(session)
+        self.window.status.setText(f"Preset “{session.title}” loaded: press Run (Ctrl+R).")
+
+    def open_session_dialog(self) -> None:
+        start = self.settings.value("last_dir", str(Path.home()))
+        path, _ = QtWidgets.QFileDialog.getOpenFileName(self.window, "Open session", start,
+                                                        SESSION_FILTER)
+        if path:
+            self._open_and_report(path)
+
+    def _open_and_report(self, path: str) -> None:
+        try:
+            self.open_session(path)
+        except KernelLabError as exc:
+            QtWidgets.QMessageBox.warning(self.window, "Cannot open the session", str(exc))
+            self.window.log(f"session not opened: {exc}")
+            return
+        self.window.status.setText(f"Session {Path(path).name} opened; press Run (Ctrl+R).")
+
+    def save_session_dialog(self) -> None:
+        path = self._ask_path("Save session", SESSION_FILTER, ".json")
+        if path:
+            self._try(lambda: self.save_session(path), f"session saved to {path}")
+
+    def _remember(self, path: Path) -> None:
+        full = str(path.resolve())
+        recent = [full] + [p for p in self._recent() if p != full]
+        self.settings.setValue("recent", json.dumps(recent[:MAX_RECENT]))
+        self.refresh_recent()
+
+    def _recent(self) -> list[str]:
+        try:
+            value = json.loads(self.settings.value("recent", "[]") or "[]")
+        except (TypeError, json.JSONDecodeError):
+            return []
+        return [p for p in value if isinstance(p, str)] if isinstance(value, list) else []
+
+    def refresh_recent(self) -> None:
+        self.recent_menu.clear()
+        for p in self._recent():
+            self.recent_menu.addAction(Path(p).name, lambda p=p: self._open_and_report(p))
+        self.recent_menu.setEnabled(bool(self._recent()))
+
+    # -- exports ------------------------------------------------------------------------
+    def export_plot(self, path: str | Path, index: int | None = None) -> Path:
+        """The plot of tab ``index`` (default: the current one) as PNG or SVG."""
+        from pyqtgraph.exporters import ImageExporter
+
+        panel = self.window.plot_panel
+        panel.redraw()
+        i = panel.tabs.currentIndex() if index is None else index
+        view = panel.views[i]
+        path = Path(path)
+        if path.suffix.lower() == ".svg":
+            # Qt's own SVG painter: pyqtgraph's SVGExporter fails on some symbol paths
+            from PySide6.QtSvg import QSvgGenerator
+
+            scene = view.item.scene()
+            rect = scene.sceneRect()
+            gen = QSvgGenerator()
+            gen.setFileName(str(path))
+            gen.setSize(QtCore.QSize(int(rect.width()), int(rect.height())))
+            gen.setViewBox(rect)
+            gen.setTitle(view.spec.title)
+            painter = QtGui.QPainter(gen)
+            scene.render(painter)
+            painter.end()
+        else:
+            exporter = ImageExporter(view.item.scene())
+            exporter.parameters()["width"] = 1600
+            exporter.export(str(path if path.suffix else path.with_suffix(".png")))
+        return path
+
+    def _result(self, what: str) -> Any:
+        if self.model.result is None:
+            raise KernelLabError(f"no finished run to {what} yet: run the experiment first")
+        return self.model.result
+
+    def export_results(self, path: str | Path) -> Path:
+        """The last finished run as CSV (curves) or JSON (everything, as the CLI writes)."""
+        result, path = self._result("export"), Path(path)
+        if path.suffix.lower() == ".json":
+            return write_result_json(result, path)
+        return write_curves_csv(result, path)
+
+    def export_report(self, path: str | Path) -> Path:
+        """A self-contained HTML report of the last finished run."""
+        from kernel_lab.plotting.report import write_report
+
+        result = self._result("report")
+        return write_report(result.to_dict(), path, title=self.model.title,
+                            about=self.model.about)
+
+    def _ask_path(self, title: str, filters: str, suffix: str) -> str:
+        default = f"{self.model.experiment.name}{suffix}"
+        start = str(Path(self.settings.value("last_dir", str(Path.home()))) / default)
+        path, _ = QtWidgets.QFileDialog.getSaveFileName(self.window, title, start, filters)
+        if path:
+            self.settings.setValue("last_dir", str(Path(path).parent))
+        return path
+
+    def _export_dialog(self, what: str, filters: str, suffix: str,
+                       export: Callable[[str], Any], needs_result: bool = True) -> None:
+        if needs_result and self.model.result is None:
+            self.window.status.setText(f"No {what} yet: run the experiment first.")
+            return
+        path = self._ask_path(f"Export {what}", filters, suffix)
+        if path:
+            self._try(lambda: export(path), f"{what} written to {path}")
+
+    def export_plot_dialog(self) -> None:
+        self._export_dialog("plot", "PNG image (*.png);;SVG drawing (*.svg)", ".png",
+                            self.export_plot, needs_result=False)
+
+    def export_results_dialog(self) -> None:
+        self._export_dialog("results", "CSV curves (*.csv);;JSON, everything (*.json)", ".csv",
+                            self.export_results)
+
+    def export_report_dialog(self) -> None:
+        self._export_dialog("report", "HTML report (*.html)", ".html", self.export_report)
+
+    def _try(self, action: Callable[[], Any], done: str) -> bool:
+        try:
+            action()
+        except (KernelLabError, OSError) as exc:
+            QtWidgets.QMessageBox.warning(self.window, "Kernel Lab", str(exc))
+            return False
+        self.window.status.setText(done[0].upper() + done[1:] + ".")
+        self.window.log(done)
+        return True

@@ -1,0 +1,145 @@
+"""The plot area: the experiment's declared plots as tabs, a crosshair read-out, and the
+redraw timer that shows the model's table at a bounded rate."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pyqtgraph as pg
+from PySide6 import QtCore, QtWidgets
+
+from kernel_lab.model import LabModel
+from kernel_lab.plotting.view import PlotView
+
+REDRAW_MS = 60          # live curves are redrawn at most ~16 times a second
+
+
+class PlotPanel(QtWidgets.QWidget):
+    """Draws ``model``'s shown table and pins; only the visible tab is redrawn live."""
+
+    def __init__(self, model: LabModel, parent: QtWidgets.QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.model = model
+        col = QtWidgets.QVBoxLayout(self)
+        col.setContentsMargins(0, 0, 0, 0)
+        self.tabs = QtWidgets.QTabWidget()
+        self.tabs.setDocumentMode(True)
+        col.addWidget(self.tabs, 1)
+        self.readout = QtWidgets.QLabel(" ")
+        self.readout.setStyleSheet("color: #444; padding: 2px 6px;")
+        col.addWidget(self.readout)
+        self.views: list[PlotView] = []
+        self.widgets: list[pg.GraphicsLayoutWidget] = []
+        self._proxies: list[Any] = []
+        self._cross: dict[int, tuple[Any, Any]] = {}
+        self.colors: dict[str, str] = {}
+        self.scale = 1.0
+        self._dirty = False
+        self._fresh = False
+        self._behind: set[int] = set()
+        self._timer = QtCore.QTimer(self, interval=REDRAW_MS,
+                                    timeout=lambda: self.redraw(everything=False))
+        self.tabs.currentChanged.connect(self._tab_shown)
+        self._timer.start()
+        model.experiment_changed.connect(lambda exp: self.rebuild(reset_colors=True))
+        model.table_changed.connect(self.mark_dirty)
+        model.run_started.connect(self._run_started)
+        model.pins_changed.connect(self._pins_changed)
+
+    # -- building ------------------------------------------------------------------------
+    def rebuild(self, reset_colors: bool = False) -> None:
+        """New plot widgets for the model's experiment (and the current scale)."""
+        if reset_colors:
+            self.colors = {}
+        old = list(self.widgets)
+        self.tabs.clear()  # removes the pages without deleting them
+        for w in old:
+            w.deleteLater()
+        self.views, self.widgets, self._proxies, self._cross = [], [], [], {}
+        for spec in self.model.experiment.plots:
+            w = pg.GraphicsLayoutWidget()
+            view = PlotView(w.ci, 0, spec, colors=self.colors, scale=self.scale)
+            self.views.append(view)
+            self.widgets.append(w)
+            self.tabs.addTab(w, spec.title)
+            proxy = pg.SignalProxy(w.scene().sigMouseMoved, rateLimit=30,
+                                   slot=lambda ev, v=view: self._moved(v, ev[0]))
+            self._proxies.append(proxy)
+        self._behind = set()
+        self._pins_changed()
+
+    def set_scale(self, scale: float) -> None:
+        self.scale = scale
+        self.rebuild()
+        self.redraw()
+
+    def _pins_changed(self) -> None:
+        for view in self.views:
+            view.clear_pins()
+            for pin in self.model.pins:
+                view.add_pin(pin.table)
+        self.mark_dirty()
+
+    # -- drawing -------------------------------------------------------------------------
+    def mark_dirty(self) -> None:
+        self._dirty = True
+
+    def _run_started(self) -> None:
+        for view in self.views:  # emptied now; rebuilt only if the columns change
+            view.blank()
+        self._fresh = True
+
+    def redraw(self, everything: bool = True) -> None:
+        """Redraw when the model's table changed since the last call. The timer redraws
+        only the visible tab (the others catch up when shown) and spaces its ticks so
+        that drawing takes at most ~15 % of the GUI thread, leaving the cores to the run."""
+        if not self._dirty:
+            return
+        self._dirty = False
+        t0 = time.perf_counter()
+        table = self.model.shown_table()
+        if self._fresh and self.model.table:
+            # first results of a run: keep the plot items when the columns are the same
+            # (other kernels or methods than last time: start the plots afresh)
+            self._fresh = False
+            for view in self.views:
+                if view.columns() - set(table):
+                    view.clear()
+        current = self.tabs.currentIndex()
+        for i, view in enumerate(self.views):
+            if everything or i == current:
+                view.update(table)
+                self._behind.discard(i)
+            else:
+                self._behind.add(i)
+        cost_ms = 1e3 * (time.perf_counter() - t0)
+        self._timer.setInterval(int(min(500, max(REDRAW_MS, 6 * cost_ms))))
+
+    def _tab_shown(self, index: int) -> None:
+        if index in self._behind:
+            self._behind.discard(index)
+            self.views[index].update(self.model.shown_table())
+
+    def _moved(self, view: PlotView, pos: Any) -> None:
+        vb = view.item.vb
+        if not view.item.sceneBoundingRect().contains(pos):
+            return
+        p = vb.mapSceneToView(pos)
+        lines = self._cross.get(id(view))
+        if lines is None:
+            pen = pg.mkPen("#888888", width=1, style=QtCore.Qt.PenStyle.DashLine)
+            lines = (pg.InfiniteLine(angle=90, pen=pen), pg.InfiniteLine(angle=0, pen=pen))
+            for line in lines:
+                view.item.addItem(line, ignoreBounds=True)
+            self._cross[id(view)] = lines
+        lines[0].setPos(p.x())
+        lines[1].setPos(p.y())
+        x = 10 ** p.x() if view.spec.logx else p.x()
+        y = 10 ** p.y() if view.spec.logy else p.y()
+        self.readout.setText(f"{view.spec.xlabel or view.spec.x} = {x:.4g}    "
+                             f"{view.spec.ylabel or 'y'} = {y:.4g}")
+
+    def current_view(self) -> PlotView | None:
+        i = self.tabs.currentIndex()
+        return self.views[i] if 0 <= i < len(self.views) else None

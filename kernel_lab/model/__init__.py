@@ -1,0 +1,7 @@
+"""Qt-free application state: the lab behind the window (and, next, the Playground)."""
+
+from __future__ import annotations
+
+from kernel_lab.model.lab import LabModel, Pin, Plan, RunState
+
+__all__ = ["LabModel", "Pin", "Plan", "RunState"]

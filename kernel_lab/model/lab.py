@@ -1,0 +1,413 @@
+"""The lab's state, without Qt: data source, experiment and parameters, one explicit run
+state, the merged result table, pins and the plan.
+
+The window binds its widgets to a :class:`LabModel` and holds no run state of its own; the
+same model can be driven from a script or a test with no GUI at all. Runs are started
+through a *launcher* (``launch(spec) -> RunHandle``: the window's worker-process relay, or
+:class:`~kernel_lab.engine.handle.InlineLauncher`), data are loaded through a *loader*
+(``load(source, done, failed)``: a pool thread in the window, inline by default). Late
+results of a cancelled or superseded run never reach the model: its handle drops them.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from kernel_lab.core.data import Dataset
+from kernel_lab.core.errors import KernelLabError
+from kernel_lab.core.memory import memory_budget_bytes
+from kernel_lab.core.source import DataSource
+from kernel_lab.engine.events import Event
+from kernel_lab.engine.handle import RunHandle
+from kernel_lab.engine.runner import RunResult
+from kernel_lab.engine.session import Session
+from kernel_lab.engine.spec import RunSpec
+from kernel_lab.experiments import Experiment, PartialResult, get_experiment, list_experiments
+
+Table = dict[str, np.ndarray]
+Launcher = Callable[[RunSpec], RunHandle]
+Loader = Callable[[DataSource, Callable[[Dataset], None], Callable[[str], None]], None]
+
+
+class RunState(enum.Enum):
+    """Where the lab's current run is."""
+
+    IDLE = "idle"            # nothing run since the experiment was chosen
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a run of the current settings will need, shown before Run."""
+
+    memory_bytes: float = 0.0
+    budget_bytes: float = 0.0
+    note: str = ""
+    seconds: float | None = None
+    error: str = ""          # the parameters are invalid: why
+
+    @property
+    def too_large(self) -> bool:
+        return self.memory_bytes > self.budget_bytes > 0
+
+    @property
+    def advice(self) -> str:
+        """What to do when the run is too large."""
+        return ("An exact kernel matrix would not fit; use fewer points or an approximate "
+                "method (Nyström or random features).") if self.too_large else ""
+
+
+@dataclass
+class Pin:
+    """Curves kept as a faded overlay to compare with later runs."""
+
+    label: str
+    table: Table
+
+
+def inline_loader(source: DataSource, done: Callable[[Dataset], None],
+                  failed: Callable[[str], None]) -> None:
+    """Load in this thread (scripts and tests)."""
+    try:
+        dataset = source.load()
+    except KernelLabError as exc:
+        failed(str(exc))
+    except MemoryError:
+        failed("the data do not fit in memory")
+    else:
+        done(dataset)
+
+
+def _as_table(table: Mapping[str, Any]) -> Table:
+    return {k: np.asarray(v, dtype=float) for k, v in table.items()}
+
+
+class LabModel:
+    """The state behind the window.
+
+    Parameters
+    ----------
+    launch : callable
+        ``launch(spec) -> RunHandle`` for each run.
+    load : callable, optional
+        ``load(source, done, failed)``; default: inline.
+
+    Events (plain callbacks, see :class:`~kernel_lab.engine.events.Event`)
+    ------
+    experiment_changed(Experiment) — a new form and plots are needed;
+    params_replaced(dict) — values set from outside the form (a session);
+    inputs_changed() — parameters or data changed: the preview is due (debounce it);
+    data_loading(DataSource), data_loaded(Dataset), data_failed(str);
+    state_changed(RunState), progressed(fraction, text);
+    table_changed() — the table to show changed; run_started() — a run begins;
+    summaries_changed(dict); pins_changed(); plan_changed(Plan);
+    status(str) — one line for the status bar; logged(str) — a line for the log;
+    session_applied(Session).
+    """
+
+    def __init__(self, launch: Launcher, load: Loader = inline_loader) -> None:
+        self._launch, self._load = launch, load
+        for name in ("experiment_changed", "params_replaced", "inputs_changed",
+                     "data_loading", "data_loaded", "data_failed", "state_changed",
+                     "progressed", "table_changed", "run_started", "summaries_changed",
+                     "pins_changed", "plan_changed", "status", "logged", "session_applied"):
+            setattr(self, name, Event())
+        self.experiment: Experiment = list_experiments()[0]
+        self.values: dict[str, Any] = {}
+        self.use_default_data = True
+        self.source: DataSource | None = None     # the data loaded (or being loaded)
+        self.dataset: Dataset | None = None       # the data last loaded successfully
+        self.loaded_source: DataSource | None = None
+        self._load_token = 0
+        self.loading = False
+        self.backend: tuple[str, str | None] = ("threads", None)
+        self.state = RunState.IDLE
+        self.handle: RunHandle | None = None
+        self.table: Table = {}
+        self.preview: Table | None = None
+        self.summaries: dict[str, Any] = {}
+        self.result: RunResult | None = None
+        self.pins: list[Pin] = []
+        self.title, self.about = "", ""
+        self.plan = Plan()
+        self._started = 0.0
+        self._speed: float | None = None
+        self._last_times: dict[str, tuple[float, int]] = {}
+
+    # -- experiment and parameters -------------------------------------------------------
+    def set_experiment(self, name: str, values: Mapping[str, Any] | None = None) -> None:
+        """Choose the experiment (its results so far are dropped) with form ``values``."""
+        self.cancel_run()
+        self.experiment = get_experiment(name)
+        self.values = dict(values or {})
+        self.table, self.preview, self.summaries, self.result = {}, None, {}, None
+        self.title, self.about = "", ""
+        self.pins = []
+        self._set_state(RunState.IDLE)
+        self.experiment_changed.emit(self.experiment)
+        self.summaries_changed.emit({})
+        self.pins_changed.emit()
+        self.table_changed.emit()
+        if self.use_default_data:
+            self.load_data(DataSource.from_spec(self.experiment.default_data))
+        else:
+            self.inputs_changed.emit()
+
+    def set_params(self, values: Mapping[str, Any]) -> None:
+        """The form's values changed."""
+        was_stale = self.stale
+        self.values = dict(values)
+        if self.stale and not was_stale:
+            self.status.emit("Parameters changed: the results shown are from the last run "
+                             "(theory curves follow the new values). Run to update.")
+        self.inputs_changed.emit()
+
+    def resolved_params(self) -> dict[str, Any]:
+        """The parameters checked by the experiment (raises ParameterError)."""
+        return self.experiment.resolve(self.values)
+
+    @property
+    def stale(self) -> bool:
+        """A finished result is shown but the parameters are no longer those it ran with."""
+        if self.state is not RunState.DONE or self.result is None:
+            return False
+        try:
+            return self.resolved_params() != self.result.params
+        except KernelLabError:
+            return True
+
+    # -- data ----------------------------------------------------------------------------
+    def load_data(self, source: DataSource) -> None:
+        """Load ``source`` (latest request wins); the data loaded before stay in use until
+        it succeeds, and stay if it fails."""
+        self._load_token += 1
+        token = self._load_token
+        self.source, self.loading = source, True
+        self.data_loading.emit(source)
+
+        def done(dataset: Dataset) -> None:
+            if token != self._load_token:
+                return
+            self.loading, self.dataset, self.loaded_source = False, dataset, source
+            s = dataset.summary()
+            self.logged.emit(f"data loaded: {s['name']} (n = {s['n_train']} + "
+                             f"{s['n_test']}, p = {s['p']})")
+            self.data_loaded.emit(dataset)
+            self.inputs_changed.emit()
+
+        def failed(message: str) -> None:
+            if token != self._load_token:
+                return
+            self.loading, self.source = False, self.loaded_source
+            self.data_failed.emit(message)
+
+        self._load(source, done, failed)
+
+    def run_source(self) -> DataSource:
+        """The data a run started now uses: those being loaded, else the last loaded,
+        else the experiment's default."""
+        return self.source or DataSource.from_spec(self.experiment.default_data)
+
+    # -- plan and preview ----------------------------------------------------------------
+    def refresh(self) -> None:
+        """Recompute the plan and the theory preview for the current inputs (the window
+        calls it a moment after the last change)."""
+        try:
+            params = self.resolved_params()
+        except KernelLabError as exc:
+            self.plan = Plan(error=str(exc))
+            self.plan_changed.emit(self.plan)
+            return
+        ds = self.dataset
+        if ds is None:
+            self.plan = Plan()
+        else:
+            est = self.experiment.estimate(params, ds.n_train, ds.p)
+            self.plan = Plan(float(est.get("memory_bytes", 0)), float(memory_budget_bytes()),
+                             str(est.get("note", "")), self._time_estimate(est, ds.n_train))
+        self.plan_changed.emit(self.plan)
+        try:
+            preview = None if ds is None else self.experiment.preview(params, ds)
+        except KernelLabError:
+            preview = None
+        if preview is None and self.preview is None:
+            return
+        self.preview = None if preview is None else _as_table(preview)
+        self.table_changed.emit()
+
+    def _time_estimate(self, est: Mapping[str, Any], n: int) -> float | None:
+        """Seconds for the planned run: from the experiment's operation count and this
+        machine's measured speed, else from the last run of the experiment scaled by n."""
+        if est.get("flops"):
+            if self._speed is None:  # once: ~10 ms of matrix products
+                a = np.random.default_rng(0).random((384, 384))
+                best = math.inf
+                for _ in range(4):  # the first call also starts the BLAS threads
+                    t0 = time.perf_counter()
+                    a @ a
+                    best = min(best, time.perf_counter() - t0)
+                # what the runs reach, measured against this (eigendecompositions of a
+                # few hundred rows, kernel blocks, Python around them): ~15 % of it
+                self._speed = 0.15 * 2 * 384**3 / max(best, 1e-9)
+            return 0.1 + float(est["flops"]) / self._speed
+        last = self._last_times.get(self.experiment.name)
+        if last is None:
+            return None
+        seconds, n_last = last
+        return seconds * n / max(n_last, 1)
+
+    def shown_table(self) -> Table:
+        """The run's table, with the preview's theory columns laid over it when both use
+        the same x grid, or the preview alone before any run."""
+        if self.preview is None:
+            return self.table
+        if not self.table:
+            return self.preview
+        x = self.experiment.plots[0].x if self.experiment.plots else ""
+        a, b = self.table.get(x), self.preview.get(x)
+        if a is not None and b is not None and a.shape == b.shape and np.allclose(a, b):
+            return {**self.table, **self.preview}
+        return self.table if self.state is RunState.RUNNING else self.preview
+
+    # -- runs ----------------------------------------------------------------------------
+    def run_spec(self) -> RunSpec:
+        """What Run would start now (raises ParameterError for invalid parameters)."""
+        backend, scheduler = self.backend
+        return RunSpec(self.experiment.name, self.resolved_params(), self.run_source(),
+                       workers=None, backend=backend, scheduler=scheduler)  # as the CLI
+
+    def start_run(self) -> RunHandle | None:
+        """Start a run of the current settings; a run in progress is cancelled first.
+        Returns its handle, or None (with a status message) when the parameters are
+        invalid."""
+        self.cancel_run()
+        try:
+            spec = self.run_spec()
+        except KernelLabError as exc:
+            self.status.emit(f"Cannot run: {exc}")
+            self.logged.emit(f"cannot run: {exc}")
+            return None
+        handle = self._launch(spec)
+        handle.progressed.connect(self._on_progress)
+        handle.partial_arrived.connect(self._on_partial)
+        handle.finished.connect(lambda result: self._on_finished(handle, result))
+        handle.failed.connect(lambda message, user: self._on_failed(handle, message, user))
+        handle.cancelled.connect(lambda killed: self._on_cancelled(handle, killed))
+        self.handle = handle
+        self.table, self.summaries, self.result = {}, {}, None
+        self._started = time.monotonic()
+        self._set_state(RunState.RUNNING)
+        self.run_started.emit()
+        self.table_changed.emit()
+        self.summaries_changed.emit({})
+        self.status.emit("Starting…")
+        self.logged.emit(f"run {handle.run_id}: {spec.experiment} on "
+                         f"{spec.data_source().to_spec()} (seed {spec.seed})")
+        handle.start()
+        return handle
+
+    def cancel_run(self) -> None:
+        if self.state is not RunState.RUNNING or self.handle is None:
+            return
+        self.handle.cancel()
+        self.logged.emit(f"run {self.handle.run_id}: cancelled")
+        self._set_state(RunState.CANCELLED)
+        self.status.emit("Cancelled.")
+
+    @property
+    def running(self) -> bool:
+        return self.state is RunState.RUNNING
+
+    def _set_state(self, state: RunState) -> None:
+        if state is not self.state:
+            self.state = state
+            self.state_changed.emit(state)
+
+    def _on_progress(self, fraction: float, message: str) -> None:
+        elapsed = time.monotonic() - self._started
+        eta = ""
+        if 0.05 < fraction < 1.0 and elapsed > 1.0:
+            eta = f" — about {elapsed * (1 - fraction) / fraction:.0f} s left"
+        self.progressed.emit(fraction, f"{message}{eta}")
+
+    def _on_partial(self, partial: PartialResult) -> None:
+        if partial.table is not None:
+            self.table = _as_table(partial.table)
+            self.table_changed.emit()
+        if partial.summaries is not None:
+            self.summaries = dict(partial.summaries)
+            self.summaries_changed.emit(self.summaries)
+
+    def _on_finished(self, handle: RunHandle, result: RunResult) -> None:
+        self.table = _as_table(result.table)
+        self.summaries, self.result = dict(result.summaries), result
+        total = result.timings.get("total_s", 0.0)
+        self._last_times[result.experiment] = (total, int(result.data.get("n_train", 1)))
+        self._set_state(RunState.DONE)
+        self.table_changed.emit()
+        self.summaries_changed.emit(self.summaries)
+        self.progressed.emit(1.0, f"Done in {total:.2f} s.")
+        self.status.emit(f"Done in {total:.2f} s.")
+        self.logged.emit(f"run {handle.run_id}: done in {total:.2f} s")
+        self.inputs_changed.emit()
+
+    def _on_failed(self, handle: RunHandle, message: str, user_error: bool) -> None:
+        text = ("Cannot run: " if user_error else "The run failed: ") + message
+        self._set_state(RunState.FAILED)
+        self.status.emit(text)
+        self.logged.emit(f"run {handle.run_id}: {text}")
+
+    def _on_cancelled(self, handle: RunHandle, killed: bool) -> None:
+        if killed:
+            self.logged.emit(f"run {handle.run_id}: stopped inside a long computation; "
+                             "worker restarted")
+
+    # -- pins ----------------------------------------------------------------------------
+    def pin(self) -> Pin | None:
+        """Keep the current curves as a faded overlay (None when there is nothing yet)."""
+        if not self.table:
+            self.status.emit("Nothing to pin yet: run the experiment first.")
+            return None
+        label = f"run {self.handle.run_id}" if self.handle is not None else "pinned"
+        pin = Pin(label, {k: v.copy() for k, v in self.table.items()})
+        self.pins.append(pin)
+        self.pins_changed.emit()
+        return pin
+
+    def clear_pins(self) -> None:
+        self.pins = []
+        self.pins_changed.emit()
+
+    # -- sessions ------------------------------------------------------------------------
+    def to_session(self) -> Session:
+        """The current state as a session (raises ParameterError for invalid values)."""
+        spec = RunSpec(self.experiment.name, self.resolved_params(),
+                       self.loaded_source or self.source)
+        pinned = [{"label": p.label, "table": p.table} for p in self.pins]
+        return Session(spec, self.title, self.about, pinned)
+
+    def apply_session(self, session: Session) -> None:
+        """Restore a session: experiment, parameters, data and pins."""
+        spec = session.spec
+        self.use_default_data = spec.data is None
+        self.set_experiment(spec.experiment, spec.params)
+        self.params_replaced.emit(dict(spec.params))
+        if spec.data is not None:
+            self.load_data(spec.data)
+        self.pins = [Pin(str(p.get("label", "")),
+                         {k: np.array([np.nan if v is None else v for v in col], dtype=float)
+                          for k, col in p["table"].items()}) for p in session.pinned]
+        self.pins_changed.emit()
+        self.title, self.about = session.title, session.about
+        self.session_applied.emit(session)
+        self.logged.emit(f"session: {session.title or spec.experiment}")

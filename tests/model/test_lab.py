@@ -1,0 +1,202 @@
+"""The lab model, driven with no widget at all (and, in ``test_without_qt``, with Qt not
+importable): start, partial results, cancel, stale runs dropped, pins, sessions."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kernel_lab.core.source import DataSource
+from kernel_lab.engine import RunSpec, run
+from kernel_lab.engine.handle import InlineLauncher, RunHandle
+from kernel_lab.engine.session import Session, load_session, save_session
+from kernel_lab.experiments import PartialResult
+from kernel_lab.model import LabModel, RunState
+
+DATA = "gaussian:n=60,p=30,cov=toeplitz,rho=0.4,noise=0.5"
+SMALL = {"kernels": ["linear", "exponential"], "trials": 3, "n_lams": 6, "seed": 5}
+
+
+class ManualLauncher:
+    """Hands out handles and lets the test deliver their messages, in any order."""
+
+    def __init__(self) -> None:
+        self.handles: list[RunHandle] = []
+        self.cancelled: list[int] = []
+
+    def __call__(self, spec: RunSpec) -> RunHandle:
+        handle = RunHandle(len(self.handles) + 1, spec, submit=lambda h: None,
+                           cancel=lambda h: self.cancelled.append(h.run_id))
+        self.handles.append(handle)
+        return handle
+
+
+def recorder(model: LabModel) -> dict[str, list]:
+    seen: dict[str, list] = {"state": [], "status": [], "log": [], "table": []}
+    model.state_changed.connect(seen["state"].append)
+    model.status.connect(seen["status"].append)
+    model.logged.connect(seen["log"].append)
+    model.table_changed.connect(lambda: seen["table"].append(dict(model.shown_table())))
+    return seen
+
+
+@pytest.fixture
+def model():
+    m = LabModel(InlineLauncher())
+    m.set_experiment("ckrr-risk", SMALL)
+    m.load_data(DataSource.from_spec(DATA))
+    return m
+
+
+def test_a_run_goes_idle_running_done_and_equals_the_engine(model):
+    seen = recorder(model)
+    assert model.state is RunState.IDLE and model.dataset is not None
+    model.start_run()
+    assert seen["state"] == [RunState.RUNNING, RunState.DONE]
+    assert model.state is RunState.DONE and model.result is not None
+    # partial tables arrived before the final one (theory first, then trial by trial)
+    assert len(seen["table"]) >= 3
+    direct = run(RunSpec("ckrr-risk", SMALL, DataSource.from_spec(DATA)))
+    assert list(model.table) == list(direct.table)
+    for key, col in direct.table.items():
+        np.testing.assert_array_equal(model.table[key], col)
+    assert seen["status"][-1].startswith("Done in")
+
+
+def test_preview_and_plan_follow_the_parameters_without_a_run(model):
+    model.refresh()
+    assert model.preview is not None and model.plan.memory_bytes > 0
+    assert model.plan.seconds is not None and not model.plan.error
+    lam_max = model.preview["lam"][-1]
+    model.set_params({**SMALL, "lam_max": 10.0})
+    model.refresh()
+    assert model.preview["lam"][-1] == pytest.approx(10.0) != lam_max
+    assert model.state is RunState.IDLE and model.result is None
+    model.set_params({**SMALL, "lam_min": -1})
+    model.refresh()
+    assert "lam_min" in model.plan.error
+
+
+def test_cancel_and_late_messages_of_a_superseded_run_are_dropped():
+    launcher = ManualLauncher()
+    model = LabModel(launcher)
+    model.set_experiment("krr-path", {"n_lams": 4})
+    seen = recorder(model)
+    first = model.start_run()
+    first.deliver("partial", PartialResult(0.5, "half", {"lam": np.ones(4)}))
+    assert model.table["lam"].tolist() == [1, 1, 1, 1]
+    second = model.start_run()  # a new run cancels the first
+    assert launcher.cancelled == [1] and not first.active and second.active
+    first.deliver("partial", PartialResult(0.9, "late", {"lam": np.zeros(4)}))
+    first.deliver("finished", object())
+    assert model.table == {} and model.state is RunState.RUNNING
+    model.cancel_run()
+    assert model.state is RunState.CANCELLED and seen["status"][-1] == "Cancelled."
+    second.deliver("partial", PartialResult(0.9, "late", {"lam": np.zeros(4)}))
+    assert model.table == {}
+    second.deliver("cancelled", True)  # the worker had to be killed: said once, in the log
+    assert "worker restarted" in seen["log"][-1]
+
+
+def test_failure_is_a_state_with_a_message():
+    launcher = ManualLauncher()
+    model = LabModel(launcher)
+    model.set_experiment("krr-path", {})
+    seen = recorder(model)
+    handle = model.start_run()
+    handle.deliver("failed", "out of memory", False)
+    assert model.state is RunState.FAILED
+    assert seen["status"][-1] == "The run failed: out of memory"
+    model.set_params({"lam_min": -1})
+    assert model.start_run() is None and "Cannot run" in seen["status"][-1]
+    assert len(launcher.handles) == 1
+
+
+def test_parameters_changed_after_a_run_make_it_stale(model):
+    model.start_run()
+    assert not model.stale
+    seen = recorder(model)
+    model.set_params({**SMALL, "n_lams": 7})
+    assert model.stale and "Parameters changed" in seen["status"][-1]
+    model.set_params(SMALL)
+    assert not model.stale
+
+
+def test_pins_and_a_session_round_trip(model, tmp_path):
+    assert model.pin() is None  # nothing to pin before a run
+    model.start_run()
+    first = model.result
+    pin = model.pin()
+    assert pin is not None and len(model.pins) == 1
+    np.testing.assert_array_equal(pin.table["lam"], first.table["lam"])
+    path = save_session(model.to_session(), tmp_path / "s.json")
+
+    other = LabModel(InlineLauncher())
+    other.set_experiment("krr-path", {})
+    applied = []
+    other.session_applied.connect(applied.append)
+    other.apply_session(load_session(path))
+    assert applied and other.experiment.name == "ckrr-risk"
+    assert other.resolved_params() == first.params
+    assert other.loaded_source == DataSource.from_spec(DATA)
+    assert len(other.pins) == 1 and other.pins[0].label == pin.label
+    other.start_run()
+    for key, col in first.table.items():
+        np.testing.assert_array_equal(other.result.table[key], col)
+
+
+def test_default_data_follow_the_experiment_unless_the_user_chose():
+    model = LabModel(InlineLauncher())
+    model.set_experiment("spectrum", {})
+    assert model.loaded_source.to_spec() == model.experiment.default_data
+    model.use_default_data = False
+    model.load_data(DataSource.from_spec("diabetes"))
+    model.set_experiment("krr-path", {})
+    assert model.loaded_source.name == "diabetes"
+
+
+def test_a_failed_load_keeps_the_data_in_use(tmp_path):
+    model = LabModel(InlineLauncher())
+    model.set_experiment("krr-path", {})
+    before = model.loaded_source
+    failures = []
+    model.data_failed.connect(failures.append)
+    bad = tmp_path / "bad.csv"
+    bad.write_text("a,b,y\n1,2,3\n4,oops,6\n")
+    model.load_data(DataSource.from_spec(str(bad)))
+    assert failures and "line 3" in failures[0]
+    assert model.loaded_source == before and model.dataset is not None
+    assert model.run_source() == before
+
+
+def test_session_without_data_uses_the_experiments_own():
+    session = Session(RunSpec("spectrum", {"seed": 2}))
+    model = LabModel(InlineLauncher())
+    model.apply_session(session)
+    assert model.use_default_data
+    assert model.loaded_source.to_spec() == "gaussian:n=800,p=400,cov=identity"
+
+
+def test_without_qt():
+    """The model and this file's tests run with Qt not importable at all."""
+    code = (
+        "import sys, importlib.abc\n"
+        "class Block(importlib.abc.MetaPathFinder):\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in ('PySide6', 'shiboken6', 'pyqtgraph', 'superqt'):\n"
+        "            raise ImportError(f'{name} blocked: the model must not need Qt')\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "import pytest\n"
+        f"sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', {__file__!r}, "
+        "'-k', 'not without_qt']))\n"
+    )
+    env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=Path(__file__).parents[2], env=env, timeout=600)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert " passed" in out.stdout and "failed" not in out.stdout
