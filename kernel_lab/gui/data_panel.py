@@ -287,7 +287,7 @@ class DataPanel(QtWidgets.QWidget):
     def _loading(self, source: DataSource) -> None:
         if source != self.current_source():
             self.show_source(source)
-        self.status.setText(f"Loading {html.escape(source.to_spec())} …")
+        self.status.setText(f"Loading {_breakable(source.to_spec())} …")
         self.status.setStyleSheet("")
 
     def _loaded_ok(self, ds: Dataset) -> None:
@@ -295,7 +295,7 @@ class DataPanel(QtWidgets.QWidget):
         notes = "".join(f"<br>note: {n}" for n in s["notes"])
         self.status.setStyleSheet("")
         self.status.setText(
-            f"<b>{html.escape(str(s['name']))}</b>: n = {s['n_train']} training + "
+            f"<b>{_breakable(str(s['name']))}</b>: n = {s['n_train']} training + "
             f"{s['n_test']} test points, p = {s['p']} features; target “{s['target']}” "
             f"from {s['target_min']:.4g} to {s['target_max']:.4g} ({s['task']}){notes}")
         if self.source.currentText() == "File":
@@ -323,10 +323,16 @@ class DataPanel(QtWidgets.QWidget):
 
     def _show_error(self, message: str) -> None:
         loaded = self.model.loaded_source
-        kept = (f"<br>Still using: {html.escape(loaded.to_spec())}"
+        kept = (f"<br>Still using: {_breakable(loaded.to_spec())}"
                 if self.dataset is not None and loaded is not None else "")
         self.status.setStyleSheet("color: #B00020;")
         self.status.setText(f"<b>Could not load the data.</b> {html.escape(message)}{kept}")
+
+
+def _breakable(text: str) -> str:
+    """HTML of a specification that may wrap after its commas and slashes (a long
+    ``gaussian:n=…,p=…`` or a path would otherwise widen the panel)."""
+    return html.escape(text).replace(",", ",\u200b").replace("/", "/\u200b")
 
 
 def _flag(value: Any) -> bool:

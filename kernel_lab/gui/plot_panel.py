@@ -13,6 +13,9 @@ from kernel_lab.model import LabModel
 from kernel_lab.plotting.view import PlotView
 
 REDRAW_MS = 60          # live curves are redrawn at most ~16 times a second
+#: A timer redraw creates new curve items (a first draw) only for this long, leaving the
+#: rest to the next tick, so that one redraw and the repaint after it fit in a frame.
+FIRST_DRAW_BUDGET_S = 0.004
 
 
 class PlotPanel(QtWidgets.QWidget):
@@ -107,10 +110,12 @@ class PlotPanel(QtWidgets.QWidget):
                 if view.columns() - set(table):
                     view.clear()
         current = self.tabs.currentIndex()
+        budget = None if everything else FIRST_DRAW_BUDGET_S
         for i, view in enumerate(self.views):
             if everything or i == current:
-                view.update(table)
+                view.update(table, budget)
                 self._behind.discard(i)
+                self._dirty |= not view.complete  # curves left for the next tick
             else:
                 self._behind.add(i)
         cost_ms = 1e3 * (time.perf_counter() - t0)

@@ -9,6 +9,7 @@ measured curves and baselines lines with small markers.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -96,6 +97,62 @@ def _log_axis(orientation: str) -> object:
     return SparseLogAxis(orientation)
 
 
+def _grid_item(item: object) -> object:
+    """The plot's grid (major and minor lines of both axes) as one item in its view box,
+    drawn from the axes' current ticks at paint time.
+
+    pyqtgraph's own axis grid is replayed from a recorded picture on every repaint of
+    anything under it: about 30 ms for a 700-pixel plot, most of a frame while curves
+    stream in; this item costs about 1 ms. The opacity follows pyqtgraph's rule (¼ for
+    major lines, halved for minor ones, fainter when ticks are dense).
+    """
+    import pyqtgraph as pg
+    from PySide6 import QtCore
+
+    class Grid(pg.GraphicsObject):
+        ALPHA = 0.25
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.setZValue(-100)
+            item.vb.sigRangeChanged.connect(self._moved)
+            item.vb.sigResized.connect(self._moved)
+
+        def _moved(self, *args: object) -> None:
+            self.prepareGeometryChange()
+            self.update()
+
+        def boundingRect(self) -> QtCore.QRectF:
+            return item.vb.viewRect()
+
+        def paint(self, p: object, *args: object) -> None:
+            vb = item.vb
+            (x0, x1), (y0, y1) = vb.viewRange()
+            lines: list[list[QtCore.QLineF]] = [[], []]
+            density = [1.0, 1.0]
+            for side, lo, hi, length in (("bottom", x0, x1, vb.width()),
+                                         ("left", y0, y1, vb.height())):
+                if length <= 0:
+                    continue
+                levels = item.getAxis(side).tickValues(lo, hi, length)[:2]
+                for level, (_spacing, values) in enumerate(levels):
+                    density[level] = min(density[level], float(
+                        np.clip(0.05 * length / (len(values) + 1), 0.0, 1.0)))
+                    lines[level] += [QtCore.QLineF(v, y0, v, y1) if side == "bottom"
+                                     else QtCore.QLineF(x0, v, x1, v) for v in values]
+            p.setRenderHint(p.RenderHint.Antialiasing, False)
+            for level, group in enumerate(lines):
+                pen = pg.mkPen((0, 0, 0, int(255 / (level + 1) * self.ALPHA
+                                             * density[level])), width=1)
+                pen.setCosmetic(True)
+                p.setPen(pen)
+                p.drawLines(group)
+
+    grid = Grid()
+    item.vb.addItem(grid, ignoreBounds=True)
+    return grid
+
+
 class PlotView:
     """One declared plot inside a pyqtgraph GraphicsLayout, updated in place.
 
@@ -126,7 +183,7 @@ class PlotView:
             # major and minor ticks only: the third level adds dozens of grid lines on
             # log axes and a quarter of the cost of every repaint
             item.getAxis(side).setStyle(maxTickLevel=1)
-        item.showGrid(x=True, y=True, alpha=0.25)
+        self.grid = _grid_item(item)
         holder = layout.addLayout(row=row, col=1)
         holder.setFixedWidth(LEGEND_WIDTH * scale)
         self.legend = pg.LegendItem(verSpacing=-6, labelTextSize=f"{9 * scale:.0f}pt")
@@ -145,6 +202,8 @@ class PlotView:
         self._band_edges: dict[str, tuple[object, object]] = {}
         self._legend_keys: set[str] = set()
         self._legend_samples: list[object] = []
+        self._drawn: dict[str, tuple[bytes, bytes, bytes | None]] = {}
+        self.complete = True
 
     def _sync_legend(self, lines: list[CurveLine], colors: Mapping[str, str]) -> None:
         """Add the legend entries that are not there yet (see
@@ -223,10 +282,19 @@ class PlotView:
             self.curves["overlay"].setData(ox[good], oy[good])
         return int(ok.sum())
 
-    def update(self, table: Mapping[str, Sequence[float] | np.ndarray]) -> int:
-        """Show the current values of the plot's curves; returns how many have data."""
+    def update(self, table: Mapping[str, Sequence[float] | np.ndarray],
+               budget_s: float | None = None) -> int:
+        """Show the current values of the plot's curves; returns how many have data.
+
+        With ``budget_s``, new curve items (what costs on a first draw) are created only
+        while the call has taken less than that; the others wait for the next call and
+        :attr:`complete` is False until every curve is drawn. The window uses it to keep
+        each redraw within a frame.
+        """
         import pyqtgraph as pg
 
+        t0 = time.perf_counter()
+        self.complete = True
         spec = self.spec
         if spec.kind == "scatter":
             return self._update_scatter(table)
@@ -235,21 +303,31 @@ class PlotView:
         colors = assign_colors(lines, self.colors)
         if self.columns() - {ln.column for ln in lines}:
             self.clear()  # curves (a kernel, a method) that are no longer in the results
-        shown = 0
+        shown = made = 0
         for line in lines:
             col, color = line.column, colors[line.group]
+            if col not in self.curves:
+                if made and budget_s is not None and time.perf_counter() - t0 > budget_s:
+                    self.complete = False  # at least one new item per call
+                    continue
+                made += 1
             x = np.asarray(table[line.x], dtype=np.float64)
             y = np.asarray(table[col], dtype=np.float64)
             mask = _positive_mask(x, spec.logx) & _positive_mask(y, spec.logy)
             if col not in self.curves:
                 self.curves[col] = self.item.plot([], [], **curve_style(line.curve, color,
                                                                          self.scale))
-            self.curves[col].setData(x[mask], y[mask])
             shown += bool(mask.any())
+            err = (np.asarray(table[line.spread], dtype=np.float64)[mask]
+                   if line.spread is not None and not spec.logy else None)
+            key = (x.tobytes(), y.tobytes(), None if err is None else err.tobytes())
+            if self._drawn.get(col) == key:
+                continue  # unchanged since the last call (e.g. theory curves during a run)
+            self._drawn[col] = key
+            self.curves[col].setData(x[mask], y[mask])
             if line.curve.star and mask.any():
                 self._mark_minimum(col, color, x[mask], y[mask])
-            if line.spread is not None and not spec.logy:
-                err = np.asarray(table[line.spread], dtype=np.float64)[mask]
+            if err is not None:
                 xs = np.log10(x[mask]) if spec.logx else x[mask]
                 ok = np.isfinite(err)
                 if col not in self.error_bars:  # a shaded band: mean ± spread
@@ -265,7 +343,7 @@ class PlotView:
                 mid = y[mask][ok]
                 lo.setData(xs[ok], mid - err[ok])
                 hi.setData(xs[ok], mid + err[ok])
-        self._sync_legend(lines, colors)
+        self._sync_legend([ln for ln in lines if ln.column in self.curves], colors)
         if spec.y_range_from:
             ref = [np.asarray(table[c], dtype=np.float64)
                    for c in series_columns(spec.y_range_from, table)]
@@ -327,6 +405,7 @@ class PlotView:
     def blank(self) -> None:
         """Empty every curve but keep the items, for a new run that will draw the same
         columns (creating pyqtgraph items is what costs)."""
+        self._drawn.clear()
         for group in (self.curves, self.minima):
             for item in group.values():
                 item.setData([], [])
@@ -344,6 +423,7 @@ class PlotView:
     def clear(self) -> None:
         """Remove every curve (and its legend entry), keeping the axes: a new run starts
         from an empty plot without the cost of building a new one. Pins stay."""
+        self._drawn.clear()
         for group in (self.curves, self.error_bars, self.minima):
             for item in group.values():
                 self.item.removeItem(item)

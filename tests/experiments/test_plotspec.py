@@ -1,0 +1,101 @@
+"""Declarative plots: typed column keys, curve resolution and legends without Qt, and a
+GUI that holds no experiment-specific words."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import kernel_lab
+from kernel_lab.experiments import Curve, PlotSpec, SeriesKey, list_experiments
+from kernel_lab.experiments.plotspec import ROLES, legend_entries, resolve_curves
+
+CKRR_LIKE = PlotSpec(
+    "risk", "lam",
+    (Curve("R_limit", "limit", "limit", star=True),
+     Curve("R_emp", "empirical", "empirical", spread="R_std"),
+     Curve("R_thm2", "estimate", "Theorem 2")),
+)
+
+
+def _table(kernels=("linear", "exponential")):
+    t = {"lam": np.logspace(-2, 2, 5)}
+    for k in kernels:
+        for s in ("R_limit", "R_emp", "R_std", "R_thm2"):
+            t[f"{s}[{k}]"] = np.ones(5)
+    return t
+
+
+@pytest.mark.parametrize("column,key", [
+    ("R_test_limit[linear]", SeriesKey("R_test_limit", "linear")),
+    ("test_mse_krr", SeriesKey("test_mse_krr")),
+    ("time[rff-gaussian]", SeriesKey("time", "rff-gaussian")),
+])
+def test_series_keys_read_and_write_columns(column, key):
+    assert SeriesKey.parse(column) == key and key.column == column
+
+
+def test_curves_resolve_in_declaration_order_with_spread_and_groups():
+    lines = resolve_curves(CKRR_LIKE, _table())
+    assert [ln.column for ln in lines] == [
+        "R_limit[linear]", "R_limit[exponential]", "R_emp[linear]", "R_emp[exponential]",
+        "R_thm2[linear]", "R_thm2[exponential]"]
+    assert {ln.group for ln in lines} == {"linear", "exponential"}
+    emp = [ln for ln in lines if ln.curve.role == "empirical"]
+    assert [ln.spread for ln in emp] == ["R_std[linear]", "R_std[exponential]"]
+    assert all(ln.spread is None for ln in lines if ln.curve.role != "empirical")
+    # a series the table lacks (no limit on real data) is skipped
+    table = {k: v for k, v in _table().items() if not k.startswith("R_limit")}
+    assert all(ln.curve.role != "limit" for ln in resolve_curves(CKRR_LIKE, table))
+
+
+def test_x_of_each_group_and_missing_x_skips_the_curve():
+    spec = PlotSpec("t", "time[*]", (Curve("error"),))
+    table = {"error[a]": np.ones(3), "time[a]": np.arange(3.0), "error[b]": np.ones(3)}
+    lines = resolve_curves(spec, table)
+    assert [(ln.column, ln.x) for ln in lines] == [("error[a]", "time[a]")]
+
+
+def test_legend_has_one_entry_per_group_then_per_kind():
+    entries = legend_entries(CKRR_LIKE, resolve_curves(CKRR_LIKE, _table(
+        ("linear", "polynomial", "sigmoid", "exponential"))))
+    assert [e.text for e in entries] == ["linear", "polynomial", "sigmoid", "exponential",
+                                         "limit", "empirical", "Theorem 2"]
+    single = PlotSpec("e", "x", (Curve("a", label="first"), Curve("b", "baseline")))
+    entries = legend_entries(single, resolve_curves(single, {"x": [1], "a": [1], "b": [2]}))
+    assert [(e.text, e.column) for e in entries] == [("first", "a"), ("b", "b")]
+
+
+def test_declarations_are_checked():
+    with pytest.raises(ValueError, match="role"):
+        Curve("x", "dotted")
+    with pytest.raises(ValueError, match="no curve"):
+        PlotSpec("t", "x", ())
+
+
+def test_every_experiment_declares_roles_and_labels():
+    for exp in list_experiments():
+        for plot in exp.plots:
+            for curve in plot.curves:
+                assert curve.role in ROLES and curve.text, (exp.name, plot.title)
+            assert plot.to_dict()["curves"], exp.name
+
+
+def test_the_gui_holds_no_experiment_words():
+    """Experiment names and result series live in the experiments' declarations only."""
+    names, series = set(), set()
+    for exp in list_experiments():
+        names.add(exp.name)
+        for plot in exp.plots:
+            series |= {c.series for c in plot.curves} | {c.spread for c in plot.curves}
+    # series that are plain English words ("error", "spectrum") may appear as words
+    words = names | {s for s in series if "_" in s}
+    words |= {"thm2", "lemma1", "_emp", "_limit", "_krr", "_ckrr", "_rff", "_dsg", "_gfc"}
+    gui = Path(kernel_lab.__file__).parent / "gui"
+    found = [(path.name, w) for path in gui.glob("*.py") for w in sorted(words)
+             if re.search(rf"(?<![\w-]){re.escape(w)}(?![\w-])" if w[0] != "_"
+                          else re.escape(w), path.read_text(encoding="utf-8"))]
+    assert not found
