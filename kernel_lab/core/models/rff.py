@@ -126,10 +126,11 @@ class RandomFourierFeatures(TransformerMixin, BaseEstimator):
 
 
 class RFFRidge(RegressorMixin, BaseEstimator):
-    """Ridge regression on random Fourier features, with an unpenalised intercept.
+    """Ridge regression on random Fourier features.
 
-    Minimises ``Σ_i (y_i − z(x_i)ᵀw − c)² + λ ‖w‖²`` (the random-feature version of
-    CKRR).
+    Minimises ``Σ_i (y_i − z(x_i)ᵀw − c)² + λ ‖w‖²``: with ``centered=True`` the intercept
+    c is unpenalised (the random-feature version of CKRR); with ``centered=False`` c = 0
+    and the model approximates plain KRR with K ≈ Z Zᵀ.
 
     Parameters
     ----------
@@ -137,6 +138,7 @@ class RFFRidge(RegressorMixin, BaseEstimator):
         Regularisation λ > 0.
     kernel, sigma, n_components, orthogonal, random_state
         As in :class:`RandomFourierFeatures`.
+    centered : bool
 
     Attributes
     ----------
@@ -149,12 +151,14 @@ class RFFRidge(RegressorMixin, BaseEstimator):
 
     def __init__(self, lam: float = 1.0, *, kernel: str = "gaussian",
                  sigma: float | None = None, n_components: int = 100,
-                 orthogonal: bool = False, random_state: Any = None) -> None:
+                 orthogonal: bool = False, centered: bool = True,
+                 random_state: Any = None) -> None:
         self.lam = lam
         self.kernel = kernel
         self.sigma = sigma
         self.n_components = n_components
         self.orthogonal = orthogonal
+        self.centered = centered
         self.random_state = random_state
 
     def fit(self, X: Any, y: Any) -> RFFRidge:
@@ -163,7 +167,8 @@ class RFFRidge(RegressorMixin, BaseEstimator):
         self.features_ = RandomFourierFeatures(
             self.kernel, sigma=self.sigma, n_components=self.n_components,
             orthogonal=self.orthogonal, random_state=self.random_state).fit(X)
-        self.coef_, self.intercept_ = feature_ridge(self.features_.transform(X), y, lam)
+        self.coef_, self.intercept_ = feature_ridge(self.features_.transform(X), y, lam,
+                                                    intercept=self.centered)
         return self
 
     def predict(self, X: Any) -> np.ndarray:
