@@ -90,6 +90,7 @@ class SpectrumExperiment(Experiment):
         top = float(ev.max()) * 1.08
         x = np.linspace(top / params["points"], top, params["points"])
         counts, edges = np.histogram(ev, bins=params["bins"], range=(0.0, top), density=True)
+        summaries.update(eig_min=float(ev.min()), eig_max=float(ev.max()))
         step = counts[np.clip(np.searchsorted(edges, x, side="right") - 1, 0, counts.size - 1)]
         columns = {"x": x, "density_sample": step}
         source = data.source
@@ -101,6 +102,11 @@ class SpectrumExperiment(Experiment):
             per_bin = [dens[(x >= a) & (x < b)].mean() if ((x >= a) & (x < b)).any()
                        else np.nan for a, b in itertools.pairwise(edges)]
             summaries["max_bin_deviation"] = float(np.nanmax(np.abs(counts - per_bin)))
+            cov = source.law.cov_eigvals
+            if np.allclose(cov, cov[0]):  # Σ = s I: the Marchenko–Pastur support edges
+                c = p / n
+                summaries["mp_edge_low"] = float(cov[0] * max(0.0, 1 - np.sqrt(c)) ** 2)
+                summaries["mp_edge_high"] = float(cov[0] * (1 + np.sqrt(c)) ** 2)
         else:
             summaries["note"] = "no limiting density: Σ is unknown for these data"
         yield PartialResult(0.3, "covariance spectrum", pad_columns(columns), dict(summaries))

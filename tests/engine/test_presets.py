@@ -166,3 +166,14 @@ def test_report_of_a_session_file_and_bad_sources(tmp_path, capsys):
         from kernel_lab.engine.session import load_session
 
         load_session(bad)
+
+
+@pytest.mark.slow
+def test_dsg_classification_preset_shows_what_its_text_says():
+    """The full preset (about 20 s): below 10 % error within a few hundred iterations,
+    and within two test points of the exact floor at the end."""
+    r = run(load_preset("dsg-classification").spec)
+    t = r.table
+    n_test = r.data["n_test"]
+    assert t["dsg_test_error"][t["iteration"] <= 400][-1] < 0.10
+    assert t["dsg_test_error"][-1] - r.summaries["krr_test_error"] <= 2.0 / n_test + 1e-12

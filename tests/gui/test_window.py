@@ -351,7 +351,8 @@ def test_preset_from_the_menu_and_an_html_report(window, qtbot, tmp_path):
     window.open_preset("ckrr-fig2-wide")
     qtbot.waitUntil(lambda: not window.data_panel.loading, timeout=10_000)
     assert window.experiment.name == "ckrr-risk"
-    assert window.model.loaded_source.to_spec().startswith("gaussian:n=100,p=200")
+    source = window.model.loaded_source
+    assert source.name == "gaussian" and (source.params["n"], source.params["p"]) == ("100", "200")
     assert "more dimensions than points" in window.explain.toPlainText()
     window.form.set_values({"trials": 2, "n_lams": 6})
     run_and_wait(window, qtbot)
