@@ -275,11 +275,13 @@ class Dataset:
 
 
 def train_test_split(
-    X: np.ndarray, y: np.ndarray, test_fraction: float, rng: np.random.Generator
+    X: np.ndarray, y: np.ndarray, test_fraction: float, rng: np.random.Generator,
+    source: str | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Seeded random split; returns ``X_train, y_train, X_test, y_test``.
 
-    At least two training points and (for a positive fraction) one test point are kept.
+    At least two training points and (for a positive fraction) one test point are kept;
+    ``source`` (the file or data set) is named in the error otherwise.
     """
     n = X.shape[0]
     if not 0.0 <= test_fraction < 1.0:
@@ -288,8 +290,10 @@ def train_test_split(
     if test_fraction > 0:
         n_test = max(n_test, 1)
     if n - n_test < 2:
-        raise DataError(f"only {n} rows: too few to keep at least two for training",
-                        "use a larger data set or a smaller test fraction")
+        rows = "row" if n == 1 else "rows"
+        held = f" with {n_test} held out for testing" if n_test else ""
+        raise DataError(f"only {n} {rows}{held}: too few to keep at least two for training",
+                        "use a larger data set or a smaller test fraction", path=source)
     perm = rng.permutation(n)
     test, train = perm[:n_test], perm[n_test:]
     return X[train], y[train], X[test], y[test]
@@ -298,7 +302,7 @@ def train_test_split(
 def dataset_from_table(table: Table, *, name: str, test_fraction: float,
                        rng: np.random.Generator, standardize: bool) -> Dataset:
     """Split (and optionally standardise) a loaded table."""
-    Xtr, ytr, Xte, yte = train_test_split(table.X, table.y, test_fraction, rng)
+    Xtr, ytr, Xte, yte = train_test_split(table.X, table.y, test_fraction, rng, name)
     ds = Dataset(Xtr, ytr, Xte, yte, list(table.feature_names), table.target_name,
                  name=name, notes=list(table.notes))
     return ds.standardized() if standardize else ds
