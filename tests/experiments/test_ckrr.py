@@ -196,3 +196,22 @@ def test_no_shared_test_sample_offsets_the_means():
         devs.append(r.table["R_test_emp_mean[exponential]"][k]
                     / r.table["R_test_limit[exponential]"][k] - 1)
     assert np.std(devs, ddof=1) <= 0.016 and abs(np.mean(devs)) <= 0.02, devs
+
+
+@pytest.mark.parametrize("data,params", [
+    ("gaussian:n=120,p=60,cov=toeplitz,rho=0.4,noise=0.5,f=sin", {}),
+    ("diabetes", {"noise": 0.5}),  # real-data mode
+])
+def test_the_cost_of_choosing_lambda_by_theorem2(data, params):
+    """Each trial picks λ where its own Theorem 2 estimate is least; the summaries say
+    what that costs against the best mean empirical test risk on the grid."""
+    r = run_experiment("ckrr-risk", {"kernels": ["linear", "exponential"], "trials": 6,
+                                     "n_lams": 20, **params}, data=data)
+    for k in ("linear", "exponential"):
+        chosen = r.summaries[f"R_test_at_thm2_choice[{k}]"]
+        best = r.summaries[f"R_test_min_emp[{k}]"]
+        cost = r.summaries[f"thm2_choice_cost_pct[{k}]"]
+        assert cost == pytest.approx(100 * (chosen / best - 1))
+        assert -10 < cost < 15, (k, cost)
+        lam = r.summaries[f"lam_thm2_choice_median[{k}]"]
+        assert r.table["lam"][0] <= lam <= r.table["lam"][-1]
