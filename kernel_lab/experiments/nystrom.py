@@ -18,6 +18,7 @@ from kernel_lab.core.memory import check_allocation
 from kernel_lab.core.models import CenteredKernelRidge
 from kernel_lab.core.models.feature_ridge import feature_ridge
 from kernel_lab.core.models.nystrom import NystromFeatures
+from kernel_lab.core.models.rff import RFF_KERNELS, RandomFourierFeatures
 from kernel_lab.core.params import ParamSpec
 from kernel_lab.core.progress import Progress
 from kernel_lab.core.samplers import SAMPLERS
@@ -68,22 +69,35 @@ class CellTask:
     lam: float
 
 
+#: Random Fourier features beside the landmark samplers, on the same axes (s features).
+RANDOM_FEATURES = {"rff": False, "rff-orthogonal": True}
+
+
 def run_cell(task: CellTask) -> dict[str, Any]:
-    """Fit Nyström features (landmark sampling and factorisation) and measure them."""
+    """Fit s Nyström features (landmark sampling and factorisation) or s random Fourier
+    features, form the n × s factor F, and measure it: ‖K − FFᵀ‖₂ on the evaluation rows,
+    tr(K − FFᵀ), the time to F, kernel evaluations, downstream test RMSE."""
     t0 = time.perf_counter()
-    features = NystromFeatures(task.kernel, n_components=task.s, sampler=task.sampler,
-                               random_state=task.seed).fit(task.X)
-    seconds = time.perf_counter() - t0
-    spectral = residual_norm(task.K_eval, features.transform(task.X[task.eval_rows])).value
+    if task.sampler in RANDOM_FEATURES:
+        kernel = task.kernel
+        features: Any = RandomFourierFeatures(
+            kernel.name, sigma=kernel.params()["sigma"], n_components=task.s,
+            orthogonal=RANDOM_FEATURES[task.sampler], random_state=task.seed).fit(task.X)
+    else:
+        features = NystromFeatures(task.kernel, n_components=task.s, sampler=task.sampler,
+                                   random_state=task.seed).fit(task.X)
     F = features.transform(task.X)
+    seconds = time.perf_counter() - t0
+    spectral = residual_norm(task.K_eval, F[task.eval_rows]).value
     trace = float(task.kernel.diag(task.X).sum() - np.einsum("ij,ij->", F, F))
     # downstream: ridge on the features with an unpenalised intercept (Nyström CKRR)
     coef, intercept = feature_ridge(F, task.y, task.lam)
     pred = features.transform(task.X_test) @ coef + intercept
     return {"spectral": spectral, "trace": trace, "time": seconds,
-            "evals": features.kernel_evaluations_,
+            "evals": getattr(features, "kernel_evaluations_", 0),
             "rmse": float(np.sqrt(np.mean((pred - task.y_test) ** 2))),
-            "indices": features.landmark_indices_, "scores": features.scores_}
+            "indices": getattr(features, "landmark_indices_", None),
+            "scores": getattr(features, "scores_", None)}
 
 
 def view_coordinates(X: np.ndarray, how: str) -> tuple[np.ndarray, np.ndarray]:
@@ -111,6 +125,10 @@ class NystromExperiment(Experiment):
         "kernel evaluations and samples by them; its accelerated variant uses fewer "
         "landmarks on the recursive levels; randomly pivoted Cholesky picks each landmark "
         "with probability proportional to what the previous ones leave unexplained. "
+        "Random Fourier features (plain and orthogonal), the data-independent alternative, "
+        "are drawn on the same axes with as many features as landmarks: their error "
+        "‖K − ZZᵀ‖₂ falls only like 1/√s, which is why the recursive-RLS paper compares "
+        "against them. "
         "Plots: the spectral error ‖K − K̃‖₂ against s and against time, the downstream "
         "test RMSE of ridge regression on the features, and the data coloured by leverage "
         "score with the chosen landmarks marked. When does leverage sampling help? When "
@@ -124,8 +142,11 @@ class NystromExperiment(Experiment):
         *kernel_param_specs("gaussian", ("gaussian", "laplace", "cauchy", "matern32",
                                          "matern52")),
         ParamSpec("samplers", "choices", ["uniform", "recursive-rls", "recursive-rls-fast",
-                                          "rp-cholesky"], choices=tuple(SAMPLERS),
-                  help="samplers to compare; exact-rls forms the n×n matrix (small n only)"),
+                                          "rp-cholesky", "rff"],
+                  choices=(*SAMPLERS, *RANDOM_FEATURES), label="samplers / features",
+                  help="landmark samplers and random features to compare at s features each; "
+                       "exact-rls forms the n×n matrix (small n only); rff-orthogonal needs "
+                       "a rotation-invariant kernel (gaussian, matern)"),
         ParamSpec("sizes", "str", "10,20,40,80,160", label="landmark counts s",
                   help="comma-separated numbers of landmarks"),
         ParamSpec("trials", "int", 3, low=1, high=1000,
@@ -144,7 +165,8 @@ class NystromExperiment(Experiment):
                  xlabel="landmarks s", ylabel="‖K − K̃‖₂ (median)", logx=True, logy=True),
         PlotSpec("Spectral error against time", "time_median[*]",
                  (Curve("spectral_median", "measured", "spectral error"),),
-                 xlabel="seconds (sampling + factorisation)", ylabel="‖K − K̃‖₂",
+                 xlabel="seconds (sampling, factorisation and the n × s features)",
+                 ylabel="‖K − K̃‖₂",
                  logx=True, logy=True),
         PlotSpec("Downstream test RMSE against s", "s",
                  (Curve("rmse_median", "measured", "test RMSE"),
@@ -176,6 +198,14 @@ class NystromExperiment(Experiment):
             check_allocation(3 * 8.0 * n * n, f"exact leverage scores on {n} points",
                              "Leave out the exact-rls sampler (use recursive-rls).")
         kernel = build_kernel(params, X)
+        if "rff-orthogonal" in samplers and kernel.name not in ("gaussian", "matern32",
+                                                                "matern52"):
+            raise ParameterError(f"orthogonal random features need a rotation-invariant "
+                                 f"kernel (gaussian, matern32, matern52), not {kernel.name}; "
+                                 "leave rff-orthogonal out")
+        if any(s in RANDOM_FEATURES for s in samplers) and kernel.name not in RFF_KERNELS:
+            raise ParameterError(f"random features need a shift-invariant kernel, not "
+                                 f"{kernel.name}")
         rng = np.random.default_rng(np.random.SeedSequence(params["seed"]).spawn(1)[0])
         m = min(n, params["eval_points"])
         eval_rows = np.sort(rng.choice(n, size=m, replace=False)) if m < n else np.arange(n)

@@ -70,3 +70,39 @@ def test_cli_writes_the_contract_files(tmp_path, data):
     header = (out / "curves.csv").read_text().splitlines()[0].split(",")
     assert "spectral_median[exact-rls]" in header and "view_score" in header
     assert (out / "plot.png").stat().st_size > 20_000
+
+
+def test_random_features_on_the_same_axes():
+    """RFF and orthogonal RFF with s features beside the samplers: their error is that of
+    the factor Z they form, and on clustered data far above leverage sampling."""
+    from kernel_lab.core.approx_error import residual_norm
+    from kernel_lab.core.kernels import GaussianKernel
+    from kernel_lab.core.models.rff import RandomFourierFeatures
+    from kernel_lab.experiments.nystrom import CellTask, run_cell
+
+    r = run_experiment("nystrom", {"sizes": "20,80", "trials": 1, "eval_points": 600,
+                                   "samplers": ["recursive-rls", "rff", "rff-orthogonal"]},
+                       data="clusters:n=600,k=6,imbalance=3,spread=0.05", workers=2)
+    for name in ("rff", "rff-orthogonal"):
+        err = r.table[f"spectral_median[{name}]"][:2]
+        assert np.all(np.isfinite(err)) and np.all(np.isfinite(r.table[f"rmse_median[{name}]"][:2]))
+        assert err[1] > 5 * r.table["spectral_median[recursive-rls]"][1], name
+        assert r.table[f"evals_median[{name}]"][0] == 0  # no kernel evaluations
+    # one cell against the literal computation
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(120, 3)), rng.normal(size=120)
+    kernel, seed = GaussianKernel(1.3), np.random.SeedSequence(4)
+    rows = np.arange(0, 120, 2)
+    task = CellTask("rff-orthogonal", 30, seed, X, y, X[:10], y[:10], rows, kernel(X[rows]),
+                    kernel, 1.0)
+    Z = RandomFourierFeatures("gaussian", sigma=1.3, n_components=30, orthogonal=True,
+                              random_state=seed).fit(X).transform(X)
+    assert run_cell(task)["spectral"] == pytest.approx(
+        residual_norm(kernel(X[rows]), Z[rows]).value, rel=1e-12)
+
+
+def test_orthogonal_features_need_a_rotation_invariant_kernel():
+    with pytest.raises(ParameterError, match="rotation-invariant"):
+        run_experiment("nystrom", {**SMALL, "kernel": "laplace",
+                                   "samplers": ["uniform", "rff-orthogonal"]},
+                       data="clusters:n=200")
