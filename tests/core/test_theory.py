@@ -295,3 +295,22 @@ def test_spectrum_density_matches_histogram_for_two_level_sigma():
     counts, edges = np.histogram(ev, bins=20, density=True)
     per_bin = [dens[(x >= a) & (x < b)].mean() for a, b in itertools.pairwise(edges)]
     assert np.abs(counts - per_bin).max() < 0.03
+
+
+@pytest.mark.parametrize("spec", ["gaussian:n=200,p=100,cov=identity,noise=0.5,f=sin",
+                                  "gaussian:n=100,p=200,cov=identity,noise=0.5,f=sin",
+                                  "gaussian:n=400,p=50,cov=identity,noise=0.5"])
+def test_eq26_closed_form_optimum_equals_the_numeric_search(spec):
+    from scipy.optimize import minimize_scalar
+
+    from kernel_lab.core.data import load_data
+    from kernel_lab.core.theory.ckrr import DataSpectrum
+
+    d = load_data(spec, seed=1)
+    sp = DataSpectrum.from_data(d.X_train, d.y_train)
+    m_star, z_star, value = sp.identity_optimum(0.5)
+    res = minimize_scalar(lambda t: float(sp.theorem2_identity(np.array([-np.exp(t)]), 0.5)[0]),
+                          bounds=(-12.0, 8.0), method="bounded", options={"xatol": 1e-12})
+    assert z_star == pytest.approx(-np.exp(res.x), rel=1e-6)
+    assert value <= res.fun + 1e-12
+    assert sp.m_hat(np.array([z_star]))[0] == pytest.approx(m_star, rel=1e-10)

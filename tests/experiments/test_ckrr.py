@@ -215,3 +215,15 @@ def test_the_cost_of_choosing_lambda_by_theorem2(data, params):
         assert -10 < cost < 15, (k, cost)
         lam = r.summaries[f"lam_thm2_choice_median[{k}]"]
         assert r.table["lam"][0] <= lam <= r.table["lam"][-1]
+
+
+def test_eq26_beside_the_numeric_search_for_identity_covariance():
+    r = run_experiment("ckrr-risk", {"kernels": ["linear", "exponential"], "trials": 8},
+                       data="gaussian:n=200,p=100,cov=identity,noise=0.5,f=sin")
+    for k in ("linear", "exponential"):
+        closed = r.summaries[f"lam_star_eq26_median[{k}]"]
+        numeric = r.summaries[f"lam_star_thm2[{k}]"]  # on the mean curve, general form
+        assert closed == pytest.approx(numeric, rel=0.15), k
+    toeplitz = run_experiment("ckrr-risk", {"kernels": ["linear"], "trials": 2, "n_lams": 5},
+                              data="gaussian:n=80,p=40,cov=toeplitz,rho=0.4")
+    assert "lam_star_eq26_median[linear]" not in toeplitz.summaries  # Σ ≠ I: no closed form

@@ -351,6 +351,45 @@ class DataSpectrum:
         num = n * (1 + m) ** 2 * v - m * (2 + m) * (self.A - p * v)
         return num / (n * (1 + m) ** 2 - p * m**2) - noise
 
+    def identity_optimum(self, noise: float) -> tuple[float, float, float] | None:
+        """The minimiser of :meth:`theorem2_identity` in closed form (Elkhalil et al.,
+        eq. 26): ``(m*, z*, R̂_test at z*)``, or None when it has no interior minimum.
+
+        With v = var(y), B = A − p v and u = 1 + m̂, the estimate is
+        ``[n u² v − (u² − 1) B] / [n u² − p (u − 1)²] − σ²``; its derivative in u
+        vanishes where the cubic terms cancel and
+        ``p(nv − B) u² − (p n v + (n − 2p) B) u − p B = 0``. The root with u > 1 (m̂ > 0)
+        and the least estimate is m* = u − 1; z* solves m̂(z*) = m* (m̂ rises from 0 to
+        ∞ on z < 0), and λ* = −z* g'(0) − ν for a kernel (see :func:`kernel_z`).
+        """
+        from scipy.optimize import brentq
+
+        n, p, v = self.n, self.p, self.var_y
+        B = self.A - p * v
+        a, b, c = p * (n * v - B), -(p * n * v + (n - 2 * p) * B), -p * B
+        if a == 0:
+            roots = np.array([-c / b]) if b else np.array([])
+        else:
+            disc = b * b - 4 * a * c
+            if disc < 0:
+                return None
+            roots = (-b + np.array([-1.0, 1.0]) * math.sqrt(disc)) / (2 * a)
+        best: tuple[float, float, float] | None = None
+        for u in roots[roots > 1.0]:
+            m = float(u - 1.0)
+
+            def gap(t: float, m: float = m) -> float:  # on log(−z), m̂ falls as −z grows
+                return float(self.m_hat(np.array([-math.exp(t)]))[0]) - m
+
+            lo, hi = -30.0, 30.0
+            if not (gap(lo) > 0 > gap(hi)):
+                continue
+            z = -math.exp(brentq(gap, lo, hi, xtol=1e-14, rtol=1e-14))
+            value = float(self.theorem2_identity(np.array([z]), noise)[0])
+            if best is None or value < best[2]:
+                best = (m, z, value)
+        return best
+
     def _estimates(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(m̂(z), q(z)): banded solves for the z below the spectrum, spectral sums for
         the others (NaN where z is not finite)."""
