@@ -91,12 +91,13 @@ class LearningCurveExperiment(Experiment):
                   high=1_000_000, help="exact kernel ridge floor only for n up to this"),
     )
     plots = (
-        PlotSpec("Test error against iterations", "iteration",
+        PlotSpec("Test error against the number of features", "n_features",
                  (Curve("dsg_test_error", "measured", "DSG"),
-                  Curve("rff_test_error", "baseline", "RFF ridge (same features)"),
-                  Curve("nystrom_test_error", "baseline", "Nyström ridge (same features)"),
+                  Curve("rff_test_error", "baseline", "RFF ridge"),
+                  Curve("nystrom_test_error", "baseline", "Nyström ridge (landmarks)"),
                   Curve("krr_test_error", "baseline", "exact KRR (λ = nν)")),
-                 xlabel="iterations (samples seen = iterations × batch size)",
+                 xlabel="random features (DSG: iterations × features per iteration; "
+                        "RFF: drawn once; Nyström: landmarks)",
                  ylabel="test error", logx=True, logy=True),
         PlotSpec("Training loss (progressive, before each update)", "iteration",
                  (Curve("dsg_train_loss", "measured", "DSG"),), xlabel="iterations",
