@@ -215,10 +215,13 @@ class RecursiveRLSSampler(Sampler):
             pts = perm[: sizes[level]]
             KS = counter(X[pts], X[sample])                     # n_l × |S|
             SKS = KS[inv[sample]]                               # sample ⊂ pts (a prefix)
-            budget = s if top else s_rec
-            lam = lambda_for_budget(SKS, w, budget)
+            # λ (through k) and the oversampling come from the level size s_rec at every
+            # level, the top included, as in the authors' reference code: the top level
+            # then draws s points by scores at the λ its s_rec landmarks can resolve (a
+            # λ aimed at s from only s_rec landmarks made the accelerated variant erratic)
+            lam = lambda_for_budget(SKS, w, s_rec)
             Kii = counter.diag(X[pts])
-            q = 1.0 if top else math.log(max(budget, 2))
+            q = 1.0 if top else math.log(max(s_rec, 2))
             scores = np.minimum(1.0, q * ridge_scores(Kii, KS, SKS, w, lam))
             if top:
                 chosen = _distinct_by_weight(scores, s, rng)

@@ -156,3 +156,37 @@ def test_exact_rls_refuses_what_does_not_fit(monkeypatch):
                           NystromRidge(random_state=0)])
 def test_sklearn_compatible(estimator, check):
     check(estimator)
+
+
+def test_accelerated_rls_follows_the_reference_and_improves_with_s():
+    """The accelerated variant takes λ (through k) and the oversampling from its level
+    size at every level, the top included, as the authors' reference code does; its
+    median spectral error then falls as s grows (its errors are heavy-tailed: a small
+    cluster is sometimes missed, so a median needs several trials)."""
+    from kernel_lab.engine import run_experiment
+
+    r = run_experiment("nystrom", {"samplers": ["recursive-rls-fast"], "sizes": "20,60,180",
+                                   "trials": 9, "eval_points": 800},
+                       data="clusters:n=1500,k=8,imbalance=3,spread=0.05", workers=2)
+    med = r.table["spectral_median[recursive-rls-fast]"][:3]
+    assert np.all(np.diff(med) < 0), med
+
+
+def test_accelerated_rls_takes_lambda_from_the_level_size_at_the_top_too(monkeypatch):
+    import math
+
+    import kernel_lab.core.samplers as samplers
+    from kernel_lab.core.kernels import GaussianKernel
+
+    budgets = []
+    real = samplers.lambda_for_budget
+    monkeypatch.setattr(samplers, "lambda_for_budget",
+                        lambda SKS, w, s: budgets.append(s) or real(SKS, w, s))
+    X = np.random.default_rng(0).normal(size=(2000, 3))
+    n, s = 2000, 100
+    samplers.AcceleratedRLSSampler().sample(X, GaussianKernel(1.0), s, np.random.default_rng(1))
+    s_rec = math.ceil(math.sqrt((n * s + s**3) / (4.0 * n)))
+    assert budgets and set(budgets) == {s_rec}  # the reference code's sLevel, top included
+    budgets.clear()
+    samplers.RecursiveRLSSampler().sample(X, GaussianKernel(1.0), s, np.random.default_rng(1))
+    assert set(budgets) == {s}
