@@ -33,6 +33,8 @@ def split_spec(spec: str) -> tuple[str, str]:
     name, sep, rest = spec.partition(":")
     if sep and len(name) == 1 and name.isalpha():  # C:\path
         return spec, ""
+    if sep and "=" not in rest:  # a path with a colon, not name:key=value options
+        return spec, ""
     return name, rest
 
 
@@ -114,15 +116,31 @@ class DataSource:
         parts = [f"{k}={_quote(v)}" for k, v in values.items()]
         return f"{self.name}:{','.join(parts)}" if parts else self.name
 
-    def to_dict(self) -> dict[str, Any]:
-        """The session form: the specification (with a generator's parameters) and the
-        load options apart."""
+    def label(self) -> str:
+        """A short name for titles and results: the specification without the load
+        options that have their default values (``diabetes``, ``data.csv:target=price``)."""
         if self.kind == "generator":
-            return {"spec": self.to_spec(), "options": {}}
-        return {"spec": self.name, "options": dict(self.options)}
+            return self.to_spec()
+        from kernel_lab.core.data import FILE_OPTIONS
+
+        defaults = {s.name: s.default for s in FILE_OPTIONS}
+        kept = {k: v for k, v in self.options.items() if defaults.get(k, object()) != v}
+        return DataSource(self.kind, self.name, {}, kept).to_spec()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The session form: the kind, the specification (with a generator's
+        parameters) and the load options apart."""
+        if self.kind == "generator":
+            return {"kind": self.kind, "spec": self.to_spec(), "options": {}}
+        return {"kind": self.kind, "spec": self.name, "options": dict(self.options)}
 
     @classmethod
     def from_dict(cls, doc: Mapping[str, Any]) -> DataSource:
+        """Read :meth:`to_dict`'s form; a file's name is taken as it is (never parsed
+        for options), so any path round-trips."""
+        if doc.get("kind") in ("example", "file") and doc.get("spec"):
+            return cls(doc["kind"], str(doc["spec"]), {},
+                       _typed_options(dict(doc.get("options") or {})))
         return cls.from_spec(str(doc.get("spec") or ""), doc.get("options") or {})
 
     def with_options(self, **options: Any) -> DataSource:
@@ -151,7 +169,7 @@ class DataSource:
 
         if self.kind == "generator":
             ds = generate(self.name, self.params, seed=seed)
-            ds.name = self.to_spec()
+            ds.name = self.label()
             return ds
         if self.kind == "file" and not (os.path.exists(self.name) or Path(self.name).suffix):
             from kernel_lab.core.data import GENERATORS
@@ -170,7 +188,7 @@ class DataSource:
             table = load_table(self.name, target=opts["target"] or None,
                                nan_policy="drop" if opts["drop_nan"] else "error",
                                fmt=None if opts["format"] == "auto" else opts["format"])
-        return dataset_from_table(table, name=self.to_spec(),
+        return dataset_from_table(table, name=self.label(),
                                   test_fraction=opts["test_fraction"],
                                   rng=np.random.default_rng(seed),
                                   standardize=opts["standardize"])

@@ -105,5 +105,7 @@ class InlineLauncher:
         except MemoryError:
             handle.deliver("failed", "out of memory: use fewer points or an approximate "
                                      "method", False)
+        except Exception as exc:  # reported as the worker process reports it
+            handle.deliver("failed", f"{type(exc).__name__}: {exc}", False)
         else:
             handle.deliver("finished", result)

@@ -163,10 +163,12 @@ def session_from_dict(doc: Any, where: str = "session") -> Session:
     title, about = doc.get("title", ""), doc.get("about", "")
     if not isinstance(title, str) or not isinstance(about, str):
         raise SessionError(f"{where}: \"title\" and \"about\" must be text")
-    try:
-        source = DataSource.from_spec(spec, options) if spec else None
+    kind = data.get("kind")
+    if kind is not None and kind not in ("generator", "example", "file"):
+        raise SessionError(f"{where}: the data \"kind\" must be generator, example or file")
+    try:  # no spec: the experiment's own data (options alone have nothing to apply to)
+        source = DataSource.from_dict({"kind": kind, "spec": spec, "options": options}) \
+            if spec else None
     except KernelLabError as exc:
         raise SessionError(f"{where}: {exc}") from None
-    if source is None and options:
-        source = DataSource.from_spec(experiment.default_data, options)
     return Session(RunSpec(name, resolved, source), title, about, pinned)

@@ -265,7 +265,8 @@ class MainWindow(QtWidgets.QMainWindow):
         self._apply_backend()
         self.presentation = s.value("presentation", "false") == "true"
         self.presentation_action.setChecked(self.presentation)
-        self.plot_panel.scale = 1.6 if self.presentation else 1.0
+        if self.presentation:
+            self.set_presentation(True)
         data = _json(s.value("data", ""))
         custom = isinstance(data, dict) and data.get("spec") and not data.get("use_default",
                                                                               True)
@@ -279,7 +280,7 @@ class MainWindow(QtWidgets.QMainWindow):
         exp = self.experiment_box.currentData()
         self.model.set_experiment(exp, self._saved_params(exp))
         if custom:
-            self.data_panel.set_spec(data["spec"], data.get("options") or {})
+            self.data_panel.set_source(data)
         geometry, state = s.value("geometry"), s.value("state")
         if isinstance(geometry, QtCore.QByteArray):
             self.restoreGeometry(geometry)
@@ -356,7 +357,14 @@ class MainWindow(QtWidgets.QMainWindow):
         return self.files.open_session(path)
 
     def apply_session(self, session: Session) -> None:
+        self.remember_form()
         self.model.apply_session(session)
+
+    def remember_form(self) -> None:
+        """Keep the current experiment's form values in the settings (before a session
+        or preset replaces them)."""
+        if self.form is not None:
+            self._remember_params(self.experiment.name, self.form.values())
 
     def open_preset(self, name: str) -> None:
         self.files.open_preset(name)
@@ -382,7 +390,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.model.start_run()
         while self.running and time.monotonic() < deadline:
             app.processEvents(wait)
-        return self.last_result if not self.running else None
+        return self.model.fresh_result
 
     def about(self) -> None:
         QtWidgets.QMessageBox.about(

@@ -238,8 +238,23 @@ class DataPanel(QtWidgets.QWidget):
         return DataSource(kind, self.path.text().strip(), {}, options)
 
     def set_spec(self, spec: str, options: dict[str, Any] | None = None) -> None:
-        """Load the data of a text specification (``gaussian:n=200``, a file)."""
-        self.model.load_data(DataSource.from_spec(spec, options))
+        """Load the data of a text specification (``gaussian:n=200``, a file); a
+        malformed one is shown in the panel."""
+        try:
+            source = DataSource.from_spec(spec, options)
+        except KernelLabError as exc:
+            self._show_error(str(exc))
+            return
+        self.model.load_data(source)
+
+    def set_source(self, doc: dict[str, Any]) -> None:
+        """Load a source in :meth:`DataSource.to_dict` form (saved settings)."""
+        try:
+            source = DataSource.from_dict(doc)
+        except KernelLabError as exc:
+            self._show_error(str(exc))
+            return
+        self.model.load_data(source)
 
     def show_source(self, source: DataSource) -> None:
         """Show ``source`` in the widgets."""

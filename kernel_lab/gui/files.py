@@ -54,14 +54,14 @@ class FileActions:
 
     def open_session(self, path: str | Path) -> Session:
         session = load_session(path)
-        self.model.apply_session(session)
+        self.window.apply_session(session)
         self._remember(Path(path))
         return session
 
     def open_preset(self, name: str) -> None:
         """Load a teaching preset (press Run to see what it promises)."""
         session = load_preset(name)
-        self.model.apply_session(session)
+        self.window.apply_session(session)
         self.window.status.setText(f"Preset “{session.title}” loaded: press Run (Ctrl+R).")
 
     def open_session_dialog(self) -> None:

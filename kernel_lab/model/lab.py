@@ -208,10 +208,18 @@ class LabModel:
         def failed(message: str) -> None:
             if token != self._load_token:
                 return
-            self.loading, self.source = False, self.loaded_source
+            # the data loaded before stay in use; with none, runs keep the failed source
+            # (and fail with its message) rather than silently use other data
+            self.loading, self.source = False, self.loaded_source or source
             self.data_failed.emit(message)
 
         self._load(source, done, failed)
+
+    @property
+    def fresh_result(self) -> RunResult | None:
+        """The result of the last run if it finished (None while running, after a
+        cancel or a failure)."""
+        return self.result if self.state is RunState.DONE else None
 
     def run_source(self) -> DataSource:
         """The data a run started now uses: those being loaded, else the last loaded,
@@ -304,7 +312,7 @@ class LabModel:
         handle.failed.connect(lambda message, user: self._on_failed(handle, message, user))
         handle.cancelled.connect(lambda killed: self._on_cancelled(handle, killed))
         self.handle = handle
-        self.table, self.summaries, self.result = {}, {}, None
+        self.table, self.summaries = {}, {}  # the last finished result stays for exports
         self._started = time.monotonic()
         self._set_state(RunState.RUNNING)
         self.run_started.emit()

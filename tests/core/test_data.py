@@ -121,3 +121,19 @@ def test_every_generator_has_documented_parameters():
         assert gen.description
         for spec in gen.params:
             assert spec.help or spec.label, (gen.name, spec.name)
+
+
+def test_data_sources_round_trip_and_name_themselves_briefly(tmp_path):
+    from kernel_lab.core.source import DataSource
+
+    odd = str(tmp_path / "dir:with,colon.csv")  # not there: never read as options
+    assert DataSource.from_spec(odd).name == odd
+    assert DataSource.from_dict(DataSource("file", odd).to_dict()).name == odd
+    assert DataSource.from_spec("data.csv:target=price").options == {"target": "price"}
+    assert DataSource.from_spec("C:\\data\\x.csv").name == "C:\\data\\x.csv"
+    plain = DataSource.from_spec("diabetes", {"test_fraction": 0.25, "standardize": True})
+    assert plain.load().name == "diabetes"  # default options left out of the name
+    assert DataSource.from_spec("diabetes:test_fraction=0.3").load().name == \
+        "diabetes:test_fraction=0.3"
+    gen = DataSource.from_spec("gaussian:n=50,p=3")
+    assert DataSource.from_dict(gen.to_dict()) == gen and gen.load().name == "gaussian:n=50,p=3"

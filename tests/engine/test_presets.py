@@ -177,3 +177,13 @@ def test_dsg_classification_preset_shows_what_its_text_says():
     n_test = r.data["n_test"]
     assert t["dsg_test_error"][t["iteration"] <= 400][-1] < 0.10
     assert t["dsg_test_error"][-1] - r.summaries["krr_test_error"] <= 2.0 / n_test + 1e-12
+
+
+def test_a_session_without_data_spec_uses_the_experiments_data(tmp_path):
+    from kernel_lab.engine.session import load_session
+
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps({"format": "kernel-lab-session", "version": 1,
+                                "experiment": "krr-path", "params": {},
+                                "data": {"spec": None, "options": {"test_fraction": 0.3}}}))
+    assert load_session(path).spec.data is None

@@ -61,8 +61,8 @@ def run_and_wait(window, qtbot, timeout=90_000):
     window.start_run()
     qtbot.waitUntil(lambda: not window.running, timeout=timeout)
     window.plot_panel.redraw()
-    assert window.last_result is not None, window.status.text()
-    return window.last_result
+    assert window.model.fresh_result is not None, window.status.text()
+    return window.model.fresh_result
 
 
 def test_every_experiment_gets_a_form_and_runs(window, qtbot):
@@ -397,3 +397,36 @@ def test_theory_preview_disappears_on_real_data_and_options_parse(window, qtbot)
                    and len(window.plot_views[0].curves[c].getData()[0])
                    for c in window.plot_views[0].curves if "limit" in c)
     assert window.model.loaded_source.options["standardize"] is False
+
+
+def test_restoring_a_missing_file_with_a_colon_opens_the_window(qtbot, settings, tmp_path):
+    """A remembered file that has gone (its path with ':' and ',') is reported in the
+    panel; the window opens, and Run fails on that file instead of using other data."""
+    gone = str(tmp_path / "old:data,v2.csv")
+    settings.setValue("experiment", "krr-path")
+    settings.setValue("data", json.dumps({"kind": "file", "spec": gone, "options": {},
+                                          "use_default": False}))
+    w = MainWindow(settings)
+    qtbot.addWidget(w)
+    qtbot.waitUntil(lambda: not w.data_panel.loading, timeout=10_000)
+    assert "Could not load" in w.data_panel.status.text()
+    w.start_run()
+    qtbot.waitUntil(lambda: not w.running, timeout=30_000)
+    assert w.model.fresh_result is None and "does not exist" in w.status.text()
+    w.close()
+
+
+def test_a_preset_keeps_the_edits_of_the_experiment_left(window, qtbot, settings):
+    select(window, "nystrom")
+    window.form.set_values({"trials": 9})
+    window.open_preset("ckrr-fig1")  # another experiment
+    assert json.loads(settings.value("params/nystrom"))["trials"] == 9
+
+
+def test_presentation_mode_is_restored_with_its_fonts(qtbot, settings):
+    settings.setValue("presentation", "true")
+    w = MainWindow(settings)
+    qtbot.addWidget(w)
+    assert w.presentation_action.isChecked() and w.plot_panel.scale == 1.6
+    assert w.data_panel.font().pointSizeF() == 13.0
+    w.close()

@@ -200,3 +200,41 @@ def test_without_qt():
                          cwd=Path(__file__).parents[2], env=env, timeout=600)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert " passed" in out.stdout and "failed" not in out.stdout
+
+
+def test_a_failed_load_with_nothing_loaded_is_what_runs(tmp_path):
+    """No data silently swapped in: the run uses the file that failed, and says why."""
+    model = LabModel(InlineLauncher())
+    model.use_default_data = False
+    model.set_experiment("krr-path", {"n_lams": 4})
+    missing = DataSource.from_spec(str(tmp_path / "gone.csv"))
+    model.load_data(missing)
+    assert model.dataset is None and model.run_source() == missing
+    seen = recorder(model)
+    model.start_run()
+    assert model.state is RunState.FAILED and "gone.csv" in seen["status"][-1]
+
+
+def test_the_last_finished_result_stays_for_exports_until_the_next_one(model):
+    launcher = ManualLauncher()
+    model.start_run()
+    first = model.result
+    model._launch = launcher  # the next run is delivered by hand
+    handle = model.start_run()
+    assert model.result is first and model.fresh_result is None  # running
+    handle.deliver("failed", "boom", False)
+    assert model.result is first and model.fresh_result is None  # failed: no fresh one
+
+
+def test_an_unexpected_error_in_an_inline_run_is_a_failure(monkeypatch):
+    import kernel_lab.engine.runner as runner
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(runner, "run", broken)
+    model = LabModel(InlineLauncher())
+    model.set_experiment("krr-path", {})
+    seen = recorder(model)
+    model.start_run()
+    assert model.state is RunState.FAILED and "disk on fire" in seen["status"][-1]
