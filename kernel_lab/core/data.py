@@ -6,7 +6,7 @@ sessions:
 
 - a file path, optionally followed by options: ``data/housing.csv``,
   ``data/housing.csv:target=price,test_fraction=0.2``;
-- a bundled example: ``diabetes``, ``breast-cancer``;
+- a bundled example: ``diabetes``, ``breast-cancer``, ``digits``;
 - a generator with parameters: ``gaussian:n=200,p=100,cov=toeplitz,rho=0.4``,
   ``friedman:n=2000``, ``gaussian:p=5,f="sin(x1) + x2^2"``.
 
@@ -220,6 +220,8 @@ class Dataset:
     f_test: np.ndarray | None = None
     source: SyntheticSource | None = None
     notes: list[str] = field(default_factory=list)
+    #: Class names when the target holds class codes 0 … K−1 (more than two classes).
+    classes: list[str] | None = None
 
     @property
     def n_train(self) -> int:
@@ -235,7 +237,10 @@ class Dataset:
 
     @property
     def task(self) -> str:
-        """``"classification"`` if the target takes exactly two values, else ``"regression"``."""
+        """``"multiclass"`` for a target of class codes (``classes`` set, more than two),
+        ``"classification"`` if the target takes exactly two values, else ``"regression"``."""
+        if self.classes is not None and len(self.classes) > 2:
+            return "multiclass"
         values = np.unique(np.concatenate([self.y_train, self.y_test]))
         return "classification" if values.size == 2 else "regression"
 
@@ -251,6 +256,7 @@ class Dataset:
             "target_min": float(y.min()),
             "target_max": float(y.max()),
             "task": self.task,
+            "classes": None if self.classes is None else list(self.classes),
             "synthetic": self.source is not None,
             "truth": None if self.source is None else self.source.truth.text,
             "notes": list(self.notes),
@@ -304,7 +310,8 @@ def dataset_from_table(table: Table, *, name: str, test_fraction: float,
     """Split (and optionally standardise) a loaded table."""
     Xtr, ytr, Xte, yte = train_test_split(table.X, table.y, test_fraction, rng, name)
     ds = Dataset(Xtr, ytr, Xte, yte, list(table.feature_names), table.target_name,
-                 name=name, notes=list(table.notes))
+                 name=name, notes=list(table.notes),
+                 classes=None if table.classes is None else list(table.classes))
     return ds.standardized() if standardize else ds
 
 
@@ -462,25 +469,51 @@ def generate(name: str, params: Mapping[str, Any] | None = None, *, seed: int = 
 # ======================================================================================
 # Bundled examples (scikit-learn's data sets ship inside its wheel: no download)
 # ======================================================================================
-def _sklearn_example(loader_name: str, binary_pm1: bool) -> Callable[[], Table]:
+def _sklearn_example(loader_name: str, target: str) -> Callable[[], Table]:
+    """``target``: ``"value"`` (regression), ``"pm1"`` (two classes as ±1) or ``"classes"``
+    (class codes 0 … K−1 with their names)."""
     def load() -> Table:
         from sklearn import datasets
 
         bunch = getattr(datasets, loader_name)()
         y = np.asarray(bunch.target, dtype=np.float64)
-        if binary_pm1:
+        if target == "pm1":
             y = 2.0 * y - 1.0
+        classes = [str(c) for c in bunch.target_names] if target == "classes" else None
         names = [str(n) for n in bunch.feature_names]
-        return Table(np.asarray(bunch.data, dtype=np.float64), y, names, "target")
+        return Table(np.asarray(bunch.data, dtype=np.float64), y, names, "target",
+                     classes=classes)
+
+    return load
+
+
+def _bundled_example(filename: str) -> Callable[[], Table]:
+    """A table shipped in ``kernel_lab/resources/data/``: gzip-compressed CSV, a header
+    row of names, the target in the last column (provenance and licence in the README
+    there)."""
+    def load() -> Table:
+        import gzip
+        import io
+        from importlib import resources
+
+        raw = resources.files("kernel_lab").joinpath("resources", "data", filename).read_bytes()
+        header, _, body = gzip.decompress(raw).decode("ascii").partition("\n")
+        names = header.strip().split(",")
+        M = np.loadtxt(io.StringIO(body), delimiter=",", dtype=np.float64, ndmin=2)
+        return Table(M[:, :-1], M[:, -1].copy(), names[:-1], names[-1])
 
     return load
 
 
 EXAMPLES: dict[str, tuple[str, Callable[[], Table]]] = {
     "diabetes": ("Diabetes progression (442 × 10, regression; scikit-learn)",
-                 _sklearn_example("load_diabetes", False)),
+                 _sklearn_example("load_diabetes", "value")),
     "breast-cancer": ("Breast cancer Wisconsin (569 × 30, classes ±1; scikit-learn)",
-                      _sklearn_example("load_breast_cancer", True)),
+                      _sklearn_example("load_breast_cancer", "pm1")),
+    "digits": ("Handwritten digits 8 × 8 (1797 × 64, 10 classes; scikit-learn)",
+               _sklearn_example("load_digits", "classes")),
+    "communities": ("Communities and crime (1994 × 99, violent crime rate in [0, 1]; "
+                    "UCI, CC BY 4.0)", _bundled_example("communities.csv.gz")),
 }
 
 

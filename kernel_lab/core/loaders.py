@@ -64,6 +64,8 @@ class Table:
     notes: list[str] = field(default_factory=list)
     #: 1-based file line of each row, where the format has lines.
     lines: np.ndarray | None = None
+    #: Class names when y holds class codes 0 … K−1.
+    classes: list[str] | None = None
 
 
 def sniff_kind(head: bytes) -> str | None:

@@ -20,7 +20,7 @@ from kernel_lab.core.progress import Progress
 from kernel_lab.core.source import DataSource
 from kernel_lab.engine.executors import make_executor
 from kernel_lab.engine.spec import RunSpec
-from kernel_lab.experiments import PartialResult, get_experiment
+from kernel_lab.experiments import PartialResult, check_task, get_experiment
 
 
 def versions() -> dict[str, str]:
@@ -106,6 +106,7 @@ def run(
     if dataset is None:
         dataset = spec.data_source().load(seed)
     t_data = time.perf_counter() - t0
+    check_task(experiment, dataset)
     result = RunResult(spec.experiment, resolved, seed, dataset.summary(), started=started)
     run_progress = progress.sub(0.02, 1.0)
     t1 = time.perf_counter()

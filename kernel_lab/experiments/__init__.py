@@ -7,7 +7,12 @@ from __future__ import annotations
 
 from kernel_lab.experiments.base import Experiment, PartialResult
 from kernel_lab.experiments.plotspec import Curve, PlotSpec, SeriesKey
-from kernel_lab.experiments.registry import get_experiment, list_experiments, register
+from kernel_lab.experiments.registry import (
+    check_task,
+    get_experiment,
+    list_experiments,
+    register,
+)
 
 __all__ = [
     "Curve",
@@ -15,6 +20,7 @@ __all__ = [
     "PartialResult",
     "PlotSpec",
     "SeriesKey",
+    "check_task",
     "get_experiment",
     "list_experiments",
     "register",

@@ -62,6 +62,8 @@ class Experiment:
     params: ClassVar[tuple[ParamSpec, ...]] = ()
     plots: ClassVar[tuple[PlotSpec, ...]] = ()
     default_data: ClassVar[str] = "gaussian"
+    #: The data tasks (``Dataset.task``) the experiment can run on.
+    tasks: ClassVar[tuple[str, ...]] = ("regression", "classification")
 
     @classmethod
     def param_specs(cls) -> tuple[ParamSpec, ...]:
@@ -95,6 +97,7 @@ class Experiment:
             "title": cls.title,
             "description": cls.description,
             "default_data": cls.default_data,
+            "tasks": list(cls.tasks),
             "params": [s.to_dict() for s in cls.param_specs()],
             "plots": [p.to_dict() for p in cls.plots],
         }

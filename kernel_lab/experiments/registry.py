@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 
+from kernel_lab.core.data import Dataset
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.experiments.base import Experiment
 
@@ -35,6 +36,19 @@ def list_experiments() -> list[type[Experiment]]:
     """Registered experiment classes, sorted by name."""
     _load_builtin()
     return [_REGISTRY[k] for k in sorted(_REGISTRY)]
+
+
+def check_task(experiment: Experiment, data: Dataset) -> None:
+    """Raise a ParameterError naming the experiments that can run on ``data`` when
+    ``experiment`` cannot (e.g. more than two classes)."""
+    task = data.task
+    if task in experiment.tasks:
+        return
+    able = [cls.name for cls in list_experiments() if task in cls.tasks]
+    what = {"multiclass": f"{len(data.classes or ())} classes"}.get(task, f"a {task} task")
+    where = f"; {', '.join(able)} can" if able else ""
+    raise ParameterError(f"experiment {experiment.name!r} cannot run on {data.name or 'the data'} "
+                         f"({what}){where}")
 
 
 def _load_builtin() -> None:
