@@ -5,6 +5,9 @@ Vectorised over arrays of predictions and targets (Dai et al., 2014; the table i
 ``½ max(0, 1 − y u)²``, logistic ``log(1 + exp(−y u))``, ε-insensitive
 ``max(0, |u − y| − ε)``, quantile ``max(q (y − u), (q − 1)(y − u))``. At kinks the
 subgradient on the side written in that table is used.
+
+The multinomial (softmax) loss of K classes takes a row of K scores u and a class code
+y ∈ {0, …, K−1}: ``logsumexp(u) − u_y``, with gradient ``softmax(u) − e_y``.
 """
 
 from __future__ import annotations
@@ -62,8 +65,32 @@ def _logistic() -> Loss:
                 lambda u, y: -y * np.exp(-np.logaddexp(0.0, y * u)))
 
 
+def _softmax(u: Array) -> Array:
+    e = np.exp(u - u.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _multinomial() -> Loss:
+    def value(u: Array, y: Array) -> Array:
+        codes = np.asarray(y, dtype=np.intp)
+        m = u.max(axis=-1)
+        lse = m + np.log(np.exp(u - m[..., None]).sum(axis=-1))
+        return lse - np.take_along_axis(u, codes[..., None], axis=-1)[..., 0]
+
+    def deriv(u: Array, y: Array) -> Array:
+        g = _softmax(u)
+        codes = np.asarray(y, dtype=np.intp)
+        np.put_along_axis(g, codes[..., None],
+                          np.take_along_axis(g, codes[..., None], axis=-1) - 1.0, axis=-1)
+        return g
+
+    return Loss("multinomial", "multiclass", value, deriv)
+
+
 REGRESSION_LOSSES = ("squared", "epsilon_insensitive", "quantile")
 CLASSIFICATION_LOSSES = ("hinge", "squared_hinge", "logistic")
+#: Losses of K class scores (class codes 0 … K−1 as targets).
+MULTICLASS_LOSSES = ("multinomial",)
 
 
 def make_loss(name: str, *, epsilon: float = 0.1, quantile: float = 0.5) -> Loss:
@@ -84,5 +111,8 @@ def make_loss(name: str, *, epsilon: float = 0.1, quantile: float = 0.5) -> Loss
         return _squared_hinge()
     if name == "logistic":
         return _logistic()
+    if name == "multinomial":
+        return _multinomial()
     raise ParameterError(f"unknown loss {name!r}; choose one of: "
-                         f"{', '.join(REGRESSION_LOSSES + CLASSIFICATION_LOSSES)}")
+                         f"{', '.join(REGRESSION_LOSSES + CLASSIFICATION_LOSSES)}, "
+                         "multinomial")

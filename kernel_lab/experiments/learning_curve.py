@@ -1,25 +1,29 @@
-"""Experiment ``learning-curve``: doubly stochastic gradients against random-feature ridge
-and exact kernel ridge, test error against iterations."""
+"""Experiment ``learning-curve``: doubly stochastic gradients against random features and
+Nyström landmarks fitted with the same loss, and the exact minimiser of DSG's objective;
+test error against the number of features, and the convergence to that minimiser."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from scipy import linalg
 
 from kernel_lab.core.data import Dataset
 from kernel_lab.core.errors import ParameterError
-from kernel_lab.core.kernels import resolve_bandwidth
-from kernel_lab.core.losses import CLASSIFICATION_LOSSES, REGRESSION_LOSSES
-from kernel_lab.core.models import (
-    DSGClassifier,
-    DSGRegressor,
-    KernelRidge,
-    NystromRidge,
-    RFFRidge,
+from kernel_lab.core.kernels import make_kernel, resolve_bandwidth
+from kernel_lab.core.losses import CLASSIFICATION_LOSSES, MULTICLASS_LOSSES, REGRESSION_LOSSES
+from kernel_lab.core.models import DSGClassifier, DSGRegressor, NystromFeatures
+from kernel_lab.core.models.regularised import (
+    SOLVABLE_LOSSES,
+    fit_regularised,
+    kernel_feature_map,
+    objective,
 )
+from kernel_lab.core.models.rff import RandomFourierFeatures, cos_features
 from kernel_lab.core.params import ParamSpec
 from kernel_lab.core.progress import Progress
 from kernel_lab.core.validation import check_seed
@@ -42,6 +46,155 @@ def loglog_slope(x: np.ndarray, y: np.ndarray) -> float:
     return float(np.polyfit(np.log(x[ok]), np.log(y[ok]), 1)[0])
 
 
+#: Above this many multiply-adds (n² D) the RFF baseline stops short of DSG's final
+#: feature count (about 10 s on two cores).
+RFF_GRAM_BUDGET = 2e11
+
+
+def _loss_for(name: str, task: str) -> str:
+    """The loss DSG uses: ``auto`` resolved, checked against the task."""
+    if name == "auto":
+        return {"regression": "squared", "classification": "logistic"}.get(task, "multinomial")
+    if task == "multiclass" and name in ("logistic", "multinomial"):
+        return "multinomial"
+    fits = {"regression": REGRESSION_LOSSES,
+            "classification": (*CLASSIFICATION_LOSSES, *MULTICLASS_LOSSES),
+            "multiclass": MULTICLASS_LOSSES}[task]
+    if name not in fits:
+        raise ParameterError(f"the loss {name!r} does not fit these {task} data; "
+                             "choose loss=auto")
+    return name
+
+
+def _rff_cap(requested: int | None, final: int, n: int) -> int:
+    """RFF baseline features: as requested, or (auto) up to DSG's final count while the
+    n × n Gram accumulation stays within :data:`RFF_GRAM_BUDGET`."""
+    if requested is not None:
+        return int(requested)
+    return int(min(final, max(n, RFF_GRAM_BUDGET / max(n, 1) ** 2)))
+
+
+class _Targets:
+    """The data's targets as DSG fits them, and the test error of predicted scores."""
+
+    def __init__(self, task: str, y: np.ndarray, yt: np.ndarray) -> None:
+        self.task = task
+        self.n_classes: int | None = None
+        self.shift = 0.0
+        if task == "classification":
+            top = np.unique(np.concatenate([y, yt]))[-1]
+            self.fit, self.test = np.where(y == top, 1.0, -1.0), np.where(yt == top, 1.0, -1.0)
+            self.dsg_fit = y
+        elif task == "multiclass":
+            self.n_classes = int(max(y.max(), yt.max())) + 1
+            missing = np.setdiff1d(np.arange(self.n_classes), y)
+            if missing.size:
+                raise ParameterError(f"class {int(missing[0])} has no training point; use a "
+                                     "smaller test fraction or another seed")
+            self.fit, self.test, self.dsg_fit = y, yt, y
+        else:
+            self.shift = float(np.mean(y))
+            self.fit, self.test, self.dsg_fit = y - self.shift, yt, y
+
+    def scores(self, model: Any, Xt: np.ndarray) -> np.ndarray:
+        """DSG's scores on the test inputs, on the scale of ``fit``."""
+        if self.task == "regression":
+            return model.predict(Xt) - self.shift
+        return model.decision_function(Xt)
+
+    def error(self, scores: np.ndarray) -> float:
+        """Misclassification rate, or mean squared error of the predictions."""
+        if self.task == "multiclass":
+            return float(np.mean(np.argmax(scores, axis=1) != self.test))
+        if self.task == "classification":
+            return float(np.mean(np.where(scores >= 0, 1.0, -1.0) != self.test))
+        return float(np.mean((scores + self.shift - self.test) ** 2))
+
+
+@dataclass(frozen=True)
+class _Fit:
+    test_scores: np.ndarray
+    objective: float
+
+
+def _fit_primal(F: np.ndarray, Ft: np.ndarray, y: np.ndarray, loss: str, nu: float,
+                n_classes: int | None) -> _Fit:
+    fit = fit_regularised(F, y, loss, nu, n_classes=n_classes)
+    return _Fit(Ft @ fit.w, fit.objective)
+
+
+def _fit_gram(G: np.ndarray, Gt: np.ndarray, y: np.ndarray, loss: str, nu: float,
+              n_classes: int | None) -> _Fit:
+    """Minimiser over the RKHS of the kernel with Gram matrix G (test block Gt)."""
+    n = G.shape[0]
+    if loss == "squared":  # f = G a with (G + nν I) a = y: one Cholesky, no eigenvectors
+        A = G.copy()
+        A[np.diag_indices(n)] += n * nu
+        a = linalg.cho_solve(linalg.cho_factor(A), y)
+        f = G @ a
+        return _Fit(Gt @ a, objective(f, y, loss, nu, float(a @ f)))
+    Phi, B = kernel_feature_map(G)
+    fit = fit_regularised(Phi, y, loss, nu, n_classes=n_classes)
+    return _Fit(Gt @ (B @ fit.w), fit.objective)
+
+
+class _RFFBaseline:
+    """Fits on the first D of one draw of random features, D growing over the curve. Up to
+    n features the n × D matrix is used; beyond, the n × n Gram matrix is accumulated in
+    feature blocks, continuing from the previous D (the n × D matrix is never formed)."""
+
+    def __init__(self, rff: RandomFourierFeatures, X: np.ndarray, Xt: np.ndarray) -> None:
+        self.W, self.b = rff.weights_, rff.offsets_
+        self.X, self.Xt = X, Xt
+        n, m = X.shape[0], Xt.shape[0]
+        self.G, self.Gt = np.zeros((n, n)), np.zeros((m, n))  # Σ cos·cos, unscaled
+        self.done = 0
+
+    def _features(self, X: np.ndarray, start: int, stop: int) -> np.ndarray:
+        return cos_features(X, self.W[:, start:stop], self.b[start:stop], 1.0)
+
+    def fit(self, D: int, y: np.ndarray, loss: str, nu: float, n_classes: int | None) -> _Fit:
+        n = self.X.shape[0]
+        scale = 2.0 / D
+        if D <= n:
+            root = math.sqrt(scale)
+            return _fit_primal(self._features(self.X, 0, D) * root,
+                               self._features(self.Xt, 0, D) * root, y, loss, nu, n_classes)
+        step = max(1, (1 << 22) // (n + self.Xt.shape[0]))
+        for j in range(self.done, D, step):
+            stop = min(j + step, D)
+            Z = self._features(self.X, j, stop)
+            self.G += Z @ Z.T
+            self.Gt += self._features(self.Xt, j, stop) @ Z.T
+        self.done = D
+        return _fit_gram(self.G * scale, self.Gt * scale, y, loss, nu, n_classes)
+
+
+class _Twin:
+    """DSG's kernel twin h_t, the function Dai et al.'s analysis follows: the same sampled
+    points and loss gradients l'(f_t(x), y), with the exact kernel in place of the random
+    features, h ← (1 − γν) h − γ (1/B) Σ_b l'(f_t(x_b), y_b) k(x_b, ·). It lies in the
+    RKHS, so its objective J(h_t) is defined (DSG's own f_t, a sum of cosines, has no
+    RKHS norm); E‖h_t − f*‖² = O(1/t) and J(h_t) − J(f*) with it."""
+
+    def __init__(self, n: int, n_classes: int | None, nu: float) -> None:
+        self.a = np.zeros((n, n_classes) if n_classes else n)
+        self.scale = 1.0
+        self.nu = nu
+
+    def step(self, index: np.ndarray, grad: np.ndarray, gamma: float) -> None:
+        self.scale *= 1.0 - gamma * self.nu
+        np.add.at(self.a, index, (-gamma / len(index)) * grad / self.scale)
+        if self.scale < 1e-150:
+            self.a *= self.scale
+            self.scale = 1.0
+
+    def objective(self, K: np.ndarray, y: np.ndarray, loss: str) -> float:
+        a = self.a * self.scale
+        f = K @ a
+        return objective(f, y, loss, self.nu, float(np.sum(a * f)))
+
+
 @register
 class LearningCurveExperiment(Experiment):
     name = "learning-curve"
@@ -55,23 +208,34 @@ class LearningCurveExperiment(Experiment):
         "error (the reported slope is measured over the last decade of iterations). The "
         "model is only the coefficients and a seed: the features are regenerated from "
         "(seed, iteration) when predicting, so memory grows as O(t), not O(n²). For "
-        "comparison: ridge regression on the same number of random features drawn once "
-        "(RFF), ridge on as many Nyström landmarks chosen by recursive leverage scores, and "
-        "exact kernel ridge regression with matched regularisation λ = nν as the "
-        "floor — all three minimise DSG's own objective: DSG subtracts the mean of the "
-        "training targets and fits the rest without an intercept, so the floor is plain "
-        "kernel ridge on y − ȳ, the limit DSG converges to. On classification data (two "
-        "label values) the error is the misclassification rate; DSG then uses a "
-        "classification loss, and the references stay ridge fits of the ±1 labels."
+        "comparison, all minimising DSG's own objective mean l(f(x), y) + ν/2 ‖f‖² with "
+        "DSG's loss: the same number of random features drawn once (RFF), as many Nyström "
+        "landmarks chosen by recursive leverage scores, and the exact minimiser over the "
+        "whole RKHS as the floor (the limit DSG converges to; with the squared loss it is "
+        "plain kernel ridge on y − ȳ with λ = nν, since DSG subtracts the mean of the "
+        "training targets and fits the rest without an intercept; with the logistic, hinge "
+        "or multinomial loss it is the kernel logistic regression or SVM of the same ν, "
+        "solved to machine precision). On two-class data the error is the "
+        "misclassification rate; on data with more classes (digits) DSG uses the "
+        "multinomial (softmax) loss with one score per class. The second plot shows the "
+        "convergence the paper proves: the mean squared distance between DSG's function "
+        "and the floor's on the test points falls like 1/t, and so does the excess "
+        "objective J(h_t) − J(f*) of DSG's kernel twin h_t (the same steps with the exact "
+        "kernel in place of the random features — the function the paper's analysis "
+        "follows; DSG's own sum of cosines has no RKHS norm, so J(f_t) is undefined). The "
+        "reported slopes are over the last two decades of iterations."
     )
+    tasks = ("regression", "classification", "multiclass")
     params = (
         ParamSpec("kernel", "choice", "gaussian", choices=("gaussian", "laplace", "cauchy"),
                   help="shift-invariant kernel (its spectral density drives the features)"),
         ParamSpec("sigma", "float", None, label="bandwidth σ", low=1e-12, high=1e12, log=True,
                   allow_auto=True, help="auto = median pairwise distance of the inputs"),
         ParamSpec("loss", "choice", "auto",
-                  choices=("auto", *REGRESSION_LOSSES, *CLASSIFICATION_LOSSES),
-                  help="auto = squared for regression, logistic for classification"),
+                  choices=("auto", *REGRESSION_LOSSES, *CLASSIFICATION_LOSSES,
+                           *MULTICLASS_LOSSES),
+                  help="auto = squared for regression, logistic for two classes, "
+                       "multinomial (softmax) for more"),
         ParamSpec("nu", "float", 1e-3, label="ν", low=1e-12, high=1.0, log=True,
                   help="regulariser ν; exact KRR uses λ = n ν"),
         ParamSpec("theta", "float", None, label="θ", low=1e-9, high=1e12, log=True,
@@ -84,21 +248,32 @@ class LearningCurveExperiment(Experiment):
                   high=100_000),
         ParamSpec("points", "int", 16, label="curve points", low=2, high=200,
                   help="log-spaced iterations at which the test error is measured"),
-        ParamSpec("rff_max", "int", 1000, label="RFF features max", low=0, high=100_000,
-                  help="RFF ridge is fitted at the curve points with at most this many "
-                       "features (0: no RFF curve)"),
-        ParamSpec("exact_max", "int", 4000, label="exact KRR up to n", low=0,
-                  high=1_000_000, help="exact kernel ridge floor only for n up to this"),
+        ParamSpec("rff_max", "int", None, label="RFF features max", low=0, high=10_000_000,
+                  allow_auto=True,
+                  help="the RFF and Nyström baselines are fitted at the curve points with at "
+                       "most this many features (0: none); auto = DSG's final count, or "
+                       "fewer when the n × n accumulation would take more than ~10 s"),
+        ParamSpec("exact_max", "int", 4000, label="exact floor up to n", low=0,
+                  high=1_000_000, help="exact minimiser (the floor) only for n up to this"),
     )
     plots = (
         PlotSpec("Test error against the number of features", "n_features",
                  (Curve("dsg_test_error", "measured", "DSG"),
-                  Curve("rff_test_error", "baseline", "RFF ridge"),
-                  Curve("nystrom_test_error", "baseline", "Nyström ridge (landmarks)"),
-                  Curve("krr_test_error", "baseline", "exact KRR (λ = nν)")),
-                 xlabel="random features (DSG: iterations × features per iteration; "
-                        "RFF: drawn once; Nyström: landmarks)",
+                  Curve("rff_test_error", "baseline", "RFF, same loss"),
+                  Curve("nystrom_test_error", "baseline", "Nyström, same loss"),
+                  Curve("krr_test_error", "baseline", "exact (the floor)")),
+                 xlabel="features or landmarks (DSG: iterations × features per iteration)",
                  ylabel="test error", logx=True, logy=True),
+        PlotSpec("Convergence to the floor (DSG's objective)", "n_features",
+                 (Curve("dsg_floor_distance", "measured",
+                        "DSG: mean |f_t − f*|² (test)"),
+                  Curve("dsg_twin_excess_objective", "estimate",
+                        "kernel twin: J(h_t) − J*"),
+                  Curve("nystrom_excess_objective", "baseline",
+                        "Nyström: J − J*"),
+                  Curve("rate_guide", "reference", "slope −1 (O(1/t))")),
+                 xlabel="features or landmarks (DSG: iterations × features per iteration)",
+                 ylabel="distance / excess objective", logx=True, logy=True),
         PlotSpec("Training loss (progressive, before each update)", "iteration",
                  (Curve("dsg_train_loss", "measured", "DSG"),), xlabel="iterations",
                  ylabel="loss", logx=True, logy=True),
@@ -107,97 +282,105 @@ class LearningCurveExperiment(Experiment):
 
     def estimate(self, params: Mapping[str, Any], n: int, p: int) -> dict[str, Any]:
         exact = n <= params.get("exact_max", 4000)
-        return {"memory_bytes": 8 * (3 * n * n if exact else 0),
-                "note": "exact KRR floor included" if exact else "no exact KRR (n too large)"}
+        return {"memory_bytes": 8 * (4 * n * n if exact else 0),
+                "note": "exact floor included" if exact else "no exact floor (n too large)"}
 
     def run(self, params: Mapping[str, Any], data: Dataset, progress: Progress,
             executor: TaskExecutor = SERIAL) -> Iterator[PartialResult]:
         X, y, Xt, yt = data.X_train, data.y_train, data.X_test, data.y_test
         if data.n_test < 1:
             raise ParameterError("the learning curve needs a test set (test fraction > 0)")
-        classify = data.task == "classification"
-        loss = params["loss"]
-        if loss == "auto":
-            loss = "logistic" if classify else "squared"
-        if classify != (loss in CLASSIFICATION_LOSSES):
-            kind = "classification" if classify else "regression"
-            raise ParameterError(f"the loss {loss!r} does not fit these {kind} data; "
-                                 "choose loss=auto")
+        task = data.task
+        loss = _loss_for(params["loss"], task)
         n = data.n_train
         sigma = resolve_bandwidth(params["sigma"], X)
         nu = params["nu"]
         theta = params["theta"] or 1.0 / nu
         t0 = theta if params["t0"] is None else params["t0"]
         r = params["features_per_iter"]
-        lam = n * nu
-
-        def error(pred: np.ndarray, target: np.ndarray) -> float:
-            if classify:
-                return float(np.mean(np.sign(pred) != np.sign(target - np.mean(
-                    np.unique(target)))))
-            return float(np.mean((pred - target) ** 2))
-
-        labels = np.unique(np.concatenate([y, yt]))
-        y_pm = np.where(y == labels[-1], 1.0, -1.0) if classify else y
-        yt_pm = np.where(yt == labels[-1], 1.0, -1.0) if classify else yt
+        targets = _Targets(task, y, yt)
+        n_classes = targets.n_classes
 
         pts = checkpoints(params["n_iter"], params["points"])
         L = pts.size
         table = {"iteration": pts.astype(float), "samples_seen": pts * float(params[
             "batch_size"]), "n_features": pts * float(r)}
         for key in ("dsg_test_error", "dsg_train_loss", "rff_test_error", "nystrom_test_error",
-                    "krr_test_error"):
+                    "krr_test_error", "dsg_floor_distance", "dsg_twin_excess_objective",
+                    "nystrom_excess_objective", "rate_guide"):
             table[key] = np.full(L, np.nan)
-        summaries: dict[str, Any] = {"task": "classification" if classify else "regression",
-                                     "loss": loss, "sigma": sigma, "lam_exact": lam,
-                                     "theta": theta, "t0": t0}
+        summaries: dict[str, Any] = {"task": task, "loss": loss, "sigma": sigma,
+                                     "lam_exact": n * nu, "theta": theta, "t0": t0}
+        if n_classes:
+            summaries["classes"] = n_classes
+        rff_cap = _rff_cap(params["rff_max"], int(pts[-1] * r), n)
+        summaries["rff_max_features"] = rff_cap
 
-        # Every reference minimises DSG's own objective. In regression DSG subtracts the
-        # fixed mean ȳ and fits f without intercept to ½ mean (f(x) − (y − ȳ))² + ν/2 ‖f‖²,
-        # whose minimiser is plain KRR on y − ȳ with λ = nν (not centred KRR, whose
-        # intercept is fitted jointly); the baselines are plain ridge on the features.
-        # In classification DSG has no intercept; the references fit ±1 labels by ridge.
-        shift = 0.0 if classify else float(np.mean(y))
-        y_fit = y_pm - shift
-        if n <= params["exact_max"]:
-            progress(0.02, f"exact kernel ridge on {n} points (the floor)")
-            krr = KernelRidge(lam, kernel=params["kernel"],
-                              kernel_params={"sigma": sigma}).fit(X, y_fit)
-            floor = error(krr.predict(Xt) + shift, yt_pm)
-            table["krr_test_error"] = np.full(L, floor)
-            summaries["krr_test_error"] = floor
+        # Every reference minimises DSG's own objective J(f) = mean l(f(x), y) + ν/2 ‖f‖²
+        # with DSG's loss and targets: ±1 labels or class codes, and in regression y − ȳ
+        # with ȳ fixed (DSG fits f without intercept), so in regression with the squared
+        # loss the floor is plain KRR on y − ȳ with λ = nν, not centred KRR.
+        solvable = loss in SOLVABLE_LOSSES
+        if not solvable:
+            summaries["floor_note"] = (f"no exact floor for the {loss} loss (solvable: "
+                                       f"{', '.join(SOLVABLE_LOSSES)})")
+        kernel = make_kernel(params["kernel"], {"sigma": sigma})
+        floor: _Fit | None = None
+        K = None
+        if solvable and n <= params["exact_max"]:
+            progress(0.02, f"exact kernel machine on {n} points (the floor)")
+            K = kernel(X)
+            floor = _fit_gram(K, kernel(Xt, X), targets.fit, loss, nu, n_classes)
+            value = targets.error(floor.test_scores)
+            table["krr_test_error"] = np.full(L, value)
+            summaries["krr_test_error"] = value
+            summaries["objective_floor"] = floor.objective
         yield PartialResult(0.05, "training", dict(table), dict(summaries))
 
-        cls = DSGClassifier if classify else DSGRegressor
+        cls = DSGClassifier if task != "regression" else DSGRegressor
         seed = check_seed(np.random.SeedSequence(params["seed"]))
         recent: list[float] = []
+        twin = _Twin(n, n_classes, nu) if K is not None else None
 
         def callback(info: dict[str, Any]) -> None:
             recent.append(info["train_loss"])
+            if twin is not None:
+                twin.step(info["batch_index"], info["batch_grad"], info["step"])
 
         model = cls(loss, kernel=params["kernel"], sigma=sigma, nu=nu, theta=theta, t0=t0,
                     n_iter=1, batch_size=params["batch_size"], n_features_per_iter=r,
                     cache_features=True, warm_start=True, callback=callback,
                     callback_every=1, random_state=seed)
+        rff = _RFFBaseline(RandomFourierFeatures(
+            params["kernel"], sigma=sigma, n_components=max(rff_cap, 1),
+            random_state=seed).fit(X), X, Xt) if rff_cap else None
         done = 0
         for k, t in enumerate(pts):
             recent.clear()
             model.set_params(n_iter=int(t - done))
-            model.fit(X, y if classify else y_pm)
+            model.fit(X, targets.dsg_fit)
             done = int(t)
-            pred = model.decision_function(Xt) if classify else model.predict(Xt)
-            table["dsg_test_error"][k] = error(pred, yt_pm)
+            scores = targets.scores(model, Xt)
+            table["dsg_test_error"][k] = targets.error(scores)
             table["dsg_train_loss"][k] = float(np.mean(recent))
+            if floor is not None:
+                table["dsg_floor_distance"][k] = float(np.mean(np.sum(
+                    np.reshape((scores - floor.test_scores) ** 2, (len(Xt), -1)), axis=1)))
+            if twin is not None and floor is not None:
+                table["dsg_twin_excess_objective"][k] = (
+                    twin.objective(K, targets.fit, loss) - floor.objective)
             D = int(t * r)
-            if 0 < D <= params["rff_max"]:
-                rff = RFFRidge(lam, kernel=params["kernel"], sigma=sigma, n_components=D,
-                               centered=False, random_state=seed).fit(X, y_fit)
-                table["rff_test_error"][k] = error(rff.predict(Xt) + shift, yt_pm)
+            if rff is not None and D <= rff_cap and solvable:
+                fit = rff.fit(D, targets.fit, loss, nu, n_classes)
+                table["rff_test_error"][k] = targets.error(fit.test_scores)
                 if D <= n:
-                    nys = NystromRidge(lam, kernel=params["kernel"],
-                                       kernel_params={"sigma": sigma}, n_components=D,
-                                       centered=False, random_state=seed).fit(X, y_fit)
-                    table["nystrom_test_error"][k] = error(nys.predict(Xt) + shift, yt_pm)
+                    nys = NystromFeatures(params["kernel"], kernel_params={"sigma": sigma},
+                                          n_components=D, random_state=seed).fit(X)
+                    fit = _fit_primal(nys.transform(X), nys.transform(Xt), targets.fit, loss,
+                                      nu, n_classes)
+                    table["nystrom_test_error"][k] = targets.error(fit.test_scores)
+                    if floor is not None:
+                        table["nystrom_excess_objective"][k] = fit.objective - floor.objective
             frac = 0.05 + 0.95 * (t / pts[-1]) ** 2  # the cost grows with t²
             if k == L - 1:
                 self._summarise(table, summaries)
@@ -208,6 +391,15 @@ class LearningCurveExperiment(Experiment):
     def _summarise(table: dict[str, np.ndarray], summaries: dict[str, Any]) -> None:
         it = table["iteration"]
         last = it >= it[-1] / 10.0
+        window = it >= it[-1] / 100.0  # two decades, as the paper's rate is asymptotic
+        dist = table["dsg_floor_distance"]
+        if np.isfinite(dist).any():
+            summaries["floor_distance_slope"] = loglog_slope(it[window], dist[window])
+            table["rate_guide"] = dist[-1] * it[-1] / it
+        twin = table["dsg_twin_excess_objective"]
+        if np.isfinite(twin).any():
+            summaries["excess_objective_slope"] = loglog_slope(it[window], twin[window])
+            summaries["dsg_twin_excess_objective"] = float(twin[-1])
         err = table["dsg_test_error"]
         summaries["dsg_test_error"] = float(err[-1])
         summaries["slope_last_decade"] = loglog_slope(it[last], err[last])

@@ -252,3 +252,80 @@ def test_bad_parameters():
                           DSGClassifier(n_iter=100)])
 def test_sklearn_compatible(estimator, check):
     check(estimator)
+
+
+# -- more than two classes: the multinomial (softmax) loss ------------------------------------
+def test_multinomial_loss_gradient_is_softmax_minus_one_hot():
+    loss = make_loss("multinomial")
+    rng = np.random.default_rng(1)
+    u = rng.normal(scale=3.0, size=(50, 4))
+    y = rng.integers(0, 4, 50).astype(float)
+    h = 1e-6
+    numeric = np.empty_like(u)
+    for k in range(4):
+        e = np.zeros(4)
+        e[k] = h
+        numeric[:, k] = (loss.value(u + e, y) - loss.value(u - e, y)) / (2 * h)
+    np.testing.assert_allclose(loss.deriv(u, y), numeric, atol=1e-6)
+    p = np.exp(u) / np.exp(u).sum(axis=1, keepdims=True)  # the textbook form
+    np.testing.assert_allclose(loss.value(u, y), -np.log(p[np.arange(50), y.astype(int)]))
+
+
+def literal_softmax_dsg(X, codes, K, *, kernel, nu, theta, t0, n_iter, batch, r, seed):
+    """Algorithm 1 with K scores, written literally (softmax by hand, one point, one
+    feature and one class at a time)."""
+    n, p = X.shape
+    data_rng = np.random.default_rng([seed, 2**31])
+    alphas, feats = [], []
+    for i in range(1, n_iter + 1):
+        idx = data_rng.integers(0, n, size=min(batch, n))
+        gamma = theta / (i + t0)
+        frng = np.random.default_rng([seed, i])
+        W = kernel.sample_frequencies(p, r, frng)
+        b = frng.uniform(0.0, 2 * math.pi, r)
+        alpha = np.zeros((r, K))
+        for j in idx:
+            f = [0.0] * K
+            for (Wo, bo), ao in zip(feats, alphas, strict=True):
+                for k in range(r):
+                    phi = math.sqrt(2) * math.cos(float(Wo[:, k] @ X[j]) + bo[k])
+                    for c in range(K):
+                        f[c] += ao[k, c] * phi
+            top = max(f)
+            z = sum(math.exp(v - top) for v in f)
+            for c in range(K):
+                g = math.exp(f[c] - top) / z - (1.0 if c == int(codes[j]) else 0.0)
+                for k in range(r):
+                    phi = math.sqrt(2) * math.cos(float(W[:, k] @ X[j]) + b[k])
+                    alpha[k, c] += -gamma * g * phi / (len(idx) * r)
+        for old in alphas:
+            old *= 1 - gamma * nu
+        alphas.append(alpha)
+        feats.append((W, b))
+    return np.array(alphas)
+
+
+def test_multinomial_dsg_reproduces_the_literal_oracle():
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(45, 3))
+    labels = np.array(["a", "b", "c"])[np.digitize(X[:, 0], [-0.4, 0.4])]
+    model = DSGClassifier(sigma=1.1, nu=0.01, theta=40.0, t0=50.0, n_iter=15, batch_size=4,
+                          n_features_per_iter=2, random_state=5).fit(X, labels)
+    assert model.multinomial_ and model.coef_.shape == (15, 2, 3)
+    codes = np.searchsorted(model.classes_, labels)
+    oracle = literal_softmax_dsg(X, codes, 3, kernel=model.kernel_, nu=0.01, theta=40.0,
+                                 t0=50.0, n_iter=15, batch=4, r=2, seed=model.seed_)
+    np.testing.assert_allclose(model.coef_ * model.scale_, oracle, rtol=0, atol=1e-10)
+    assert set(model.predict(X)) <= set(labels)
+    np.testing.assert_allclose(model.predict_proba(X).sum(axis=1), 1.0)
+
+
+def test_multiclass_dsg_learns_iris_and_refuses_binary_losses():
+    from sklearn.datasets import load_iris
+
+    X, y = load_iris(return_X_y=True)
+    X = (X - X.mean(0)) / X.std(0)
+    model = DSGClassifier(nu=1e-3, n_iter=300, random_state=0).fit(X, y)
+    assert np.mean(model.predict(X) != y) < 0.06
+    with pytest.raises(ValueError, match="hinge loss separates two classes"):
+        DSGClassifier("hinge", n_iter=2).fit(X, y)

@@ -10,7 +10,8 @@ per iteration i, step ``γ_i = θ/(i + t0)`` and regulariser ν::
 
 with ``φ_j(x) = √2 cos(W_jᵀx + b_j)`` and ``(W_j, b_j)`` drawn from the kernel's
 spectral density with a seed derived from ``(random_state, j)``, so prediction can
-regenerate them: the model is the coefficients and a seed, O(t r) numbers.
+regenerate them: the model is the coefficients and a seed, O(t r) numbers. With K > 2
+classes and the multinomial (softmax) loss, f has K outputs and each α_j is r × K.
 
 References
 ----------
@@ -31,7 +32,13 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.kernels import ShiftInvariantKernel, make_kernel, resolve_bandwidth
-from kernel_lab.core.losses import CLASSIFICATION_LOSSES, REGRESSION_LOSSES, Loss, make_loss
+from kernel_lab.core.losses import (
+    CLASSIFICATION_LOSSES,
+    MULTICLASS_LOSSES,
+    REGRESSION_LOSSES,
+    Loss,
+    make_loss,
+)
 from kernel_lab.core.models.rff import RFF_KERNELS
 from kernel_lab.core.validation import Integer, OneOf, Real, check_params, check_seed
 
@@ -85,6 +92,12 @@ class _DSGBase(BaseEstimator):
         self.random_state = random_state
 
     # -- set-up ------------------------------------------------------------------------
+    #: Outputs of f: 1, or the number of classes under the multinomial loss.
+    _n_outputs: int = 1
+
+    def _loss_name(self) -> str:
+        return str(self.loss)
+
     def _check_params(self) -> tuple[Loss, float, float]:
         p = check_params(self)
         nu = p["nu"]
@@ -94,7 +107,8 @@ class _DSGBase(BaseEstimator):
             raise ParameterError(
                 f"the first step decays the model to zero or below (θν/(1 + t0) = "
                 f"{theta * nu / (1 + t0):.3g} ≥ 1); increase t0 or decrease theta")
-        return make_loss(self.loss, epsilon=self.epsilon, quantile=self.quantile), theta, t0
+        return (make_loss(self._loss_name(), epsilon=self.epsilon, quantile=self.quantile),
+                theta, t0)
 
     def _initialise(self, X: np.ndarray) -> None:
         kernel = make_kernel(self.kernel, {"sigma": resolve_bandwidth(self.sigma, X)})
@@ -108,19 +122,23 @@ class _DSGBase(BaseEstimator):
         self.n_samples_seen_ = 0
         # Growable buffers (capacity doubles): coefficients a_j (α_j = scale_ · a_j) and a
         # working cache of the features W_j, b_j of the iterations so far.
-        self._coef_buf = np.zeros((64, r))
+        self._coef_buf = np.zeros((64, r, self._n_outputs))
         self._W_buf = np.zeros((X.shape[1], 64 * r))
         self._b_buf = np.zeros(64 * r)
         self._n_cached = 0  # iterations whose features are in the cache
-        self.coef_ = self._coef_buf[:0]
+        self.coef_ = self._coef_view()
+
+    def _coef_view(self) -> np.ndarray:
+        coef = self._coef_buf[: getattr(self, "n_iter_", 0)]
+        return coef if self._multi() else coef[:, :, 0]
 
     def _grow(self, iterations: int) -> None:
         cap = self._coef_buf.shape[0]
         if iterations <= cap:
             return
         new = max(iterations, 2 * cap)
+        coef = np.zeros((new, *self._coef_buf.shape[1:]))
         r = self._coef_buf.shape[1]
-        coef = np.zeros((new, r))
         coef[:cap] = self._coef_buf
         W = np.zeros((self._W_buf.shape[0], new * r))
         W[:, : cap * r] = self._W_buf
@@ -140,9 +158,11 @@ class _DSGBase(BaseEstimator):
                 np.concatenate([b for _, b in blocks]))
 
     def _raw_predict(self, X: np.ndarray, upto: int | None = None) -> np.ndarray:
-        """``f(X) = Σ_j α_jᵀ φ_j(X)`` over iterations 1…upto, blockwise."""
+        """``f(X) = Σ_j α_jᵀ φ_j(X)`` over iterations 1…upto, blockwise: shape (m,), or
+        (m, K) under the multinomial loss."""
         upto = self.n_iter_ if upto is None else upto
-        out = np.zeros(X.shape[0])
+        K = self._coef_buf.shape[2]
+        out = np.zeros((X.shape[0], K))
         r = self._coef_buf.shape[1]
         # iterations per block: all cached ones that fit in about 2²⁰ entries of X W, or
         # PREDICT_BLOCK at a time when the features have to be regenerated
@@ -155,12 +175,18 @@ class _DSGBase(BaseEstimator):
             Z = X @ W
             Z += b
             np.cos(Z, out=Z)
-            out += Z @ self._coef_buf[start:stop].ravel()
-        return out * (math.sqrt(2.0) * self.scale_)
+            out += Z @ self._coef_buf[start:stop].reshape(-1, K)
+        out *= math.sqrt(2.0) * self.scale_
+        return out if self._multi() else out[:, 0]
+
+    def _multi(self) -> bool:
+        return self._loss_name() in MULTICLASS_LOSSES
 
     # -- Algorithm 1 ---------------------------------------------------------------------
     def _step(self, Xb: np.ndarray, yb: np.ndarray, loss: Loss, theta: float, t0: float
-              ) -> float:
+              ) -> tuple[float, np.ndarray, float]:
+        """One iteration; returns the batch's mean loss before the update, the loss
+        gradients l'(f(x_b), y_b) and the step γ."""
         i = self.n_iter_ + 1
         r = self._coef_buf.shape[1]
         gamma = theta / (i + t0)
@@ -175,10 +201,10 @@ class _DSGBase(BaseEstimator):
         phi = Xb @ W
         phi += b
         np.cos(phi, out=phi)
-        alpha = (-gamma * math.sqrt(2.0) / (len(yb) * r)) * (g @ phi)
+        alpha = (-gamma * math.sqrt(2.0) / (len(yb) * r)) * (phi.T @ g)
         self.scale_ *= 1.0 - gamma * float(self.nu)
         self._grow(i)
-        self._coef_buf[i - 1] = alpha / self.scale_
+        self._coef_buf[i - 1] = alpha.reshape(r, -1) / self.scale_
         self._W_buf[:, (i - 1) * r: i * r] = W
         self._b_buf[(i - 1) * r: i * r] = b
         self._n_cached = i
@@ -187,24 +213,26 @@ class _DSGBase(BaseEstimator):
             self.scale_ = 1.0
         self.n_iter_ = i
         self.n_samples_seen_ += len(yb)
-        return float(np.mean(loss.value(f, yb)))
+        return float(np.mean(loss.value(f, yb))), g, gamma
 
     def _run(self, X: np.ndarray, y: np.ndarray, batches: Any,
              eval_set: tuple[np.ndarray, np.ndarray] | None = None) -> None:
         loss, theta, t0 = self._check_params()
         recent: list[float] = []
         for idx in batches:
-            recent.append(self._step(X[idx], y[idx], loss, theta, t0))
+            value, grad, gamma = self._step(X[idx], y[idx], loss, theta, t0)
+            recent.append(value)
             if self.callback is not None and self.n_iter_ % self.callback_every == 0:
                 info = {"iteration": self.n_iter_, "samples_seen": self.n_samples_seen_,
-                        "train_loss": float(np.mean(recent)), "model": self}
+                        "train_loss": float(np.mean(recent)), "model": self,
+                        "batch_index": idx, "batch_grad": grad, "step": gamma}
                 if eval_set is not None:
                     Xv, yv = eval_set
                     info["test_loss"] = float(np.mean(loss.value(self._raw_predict(Xv), yv)))
                 recent = []
                 if self.callback(info) is False:
                     break
-        self.coef_ = self._coef_buf[: self.n_iter_]
+        self.coef_ = self._coef_view()
         if not self.cache_features:  # the model is the coefficients and the seed
             self._W_buf = np.zeros((X.shape[1], 0))
             self._b_buf = np.zeros(0)
@@ -346,14 +374,30 @@ class DSGRegressor(RegressorMixin, _DSGBase):
 
 
 class DSGClassifier(ClassifierMixin, _DSGBase):
-    """Binary kernel classification by doubly stochastic gradients.
+    """Kernel classification by doubly stochastic gradients.
 
     Parameters as :class:`DSGRegressor`, with ``loss`` one of ``"hinge"``,
-    ``"squared_hinge"``, ``"logistic"``. Labels are mapped to ±1 (``classes_[1]`` is +1).
+    ``"squared_hinge"``, ``"logistic"``, ``"multinomial"``. With two classes the labels are
+    mapped to ±1 (``classes_[1]`` is +1) and f is one score. With more than two classes —
+    or with ``loss="multinomial"`` — f has one score per class and the loss is the
+    multinomial (softmax) one; ``"logistic"`` is taken to mean it there, as in
+    scikit-learn's logistic regression. ``multinomial_`` says which was used.
     """
 
     _parameter_checks: ClassVar = {**_DSGBase._parameter_checks,
-                                   "loss": OneOf(CLASSIFICATION_LOSSES)}
+                                   "loss": OneOf(CLASSIFICATION_LOSSES + MULTICLASS_LOSSES)}
+
+    def _loss_name(self) -> str:
+        return "multinomial" if getattr(self, "multinomial_", False) else str(self.loss)
+
+    def _set_classes(self, classes: np.ndarray) -> None:
+        self.classes_ = classes
+        k = classes.size
+        if k > 2 and self.loss not in ("logistic", "multinomial"):
+            raise ValueError(f"the {self.loss} loss separates two classes and the target has "
+                             f"{k}; use loss='logistic' (multinomial softmax) for more")
+        self.multinomial_ = k > 2 or self.loss == "multinomial"
+        self._n_outputs = k if self.multinomial_ else 1
 
     def __init__(self, loss: str = "logistic", *, kernel: str = "gaussian",
                  sigma: float | None = None, nu: float = 1e-4, theta: float | None = None,
@@ -369,18 +413,27 @@ class DSGClassifier(ClassifierMixin, _DSGBase):
                          random_state=random_state)
 
     def _labels(self, y: np.ndarray) -> np.ndarray:
+        """±1 labels, or class codes 0 … K−1 under the multinomial loss."""
+        if self.multinomial_:
+            codes = np.searchsorted(self.classes_, y)
+            if np.any(codes >= self.classes_.size) or np.any(self.classes_[
+                    np.minimum(codes, self.classes_.size - 1)] != y):
+                raise ValueError("y holds labels not seen in the classes of the first fit")
+            return codes.astype(np.float64)
         return np.where(y == self.classes_[1], 1.0, -1.0)
 
     def fit(self, X: Any, y: Any, eval_set: tuple[Any, Any] | None = None) -> DSGClassifier:
         """Train for ``n_iter`` iterations; ``eval_set`` as in :meth:`DSGRegressor.fit`."""
-        X, y = validate_data(self, X, y, dtype=np.float64)
+        warm = self.warm_start and getattr(self, "n_iter_", 0) > 0
+        X, y = validate_data(self, X, y, dtype=np.float64, reset=not warm)
         kind = type_of_target(y, input_name="y", raise_unknown=True)
-        if kind != "binary":
-            raise ValueError(f"Only binary classification is supported by DSGClassifier; "
-                             f"got a {kind} target with {len(np.unique(y))} classes")
-        self.classes_ = np.unique(y)
-        if self.classes_.size != 2:
-            raise ValueError("DSGClassifier needs two classes; only one class is present")
+        if kind not in ("binary", "multiclass"):
+            raise ValueError(f"DSGClassifier needs class labels; got a {kind} target")
+        if not warm:
+            classes = np.unique(y)
+            if classes.size < 2:
+                raise ValueError("DSGClassifier needs two classes; only one class is present")
+            self._set_classes(classes)
         ev = None
         if eval_set is not None:
             Xv = validate_data(self, eval_set[0], reset=False, dtype=np.float64)
@@ -392,9 +445,11 @@ class DSGClassifier(ClassifierMixin, _DSGBase):
         first = not hasattr(self, "coef_")
         X, y = validate_data(self, X, y, dtype=np.float64, reset=first)
         if first:
-            self.classes_ = np.unique(y if classes is None else classes)
-            if self.classes_.size != 2:
-                raise ValueError("partial_fit needs the two classes (pass classes=[a, b])")
+            found = np.unique(y if classes is None else classes)
+            if found.size < 2:
+                raise ValueError("partial_fit needs every class on the first call "
+                                 "(pass classes=[a, b, …])")
+            self._set_classes(found)
         self._partial_xy(X, self._labels(y))
         return self
 
@@ -404,9 +459,18 @@ class DSGClassifier(ClassifierMixin, _DSGBase):
         return self._raw_predict(X)
 
     def predict(self, X: Any) -> np.ndarray:
-        return np.where(self.decision_function(X) >= 0, self.classes_[1], self.classes_[0])
+        score = self.decision_function(X)
+        if self.multinomial_:
+            return self.classes_[np.argmax(score, axis=1)]
+        return np.where(score >= 0, self.classes_[1], self.classes_[0])
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.classifier_tags.multi_class = False
-        return tags
+    def predict_proba(self, X: Any) -> np.ndarray:
+        """Class probabilities under the logistic or multinomial loss."""
+        if self._loss_name() not in ("logistic", "multinomial"):
+            raise AttributeError(f"predict_proba needs the logistic loss, not {self.loss!r}")
+        score = self.decision_function(X)
+        if not self.multinomial_:
+            score = np.column_stack([np.zeros_like(score), score])
+        score = score - score.max(axis=1, keepdims=True)
+        e = np.exp(score)
+        return e / e.sum(axis=1, keepdims=True)
