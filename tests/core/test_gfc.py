@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
+import math
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from sklearn.linear_model import Ridge
@@ -10,12 +14,15 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.models.feature_ridge import feature_ridge, ridge_loo
 from kernel_lab.core.models.gfc import (
+    PROTOCOLS,
     DescentSettings,
     GreedyFeatureRegressor,
     amplitudes,
     greedy_descent,
     profiled_objective,
     profiled_objective_batch,
+    relative_change,
+    step_search,
 )
 from kernel_lab.engine.executors import ThreadExecutor
 
@@ -129,9 +136,10 @@ def test_gfc_fits_friedman_close_to_the_noise():
     assert rmse < 0.8  # noise std is 1, the target's std about 5
 
 
-def test_same_seed_same_model_on_any_executor():
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_same_seed_same_model_on_any_executor(protocol):
     X, y, _ = _friedman(800, 2)
-    kw = dict(n_features=20, n_passes=3, subset_size=400, random_state=7)
+    kw = dict(n_features=20, n_passes=3, subset_size=400, protocol=protocol, random_state=7)
     a = GreedyFeatureRegressor(**kw).fit(X, y)
     b = GreedyFeatureRegressor(**kw).fit(X, y)
     c = GreedyFeatureRegressor(**kw, executor=ThreadExecutor(2)).fit(X, y)
@@ -216,3 +224,104 @@ def test_ridge_loo_handles_duplicate_features_and_rejects_bad_grid():
     assert np.all(np.isfinite(coef)) and np.isfinite(loo)
     with pytest.raises(ParameterError, match="ν"):
         ridge_loo(F, y, np.array([0.0, 1.0]))
+
+
+# -- the paper's protocol --------------------------------------------------------------------
+def _literal_paper_descent(X, y, f0, settings, rng):
+    """Algorithm 1 as the paper prints it, with its use of the folds: c fitted on one fold
+    and θ tuned on all the others (the roles rotating), the step's feature added (line 4)
+    and only then the relative-ε test on the sample's training error (line 5). The
+    amplitudes come from scikit-learn's Ridge; θ from the module's own step search, so
+    that the random draws are the same."""
+    n = len(y)
+    Xa = np.hstack([X, np.ones((n, 1))])
+    perm = rng.permutation(n)
+    folds = np.array_split(perm, settings.n_folds)
+    W, f, E = [], f0.copy(), [np.mean((y - f0) ** 2)]
+    for k in range(settings.max_steps):
+        t = k % len(folds)
+        tr = folds[t]
+        va = np.concatenate([folds[j] for j in range(len(folds)) if j != t])
+        theta = step_search((Xa[tr], f[tr], y[tr]), (Xa[va], f[va], y[va]), settings, rng)
+        A = np.column_stack([f, np.ones(n), np.cos(Xa @ theta)])
+        c = Ridge(alpha=settings.lam * n, fit_intercept=False, solver="cholesky",
+                  tol=1e-12).fit(A, y).coef_
+        f = A @ c
+        W.append(theta)
+        E.append(np.mean((y - f) ** 2))
+        if abs(E[-1] - E[-2]) / max(E[-1], E[-2]) < settings.eps:
+            break
+    return np.array(W), f, E
+
+
+def _wavy(seed, n=400, d=3):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, size=(n, d))
+    y = np.sin(3 * X[:, 0]) + X[:, 1] ** 2 + 0.3 * rng.normal(size=n)
+    return X, y - y.mean()
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_paper_rule_equals_a_literal_algorithm_1(seed):
+    X, y = _wavy(seed)
+    f0 = np.zeros(len(y))
+    base = DescentSettings(max_steps=10, eps=0.0, protocol="paper", candidates=64)
+    full, _, e_full = greedy_descent(X, y, f0, base, np.random.default_rng(seed))
+    assert full.shape[0] == 10  # ε = 0: the rule never fires (a change is never < 0)
+    r = [relative_change(a, b) for a, b in itertools.pairwise(e_full)]  # r[j]: step j + 1
+    # a precision that first fires at step k + 1: between r[k] and every earlier r
+    k = next(j for j in range(2, len(r)) if r[j] < min(r[:j]))
+    eps = math.sqrt(r[k] * min(r[:k]))
+    settings = replace(base, eps=eps)
+    thetas, f, errors = greedy_descent(X, y, f0, settings, np.random.default_rng(seed))
+    assert thetas.shape[0] == k + 1  # the feature that triggers the stop is kept
+    np.testing.assert_array_equal(thetas, full[: k + 1])
+    lit_W, lit_f, lit_E = _literal_paper_descent(X, y, f0, settings,
+                                                 np.random.default_rng(seed))
+    np.testing.assert_allclose(thetas, lit_W, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(errors, lit_E, rtol=1e-8)
+    np.testing.assert_allclose(f, lit_f, rtol=1e-6, atol=1e-8)
+
+
+def test_paper_protocol_keeps_steps_that_the_held_out_check_rejects():
+    """On pure noise the held-out protocol ends at once; the paper's keeps adding
+    features, since fitting noise still changes the training error by more than ε."""
+    rng = np.random.default_rng(5)
+    X = rng.uniform(-1, 1, size=(1000, 5))
+    y = rng.normal(size=1000)
+    held, _, _ = greedy_descent(X, y, np.zeros(1000), DescentSettings(max_steps=20),
+                                np.random.default_rng(0))
+    paper, _, errors = greedy_descent(X, y, np.zeros(1000),
+                                      DescentSettings(max_steps=20, protocol="paper"),
+                                      np.random.default_rng(0))
+    assert held.shape[0] <= 3 and paper.shape[0] == 20
+    assert errors[-1] < errors[0]
+
+
+@pytest.mark.parametrize("n_passes, n_descents", [(1, 1), (3, 2), (10, 4)])
+def test_paper_protocol_reaches_the_budget_unless_the_rule_fires(n_passes, n_descents):
+    X, y, _ = _friedman(1200, 8)
+    kw = dict(n_passes=n_passes, n_descents=n_descents, protocol="paper", eta=0.0,
+              candidates=64, random_state=0)
+    exact = GreedyFeatureRegressor(30, eps=0.0, **kw).fit(X, y)
+    assert exact.n_features_out_ == 30
+    assert sum(h["short_descents"] for h in exact.history_) == 0
+    default = GreedyFeatureRegressor(30, **kw).fit(X, y)
+    if sum(h["short_descents"] for h in default.history_) == 0:
+        assert default.n_features_out_ == 30
+    held = GreedyFeatureRegressor(30, **{**kw, "protocol": "held-out"}).fit(X, y)
+    assert held.n_features_out_ < 30  # the held-out check stops once the residual is noise
+
+
+def test_paper_rule_firing_ends_a_descent_short():
+    X, y, _ = _friedman(1200, 9)
+    model = GreedyFeatureRegressor(30, n_passes=1, n_descents=2, protocol="paper", eps=0.05,
+                                   eta=0.0, candidates=64, random_state=0).fit(X, y)
+    assert model.history_[0]["short_descents"] >= 1
+    assert 2 <= model.n_features_out_ < 30  # every descent adds at least its first step
+
+
+def test_unknown_protocol_is_named():
+    X, y, _ = _friedman(100, 5)
+    with pytest.raises(ParameterError, match="protocol must be one of: held-out, paper"):
+        GreedyFeatureRegressor(protocol="loose").fit(X, y)

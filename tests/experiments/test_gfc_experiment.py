@@ -9,8 +9,15 @@ import pytest
 
 from kernel_lab.cli import main
 from kernel_lab.core.errors import ParameterError
-from kernel_lab.engine import run_experiment
-from kernel_lab.experiments.gfc import baseline_sizes, main_inputs, percent_rmse, range_scaling
+from kernel_lab.engine import run, run_experiment
+from kernel_lab.engine.presets import load_preset
+from kernel_lab.experiments.gfc import (
+    STOPPING_RULES,
+    baseline_sizes,
+    main_inputs,
+    percent_rmse,
+    range_scaling,
+)
 
 RFF = ("rff-gaussian", "rff-laplace", "rff-cauchy")
 
@@ -110,3 +117,51 @@ def test_breiman_gfc_within_five_percent_of_the_best_random_features():
     best = min(err[m] for m in RFF)
     assert err["gfc"] <= 1.05 * best
     assert 3.0 < err["gfc"] < 7.0
+
+
+def test_protocols_differ_where_expected_and_say_so():
+    """Friedman, n = 2000: the held-out protocol stops short of 40 features, the paper's
+    builds all 40 (one descent step each per pass); the summaries name the protocol."""
+    kw = {"n_features": 40, "points": 1, "bandwidths": 2, "seed": 1,
+          "methods": ["gfc", "rff-gaussian"]}
+    data = "friedman:n=2000,n_test=500"
+    runs = {p: run_experiment("gfc", {**kw, "protocol": p}, data=data)
+            for p in ("held-out", "paper")}
+    for p, r in runs.items():
+        assert r.summaries["protocol"] == p
+        assert r.summaries["stopping_rule"] == STOPPING_RULES[p]
+        assert r.params["protocol"] == p
+    paper, held = runs["paper"], runs["held-out"]
+    assert paper.summaries["features_built[gfc]"] == 40
+    rows = np.isfinite(paper.table["features[gfc]"])
+    assert list(paper.table["features[gfc]"][rows]) == list(range(4, 41, 4))
+    assert held.summaries["features_built[gfc]"] < 40
+    # the baselines do not depend on the protocol
+    assert paper.summaries["error[rff-gaussian]"] == held.summaries["error[rff-gaussian]"]
+    again = run_experiment("gfc", {**kw, "protocol": "paper"}, data=data)
+    np.testing.assert_array_equal(again.table["error[gfc]"], paper.table["error[gfc]"])
+
+
+def test_protocol_is_checked_and_absent_without_gfc():
+    with pytest.raises(ParameterError, match="protocol"):
+        run_experiment("gfc", {"n_features": 5, "protocol": "loose"},
+                       data="friedman:n=200,n_test=50")
+    r = run_experiment("gfc", {"n_features": 5, "points": 1, "bandwidths": 1,
+                               "methods": ["rff-gaussian"]}, data="friedman:n=200,n_test=50")
+    assert "protocol" not in r.summaries
+
+
+@pytest.mark.slow
+def test_paper_preset_shows_what_its_text_says():
+    """The full gfc-paper preset (about a minute on 2 cores): exactly 100 features,
+    about a third below the best random features at 100, below them already at 20,
+    and flat from 40 features on."""
+    r = run(load_preset("gfc-paper").spec)
+    s, t = r.summaries, r.table
+    assert s["protocol"] == "paper" and s["features_built[gfc]"] == 100
+    best = min(s[f"error[{m}]"] for m in RFF)
+    assert 0.6 < s["error[gfc]"] / best < 0.75
+    rows = np.isfinite(t["features[gfc]"])
+    feats, errs = t["features[gfc]"][rows], t["error[gfc]"][rows]
+    assert errs[feats == 20][0] < best
+    assert np.ptp(errs[feats >= 40]) < 0.02 * errs[-1]
