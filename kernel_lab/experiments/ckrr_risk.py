@@ -38,6 +38,9 @@ from kernel_lab.experiments.registry import register
 FAMILIES = ("linear", "polynomial", "sigmoid", "exponential")
 #: What :func:`run_trial` returns per kernel, each on the λ grid plus the appended λ*.
 TRIAL_CURVES = ("R_train", "R_test", "thm2", "lemma1")
+#: The test-risk plot's marker at λ̂ (the median trial's Theorem 2 choice) and its cost in
+#: % (the table holds them at λ̂'s grid row only).
+CHOICE_SERIES = ("R_test_emp_at_thm2_choice", "thm2_choice_cost_pct")
 
 
 def paper_kernels(names: list[str], params: Mapping[str, Any]) -> dict[str, InnerProductKernel]:
@@ -136,13 +139,16 @@ class CkrrRiskExperiment(Experiment):
         "noiseless target f), averaged over independent Monte Carlo trials. Lines: the limits "
         "that random-matrix theory predicts when n and p grow together (Elkhalil et al., "
         "Theorem 1). Dashed: the Theorem 2 estimate of the test risk, computed from the "
-        "training data alone. What to look for: λ and the kernel enter the limiting test risk "
+        "training data alone; the diamond marks the λ it picks (median over trials), and the "
+        "legend says what that choice costs in mean test risk against the best λ. What to "
+        "look for: λ and the kernel enter the limiting test risk "
         "only through z = −(λ + ν)/g'(0), so every kernel reaches the same minimum test risk, "
         "each at its own λ*. The estimate lets you pick λ without a validation set. The "
         "Lemma 1 estimate (its own plot) is unstable at small λ, as the paper warns, and "
         "agreement for non-linear kernels degrades at small λ (finite-size effects). On real "
-        "data the response is taken as the noiseless f and noise is added per trial; there is "
-        "no limit curve there, since Σ and f are unknown."
+        "data the response is taken as the noiseless f, noise is added and the data re-split "
+        "per trial (training points: all of the training split, or n_train of them); there "
+        "is no limit curve there, since Σ and f are unknown."
     )
     params = (
         ParamSpec("kernels", "choices", list(FAMILIES), choices=FAMILIES,
@@ -163,12 +169,19 @@ class CkrrRiskExperiment(Experiment):
         ParamSpec("noise", "float", 0.5, label="noise σ² (real data)", low=0.0, high=1e6,
                   help="real-data mode only: variance of the noise added to the response; "
                        "synthetic data use their generator's noise"),
+        ParamSpec("n_train", "int", None, label="training points (real data)", low=2,
+                  high=10_000_000, allow_auto=True,
+                  help="real-data mode only: training points drawn afresh in every trial; "
+                       "all the remaining points are test points. auto = the size of the "
+                       "data's training split. Synthetic data use their generator's n"),
     )
     plots = (
         PlotSpec("Test risk against λ", "lam",
                  (Curve("R_test_limit", "limit", "limit", star=True),
                   Curve("R_test_emp_mean", "empirical", "empirical", spread="R_test_emp_std"),
-                  Curve("R_test_thm2_mean", "estimate", "Theorem 2")),
+                  Curve("R_test_thm2_mean", "estimate", "Theorem 2"),
+                  Curve("R_test_emp_at_thm2_choice", "choice", "Theorem 2's λ, cost:",
+                        note="{group} {thm2_choice_cost_pct:+.1f} %")),
                  xlabel="λ", ylabel="test risk", logx=True),
         PlotSpec("Training risk against λ", "lam",
                  (Curve("R_train_limit", "limit", "limit", star=True),
@@ -185,6 +198,7 @@ class CkrrRiskExperiment(Experiment):
 
     def estimate(self, params: Mapping[str, Any], n: int, p: int) -> dict[str, Any]:
         m = params.get("n_test", 2000)
+        n = params.get("n_train") or n
         trials, kernels = params.get("trials", 1), len(params.get("kernels", [])) or 1
         r = min(n, p)  # the estimators: a Gram matrix (r×r) and its tridiagonal reduction
         flops = trials * (kernels * (9.0 * n**3 + 2.0 * n * n * p + 2.0 * m * n * p)
@@ -226,13 +240,19 @@ class CkrrRiskExperiment(Experiment):
                 raise ParameterError("real-data mode needs noise σ² > 0 (parameter noise)")
             X_all = np.concatenate([data.X_train, data.X_test])
             f_all = np.concatenate([data.y_train, data.y_test])
-            n_test = data.n_test
-            if n_test < 1:
+            n = params["n_train"] or n
+            n_test = X_all.shape[0] - n
+            if params["n_train"] is None and n_test < 1:
                 raise ParameterError("real-data mode needs a test split (test fraction > 0)")
-            summaries["noise"] = noise
+            if n_test < 1:
+                raise ParameterError(f"n_train = {n} leaves no test point: the data have "
+                                     f"{X_all.shape[0]} points; choose at most "
+                                     f"{X_all.shape[0] - 1}")
+            summaries.update(n=n, n_test=n_test, c=data.p / n, noise=noise)
         for name in kernels:
             for key in ("R_train_emp_mean", "R_train_emp_std", "R_test_emp_mean",
-                        "R_test_emp_std", "R_test_thm2_mean", "R_test_lemma1_mean"):
+                        "R_test_emp_std", "R_test_thm2_mean", "R_test_lemma1_mean",
+                        *CHOICE_SERIES):
                 table[f"{key}[{name}]"] = nan.copy()
         yield PartialResult(0.02, "theory curves" if synthetic else "real-data mode: no limit",
                             dict(table), dict(summaries))
@@ -336,10 +356,17 @@ class CkrrRiskExperiment(Experiment):
             thm2_t = np.where(np.isfinite(stack["thm2"][:, :L]), stack["thm2"][:, :L], np.inf)
             pick = np.argmin(thm2_t, axis=1)
             chosen = stack["R_test"][np.arange(pick.size), pick]
-            summaries[f"lam_thm2_choice_median[{name}]"] = float(np.median(grid[pick]))
+            # λ̂: the median trial's choice (the lower one for an even count), a grid point
+            i_hat = int(np.sort(pick)[(pick.size - 1) // 2])
+            cost = float(100.0 * (chosen.mean() / summaries[f"R_test_min_emp[{name}]"] - 1.0))
+            summaries[f"lam_thm2_choice_median[{name}]"] = float(grid[i_hat])
             summaries[f"R_test_at_thm2_choice[{name}]"] = float(chosen.mean())
-            summaries[f"thm2_choice_cost_pct[{name}]"] = float(
-                100.0 * (chosen.mean() / summaries[f"R_test_min_emp[{name}]"] - 1.0))
+            summaries[f"thm2_choice_cost_pct[{name}]"] = cost
+            # the plot's marker: the mean empirical test risk at λ̂, labelled with the cost
+            for series, value in zip(CHOICE_SERIES, (table[f"R_test_emp_mean[{name}]"][i_hat],
+                                                      cost), strict=True):
+                table[f"{series}[{name}]"] = np.full(L, np.nan)
+                table[f"{series}[{name}]"][i_hat] = value
             if final:  # the estimator's λ*: continuous in λ, one search on the mean curve
                 # τ as in the trials: the law's on synthetic data, each trial's own on real
                 taus = [summaries["tau"] if synthetic else e.tau for e in spectra]

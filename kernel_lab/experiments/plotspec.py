@@ -2,11 +2,11 @@
 
 An experiment declares its plots as :class:`PlotSpec` values; each names its curves as
 :class:`Curve` values with a **role** (``limit``, ``empirical``, ``estimate``,
-``reference``, ``baseline``, ``measured``), a legend label, whether its minimum gets a
-star and which series holds its spread. Viewers (the window, the headless renderer, the
-HTML report) style by role and never parse column names: :func:`resolve_curves` turns a
-spec and a result table into the concrete lines to draw, and :func:`legend_entries` into
-the legend, both without Qt.
+``reference``, ``baseline``, ``measured``, ``choice``), a legend label, whether its
+minimum gets a star, which series holds its spread and a legend note read from the table.
+Viewers (the window, the headless renderer, the HTML report) style by role and never parse
+column names: :func:`resolve_curves` turns a spec and a result table into the concrete lines
+to draw, and :func:`legend_entries` into the legend, both without Qt.
 
 Result tables stay keyed by plain column names (they are written to CSV and JSON); a
 column is a *series*, optionally of a *group* (a kernel, a method, a sampler), written
@@ -15,12 +15,15 @@ column is a *series*, optionally of a *group* (a kernel, a method, a sampler), w
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import math
+import string
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-#: What a curve is; viewers map each role to a line style.
-ROLES = ("measured", "empirical", "limit", "estimate", "reference", "baseline")
+#: What a curve is; viewers map each role to a line style. A ``choice`` is a point picked
+#: by a rule (a λ chosen by an estimator), drawn as a marker alone.
+ROLES = ("measured", "empirical", "limit", "estimate", "reference", "baseline", "choice")
 #: Line dash overrides a curve may declare (else its role decides).
 DASHES = ("", "solid", "dash", "dot")
 #: The group that stands for "the curve's own group" in an x series (``features[*]``).
@@ -75,6 +78,11 @@ class Curve:
         A series holding the curve's ± spread (drawn as a shaded band on linear y axes).
     dash : str
         Override the role's dash: ``"solid"``, ``"dash"`` or ``"dot"``.
+    note : str
+        A legend text per line, read from the table at the line's first finite point: a
+        format string over ``group`` and series of the table (taken in the line's group),
+        e.g. ``"{group}: {cost_pct:+.1f} %"``. The legend shows the curve's style and
+        label, then an entry per line with its marker as the sample.
     """
 
     series: str
@@ -83,12 +91,23 @@ class Curve:
     star: bool = False
     spread: str = ""
     dash: str = ""
+    note: str = ""
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:
             raise ValueError(f"curve {self.series!r}: role {self.role!r} is not one of {ROLES}")
         if self.dash not in DASHES:
             raise ValueError(f"curve {self.series!r}: dash {self.dash!r} is not one of {DASHES}")
+        try:
+            _ = self.note_fields
+        except ValueError as exc:
+            raise ValueError(f"curve {self.series!r}: note {self.note!r}: {exc}") from None
+
+    @property
+    def note_fields(self) -> tuple[str, ...]:
+        """The series a note reads (its format fields other than ``group``)."""
+        fields = (f for _, f, _, _ in string.Formatter().parse(self.note) if f is not None)
+        return tuple(f for f in fields if f != "group")
 
     @property
     def text(self) -> str:
@@ -96,7 +115,8 @@ class Curve:
 
     def to_dict(self) -> dict[str, Any]:
         return {"series": self.series, "role": self.role, "label": self.text,
-                "star": self.star, "spread": self.spread, "dash": self.dash}
+                "star": self.star, "spread": self.spread, "dash": self.dash,
+                "note": self.note}
 
 
 @dataclass(frozen=True)
@@ -207,24 +227,55 @@ def series_columns(series: Iterable[str], columns: Iterable[str]) -> list[str]:
 
 @dataclass(frozen=True)
 class LegendEntry:
-    """A legend line: ``column`` (an ungrouped line: its own item is the sample), or a
-    ``group`` colour sample, or a ``curve`` style sample (role and dash, neutral colour)."""
+    """A legend line: ``column`` (an ungrouped line or a ``note``: its own item is the
+    sample), or a ``group`` colour sample, or a ``curve`` style sample (role and dash,
+    neutral colour). A note's text follows the table (see :func:`note_text`)."""
 
     key: str
     text: str
     column: str = ""
     group: str = ""
     curve: Curve | None = None
+    note: bool = False
 
 
-def legend_entries(spec: PlotSpec, lines: list[CurveLine]) -> list[LegendEntry]:
+def note_text(line: CurveLine, table: Mapping[str, Any] | None) -> str:
+    """The legend text of a line of a curve with a ``note``, formatted from the table at
+    the line's first finite point; the group (else the curve's label) until there is one
+    or when a series the note reads is missing."""
+    fallback = line.key.group or line.curve.text
+    column = table.get(line.column, ()) if table is not None else ()
+    row = next((i for i, v in enumerate(column) if v is not None and math.isfinite(v)), None)
+    if row is None:
+        return fallback
+    values: dict[str, Any] = {"group": line.key.group}
+    for name in line.curve.note_fields:
+        col = table.get(SeriesKey(name, line.key.group).column)
+        if col is None or row >= len(col) or col[row] is None or not math.isfinite(col[row]):
+            return fallback
+        values[name] = float(col[row])
+    return line.curve.note.format_map(values)
+
+
+def legend_entries(spec: PlotSpec, lines: list[CurveLine],
+                   table: Mapping[str, Any] | None = None) -> list[LegendEntry]:
     """Per-line entries for ungrouped lines; for grouped ones one entry per group (its
     colour) then one per kind of curve (its line style) when there are several kinds, so
-    four kernels × three kinds need seven lines, not twelve."""
+    four kernels × three kinds need seven lines, not twelve. A curve with a ``note``
+    comes last: its style and label, then an entry per line with the text read from
+    ``table`` (:func:`note_text`)."""
     entries: list[LegendEntry] = []
+    notes: list[LegendEntry] = []
     kinds: list[LegendEntry] = []
     keys: set[str] = set()
     for line in lines:
+        if line.curve.note:  # its style under its label, then one entry per line
+            head = LegendEntry(f"kind:{line.curve.text}", line.curve.text, curve=line.curve)
+            if head.key not in {k.key for k in notes}:
+                notes.append(head)
+            notes.append(LegendEntry(f"note:{line.column}", note_text(line, table),
+                                     column=line.column, note=True))
+            continue
         if not line.grouped:
             entry = LegendEntry(f"col:{line.column}", line.curve.text, column=line.column)
         else:
@@ -235,4 +286,4 @@ def legend_entries(spec: PlotSpec, lines: list[CurveLine]) -> list[LegendEntry]:
         if entry.key not in keys:
             keys.add(entry.key)
             entries.append(entry)
-    return entries + (kinds if len(kinds) > 1 else [])
+    return entries + (kinds if len(kinds) > 1 else []) + notes

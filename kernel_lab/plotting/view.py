@@ -4,7 +4,8 @@ renderer share it.
 Curves are styled by their declared role (see
 :mod:`kernel_lab.experiments.plotspec`), never by their column names: limits are thick
 lines, empirical means dots with a shaded spread band, estimates and references dashed,
-measured curves and baselines lines with small markers.
+measured curves and baselines lines with small markers, choices (a point picked by a
+rule) large outlined diamonds.
 """
 
 from __future__ import annotations
@@ -38,7 +39,10 @@ ROLE_STYLES: dict[str, tuple[float, str, float]] = {
     "reference": (2.0, "dash", 0.0),
     "measured": (2.0, "solid", 4.0),
     "baseline": (2.0, "solid", 4.0),
+    "choice": (0.0, "solid", 12.0),
 }
+#: Marker shape and outline of the roles drawn with other than plain dots.
+ROLE_MARKERS: dict[str, tuple[str, str]] = {"choice": ("d", "k")}
 
 
 def curve_style(curve: Curve, color: str, scale: float = 1.0) -> dict[str, object]:
@@ -54,7 +58,9 @@ def curve_style(curve: Curve, color: str, scale: float = 1.0) -> dict[str, objec
     style: dict[str, object] = {
         "pen": pg.mkPen(color, width=width * scale, style=pen_style) if width else None}
     if symbol:
-        style.update(symbol="o", symbolSize=symbol * scale, symbolBrush=color, symbolPen=None)
+        shape, outline = ROLE_MARKERS.get(curve.role, ("o", ""))
+        style.update(symbol=shape, symbolSize=symbol * scale, symbolBrush=color,
+                     symbolPen=pg.mkPen(outline, width=1.0) if outline else None)
     else:
         style["symbol"] = None
     return style
@@ -202,20 +208,30 @@ class PlotView:
         self._band_edges: dict[str, tuple[object, object]] = {}
         self._legend_keys: set[str] = set()
         self._legend_samples: list[object] = []
+        self._note_labels: dict[str, object] = {}  # legend labels that follow the table
         self._drawn: dict[str, tuple[bytes, bytes, bytes | None]] = {}
         self.complete = True
 
-    def _sync_legend(self, lines: list[CurveLine], colors: Mapping[str, str]) -> None:
-        """Add the legend entries that are not there yet (see
-        :func:`~kernel_lab.experiments.plotspec.legend_entries`)."""
+    def _sync_legend(self, lines: list[CurveLine], colors: Mapping[str, str],
+                     table: Mapping[str, Sequence[float] | np.ndarray]) -> None:
+        """Add the legend entries that are not there yet and update the texts of notes
+        (see :func:`~kernel_lab.experiments.plotspec.legend_entries`)."""
+        import html
+
         import pyqtgraph as pg
 
-        for entry in legend_entries(self.spec, lines):
+        for entry in legend_entries(self.spec, lines, table):
+            text = html.escape(entry.text, quote=False)
             if entry.key in self._legend_keys:
+                label = self._note_labels.get(entry.key)
+                if label is not None and label.text != text:
+                    label.setText(text)
                 continue
             self._legend_keys.add(entry.key)
-            if entry.column:  # an ungrouped line: its own curve is the sample
-                self.legend.addItem(self.curves[entry.column], entry.text)
+            if entry.column:  # an ungrouped line or a note: its own curve is the sample
+                self.legend.addItem(self.curves[entry.column], text)
+                if entry.note:
+                    self._note_labels[entry.key] = self.legend.items[-1][1]
                 continue
             if entry.group:
                 style: dict[str, object] = {"pen": pg.mkPen(colors[entry.group], width=6)}
@@ -224,7 +240,7 @@ class PlotView:
                 style = curve_style(entry.curve, "#555555")
             sample = pg.PlotDataItem([], [], **style)
             self._legend_samples.append(sample)
-            self.legend.addItem(sample, entry.text)
+            self.legend.addItem(sample, text)
 
     def _draw_points(self, x: np.ndarray, y: np.ndarray, c: np.ndarray) -> None:
         """Points coloured by ``c`` on the viridis scale, drawn as one scatter item per
@@ -317,6 +333,8 @@ class PlotView:
             if col not in self.curves:
                 self.curves[col] = self.item.plot([], [], **curve_style(line.curve, color,
                                                                          self.scale))
+                if line.curve.role == "choice":
+                    self.curves[col].setZValue(25)  # a chosen point: above curves and stars
             shown += bool(mask.any())
             err = (np.asarray(table[line.spread], dtype=np.float64)[mask]
                    if line.spread is not None and not spec.logy else None)
@@ -343,7 +361,7 @@ class PlotView:
                 mid = y[mask][ok]
                 lo.setData(xs[ok], mid - err[ok])
                 hi.setData(xs[ok], mid + err[ok])
-        self._sync_legend([ln for ln in lines if ln.column in self.curves], colors)
+        self._sync_legend([ln for ln in lines if ln.column in self.curves], colors, table)
         if spec.y_range_from:
             ref = [np.asarray(table[c], dtype=np.float64)
                    for c in series_columns(spec.y_range_from, table)]
@@ -436,6 +454,7 @@ class PlotView:
         self.legend.clear()
         self._legend_keys.clear()
         self._legend_samples.clear()
+        self._note_labels.clear()
 
     def clear_pins(self) -> None:
         for ghost in self.pins:

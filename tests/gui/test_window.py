@@ -116,7 +116,9 @@ def test_ckrr_streams_and_equals_the_cli(window, qtbot, tmp_path):
     result = run_and_wait(window, qtbot)
     assert len(partials) >= 1 + 2 + 1  # start, theory first, then trial by trial, final
     labels = {label.text for _, label in window.plot_views[0].legend.items}
-    assert labels == {"linear", "exponential", "limit", "empirical", "Theorem 2"}
+    cost = {k: result.summaries[f"thm2_choice_cost_pct[{k}]"] for k in ("linear", "exponential")}
+    assert labels == {"linear", "exponential", "limit", "empirical", "Theorem 2",
+                      "Theorem 2's λ, cost:", *(f"{k} {c:+.1f} %" for k, c in cost.items())}
     shown = {window.results.item(r, 0).text() for r in range(window.results.rowCount())}
     assert "lam_star_limit[linear]" in shown
     out = tmp_path / "cli"
