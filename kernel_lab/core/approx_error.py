@@ -71,9 +71,13 @@ def spectral_error(X: np.ndarray, kernel: Kernel, F: np.ndarray, *,
 
 def _largest(matvec: Any, n: int) -> float:
     """Largest |eigenvalue| of a symmetric operator by Lanczos (ARPACK)."""
+    v0 = np.ones(n) / np.sqrt(n)
+    if not np.any(matvec(v0)):  # ARPACK fails on an exactly zero start (K = F Fᵀ)
+        v0 = np.random.default_rng(0).standard_normal(n)
+        if not np.any(matvec(v0)):
+            return 0.0
     op = LinearOperator((n, n), matvec=matvec, dtype=np.float64)
-    vals = eigsh(op, k=1, which="LM", return_eigenvectors=False, tol=1e-6,
-                 v0=np.ones(n) / np.sqrt(n))
+    vals = eigsh(op, k=1, which="LM", return_eigenvectors=False, tol=1e-6, v0=v0)
     return float(abs(vals[0]))
 
 

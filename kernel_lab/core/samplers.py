@@ -5,17 +5,20 @@ indices, per-point scores where the method has them (for display), and the numbe
 kernel entries evaluated. The scalable samplers (uniform, recursive RLS and its
 accelerated variant, randomly pivoted Cholesky) evaluate O(n s) entries; the exact
 ridge-leverage-score sampler forms the n×n matrix and is a reference for small n.
+Recursive RLS at a fixed λ (``RecursiveRLSSampler(lam=λ)``, Algorithm 2) is called with
+``s=None`` and returns as many landmarks as d_eff(λ) calls for.
 
 References
 ----------
 C. Musco and C. Musco, "Recursive sampling for the Nyström method", NIPS 2017
-(Algorithm 3; accelerated variant of Section 5.2.1).
+(Algorithms 2 and 3; accelerated variant of Section 5.2.1).
 Y. Chen, E. Epperly, J. Tropp, R. Webber, "Randomly pivoted Cholesky", 2022.
 """
 
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -24,6 +27,10 @@ import numpy as np
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.kernels import Kernel
 from kernel_lab.core.memory import check_allocation
+
+#: Algorithm 2 (fixed λ) halves n until a level has at most this many points, all of which
+#: are its landmarks (the paper's base case, without the constants of its proof).
+FIXED_LAMBDA_BASE = 64
 
 
 class CountingKernel:
@@ -88,6 +95,23 @@ def _distinct_by_weight(weights: np.ndarray, s: int, rng: np.random.Generator) -
         rest = np.setdiff1d(np.arange(w.size), chosen)
         chosen = np.concatenate([chosen, rng.choice(rest, size=s - take, replace=False)])
     return np.sort(chosen.astype(np.int64))
+
+
+def _in_order(pts: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    """Scores of the points ``pts`` (a permutation of 0..n−1) put back in index order."""
+    full = np.empty(pts.size)
+    full[pts] = scores
+    return full
+
+
+def check_fixed_lam(lam: Any) -> float:
+    """A fixed ridge λ: positive and finite, else a ParameterError saying so."""
+    if (isinstance(lam, bool) or not isinstance(lam, numbers.Real)
+            or not (math.isfinite(lam) and lam > 0)):
+        raise ParameterError(f"the ridge λ of recursive RLS sampling (Algorithm 2) must be "
+                             f"positive and finite, got {lam!r}; e.g. 1e-2 (the "
+                             f"approximation then meets ‖K − K̃‖₂ ≲ λ)")
+    return float(lam)
 
 
 def lambda_for_budget(SKS: np.ndarray, w: np.ndarray, s: int) -> float:
@@ -176,30 +200,88 @@ class ExactRLSSampler(Sampler):
 
 
 class RecursiveRLSSampler(Sampler):
-    """Recursive ridge-leverage-score sampling with a fixed budget s (Musco & Musco,
-    Algorithm 3, as in the authors' reference code; see ``docs/papers.md``).
+    """Recursive ridge-leverage-score sampling (Musco & Musco; see ``docs/papers.md``).
+
+    With a budget s (``lam=None``): Algorithm 3 as in the authors' reference code — each
+    level's λ is chosen so that about s points come out, and the top level draws exactly
+    s distinct landmarks by their scores.
+
+    With a fixed ``lam`` (Algorithm 2): every level estimates the λ-ridge leverage scores
+    from the weighted sample of the level below and keeps each point independently with
+    probability ``p_i = min(1, q l̃_i)``, the top level included, so the number of landmarks
+    is random and set by the effective dimension: ``E s = Σ p_i ≥ d_eff(λ)``, and
+    ``‖K − K̃‖₂ ≤ λ`` with probability about 1 − δ. The oversampling is the paper's
+    ``16 log(Σ l̃ / δ)`` without the constant of its matrix-Bernstein proof,
+    ``q = max(1, log(Σ l̃ / δ))`` (as the reference code drops it for Algorithm 3), and its
+    base case ``m ≤ 192 log(1/δ)`` becomes: halve n until at most
+    :data:`FIXED_LAMBDA_BASE` points are left, all of them landmarks. (With ``log Σ l̃``
+    alone, a direction with eigenvalue a few times λ was missed in up to a fifth of the
+    draws when d_eff < 10.) If the top level keeps no point (λ above ‖K‖₂, where any
+    approximation meets the bound), one landmark is drawn by p so the features are not
+    empty.
 
     Parameters
     ----------
     accelerated : bool
         Use ``ceil(sqrt((n s + s³)/(4n)))`` landmarks on the recursive levels and s only at
-        the top (Section 5.2.1).
+        the top (Section 5.2.1); budget mode only.
+    lam : float or None
+        The fixed ridge λ of Algorithm 2; :meth:`sample` is then called with ``s=None``.
+    delta : float
+        Algorithm 2's failure probability δ ∈ (0, 1) (fixed λ only).
     """
 
     name = "recursive-rls"
     title = "recursive RLS"
 
-    def __init__(self, accelerated: bool = False) -> None:
+    def __init__(self, accelerated: bool = False, lam: float | None = None,
+                 delta: float = 0.1) -> None:
         self.accelerated = accelerated
+        self.lam = None if lam is None else check_fixed_lam(lam)
+        if isinstance(delta, bool) or not isinstance(delta, numbers.Real) \
+                or not 0.0 < delta < 1.0:
+            raise ParameterError(f"the failure probability δ of recursive RLS sampling must "
+                                 f"lie strictly between 0 and 1, got {delta!r}; e.g. 0.1")
+        self.delta = float(delta)
+        if accelerated and lam is not None:
+            raise ParameterError("the accelerated variant needs a budget s, not a fixed λ; "
+                                 "use RecursiveRLSSampler(lam=...) without accelerated")
 
-    def sample(self, X: np.ndarray, kernel: Kernel, s: int, rng: np.random.Generator) -> Sample:
-        n = _check(X, s)
+    def sample(self, X: np.ndarray, kernel: Kernel, s: int | None,
+               rng: np.random.Generator) -> Sample:
         counter = CountingKernel(kernel)
+        if self.lam is not None:
+            if s is not None:
+                raise ParameterError("with a fixed λ (Algorithm 2) the number of landmarks "
+                                     "follows from d_eff(λ); call sample with s=None")
+            n = X.shape[0]
+            levels = max(1, math.ceil(math.log2(n / FIXED_LAMBDA_BASE)))
+            pts, scores, lam = self._top_scores(X, counter, rng, levels, None)
+            keep = rng.random(n) < scores
+            if not keep.any():
+                keep[_distinct_by_weight(scores, 1, rng)] = True
+            return Sample(np.sort(pts[keep]), _in_order(pts, scores), counter.evaluations,
+                          lam)
+        n = _check(X, s)
         if s == n:
             return Sample(np.arange(n), np.ones(n), 0)
         s_rec = (math.ceil(math.sqrt((n * s + s**3) / (4.0 * n))) if self.accelerated else s)
         s_rec = max(1, min(s_rec, s))
-        levels = max(0, math.ceil(math.log2(n / s_rec)))
+        levels = math.ceil(math.log2(n / s_rec))  # ≥ 1 since s_rec ≤ s < n
+        pts, scores, lam = self._top_scores(X, counter, rng, levels, s_rec)
+        chosen = _distinct_by_weight(scores, s, rng)
+        return Sample(np.sort(pts[chosen]), _in_order(pts, scores), counter.evaluations, lam)
+
+    def _top_scores(self, X: np.ndarray, counter: CountingKernel, rng: np.random.Generator,
+                    levels: int, s_rec: int | None) -> tuple[np.ndarray, np.ndarray, float]:
+        """The recursion shared by both modes: nested uniform halves of one random
+        permutation (level l holds its first ``ceil(n / 2^l)`` points), the deepest level
+        taken whole with weights 1, and each shallower level's scores estimated from the
+        weighted sample of the level below (Lemma 6). Returns the permutation (the top
+        level's points), their top-level scores — oversampled and capped at 1 with a fixed
+        λ, plain with a budget (the caller draws s by them) — and the top level's λ.
+        ``s_rec`` is the per-level budget, None for a fixed λ."""
+        n = X.shape[0]
         sizes = [n]
         for _ in range(levels):
             sizes.append(math.ceil(sizes[-1] / 2))
@@ -208,50 +290,48 @@ class RecursiveRLSSampler(Sampler):
         inv[perm] = np.arange(n)
         sample = perm[: sizes[-1]]              # deepest level: all of its points
         w = np.ones(sample.size)
-        scores = np.ones(n)
-        lam = 1e-6
         for level in range(levels - 1, -1, -1):
             top = level == 0
             pts = perm[: sizes[level]]
             KS = counter(X[pts], X[sample])                     # n_l × |S|
             SKS = KS[inv[sample]]                               # sample ⊂ pts (a prefix)
-            # λ (through k) and the oversampling come from the level size s_rec at every
-            # level, the top included, as in the authors' reference code: the top level
-            # then draws s points by scores at the λ its s_rec landmarks can resolve (a
-            # λ aimed at s from only s_rec landmarks made the accelerated variant erratic)
-            lam = lambda_for_budget(SKS, w, s_rec)
             Kii = counter.diag(X[pts])
-            q = 1.0 if top else math.log(max(s_rec, 2))
-            scores = np.minimum(1.0, q * ridge_scores(Kii, KS, SKS, w, lam))
+            if s_rec is None:
+                lam = self.lam
+                raw = ridge_scores(Kii, KS, SKS, w, lam)
+                q = max(1.0, math.log(max(float(raw.sum()), 1.0) / self.delta))
+            else:
+                # λ (through k) and the oversampling come from the level size s_rec at
+                # every level, the top included, as in the authors' reference code: the
+                # top level then draws s points by scores at the λ its s_rec landmarks can
+                # resolve (a λ aimed at s from only s_rec landmarks made the accelerated
+                # variant erratic)
+                lam = lambda_for_budget(SKS, w, s_rec)
+                raw = ridge_scores(Kii, KS, SKS, w, lam)
+                q = 1.0 if top else math.log(max(s_rec, 2))
+            scores = np.minimum(1.0, q * raw)
             if top:
-                chosen = _distinct_by_weight(scores, s, rng)
-                full = np.zeros(n)
-                full[pts] = scores
-                return Sample(np.sort(pts[chosen]), full,
-                              counter.evaluations, lam)
+                return pts, scores, lam
             keep = rng.random(pts.size) < scores
             prob = scores.copy()
-            cap = max(s_rec, math.ceil(2.0 * q * s_rec))
-            if keep.sum() > cap:
-                # λ came out too small (few landmarks below): thin the sample uniformly so
-                # the next level still costs O(n s); inclusion probabilities scale alike
-                kept = np.flatnonzero(keep)
-                keep[:] = False
-                keep[rng.choice(kept, size=cap, replace=False)] = True
-                prob *= cap / kept.size
-            if not keep.any():
-                keep = np.zeros(pts.size, dtype=bool)
-                keep[rng.choice(pts.size, size=min(s_rec, pts.size), replace=False)] = True
-                w = np.ones(int(keep.sum()))
-            else:
-                w = 1.0 / np.sqrt(prob[keep])
+            if s_rec is not None:
+                cap = max(s_rec, math.ceil(2.0 * q * s_rec))
+                if keep.sum() > cap:
+                    # λ came out too small (few landmarks below): thin the sample uniformly
+                    # so the next level still costs O(n s); inclusion probabilities scale
+                    # alike
+                    kept = np.flatnonzero(keep)
+                    keep[:] = False
+                    keep[rng.choice(kept, size=cap, replace=False)] = True
+                    prob *= cap / kept.size
+                if not keep.any():
+                    keep[rng.choice(pts.size, size=min(s_rec, pts.size), replace=False)] = True
+                    prob = np.ones(pts.size)
+            # a fixed λ keeps what it draws, even nothing: with no landmarks the next
+            # level's scores K_ii / λ still over-estimate the true ones
+            w = 1.0 / np.sqrt(prob[keep])
             sample = pts[keep]
-        # n ≤ s_rec: no recursion needed, but s < n: sample the top level directly
-        Kii = counter.diag(X)
-        KS = counter(X, X[sample])
-        lam = lambda_for_budget(KS[inv[sample]], w, s)
-        scores = np.minimum(1.0, ridge_scores(Kii, KS, KS[inv[sample]], w, lam))
-        return Sample(_distinct_by_weight(scores, s, rng), scores, counter.evaluations, lam)
+        raise AssertionError("unreachable: the recursion has at least one level")
 
 
 class AcceleratedRLSSampler(RecursiveRLSSampler):

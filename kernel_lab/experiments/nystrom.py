@@ -1,5 +1,7 @@
 """Experiment ``nystrom``: landmark samplers compared on approximation error, time, kernel
-evaluations and downstream ridge regression."""
+evaluations and downstream ridge regression — fixed-size samplers at the given s, recursive
+RLS at a fixed λ (Musco & Musco, Algorithm 2) at the number of landmarks it draws, under the
+light protocol or the paper's (Section 5; see ``docs/papers.md``)."""
 
 from __future__ import annotations
 
@@ -10,18 +12,25 @@ from typing import Any
 
 import numpy as np
 
-from kernel_lab.core.approx_error import residual_norm
+from kernel_lab.core.approx_error import effective_dimension, residual_norm
 from kernel_lab.core.data import Dataset
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.kernels import Kernel
 from kernel_lab.core.memory import check_allocation
 from kernel_lab.core.models import CenteredKernelRidge
-from kernel_lab.core.models.feature_ridge import feature_ridge
-from kernel_lab.core.models.nystrom import NystromFeatures
+from kernel_lab.core.models.feature_ridge import feature_ridge, ridge_loo
+from kernel_lab.core.models.nystrom import NystromFeatures, nystrom_factor
 from kernel_lab.core.models.rff import RFF_KERNELS, RandomFourierFeatures
 from kernel_lab.core.params import ParamSpec
 from kernel_lab.core.progress import Progress
-from kernel_lab.core.samplers import SAMPLERS
+from kernel_lab.core.samplers import (
+    SAMPLERS,
+    CountingKernel,
+    RecursiveRLSSampler,
+    Sample,
+    check_fixed_lam,
+)
+from kernel_lab.core.validation import check_generator
 from kernel_lab.experiments.base import (
     SERIAL,
     Experiment,
@@ -52,12 +61,82 @@ def parse_sizes(text: str, n: int) -> np.ndarray:
     return np.asarray(sizes)
 
 
+def parse_lams(text: str) -> np.ndarray:
+    """``'1, 0.1, 0.01'`` → the distinct λ values of Algorithm 2, largest first (so the
+    realised sample sizes grow along the table)."""
+    try:
+        values = {float(v) for v in str(text).replace(";", ",").split(",") if v.strip()}
+    except ValueError:
+        raise ParameterError(f"the λ values of Algorithm 2 {text!r} must be numbers "
+                             "separated by commas, e.g. 1,0.1,0.01") from None
+    if not values:
+        raise ParameterError("give at least one λ for Algorithm 2, e.g. 1,0.1,0.01")
+    return np.asarray(sorted((check_fixed_lam(v) for v in values), reverse=True))
+
+
+#: Algorithm 2 of Musco & Musco (fixed λ, sample size set by d_eff(λ)) as a sampler choice;
+#: its runs are placed at the number of landmarks they actually sampled.
+FIXED_LAMBDA = "recursive-rls-lambda"
+
+#: The paper's protocol (Musco & Musco, Section 5): the spectral error on at most 20 000
+#: points, the mean of 10 trials, the downstream ridge λ by cross-validation.
+PAPER_EVAL_POINTS = 20_000
+PAPER_TRIALS = 10
+#: The downstream λ of the paper protocol, in words (``ridge_loo``'s grid, no refinement).
+CV_TEXT = ("λ by leave-one-out cross-validation (n folds of one point, exact) over 61 values "
+           "log-spaced from 1e-10 to 10 × the largest eigenvalue of the centred K̃")
+
+#: The exact-KRR line is drawn up to this many training points (light protocol), and up to
+#: EXACT_CV_MAX_N under the paper protocol, whose cross-validation needs an SVD of an n × n
+#: factor of K.
+EXACT_MAX_N = 5000
+EXACT_CV_MAX_N = 2000
+
+#: Up to this many evaluation points ‖K − FFᵀ‖₂ comes from a full eigendecomposition; above,
+#: from Lanczos (the same value to about 1e-10 relative, 20–60 times faster at 2000 points).
+EXACT_MAX = 500
+
+
+def downstream_ridge(F: np.ndarray, y: np.ndarray, lam: float | None
+                     ) -> tuple[np.ndarray, float, float]:
+    """Ridge on the features with an unpenalised intercept (Nyström CKRR) at ``lam``, or,
+    with ``lam=None``, at the candidate λ with the least leave-one-out error
+    (exact, n folds of one point, from one SVD of the centred F; the grid is
+    ``ridge_loo``'s: 61 values log-spaced over ``[1e-10, 10] · λ_max(F_cᵀ F_c)``, without
+    refinement). Returns the coefficients, the intercept and the λ used."""
+    if lam is not None:
+        coef, intercept = feature_ridge(F, y, lam)
+        return coef, intercept, float(lam)
+    coef, intercept, chosen, _ = ridge_loo(F, y, refine=False)
+    return coef, intercept, chosen
+
+
+class SampledFeatures:
+    """Nyström features ``x ↦ W^{-1/2} k(S, x)`` on the landmarks of a sampler whose size is
+    its own (Algorithm 2 at a fixed λ), with the attributes :class:`NystromFeatures` has."""
+
+    def __init__(self, kernel: Kernel, sampler: RecursiveRLSSampler, X: np.ndarray,
+                 seed: Any) -> None:
+        sample: Sample = sampler.sample(X, kernel, None, check_generator(seed))
+        counter = CountingKernel(kernel)
+        self.kernel_ = kernel
+        self.landmark_indices_ = sample.indices
+        self.landmarks_ = X[sample.indices]
+        self.normalization_ = nystrom_factor(counter(self.landmarks_))
+        self.scores_ = sample.scores
+        self.kernel_evaluations_ = sample.kernel_evaluations + counter.evaluations
+
+    def transform(self, X: np.ndarray) -> np.ndarray:
+        return self.kernel_(X, self.landmarks_) @ self.normalization_
+
+
 @dataclass(frozen=True)
 class CellTask:
-    """One (sampler, s, trial) cell; picklable."""
+    """One (sampler, s, trial) cell, or (Algorithm 2, λ, trial) with ``s=None`` and
+    ``rls_lam`` set; ``lam=None`` chooses the downstream λ by cross-validation. Picklable."""
 
     sampler: str
-    s: int
+    s: int | None
     seed: np.random.SeedSequence
     X: np.ndarray
     y: np.ndarray
@@ -66,7 +145,8 @@ class CellTask:
     eval_rows: np.ndarray
     K_eval: np.ndarray
     kernel: Kernel
-    lam: float
+    lam: float | None
+    rls_lam: float | None = None
 
 
 #: Random Fourier features beside the landmark samplers, on the same axes (s features).
@@ -74,29 +154,34 @@ RANDOM_FEATURES = {"rff": False, "rff-orthogonal": True}
 
 
 def run_cell(task: CellTask) -> dict[str, Any]:
-    """Fit s Nyström features (landmark sampling and factorisation) or s random Fourier
-    features, form the n × s factor F, and measure it: ‖K − FFᵀ‖₂ on the evaluation rows,
-    tr(K − FFᵀ), the time to F, kernel evaluations, downstream test RMSE."""
+    """Fit s Nyström features (landmark sampling and factorisation), the landmarks of
+    Algorithm 2 at λ, or s random Fourier features, form the n × s factor F, and measure it:
+    ‖K − FFᵀ‖₂ on the evaluation rows, tr(K − FFᵀ), the time to F, kernel evaluations,
+    the number of landmarks (features), the downstream λ and test RMSE."""
     t0 = time.perf_counter()
     if task.sampler in RANDOM_FEATURES:
         kernel = task.kernel
         features: Any = RandomFourierFeatures(
             kernel.name, sigma=kernel.params()["sigma"], n_components=task.s,
             orthogonal=RANDOM_FEATURES[task.sampler], random_state=task.seed).fit(task.X)
+    elif task.sampler == FIXED_LAMBDA:
+        features = SampledFeatures(task.kernel, RecursiveRLSSampler(lam=task.rls_lam), task.X,
+                                   task.seed)
     else:
         features = NystromFeatures(task.kernel, n_components=task.s, sampler=task.sampler,
                                    random_state=task.seed).fit(task.X)
     F = features.transform(task.X)
     seconds = time.perf_counter() - t0
-    spectral = residual_norm(task.K_eval, F[task.eval_rows]).value
+    spectral = residual_norm(task.K_eval, F[task.eval_rows], exact_max=EXACT_MAX).value
     trace = float(task.kernel.diag(task.X).sum() - np.einsum("ij,ij->", F, F))
-    # downstream: ridge on the features with an unpenalised intercept (Nyström CKRR)
-    coef, intercept = feature_ridge(F, task.y, task.lam)
+    coef, intercept, ridge_lam = downstream_ridge(F, task.y, task.lam)
     pred = features.transform(task.X_test) @ coef + intercept
+    indices = getattr(features, "landmark_indices_", None)
     return {"spectral": spectral, "trace": trace, "time": seconds,
             "evals": getattr(features, "kernel_evaluations_", 0),
             "rmse": float(np.sqrt(np.mean((pred - task.y_test) ** 2))),
-            "indices": getattr(features, "landmark_indices_", None),
+            "landmarks": task.s if indices is None else indices.size, "ridge_lam": ridge_lam,
+            "indices": indices,
             "scores": getattr(features, "scores_", None)}
 
 
@@ -110,6 +195,10 @@ def view_coordinates(X: np.ndarray, how: str) -> tuple[np.ndarray, np.ndarray]:
     _, _, Vt = np.linalg.svd(Xc, full_matrices=False)
     P = Xc @ Vt[:2].T
     return P[:, 0], P[:, 1]
+
+
+#: Per-cell results aggregated into table columns ``{key}_{statistic}[sampler]``.
+CELL_KEYS = ("spectral", "trace", "time", "evals", "rmse")
 
 
 @register
@@ -129,53 +218,92 @@ class NystromExperiment(Experiment):
         "are drawn on the same axes with as many features as landmarks: their error "
         "‖K − ZZᵀ‖₂ falls only like 1/√s, which is why the recursive-RLS paper compares "
         "against them. "
-        "Plots: the spectral error ‖K − K̃‖₂ against s and against time, the downstream "
-        "test RMSE of ridge regression on the features, and the data coloured by leverage "
-        "score with the chosen landmarks marked. When does leverage sampling help? When "
-        "the scores are far from uniform — small, tight clusters (spread well below σ), or "
-        "a narrow kernel — uniform sampling misses whole regions and its error stalls, "
-        "while RLS and RP-Cholesky keep improving. When the scores are nearly uniform "
-        "(broad data, wide kernel) all samplers perform alike and uniform is cheapest. "
-        "Downstream accuracy differs less than the spectral error does. The accelerated "
-        "variant estimates the scores from only about √((ns + s³)/4n) landmarks per "
-        "level (20 for n = 3000, s = 160), as the authors' code does: on imbalanced "
+        "Recursive RLS at a fixed λ (recursive-rls-lambda, the paper's Algorithm 2) is the "
+        "other way round: you give λ, not s; it keeps each point with probability about "
+        "log(d_eff)·l_i(λ), so the number of landmarks is random and set by the effective "
+        "dimension d_eff(λ) = Σ_i l_i(λ), and the paper guarantees ‖K − K̃‖₂ ≤ λ. Each λ of "
+        "'λ values (Algorithm 2)' is run once per trial and its point is drawn at the number "
+        "of landmarks it actually sampled (the trials' median, or mean under the paper "
+        "protocol) with that statistic of its error, next to a dotted line at λ itself — the "
+        "bound, drawn at the same s. "
+        "Plots: the spectral error ‖K − K̃‖₂ against the number of landmarks and against "
+        "time, the downstream test RMSE of ridge regression on the features, and the data "
+        "coloured by leverage score with the chosen landmarks marked. When does leverage "
+        "sampling help? When the scores are far from uniform — small, tight clusters "
+        "(spread well below σ), or a narrow kernel — uniform sampling misses whole regions "
+        "and its error stalls, while RLS and RP-Cholesky keep improving. When the scores are "
+        "nearly uniform (broad data, wide kernel) all samplers perform alike and uniform is "
+        "cheapest. Downstream accuracy differs less than the spectral error does. The "
+        "accelerated variant estimates the scores from only about √((ns + s³)/4n) landmarks "
+        "per level (20 for n = 3000, s = 160), as the authors' code does: on imbalanced "
         "clusters it now and then misses a small cluster, so its error is heavy-tailed — "
-        "a median of three trials can rise with s by chance; take ten or more."
+        "a median of three trials can rise with s by chance; take ten or more. "
+        "Protocol: 'light' (the default) measures the error on eval_points points, takes "
+        "the median of 'trials' draws and fits the downstream ridge at the λ you set; "
+        "'paper' follows Musco & Musco's Section 5 — the error on 20 000 points (all of them "
+        "when there are fewer), the mean of 10 trials, and the downstream " + CV_TEXT[0].lower()
+        + CV_TEXT[1:] + ", chosen per trial and sampler (the exact-KRR line alike). The "
+        "summaries name the protocol that produced the figure."
     )
     params = (
         *kernel_param_specs("gaussian", ("gaussian", "laplace", "cauchy", "matern32",
                                          "matern52")),
         ParamSpec("samplers", "choices", ["uniform", "recursive-rls", "recursive-rls-fast",
                                           "rp-cholesky", "rff"],
-                  choices=(*SAMPLERS, *RANDOM_FEATURES), label="samplers / features",
+                  choices=(*SAMPLERS, FIXED_LAMBDA, *RANDOM_FEATURES),
+                  label="samplers / features",
                   help="landmark samplers and random features to compare at s features each; "
                        "exact-rls forms the n×n matrix (small n only); rff-orthogonal needs "
-                       "a rotation-invariant kernel (gaussian, matern)"),
+                       "a rotation-invariant kernel (gaussian, matern); recursive-rls-lambda "
+                       "runs at the λ values below and sets its own number of landmarks"),
         ParamSpec("sizes", "str", "10,20,40,80,160", label="landmark counts s",
                   help="comma-separated numbers of landmarks"),
+        ParamSpec("rls_lams", "str", "1,0.1,0.01", label="λ values (Algorithm 2)",
+                  help="comma-separated ridge λ for recursive-rls-lambda; each gives as many "
+                       "landmarks as d_eff(λ) calls for (more as λ falls)",
+                  when={"samplers": (FIXED_LAMBDA,)}),
+        ParamSpec("protocol", "choice", "light", choices=("light", "paper"),
+                  help="light: the settings below; paper: Musco & Musco's protocol — error "
+                       "on 20 000 points (or all), mean of 10 trials, downstream λ by "
+                       "leave-one-out cross-validation"),
         ParamSpec("trials", "int", 3, low=1, high=1000,
-                  help="independent draws per (sampler, s); medians and quartiles reported"),
+                  help="independent draws per (sampler, s); medians and quartiles reported",
+                  when={"protocol": ("light",)}),
         ParamSpec("lam", "float", 1.0, label="λ (downstream ridge)", low=1e-12, high=1e12,
-                  log=True, help="regularisation of the ridge regression on the features"),
+                  log=True, help="regularisation of the ridge regression on the features",
+                  when={"protocol": ("light",)}),
         ParamSpec("eval_points", "int", 2000, label="error evaluation points", low=50,
-                  high=20_000, help="the spectral error is measured on a random subset of at "
-                                    "most this many training points (the paper uses 20k)"),
+                  high=PAPER_EVAL_POINTS,
+                  help="the spectral error is measured on a random subset of at most this "
+                       "many training points (the paper uses 20k)",
+                  when={"protocol": ("light",)}),
         ParamSpec("view", "choice", "pca", choices=("pca", "features"),
                   help="2-D picture: first two principal components or first two features"),
     )
+    # x columns: s[sampler] is the number of landmarks (features) actually used — s itself
+    # for the fixed-size samplers, the realised size for Algorithm 2 — and time[sampler]
+    # the seconds, both the protocol's statistic over trials; y columns end in _median
+    # (light protocol) or _mean (paper protocol), whichever the run produced is drawn
     plots = (
-        PlotSpec("Spectral error ‖K − K̃‖₂ against s", "s",
-                 (Curve("spectral_median", "measured", "spectral error"),),
-                 xlabel="landmarks s", ylabel="‖K − K̃‖₂ (median)", logx=True, logy=True),
-        PlotSpec("Spectral error against time", "time_median[*]",
-                 (Curve("spectral_median", "measured", "spectral error"),),
+        PlotSpec("Spectral error ‖K − K̃‖₂ against the number of landmarks", "s[*]",
+                 (Curve("spectral_median", "measured", "spectral error (median)"),
+                  Curve("spectral_mean", "measured", "spectral error (mean)"),
+                  Curve("lam_bound", "reference", "bound λ (Algorithm 2)",
+                        dash="dot")),
+                 xlabel="landmarks s (sampled, for Algorithm 2)", ylabel="‖K − K̃‖₂",
+                 logx=True, logy=True),
+        PlotSpec("Spectral error against time", "time[*]",
+                 (Curve("spectral_median", "measured", "spectral error (median)"),
+                  Curve("spectral_mean", "measured", "spectral error (mean)")),
                  xlabel="seconds (sampling, factorisation and the n × s features)",
                  ylabel="‖K − K̃‖₂",
                  logx=True, logy=True),
-        PlotSpec("Downstream test RMSE against s", "s",
-                 (Curve("rmse_median", "measured", "test RMSE"),
+        PlotSpec("Downstream test RMSE against the number of landmarks", "s[*]",
+                 (Curve("rmse_median", "measured", "test RMSE (median)"),
+                  Curve("rmse_mean", "measured", "test RMSE (mean)"),
                   Curve("rmse_exact", "baseline", "exact KRR")),
-                 xlabel="landmarks s", ylabel="test RMSE", logx=True),
+                 xlabel="landmarks s (sampled, for Algorithm 2)", ylabel="test RMSE",
+                 logx=True),
         PlotSpec("Data coloured by leverage score, landmarks marked", "view_x",
                  (Curve("view_y", "measured", "points (colour: score)"),),
                  xlabel="x₁ (or principal component 1)",
@@ -185,7 +313,8 @@ class NystromExperiment(Experiment):
     default_data = "clusters:n=3000,k=8,imbalance=3,spread=0.05"
 
     def estimate(self, params: Mapping[str, Any], n: int, p: int) -> dict[str, Any]:
-        m = min(n, params.get("eval_points", 2000))
+        paper = params.get("protocol", "light") == "paper"
+        m = min(n, PAPER_EVAL_POINTS if paper else params.get("eval_points", 2000))
         exact = "exact-rls" in params.get("samplers", [])
         return {"memory_bytes": 8 * (m * m + (3 * n * n if exact else 0)),
                 "note": f"spectral error on {m} of {n} points"}
@@ -196,8 +325,10 @@ class NystromExperiment(Experiment):
         n = data.n_train
         if data.n_test < 1:
             raise ParameterError("the downstream error needs a test set (test fraction > 0)")
-        sizes = parse_sizes(params["sizes"], n)
         samplers = list(params["samplers"])
+        budget = [s for s in samplers if s != FIXED_LAMBDA]
+        sizes = parse_sizes(params["sizes"], n) if budget else np.zeros(0, dtype=int)
+        lams = parse_lams(params["rls_lams"]) if FIXED_LAMBDA in samplers else np.zeros(0)
         if "exact-rls" in samplers:
             check_allocation(3 * 8.0 * n * n, f"exact leverage scores on {n} points",
                              "Leave out the exact-rls sampler (use recursive-rls).")
@@ -210,68 +341,138 @@ class NystromExperiment(Experiment):
         if any(s in RANDOM_FEATURES for s in samplers) and kernel.name not in RFF_KERNELS:
             raise ParameterError(f"random features need a shift-invariant kernel, not "
                                  f"{kernel.name}")
+        paper = params["protocol"] == "paper"
+        trials = PAPER_TRIALS if paper else params["trials"]
+        stat = "mean" if paper else "median"
+        ridge_lam = None if paper else params["lam"]
         rng = np.random.default_rng(np.random.SeedSequence(params["seed"]).spawn(1)[0])
-        m = min(n, params["eval_points"])
+        m = min(n, PAPER_EVAL_POINTS if paper else params["eval_points"])
         eval_rows = np.sort(rng.choice(n, size=m, replace=False)) if m < n else np.arange(n)
-        summaries: dict[str, Any] = {"kernel": kernel.spec(), "n": n, "eval_points": m}
+        where = (f"a random subset of {m} of the {n} training points" if m < n
+                 else f"all {n} training points")
+        summaries: dict[str, Any] = {
+            "kernel": kernel.spec(), "n": n, "eval_points": m, "protocol": params["protocol"],
+            "trials": trials, "statistic": stat,
+            "protocol_note": (
+                f"{params['protocol']} protocol: ‖K − K̃‖₂ on {where}, {stat} of {trials} "
+                f"trial{'s' if trials > 1 else ''}, downstream "
+                + (CV_TEXT + ", chosen per trial and sampler" if paper
+                   else f"λ = {params['lam']:g} (fixed)"))}
         if m < n:
-            summaries["note"] = (f"spectral error measured on a random subset of {m} of the "
-                                 f"{n} training points")
+            summaries["note"] = f"spectral error measured on {where}"
         progress(0.01, f"kernel matrix of the {m} evaluation points")
         check_allocation(8.0 * m * m, f"the {m}×{m} evaluation kernel matrix",
-                         "Lower eval_points.")
+                         "Lower eval_points." if not paper else
+                         "Use the light protocol with fewer evaluation points.")
         K_eval = kernel(X[eval_rows])
-        L = sizes.size
         table: dict[str, np.ndarray] = {"s": sizes.astype(float)}
         for name in samplers:
-            for key in ("spectral_median", "spectral_q25", "spectral_q75", "trace_median",
-                        "time_median", "evals_median", "rmse_median"):
-                table[f"{key}[{name}]"] = np.full(L, np.nan)
-        if n <= 5000:
+            rows = lams.size if name == FIXED_LAMBDA else sizes.size
+            for key in (*(f"{k}_{stat}" for k in CELL_KEYS), "spectral_q25", "spectral_q75",
+                        "s", "time", *(("ridge_lam_median",) if paper else ())):
+                table[f"{key}[{name}]"] = np.full(rows, np.nan)
+            if name != FIXED_LAMBDA:
+                table[f"s[{name}]"] = sizes.astype(float)
+        if lams.size:
+            table[f"lam_bound[{FIXED_LAMBDA}]"] = lams.copy()
+        if n <= (EXACT_CV_MAX_N if paper else EXACT_MAX_N):
             progress(0.02, "exact kernel ridge (downstream reference)")
-            exact = CenteredKernelRidge(params["lam"], kernel=kernel).fit(X, y)
-            rmse_exact = float(np.sqrt(np.mean((exact.predict(Xt) - yt) ** 2)))
-            table["rmse_exact"] = np.full(L, rmse_exact)
-            summaries["rmse_exact"] = rmse_exact
+            summaries.update(_exact_reference(X, y, Xt, yt, kernel, ridge_lam))
+            table["rmse_exact"] = np.full(max(sizes.size, lams.size), summaries["rmse_exact"])
+        elif paper:
+            summaries["note_exact"] = (f"no exact-KRR line: its cross-validation costs "
+                                       f"O(n³), done up to n = {EXACT_CV_MAX_N}")
+        if lams.size and n <= EXACT_MAX_N:
+            progress(0.025, "effective dimensions d_eff(λ) of K (for comparison)")
+            check_allocation(8.0 * n * n, "the kernel matrix for d_eff(λ)",
+                             "Leave out recursive-rls-lambda or use fewer points.")
+            eigvals = np.linalg.eigvalsh(kernel(X))
+            for lam_j in lams:
+                summaries[f"d_eff[λ={lam_j:g}]"] = effective_dimension(eigvals, float(lam_j))
         vx, vy = view_coordinates(X, params["view"])
         yield PartialResult(0.03, "sampling", _with_view(table, vx, vy, None, None),
                             dict(summaries))
 
         seeds = iter(np.random.SeedSequence(params["seed"]).spawn(
-            L * len(samplers) * params["trials"] + 1)[1:])
-        cells = [(i, name) for i in range(L) for name in samplers]
-        tasks = [CellTask(name, int(sizes[i]), next(seeds), X, y, Xt, yt, eval_rows, K_eval,
-                          kernel, params["lam"])
-                 for i, name in cells for _ in range(params["trials"])]
+            (sizes.size * len(budget) + lams.size) * trials + 1)[1:])
+        # the fixed-size cells first, in the order (and with the seeds) they always had
+        cells = [(i, name) for i in range(sizes.size) for name in budget]
+        cells += [(j, FIXED_LAMBDA) for j in range(lams.size)]
+        tasks = [CellTask(name, None if name == FIXED_LAMBDA else int(sizes[i]), next(seeds),
+                          X, y, Xt, yt, eval_rows, K_eval, kernel, ridge_lam,
+                          float(lams[i]) if name == FIXED_LAMBDA else None)
+                 for i, name in cells for _ in range(trials)]
+        rows = [i for i, _ in cells for _ in range(trials)]
         results: dict[tuple[int, str], list[dict[str, Any]]] = {}
         view_scores = view_marks = None
-        for done, (task, res) in enumerate(zip(tasks, executor.map(run_cell, tasks),
-                                               strict=True), start=1):
-            i = int(np.searchsorted(sizes, task.s))
+        for done, (i, task, res) in enumerate(zip(rows, tasks, executor.map(run_cell, tasks),
+                                                  strict=True), start=1):
             results.setdefault((i, task.sampler), []).append(res)
-            self._fill(table, results, i, task.sampler)
+            self._fill(table, results, i, task.sampler, stat, paper)
             if view_scores is None and res["scores"] is not None \
                     and task.sampler != "rp-cholesky":
                 # the picture: leverage-type scores and landmarks of the first (smallest)
                 # landmark set of a leverage sampler, where individual landmarks stay visible
                 view_scores, view_marks = res["scores"], res["indices"]
             summaries[f"evals_per_point_max_s[{task.sampler}]"] = (
-                table[f"evals_median[{task.sampler}]"][i] / n)
+                table[f"evals_{stat}[{task.sampler}]"][i] / n)
+            if task.sampler == FIXED_LAMBDA:
+                summaries.update(_fixed_lambda_summaries(table, results, lams))
+            at = (f"λ = {task.rls_lam:g}" if task.sampler == FIXED_LAMBDA
+                  else f"s = {task.s}")
             yield PartialResult(0.03 + 0.97 * done / len(tasks),
-                                f"{task.sampler}, s = {task.s} ({done}/{len(tasks)})",
+                                f"{task.sampler}, {at} ({done}/{len(tasks)})",
                                 _with_view(table, vx, vy, view_scores, view_marks),
                                 dict(summaries))
 
     @staticmethod
     def _fill(table: dict[str, np.ndarray], results: dict[tuple[int, str], list[dict]],
-              i: int, name: str) -> None:
+              i: int, name: str, stat: str, paper: bool) -> None:
         cell = results[(i, name)]
+        average = np.mean if stat == "mean" else np.median
         spectral = np.array([r["spectral"] for r in cell])
-        table[f"spectral_median[{name}]"][i] = np.median(spectral)
         table[f"spectral_q25[{name}]"][i] = np.quantile(spectral, 0.25)
         table[f"spectral_q75[{name}]"][i] = np.quantile(spectral, 0.75)
-        for key in ("trace", "time", "evals", "rmse"):
-            table[f"{key}_median[{name}]"][i] = np.median([r[key] for r in cell])
+        for key in CELL_KEYS:
+            table[f"{key}_{stat}[{name}]"][i] = average([r[key] for r in cell])
+        table[f"time[{name}]"][i] = table[f"time_{stat}[{name}]"][i]
+        table[f"s[{name}]"][i] = average([r["landmarks"] for r in cell])
+        if paper:
+            table[f"ridge_lam_median[{name}]"][i] = np.median([r["ridge_lam"] for r in cell])
+
+
+def _exact_reference(X: np.ndarray, y: np.ndarray, Xt: np.ndarray, yt: np.ndarray,
+                     kernel: Kernel, lam: float | None) -> dict[str, float]:
+    """Test RMSE of exact kernel ridge on all n training points at ``lam`` — or, with
+    ``lam=None``, at the λ the paper protocol's cross-validation picks, through Nyström
+    features with every training point a landmark (``F Fᵀ = K``)."""
+    out: dict[str, float] = {}
+    if lam is not None:
+        pred = CenteredKernelRidge(lam, kernel=kernel).fit(X, y).predict(Xt)
+    else:
+        features = NystromFeatures(kernel, n_components=X.shape[0], sampler="uniform",
+                                   random_state=0).fit(X)
+        coef, intercept, out["lam_exact"] = downstream_ridge(features.transform(X), y, None)
+        pred = features.transform(Xt) @ coef + intercept
+    out["rmse_exact"] = float(np.sqrt(np.mean((pred - yt) ** 2)))
+    return out
+
+
+def _fixed_lambda_summaries(table: dict[str, np.ndarray],
+                            results: dict[tuple[int, str], list[dict]],
+                            lams: np.ndarray) -> dict[str, Any]:
+    """Algorithm 2's realised sizes per λ and how often ‖K − K̃‖₂ ≤ λ held on the
+    evaluation rows (a principal submatrix: its norm is at most the full one's)."""
+    out: dict[str, Any] = {}
+    held = total = 0
+    for j, lam_j in enumerate(lams):
+        cell = results.get((j, FIXED_LAMBDA), [])
+        if cell:
+            out[f"landmarks[λ={lam_j:g}]"] = float(table[f"s[{FIXED_LAMBDA}]"][j])
+            held += sum(r["spectral"] <= lam_j for r in cell)
+            total += len(cell)
+    out[f"bound_held[{FIXED_LAMBDA}]"] = held / total
+    return out
 
 
 def _with_view(table: dict[str, np.ndarray], vx: np.ndarray, vy: np.ndarray,

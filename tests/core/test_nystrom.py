@@ -190,3 +190,13 @@ def test_accelerated_rls_takes_lambda_from_the_level_size_at_the_top_too(monkeyp
     budgets.clear()
     samplers.RecursiveRLSSampler().sample(X, GaussianKernel(1.0), s, np.random.default_rng(1))
     assert set(budgets) == {s}
+
+
+def test_lanczos_residual_of_an_exact_factor_is_zero_not_an_arpack_error():
+    from kernel_lab.core.approx_error import residual_norm
+
+    eye = np.eye(300)
+    assert residual_norm(eye, eye, exact_max=10).value == 0.0
+    K = np.diag(np.linspace(1, 2, 300))
+    F = np.sqrt(K)[:, :299]
+    assert residual_norm(K, F, exact_max=10).value == pytest.approx(2.0, rel=1e-6)
