@@ -18,6 +18,8 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
+
 #: Tiny settings per experiment (data, parameters).
 TINY = {
     "krr-path": ("gaussian:n=60,p=3", {"n_lams": 4}),
@@ -131,6 +133,38 @@ def run_self_test(out: Callable[[str], None] = print) -> int:
             window.close()
         return f"worker process {pid}"
 
+    from kernel_lab.model.playground import (
+        PlaygroundModel,
+        load_playground_preset,
+        playground_preset_names,
+    )
+
+    for name in playground_preset_names():
+        def playground(name: str = name) -> str:
+            model = PlaygroundModel()
+            fits: list = []
+            model.fit_ready.connect(fits.append)
+            model.failed.connect(lambda msg: fits.append(RuntimeError(msg)))
+            model.apply(load_playground_preset(name).doc, points=False)
+            if not fits or isinstance(fits[-1], Exception):
+                raise RuntimeError(f"no fit: {fits[-1] if fits else 'nothing computed'}")
+            grid = fits[-1].primary.grid
+            if not np.isfinite(grid).all():
+                raise RuntimeError("the fitted function is not finite")
+            return f"{model.points.n} points, {grid.size} grid values"
+        check(f"playground {name}", playground)
+
+    def playground_window() -> str:
+        from kernel_lab.gui.app import playground_screenshot
+        from kernel_lab.plotting.render import ensure_app
+
+        ensure_app()
+        png = tmp / "playground.png"
+        if playground_screenshot(png, "playground-xor", 120) != 0:
+            raise RuntimeError("the Playground window did not draw its fit")
+        return f"{png.stat().st_size // 1024} KiB PNG"
+
+    check("playground window", playground_window)
     check("session save and open", session_round_trip)
     check("export result.json and curves.csv", export_round_trip)
     check("plot PNG and HTML report", plot_and_report)

@@ -48,6 +48,8 @@ class Session:
     title: str = ""
     about: str = ""
     pinned: list[dict[str, Any]] = field(default_factory=list)
+    #: The Playground's state (data with painted points, method, parameters), if open.
+    playground: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         doc: dict[str, Any] = {"format": FORMAT, "version": VERSION}
@@ -61,6 +63,8 @@ class Session:
                     "data": jsonable(data)})
         if self.pinned:
             doc["pinned"] = jsonable(self.pinned)
+        if self.playground is not None:
+            doc["playground"] = jsonable(self.playground)
         return doc
 
 
@@ -171,4 +175,9 @@ def session_from_dict(doc: Any, where: str = "session") -> Session:
             if spec else None
     except KernelLabError as exc:
         raise SessionError(f"{where}: {exc}") from None
-    return Session(RunSpec(name, resolved, source), title, about, pinned)
+    playground = doc.get("playground")
+    if playground is not None and not (isinstance(playground, dict)
+                                       and isinstance(playground.get("points", {}), dict)):
+        raise SessionError(f"{where}: \"playground\" must be an object (data set, "
+                           "parameters, points)")
+    return Session(RunSpec(name, resolved, source), title, about, pinned, playground)

@@ -17,10 +17,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from kernel_lab import __version__
+from kernel_lab.core.errors import KernelLabError
 from kernel_lab.engine.executors import BACKENDS
 from kernel_lab.engine.qt import RunRelay
 from kernel_lab.engine.runner import RunResult
@@ -76,6 +78,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.model = model = LabModel(self.relay, qt_loader)
         self.plot_panel = PlotPanel(model)
         self.setCentralWidget(self.plot_panel)
+        self.playground: Any = None  # the Playground window, made on first use
         self.files = FileActions(self)
         self._build_docks()
         self._build_menus()
@@ -162,6 +165,10 @@ class MainWindow(QtWidgets.QMainWindow):
             act.setData(key)
             self.backend_group.addAction(act)
         self.backend_group.triggered.connect(self._backend_chosen)
+        play = bar.addMenu("Play&ground")
+        self.playground_action = self._action(play, "Open the &Playground",
+                                              self.open_playground, "Ctrl+G")
+        self._action(play, "&Send columns of the loaded data…", self.send_to_playground)
         view = bar.addMenu("&View")
         for dock in self._docks():
             view.addAction(dock.toggleViewAction())
@@ -174,6 +181,57 @@ class MainWindow(QtWidgets.QMainWindow):
         self._action(view, "&Reset layout", self.reset_layout)
         help_menu = bar.addMenu("&Help")
         self._action(help_menu, "&About Kernel Lab", self.about)
+
+    def open_playground(self, preset: str | None = None) -> Any:
+        """The Playground window (one, reused), optionally with a Playground preset."""
+        from kernel_lab.gui.playground import PlaygroundWindow
+
+        if getattr(self, "playground", None) is None:  # one per window: closing only hides
+            self.playground = PlaygroundWindow(self)
+            self.playground.resize(1300, 850)
+        if preset:
+            self.playground.open_preset(preset)
+        self.playground.show()
+        self.playground.raise_()
+        return self.playground
+
+    def send_to_playground(self, columns: tuple[int, ...] | None = None) -> bool:
+        """Send one input column (with the target: 1-D regression) or two (with a
+        two-class target: 2-D classification) of the loaded data to the Playground."""
+        ds = self.model.dataset
+        if ds is None:
+            self.status.setText("Load data first, then send two of its columns.")
+            return False
+        names = list(ds.feature_names)
+        if columns is None:
+            dialog = QtWidgets.QDialog(self)
+            dialog.setWindowTitle("Send columns to the Playground")
+            form = QtWidgets.QFormLayout(dialog)
+            first, second = QtWidgets.QComboBox(), QtWidgets.QComboBox()
+            first.addItems(names)
+            second.addItem("— none: 1-D, the target on the vertical axis —")
+            second.addItems(names)
+            form.addRow("input x₁", first)
+            form.addRow("input x₂ (two classes only)", second)
+            buttons = QtWidgets.QDialogButtonBox(
+                QtWidgets.QDialogButtonBox.StandardButton.Ok
+                | QtWidgets.QDialogButtonBox.StandardButton.Cancel)
+            buttons.accepted.connect(dialog.accept)
+            buttons.rejected.connect(dialog.reject)
+            form.addRow(buttons)
+            if not dialog.exec():
+                return False
+            columns = (first.currentIndex(),) + (
+                (second.currentIndex() - 1,) if second.currentIndex() > 0 else ())
+        X = np.vstack([ds.X_train, ds.X_test])[:, list(columns)]
+        y = np.concatenate([ds.y_train, ds.y_test])
+        window = self.open_playground()
+        try:
+            window.model.load_table(X, y, tuple(names[c] for c in columns))
+        except KernelLabError as exc:
+            window.readout.setText(f"⚠ {exc}")
+            return False
+        return True
 
     def _docks(self) -> tuple[QtWidgets.QDockWidget, ...]:
         return (self.data_dock, self.exp_dock, self.results_dock, self.log_dock,
@@ -357,8 +415,14 @@ class MainWindow(QtWidgets.QMainWindow):
         return self.files.open_session(path)
 
     def apply_session(self, session: Session) -> None:
+        if session.playground is not None:  # checked before anything changes
+            from kernel_lab.model.playground import PlaygroundModel
+
+            PlaygroundModel(launch=lambda _r: None).apply(session.playground)
         self.remember_form()
         self.model.apply_session(session)
+        if session.playground is not None:
+            self.open_playground().model.apply(session.playground)
 
     def remember_form(self) -> None:
         """Keep the current experiment's form values in the settings (before a session
@@ -428,6 +492,10 @@ def screenshot(path: str | Path, session: str | None = None, timeout: float = 30
     from kernel_lab.plotting.render import ensure_app
 
     app = ensure_app()
+    from kernel_lab.model.playground import playground_preset_names
+
+    if preset in playground_preset_names():
+        return playground_screenshot(path, preset, timeout)
     settings = QtCore.QSettings(str(Path(path).with_suffix(".ini")),
                                 QtCore.QSettings.Format.IniFormat)
     settings.clear()
@@ -454,6 +522,30 @@ def screenshot(path: str | Path, session: str | None = None, timeout: float = 30
         print(f"kernel-lab: the run did not finish: {window.status.text()}", file=sys.stderr)
     window.close()
     Path(settings.fileName()).unlink(missing_ok=True)
+    return 0 if ok else 1
+
+
+def playground_screenshot(path: str | Path, preset: str, timeout: float = 120.0) -> int:
+    """Open the Playground with ``preset``, wait for its fit and save a PNG of it."""
+    from kernel_lab.gui.playground import PlaygroundWindow
+
+    app = QtWidgets.QApplication.instance()
+    window = PlaygroundWindow()
+    window.resize(1300, 850)
+    window.show()
+    window.open_preset(preset)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not (window.worker.wait_idle(0.02)
+                                               and window.fits_drawn):
+        app.processEvents()
+    for _ in range(5):
+        app.processEvents()
+    ok = window.fits_drawn > 0
+    window.grab().save(str(path))
+    window.close()
+    if not ok:
+        print(f"kernel-lab: the Playground fit did not finish: {window.readout.text()}",
+              file=sys.stderr)
     return 0 if ok else 1
 
 

@@ -14,6 +14,7 @@ from kernel_lab.core.errors import KernelLabError
 from kernel_lab.engine.output import write_curves_csv, write_result_json
 from kernel_lab.engine.presets import load_preset, preset_names
 from kernel_lab.engine.session import Session, load_session, save_session
+from kernel_lab.model.playground import load_playground_preset, playground_preset_names
 
 MAX_RECENT = 8
 SESSION_FILTER = "Kernel Lab sessions (*.json);;All files (*)"
@@ -45,10 +46,19 @@ class FileActions:
             act = presets.addAction(load_preset(name).title)
             act.setData(name)
             act.triggered.connect(lambda checked=False, n=name: self.open_preset(n))
+        playground = presets.addMenu("Play&ground")
+        for name in playground_preset_names():
+            act = playground.addAction(load_playground_preset(name).title)
+            act.setData(name)
+            act.triggered.connect(lambda checked=False, n=name: w.open_playground(n))
 
     # -- sessions -----------------------------------------------------------------------
     def save_session(self, path: str | Path) -> Path:
-        path = save_session(self.model.to_session(), path)
+        session = self.model.to_session()
+        playground = getattr(self.window, "playground", None)
+        if playground is not None:
+            session.playground = playground.model.to_dict()
+        path = save_session(session, path)
         self._remember(path)
         return path
 

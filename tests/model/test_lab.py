@@ -3,11 +3,6 @@ importable): start, partial results, cancel, stale runs dropped, pins, sessions.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -17,6 +12,7 @@ from kernel_lab.engine.handle import InlineLauncher, RunHandle
 from kernel_lab.engine.session import Session, load_session, save_session
 from kernel_lab.experiments import PartialResult
 from kernel_lab.model import LabModel, RunState
+from tests.model.qtfree import run_without_qt
 
 DATA = "gaussian:n=60,p=30,cov=toeplitz,rho=0.4,noise=0.5"
 SMALL = {"kernels": ["linear", "exponential"], "trials": 3, "n_lams": 6, "seed": 5}
@@ -184,22 +180,7 @@ def test_session_without_data_uses_the_experiments_own():
 
 def test_without_qt():
     """The model and this file's tests run with Qt not importable at all."""
-    code = (
-        "import sys, importlib.abc\n"
-        "class Block(importlib.abc.MetaPathFinder):\n"
-        "    def find_spec(self, name, path=None, target=None):\n"
-        "        if name.split('.')[0] in ('PySide6', 'shiboken6', 'pyqtgraph', 'superqt'):\n"
-        "            raise ImportError(f'{name} blocked: the model must not need Qt')\n"
-        "sys.meta_path.insert(0, Block())\n"
-        "import pytest\n"
-        f"sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', {__file__!r}, "
-        "'-k', 'not without_qt']))\n"
-    )
-    env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         cwd=Path(__file__).parents[2], env=env, timeout=600)
-    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    assert " passed" in out.stdout and "failed" not in out.stdout
+    run_without_qt(__file__)
 
 
 def test_a_failed_load_with_nothing_loaded_is_what_runs(tmp_path):

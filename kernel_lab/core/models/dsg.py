@@ -118,6 +118,7 @@ class _DSGBase(BaseEstimator):
         self._data_rng = np.random.default_rng([self.seed_, 2**31])
         r = int(self.n_features_per_iter)
         self.scale_ = 1.0
+        self.n_rescales_ = 0
         self.n_iter_ = 0
         self.n_samples_seen_ = 0
         # Growable buffers (capacity doubles): coefficients a_j (α_j = scale_ · a_j) and a
@@ -161,23 +162,32 @@ class _DSGBase(BaseEstimator):
         """``f(X) = Σ_j α_jᵀ φ_j(X)`` over iterations 1…upto, blockwise: shape (m,), or
         (m, K) under the multinomial loss."""
         upto = self.n_iter_ if upto is None else upto
+        out = self.partial_sum(X, 0, upto)
+        out *= math.sqrt(2.0) * self.scale_
+        return out if self._multi() else out[:, 0]
+
+    def partial_sum(self, X: np.ndarray, start: int, stop: int) -> np.ndarray:
+        """``Σ_j a_j cos(W_jᵀx + b_j)`` over iterations start+1 … stop, shape (m, K), with
+        the stored coefficients a_j (``α_j = scale_ · a_j``, so f = √2 · scale_ · the sum
+        over all iterations). Sums of consecutive ranges add up, which lets a viewer
+        extend f by the new iterations only (``n_rescales_`` counts the times a_j were
+        rescaled, after which earlier sums are stale)."""
         K = self._coef_buf.shape[2]
         out = np.zeros((X.shape[0], K))
         r = self._coef_buf.shape[1]
         # iterations per block: all cached ones that fit in about 2²⁰ entries of X W, or
         # PREDICT_BLOCK at a time when the features have to be regenerated
         per_block = max(1, (1 << 20) // max(1, X.shape[0] * r))
-        if self._n_cached < upto:
+        if self._n_cached < stop:
             per_block = min(per_block, PREDICT_BLOCK)
-        for start in range(0, upto, per_block):
-            stop = min(start + per_block, upto)
-            W, b = self._features(start, stop)
+        for first in range(start, stop, per_block):
+            last = min(first + per_block, stop)
+            W, b = self._features(first, last)
             Z = X @ W
             Z += b
             np.cos(Z, out=Z)
-            out += Z @ self._coef_buf[start:stop].reshape(-1, K)
-        out *= math.sqrt(2.0) * self.scale_
-        return out if self._multi() else out[:, 0]
+            out += Z @ self._coef_buf[first:last].reshape(-1, K)
+        return out
 
     def _multi(self) -> bool:
         return self._loss_name() in MULTICLASS_LOSSES
@@ -211,6 +221,7 @@ class _DSGBase(BaseEstimator):
         if self.scale_ < 1e-150:  # fold the scale into the coefficients
             self._coef_buf[:i] *= self.scale_
             self.scale_ = 1.0
+            self.n_rescales_ += 1
         self.n_iter_ = i
         self.n_samples_seen_ += len(yb)
         return float(np.mean(loss.value(f, yb))), g, gamma

@@ -1,0 +1,531 @@
+"""The Playground's state, Qt-free: the points (generated or painted, with undo/redo), the
+method and its parameters, the stepping position of DSG and GFC — and the fit engine that
+turns a snapshot of that state into what is drawn, in a worker thread, latest request
+wins.
+
+The window's Playground view draws the :class:`Fit` values this model publishes and sends
+the user's gestures back as method calls; nothing here imports Qt (tests drive it
+directly, and ``tests/test_layers.py`` checks the layering).
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from kernel_lab.core import playground as pg
+from kernel_lab.core.errors import KernelLabError, ParameterError
+from kernel_lab.engine.events import Event
+
+#: Parameters and their defaults (sessions store them; a preset overrides some).
+DEFAULTS: dict[str, Any] = {
+    "method": "krr", "compare": "", "kernel": "gaussian", "sigma": 0.5, "lam": 0.1,
+    "s": 20, "sampler": "recursive-rls", "D": 50, "orthogonal": False, "nu": 1e-3,
+    "leverage": False, "resolution": 100, "seed": 0,
+}
+UNDO_LIMIT = 200
+#: Seconds without a new request before a quick exact answer is completed.
+FOLLOWUP_DELAY = 0.15
+
+
+@dataclass(frozen=True)
+class Points:
+    """The data: inputs X (n, d), targets y, the test mask; immutable (undo keeps them)."""
+
+    X: np.ndarray
+    y: np.ndarray
+    test: np.ndarray
+
+    @property
+    def n(self) -> int:
+        return len(self.y)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"X": self.X.tolist(), "y": self.y.tolist(), "test": self.test.tolist()}
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any], dim: int) -> Points:
+        try:
+            X = np.asarray(doc["X"], dtype=np.float64).reshape(-1, dim)
+            y = np.asarray(doc["y"], dtype=np.float64)
+            test = np.asarray(doc["test"], dtype=bool)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ParameterError(f"the Playground points are malformed ({exc})") from None
+        if not (len(X) == len(y) == len(test)) or not np.isfinite(X).all() \
+                or not np.isfinite(y).all():
+            raise ParameterError("the Playground points are malformed: X, y and test must "
+                                 "have one finite entry per point")
+        return cls(X, y, test)
+
+
+@dataclass(frozen=True)
+class Request:
+    """A snapshot of everything a fit depends on (the worker computes from this alone)."""
+
+    serial: int
+    version: int
+    points: Points
+    dim: int
+    task: str
+    params: dict[str, Any]
+    steps: int  # DSG iterations or GFC features wanted
+
+
+@dataclass
+class Fit:
+    """The answer to a :class:`Request`: the active method's fit and the comparison's."""
+
+    serial: int
+    primary: pg.FitResult
+    compare: pg.FitResult | None
+    grid: np.ndarray
+    dim: int
+    task: str
+
+
+class FitEngine:
+    """Computes :class:`Fit` values, keeping the caches a slider does not invalidate:
+    the exact eigendecomposition per (data, kernel, σ, centred), features per (data, σ, s
+    or D, …) and the DSG/GFC steppers per (data, kernel, σ, ν)."""
+
+    def __init__(self, *, quick: bool = False) -> None:
+        self._cache: dict[tuple[Any, ...], Any] = {}
+        #: With ``quick``, an exact fit without its eigendecomposition is answered by a
+        #: direct solve first (``FitResult.extra["followup"]``: compute again for the rest).
+        self.quick = quick
+        self.slow_ok = not quick
+
+    def _cached(self, key: tuple[Any, ...], make: Callable[[], Any]) -> Any:
+        if key not in self._cache:
+            # keep the current data version only: older ones are never asked for again
+            version = key[1]
+            for old in [k for k in self._cache if k[1] != version]:
+                del self._cache[old]
+            self._cache[key] = make()
+        return self._cache[key]
+
+    def compute(self, req: Request, *, followup: bool = False) -> Fit:
+        """The fit of ``req``; ``followup``: the second, complete pass after a quick one."""
+        self.slow_ok = followup or not self.quick
+        p = req.params
+        train = ~req.points.test
+        problem = pg.Problem(req.points.X[train], req.points.y[train], req.points.X[~train],
+                             req.points.y[~train], pg.grid(req.dim, int(p["resolution"])),
+                             req.task)
+        pg.check_fit_params(p, len(problem.y))
+        primary = self._fit(p["method"], req, problem)
+        compare = None
+        if p["compare"] and p["compare"] != p["method"]:
+            compare = self._fit(p["compare"], req, problem)
+        return Fit(req.serial, primary, compare, problem.G, req.dim, req.task)
+
+    def _fit(self, method: str, req: Request, problem: pg.Problem) -> pg.FitResult:
+        p = req.params
+        v, kern, sigma, lam, seed = req.version, p["kernel"], float(p["sigma"]), \
+            float(p["lam"]), int(p["seed"])
+        if method in ("krr", "ckrr"):
+            key = (method, v, kern, sigma)
+            if key not in self._cache and not self.slow_ok:
+                # a new σ or new data: answer at once by one Cholesky solve; the worker
+                # then makes the eigendecomposition for the λ slider and the λ curve
+                (grid, tr, te), t = pg.timed(lambda: pg.exact_direct(
+                    problem, kern, sigma, lam, method == "ckrr"))
+                return pg.FitResult(method, grid, tr, te, t, extra={"followup": True})
+            cache, t_cache = pg.timed(lambda: self._cached(key, lambda: pg.ExactCache(
+                problem.X, problem.y, problem.X_test, problem.G, kern, sigma,
+                method == "ckrr")))
+            (grid, tr, te), t = pg.timed(lambda: cache.predict(lam))
+            curve = cache.curve(pg.lam_grid(lam), problem.y_test, problem.task)
+            return pg.FitResult(method, grid, tr, te, t + t_cache, dof=cache.dof(lam),
+                                curve=curve)
+        if method == "nystrom":
+            s = min(int(p["s"]), len(problem.y))
+            (nf, ridge), t_feat = pg.timed(lambda: self._cached(
+                ("nystrom", v, kern, sigma, s, p["sampler"], seed),
+                lambda: _with_ridge(pg.nystrom_features(problem, kern, sigma, s,
+                                                        p["sampler"], seed), problem.y)))
+            (grid, tr, te), t = pg.timed(lambda: ridge.predict(lam))
+            scores = None
+            if p["leverage"]:
+                scores = self._cached(("leverage", v, kern, sigma, lam),
+                                      lambda: pg.ridge_leverage(problem, kern, sigma, lam))
+            return pg.FitResult(method, grid, tr, te, t + t_feat, n_features=s,
+                                landmarks=np.asarray(nf.landmark_indices_), scores=scores)
+        if method == "rff":
+            D = int(p["D"])
+            ridge, t_feat = pg.timed(lambda: self._cached(
+                ("rff", v, kern, sigma, D, bool(p["orthogonal"]), seed),
+                lambda: pg.FeatureRidge(*pg.rff_features(problem, kern, sigma, D,
+                                                         bool(p["orthogonal"]), seed),
+                                        problem.y)))
+            (grid, tr, te), t = pg.timed(lambda: ridge.predict(lam))
+            return pg.FitResult(method, grid, tr, te, t + t_feat, n_features=D)
+        if method == "dsg":
+            return self._stepped(("dsg", v, kern, sigma, float(p["nu"]), seed), req, problem,
+                                 lambda: pg.DSGStepper(problem, kern, sigma, float(p["nu"]),
+                                                       seed))
+        return self._stepped(("gfc", v, seed), req, problem,
+                             lambda: pg.GFCStepper(problem, seed))
+
+    def _stepped(self, key: tuple[Any, ...], req: Request, problem: pg.Problem,
+                 make: Callable[[], Any]) -> pg.FitResult:
+        stepper = self._cache.get(key)
+        position = 0 if stepper is None else (
+            stepper.iterations if isinstance(stepper, pg.DSGStepper) else stepper.features)
+        if stepper is None or position > req.steps:  # reset, or back to an earlier step
+            self._cache.pop(key, None)
+            stepper = self._cached(key, make)
+            position = 0
+        t0 = pg.timed(lambda: None)[1]
+        if isinstance(stepper, pg.DSGStepper):
+            (_, t) = pg.timed(lambda: stepper.step(req.steps - position))
+            grid, tr, te = stepper.predict()
+            return pg.FitResult("dsg", grid, tr, te, t + t0,
+                                n_features=stepper.iterations * 8,
+                                extra={"iterations": stepper.iterations,
+                                       "history": np.array(stepper.history).reshape(-1, 3)})
+        t = 0.0
+        while stepper.features < req.steps and not stepper.done:
+            t += pg.timed(stepper.step)[1]
+        grid, tr, te = stepper.predict()
+        return pg.FitResult("gfc", grid, tr, te, t, n_features=stepper.features,
+                            extra={"features": stepper.features, "done": stepper.done,
+                                   "frequencies": stepper.frequencies.copy(),
+                                   "history": np.array(stepper.history).reshape(-1, 3)})
+
+
+def _with_ridge(features: tuple[Any, np.ndarray, np.ndarray, np.ndarray], y: np.ndarray
+                ) -> tuple[Any, pg.FeatureRidge]:
+    model, F, Ft, Fg = features
+    return model, pg.FeatureRidge(F, Ft, Fg, y)
+
+
+class FitWorker:
+    """One background thread computing the latest :class:`Request` only (intermediate
+    ones are dropped); ``on_done(fit)`` / ``on_error(serial, message)`` are called from
+    that thread. numpy releases the GIL, so the GUI thread stays free meanwhile."""
+
+    def __init__(self, engine: FitEngine, on_done: Callable[[Fit], Any],
+                 on_error: Callable[[int, str], Any]) -> None:
+        self.engine = engine
+        self.on_done, self.on_error = on_done, on_error
+        self._pending: Request | None = None
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stop = False
+        self._idle = threading.Event()
+        self._idle.set()
+        self._thread = threading.Thread(target=self._loop, name="playground-fit", daemon=True)
+        self._thread.start()
+
+    def submit(self, req: Request) -> None:
+        with self._lock:
+            self._pending = req
+            self._idle.clear()
+        self._wake.set()
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        return self._idle.wait(timeout)
+
+    def close(self) -> None:
+        self._stop = True
+        self._wake.set()
+
+    def _loop(self) -> None:
+        while not self._stop:
+            self._wake.wait()
+            with self._lock:
+                req, self._pending = self._pending, None
+                self._wake.clear()
+            if req is None:
+                continue
+            try:
+                fit = self.engine.compute(req)
+                self.on_done(fit)
+                quick = fit.primary.extra.get("followup") or (
+                    fit.compare is not None and fit.compare.extra.get("followup"))
+                # complete the answer (eigendecomposition for the λ slider) once the user
+                # has paused: a σ drag keeps getting quick answers in the meantime
+                if quick and not self._wake.wait(FOLLOWUP_DELAY) and self._pending is None:
+                    self.on_done(self.engine.compute(req, followup=True))
+            except KernelLabError as exc:
+                self.on_error(req.serial, str(exc))
+            except Exception as exc:
+                self.on_error(req.serial, f"{type(exc).__name__}: {exc}")
+            with self._lock:
+                if self._pending is None:
+                    self._idle.set()
+
+
+class PlaygroundModel:
+    """State and gestures of the Playground. ``launch(request)`` sends a request to be
+    computed (default: synchronously here — the window passes its worker's ``submit``);
+    :meth:`deliver` takes the answer and publishes it if it is the latest."""
+
+    def __init__(self, launch: Callable[[Request], Any] | None = None,
+                 engine: FitEngine | None = None) -> None:
+        self.engine = engine or FitEngine()
+        self.launch = launch or self._compute_now
+        self.data_changed = Event()      # ()
+        self.params_changed = Event()    # (dict of changed parameters)
+        self.fit_ready = Event()         # (Fit)
+        self.failed = Event()            # (message)
+        self.dataset = "sine"
+        self.n, self.noise = 60, 0.3
+        self.params: dict[str, Any] = dict(DEFAULTS)
+        self.steps = 0
+        self.note = ""
+        self._serial = 0
+        self._version = 0
+        self._undo: list[tuple[str, Points]] = []
+        self._redo: list[tuple[str, Points]] = []
+        self.points = Points(np.zeros((0, 1)), np.zeros(0), np.zeros(0, dtype=bool))
+        self.latest: Fit | None = None
+        self.set_dataset("sine", push=False)
+
+    # -- data -------------------------------------------------------------------------
+    @property
+    def dim(self) -> int:
+        return pg.SETS[self.dataset].dim if self.dataset in pg.SETS else pg.BLANK[self.dataset][0]
+
+    @property
+    def task(self) -> str:
+        return pg.SETS[self.dataset].task if self.dataset in pg.SETS else pg.BLANK[self.dataset][1]
+
+    @property
+    def truth(self) -> Callable[[np.ndarray], np.ndarray] | None:
+        return pg.SETS[self.dataset].truth if self.dataset in pg.SETS else None
+
+    def _set_points(self, points: Points, push: bool = True) -> None:
+        if push:
+            self._undo.append((self.dataset, self.points))
+            del self._undo[:-UNDO_LIMIT]
+            self._redo.clear()
+        self.points = points
+        self._version += 1
+        self.data_changed.emit()
+        self.refit()
+
+    def set_dataset(self, name: str, *, n: int | None = None, noise: float | None = None,
+                    push: bool = True) -> None:
+        """Choose a generated set (or ``paint-1d`` / ``paint-2d`` for a blank canvas) and
+        draw it with the current n and noise."""
+        if name not in pg.SETS and name not in pg.BLANK:
+            raise ParameterError(f"unknown Playground data set {name!r}")
+        if n is not None:
+            self.n = int(n)
+        if noise is not None:
+            self.noise = float(noise)
+        previous = self.dataset
+        self.dataset = name
+        if name in pg.BLANK:
+            dim = pg.BLANK[name][0]
+            points = Points(np.zeros((0, dim)), np.zeros(0), np.zeros(0, dtype=bool))
+        else:
+            X, y, test = pg.generate(name, self.n, self.noise, int(self.params["seed"]))
+            points = Points(X, y, test)
+        self.note = ""
+        if push:
+            self._undo.append((previous, self.points))
+            self._redo.clear()
+        self._set_points(points, push=False)
+
+    def add_points(self, X: np.ndarray, label: float) -> None:
+        """Painted points at inputs X (rows), each with target ``label`` (1-D: its y; 2-D
+        classification: ±1), as training points."""
+        X = np.atleast_2d(np.asarray(X, dtype=np.float64)).reshape(-1, self.dim)
+        X = np.clip(X, -pg.EXTENT, pg.EXTENT)
+        k = len(X)
+        labels = np.broadcast_to(np.asarray(label, dtype=np.float64), (k,))
+        pts = self.points
+        self._set_points(Points(np.vstack([pts.X, X]), np.concatenate([pts.y, labels]),
+                                np.concatenate([pts.test, np.zeros(k, dtype=bool)])))
+
+    def remove_nearest(self, x: np.ndarray) -> int | None:
+        """Remove the point nearest to x (in the input space; 1-D: in the (x, y) plane)."""
+        pts = self.points
+        if pts.n == 0:
+            return None
+        x = np.asarray(x, dtype=np.float64).ravel()
+        where = np.column_stack([pts.X, pts.y]) if self.dim == 1 else pts.X
+        i = int(np.argmin(np.sum((where - x[: where.shape[1]]) ** 2, axis=1)))
+        keep = np.arange(pts.n) != i
+        self._set_points(Points(pts.X[keep], pts.y[keep], pts.test[keep]))
+        return i
+
+    def clear(self) -> None:
+        d = self.dim
+        self._set_points(Points(np.zeros((0, d)), np.zeros(0), np.zeros(0, dtype=bool)))
+
+    def load_table(self, X: np.ndarray, y: np.ndarray, names: tuple[str, ...] = ()) -> None:
+        """Two columns of a loaded table (inputs scaled into the view): one input column and
+        the target (1-D regression), or two inputs and ±1 labels (2-D classification)."""
+        X = np.asarray(X, dtype=np.float64)
+        y = np.asarray(y, dtype=np.float64)
+        if X.ndim != 2 or X.shape[1] not in (1, 2):
+            raise ParameterError("send one input column (with the target) or two (with ±1 "
+                                 "labels) to the Playground")
+        classes = np.unique(y)
+        if X.shape[1] == 2 and classes.size != 2:
+            raise ParameterError("two input columns need a target with two classes")
+        X, y, self.note = pg.subsample(X, y, 5000, int(self.params["seed"]))
+        lo, hi = X.min(axis=0), X.max(axis=0)
+        X = (X - lo) / np.where(hi > lo, hi - lo, 1.0) * (2 * 2.7) - 2.7
+        if X.shape[1] == 2:
+            y = np.where(y == classes[-1], 1.0, -1.0)
+        rng = np.random.default_rng([int(self.params["seed"]), 13])
+        test = np.zeros(len(y), dtype=bool)
+        test[rng.permutation(len(y))[: round(0.25 * len(y))]] = True
+        self._undo.append((self.dataset, self.points))
+        self._redo.clear()
+        self.dataset = "paint-1d" if X.shape[1] == 1 else "paint-2d"
+        self._set_points(Points(X, y, test), push=False)
+
+    def undo(self) -> bool:
+        if not self._undo:
+            return False
+        self._redo.append((self.dataset, self.points))
+        self.dataset, points = self._undo.pop()
+        self._set_points(points, push=False)
+        return True
+
+    def redo(self) -> bool:
+        if not self._redo:
+            return False
+        self._undo.append((self.dataset, self.points))
+        self.dataset, points = self._redo.pop()
+        self._set_points(points, push=False)
+        return True
+
+    @property
+    def can_undo(self) -> bool:
+        return bool(self._undo)
+
+    @property
+    def can_redo(self) -> bool:
+        return bool(self._redo)
+
+    # -- method and parameters ------------------------------------------------------------
+    def set_params(self, **values: Any) -> None:
+        unknown = set(values) - set(DEFAULTS)
+        if unknown:
+            raise ParameterError(f"unknown Playground parameter(s): {', '.join(sorted(unknown))}")
+        trial = {**self.params, **values}
+        pg.check_fit_params(trial, 2)  # a bad value is refused; nothing changes
+        for key in ("s", "D", "resolution"):
+            if not (isinstance(trial[key], (int, np.integer)) and trial[key] >= 1):
+                raise ParameterError(f"{key} must be a positive whole number, "
+                                     f"got {trial[key]!r}")
+        changed = {k: v for k, v in values.items() if self.params.get(k) != v}
+        if not changed:
+            return
+        self.params.update(changed)
+        if "method" in changed or "seed" in changed:
+            self.steps = 0
+        self.params_changed.emit(changed)
+        self.refit()
+
+    def step(self, k: int = 1) -> None:
+        """Advance DSG by k iterations or GFC by k features."""
+        self.steps += int(k)
+        self.refit()
+
+    def reset_steps(self) -> None:
+        self.steps = 0
+        self.refit()
+
+    # -- fits -----------------------------------------------------------------------------
+    def request(self) -> Request:
+        self._serial += 1
+        return Request(self._serial, self._version, self.points, self.dim, self.task,
+                       dict(self.params), self.steps)
+
+    def refit(self) -> None:
+        if self.points.n == 0:
+            return
+        self.launch(self.request())
+
+    def _compute_now(self, req: Request) -> None:
+        try:
+            self.deliver(self.engine.compute(req))
+        except KernelLabError as exc:
+            self.fail(req.serial, str(exc))
+
+    def deliver(self, fit: Fit) -> None:
+        """Publish a computed fit unless a newer request has been made since."""
+        if fit.serial != self._serial:
+            return
+        self.latest = fit
+        self.fit_ready.emit(fit)
+
+    def fail(self, serial: int, message: str) -> None:
+        if serial == self._serial:
+            self.failed.emit(message)
+
+    # -- sessions -------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return {"dataset": self.dataset, "n": self.n, "noise": self.noise,
+                "params": copy.deepcopy(self.params), "steps": self.steps,
+                "points": self.points.to_dict()}
+
+    def apply(self, doc: Mapping[str, Any], *, points: bool = True) -> None:
+        """Restore a :meth:`to_dict` document (a session or a preset). Without ``points``
+        (presets) the data set is generated from its name, n and noise."""
+        name = doc.get("dataset", "sine")
+        if name not in pg.SETS and name not in pg.BLANK:
+            raise ParameterError(f"unknown Playground data set {name!r}")
+        params = dict(DEFAULTS)
+        extra = set(doc.get("params", {})) - set(DEFAULTS)
+        if extra:
+            raise ParameterError(f"unknown Playground parameter(s): {', '.join(sorted(extra))}")
+        params.update(doc.get("params", {}))
+        self.params = params
+        self.steps = int(doc.get("steps", 0))
+        self.n, self.noise = int(doc.get("n", self.n)), float(doc.get("noise", self.noise))
+        if points and "points" in doc:
+            dim = pg.SETS[name].dim if name in pg.SETS else pg.BLANK[name][0]
+            restored = Points.from_dict(doc["points"], dim)
+            self._undo.append((self.dataset, self.points))
+            self._redo.clear()
+            self.dataset = name
+            self.params_changed.emit(dict(params))
+            self._set_points(restored, push=False)
+        else:
+            self.params_changed.emit(dict(params))
+            self.set_dataset(name)
+
+
+# -- presets ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PlaygroundPreset:
+    name: str
+    title: str
+    about: str
+    doc: dict[str, Any]
+
+
+def _preset_folder():  # a Traversable: works installed, editable and frozen
+    from importlib import resources
+
+    return resources.files("kernel_lab").joinpath("resources", "playground")
+
+
+def playground_preset_names() -> list[str]:
+    return sorted(p.name[:-5] for p in _preset_folder().iterdir() if p.name.endswith(".json"))
+
+
+def load_playground_preset(name: str) -> PlaygroundPreset:
+    import json
+
+    if name not in playground_preset_names():
+        raise KernelLabError(f"unknown Playground preset {name!r} (presets: "
+                             f"{', '.join(playground_preset_names())})")
+    doc = json.loads(_preset_folder().joinpath(f"{name}.json").read_text(encoding="utf-8"))
+    if doc.get("format") != "kernel-lab-playground" or "playground" not in doc:
+        raise KernelLabError(f"Playground preset {name!r} is malformed")
+    return PlaygroundPreset(name, doc["title"], doc["about"], doc["playground"])

@@ -1,0 +1,175 @@
+"""Benchmark: does the Playground answer a slider at once?
+
+Run: ``QT_QPA_PLATFORM=offscreen python tests/benchmarks/bench_playground.py``
+(or under ``xvfb-run`` for a real X server).
+
+The Playground window on 2-D data with n = 1000 training points and a 100 × 100 grid,
+measured on the GUI thread (the fits run in the Playground's worker thread):
+
+1. λ slider → redrawn fit, exact KRR / CKRR (one cached eigendecomposition per σ) and
+   Nyström / RFF (cached features): p95 latency over 30 moves. Target ≤ 50 ms.
+2. σ drag (5 moves 30 ms apart), s and D moves, a painted point → the new fit on screen,
+   from the last move: p95 over the repetitions. Target ≤ 300 ms.
+3. GUI-thread stall (a 5 ms timer's delay beyond its period) during a 20-step σ drag and
+   during DSG Play: p99. Target ≤ 16 ms.
+4. DSG Play: frames drawn per second over 5 s. Target ≥ 20.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import numpy as np
+
+PERIOD_MS = 5
+
+
+def main() -> int:
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from PySide6 import QtCore, QtWidgets
+
+    from kernel_lab.gui.playground import PlaygroundWindow
+
+    QtWidgets.QApplication.instance() or QtWidgets.QApplication(sys.argv[:1])
+    w = PlaygroundWindow()
+    w.resize(1300, 850)
+    w.show()
+    ticks: list[float] = []
+    probe = QtCore.QTimer(interval=PERIOD_MS, timeout=lambda: ticks.append(time.perf_counter()))
+
+    def wait_until(done, timeout: float = 30.0) -> float:
+        """Run the event loop (idle in Qt, as the application does — no busy polling that
+        would hold the GIL) until ``done()``; the time then."""
+        loop = QtCore.QEventLoop()
+        check = QtCore.QTimer(interval=1)
+        check.timeout.connect(lambda: done() and loop.quit())
+        QtCore.QTimer.singleShot(int(timeout * 1000), loop.quit)
+        if not done():
+            check.start()
+            loop.exec()
+            check.stop()
+        if not done():
+            raise TimeoutError("the Playground did not answer")
+        return time.perf_counter()
+
+    def pump(seconds: float) -> None:
+        end = time.perf_counter() + seconds
+        loop = QtCore.QEventLoop()
+        QtCore.QTimer.singleShot(max(0, int((end - time.perf_counter()) * 1000)), loop.quit)
+        loop.exec()
+
+    def shown(serial: int, timeout: float = 30.0) -> float:
+        """The time at which the fit of request ``serial`` is on screen."""
+        return wait_until(lambda: w.drawn_serial >= serial, timeout)
+
+    def settle() -> None:
+        shown(w.model._serial)
+        wait_until(lambda: w.worker.wait_idle(0))
+        pump(0.05)
+
+    w.model.set_dataset("moons", n=1334, noise=0.25)  # 1000 training, 334 test points
+    print(f"training points: {int((~w.model.points.test).sum())}, grid: "
+          f"{w.model.params['resolution']}²")
+    rows: list[tuple[str, float, float, str]] = []
+
+    # 1. λ moves
+    for method in ("krr", "ckrr", "nystrom", "rff"):
+        w.model.set_params(method=method, s=100, D=200, sigma=0.5)
+        settle()
+        lat = []
+        start = w.lam.slider.value()
+        for k in range(30):
+            w.lam.slider.setValue(start - 40 + (k * 7) % 80)
+            t0 = time.perf_counter()
+            lat.append(shown(w.model._serial) - t0)
+            settle()
+        rows.append((f"λ move → redrawn ({method})", float(np.percentile(lat, 95)) * 1e3, 50,
+                     "p95 ms"))
+
+    # 2. σ drags, s and D moves, a painted point
+    def drag(widget_move, steps: int, gap: float) -> tuple[float, list[float]]:
+        ticks.clear()
+        probe.start()
+        for k in range(steps):
+            widget_move(k)
+            t_last = time.perf_counter()
+            if k < steps - 1:
+                pump(gap)
+        t = shown(w.model._serial) - t_last
+        probe.stop()
+        settle()
+        stalls = np.maximum(np.diff(ticks) * 1e3 - PERIOD_MS, 0.0) if len(ticks) > 1 else []
+        return t, list(stalls)
+
+    for method in ("krr", "ckrr"):
+        w.model.set_params(method=method)
+        settle()
+        lat, stalls = [], []
+        for rep in range(6):
+            base = w.sigma.slider.value()
+            t, st = drag(lambda k, b=base, r=rep: w.sigma.slider.setValue(
+                b + (1 if r % 2 == 0 else -1) * (k + 1)), 5, 0.03)
+            lat.append(t)
+            stalls += st
+        rows.append((f"σ drag → new fit ({method})", float(np.percentile(lat, 95)) * 1e3,
+                     300, "p95 ms"))
+    w.model.set_params(method="nystrom")
+    settle()
+    lat = [drag(lambda k, r=rep: w.s_slider.setValue(60 + 10 * r + k), 3, 0.03)[0]
+           for rep in range(6)]
+    rows.append(("s move → new fit (Nyström)", float(np.percentile(lat, 95)) * 1e3, 300,
+                 "p95 ms"))
+    w.model.set_params(method="rff")
+    settle()
+    lat = [drag(lambda k, r=rep: w.D_slider.setValue(150 + 20 * r + k), 3, 0.03)[0]
+           for rep in range(6)]
+    rows.append(("D move → new fit (RFF)", float(np.percentile(lat, 95)) * 1e3, 300,
+                 "p95 ms"))
+    w.model.set_params(method="krr")
+    settle()
+    lat = []
+    for rep in range(6):
+        t0 = time.perf_counter()
+        w.model.add_points(np.array([[0.1 * rep - 0.3, 2.5]]), 1.0)
+        lat.append(shown(w.model._serial) - t0)
+        settle()
+    rows.append(("painted point → new fit (KRR)", float(np.percentile(lat, 95)) * 1e3, 300,
+                 "p95 ms"))
+
+    # 3. stall during a 20-step σ drag (exact KRR: every step a new kernel)
+    _, stalls = drag(lambda k: w.sigma.slider.setValue(w.sigma.slider.value() + 1), 20, 0.03)
+    rows.append(("GUI stall during a 20-step σ drag", float(np.percentile(stalls, 99)), 16,
+                 "p99 ms"))
+
+    # 4. DSG Play
+    w.model.set_params(method="dsg")
+    w.speed.setValue(5)
+    settle()
+    drawn0 = w.fits_drawn
+    ticks.clear()
+    probe.start()
+    w.play_button.setChecked(True)
+    t0 = time.perf_counter()
+    pump(5.0)
+    fps = (w.fits_drawn - drawn0) / (time.perf_counter() - t0)
+    w.play_button.setChecked(False)
+    probe.stop()
+    stalls = np.maximum(np.diff(ticks) * 1e3 - PERIOD_MS, 0.0)
+    rows.append(("GUI stall during DSG Play", float(np.percentile(stalls, 99)), 16, "p99 ms"))
+    rows.append(("DSG Play frames per second", fps, 20, "fps (≥)"))
+    print(f"DSG reached iteration {w.model.steps} in 5 s")
+
+    print(f"{'measure':<40} {'value':>9} {'target':>8}  unit")
+    ok = True
+    for name, value, target, unit in rows:
+        good = value >= target if unit.startswith("fps") else value <= target
+        ok &= good
+        print(f"{name:<40} {value:9.1f} {target:8.0f}  {unit} {'' if good else ' ← MISSED'}")
+    w.close()
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,215 @@
+"""The Playground window: painting with the mouse, undo/redo, and what is drawn equals the
+library's estimators (exact KRR/CKRR, Nyström landmarks, DSG after k steps, GFC with k
+features); sessions restore painted data bit for bit."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pytestqt")
+
+from PySide6 import QtCore
+
+from kernel_lab.core import playground as core
+from kernel_lab.core.models import (
+    CenteredKernelRidge,
+    DSGClassifier,
+    KernelRidge,
+    NystromFeatures,
+)
+from kernel_lab.gui.playground import PlaygroundWindow
+from kernel_lab.model.playground import playground_preset_names
+
+
+@pytest.fixture
+def window(qtbot):
+    w = PlaygroundWindow()
+    qtbot.addWidget(w)
+    w.resize(1200, 800)
+    w.show()
+    qtbot.waitExposed(w)
+    settle(w, qtbot)
+    yield w
+    w.close()
+
+
+def settle(w, qtbot):
+    """Wait until the worker has answered the latest request and it is drawn."""
+    qtbot.waitUntil(lambda: w.worker.wait_idle(0) and w.model.latest is not None
+                    and w.model.latest.serial == w.model._serial, timeout=30_000)
+    qtbot.wait(20)
+
+
+def click(w, qtbot, x, y, button=QtCore.Qt.MouseButton.LeftButton):
+    scene = w.box.mapViewToScene(QtCore.QPointF(x, y))
+    pos = w.plot.mapFromScene(scene)
+    qtbot.mouseClick(w.plot.viewport(), button, pos=pos)
+
+
+def training(w):
+    pts = w.model.points
+    return pts.X[~pts.test], pts.y[~pts.test]
+
+
+def test_painting_1d_adds_points_where_clicked_and_right_click_removes(window, qtbot):
+    w = window
+    w.model.set_dataset("paint-1d")
+    settle_points = w.model.points.n
+    assert settle_points == 0
+    click(w, qtbot, -1.0, 0.5)
+    click(w, qtbot, 1.2, -0.8)
+    pts = w.model.points
+    assert pts.n == 2
+    np.testing.assert_allclose(pts.X[:, 0], [-1.0, 1.2], atol=0.03)  # a pixel or so
+    np.testing.assert_allclose(pts.y, [0.5, -0.8], atol=0.03)
+    click(w, qtbot, 1.1, -0.7, QtCore.Qt.MouseButton.RightButton)
+    assert w.model.points.n == 1 and abs(w.model.points.X[0, 0] + 1.0) < 0.03
+
+
+def test_painting_2d_classes_and_undo_redo_restore_exactly(window, qtbot):
+    w = window
+    w.model.set_dataset("moons", n=50)
+    before = w.model.points
+    click(w, qtbot, 2.0, 2.0)
+    w.paint_class.setChecked(True)
+    click(w, qtbot, -2.0, -2.0)
+    pts = w.model.points
+    assert pts.n == before.n + 2
+    np.testing.assert_allclose(pts.X[-2:], [[2.0, 2.0], [-2.0, -2.0]], atol=0.03)
+    assert list(pts.y[-2:]) == [1.0, -1.0] and not pts.test[-2:].any()
+    after = w.model.points
+    qtbot.keyClick(w, QtCore.Qt.Key.Key_Z, QtCore.Qt.KeyboardModifier.ControlModifier)
+    qtbot.keyClick(w, QtCore.Qt.Key.Key_Z, QtCore.Qt.KeyboardModifier.ControlModifier)
+    assert w.model.points is before
+    qtbot.keyClick(w, QtCore.Qt.Key.Key_Z, QtCore.Qt.KeyboardModifier.ControlModifier
+                   | QtCore.Qt.KeyboardModifier.ShiftModifier)
+    qtbot.keyClick(w, QtCore.Qt.Key.Key_Z, QtCore.Qt.KeyboardModifier.ControlModifier
+                   | QtCore.Qt.KeyboardModifier.ShiftModifier)
+    for a, b in ((w.model.points.X, after.X), (w.model.points.y, after.y)):
+        assert np.array_equal(a, b)
+
+
+def test_lambda_slider_redraws_exact_krr_and_ckrr(window, qtbot):
+    w = window
+    w.model.set_dataset("sine", n=80)
+    w.model.set_params(method="krr", sigma=0.6)
+    w.lam.slider.setValue(w.lam.slider.value() - 17)  # a drag of the slider
+    settle(w, qtbot)
+    lam, X, y = w.model.params["lam"], *training(w)
+    xs, drawn = w.fit_curve.getData()
+    ref = KernelRidge(lam, kernel="gaussian", kernel_params={"sigma": 0.6}).fit(X, y)
+    np.testing.assert_allclose(drawn, ref.predict(xs[:, None]), rtol=0, atol=1e-8)
+    # 2-D: the heatmap is CKRR's prediction on the grid
+    w.model.set_dataset("xor", n=300)
+    w.model.set_params(method="ckrr")
+    w.lam.slider.setValue(w.lam.slider.value() + 9)
+    settle(w, qtbot)
+    lam, X, y = w.model.params["lam"], *training(w)
+    ref = CenteredKernelRidge(lam, kernel="gaussian", kernel_params={"sigma": 0.6}).fit(X, y)
+    res = w.model.params["resolution"]
+    img = w.image.image  # drawn as (x₁, x₂) columns
+    np.testing.assert_allclose(img.T.ravel(), ref.predict(core.grid(2, res)), atol=1e-8)
+
+
+def test_drawn_landmarks_are_the_samplers_for_the_seed(window, qtbot):
+    w = window
+    w.model.set_dataset("blobs", n=300)
+    w.model.set_params(method="nystrom", s=12, sigma=1.0, seed=3)
+    settle(w, qtbot)
+    X, _ = training(w)
+    nf = NystromFeatures("gaussian", kernel_params={"sigma": 1.0}, n_components=12,
+                         sampler="recursive-rls", random_state=3).fit(X)
+    drawn = w.landmark_scatter.getData()
+    np.testing.assert_array_equal(np.column_stack(drawn), X[nf.landmark_indices_])
+
+
+def test_dsg_steps_draw_the_estimator_after_k_iterations(window, qtbot):
+    w = window
+    w.model.set_dataset("moons", n=200)
+    w.model.set_params(method="dsg", sigma=0.5, nu=1e-3, seed=2)
+    for _ in range(3):
+        w.model.step(7)
+    settle(w, qtbot)
+    X, y = training(w)
+    ref = DSGClassifier(sigma=0.5, nu=1e-3, n_iter=21, batch_size=8, n_features_per_iter=8,
+                        random_state=2).fit(X, y)
+    res = w.model.params["resolution"]
+    np.testing.assert_allclose(w.image.image.T.ravel(),
+                               ref.decision_function(core.grid(2, res)), atol=1e-10)
+    assert "iteration 21" in w.readout.text()
+
+
+def test_gfc_steps_draw_the_model_with_k_features(window, qtbot):
+    w = window
+    w.model.set_dataset("sinc", n=80)
+    w.model.set_params(method="gfc", seed=1)
+    w.model.step(3)
+    settle(w, qtbot)
+    X, y = training(w)
+    ref = core.gfc_model(3, 1).fit(X, y)
+    xs, drawn = w.fit_curve.getData()
+    np.testing.assert_allclose(drawn, ref.predict(xs[:, None]), atol=1e-10)
+    assert ref.n_features_out_ == 3 and "3 features" in w.readout.text()
+
+
+def test_play_animates_dsg_and_pause_stops(window, qtbot):
+    w = window
+    w.model.set_dataset("moons", n=200)
+    w.model.set_params(method="dsg")
+    w.play_button.setChecked(True)
+    qtbot.waitUntil(lambda: w.model.steps >= 20, timeout=20_000)
+    w.play_button.setChecked(False)
+    steps = w.model.steps
+    qtbot.wait(150)
+    assert w.model.steps == steps
+
+
+@pytest.mark.parametrize("name", playground_preset_names())
+def test_every_playground_preset_draws(window, qtbot, name):
+    window.open_preset(name)
+    settle(window, qtbot)
+    assert window.fits_drawn > 0 and "⚠" not in window.readout.text()
+    assert "What you will see" in window.about.text()
+
+
+def test_session_restores_painted_points_bit_for_bit(qtbot, tmp_path):
+    from kernel_lab.gui.app import MainWindow
+
+    main = MainWindow(QtCore.QSettings(str(tmp_path / "s.ini"),
+                                       QtCore.QSettings.Format.IniFormat))
+    qtbot.addWidget(main)
+    pg_window = main.open_playground()
+    settle(pg_window, qtbot)
+    pg_window.model.add_points(np.array([[0.1234567890123, -1.0 / 3.0]]), -1.0)
+    pg_window.model.set_params(method="rff", D=77, lam=0.0123)
+    saved = pg_window.model.points
+    path = main.save_session(tmp_path / "play.json")
+    pg_window.model.set_dataset("circles")
+    main.open_session(path)
+    restored = main.playground.model
+    assert restored.params["D"] == 77 and restored.params["lam"] == 0.0123
+    for a, b in ((restored.points.X, saved.X), (restored.points.y, saved.y),
+                 (restored.points.test, saved.test)):
+        assert a.dtype == b.dtype and np.array_equal(a, b)
+    main.close()
+
+
+def test_two_columns_of_a_loaded_table_go_to_the_playground(qtbot, tmp_path):
+    from kernel_lab.core.source import DataSource
+    from kernel_lab.gui.app import MainWindow
+
+    main = MainWindow(QtCore.QSettings(str(tmp_path / "s.ini"),
+                                       QtCore.QSettings.Format.IniFormat))
+    qtbot.addWidget(main)
+    main.model.load_data(DataSource.from_spec("breast-cancer"))
+    qtbot.waitUntil(lambda: main.model.dataset is not None
+                    and main.model.dataset.name == "breast-cancer", timeout=30_000)
+    assert main.send_to_playground((0, 1))
+    pg_model = main.playground.model
+    assert pg_model.dataset == "paint-2d" and pg_model.points.n == 569
+    assert set(np.unique(pg_model.points.y)) == {-1.0, 1.0}
+    assert main.send_to_playground((2,))  # one column: the ±1 target on the vertical axis
+    assert pg_model.dataset == "paint-1d" and pg_model.undo() and pg_model.dataset == "paint-2d"
+    settle(main.playground, qtbot)
+    main.close()

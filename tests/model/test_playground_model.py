@@ -1,0 +1,272 @@
+"""The Playground's Qt-free model: data, painting with undo/redo, fits equal to the library's
+estimators, latest-wins in the worker, sessions — and every preset's text against what it
+shows."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from kernel_lab.core import playground as pg
+from kernel_lab.core.errors import ParameterError
+from kernel_lab.core.models import NystromRidge, RFFRidge
+from kernel_lab.model.playground import (
+    FitEngine,
+    FitWorker,
+    PlaygroundModel,
+    load_playground_preset,
+    playground_preset_names,
+)
+from tests.model.qtfree import run_without_qt
+
+
+@pytest.fixture
+def model():
+    m = PlaygroundModel()
+    m.fits = []
+    m.fit_ready.connect(m.fits.append)
+    return m
+
+
+def test_generated_sets_are_seeded_and_in_view():
+    for name, s in pg.SETS.items():
+        X, y, test = pg.generate(name, 200, 0.2, seed=4)
+        X2, y2, test2 = pg.generate(name, 200, 0.2, seed=4)
+        assert X.shape == (200, s.dim) and np.array_equal(X, X2) and np.array_equal(y, y2)
+        assert np.abs(X).max() <= pg.EXTENT and test.sum() == 50 and np.array_equal(test, test2)
+        if s.task == "classification":
+            assert set(np.unique(y)) == {-1.0, 1.0}, name
+    with pytest.raises(ParameterError, match="2 to 5000 points"):
+        pg.generate("sine", 6000, 0.1, 0)
+
+
+def test_painting_undo_redo_and_removal(model):
+    model.set_dataset("paint-2d")
+    model.add_points(np.array([[0.5, 0.5]]), 1.0)
+    model.add_points(np.array([[-1.0, 2.0], [9.0, 0.0]]), -1.0)  # clipped into the view
+    pts = model.points
+    assert pts.n == 3 and list(pts.y) == [1.0, -1.0, -1.0] and pts.X[2, 0] == pg.EXTENT
+    assert model.remove_nearest(np.array([-0.9, 1.9])) == 1
+    assert model.points.n == 2
+    after = model.points
+    assert model.undo() and model.points is pts
+    assert model.undo() and model.points.n == 1
+    assert model.redo() and model.redo() and model.points is after
+    assert not model.redo()
+    model.set_dataset("circles")
+    assert model.undo() and model.dataset == "paint-2d" and model.points is after
+
+
+def test_exact_fits_equal_the_estimators_for_every_lambda(model):
+    from kernel_lab.core.models import CenteredKernelRidge, KernelRidge
+
+    model.set_dataset("surface", n=300, noise=0.2)
+    for method, cls in (("krr", KernelRidge), ("ckrr", CenteredKernelRidge)):
+        # (at λ = 1e-4, K + λI has condition ~1e8: eigen- and Cholesky-based solutions then
+        # agree to 1e-6 only, as any two backward-stable solvers would)
+        for lam, atol in ((1e-4, 1e-6), (1e-2, 1e-8), (0.3, 1e-8), (30.0, 1e-8)):
+            model.set_params(method=method, lam=lam, sigma=0.8)
+            fit = model.fits[-1]
+            pts = model.points
+            est = cls(lam, kernel="gaussian", kernel_params={"sigma": 0.8}).fit(
+                pts.X[~pts.test], pts.y[~pts.test])
+            np.testing.assert_allclose(fit.primary.grid, est.predict(fit.grid), atol=atol)
+            np.testing.assert_allclose(fit.primary.test, est.predict(pts.X[pts.test]),
+                                       atol=atol)
+            np.testing.assert_allclose(fit.primary.train, est.predict(pts.X[~pts.test]),
+                                       atol=atol)
+            # degrees of freedom: tr K(K + λI)⁻¹ by brute force
+            K = est.kernel_(pts.X[~pts.test])
+            if method == "ckrr":
+                n = len(K)
+                P = np.eye(n) - 1.0 / n
+                K = P @ K @ P
+            dof = np.trace(K @ np.linalg.inv(K + lam * np.eye(len(K))))
+            assert fit.primary.dof == pytest.approx(dof, rel=1e-8)
+
+
+def test_feature_fits_equal_nystrom_and_rff_ridge(model):
+    model.set_dataset("sinc", n=200)
+    pts = model.points
+    X, y = pts.X[~pts.test], pts.y[~pts.test]
+    model.set_params(method="nystrom", s=25, lam=0.05, sigma=0.4, seed=7)
+    ref = NystromRidge(0.05, kernel="gaussian", kernel_params={"sigma": 0.4}, n_components=25,
+                       random_state=7).fit(X, y)
+    fit = model.fits[-1]
+    np.testing.assert_allclose(fit.primary.grid, ref.predict(fit.grid), atol=1e-8)
+    np.testing.assert_array_equal(fit.primary.landmarks, ref.features_.landmark_indices_)
+    model.set_params(method="rff", D=60, lam=0.02, orthogonal=True)
+    ref = RFFRidge(0.02, sigma=0.4, n_components=60, orthogonal=True, random_state=7).fit(X, y)
+    np.testing.assert_allclose(model.fits[-1].primary.grid, ref.predict(fit.grid), atol=1e-8)
+
+
+def test_leverage_scores_are_the_ridge_leverage_scores(model):
+    model.set_dataset("blobs", n=120)
+    model.set_params(method="nystrom", leverage=True, lam=0.5, sigma=1.0)
+    pts = model.points
+    K = pg.make_kernel("gaussian", {"sigma": 1.0})(pts.X[~pts.test])
+    ref = np.diag(K @ np.linalg.inv(K + 0.5 * np.eye(len(K))))
+    np.testing.assert_allclose(model.fits[-1].primary.scores, ref, atol=1e-10)
+
+
+def test_the_quick_answer_then_the_complete_one():
+    engine = FitEngine(quick=True)
+    m = PlaygroundModel(engine=engine, launch=lambda r: None)
+    m.set_dataset("sine")
+    req = m.request()
+    quick = engine.compute(req)
+    full = engine.compute(req, followup=True)
+    assert quick.primary.extra["followup"] and full.primary.curve is not None
+    np.testing.assert_allclose(quick.primary.grid, full.primary.grid, atol=1e-8)
+
+
+def test_worker_computes_the_latest_request_only():
+    release = threading.Event()
+    computed: list[int] = []
+
+    class Slow(FitEngine):
+        def compute(self, req, *, followup=False):
+            release.wait(5)
+            computed.append(req.serial)
+            return super().compute(req, followup=followup)
+
+    done: list[int] = []
+    worker = FitWorker(Slow(), lambda fit: done.append(fit.serial), lambda s, m: None)
+    m = PlaygroundModel(launch=worker.submit, engine=worker.engine)
+    for lam in np.logspace(-3, 1, 10):
+        m.set_params(lam=float(lam))
+    release.set()
+    assert worker.wait_idle(10)
+    worker.close()
+    assert computed[-1] == m._serial and len(computed) <= 3  # the first, maybe one, the last
+    assert done[-1] == m._serial
+
+
+def test_bad_values_get_clear_messages(model):
+    with pytest.raises(ParameterError, match="unknown Playground parameter"):
+        model.set_params(gamma=1.0)
+    with pytest.raises(ParameterError, match="unknown Playground data set"):
+        model.set_dataset("mnist")
+    with pytest.raises(ParameterError, match="lam must be a positive number"):
+        model.set_params(lam=-1.0)
+    with pytest.raises(ParameterError, match="s must be a positive whole number"):
+        model.set_params(s=0)
+    assert model.params["lam"] > 0 and model.params["s"] >= 1  # nothing changed
+    messages: list[str] = []
+    model.failed.connect(messages.append)
+    model.set_dataset("paint-1d")
+    model.add_points(np.array([[0.0]]), 1.0)
+    assert "at least two training points" in messages[-1]
+    with pytest.raises(ParameterError, match="malformed"):
+        model.apply({"dataset": "sine", "points": {"X": [[1.0]], "y": [1.0, 2.0],
+                                                   "test": [False]}})
+
+
+def test_sending_table_columns_subsamples_with_a_note(model):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(7000, 2)) * 100
+    y = np.where(X[:, 0] > 0, "yes", "no")
+    model.load_table(X, np.where(y == "yes", 1.0, 0.0))
+    assert model.dataset == "paint-2d" and model.points.n == 5000
+    assert "5000 of 7000" in model.note and np.abs(model.points.X).max() <= pg.EXTENT
+    assert set(np.unique(model.points.y)) == {-1.0, 1.0}
+
+
+def test_session_document_round_trip_is_bit_identical(model):
+    model.set_dataset("paint-1d")
+    model.add_points(np.array([[0.1], [0.7], [-2.2]]), 1.0 / 3.0)
+    model.set_params(method="dsg", nu=0.01)
+    model.step(12)
+    import json
+
+    doc = json.loads(json.dumps(model.to_dict()))
+    other = PlaygroundModel()
+    other.apply(doc)
+    for a, b in ((other.points.X, model.points.X), (other.points.y, model.points.y)):
+        assert np.array_equal(a, b)
+    assert other.params == model.params and other.steps == 12
+
+
+# -- every preset's text against its run ------------------------------------------------
+def _preset(name):
+    m = PlaygroundModel()
+    fits = []
+    m.fit_ready.connect(fits.append)
+    m.apply(load_playground_preset(name).doc, points=False)
+    return m, fits
+
+
+def _errors(m, fit):
+    pts = m.points
+    return (pg.error(fit.train, pts.y[~pts.test], m.task),
+            pg.error(fit.test, pts.y[pts.test], m.task))
+
+
+def test_every_playground_preset_has_a_text_and_checks():
+    assert set(playground_preset_names()) == {
+        "playground-bias-variance", "playground-bandwidth", "playground-nystrom",
+        "playground-xor", "playground-dsg", "playground-gfc"}
+    for name in playground_preset_names():
+        assert "What you will see" in load_playground_preset(name).about
+
+
+def test_bias_variance_preset():
+    m, fits = _preset("playground-bias-variance")
+    curve = fits[-1].primary.curve
+    best = curve["lam"][np.argmin(curve["test"])]
+    assert 0.05 <= best <= 0.5 and 0.11 <= curve["test"].min() <= 0.15
+    m.set_params(lam=1e-5)
+    train, test = _errors(m, fits[-1].primary)
+    assert train < 0.09 and 0.13 <= test <= 0.21 and 17 <= fits[-1].primary.dof <= 23
+    m.set_params(lam=100.0)
+    train, test = _errors(m, fits[-1].primary)
+    assert 0.4 <= train <= 0.6 and 0.7 <= test <= 1.0 and fits[-1].primary.dof < 1
+
+
+def test_bandwidth_preset():
+    m, fits = _preset("playground-bandwidth")
+    got = {}
+    for sigma in (0.05, 1.0, 5.0):
+        m.set_params(sigma=sigma)
+        got[sigma] = _errors(m, fits[-1].primary)
+    assert got[0.05][0] < 0.01 and 0.3 <= got[0.05][1] <= 0.5
+    assert 0.1 <= got[1.0][1] <= 0.14 and 0.12 <= got[5.0][1] <= 0.17
+    assert got[1.0][1] < got[5.0][1] < got[0.05][1]
+
+
+def test_nystrom_preset():
+    m, fits = _preset("playground-nystrom")
+    fit = fits[-1]
+    assert len(fit.primary.landmarks) == 10 and fit.primary.scores is not None
+    agree = np.mean(np.sign(fit.primary.grid) == np.sign(fit.compare.grid))
+    nys, exact = _errors(m, fit.primary)[1], _errors(m, fit.compare)[1]
+    assert agree > 0.9 and abs(nys - exact) <= 0.02 and 0.03 <= nys <= 0.09
+
+
+def test_xor_preset():
+    m, fits = _preset("playground-xor")
+    assert _errors(m, fits[-1].primary)[1] <= 0.05
+    m.set_params(sigma=50.0)
+    assert 0.4 <= _errors(m, fits[-1].primary)[1] <= 0.6
+
+
+def test_dsg_preset():
+    _m, fits = _preset("playground-dsg")
+    history = fits[-1].primary.extra["history"]
+    assert history[0, 0] == 1 and 0.1 <= history[0, 2] <= 0.2
+    assert history[-1, 0] == 200 and history[-1, 2] == 0.0
+
+
+def test_gfc_preset():
+    _m, fits = _preset("playground-gfc")
+    h = fits[-1].primary.extra["history"]
+    assert list(h[:, 0]) == [1, 2, 3, 4, 5]
+    assert 0.04 <= h[0, 1] <= 0.08 and 0.011 <= h[1, 1] <= 0.015
+    assert np.all(np.abs(np.diff(h[1:, 1])) < 0.001) and h[-1, 2] > h[1, 2]
+
+
+def test_without_qt():
+    """The Playground model and this file's tests run with Qt not importable at all."""
+    run_without_qt(__file__)
