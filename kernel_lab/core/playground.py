@@ -209,6 +209,10 @@ METHOD_TEXT = {"krr": "exact KRR", "ckrr": "exact CKRR", "nystrom": "Nyström ri
                "rff": "random-feature ridge", "dsg": "doubly stochastic gradients",
                "gfc": "greedy feature construction"}
 KERNELS = ("gaussian", "laplace", "cauchy")
+#: Methods advanced by Step / Play, and how many steps one Play frame takes (× speed).
+STEPPED = {"dsg": 1, "gfc": 0}
+#: What a method's size counts ("features" unless said).
+SIZE_WORD = {"nystrom": "landmarks"}
 
 
 @dataclass

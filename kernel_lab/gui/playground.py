@@ -154,7 +154,7 @@ class PlaygroundWindow(QtWidgets.QMainWindow):
         self.compare_box.addItem("none", "")
         for m in core.METHODS:
             self.method_box.addItem(core.METHOD_TEXT[m], m)
-            if m not in ("dsg", "gfc"):
+            if m not in core.STEPPED:
                 self.compare_box.addItem(core.METHOD_TEXT[m] + " (dashed)", m)
         self.method_box.activated.connect(
             lambda _i: self._apply(method=self.method_box.currentData()))
@@ -254,7 +254,8 @@ class PlaygroundWindow(QtWidgets.QMainWindow):
         self.lam_test = self.lam_plot.plot(pen=pg.mkPen((214, 39, 40), width=2), name="test")
         self.lam_line = pg.InfiniteLine(angle=90, pen=pg.mkPen("k", width=1))
         self.lam_plot.addItem(self.lam_line)
-        self.step_plot = pg.PlotWidget(background="w", title="error against steps")
+        self.step_plot = pg.PlotWidget(background="w",
+                                       title="train (blue) / test (red) error by step")
         self.step_train = self.step_plot.plot(pen=pg.mkPen((31, 119, 180), width=2))
         self.step_test = self.step_plot.plot(pen=pg.mkPen((214, 39, 40), width=2))
         self.freq_plot = pg.PlotWidget(background="w", title="learned frequencies (GFC)")
@@ -325,13 +326,14 @@ class PlaygroundWindow(QtWidgets.QMainWindow):
 
     def play(self, on: bool) -> None:
         self.play_button.setText("Pause" if on else "Play")
-        if on and self.model.params["method"] not in ("dsg", "gfc"):
-            self._apply(method="dsg")
+        if on and self.model.params["method"] not in core.STEPPED:
+            self._apply(method=next(iter(core.STEPPED)))
         (self.play_timer.start if on else self.play_timer.stop)()
 
     def _tick(self) -> None:
         if self.worker.wait_idle(0):  # one frame per finished fit: never a queue
-            self.model.step(self.speed.value() if self.model.params["method"] == "dsg" else 1)
+            per_speed = core.STEPPED.get(self.model.params["method"], 0)
+            self.model.step(max(1, per_speed * self.speed.value()))
 
     def open_preset(self, name: str) -> None:
         preset = load_playground_preset(name)
@@ -445,11 +447,16 @@ class PlaygroundWindow(QtWidgets.QMainWindow):
         if r.scores is None:
             self._sized = False
         # small plots
-        if r.curve is not None:
-            self.lam_train.setData(r.curve["lam"], np.maximum(r.curve["train"], 1e-6))
-            self.lam_test.setData(r.curve["lam"], np.maximum(r.curve["test"], 1e-6))
+        curve = r.curve if r.curve is not None else (
+            fit.compare.curve if fit.compare is not None else None)
+        self.lam_line.setVisible(curve is not None)
+        if curve is not None:
+            self.lam_train.setData(curve["lam"], np.maximum(curve["train"], 1e-6))
+            self.lam_test.setData(curve["lam"], np.maximum(curve["test"], 1e-6))
             self.lam_line.setValue(math.log10(float(m.params["lam"])))
-            self.lam_plot.setTitle("train / test error against λ (from the cache)")
+            exact = r if r.curve is not None else fit.compare
+            self.lam_plot.setTitle(f"{exact.method.upper()}: train (blue) / test (red) "
+                                   "vs λ")
         else:
             self.lam_train.setData([], [])
             self.lam_test.setData([], [])
@@ -486,7 +493,7 @@ class PlaygroundWindow(QtWidgets.QMainWindow):
             parts.append(f"{r.extra['features']} features"
                          + (" (done)" if r.extra.get("done") else ""))
         elif r.n_features is not None:
-            parts.append(f"{r.n_features} {'landmarks' if r.method == 'nystrom' else 'features'}")
+            parts.append(f"{r.n_features} {core.SIZE_WORD.get(r.method, 'features')}")
         parts.append(f"fit {1000 * r.seconds:.1f} ms")
         if m.note:
             parts.append(m.note)

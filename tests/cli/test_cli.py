@@ -121,7 +121,13 @@ def test_no_display_prints_headless_help(capsys, monkeypatch):
 def test_self_test_passes_and_reports_each_check(capsys):
     pytest.importorskip("pytestqt")
     assert main(["--self-test"]) == 0
+    from kernel_lab.experiments import list_experiments
+    from kernel_lab.model.playground import playground_preset_names
+
     lines = capsys.readouterr().out.splitlines()
-    assert lines[-1].startswith("10 of 10 checks passed")
-    assert sum(line.startswith("PASS") for line in lines) == 10
+    # one per experiment and Playground preset, the Playground window, four more
+    n = len(list_experiments()) + len(playground_preset_names()) + 5
+    assert lines[-1].startswith(f"{n} of {n} checks passed")
+    assert sum(line.startswith("PASS") for line in lines) == n
     assert any("window run via the worker process" in line for line in lines)
+    assert sum(line.startswith("PASS  playground") for line in lines) == 7

@@ -29,7 +29,12 @@ def frozen(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 def test_frozen_self_test_passes(tmp_path):
     proc = frozen("--self-test", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "(frozen " in proc.stdout and "10 of 10 checks passed" in proc.stdout
+    from kernel_lab.experiments import list_experiments
+    from kernel_lab.model.playground import playground_preset_names
+
+    n = len(list_experiments()) + len(playground_preset_names()) + 5
+    assert "(frozen " in proc.stdout and f"{n} of {n} checks passed" in proc.stdout
+    assert proc.stdout.count("PASS  playground") == 7  # the presets ship, the window draws
 
 
 def test_frozen_run_on_a_csv_writes_the_contract_files(tmp_path):
