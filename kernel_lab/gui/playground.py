@@ -421,8 +421,10 @@ class PlaygroundWindow(QtWidgets.QMainWindow):
             lim = float(np.nanmax(np.abs(img))) or 1.0
             cmap = pg.colormap.get("CET-D1") if fit.task == "classification" else \
                 pg.colormap.get("viridis")
-            self.image.setImage(img, levels=(-lim, lim) if fit.task == "classification"
-                                else None)
+            if fit.task == "classification":
+                self.image.setImage(img, levels=(-lim, lim))
+            else:
+                self.image.setImage(img, autoLevels=True)
             self.image.setColorMap(cmap)
             size = 2 * core.EXTENT
             self.image.setRect(QtCore.QRectF(-core.EXTENT, -core.EXTENT, size, size))

@@ -236,6 +236,10 @@ class FitWorker:
         self._stop = True
         self._wake.set()
 
+    def _report(self, serial: int, message: str) -> None:
+        if not self._stop:  # after close the receiver may be gone
+            self.on_error(serial, message)
+
     def _loop(self) -> None:
         while not self._stop:
             self._wake.wait()
@@ -246,17 +250,21 @@ class FitWorker:
                 continue
             try:
                 fit = self.engine.compute(req)
+                if self._stop:
+                    break
                 self.on_done(fit)
                 quick = fit.primary.extra.get("followup") or (
                     fit.compare is not None and fit.compare.extra.get("followup"))
                 # complete the answer (eigendecomposition for the λ slider) once the user
                 # has paused: a σ drag keeps getting quick answers in the meantime
                 if quick and not self._wake.wait(FOLLOWUP_DELAY) and self._pending is None:
-                    self.on_done(self.engine.compute(req, followup=True))
+                    fit = self.engine.compute(req, followup=True)
+                    if not self._stop:
+                        self.on_done(fit)
             except KernelLabError as exc:
-                self.on_error(req.serial, str(exc))
+                self._report(req.serial, str(exc))
             except Exception as exc:
-                self.on_error(req.serial, f"{type(exc).__name__}: {exc}")
+                self._report(req.serial, f"{type(exc).__name__}: {exc}")
             with self._lock:
                 if self._pending is None:
                     self._idle.set()
@@ -446,7 +454,9 @@ class PlaygroundModel:
                        dict(self.params), self.steps)
 
     def refit(self) -> None:
-        if self.points.n == 0:
+        if self.points.n == 0:  # nothing to fit: any fit still computing is stale
+            self._serial += 1
+            self.latest = None
             return
         self.launch(self.request())
 

@@ -213,3 +213,15 @@ def test_two_columns_of_a_loaded_table_go_to_the_playground(qtbot, tmp_path):
     assert pg_model.dataset == "paint-1d" and pg_model.undo() and pg_model.dataset == "paint-2d"
     settle(main.playground, qtbot)
     main.close()
+
+
+def test_regression_heatmap_renders_and_clearing_drops_a_fit_in_flight(window, qtbot):
+    w = window
+    w.model.set_dataset("surface", n=200)
+    settle(w, qtbot)
+    w.image.render()  # a float image with levels: raised before for regression
+    assert w.image.qimage is not None
+    w.model.set_params(method="nystrom", s=15)
+    w.model.clear()  # the Nyström request above may still be computing
+    qtbot.wait(300)
+    assert w.model.latest is None and w.model.points.n == 0
