@@ -176,6 +176,8 @@ def generate(name: str, n: int, noise: float, seed: int, test_fraction: float = 
                              f"{', '.join(SETS)}")
     if not 2 <= n <= 5000:
         raise ParameterError(f"the Playground draws 2 to 5000 points, not {n}")
+    if not (math.isfinite(noise) and 0 <= noise <= 10):
+        raise ParameterError(f"the noise level must be from 0 to 10, not {noise}")
     rng = np.random.default_rng([seed, 11])
     X, y = SETS[name].sample(int(n), float(noise), rng)
     test = np.zeros(len(y), dtype=bool)
@@ -270,7 +272,12 @@ class ExactCache:
 
     def alphas(self, lam: float | Array) -> tuple[Array, Array]:
         lams = np.atleast_1d(np.asarray(lam, dtype=np.float64))
-        return lams, self.U @ (self.w[:, None] / (self.e[:, None] + lams[None, :]))
+        A = self.U @ (self.w[:, None] / (self.e[:, None] + lams[None, :]))
+        if self.centered:
+            # CKRR's α sums to zero; at a tiny λ the rounding left along the constant
+            # eigenvector (eigenvalue ≈ 0 of K_c) would be divided by ≈ λ — project it out
+            A -= A.mean(axis=0, keepdims=True)
+        return lams, A
 
     def _apply(self, K: Array, A: Array) -> Array:
         out = K @ A
@@ -365,28 +372,37 @@ def nystrom_features(problem: Problem, kernel: str, sigma: float, s: int, sample
         raise ParameterError(f"unknown sampler {sampler!r}")
     nf = NystromFeatures(kernel, kernel_params={"sigma": sigma}, n_components=s,
                          sampler=sampler, random_state=seed).fit(problem.X)
-    return nf, nf.transform(problem.X), _transform(nf, problem.X_test), nf.transform(problem.G)
+    return (nf, *_features(nf, problem))
 
 
 def rff_features(problem: Problem, kernel: str, sigma: float, D: int, orthogonal: bool,
                  seed: int) -> tuple[Array, Array, Array]:
     rff = RandomFourierFeatures(kernel, sigma=sigma, n_components=D, orthogonal=orthogonal,
                                 random_state=seed).fit(problem.X)
-    return rff.transform(problem.X), _transform(rff, problem.X_test), rff.transform(problem.G)
+    return _features(rff, problem)
 
 
-def _transform(model: Any, X: Array) -> Array:
-    if len(X) == 0:
-        return np.zeros((0, model.transform(np.zeros((1, model.n_features_in_))).shape[1]))
-    return model.transform(X)
+def _features(model: Any, problem: Problem) -> tuple[Array, Array, Array]:
+    """A fitted feature map on the training points, the test points (maybe none) and the
+    grid."""
+    F = model.transform(problem.X)
+    F_test = model.transform(problem.X_test) if len(problem.X_test) else \
+        np.zeros((0, F.shape[1]))
+    return F, F_test, model.transform(problem.G)
 
 
-def ridge_leverage(problem: Problem, kernel: str, sigma: float, lam: float) -> Array:
-    """Every training point's λ-ridge leverage score ``(K(K + λI)⁻¹)_ii`` (exact)."""
-    K = make_kernel(kernel, {"sigma": sigma})(problem.X)
-    e, U = np.linalg.eigh(K)
-    e = np.clip(e, 0.0, None)
-    return (U ** 2) @ (e / (e + lam))
+def kernel_spectrum(problem: Problem, kernel: str, sigma: float) -> tuple[Array, Array]:
+    """The eigenvalues of K (clipped at 0) and the squared eigenvectors: every ridge
+    leverage score for any λ from them (:func:`ridge_leverage`)."""
+    e, U = np.linalg.eigh(make_kernel(kernel, {"sigma": sigma})(problem.X))
+    return np.clip(e, 0.0, None), U ** 2
+
+
+def ridge_leverage(spectrum: tuple[Array, Array], lam: float) -> Array:
+    """Every training point's λ-ridge leverage score ``(K(K + λI)⁻¹)_ii`` (exact) from
+    :func:`kernel_spectrum`: ``Σ_j U_ij² e_j / (e_j + λ)``."""
+    e, U2 = spectrum
+    return U2 @ (e / (e + lam))
 
 
 def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
@@ -401,6 +417,9 @@ def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
 class DSGStepper:
     """A DSG run advanced k iterations at a time; the loss after each step is kept."""
 
+    #: Iterations run between two checks for a newer request.
+    CHUNK = 100
+
     def __init__(self, problem: Problem, kernel: str, sigma: float, nu: float, seed: int,
                  batch_size: int = 8, features_per_iter: int = 8) -> None:
         cls = DSGClassifier if problem.task == "classification" else DSGRegressor
@@ -411,23 +430,29 @@ class DSGStepper:
                          n_features_per_iter=features_per_iter, cache_features=True,
                          warm_start=True, random_state=seed)
         self.iterations = 0
+        # before the first iteration f is DSG's offset: the target mean (regression)
+        self._offset = float(np.mean(problem.y)) if problem.task == "regression" else 0.0
         self.history: list[tuple[int, float, float]] = []  # (iteration, train, test error)
         self._sums: dict[int, tuple[int, Array | None, int]] = {}  # running sums per set
 
-    def step(self, k: int = 1) -> None:
+    def step(self, k: int = 1, cancelled: Callable[[], bool] | None = None) -> None:
         """Advance k iterations; the errors are recorded at up to 20 points on the way
-        (a long jump) or once (a few iterations, as in Play)."""
+        (a long jump) or once (a few iterations, as in Play). ``cancelled()`` is asked
+        between chunks of at most :attr:`CHUNK` iterations: a long replay stops early
+        (where it got to is kept and consistent)."""
         if k < 1:
             return
         target = self.iterations + int(k)
         marks = [target] if k <= 20 else np.unique(np.round(np.geomspace(
             self.iterations + 1, target, 20)).astype(int))
         for mark in marks:
-            if mark <= self.iterations:
-                continue
-            self.model.set_params(n_iter=int(mark - self.iterations))
-            self.model.fit(self.problem.X, self.problem.y)
-            self.iterations = int(mark)
+            while self.iterations < mark:
+                if cancelled is not None and cancelled():
+                    return
+                upto = min(int(mark), self.iterations + self.CHUNK)
+                self.model.set_params(n_iter=upto - self.iterations)
+                self.model.fit(self.problem.X, self.problem.y)
+                self.iterations = upto
             _, train, test = self.predict(grid=False)
             p = self.problem
             self.history.append((self.iterations, error(train, p.y, p.task),
@@ -436,7 +461,7 @@ class DSGStepper:
     def _scores(self, which: int, X: Array) -> Array:
         """f on a point set, extended by the iterations since the last call only."""
         if len(X) == 0 or self.iterations == 0:
-            return np.zeros(len(X))
+            return np.full(len(X), self._offset)
         m = self.model
         done, total, rescales = self._sums.get(which, (0, None, -1))
         if rescales != m.n_rescales_ or total is None:
@@ -501,8 +526,10 @@ def gfc_model(k: int, seed: int) -> GreedyFeatureRegressor:
                                   protocol="paper", eta=0.0, random_state=seed)
 
 
-def check_fit_params(params: Mapping[str, Any], n: int) -> None:
-    """Clear messages for values a slider cannot produce but a session file can."""
+def check_fit_params(params: Mapping[str, Any], n: int | None = None) -> None:
+    """Clear messages for values a slider cannot produce but a session file can (one
+    validator for the window's gestures, sessions and presets); ``n``: the training
+    points, when known."""
     if params["method"] not in METHODS:
         raise ParameterError(f"unknown Playground method {params['method']!r}")
     if params["kernel"] not in KERNELS:
@@ -510,10 +537,24 @@ def check_fit_params(params: Mapping[str, Any], n: int) -> None:
                              f"{', '.join(KERNELS)}")
     if params.get("compare") and params["compare"] not in METHODS:
         raise ParameterError(f"unknown Playground method {params['compare']!r}")
+    if params["sampler"] not in SAMPLERS:
+        raise ParameterError(f"unknown sampler {params['sampler']!r}; choose one of "
+                             f"{', '.join(SAMPLERS)}")
     for key in ("sigma", "lam", "nu"):
         value = params[key]
-        if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+        if not (isinstance(value, (int, float)) and not isinstance(value, bool)
+                and math.isfinite(value) and value > 0):
             raise ParameterError(f"{key} must be a positive number, got {value!r}")
-    if n < 2:
+    for key, high in (("s", 5000), ("D", 5000), ("resolution", 400), ("seed", 2**32 - 1)):
+        value = params[key]
+        low = 0 if key == "seed" else 1
+        if not (isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+                and low <= value <= high):
+            raise ParameterError(f"{key} must be a whole number from {low} to {high}, "
+                                 f"got {value!r}")
+    for key in ("orthogonal", "leverage"):
+        if not isinstance(params[key], bool):
+            raise ParameterError(f"{key} must be true or false, got {params[key]!r}")
+    if n is not None and n < 2:
         raise ParameterError("the Playground needs at least two training points: paint "
                              "some, or choose a data set")

@@ -2,3 +2,21 @@
 
 Only draws and dispatches; every computation goes through :mod:`kernel_lab.engine`.
 """
+
+
+def preload_for_threads() -> None:
+    """Import, on the GUI thread, every module the window's worker threads would otherwise
+    import lazily (scikit-learn's bundled data, the file readers, the experiments, the
+    optimisers the models use). PySide6 hooks ``import`` to inspect each new module; an
+    import in a worker thread while the GUI thread runs Qt crashed the process
+    (intermittently, a segmentation fault while loading scikit-learn's breast-cancer data).
+    With everything imported here first, threads only look modules up. Cheap after the
+    first call (≈ 0.15 s the first time)."""
+    import importlib
+
+    for name in ("sklearn.datasets", "sklearn.datasets.data", "sklearn.datasets.descr",
+                 "encodings.ascii", "sklearn.svm", "scipy.io", "scipy.io.arff",
+                 "scipy.io.matlab", "scipy.optimize", "kernel_lab.core.models",
+                 "kernel_lab.core.loaders", "kernel_lab.core.source",
+                 "kernel_lab.core.playground", "kernel_lab.experiments"):
+        importlib.import_module(name)

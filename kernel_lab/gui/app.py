@@ -28,6 +28,7 @@ from kernel_lab.engine.qt import RunRelay
 from kernel_lab.engine.runner import RunResult
 from kernel_lab.engine.session import Session
 from kernel_lab.experiments import Experiment
+from kernel_lab.gui import preload_for_threads
 from kernel_lab.gui.data_panel import DataPanel, qt_loader
 from kernel_lab.gui.experiment_panel import ExperimentPanel
 from kernel_lab.gui.files import FileActions
@@ -64,6 +65,7 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def __init__(self, settings: QtCore.QSettings | None = None) -> None:
         super().__init__()
+        preload_for_threads()
         self.setWindowTitle(f"Kernel Lab {__version__}")
         self.setWindowIcon(app_icon())
         self.setObjectName("KernelLabMainWindow")
@@ -464,6 +466,9 @@ class MainWindow(QtWidgets.QMainWindow):
     def closeEvent(self, event: QtGui.QCloseEvent) -> None:
         self._save_settings()
         self.model.cancel_run()
+        self.model.drop_pending_load()
+        if getattr(self, "playground", None) is not None:
+            self.playground.shutdown()
         self.relay.stop()
         super().closeEvent(event)
 
@@ -533,10 +538,12 @@ def playground_screenshot(path: str | Path, preset: str, timeout: float = 120.0)
     window = PlaygroundWindow()
     window.resize(1300, 850)
     window.show()
+    failed: list[str] = []
+    window.model.failed.connect(failed.append)
     window.open_preset(preset)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and not (window.worker.wait_idle(0.02)
-                                               and window.fits_drawn):
+                                               and (window.fits_drawn or failed)):
         app.processEvents()
     for _ in range(5):
         app.processEvents()

@@ -17,6 +17,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 from kernel_lab.core import playground as core
 from kernel_lab.core.errors import KernelLabError
 from kernel_lab.core.params import ParamSpec
+from kernel_lab.gui import preload_for_threads
 from kernel_lab.gui.forms import LogSlider
 from kernel_lab.model.playground import (
     Fit,
@@ -77,6 +78,13 @@ class PaintBox(pg.ViewBox):
             self._last = p
 
 
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
 def _spec(name: str, default: float, low: float, high: float) -> ParamSpec:
     return ParamSpec(name, "float", default, low=low, high=high, log=True)
 
@@ -87,11 +95,13 @@ class PlaygroundWindow(QtWidgets.QMainWindow):
     def __init__(self, parent: QtWidgets.QWidget | None = None, *,
                  model: PlaygroundModel | None = None) -> None:
         super().__init__(parent)
+        preload_for_threads()
         self.setWindowTitle("Kernel Lab — Playground")
-        self.relay = _Relay()
+        self.relay = _Relay(self)  # deleted with the window: no answer outlives it
         engine = model.engine if model is not None else FitEngine(quick=True)
         self.worker = FitWorker(engine, self.relay.done.emit, self.relay.error.emit)
         self.model = model or PlaygroundModel(launch=self.worker.submit, engine=engine)
+        self.model.launch = self.worker.submit  # a given model computes off this thread too
         self.relay.done.connect(self.model.deliver, QtCore.Qt.ConnectionType.QueuedConnection)
         self.relay.error.connect(self.model.fail, QtCore.Qt.ConnectionType.QueuedConnection)
         self.fits_drawn = 0
@@ -100,9 +110,13 @@ class PlaygroundWindow(QtWidgets.QMainWindow):
         self._syncing = False
         self._build()
         self.model.fit_ready.connect(self.draw)
-        self.model.failed.connect(lambda msg: self.readout.setText(f"⚠ {msg}"))
+        self.model.failed.connect(self._failed)
         self.model.data_changed.connect(self.draw_points)
-        self.model.params_changed.connect(lambda _changed: self.sync_controls())
+        self.model.params_changed.connect(self._params_changed)
+        self.regenerate_timer = QtCore.QTimer(self)  # n / noise: once the slider rests
+        self.regenerate_timer.setSingleShot(True)
+        self.regenerate_timer.setInterval(200)
+        self.regenerate_timer.timeout.connect(self._regenerate)
         self.play_timer = QtCore.QTimer(self)
         self.play_timer.setInterval(40)
         self.play_timer.timeout.connect(self._tick)
@@ -128,11 +142,11 @@ class PlaygroundWindow(QtWidgets.QMainWindow):
         form.addRow("data", self.dataset_box)
         self.n_slider = QtWidgets.QSlider(QtCore.Qt.Orientation.Horizontal)
         self.n_slider.setRange(10, 2000)
-        self.n_slider.sliderReleased.connect(self._regenerate)
+        self.n_slider.valueChanged.connect(self._n_or_noise_moved)
         form.addRow("points n", self.n_slider)
         self.noise_slider = QtWidgets.QSlider(QtCore.Qt.Orientation.Horizontal)
         self.noise_slider.setRange(0, 100)
-        self.noise_slider.sliderReleased.connect(self._regenerate)
+        self.noise_slider.valueChanged.connect(self._n_or_noise_moved)
         form.addRow("noise", self.noise_slider)
         self.paint_class = QtWidgets.QPushButton("painting class +1 (Shift: −1)")
         self.paint_class.setCheckable(True)
@@ -172,7 +186,7 @@ class PlaygroundWindow(QtWidgets.QMainWindow):
         self.nu = LogSlider(_spec("nu", 1e-3, 1e-6, 1.0))
         for name, widget in (("σ", self.sigma), ("λ", self.lam), ("ν (DSG)", self.nu)):
             form.addRow(name, widget)
-            widget.changed.connect(self._sliders_moved)
+            widget.changed.connect(lambda w=widget: self._log_value_moved(w))
         self.s_slider = QtWidgets.QSlider(QtCore.Qt.Orientation.Horizontal)
         self.s_slider.setRange(1, 400)
         self.s_slider.valueChanged.connect(lambda v: self._set(s=v))
@@ -281,9 +295,10 @@ class PlaygroundWindow(QtWidgets.QMainWindow):
 
     # -- gestures -------------------------------------------------------------------------
     def paint(self, points: list[tuple[float, float]], other_class: bool = False) -> None:
+        """Add painted points (one undo step): 1-D at (x, y); 2-D of the selected class."""
+        xy = np.array(points, dtype=np.float64).reshape(-1, 2)
         if self.model.dim == 1:
-            for x, y in points:
-                self.model.add_points(np.array([[x]]), y)
+            self.model.add_points(xy[:, :1], xy[:, 1])
             return
         label = -1.0 if self.paint_class.isChecked() != other_class else 1.0
         if self.model.task == "regression":
@@ -302,23 +317,25 @@ class PlaygroundWindow(QtWidgets.QMainWindow):
         if not self._syncing:
             self._apply(**values)
 
-    def _sliders_moved(self) -> None:
+    def _log_value_moved(self, widget: LogSlider) -> None:
+        """σ, λ or ν moved or typed: send that value only (a half-typed one waits)."""
         if self._syncing:
             return
-        values = {}
-        for key, widget in (("sigma", self.sigma), ("lam", self.lam), ("nu", self.nu)):
-            try:
-                v = float(widget.text())
-            except ValueError:
-                continue
-            if v > 0 and math.isfinite(v):
-                values[key] = v
-        self._apply(**values)
+        try:
+            v = float(widget.text())
+        except ValueError:
+            return
+        if v > 0 and math.isfinite(v):
+            self._apply(**{widget.spec.name: v})
+
+    def _n_or_noise_moved(self) -> None:
+        if not self._syncing:
+            self.regenerate_timer.start()  # regenerated once the slider rests
 
     def _regenerate(self) -> None:
-        if self.model.dataset in core.SETS:
-            self.model.set_dataset(self.model.dataset, n=self.n_slider.value(),
-                                   noise=self.noise_slider.value() / 100)
+        n, noise = self.n_slider.value(), self.noise_slider.value() / 100
+        if self.model.dataset in core.SETS and (n, noise) != (self.model.n, self.model.noise):
+            self.model.set_dataset(self.model.dataset, n=n, noise=noise)
 
     def _reset(self) -> None:
         self.play_button.setChecked(False)
@@ -331,9 +348,16 @@ class PlaygroundWindow(QtWidgets.QMainWindow):
         (self.play_timer.start if on else self.play_timer.stop)()
 
     def _tick(self) -> None:
+        m = self.model
+        latest = m.latest.primary if m.latest is not None else None
+        if m.params["method"] not in core.STEPPED or (
+                latest is not None and latest.extra.get("done")
+                and m.steps >= latest.extra.get("features", 0)):
+            self.play_button.setChecked(False)  # nothing (more) to step: Play stops
+            return
         if self.worker.wait_idle(0):  # one frame per finished fit: never a queue
-            per_speed = core.STEPPED.get(self.model.params["method"], 0)
-            self.model.step(max(1, per_speed * self.speed.value()))
+            per_speed = core.STEPPED[m.params["method"]]
+            m.step(max(1, per_speed * self.speed.value()))
 
     def open_preset(self, name: str) -> None:
         preset = load_playground_preset(name)
@@ -365,8 +389,8 @@ class PlaygroundWindow(QtWidgets.QMainWindow):
             self.compare_box.setCurrentIndex(max(0, self.compare_box.findData(p["compare"])))
             self.kernel_box.setCurrentText(p["kernel"])
             for key, widget in (("sigma", self.sigma), ("lam", self.lam), ("nu", self.nu)):
-                if widget.text() != f"{p[key]:g}":
-                    widget.set_text(f"{p[key]:g}")
+                if _number(widget.text()) != p[key]:  # the exact value, not a rounding
+                    widget.set_text(repr(float(p[key])))
             self.s_slider.setValue(int(p["s"]))
             self.sampler_box.setCurrentText(p["sampler"])
             self.leverage.setChecked(bool(p["leverage"]))
@@ -480,6 +504,12 @@ class PlaygroundWindow(QtWidgets.QMainWindow):
         self.fits_drawn += 1
         self.drawn_serial = fit.serial
 
+    def _failed(self, message: str) -> None:
+        self.readout.setText(f"⚠ {message}")
+
+    def _params_changed(self, _changed: dict[str, Any]) -> None:
+        self.sync_controls()
+
     def _readout(self, fit: Fit) -> str:
         m, r = self.model, fit.primary
         pts = m.points
@@ -507,11 +537,25 @@ class PlaygroundWindow(QtWidgets.QMainWindow):
             event.ignore()
             self.hide()
             return
-        self.worker.close()
-        for signal in (self.relay.done, self.relay.error):  # answers still in flight
-            signal.disconnect()
-        self.model.fit_ready.disconnect(self.draw)
+        self.shutdown()
         super().closeEvent(event)
+
+    def shutdown(self) -> None:
+        """Stop the worker and drop answers still in flight (the window is going away:
+        closed on its own, or with the main window that owns it)."""
+        self.play_timer.stop()
+        self.regenerate_timer.stop()
+        self.worker.close()
+        for signal in (self.relay.done, self.relay.error):
+            try:
+                signal.disconnect()
+            except (RuntimeError, TypeError):  # nothing connected any more
+                pass
+        for event, slot in ((self.model.fit_ready, self.draw),
+                            (self.model.data_changed, self.draw_points),
+                            (self.model.failed, self._failed),
+                            (self.model.params_changed, self._params_changed)):
+            event.disconnect(slot)
 
 
 def open_playground(parent: QtWidgets.QWidget | None = None,

@@ -187,6 +187,12 @@ class LabModel:
             return True
 
     # -- data ----------------------------------------------------------------------------
+    def drop_pending_load(self) -> None:
+        """Forget a load still in flight: its answer is ignored (the window closing, whose
+        widgets would otherwise receive it after they are gone)."""
+        self._load_token += 1
+        self.loading = False
+
     def load_data(self, source: DataSource) -> None:
         """Load ``source`` (latest request wins); the data loaded before stay in use until
         it succeeds, and stay if it fails."""

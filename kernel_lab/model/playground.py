@@ -11,7 +11,9 @@ directly, and ``tests/test_layers.py`` checks the layering).
 from __future__ import annotations
 
 import copy
+import math
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -88,48 +90,68 @@ class Fit:
     task: str
 
 
+class Superseded(Exception):
+    """A computation given up because a newer request arrived (nothing to report)."""
+
+
 class FitEngine:
     """Computes :class:`Fit` values, keeping the caches a slider does not invalidate:
     the exact eigendecomposition per (data, kernel, σ, centred), features per (data, σ, s
-    or D, …) and the DSG/GFC steppers per (data, kernel, σ, ν)."""
+    or D, …) and the DSG/GFC steppers per (data, kernel, σ, ν) — for the current data
+    version only, and the last :attr:`KEEP` of each kind (a σ drag does not pile up
+    n × n matrices)."""
+
+    KEEP = 3
 
     def __init__(self, *, quick: bool = False) -> None:
-        self._cache: dict[tuple[Any, ...], Any] = {}
+        self._cache: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
         #: With ``quick``, an exact fit without its eigendecomposition is answered by a
         #: direct solve first (``FitResult.extra["followup"]``: compute again for the rest).
         self.quick = quick
         self.slow_ok = not quick
+        self._cancelled: Callable[[], bool] = lambda: False
 
     def _cached(self, key: tuple[Any, ...], make: Callable[[], Any]) -> Any:
-        if key not in self._cache:
-            # keep the current data version only: older ones are never asked for again
-            version = key[1]
-            for old in [k for k in self._cache if k[1] != version]:
-                del self._cache[old]
-            self._cache[key] = make()
-        return self._cache[key]
+        """``make()`` once per key (key[0]: the kind, key[1]: the data version)."""
+        if key in self._cache:
+            self._cache.move_to_end(key)
+            return self._cache[key]
+        value = make()
+        for old in [k for k in self._cache if k[1] != key[1]]:  # older data: never again
+            del self._cache[old]
+        same_kind = [k for k in self._cache if k[0] == key[0]]
+        for old in same_kind[: max(0, len(same_kind) - self.KEEP + 1)]:
+            del self._cache[old]
+        self._cache[key] = value
+        return value
 
-    def compute(self, req: Request, *, followup: bool = False) -> Fit:
-        """The fit of ``req``; ``followup``: the second, complete pass after a quick one."""
+    def compute(self, req: Request, *, followup: bool = False,
+                cancelled: Callable[[], bool] | None = None) -> Fit:
+        """The fit of ``req``; ``followup``: the second, complete pass after a quick one;
+        ``cancelled()``: asked during long replays of DSG/GFC steps (raises
+        :class:`Superseded` when it says yes)."""
         self.slow_ok = followup or not self.quick
+        self._cancelled = cancelled or (lambda: False)
         p = req.params
         train = ~req.points.test
         problem = pg.Problem(req.points.X[train], req.points.y[train], req.points.X[~train],
                              req.points.y[~train], pg.grid(req.dim, int(p["resolution"])),
                              req.task)
         pg.check_fit_params(p, len(problem.y))
-        primary = self._fit(p["method"], req, problem)
+        primary = self._fit(p["method"], req, problem, primary=True)
         compare = None
         if p["compare"] and p["compare"] != p["method"]:
-            compare = self._fit(p["compare"], req, problem)
+            compare = self._fit(p["compare"], req, problem, primary=False)
         return Fit(req.serial, primary, compare, problem.G, req.dim, req.task)
 
-    def _fit(self, method: str, req: Request, problem: pg.Problem) -> pg.FitResult:
+    def _fit(self, method: str, req: Request, problem: pg.Problem, primary: bool
+             ) -> pg.FitResult:
         p = req.params
         v, kern, sigma, lam, seed = req.version, p["kernel"], float(p["sigma"]), \
             float(p["lam"]), int(p["seed"])
+        res = int(p["resolution"])  # the grid is inside every cached value
         if method in ("krr", "ckrr"):
-            key = (method, v, kern, sigma)
+            key = (method, v, kern, sigma, res)
             if key not in self._cache and not self.slow_ok:
                 # a new σ or new data: answer at once by one Cholesky solve; the worker
                 # then makes the eigendecomposition for the λ slider and the λ curve
@@ -146,51 +168,65 @@ class FitEngine:
         if method == "nystrom":
             s = min(int(p["s"]), len(problem.y))
             (nf, ridge), t_feat = pg.timed(lambda: self._cached(
-                ("nystrom", v, kern, sigma, s, p["sampler"], seed),
+                ("nystrom", v, kern, sigma, s, p["sampler"], seed, res),
                 lambda: _with_ridge(pg.nystrom_features(problem, kern, sigma, s,
                                                         p["sampler"], seed), problem.y)))
             (grid, tr, te), t = pg.timed(lambda: ridge.predict(lam))
             scores = None
-            if p["leverage"]:
-                scores = self._cached(("leverage", v, kern, sigma, lam),
-                                      lambda: pg.ridge_leverage(problem, kern, sigma, lam))
+            if p["leverage"] and primary:
+                scores = pg.ridge_leverage(self._spectrum(v, kern, sigma, problem), lam)
             return pg.FitResult(method, grid, tr, te, t + t_feat, n_features=s,
                                 landmarks=np.asarray(nf.landmark_indices_), scores=scores)
         if method == "rff":
             D = int(p["D"])
             ridge, t_feat = pg.timed(lambda: self._cached(
-                ("rff", v, kern, sigma, D, bool(p["orthogonal"]), seed),
+                ("rff", v, kern, sigma, D, bool(p["orthogonal"]), seed, res),
                 lambda: pg.FeatureRidge(*pg.rff_features(problem, kern, sigma, D,
                                                          bool(p["orthogonal"]), seed),
                                         problem.y)))
             (grid, tr, te), t = pg.timed(lambda: ridge.predict(lam))
             return pg.FitResult(method, grid, tr, te, t + t_feat, n_features=D)
         if method == "dsg":
-            return self._stepped(("dsg", v, kern, sigma, float(p["nu"]), seed), req, problem,
+            return self._stepped(("dsg", v, kern, sigma, float(p["nu"]), seed, res), req,
                                  lambda: pg.DSGStepper(problem, kern, sigma, float(p["nu"]),
                                                        seed))
-        return self._stepped(("gfc", v, seed), req, problem,
+        return self._stepped(("gfc", v, seed, res), req,
                              lambda: pg.GFCStepper(problem, seed))
 
-    def _stepped(self, key: tuple[Any, ...], req: Request, problem: pg.Problem,
-                 make: Callable[[], Any]) -> pg.FitResult:
+    def _spectrum(self, v: int, kern: str, sigma: float, problem: pg.Problem
+                  ) -> tuple[np.ndarray, np.ndarray]:
+        """K's spectrum for leverage scores: from the exact KRR cache when it is there."""
+        exact = next((c for k, c in reversed(self._cache.items())
+                      if k[0] == "krr" and k[1:4] == (v, kern, sigma)), None)
+        if exact is not None:
+            return self._cached(("spectrum", v, kern, sigma),
+                                lambda: (np.clip(exact.e, 0.0, None), exact.U ** 2))
+        return self._cached(("spectrum", v, kern, sigma),
+                            lambda: pg.kernel_spectrum(problem, kern, sigma))
+
+    def _stepped(self, key: tuple[Any, ...], req: Request, make: Callable[[], Any]
+                 ) -> pg.FitResult:
         stepper = self._cache.get(key)
         position = 0 if stepper is None else (
             stepper.iterations if isinstance(stepper, pg.DSGStepper) else stepper.features)
-        if stepper is None or position > req.steps:  # reset, or back to an earlier step
+        if stepper is None or position > req.steps:  # new, or back to an earlier step
             self._cache.pop(key, None)
             stepper = self._cached(key, make)
-            position = 0
-        t0 = pg.timed(lambda: None)[1]
+        else:
+            self._cache.move_to_end(key)
+        cancelled = self._cancelled
         if isinstance(stepper, pg.DSGStepper):
-            (_, t) = pg.timed(lambda: stepper.step(req.steps - position))
+            _, t = pg.timed(lambda: stepper.step(req.steps - stepper.iterations, cancelled))
+            if stepper.iterations < req.steps:
+                raise Superseded
             grid, tr, te = stepper.predict()
-            return pg.FitResult("dsg", grid, tr, te, t + t0,
-                                n_features=stepper.iterations * 8,
+            return pg.FitResult("dsg", grid, tr, te, t, n_features=stepper.iterations * 8,
                                 extra={"iterations": stepper.iterations,
                                        "history": np.array(stepper.history).reshape(-1, 3)})
         t = 0.0
         while stepper.features < req.steps and not stepper.done:
+            if cancelled():
+                raise Superseded
             t += pg.timed(stepper.step)[1]
         grid, tr, te = stepper.predict()
         return pg.FitResult("gfc", grid, tr, te, t, n_features=stepper.features,
@@ -207,16 +243,16 @@ def _with_ridge(features: tuple[Any, np.ndarray, np.ndarray, np.ndarray], y: np.
 
 class FitWorker:
     """One background thread computing the latest :class:`Request` only (intermediate
-    ones are dropped); ``on_done(fit)`` / ``on_error(serial, message)`` are called from
-    that thread. numpy releases the GIL, so the GUI thread stays free meanwhile."""
+    ones are dropped, a long DSG/GFC replay is given up when a newer request arrives);
+    ``on_done(fit)`` / ``on_error(serial, message)`` are called from that thread. numpy
+    releases the GIL, so the GUI thread stays free meanwhile."""
 
     def __init__(self, engine: FitEngine, on_done: Callable[[Fit], Any],
                  on_error: Callable[[int, str], Any]) -> None:
         self.engine = engine
         self.on_done, self.on_error = on_done, on_error
         self._pending: Request | None = None
-        self._lock = threading.Lock()
-        self._wake = threading.Event()
+        self._cond = threading.Condition()
         self._stop = False
         self._idle = threading.Event()
         self._idle.set()
@@ -224,48 +260,58 @@ class FitWorker:
         self._thread.start()
 
     def submit(self, req: Request) -> None:
-        with self._lock:
+        with self._cond:
             self._pending = req
             self._idle.clear()
-        self._wake.set()
+            self._cond.notify()
 
     def wait_idle(self, timeout: float | None = None) -> bool:
         return self._idle.wait(timeout)
 
     def close(self) -> None:
-        self._stop = True
-        self._wake.set()
+        with self._cond:
+            self._stop = True
+            self._cond.notify()
+
+    def _superseded(self) -> bool:
+        return self._stop or self._pending is not None
 
     def _report(self, serial: int, message: str) -> None:
         if not self._stop:  # after close the receiver may be gone
             self.on_error(serial, message)
 
     def _loop(self) -> None:
-        while not self._stop:
-            self._wake.wait()
-            with self._lock:
-                req, self._pending = self._pending, None
-                self._wake.clear()
-            if req is None:
-                continue
-            try:
-                fit = self.engine.compute(req)
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: self._pending is not None or self._stop)
                 if self._stop:
-                    break
+                    return
+                req, self._pending = self._pending, None
+            try:
+                fit = self.engine.compute(req, cancelled=self._superseded)
+                if self._stop:
+                    return
                 self.on_done(fit)
                 quick = fit.primary.extra.get("followup") or (
                     fit.compare is not None and fit.compare.extra.get("followup"))
-                # complete the answer (eigendecomposition for the λ slider) once the user
-                # has paused: a σ drag keeps getting quick answers in the meantime
-                if quick and not self._wake.wait(FOLLOWUP_DELAY) and self._pending is None:
-                    fit = self.engine.compute(req, followup=True)
-                    if not self._stop:
-                        self.on_done(fit)
+                if quick:
+                    # complete the answer (eigendecomposition for the λ slider) once the
+                    # user has paused: a σ drag keeps getting quick answers meanwhile
+                    with self._cond:
+                        self._cond.wait_for(self._superseded, timeout=FOLLOWUP_DELAY)
+                        paused = not self._superseded()
+                    if paused:
+                        fit = self.engine.compute(req, followup=True,
+                                                  cancelled=self._superseded)
+                        if not self._stop:
+                            self.on_done(fit)
+            except Superseded:
+                pass
             except KernelLabError as exc:
                 self._report(req.serial, str(exc))
             except Exception as exc:
                 self._report(req.serial, f"{type(exc).__name__}: {exc}")
-            with self._lock:
+            with self._cond:
                 if self._pending is None:
                     self._idle.set()
 
@@ -273,7 +319,11 @@ class FitWorker:
 class PlaygroundModel:
     """State and gestures of the Playground. ``launch(request)`` sends a request to be
     computed (default: synchronously here — the window passes its worker's ``submit``);
-    :meth:`deliver` takes the answer and publishes it if it is the latest."""
+    :meth:`deliver` takes the answer and publishes it if it is the latest.
+
+    Every change of the data (a painted point, a new data set, a loaded table, a restored
+    session) is one undo step; the undo entry keeps the data set's name, the points and
+    the note about them."""
 
     def __init__(self, launch: Callable[[Request], Any] | None = None,
                  engine: FitEngine | None = None) -> None:
@@ -290,8 +340,8 @@ class PlaygroundModel:
         self.note = ""
         self._serial = 0
         self._version = 0
-        self._undo: list[tuple[str, Points]] = []
-        self._redo: list[tuple[str, Points]] = []
+        self._undo: list[tuple[str, Points, str]] = []
+        self._redo: list[tuple[str, Points, str]] = []
         self.points = Points(np.zeros((0, 1)), np.zeros(0), np.zeros(0, dtype=bool))
         self.latest: Fit | None = None
         self.set_dataset("sine", push=False)
@@ -299,21 +349,25 @@ class PlaygroundModel:
     # -- data -------------------------------------------------------------------------
     @property
     def dim(self) -> int:
-        return pg.SETS[self.dataset].dim if self.dataset in pg.SETS else pg.BLANK[self.dataset][0]
+        return _shape_of(self.dataset)[0]
 
     @property
     def task(self) -> str:
-        return pg.SETS[self.dataset].task if self.dataset in pg.SETS else pg.BLANK[self.dataset][1]
+        return _shape_of(self.dataset)[1]
 
     @property
     def truth(self) -> Callable[[np.ndarray], np.ndarray] | None:
         return pg.SETS[self.dataset].truth if self.dataset in pg.SETS else None
 
+    def _push(self) -> None:
+        """Remember the current data for Undo (a new change: Redo is forgotten)."""
+        self._undo.append((self.dataset, self.points, self.note))
+        del self._undo[:-UNDO_LIMIT]
+        self._redo.clear()
+
     def _set_points(self, points: Points, push: bool = True) -> None:
         if push:
-            self._undo.append((self.dataset, self.points))
-            del self._undo[:-UNDO_LIMIT]
-            self._redo.clear()
+            self._push()
         self.points = points
         self._version += 1
         self.data_changed.emit()
@@ -323,33 +377,25 @@ class PlaygroundModel:
                     push: bool = True) -> None:
         """Choose a generated set (or ``paint-1d`` / ``paint-2d`` for a blank canvas) and
         draw it with the current n and noise."""
-        if name not in pg.SETS and name not in pg.BLANK:
-            raise ParameterError(f"unknown Playground data set {name!r}")
-        if n is not None:
-            self.n = int(n)
-        if noise is not None:
-            self.noise = float(noise)
-        previous = self.dataset
-        self.dataset = name
-        if name in pg.BLANK:
-            dim = pg.BLANK[name][0]
-            points = Points(np.zeros((0, dim)), np.zeros(0), np.zeros(0, dtype=bool))
-        else:
-            X, y, test = pg.generate(name, self.n, self.noise, int(self.params["seed"]))
-            points = Points(X, y, test)
-        self.note = ""
+        _shape_of(name)
+        n = self.n if n is None else int(n)
+        noise = self.noise if noise is None else float(noise)
+        points = _points_of(name, n, noise, int(self.params["seed"]))  # may refuse: no change
         if push:
-            self._undo.append((previous, self.points))
-            self._redo.clear()
+            self._push()
+        self.dataset, self.n, self.noise, self.note = name, n, noise, ""
         self._set_points(points, push=False)
 
-    def add_points(self, X: np.ndarray, label: float) -> None:
-        """Painted points at inputs X (rows), each with target ``label`` (1-D: its y; 2-D
-        classification: ±1), as training points."""
+    def add_points(self, X: np.ndarray, label: float | np.ndarray) -> None:
+        """Painted points at inputs X (rows), with targets ``label`` (one for all, or one
+        per row; 1-D: the y values; 2-D classification: ±1), as training points — one
+        undo step however many."""
         X = np.atleast_2d(np.asarray(X, dtype=np.float64)).reshape(-1, self.dim)
         X = np.clip(X, -pg.EXTENT, pg.EXTENT)
         k = len(X)
         labels = np.broadcast_to(np.asarray(label, dtype=np.float64), (k,))
+        if not (np.isfinite(X).all() and np.isfinite(labels).all()):
+            raise ParameterError("painted points must have finite coordinates")
         pts = self.points
         self._set_points(Points(np.vstack([pts.X, X]), np.concatenate([pts.y, labels]),
                                 np.concatenate([pts.test, np.zeros(k, dtype=bool)])))
@@ -371,44 +417,54 @@ class PlaygroundModel:
         self._set_points(Points(np.zeros((0, d)), np.zeros(0), np.zeros(0, dtype=bool)))
 
     def load_table(self, X: np.ndarray, y: np.ndarray, names: tuple[str, ...] = ()) -> None:
-        """Two columns of a loaded table (inputs scaled into the view): one input column and
-        the target (1-D regression), or two inputs and ±1 labels (2-D classification)."""
+        """Two columns of a loaded table: one input column and the target (1-D regression;
+        input and target scaled into the view), or two inputs (scaled) and a target with
+        two classes (mapped to ±1, the larger value +1). More than 5,000 rows: a seeded
+        random subset, said in :attr:`note`."""
         X = np.asarray(X, dtype=np.float64)
-        y = np.asarray(y, dtype=np.float64)
-        if X.ndim != 2 or X.shape[1] not in (1, 2):
-            raise ParameterError("send one input column (with the target) or two (with ±1 "
-                                 "labels) to the Playground")
+        y = np.asarray(y, dtype=np.float64).ravel()
+        if X.ndim != 2 or X.shape[1] not in (1, 2) or len(X) != len(y):
+            raise ParameterError("send one input column (with the target) or two (with a "
+                                 "two-class target) to the Playground")
+        if not (np.isfinite(X).all() and np.isfinite(y).all()):
+            raise ParameterError("the columns sent to the Playground hold missing or "
+                                 "infinite values: remove those rows first")
         classes = np.unique(y)
         if X.shape[1] == 2 and classes.size != 2:
-            raise ParameterError("two input columns need a target with two classes")
-        X, y, self.note = pg.subsample(X, y, 5000, int(self.params["seed"]))
-        lo, hi = X.min(axis=0), X.max(axis=0)
-        X = (X - lo) / np.where(hi > lo, hi - lo, 1.0) * (2 * 2.7) - 2.7
+            raise ParameterError(f"two input columns need a target with two classes; this "
+                                 f"one has {classes.size} distinct values")
+        X, y, note = pg.subsample(X, y, 5000, int(self.params["seed"]))
+        notes = [note] if note else []
+        X = _into_view(X)
         if X.shape[1] == 2:
             y = np.where(y == classes[-1], 1.0, -1.0)
+            notes.append(f"class +1: target {classes[-1]:g}, −1: {classes[0]:g}")
+        elif len(y) and (y.min() < -pg.EXTENT or y.max() > pg.EXTENT):
+            lo, hi = float(y.min()), float(y.max())
+            y = _into_view(y[:, None])[:, 0]
+            notes.append(f"target {lo:.4g} … {hi:.4g} drawn as −2.7 … 2.7")
         rng = np.random.default_rng([int(self.params["seed"]), 13])
         test = np.zeros(len(y), dtype=bool)
         test[rng.permutation(len(y))[: round(0.25 * len(y))]] = True
-        self._undo.append((self.dataset, self.points))
-        self._redo.clear()
+        self._push()
         self.dataset = "paint-1d" if X.shape[1] == 1 else "paint-2d"
+        self.note = "; ".join(notes)
         self._set_points(Points(X, y, test), push=False)
 
-    def undo(self) -> bool:
-        if not self._undo:
+    def _restore(self, into: list[tuple[str, Points, str]],
+                 outof: list[tuple[str, Points, str]]) -> bool:
+        if not outof:
             return False
-        self._redo.append((self.dataset, self.points))
-        self.dataset, points = self._undo.pop()
+        into.append((self.dataset, self.points, self.note))
+        self.dataset, points, self.note = outof.pop()
         self._set_points(points, push=False)
         return True
 
+    def undo(self) -> bool:
+        return self._restore(self._redo, self._undo)
+
     def redo(self) -> bool:
-        if not self._redo:
-            return False
-        self._undo.append((self.dataset, self.points))
-        self.dataset, points = self._redo.pop()
-        self._set_points(points, push=False)
-        return True
+        return self._restore(self._undo, self._redo)
 
     @property
     def can_undo(self) -> bool:
@@ -420,19 +476,13 @@ class PlaygroundModel:
 
     # -- method and parameters ------------------------------------------------------------
     def set_params(self, **values: Any) -> None:
-        unknown = set(values) - set(DEFAULTS)
-        if unknown:
-            raise ParameterError(f"unknown Playground parameter(s): {', '.join(sorted(unknown))}")
-        trial = {**self.params, **values}
-        pg.check_fit_params(trial, 2)  # a bad value is refused; nothing changes
-        for key in ("s", "D", "resolution"):
-            if not (isinstance(trial[key], (int, np.integer)) and trial[key] >= 1):
-                raise ParameterError(f"{key} must be a positive whole number, "
-                                     f"got {trial[key]!r}")
+        """Change parameters; a bad value is refused (:class:`ParameterError`) and nothing
+        changes."""
+        trial = checked_params(values, self.params)
         changed = {k: v for k, v in values.items() if self.params.get(k) != v}
         if not changed:
             return
-        self.params.update(changed)
+        self.params = trial
         if "method" in changed or "seed" in changed:
             self.steps = 0
         self.params_changed.emit(changed)
@@ -481,33 +531,75 @@ class PlaygroundModel:
     def to_dict(self) -> dict[str, Any]:
         return {"dataset": self.dataset, "n": self.n, "noise": self.noise,
                 "params": copy.deepcopy(self.params), "steps": self.steps,
-                "points": self.points.to_dict()}
+                "points": self.points.to_dict(), "note": self.note}
 
     def apply(self, doc: Mapping[str, Any], *, points: bool = True) -> None:
         """Restore a :meth:`to_dict` document (a session or a preset). Without ``points``
-        (presets) the data set is generated from its name, n and noise."""
+        (presets) the data set is generated from its name, n and noise. Everything is
+        checked and built first: a bad document raises :class:`ParameterError` and changes
+        nothing. One undo step."""
+        if not isinstance(doc, Mapping):
+            raise ParameterError("the Playground state is malformed (not a mapping)")
         name = doc.get("dataset", "sine")
-        if name not in pg.SETS and name not in pg.BLANK:
-            raise ParameterError(f"unknown Playground data set {name!r}")
-        params = dict(DEFAULTS)
-        extra = set(doc.get("params", {})) - set(DEFAULTS)
-        if extra:
-            raise ParameterError(f"unknown Playground parameter(s): {', '.join(sorted(extra))}")
-        params.update(doc.get("params", {}))
-        self.params = params
-        self.steps = int(doc.get("steps", 0))
-        self.n, self.noise = int(doc.get("n", self.n)), float(doc.get("noise", self.noise))
+        dim, task = _shape_of(name)
+        params = checked_params(doc.get("params", {}), DEFAULTS)
+        try:
+            steps = int(doc.get("steps", 0))
+            n, noise = int(doc.get("n", self.n)), float(doc.get("noise", self.noise))
+            note = str(doc.get("note", ""))
+        except (TypeError, ValueError) as exc:
+            raise ParameterError(f"the Playground state is malformed ({exc})") from None
+        if steps < 0 or not math.isfinite(noise) or noise < 0:
+            raise ParameterError("the Playground state is malformed: steps and noise must "
+                                 "not be negative")
         if points and "points" in doc:
-            dim = pg.SETS[name].dim if name in pg.SETS else pg.BLANK[name][0]
             restored = Points.from_dict(doc["points"], dim)
-            self._undo.append((self.dataset, self.points))
-            self._redo.clear()
-            self.dataset = name
-            self.params_changed.emit(dict(params))
-            self._set_points(restored, push=False)
+            if task == "classification" and not np.isin(restored.y, (-1.0, 1.0)).all():
+                raise ParameterError("the Playground points are malformed: the labels of "
+                                     "a classification set must be +1 or −1")
         else:
-            self.params_changed.emit(dict(params))
-            self.set_dataset(name)
+            restored, note = _points_of(name, n, noise, int(params["seed"])), ""
+        self._push()
+        self.dataset, self.params, self.steps = name, params, steps
+        self.n, self.noise, self.note = n, noise, note
+        self.params_changed.emit(dict(params))
+        self._set_points(restored, push=False)
+
+
+def checked_params(values: Mapping[str, Any], base: Mapping[str, Any]) -> dict[str, Any]:
+    """``base`` updated by ``values``, every value checked (unknown names, methods,
+    kernels, samplers, numbers out of range: a :class:`ParameterError` naming it)."""
+    unknown = set(values) - set(DEFAULTS)
+    if unknown:
+        raise ParameterError(f"unknown Playground parameter(s): {', '.join(sorted(unknown))}")
+    trial = {**DEFAULTS, **base, **values}
+    pg.check_fit_params(trial)
+    return trial
+
+
+def _shape_of(name: str) -> tuple[int, str]:
+    """Dimension and task of a data set name (generated or a blank canvas)."""
+    if name in pg.SETS:
+        return pg.SETS[name].dim, pg.SETS[name].task
+    if name in pg.BLANK:
+        return pg.BLANK[name]
+    raise ParameterError(f"unknown Playground data set {name!r}; choose one of: "
+                         f"{', '.join([*pg.SETS, *pg.BLANK])}")
+
+
+def _points_of(name: str, n: int, noise: float, seed: int) -> Points:
+    """The points of a generated set, or none for a blank canvas."""
+    if name in pg.BLANK:
+        dim = pg.BLANK[name][0]
+        return Points(np.zeros((0, dim)), np.zeros(0), np.zeros(0, dtype=bool))
+    return Points(*pg.generate(name, n, noise, seed))
+
+
+def _into_view(X: np.ndarray) -> np.ndarray:
+    """Columns mapped linearly onto [−2.7, 2.7] (constant columns to 0)."""
+    lo, hi = X.min(axis=0), X.max(axis=0)
+    span = np.where(hi > lo, hi - lo, 1.0)
+    return np.where(hi > lo, (X - lo) / span * (2 * 2.7) - 2.7, 0.0)
 
 
 # -- presets ---------------------------------------------------------------------------------

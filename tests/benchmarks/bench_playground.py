@@ -115,18 +115,14 @@ def main() -> int:
             stalls += st
         rows.append((f"σ drag → new fit ({method})", float(np.percentile(lat, 95)) * 1e3,
                      300, "p95 ms"))
-    w.model.set_params(method="nystrom")
-    settle()
-    lat = [drag(lambda k, r=rep: w.s_slider.setValue(60 + 10 * r + k), 3, 0.03)[0]
-           for rep in range(6)]
-    rows.append(("s move → new fit (Nyström)", float(np.percentile(lat, 95)) * 1e3, 300,
-                 "p95 ms"))
-    w.model.set_params(method="rff")
-    settle()
-    lat = [drag(lambda k, r=rep: w.D_slider.setValue(150 + 20 * r + k), 3, 0.03)[0]
-           for rep in range(6)]
-    rows.append(("D move → new fit (RFF)", float(np.percentile(lat, 95)) * 1e3, 300,
-                 "p95 ms"))
+    for method, slider, start, spacing, what in (
+            ("nystrom", w.s_slider, 60, 10, "s move → new fit (Nyström)"),
+            ("rff", w.D_slider, 150, 20, "D move → new fit (RFF)")):
+        w.model.set_params(method=method)
+        settle()
+        lat = [drag(lambda k, r=rep, sl=slider, a=start, d=spacing: sl.setValue(a + d * r + k),
+                    3, 0.03)[0] for rep in range(6)]
+        rows.append((what, float(np.percentile(lat, 95)) * 1e3, 300, "p95 ms"))
     w.model.set_params(method="krr")
     settle()
     lat = []

@@ -86,30 +86,45 @@ def test_rff_ridge_without_intercept_is_plain_ridge_and_approaches_krr():
 
 
 # -- the literal oracle of Algorithm 1 -----------------------------------------------------
-def literal_dsg(X, y, *, kernel, loss, nu, theta, t0, n_iter, batch, r, seed):
-    """Algorithm 1 of Dai et al. written literally: one point and one feature at a time,
-    every old coefficient decayed explicitly. Same random streams as the estimator."""
+def literal_streams(X, *, kernel, theta, t0, n_iter, batch, r, seed):
+    """Algorithm 1's random choices, literally and in order: for each iteration i its
+    mini-batch, step size and r random features (the estimator's random streams)."""
     n, p = X.shape
     data_rng = np.random.default_rng([seed, 2**31])
-    alphas, feats = [], []
     for i in range(1, n_iter + 1):
         idx = data_rng.integers(0, n, size=min(batch, n))
-        gamma = theta / (i + t0)
         frng = np.random.default_rng([seed, i])
         W = kernel.sample_frequencies(p, r, frng)
         b = frng.uniform(0.0, 2 * math.pi, r)
-        grads = []
-        for j in idx:  # Predict(x_j) with all previous coefficients (Algorithm 2)
-            fx = 0.0
-            for (Wo, bo), ao in zip(feats, alphas, strict=True):
-                for k in range(r):
-                    fx += ao[k] * math.sqrt(2) * math.cos(float(Wo[:, k] @ X[j]) + bo[k])
-            grads.append(float(loss.deriv(np.array(fx), np.array(y[j]))))
+        yield idx, theta / (i + t0), W, b
+
+
+def literal_phi(W, b, k, x):
+    return math.sqrt(2) * math.cos(float(W[:, k] @ x) + b[k])
+
+
+def literal_predict(feats, alphas, x):
+    """Algorithm 2: f(x) = Σ_i Σ_k α_ik φ_ik(x), one term at a time (α_ik: a number, or
+    one per class)."""
+    f = 0.0
+    for (W, b), a in zip(feats, alphas, strict=True):
+        for k in range(len(b)):
+            f = f + a[k] * literal_phi(W, b, k, x)
+    return f
+
+
+def literal_dsg(X, y, *, kernel, loss, nu, theta, t0, n_iter, batch, r, seed):
+    """Algorithm 1 of Dai et al. written literally: one point and one feature at a time,
+    every old coefficient decayed explicitly. Same random streams as the estimator."""
+    alphas, feats = [], []
+    for idx, gamma, W, b in literal_streams(X, kernel=kernel, theta=theta, t0=t0,
+                                            n_iter=n_iter, batch=batch, r=r, seed=seed):
+        grads = [float(loss.deriv(np.array(literal_predict(feats, alphas, X[j])),
+                                  np.array(y[j]))) for j in idx]
         alpha = np.zeros(r)
         for g, j in zip(grads, idx, strict=True):
             for k in range(r):
-                phi = math.sqrt(2) * math.cos(float(W[:, k] @ X[j]) + b[k])
-                alpha[k] += -gamma * g * phi / (len(idx) * r)
+                alpha[k] += -gamma * g * literal_phi(W, b, k, X[j]) / (len(idx) * r)
         for old in alphas:
             old *= 1 - gamma * nu
         alphas.append(alpha)
@@ -274,30 +289,18 @@ def test_multinomial_loss_gradient_is_softmax_minus_one_hot():
 def literal_softmax_dsg(X, codes, K, *, kernel, nu, theta, t0, n_iter, batch, r, seed):
     """Algorithm 1 with K scores, written literally (softmax by hand, one point, one
     feature and one class at a time)."""
-    n, p = X.shape
-    data_rng = np.random.default_rng([seed, 2**31])
     alphas, feats = [], []
-    for i in range(1, n_iter + 1):
-        idx = data_rng.integers(0, n, size=min(batch, n))
-        gamma = theta / (i + t0)
-        frng = np.random.default_rng([seed, i])
-        W = kernel.sample_frequencies(p, r, frng)
-        b = frng.uniform(0.0, 2 * math.pi, r)
+    for idx, gamma, W, b in literal_streams(X, kernel=kernel, theta=theta, t0=t0,
+                                            n_iter=n_iter, batch=batch, r=r, seed=seed):
         alpha = np.zeros((r, K))
         for j in idx:
-            f = [0.0] * K
-            for (Wo, bo), ao in zip(feats, alphas, strict=True):
-                for k in range(r):
-                    phi = math.sqrt(2) * math.cos(float(Wo[:, k] @ X[j]) + bo[k])
-                    for c in range(K):
-                        f[c] += ao[k, c] * phi
+            f = list(literal_predict(feats, alphas, X[j]) + np.zeros(K))
             top = max(f)
             z = sum(math.exp(v - top) for v in f)
             for c in range(K):
                 g = math.exp(f[c] - top) / z - (1.0 if c == int(codes[j]) else 0.0)
                 for k in range(r):
-                    phi = math.sqrt(2) * math.cos(float(W[:, k] @ X[j]) + b[k])
-                    alpha[k, c] += -gamma * g * phi / (len(idx) * r)
+                    alpha[k, c] += -gamma * g * literal_phi(W, b, k, X[j]) / (len(idx) * r)
         for old in alphas:
             old *= 1 - gamma * nu
         alphas.append(alpha)

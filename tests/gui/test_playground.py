@@ -225,3 +225,91 @@ def test_regression_heatmap_renders_and_clearing_drops_a_fit_in_flight(window, q
     w.model.clear()  # the Nyström request above may still be computing
     qtbot.wait(300)
     assert w.model.latest is None and w.model.points.n == 0
+
+
+def test_worker_threads_import_nothing_after_the_window_preloads(tmp_path):
+    """PySide6 hooks ``import``; a module first imported in a worker thread while the GUI
+    thread ran Qt crashed the process. After :func:`preload_for_threads` (run by both
+    windows), loading data and fitting every Playground method in a thread import
+    nothing new."""
+    import sys
+    import threading
+
+    from kernel_lab.core.source import DataSource
+    from kernel_lab.gui import preload_for_threads
+    from kernel_lab.model.playground import PlaygroundModel
+
+    preload_for_threads()
+    csv = tmp_path / "t.csv"
+    csv.write_text("a,b,y\n" + "".join(f"{i},{i % 3},{i % 2}\n" for i in range(30)))
+    before = set(sys.modules)
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            for spec in ("breast-cancer", "diabetes", str(csv)):
+                DataSource.from_spec(spec).load()
+            m = PlaygroundModel()
+            m.set_dataset("moons", n=60)
+            for method in ("krr", "ckrr", "nystrom", "rff", "dsg", "gfc"):
+                m.set_params(method=method, leverage=method == "nystrom")
+                m.step(3)
+                assert m.latest is not None
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    t = threading.Thread(target=work)
+    t.start()
+    t.join(120)
+    assert not errors, errors
+    new = sorted(set(sys.modules) - before)
+    assert new == [], ", ".join(new)
+
+
+def test_moving_one_log_slider_sends_that_value_only(window, qtbot):
+    w = window
+    w.model.set_dataset("sine", n=60)
+    w.model.set_params(sigma=0.123456789, nu=3.33333e-4)  # e.g. from a session
+    settle(w, qtbot)
+    assert float(w.sigma.text()) == 0.123456789  # the entry shows the exact value
+    w.lam.slider.setValue(w.lam.slider.value() + 5)
+    settle(w, qtbot)
+    assert w.model.params["sigma"] == 0.123456789 and w.model.params["nu"] == 3.33333e-4
+    assert w.model.params["lam"] == float(w.lam.text())
+
+
+def test_play_stops_when_there_is_nothing_to_step(window, qtbot):
+    w = window
+    w.model.set_dataset("sinc", n=60)
+    w.model.set_params(method="gfc")
+    w.speed.setValue(1)
+    import kernel_lab.core.playground as cp
+
+    w.play_button.setChecked(True)
+    qtbot.waitUntil(lambda: not w.play_button.isChecked(), timeout=60_000)  # GFC done
+    r = w.model.latest.primary
+    assert r.extra["done"] and r.extra["features"] <= cp.gfc_model(60, 0).n_features
+    w.model.set_params(method="dsg")
+    w.play_button.setChecked(True)
+    qtbot.waitUntil(lambda: w.model.steps >= 10, timeout=20_000)
+    w.model.set_params(method="krr")  # not a stepped method: Play stops
+    qtbot.waitUntil(lambda: not w.play_button.isChecked(), timeout=5_000)
+
+
+def test_n_and_noise_regenerate_once_the_slider_rests_with_one_undo_step(window, qtbot):
+    w = window
+    w.model.set_dataset("sine", n=60)
+    undo = len(w.model._undo)
+    for value in (70, 80, 90, 100):  # keyboard steps, no mouse release
+        w.n_slider.setValue(value)
+    qtbot.waitUntil(lambda: w.model.points.n == 100, timeout=5_000)
+    assert len(w.model._undo) == undo + 1
+
+
+def test_a_1d_spray_is_one_undo_step(window, qtbot):
+    w = window
+    w.model.set_dataset("paint-1d")
+    w.paint([(0.1, 0.2), (0.3, 0.4), (0.5, 0.6)])
+    assert w.model.points.n == 3
+    w.model.undo()
+    assert w.model.points.n == 0

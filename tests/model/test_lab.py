@@ -219,3 +219,18 @@ def test_an_unexpected_error_in_an_inline_run_is_a_failure(monkeypatch):
     seen = recorder(model)
     model.start_run()
     assert model.state is RunState.FAILED and "disk on fire" in seen["status"][-1]
+
+
+def test_a_load_answered_after_the_window_closed_is_dropped():
+    pending = []
+    model = LabModel(InlineLauncher(), load=lambda source, done, failed: pending.append(
+        (source, done, failed)))
+    seen = recorder(model)
+    loaded = []
+    model.data_loaded.connect(loaded.append)
+    model.load_data(DataSource.from_spec(DATA))
+    assert model.loading
+    model.drop_pending_load()  # the window closes with the load in flight
+    source, done, _ = pending[-1]
+    done(source.load())  # its answer arrives afterwards
+    assert not model.loading and loaded == [] and seen["log"] == []

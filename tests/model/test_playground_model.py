@@ -127,10 +127,10 @@ def test_worker_computes_the_latest_request_only():
     computed: list[int] = []
 
     class Slow(FitEngine):
-        def compute(self, req, *, followup=False):
+        def compute(self, req, **kw):
             release.wait(5)
             computed.append(req.serial)
-            return super().compute(req, followup=followup)
+            return super().compute(req, **kw)
 
     done: list[int] = []
     worker = FitWorker(Slow(), lambda fit: done.append(fit.serial), lambda s, m: None)
@@ -151,7 +151,7 @@ def test_bad_values_get_clear_messages(model):
         model.set_dataset("mnist")
     with pytest.raises(ParameterError, match="lam must be a positive number"):
         model.set_params(lam=-1.0)
-    with pytest.raises(ParameterError, match="s must be a positive whole number"):
+    with pytest.raises(ParameterError, match="s must be a whole number from 1 to 5000"):
         model.set_params(s=0)
     assert model.params["lam"] > 0 and model.params["s"] >= 1  # nothing changed
     messages: list[str] = []
@@ -265,6 +265,124 @@ def test_gfc_preset():
     assert list(h[:, 0]) == [1, 2, 3, 4, 5]
     assert 0.04 <= h[0, 1] <= 0.08 and 0.011 <= h[1, 1] <= 0.015
     assert np.all(np.abs(np.diff(h[1:, 1])) < 0.001) and h[-1, 2] > h[1, 2]
+
+
+def test_a_bad_session_document_changes_nothing(model):
+    model.set_dataset("moons", n=80)
+    before = (model.dataset, model.points, dict(model.params), model.steps, len(model._undo))
+    good = model.to_dict()
+    bad_docs = [
+        {**good, "params": {**good["params"], "sigma": -1.0}},
+        {**good, "params": {**good["params"], "s": 2.5}},
+        {**good, "params": {**good["params"], "sampler": "magic"}},
+        {**good, "params": {**good["params"], "leverage": "yes"}},
+        {**good, "steps": "many"},
+        {**good, "points": {**good["points"], "y": [0.5] * len(good["points"]["y"])}},
+        {**good, "points": {"X": [[0.0, 1.0]], "y": [1.0, -1.0], "test": [False]}},
+        {**good, "dataset": "mnist"},
+    ]
+    for doc in bad_docs:
+        with pytest.raises(ParameterError):
+            model.apply(doc)
+        assert (model.dataset, model.points, model.params, model.steps,
+                len(model._undo)) == before
+    with pytest.raises(ParameterError, match="noise"):  # a preset: generated from n, noise
+        model.apply({"dataset": "sine", "noise": -2.0}, points=False)
+    assert model.points is before[1]
+
+
+def test_one_undo_step_per_gesture_and_the_note_follows(model):
+    model.set_dataset("paint-1d")
+    model.add_points(np.array([[0.1], [0.2], [0.3]]), np.array([1.0, 2.0, -1.0]))  # a spray
+    assert model.points.n == 3 and list(model.points.y) == [1.0, 2.0, -1.0]
+    model.undo()
+    assert model.points.n == 0
+    x = np.linspace(0, 100, 50)[:, None]
+    model.load_table(x, 1000 + 50 * x[:, 0])  # a target far outside the view
+    assert model.note == "target 1000 … 6000 drawn as −2.7 … 2.7"
+    assert np.allclose([model.points.y.min(), model.points.y.max()], [-2.7, 2.7])
+    assert np.allclose([model.points.X.min(), model.points.X.max()], [-2.7, 2.7])
+    model.set_dataset("sine")
+    assert model.note == ""
+    model.undo()  # back to the table: its note with it
+    assert model.note.startswith("target 1000") and model.dataset == "paint-1d"
+    for _ in range(pg_undo_limit() + 20):
+        model.set_dataset("sine")
+    assert len(model._undo) == pg_undo_limit()
+
+
+def pg_undo_limit():
+    from kernel_lab.model.playground import UNDO_LIMIT
+
+    return UNDO_LIMIT
+
+
+def test_caches_stay_bounded_during_a_sigma_drag(model):
+    engine = model.engine
+    model.set_dataset("moons", n=200)
+    for sigma in np.geomspace(0.1, 3, 12):
+        model.set_params(sigma=float(sigma))
+    kinds = [k[0] for k in engine._cache]
+    assert kinds.count("krr") == engine.KEEP
+    model.set_params(resolution=40)  # the grid is part of every cached value
+    assert model.latest.primary.grid.shape == (40 * 40,)
+    model.set_params(resolution=100)
+    assert model.latest.primary.grid.shape == (100 * 100,)
+
+
+def test_leverage_scores_reuse_the_exact_spectrum(model, monkeypatch):
+    calls = []
+    real = pg.kernel_spectrum
+    monkeypatch.setattr(pg, "kernel_spectrum", lambda *a: calls.append(1) or real(*a))
+    model.set_params(method="nystrom", s=10, leverage=True)
+    model.set_dataset("blobs", n=120)  # no exact fit cached: the spectrum is made once
+    for lam in (1e-3, 1e-2, 1e-1, 1.0):
+        model.set_params(lam=lam)
+    assert len(calls) == 1  # one eigendecomposition for every λ
+    pts = model.points
+    from kernel_lab.core.kernels import make_kernel
+
+    K = make_kernel("gaussian", {"sigma": model.params["sigma"]})(pts.X[~pts.test])
+    brute = np.diag(K @ np.linalg.solve(K + 1.0 * np.eye(len(K)), np.eye(len(K))))
+    assert np.allclose(model.latest.primary.scores, brute, atol=1e-8)
+    model.set_params(compare="nystrom", method="krr")  # a comparison draws no scores
+    assert model.latest.compare.scores is None
+    model.set_dataset("blobs", n=100)  # an exact fit first: its eigendecomposition serves
+    model.set_params(method="nystrom", compare="")
+    assert len(calls) == 1
+
+
+def test_a_long_dsg_replay_is_given_up_for_a_newer_request_and_resumed(model):
+    from kernel_lab.model.playground import Superseded
+
+    model.set_dataset("moons", n=100)
+    model.set_params(method="dsg")
+    req = model.request()
+    req = type(req)(req.serial, req.version, req.points, req.dim, req.task, req.params, 450)
+    engine = FitEngine()
+    asked = []
+    with pytest.raises(Superseded):
+        engine.compute(req, cancelled=lambda: asked.append(1) or len(asked) > 2)
+    stepper = next(v for k, v in engine._cache.items() if k[0] == "dsg")
+    assert 0 < stepper.iterations < 450  # stopped between chunks, consistent
+    resumed = engine.compute(req).primary
+    fresh = FitEngine().compute(req).primary
+    assert resumed.extra["iterations"] == 450
+    assert np.allclose(resumed.grid, fresh.grid, atol=1e-10)
+
+
+def test_dsg_before_its_first_iteration_predicts_the_target_mean(model):
+    model.set_dataset("sine", n=80)
+    model.set_params(method="dsg")
+    pts = model.points
+    assert np.allclose(model.latest.primary.grid, pts.y[~pts.test].mean())
+
+
+def test_ckrr_at_tiny_lambda_keeps_alpha_centred():
+    X, y, _ = pg.generate("sinc", 300, 0.1, seed=1)
+    cache = pg.ExactCache(X, y, X[:5], pg.grid(1, 50), "gaussian", 0.2, True)
+    _, A = cache.alphas(np.array([1e-9, 1e-6, 1.0]))
+    assert np.abs(A.sum(axis=0)).max() <= 1e-9 * np.abs(A).max()
 
 
 def test_without_qt():
