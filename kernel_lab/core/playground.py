@@ -213,6 +213,11 @@ METHOD_TEXT = {"krr": "exact KRR", "ckrr": "exact CKRR", "nystrom": "Nyström ri
 KERNELS = ("gaussian", "laplace", "cauchy")
 #: Methods advanced by Step / Play, and how many steps one Play frame takes (× speed).
 STEPPED = {"dsg": 1, "gfc": 0}
+#: The parameters each method uses (the window greys out the others).
+USES = {"krr": {"kernel", "sigma", "lam"}, "ckrr": {"kernel", "sigma", "lam"},
+        "nystrom": {"kernel", "sigma", "lam", "s", "sampler", "leverage"},
+        "rff": {"kernel", "sigma", "lam", "D", "orthogonal"},
+        "dsg": {"kernel", "sigma", "nu", "steps"}, "gfc": {"steps"}}
 #: What a method's size counts ("features" unless said).
 SIZE_WORD = {"nystrom": "landmarks"}
 

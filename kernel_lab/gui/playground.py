@@ -217,6 +217,13 @@ class PlaygroundWindow(QtWidgets.QMainWindow):
         for b in (self.play_button, step, reset):
             steps.addWidget(b)
         form.addRow("DSG / GFC", steps)
+        self.step_buttons = (self.play_button, step, reset)
+        for key, slot, button in (("Ctrl+P", self.play_button.toggle, self.play_button),
+                                  ("Ctrl+Right", step.click, step),
+                                  ("Ctrl+R", reset.click, reset)):
+            button.setToolTip(f"{button.text()} ({key})")
+            QtGui.QShortcut(QtGui.QKeySequence(key), self,
+                            activated=lambda s=slot, b=button: b.isEnabled() and s())
         self.speed = QtWidgets.QSpinBox()
         self.speed.setRange(1, 200)
         self.speed.setValue(5)
@@ -262,7 +269,7 @@ class PlaygroundWindow(QtWidgets.QMainWindow):
         plots.addWidget(self.plot, 4)
         small = QtWidgets.QHBoxLayout()
         self.lam_plot = pg.PlotWidget(background="w", title="error against λ")
-        self.lam_plot.setLogMode(True, True)
+        self.lam_plot.setLogMode(True, False)  # a linear error axis: readable when small
         self.lam_train = self.lam_plot.plot(pen=pg.mkPen((31, 119, 180), width=2),
                                             name="train")
         self.lam_test = self.lam_plot.plot(pen=pg.mkPen((214, 39, 40), width=2), name="test")
@@ -396,6 +403,15 @@ class PlaygroundWindow(QtWidgets.QMainWindow):
             self.leverage.setChecked(bool(p["leverage"]))
             self.D_slider.setValue(int(p["D"]))
             self.orthogonal.setChecked(bool(p["orthogonal"]))
+            used = core.USES[p["method"]] | core.USES.get(p["compare"], set())
+            for key, widgets in (("kernel", (self.kernel_box,)), ("sigma", (self.sigma,)),
+                                 ("lam", (self.lam,)), ("nu", (self.nu,)),
+                                 ("s", (self.s_slider,)), ("sampler", (self.sampler_box,)),
+                                 ("leverage", (self.leverage,)), ("D", (self.D_slider,)),
+                                 ("orthogonal", (self.orthogonal,)),
+                                 ("steps", (*self.step_buttons, self.speed))):
+                for widget in widgets:
+                    widget.setEnabled(key in used)
         finally:
             self._syncing = False
 
@@ -403,6 +419,7 @@ class PlaygroundWindow(QtWidgets.QMainWindow):
         m = self.model
         pts = m.points
         self.sync_controls()
+        self.paint_class.setVisible(m.task == "classification")  # classes to paint
         where = np.column_stack([pts.X[:, 0], pts.y]) if m.dim == 1 else pts.X
         key = np.zeros(pts.n) if m.dim == 1 or m.task == "regression" else np.sign(pts.y)
         key[key == 0] = 0.0
@@ -476,9 +493,10 @@ class PlaygroundWindow(QtWidgets.QMainWindow):
         curve = r.curve if r.curve is not None else (
             fit.compare.curve if fit.compare is not None else None)
         self.lam_line.setVisible(curve is not None)
+        self.lam_plot.setVisible(curve is not None)
         if curve is not None:
-            self.lam_train.setData(curve["lam"], np.maximum(curve["train"], 1e-6))
-            self.lam_test.setData(curve["lam"], np.maximum(curve["test"], 1e-6))
+            self.lam_train.setData(curve["lam"], curve["train"])
+            self.lam_test.setData(curve["lam"], curve["test"])
             self.lam_line.setValue(math.log10(float(m.params["lam"])))
             exact = r if r.curve is not None else fit.compare
             self.lam_plot.setTitle(f"{exact.method.upper()}: train (blue) / test (red) "
@@ -487,6 +505,9 @@ class PlaygroundWindow(QtWidgets.QMainWindow):
             self.lam_train.setData([], [])
             self.lam_test.setData([], [])
             self.lam_plot.setTitle("error against λ: exact KRR / CKRR")
+        # the step and frequency plots only where they say something
+        self.step_plot.setVisible(r.method in core.STEPPED)
+        self.freq_plot.setVisible(r.method == "gfc")
         history = r.extra.get("history")
         if history is not None and len(history):
             self.step_train.setData(history[:, 0], history[:, 1])
