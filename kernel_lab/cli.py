@@ -107,6 +107,16 @@ def _build_parser() -> argparse.ArgumentParser:
                      help="keep the features of a data file as they are")
     p_run.add_argument("--drop-nan", action="store_true", default=None,
                        help="drop rows with missing/non-finite values instead of failing")
+    p_run.add_argument("--text-features", choices=("onehot", "drop"), default=None,
+                       help="text (category) columns of a data file: one 0/1 column per "
+                            "value (the default) or dropped")
+    p_run.add_argument("--keep-index", action="store_true", default=None,
+                       help="keep a first column that is a row index (dropped by default)")
+    p_run.add_argument("--sheet", metavar="NAME", default=None,
+                       help="worksheet of an .xlsx file (name or number; default: the first)")
+    p_run.add_argument("--subsample", type=int, metavar="N", default=None,
+                       help="use N random rows of a data file (seeded), e.g. when the exact "
+                            "methods need too much memory for all of them")
     p_run.add_argument("--set", dest="sets", action="append", default=[], metavar="NAME=VALUE",
                        help="set an experiment parameter (repeatable)")
     p_run.add_argument("--seed", type=int, help="random seed (default 0)")
@@ -268,7 +278,9 @@ def _run_spec(args: argparse.Namespace) -> RunSpec:
     if args.seed is not None:
         params["seed"] = args.seed
     options = {"target": args.target, "test_fraction": args.test_fraction,
-               "standardize": args.standardize, "drop_nan": args.drop_nan}
+               "standardize": args.standardize, "drop_nan": args.drop_nan,
+               "text_features": args.text_features, "keep_index": args.keep_index,
+               "sheet": args.sheet, "subsample": args.subsample}
     source = DataSource.from_spec(args.data, options) if args.data else None
     name = args.experiment
     if args.preset:
@@ -309,6 +321,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         files["plot"] = render_plots(result.table, exp.plots, out / "plot.png",
                                      title=f"{exp.title} — {result.data['name']}")
     if not args.quiet:
+        for note in result.data.get("notes", []):  # what was encoded, dropped, mapped
+            sys.stderr.write(f"  data: {note}\n")
         for key, value in result.summaries.items():
             shown = f"{value:.6g}" if isinstance(value, float) else value
             sys.stderr.write(f"  {key}: {shown}\n")

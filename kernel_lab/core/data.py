@@ -305,6 +305,19 @@ def train_test_split(
     return X[train], y[train], X[test], y[test]
 
 
+def subsample_table(table: Table, n: int, seed: int) -> Table:
+    """At most ``n`` rows of the table, a seeded random subset in file order (a note says
+    so); the table itself when it is not larger."""
+    total = len(table.y)
+    if n <= 0 or total <= n:
+        return table
+    keep = np.sort(np.random.default_rng([seed, 0x5AB5]).choice(total, n, replace=False))
+    return replace(table, X=table.X[keep], y=table.y[keep],
+                   lines=None if table.lines is None else table.lines[keep],
+                   notes=[*table.notes, f"used a random {n:,} of {total:,} rows "
+                                        f"(subsample={n}, seed {seed})"])
+
+
 def dataset_from_table(table: Table, *, name: str, test_fraction: float,
                        rng: np.random.Generator, standardize: bool) -> Dataset:
     """Split (and optionally standardise) a loaded table."""
@@ -529,8 +542,19 @@ FILE_OPTIONS = (
     ParamSpec("drop_nan", "bool", False, help="drop rows with missing or non-finite values "
                                               "instead of stopping with an error"),
     ParamSpec("format", "choice", "auto",
-              choices=("auto", "csv", "npy", "npz", "svmlight", "arff", "mat"),
+              choices=("auto", "csv", "xlsx", "npy", "npz", "svmlight", "arff", "mat"),
               help="file format (default: from the extension)"),
+    ParamSpec("text_features", "choice", "onehot", choices=("onehot", "drop"),
+              help="text (category) columns: one 0/1 column per value, or dropped; text "
+                   "with more than 50 values or one per row is dropped either way"),
+    ParamSpec("keep_index", "bool", False,
+              help="keep a first column that is a row index (R's row names, pandas' "
+                   "'Unnamed: 0', an id of 1 … n); dropped by default"),
+    ParamSpec("sheet", "str", "", help="worksheet of an .xlsx file: name or number "
+                                       "(default: the first)"),
+    ParamSpec("subsample", "int", 0, low=0,
+              help="use this many random rows (seeded; 0: all) — a way to run the exact "
+                   "methods on a table too large for them"),
 )
 
 

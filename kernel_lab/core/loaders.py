@@ -26,7 +26,7 @@ FORMATS: dict[str, str] = {
     ".csv": "csv", ".tsv": "csv", ".tab": "csv", ".txt": "csv", ".dat": "csv",
     ".npy": "npy", ".npz": "npz",
     ".svm": "svmlight", ".svmlight": "svmlight", ".libsvm": "svmlight",
-    ".arff": "arff", ".mat": "mat",
+    ".arff": "arff", ".mat": "mat", ".xlsx": "xlsx",
 }
 NAN_POLICIES = ("error", "drop")
 _MISSING = {"", "na", "nan", "n/a", "null", "none", "?", "-nan", "inf", "+inf", "-inf",
@@ -68,6 +68,31 @@ class Table:
     classes: list[str] | None = None
 
 
+#: Text feature columns with more distinct values than this are dropped, not encoded.
+MAX_LEVELS = 50
+TEXT_FEATURES = ("onehot", "drop")
+#: Header names of a row-index column (as R's write.csv and pandas' to_csv write it).
+INDEX_NAMES = {"", "rownames", "row.names", "unnamed: 0", "index"}
+#: Header names of an identifier column, dropped when it holds 0 … n−1 or 1 … n.
+ID_NAMES = {"id", "row", "row_id", "rowid", "no", "#"}
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """How a table with text is read (text tables only: CSV/TSV, xlsx, ARFF).
+
+    text_features : ``"onehot"`` (each text column becomes one 0/1 column per value) or
+        ``"drop"``; text columns with more than :data:`MAX_LEVELS` distinct values (or one
+        per row) are dropped either way.
+    keep_index : keep a first column that is a row index (dropped by default).
+    sheet : the worksheet of an ``.xlsx`` file (name or 1-based number; default: first).
+    """
+
+    text_features: str = "onehot"
+    keep_index: bool = False
+    sheet: str = ""
+
+
 def sniff_kind(head: bytes) -> str | None:
     """A description of a binary format recognised from the first bytes, or None."""
     for magic, what in _MAGIC:
@@ -82,6 +107,9 @@ def load_table(
     target: str | int | None = None,
     nan_policy: str = "error",
     fmt: str | None = None,
+    text_features: str = "onehot",
+    keep_index: bool = False,
+    sheet: str = "",
 ) -> Table:
     """Read a data file into a :class:`Table`.
 
@@ -94,10 +122,17 @@ def load_table(
     nan_policy : {"error", "drop"}
         What to do with missing or non-finite values.
     fmt : str, optional
-        Force a format (``csv``, ``npy``, ``npz``, ``svmlight``, ``arff``, ``mat``)
-        instead of guessing from the extension.
+        Force a format (``csv``, ``xlsx``, ``npy``, ``npz``, ``svmlight``, ``arff``,
+        ``mat``) instead of guessing from the extension.
+    text_features, keep_index, sheet
+        Text columns, a row-index first column and the worksheet of an .xlsx file (text
+        tables only; see :class:`ReadOptions`).
     """
     path = Path(path)
+    options = ReadOptions(text_features, bool(keep_index), str(sheet or ""))
+    if options.text_features not in TEXT_FEATURES:
+        raise DataError(f"unknown text-feature handling {options.text_features!r}",
+                        f"use one of: {', '.join(TEXT_FEATURES)}")
     if nan_policy not in NAN_POLICIES:
         raise DataError(f"unknown missing-value policy {nan_policy!r}",
                         f"use one of: {', '.join(NAN_POLICIES)}")
@@ -112,7 +147,7 @@ def load_table(
     if kind is None:
         raise DataError(
             f"unknown file type {path.suffix or '(no extension)'!r}",
-            "use .csv, .tsv, .txt, .npy, .npz, .svm/.libsvm, .arff or .mat",
+            "use .csv, .tsv, .txt, .xlsx, .npy, .npz, .svm/.libsvm, .arff or .mat",
             path=path,
         )
     try:
@@ -122,10 +157,13 @@ def load_table(
                         "check its permissions", path=path) from None
     if not raw.strip():
         raise DataError("the file is empty", "choose a file with data in it", path=path)
-    reader = {"csv": _read_csv, "npy": _read_npy, "npz": _read_npz,
+    reader = {"csv": _read_csv, "xlsx": _read_xlsx, "npy": _read_npy, "npz": _read_npz,
               "svmlight": _read_svmlight, "arff": _read_arff, "mat": _read_mat}[kind]
     try:
-        table = reader(path, raw, target)
+        if kind in ("csv", "xlsx", "arff"):
+            table = reader(path, raw, target, options)
+        else:
+            table = reader(path, raw, target)
     except DataError:
         raise
     except MemoryError:
@@ -296,7 +334,8 @@ def _text_rows(text: str, delim: str | None) -> list[tuple[int, list[str]]]:
     return rows
 
 
-def _read_csv(path: Path, raw: bytes, target: str | int | None) -> Table:
+def _read_csv(path: Path, raw: bytes, target: str | int | None,
+              options: ReadOptions | None = None) -> Table:
     text = _decode_text(path, raw, "a text table")
     lines = [line for line in text.splitlines()
              if line.strip() and not line.lstrip().startswith("#")]
@@ -308,8 +347,15 @@ def _read_csv(path: Path, raw: bytes, target: str | int | None) -> Table:
         numbered = _text_rows(text, delim)
     except DataError as exc:
         raise DataError(exc.problem, exc.fix, path=path, line=exc.line) from None
-    rows = [row for _, row in numbered]
-    line_nos = [n for n, _ in numbered]
+    return _table_from_rows(path, [row for _, row in numbered], [n for n, _ in numbered],
+                            target, options or ReadOptions(), delim or "space")
+
+
+def _table_from_rows(path: Path, rows: list[list[str]], line_nos: list[int],
+                     target: str | int | None, options: ReadOptions, delim: str) -> Table:
+    """A table from rows of text cells (a header row when the first row is not all
+    numbers): number columns as they are, text columns as categories (see
+    :class:`ReadOptions`), a row-index first column dropped."""
     first = [c.strip() for c in rows[0]]
     header = not all(_is_number(c) for c in first)
     if header:
@@ -328,32 +374,257 @@ def _read_csv(path: Path, raw: bytes, target: str | int | None) -> Table:
                 f"this row has {len(row)} field{'s' if len(row) != 1 else ''} but the "
                 f"{'header' if header else 'first row'} has {width}",
                 "every row needs the same number of fields; check for a missing or extra "
-                f"delimiter {delim or 'space'!r}", path=path, line=line)
+                f"delimiter {delim!r}", path=path, line=line)
     try:
         M = np.array(body, dtype=np.float64)
+        columns: list[np.ndarray] = list(M.T)
     except ValueError:
-        M = _convert_cells(path, body, body_lines, names)
-    table = _split_target(path, M, names, target, header)
+        columns = _typed_columns(path, body, body_lines, names)
+    notes: list[str] = []
+    if header and not options.keep_index and len(names) > 2:
+        raw_first = first[0].lower()
+        if _is_index_column(raw_first, columns[0]):
+            notes.append(f"dropped the first column {first[0] or '(no name)'!r}: a row index "
+                         "(load with keep_index=true to use it as a feature)")
+            names, columns = names[1:], columns[1:]
+    table = _encode_columns(path, names, columns, target, options, header)
+    table.notes[:0] = notes
     table.lines = np.asarray(body_lines)
     return table
 
 
-def _convert_cells(path: Path, body: list[list[str]], lines: list[int],
-                   names: list[str]) -> np.ndarray:
-    M = np.empty((len(body), len(names)))
-    for r, (row, line) in enumerate(zip(body, lines, strict=True)):
-        for c, cell in enumerate(row):
+def _is_index_column(name: str, column: np.ndarray) -> bool:
+    """A row index: named like one (R's empty header, ``rownames``, pandas' ``Unnamed:
+    0``, ``index``), or named like an identifier and holding 0 … n−1 or 1 … n."""
+    if name in INDEX_NAMES:
+        return True
+    if name in ID_NAMES and column.dtype.kind == "f":
+        n = len(column)
+        values = np.sort(column)
+        return bool(np.array_equal(values, np.arange(n)) or
+                    np.array_equal(values, np.arange(1, n + 1)))
+    return False
+
+
+def _typed_columns(path: Path, body: list[list[str]], lines: list[int],
+                   names: list[str]) -> list[np.ndarray]:
+    """Each column as float64 (numbers; missing values NaN) or, when most of its filled
+    cells are not numbers, as an object array of stripped strings (None: missing). A
+    column of numbers with a few text cells is an error at the first of them (a typo, not
+    categories)."""
+    columns: list[np.ndarray] = []
+    for c, name in enumerate(names):
+        cells = [row[c] for row in body]
+        try:
+            columns.append(np.array(cells, dtype=np.float64))
+            continue
+        except ValueError:
+            pass
+        values = np.empty(len(cells))
+        text_at: list[int] = []
+        for r, cell in enumerate(cells):
             try:
-                M[r, c] = float(cell)
+                values[r] = float(cell)
             except ValueError:
                 if cell.strip().lower() in _MISSING:
-                    M[r, c] = np.nan
-                    continue
-                raise DataError(
-                    f"{cell.strip()!r} in column {names[c]!r} is not a number",
-                    "Kernel Lab needs numeric columns; remove or encode text columns", path=path,
-                    line=line, column=c + 1) from None
-    return M
+                    values[r] = np.nan
+                else:
+                    values[r] = np.nan
+                    text_at.append(r)
+        filled = int(np.isfinite(values).sum()) + len(text_at)
+        if not text_at:  # numbers and missing values
+            columns.append(values)
+            continue
+        if 2 * len(text_at) > filled:  # mostly text: categories
+            col = np.empty(len(cells), dtype=object)
+            for r, cell in enumerate(cells):
+                v = cell.strip()
+                col[r] = None if v.lower() in _MISSING else v
+            columns.append(col)
+            continue
+        r = text_at[0]
+        raise DataError(
+            f"{cells[r].strip()!r} in column {name!r} is not a number",
+            "Kernel Lab needs numeric columns; remove or encode text columns, or fix this "
+            "cell if it is a typo (a column of mostly text is read as categories)",
+            path=path, line=lines[r], column=c + 1)
+    return columns
+
+
+def _levels(col: np.ndarray) -> list[str]:
+    return sorted({v for v in col if v is not None})
+
+
+def _encode_columns(path: Path, names: list[str], columns: list[np.ndarray],
+                    target: str | int | None, options: ReadOptions, header: bool) -> Table:
+    """Split off the target and turn text columns into numbers: a text target into
+    classes (two: ±1; more: codes 0 … K−1 with their names), text features into one 0/1
+    column per value (or dropped), each said in the table's notes."""
+    if len(names) < 2:
+        raise DataError(
+            "the data have only one column",
+            "a data set needs at least one feature column and one target column", path=path)
+    j = _pick_target(names, target, path, header)
+    notes: list[str] = []
+    y, classes = columns[j], None
+    if y.dtype == object:
+        y, classes, note = _encode_target(path, names[j], y)
+        notes.append(note)
+    feats, feat_names = [], []
+    for i, (name, col) in enumerate(zip(names, columns, strict=True)):
+        if i == j:
+            continue
+        if col.dtype != object:
+            feats.append(col)
+            feat_names.append(name)
+            continue
+        levels = _levels(col)
+        if options.text_features == "drop":
+            notes.append(f"dropped text column {name!r} (text_features=drop)")
+        elif len(levels) > MAX_LEVELS or (len(levels) == len(col) and len(col) > 2):
+            notes.append(f"dropped text column {name!r}: {len(levels)} distinct values "
+                         f"({'one per row' if len(levels) == len(col) else 'more than ' + str(MAX_LEVELS)}), "
+                         "too many to encode")
+        else:
+            missing = np.array([v is None for v in col])
+            for level in levels:
+                onehot = np.array([v == level for v in col], dtype=np.float64)
+                onehot[missing] = np.nan
+                feats.append(onehot)
+                feat_names.append(f"{name}={level}")
+            notes.append(f"one-hot encoded text column {name!r} into {len(levels)} columns "
+                         f"({_shown(levels)})")
+    if not feats:
+        raise DataError("no feature column is left: every column besides the target is "
+                        "text that was dropped",
+                        "load with text_features=onehot, or add numeric columns"
+                        if options.text_features == "drop" else
+                        f"add numeric columns (text with one value per row or more than "
+                        f"{MAX_LEVELS} values is not encoded)", path=path)
+    X = np.column_stack(feats)
+    return Table(X, np.asarray(y, dtype=np.float64), feat_names, names[j], notes,
+                 classes=classes)
+
+
+def _encode_target(path: Path, name: str, col: np.ndarray
+                   ) -> tuple[np.ndarray, list[str] | None, str]:
+    levels = _levels(col)
+    if len(levels) < 2:
+        raise DataError(f"the target column {name!r} holds text with "
+                        f"{'one value' if levels else 'no values'}"
+                        f"{' (' + repr(levels[0]) + ')' if levels else ''}: nothing to learn",
+                        "choose another target column (target=NAME)", path=path)
+    code = {level: k for k, level in enumerate(levels)}
+    codes = np.array([np.nan if v is None else code[v] for v in col], dtype=np.float64)
+    if len(levels) == 2:
+        return (2.0 * codes - 1.0, None,
+                f"text target {name!r}: {levels[1]!r} is +1, {levels[0]!r} is −1")
+    return (codes, levels,
+            f"text target {name!r}: {len(levels)} classes coded 0 … {len(levels) - 1} "
+            f"({_shown(levels)})")
+
+
+def _shown(values: list[str], k: int = 6) -> str:
+    return ", ".join(values[:k]) + (", …" if len(values) > k else "")
+
+
+# ------------------------------------------------------------------------------------
+# Excel .xlsx (Office Open XML: a zip of XML parts; read with the standard library)
+# ------------------------------------------------------------------------------------
+_XL = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
+_REL = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}"
+
+
+def _read_xlsx(path: Path, raw: bytes, target: str | int | None,
+               options: ReadOptions | None = None) -> Table:
+    """The first worksheet (or ``options.sheet``) of an .xlsx workbook, read as a text
+    table (the same header detection, checks and messages as CSV; rows are numbered by
+    their spreadsheet row)."""
+    import xml.etree.ElementTree as ET
+
+    options = options or ReadOptions()
+    if not raw.startswith(b"PK\x03\x04"):
+        found = sniff_kind(raw[:16]) or ("text" if b"\x00" not in raw[:4096]
+                                         else "unrecognised binary data")
+        raise DataError(f"this is {found}, not an Excel .xlsx workbook",
+                        "choose the right file, or rename it to its real extension", path=path)
+    try:
+        book = zipfile.ZipFile(io.BytesIO(raw))
+        names = set(book.namelist())
+    except zipfile.BadZipFile:
+        raise DataError("the .xlsx workbook is damaged (not a readable zip archive)",
+                        "save it again from the spreadsheet program", path=path) from None
+    if "xl/workbook.xml" not in names:
+        raise DataError("this zip archive is not an .xlsx workbook (no xl/workbook.xml); "
+                        "old .xls files are not supported",
+                        "save it as .xlsx or CSV from the spreadsheet program", path=path)
+    wb = ET.fromstring(book.read("xl/workbook.xml"))
+    sheets = [(el.get("name", ""), el.get(f"{_REL}id", ""))
+              for el in wb.iter(f"{_XL}sheet")]
+    if not sheets:
+        raise DataError("the workbook has no worksheets", "add a sheet with data", path=path)
+    pick = options.sheet.strip()
+    if not pick:
+        chosen = sheets[0]
+    elif pick in [n for n, _ in sheets]:
+        chosen = next(s for s in sheets if s[0] == pick)
+    elif pick.isdigit() and 1 <= int(pick) <= len(sheets):
+        chosen = sheets[int(pick) - 1]
+    else:
+        raise DataError(f"there is no worksheet {pick!r}",
+                        f"choose one of: {', '.join(n for n, _ in sheets)} (or its number)",
+                        path=path)
+    rels = ET.fromstring(book.read("xl/_rels/workbook.xml.rels"))
+    where = {el.get("Id"): el.get("Target", "") for el in rels}
+    part = where.get(chosen[1], "")
+    part = part.lstrip("/") if part.startswith("/") else "xl/" + part
+    if part not in names:
+        raise DataError(f"the worksheet {chosen[0]!r} is missing from the workbook",
+                        "save it again from the spreadsheet program", path=path)
+    shared: list[str] = []
+    if "xl/sharedStrings.xml" in names:
+        for si in ET.fromstring(book.read("xl/sharedStrings.xml")).iter(f"{_XL}si"):
+            shared.append("".join(t.text or "" for t in si.iter(f"{_XL}t")))
+    rows: list[list[str]] = []
+    line_nos: list[int] = []
+    for row in ET.fromstring(book.read(part)).iter(f"{_XL}row"):
+        cells: dict[int, str] = {}
+        for c in row.iter(f"{_XL}c"):
+            col = _column_index(c.get("r", "")) if c.get("r") else len(cells)
+            kind = c.get("t", "n")
+            v = c.find(f"{_XL}v")
+            if kind == "s" and v is not None:
+                text = shared[int(v.text or 0)]
+            elif kind == "inlineStr":
+                text = "".join(t.text or "" for t in c.iter(f"{_XL}t"))
+            elif kind == "e":
+                text = ""  # #DIV/0!, #N/A, …: missing
+            else:
+                text = "" if v is None else (v.text or "")
+            cells[col] = text
+        if any(t.strip() for t in cells.values()):
+            width = max(cells) + 1
+            rows.append([cells.get(i, "") for i in range(width)])
+            line_nos.append(int(row.get("r", len(line_nos) + 1)))
+    if not rows:
+        raise DataError(f"the worksheet {chosen[0]!r} is empty",
+                        "choose the sheet with the data (sheet=NAME)", path=path)
+    width = max(len(r) for r in rows)
+    rows = [r + [""] * (width - len(r)) for r in rows]  # trailing empty cells are not stored
+    table = _table_from_rows(path, rows, line_nos, target, options, "cell")
+    if len(sheets) > 1:
+        table.notes.append(f"read worksheet {chosen[0]!r} of {len(sheets)}")
+    return table
+
+
+def _column_index(ref: str) -> int:
+    """0-based column of a cell reference such as ``"AB12"``."""
+    k = 0
+    for ch in ref:
+        if not ch.isalpha():
+            break
+        k = 26 * k + (ord(ch.upper()) - 64)
+    return k - 1
 
 
 # ------------------------------------------------------------------------------------
@@ -684,7 +955,8 @@ def _read_svmlight(path: Path, raw: bytes, target: str | int | None) -> Table:
 # ------------------------------------------------------------------------------------
 # ARFF
 # ------------------------------------------------------------------------------------
-def _read_arff(path: Path, raw: bytes, target: str | int | None) -> Table:
+def _read_arff(path: Path, raw: bytes, target: str | int | None,
+               options: ReadOptions | None = None) -> Table:
     text = _decode_text(path, raw, "an ARFF file")
     if "@relation" not in text.lower()[:100000]:
         raise DataError("this is not an ARFF file: there is no @relation line",
@@ -703,22 +975,18 @@ def _read_arff(path: Path, raw: bytes, target: str | int | None) -> Table:
         raise DataError("the ARFF file declares no attributes", "add @attribute lines", path=path)
     if len(data) == 0:
         raise DataError("the ARFF file has no data rows", "add rows after @data", path=path)
-    columns, notes = [], []
+    columns: list[np.ndarray] = []
     for name in names:
         kind, values = meta[name]
         col = data[name]
         if kind == "numeric":
             columns.append(np.asarray(col, dtype=np.float64))
-        elif kind == "nominal":
-            lookup = {v: float(i) for i, v in enumerate(values)}
+        elif kind == "nominal":  # categories: one-hot features, or classes as the target
             decoded = [c.decode() if isinstance(c, bytes) else c for c in col]
-            columns.append(np.array([lookup.get(c, np.nan) for c in decoded]))
-            notes.append(f"nominal attribute {name!r} coded 0…{len(values) - 1} "
-                         f"({', '.join(values[:5])}{', …' if len(values) > 5 else ''})")
+            text = np.empty(len(decoded), dtype=object)
+            text[:] = [c if c in values else None for c in decoded]
+            columns.append(text)
         else:
             raise DataError(f"attribute {name!r} has type {kind}, which is not supported",
                             "use numeric or nominal attributes only", path=path)
-    M = np.column_stack(columns)
-    table = _split_target(path, M, names, target, header=True)
-    table.notes.extend(notes)
-    return table
+    return _encode_columns(path, names, columns, target, options or ReadOptions(), True)

@@ -163,7 +163,13 @@ class DataSource:
         """
         import numpy as np
 
-        from kernel_lab.core.data import EXAMPLES, FILE_OPTIONS, dataset_from_table, generate
+        from kernel_lab.core.data import (
+            EXAMPLES,
+            FILE_OPTIONS,
+            dataset_from_table,
+            generate,
+            subsample_table,
+        )
         from kernel_lab.core.loaders import load_table
         from kernel_lab.core.params import resolve_params
 
@@ -187,7 +193,10 @@ class DataSource:
         else:
             table = load_table(self.name, target=opts["target"] or None,
                                nan_policy="drop" if opts["drop_nan"] else "error",
-                               fmt=None if opts["format"] == "auto" else opts["format"])
+                               fmt=None if opts["format"] == "auto" else opts["format"],
+                               text_features=opts["text_features"],
+                               keep_index=opts["keep_index"], sheet=opts["sheet"])
+        table = subsample_table(table, int(opts["subsample"]), seed)
         return dataset_from_table(table, name=self.label(),
                                   test_fraction=opts["test_fraction"],
                                   rng=np.random.default_rng(seed),

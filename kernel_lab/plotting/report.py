@@ -40,8 +40,8 @@ def _cell(value: Any) -> str:
         return f'<td class="num">{value:.6g}</td>'
     if isinstance(value, int) and not isinstance(value, bool):
         return f'<td class="num">{value}</td>'
-    if isinstance(value, list | tuple):
-        value = ", ".join(map(str, value))
+    if isinstance(value, list | tuple):  # notes hold commas of their own: "; " then
+        value = ("; " if any("," in str(v) for v in value) else ", ").join(map(str, value))
     return f"<td>{html.escape('—' if value is None else str(value))}</td>"
 
 

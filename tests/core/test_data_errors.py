@@ -49,9 +49,17 @@ CASES = [
          ["'five' in column 'b' is not a number",
           "Kernel Lab needs numeric columns; remove or encode text columns"],
          line=3, column=2),
-    case("non-numeric-target", "label.tsv", b"u\tv\tclass\n1\t2\tyes\n",
-         ["'yes' in column 'class' is not a number", "remove or encode text columns"],
-         line=2, column=3),
+    case("non-numeric-target", "label.tsv", b"u\tv\tclass\n1\t2\t1\n3\t4\tyes\n5\t6\t0\n",
+         ["'yes' in column 'class' is not a number", "remove or encode text columns",
+          "or fix this cell if it is a typo"], line=3, column=3),
+    case("single-class-text-target", "label1.csv", b"u,v,class\n1,2,yes\n3,4,yes\n",
+         ["the target column 'class' holds text with one value ('yes'): nothing to learn",
+          "Choose another target column (target=NAME)"]),
+    case("text-only-features-dropped", "names.csv", b"name,y\nann,1\nbob,2\ncy,3\n",
+         ["no feature column is left", "Load with text_features=onehot"],
+         text_features="drop"),
+    case("text-only-features-unencodable", "names2.csv", b"name,y\nann,1\nbob,2\ncy,3\n",
+         ["no feature column is left", "text with one value per row or more than 50"]),
     case("nan-cell", "nan.csv", b"a,b,c\n1,2,3\n4,5,6\n7,nan,9\n",
          ["missing or non-finite value in column 'b'", "(1 row affected)",
           "Clean the file, or choose to drop rows with missing values (--drop-nan)"],
@@ -138,9 +146,14 @@ CASES = [
          b"@attribute a numeric\n@attribute b numeric\n@data\n1,2\n",
          ["this is not an ARFF file: there is no @relation line",
           "An ARFF file starts with @relation, @attribute lines and @data"]),
-    case("unknown-extension", "data.xlsx", b"PK\x03\x04not really a workbook",
-         ["unknown file type '.xlsx'",
-          "Use .csv, .tsv, .txt, .npy, .npz, .svm/.libsvm, .arff or .mat"]),
+    case("unknown-extension", "data.xls", b"\xd0\xcf\x11\xe0old excel",
+         ["unknown file type '.xls'",
+          "Use .csv, .tsv, .txt, .xlsx, .npy, .npz, .svm/.libsvm, .arff or .mat"]),
+    case("damaged-xlsx", "data.xlsx", b"PK\x03\x04not really a workbook",
+         ["the .xlsx workbook is damaged (not a readable zip archive)",
+          "Save it again from the spreadsheet program"]),
+    case("csv-named-xlsx", "data.xlsx", b"a,b\n1,2\n",
+         ["this is text, not an Excel .xlsx workbook"]),
     case("no-extension", "README", b"1,2\n3,4\n",
          ["unknown file type '(no extension)'", "Use .csv"]),
     case("missing-file", "missing.csv", None,
@@ -196,6 +209,8 @@ def test_cli_reports_bad_file_on_one_line(tmp_path, capsys, name, content, kwarg
     argv = ["run", "krr-path", "--data", str(path), "--out", str(out), "-q", "--no-plot"]
     if "target" in kwargs:
         argv.append(f"--target={kwargs['target']}")
+    if "text_features" in kwargs:
+        argv.append(f"--text-features={kwargs['text_features']}")
     code = main(argv)
     captured = capsys.readouterr()
 

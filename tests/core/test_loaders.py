@@ -314,16 +314,20 @@ def test_arff_numeric_and_nominal_target(tmp_path):
     table = load_table(write(tmp_path, "iris.arff", ARFF))
     assert_array_equal(table.X, [[5.1, 1.4], [7.0, 4.7], [6.3, 6.0], [4.9, 1.5]])
     assert_array_equal(table.y, [0, 1, 2, 0])
+    assert table.classes == ["setosa", "versicolor", "virginica"]
     assert table.feature_names == ["sepal", "petal"]
     assert table.target_name == "class"
-    assert table.notes == ["nominal attribute 'class' coded 0…2 (setosa, versicolor, virginica)"]
+    assert table.notes == ["text target 'class': 3 classes coded 0 … 2 "
+                           "(setosa, versicolor, virginica)"]
 
 
 def test_arff_target_by_name(tmp_path):
     table = load_table(write(tmp_path, "iris.arff", ARFF), target="sepal")
     assert_array_equal(table.y, [5.1, 7.0, 6.3, 4.9])
-    assert_array_equal(table.X, [[1.4, 0], [4.7, 1], [6.0, 2], [1.5, 0]])
-    assert table.feature_names == ["petal", "class"]
+    assert_array_equal(table.X, [[1.4, 1, 0, 0], [4.7, 0, 1, 0], [6.0, 0, 0, 1],
+                                 [1.5, 1, 0, 0]])  # the nominal attribute one-hot encoded
+    assert table.feature_names == ["petal", "class=setosa", "class=versicolor",
+                                   "class=virginica"]
 
 
 # ------------------------------------------------------------------------------------

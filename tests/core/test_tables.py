@@ -1,0 +1,267 @@
+"""Tables as people have them: text targets become classes, text features one-hot
+columns (or dropped, with a note), row-index columns are dropped, .xlsx workbooks load like
+CSV, and a seeded subsample makes a large table usable by the exact methods."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+
+import numpy as np
+import pytest
+from numpy.testing import assert_array_equal
+
+from kernel_lab.cli import main
+from kernel_lab.core.data import load_data
+from kernel_lab.core.errors import DataError, ParameterError
+from kernel_lab.core.loaders import MAX_LEVELS, load_table
+from kernel_lab.core.source import DataSource
+
+IRIS_LIKE = ("sepal,petal,species\n"
+             "5.1,1.4,setosa\n7.0,4.7,versicolor\n6.3,6.0,virginica\n"
+             "4.9,1.5,setosa\n6.4,4.5,versicolor\n5.8,5.1,virginica\n")
+
+
+def write(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_bytes(text.encode() if isinstance(text, str) else text)
+    return path
+
+
+# -- text targets -------------------------------------------------------------------------
+def test_a_two_class_text_target_becomes_pm1_and_says_which_is_plus_one(tmp_path):
+    path = write(tmp_path, "spam.csv", "len,caps,label\n10,1,spam\n3,0,ham\n8,1,spam\n2,0,ham\n")
+    table = load_table(path)
+    assert_array_equal(table.y, [1, -1, 1, -1])
+    assert table.classes is None
+    assert table.notes == ["text target 'label': 'spam' is +1, 'ham' is −1"]
+    ds = load_data(f"{path}:test_fraction=0.25")
+    assert ds.task == "classification" and set(ds.y_train) | set(ds.y_test) == {-1.0, 1.0}
+
+
+def test_three_text_classes_are_multiclass_and_other_experiments_name_the_one_that_can(
+        tmp_path):
+    path = write(tmp_path, "iris.csv", IRIS_LIKE)
+    table = load_table(path)
+    assert_array_equal(table.y, [0, 1, 2, 0, 1, 2])
+    assert table.classes == ["setosa", "versicolor", "virginica"]
+    assert table.notes == ["text target 'species': 3 classes coded 0 … 2 "
+                           "(setosa, versicolor, virginica)"]
+    ds = load_data(f"{path}:test_fraction=0.34")
+    assert ds.task == "multiclass"
+    from kernel_lab.experiments import get_experiment
+    from kernel_lab.experiments.registry import check_task
+
+    check_task(get_experiment("learning-curve"), ds)  # DSG's multinomial loss: fine
+    with pytest.raises(ParameterError, match=r"'krr-path' cannot run .* \(3 classes\); "
+                                             r"learning-curve can"):
+        check_task(get_experiment("krr-path"), ds)
+
+
+def test_a_mostly_numeric_column_with_a_stray_word_is_still_an_error(tmp_path):
+    path = write(tmp_path, "typo.csv", "a,b,y\n1,2,3\n4,five,6\n7,8,9\n")
+    with pytest.raises(DataError, match=r"typo.csv, line 3, column 2: 'five' in column 'b' "
+                                        r"is not a number.*fix this cell if it is a typo"):
+        load_table(path)
+
+
+# -- text features ------------------------------------------------------------------------
+DIAMONDS = ("carat,cut,color,price\n"
+            "0.23,Ideal,E,326\n0.21,Premium,E,326\n0.23,Good,E,327\n"
+            "0.29,Premium,I,334\n0.31,Good,J,335\n0.24,Very Good,J,336\n")
+
+
+def test_categorical_features_are_one_hot_encoded_in_place(tmp_path):
+    table = load_table(write(tmp_path, "diamonds.csv", DIAMONDS))
+    assert table.feature_names == ["carat", "cut=Good", "cut=Ideal", "cut=Premium",
+                                   "cut=Very Good", "color=E", "color=I", "color=J"]
+    assert_array_equal(table.X[0], [0.23, 0, 1, 0, 0, 1, 0, 0])
+    assert_array_equal(table.X[5], [0.24, 0, 0, 0, 1, 0, 0, 1])
+    assert_array_equal(table.X[:, 1:5].sum(axis=1), 1)  # one level per row
+    assert_array_equal(table.y, [326, 326, 327, 334, 335, 336])
+    assert table.notes == [
+        "one-hot encoded text column 'cut' into 4 columns (Good, Ideal, Premium, Very Good)",
+        "one-hot encoded text column 'color' into 3 columns (E, I, J)"]
+
+
+def test_text_features_can_be_dropped_instead(tmp_path):
+    path = write(tmp_path, "diamonds.csv", DIAMONDS)
+    table = load_table(path, text_features="drop")
+    assert table.feature_names == ["carat"]
+    assert table.notes == ["dropped text column 'cut' (text_features=drop)",
+                           "dropped text column 'color' (text_features=drop)"]
+    ds = load_data(f"{path}:text_features=drop,test_fraction=0.34")
+    assert ds.p == 1 and ds.notes[:2] == table.notes
+
+
+def test_a_missing_category_is_missing_in_every_column_of_it(tmp_path):
+    path = write(tmp_path, "gap.csv", "x,c,y\n1,a,1\n2,,2\n3,b,3\n4,a,4\n")
+    with pytest.raises(DataError, match=r"line 3: missing or non-finite value in column "
+                                        r"'c=a'.*--drop-nan"):
+        load_table(path)
+    table = load_table(path, nan_policy="drop")
+    assert_array_equal(table.X, [[1, 1, 0], [3, 0, 1], [4, 1, 0]])
+    assert "dropped 1 of 4 rows" in table.notes[-1]
+
+
+def test_text_with_too_many_values_is_dropped_with_a_note(tmp_path):
+    n = MAX_LEVELS + 10
+    rows = "".join(f"{i},name{i % (MAX_LEVELS + 1)},{'ab'[i % 2]},{i * 0.5}\n" for i in range(n))
+    table = load_table(write(tmp_path, "wide.csv", "x,who,grp,y\n" + rows))
+    assert table.feature_names == ["x", "grp=a", "grp=b"]
+    assert table.notes[0] == (f"dropped text column 'who': {MAX_LEVELS + 1} distinct values "
+                              f"(more than {MAX_LEVELS}), too many to encode")
+    unique = load_table(write(tmp_path, "u.csv", "x,name,y\n1,ann,1\n2,bob,2\n3,cy,3\n"))
+    assert unique.feature_names == ["x"]
+    assert unique.notes == ["dropped text column 'name': 3 distinct values (one per row), "
+                            "too many to encode"]
+
+
+# -- index columns --------------------------------------------------------------------------
+@pytest.mark.parametrize(("header", "index", "why"), [
+    ('"",a,y', ["1", "2", "3", "4"], "R's write.csv: an empty header"),
+    ("rownames,a,y", ["Mazda", "Fiat", "Volvo", "Saab"], "R data sets: row names"),
+    ("Unnamed: 0,a,y", ["0", "1", "2", "3"], "pandas' to_csv"),
+    ("index,a,y", ["0", "1", "2", "3"], "pandas' reset_index"),
+    ("id,a,y", ["3", "1", "4", "2"], "an id holding 1 … n"),
+    ("ID,a,y", ["0", "2", "1", "3"], "an id holding 0 … n−1"),
+])
+def test_an_index_first_column_is_dropped_with_a_note(tmp_path, header, index, why):
+    body = "".join(f"{i},{a},{a * 2}\n" for i, a in zip(index, (1.5, 2.5, 3.5, 4.5),
+                                                       strict=True))
+    path = write(tmp_path, "t.csv", header + "\n" + body)
+    table = load_table(path)
+    assert table.feature_names == ["a"], why
+    assert_array_equal(table.X[:, 0], [1.5, 2.5, 3.5, 4.5])
+    assert table.notes[0].startswith("dropped the first column") and "row index" in \
+        table.notes[0] and "keep_index=true" in table.notes[0]
+    kept = load_table(path, keep_index=True)
+    if index[0] == "Mazda":  # kept, but text with a value per row: not encodable
+        assert kept.feature_names == ["a"] and kept.notes[0].startswith(
+            "dropped text column 'rownames': 4 distinct values (one per row)")
+    else:
+        assert kept.feature_names[1] == "a" and len(kept.feature_names) == 2
+
+
+def test_an_id_that_is_not_a_row_number_and_a_counter_named_x_are_kept(tmp_path):
+    ids = load_table(write(tmp_path, "ids.csv", "id,a,y\n10,1,2\n20,2,3\n30,3,4\n"))
+    assert ids.feature_names == ["id", "a"] and ids.notes == []
+    curve = load_table(write(tmp_path, "curve.csv", "x,z,y\n1,0,2\n2,1,3\n3,0,4\n"))
+    assert curve.feature_names == ["x", "z"]
+
+
+# -- xlsx ----------------------------------------------------------------------------------
+def xlsx_bytes(sheets: dict[str, list[list[object]]]) -> bytes:
+    """A minimal .xlsx workbook written by hand: shared strings, inline strings, numbers,
+    empty cells left out (as spreadsheet programs do)."""
+    shared: list[str] = []
+
+    def col(i: int) -> str:
+        out = ""
+        i += 1
+        while i:
+            i, r = divmod(i - 1, 26)
+            out = chr(65 + r) + out
+        return out
+
+    parts = {}
+    for k, (name, rows) in enumerate(sheets.items(), start=1):
+        xml_rows = []
+        for r, row in enumerate(rows, start=1):
+            cells = []
+            for c, v in enumerate(row):
+                ref = f"{col(c)}{r}"
+                if v is None:
+                    continue
+                if isinstance(v, str) and c % 2 == 0:
+                    if v not in shared:
+                        shared.append(v)
+                    cells.append(f'<c r="{ref}" t="s"><v>{shared.index(v)}</v></c>')
+                elif isinstance(v, str):
+                    cells.append(f'<c r="{ref}" t="inlineStr"><is><t>{v}</t></is></c>')
+                else:
+                    cells.append(f'<c r="{ref}"><v>{v!r}</v></c>')
+            xml_rows.append(f'<row r="{r}">{"".join(cells)}</row>')
+        parts[f"xl/worksheets/sheet{k}.xml"] = (
+            '<worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main">'
+            f'<sheetData>{"".join(xml_rows)}</sheetData></worksheet>')
+    ns = ('xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" xmlns:r='
+          '"http://schemas.openxmlformats.org/officeDocument/2006/relationships"')
+    parts["xl/workbook.xml"] = (f"<workbook {ns}><sheets>" + "".join(
+        f'<sheet name="{n}" sheetId="{k}" r:id="rId{k}"/>'
+        for k, n in enumerate(sheets, start=1)) + "</sheets></workbook>")
+    parts["xl/_rels/workbook.xml.rels"] = (
+        '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
+        + "".join(f'<Relationship Id="rId{k}" Target="worksheets/sheet{k}.xml" Type="x"/>'
+                  for k in range(1, len(sheets) + 1)) + "</Relationships>")
+    parts["xl/sharedStrings.xml"] = (
+        '<sst xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main">'
+        + "".join(f"<si><t>{s}</t></si>" for s in shared) + "</sst>")
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for name, text in parts.items():
+            z.writestr(name, text)
+    return buf.getvalue()
+
+
+def test_an_xlsx_workbook_loads_like_the_same_csv(tmp_path):
+    rows = [["carat", "cut", "depth", "price"], [0.23, "Ideal", 61.5, 326],
+            [0.21, "Premium", None, 326], [0.23, "Good", 56.9, 327], [0.29, "Premium", 62.4, 334]]
+    book = write(tmp_path, "d.xlsx", xlsx_bytes({"notes": [["just", "text"]], "data": rows}))
+    csv = write(tmp_path, "d.csv", "\n".join(",".join("" if v is None else str(v) for v in r)
+                                             for r in rows) + "\n")
+    for sheet in ("data", "2"):
+        a = load_table(book, sheet=sheet, nan_policy="drop")
+        b = load_table(csv, nan_policy="drop")
+        assert_array_equal(a.X, b.X) and assert_array_equal(a.y, b.y)
+        assert a.feature_names == b.feature_names
+        assert_array_equal(a.lines, [2, 4, 5])  # spreadsheet row numbers
+        assert a.notes == [*b.notes[:-1], "read worksheet 'data' of 2", b.notes[-1]]
+    with pytest.raises(DataError, match=r"d.xlsx: there is no worksheet 'Sheet9'.*"
+                                        r"Choose one of: notes, data"):
+        load_table(book, sheet="Sheet9")
+    with pytest.raises(DataError, match=r"d.xlsx, line 3: missing or non-finite value in "
+                                        r"column 'depth'"):
+        load_table(book, sheet="data")
+    ds = load_data(f"{book}:sheet=data,drop_nan=true,test_fraction=0.34")
+    assert ds.n_train + ds.n_test == 3
+
+
+# -- subsample -----------------------------------------------------------------------------
+def test_subsample_is_seeded_noted_and_reproducible(tmp_path):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(500, 3))
+    path = write(tmp_path, "big.csv", "a,b,c,y\n" + "".join(
+        ",".join(repr(float(v)) for v in (*r, r.sum())) + "\n" for r in X))
+    src = DataSource.from_spec(f"{path}:subsample=120")
+    one, two = src.load(seed=3), src.load(seed=3)
+    assert one.n_train + one.n_test == 120
+    assert_array_equal(one.X_train, two.X_train) and assert_array_equal(one.y_test, two.y_test)
+    assert "used a random 120 of 500 rows (subsample=120, seed 3)" in one.notes
+    other = src.load(seed=4)
+    assert not np.array_equal(np.sort(other.y_train), np.sort(one.y_train))
+    again = DataSource.from_dict(src.to_dict()).load(seed=3)  # a session round trip
+    assert_array_equal(again.X_train, one.X_train)
+    whole = DataSource.from_spec(f"{path}:subsample=0").load(seed=3)
+    assert whole.n_train + whole.n_test == 500
+
+
+def test_the_cli_logs_what_was_encoded_and_dropped(tmp_path, capsys):
+    rows = DIAMONDS.strip().split("\n")
+    path = write(tmp_path, "diamonds.csv", "\n".join(
+        [f'"",{rows[0]}'] + [f"{i},{r}" for i, r in enumerate(rows[1:], start=1)]) + "\n")
+    out = tmp_path / "out"
+    code = main(["run", "krr-path", "--data", str(path), "--test-fraction", "0.34",
+                 "--out", str(out), "--no-plot", "--set", "n_lams=4"])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert "data: dropped the first column '(no name)': a row index" in err
+    assert "data: one-hot encoded text column 'cut' into 4 columns" in err
+    import json
+
+    result = json.loads((out / "result.json").read_text())
+    assert result["data"]["notes"][:3] == [
+        "dropped the first column '(no name)': a row index (load with keep_index=true to "
+        "use it as a feature)",
+        "one-hot encoded text column 'cut' into 4 columns (Good, Ideal, Premium, Very Good)",
+        "one-hot encoded text column 'color' into 3 columns (E, I, J)"]
