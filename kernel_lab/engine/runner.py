@@ -107,7 +107,10 @@ def run(
         dataset = spec.data_source().load(seed)
     t_data = time.perf_counter() - t0
     check_task(experiment, dataset)
-    result = RunResult(spec.experiment, resolved, seed, dataset.summary(), started=started)
+    resolved, fitted = experiment.fit_to_data(resolved, dataset)  # defaults too big: clamped
+    summary = dataset.summary()
+    summary["notes"] = [*summary["notes"], *fitted]
+    result = RunResult(spec.experiment, resolved, seed, summary, started=started)
     run_progress = progress.sub(0.02, 1.0)
     t1 = time.perf_counter()
     executor = make_executor(spec.workers, spec.backend, spec.scheduler)

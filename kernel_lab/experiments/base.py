@@ -75,6 +75,14 @@ class Experiment:
         """Defaults overlaid with ``values``, checked (raises ParameterError)."""
         return resolve_params(cls.param_specs(), values, owner=f"experiment {cls.name!r}")
 
+    def fit_to_data(self, params: Mapping[str, Any], data: Dataset
+                    ) -> tuple[dict[str, Any], list[str]]:
+        """Parameters left at their defaults that the data cannot allow (more landmarks
+        than training points, …) clamped to what they allow, with a note each; values the
+        user changed are left as they are (the run then explains why they are
+        impossible)."""
+        return dict(params), []
+
     def estimate(self, params: Mapping[str, Any], n: int, p: int) -> dict[str, Any]:
         """Planned peak memory in bytes and a note, for the window's run planner."""
         return {"memory_bytes": 0, "note": ""}

@@ -312,6 +312,20 @@ class NystromExperiment(Experiment):
     )
     default_data = "clusters:n=3000,k=8,imbalance=3,spread=0.05"
 
+    def fit_to_data(self, params: Mapping[str, Any], data: Dataset
+                    ) -> tuple[dict[str, Any], list[str]]:
+        out = dict(params)
+        default = next(p.default for p in self.params if p.name == "sizes")
+        n = data.n_train
+        if out["sizes"] != default:
+            return out, []
+        sizes = [int(v) for v in default.split(",")]
+        if max(sizes) <= n:
+            return out, []
+        out["sizes"] = ",".join(str(v) for v in sorted({min(v, n) for v in sizes}))
+        return out, [f"landmark counts {default} clamped to the n = {n} training points: "
+                     f"{out['sizes']}"]
+
     def estimate(self, params: Mapping[str, Any], n: int, p: int) -> dict[str, Any]:
         paper = params.get("protocol", "light") == "paper"
         m = min(n, PAPER_EVAL_POINTS if paper else params.get("eval_points", 2000))

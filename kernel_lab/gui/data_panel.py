@@ -19,8 +19,8 @@ from kernel_lab.core.source import DataSource
 from kernel_lab.gui.forms import ParamForm
 from kernel_lab.model import LabModel
 
-FILE_FILTER = ("Data files (*.csv *.tsv *.txt *.dat *.npy *.npz *.svm *.svmlight *.libsvm "
-               "*.arff *.mat);;All files (*)")
+FILE_FILTER = ("Data files (*.csv *.tsv *.txt *.dat *.xlsx *.npy *.npz *.svm *.svmlight "
+               "*.libsvm *.arff *.mat);;All files (*)")
 SOURCES = ("Generator", "Example", "File")
 KINDS = ("generator", "example", "file")
 
@@ -133,7 +133,7 @@ class DataPanel(QtWidgets.QWidget):
         fform.setContentsMargins(0, 0, 0, 0)
         prow = QtWidgets.QHBoxLayout()
         self.path = QtWidgets.QLineEdit()
-        self.path.setPlaceholderText("CSV, TSV, NPY/NPZ, svmlight, ARFF or MAT file")
+        self.path.setPlaceholderText("CSV, TSV, Excel .xlsx, NPY/NPZ, svmlight, ARFF or MAT")
         self.browse = QtWidgets.QPushButton("Browse…")
         prow.addWidget(self.path, 1)
         prow.addWidget(self.browse)
@@ -145,6 +145,28 @@ class DataPanel(QtWidgets.QWidget):
         fform.addRow("Target", self.target)
         self.drop_nan = QtWidgets.QCheckBox("Drop rows with missing values")
         fform.addRow("", self.drop_nan)
+        self.text_features = QtWidgets.QComboBox()
+        self.text_features.addItem("one-hot encode", "onehot")
+        self.text_features.addItem("drop", "drop")
+        self.text_features.setToolTip(
+            "text (category) columns: one 0/1 column per value, or left out; text with "
+            "more than 50 values or one per row is left out either way (a note says so)")
+        fform.addRow("Text columns", self.text_features)
+        self.keep_index = QtWidgets.QCheckBox("Keep a row-index first column")
+        self.keep_index.setToolTip("R's row names, pandas' 'Unnamed: 0' or an id of 1 … n "
+                                   "are dropped unless this is checked")
+        fform.addRow("", self.keep_index)
+        self.sheet = QtWidgets.QLineEdit()
+        self.sheet.setPlaceholderText("first sheet")
+        self.sheet.setToolTip("worksheet of an .xlsx file: its name or number")
+        fform.addRow("Sheet", self.sheet)
+        self.subsample = QtWidgets.QSpinBox()
+        self.subsample.setRange(0, 100_000_000)
+        self.subsample.setSingleStep(1000)
+        self.subsample.setSpecialValueText("all rows")
+        self.subsample.setToolTip("use this many random rows (seeded) — e.g. to run the "
+                                  "exact methods on a table too large for them")
+        fform.addRow("Rows", self.subsample)
         self.pages.addWidget(fp)
         col.addWidget(self.pages)
 
@@ -235,6 +257,14 @@ class DataPanel(QtWidgets.QWidget):
             options["drop_nan"] = True
         if self._format != "auto":
             options["format"] = self._format
+        if self.text_features.currentData() != "onehot":
+            options["text_features"] = self.text_features.currentData()
+        if self.keep_index.isChecked():
+            options["keep_index"] = True
+        if self.sheet.text().strip():
+            options["sheet"] = self.sheet.text().strip()
+        if self.subsample.value():
+            options["subsample"] = self.subsample.value()
         return DataSource(kind, self.path.text().strip(), {}, options)
 
     def set_spec(self, spec: str, options: dict[str, Any] | None = None) -> None:
@@ -272,6 +302,14 @@ class DataPanel(QtWidgets.QWidget):
             self.target.setEditText(str(opts.get("target", "")))
             self.drop_nan.setChecked(_flag(opts.get("drop_nan", False)))
             self._format = str(opts.get("format", "auto"))
+            self.text_features.setCurrentIndex(
+                max(0, self.text_features.findData(str(opts.get("text_features", "onehot")))))
+            self.keep_index.setChecked(_flag(opts.get("keep_index", False)))
+            self.sheet.setText(str(opts.get("sheet", "")))
+            try:
+                self.subsample.setValue(int(opts.get("subsample", 0)))
+            except (TypeError, ValueError):
+                self.subsample.setValue(0)
         try:
             self.test_fraction.setValue(float(opts.get("test_fraction", 0.25)))
         except (TypeError, ValueError):

@@ -65,6 +65,10 @@ class ExperimentPanel(QtWidgets.QWidget):
         self.estimate = QtWidgets.QLabel(" ")
         self.estimate.setWordWrap(True)
         col.addWidget(self.estimate)
+        self.use_rows = QtWidgets.QPushButton("")  # offered when the run would not fit
+        self.use_rows.setVisible(False)
+        self.use_rows.clicked.connect(lambda: model.use_rows(model.plan.fitting_rows))
+        col.addWidget(self.use_rows)
         buttons = QtWidgets.QHBoxLayout()
         self.run_button = QtWidgets.QPushButton("Run (Ctrl+R)")
         self.run_button.setToolTip("run the experiment in the background (Ctrl+R); a run "
@@ -90,10 +94,15 @@ class ExperimentPanel(QtWidgets.QWidget):
         model.experiment_changed.connect(self._experiment_changed)
         model.params_replaced.connect(self._params_replaced)
         model.inputs_changed.connect(self._preview_timer.start)
-        model.plan_changed.connect(lambda plan: self.estimate.setText(plan_text(plan)))
+        model.plan_changed.connect(self._plan_changed)
         model.state_changed.connect(self._state_changed)
         model.progressed.connect(self._progressed)
         model.status.connect(self.status.setText)
+
+    def _plan_changed(self, plan: Plan) -> None:
+        self.estimate.setText(plan_text(plan))
+        self.use_rows.setVisible(plan.too_large and plan.fitting_rows > 0)
+        self.use_rows.setText(f"Use a random {plan.fitting_rows:,} rows of the data")
 
     def _chosen(self) -> None:
         name = self.experiment_box.currentData()

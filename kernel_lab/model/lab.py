@@ -55,6 +55,9 @@ class Plan:
     note: str = ""
     seconds: float | None = None
     error: str = ""          # the parameters are invalid: why
+    #: When too large and the data are a table: how many of its rows would fit (offered as
+    #: a one-click ``subsample``), else 0.
+    fitting_rows: int = 0
 
     @property
     def too_large(self) -> bool:
@@ -63,8 +66,11 @@ class Plan:
     @property
     def advice(self) -> str:
         """What to do when the run is too large."""
-        return ("An exact kernel matrix would not fit; use fewer points or an approximate "
-                "method (Nyström or random features).") if self.too_large else ""
+        if not self.too_large:
+            return ""
+        rows = f", e.g. a random {self.fitting_rows:,} rows" if self.fitting_rows else ""
+        return ("An exact kernel matrix would not fit; use fewer points" + rows +
+                ", or an approximate method (Nyström or random features).")
 
 
 @dataclass
@@ -247,8 +253,12 @@ class LabModel:
             self.plan = Plan()
         else:
             est = self.experiment.estimate(params, ds.n_train, ds.p)
-            self.plan = Plan(float(est.get("memory_bytes", 0)), float(memory_budget_bytes()),
-                             str(est.get("note", "")), self._time_estimate(est, ds.n_train))
+            budget = float(memory_budget_bytes())
+            memory = float(est.get("memory_bytes", 0))
+            self.plan = Plan(memory, budget, str(est.get("note", "")),
+                             self._time_estimate(est, ds.n_train),
+                             fitting_rows=self._fitting_rows(params, ds, budget)
+                             if memory > budget > 0 else 0)
         self.plan_changed.emit(self.plan)
         try:
             preview = None if ds is None else self.experiment.preview(params, ds)
@@ -258,6 +268,36 @@ class LabModel:
             return
         self.preview = None if preview is None else _as_table(preview)
         self.table_changed.emit()
+
+    def _fitting_rows(self, params: Mapping[str, Any], ds: Dataset, budget: float) -> int:
+        """Rows of the loaded table whose run would fit in ``budget`` (0: none would, or
+        the data are not a table). Shrinks the training size by 10 % steps from the n·√
+        (budget / need) guess of an n² method until the experiment's estimate fits."""
+        source = self.loaded_source
+        if source is None or source.kind == "generator":
+            return 0
+        need = float(self.experiment.estimate(params, ds.n_train, ds.p).get("memory_bytes", 0))
+        n = int(ds.n_train * math.sqrt(0.9 * budget / need)) if need > 0 else ds.n_train
+        for _ in range(40):
+            if n < 2:
+                return 0
+            try:
+                fits = float(self.experiment.estimate(params, n, ds.p).get(
+                    "memory_bytes", 0)) <= 0.9 * budget
+            except KernelLabError:
+                fits = False
+            if fits:
+                share = ds.n_train / max(ds.n_train + ds.n_test, 1)  # training share of rows
+                return max(2, int(n / share))
+            n = int(0.9 * n)
+        return 0
+
+    def use_rows(self, rows: int) -> None:
+        """Load a seeded random ``rows`` of the current table (the one-click way forward
+        when a run is too large)."""
+        if self.loaded_source is None or self.loaded_source.kind == "generator":
+            return
+        self.load_data(self.loaded_source.with_options(subsample=int(rows)))
 
     def _time_estimate(self, est: Mapping[str, Any], n: int) -> float | None:
         """Seconds for the planned run: from the experiment's operation count and this

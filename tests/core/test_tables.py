@@ -265,3 +265,21 @@ def test_the_cli_logs_what_was_encoded_and_dropped(tmp_path, capsys):
         "use it as a feature)",
         "one-hot encoded text column 'cut' into 4 columns (Good, Ideal, Premium, Very Good)",
         "one-hot encoded text column 'color' into 3 columns (E, I, J)"]
+
+
+def test_default_sizes_are_fitted_to_a_small_table_but_explicit_ones_are_refused(tmp_path):
+    from kernel_lab.engine import RunSpec, run
+
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(47, 3))
+    path = write(tmp_path, "small.csv", "a,b,c,y\n" + "".join(
+        ",".join(repr(float(v)) for v in (*r, np.sin(r[0]))) + "\n" for r in X))
+    src = DataSource.from_spec(str(path))
+    result = run(RunSpec("nystrom", {"samplers": ["uniform"]}, src))
+    assert result.params["sizes"] == "10,20,35"
+    assert "landmark counts 10,20,40,80,160 clamped to the n = 35 training points: " \
+           "10,20,35" in result.data["notes"]
+    s = result.table["s"]
+    assert list(s[np.isfinite(s)]) == [10, 20, 35]  # (padded columns)
+    with pytest.raises(ParameterError, match="s = 100 landmarks is more than the n = 35"):
+        run(RunSpec("nystrom", {"samplers": ["uniform"], "sizes": "10,100"}, src))

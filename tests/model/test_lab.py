@@ -234,3 +234,32 @@ def test_a_load_answered_after_the_window_closed_is_dropped():
     source, done, _ = pending[-1]
     done(source.load())  # its answer arrives afterwards
     assert not model.loading and loaded == [] and seen["log"] == []
+
+
+def test_a_table_too_large_for_the_exact_method_is_offered_the_rows_that_fit(
+        tmp_path, monkeypatch):
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(3000, 4))
+    path = tmp_path / "big.csv"
+    path.write_text("a,b,c,d,y\n" + "".join(",".join(f"{v:.6f}" for v in (*r, r.sum())) + "\n"
+                                            for r in X))
+    monkeypatch.setenv("KERNEL_LAB_MEMORY_MB", "40")
+    model = LabModel(InlineLauncher())
+    model.set_experiment("krr-path", {})
+    model.load_data(DataSource.from_spec(str(path)))
+    model.refresh()
+    plan = model.plan
+    assert plan.too_large and plan.fitting_rows > 100
+    assert f"e.g. a random {plan.fitting_rows:,} rows" in plan.advice
+    model.use_rows(plan.fitting_rows)
+    ds = model.dataset
+    assert ds.n_train + ds.n_test == plan.fitting_rows
+    assert f"used a random {plan.fitting_rows:,} of 3,000 rows" in " ".join(ds.notes)
+    model.refresh()
+    assert not model.plan.too_large  # it fits now
+    assert model.loaded_source.options["subsample"] == plan.fitting_rows  # kept in sessions
+    gen = LabModel(InlineLauncher())  # generated data: no rows to offer
+    gen.set_experiment("krr-path", {})
+    gen.load_data(DataSource.from_spec("gaussian:n=3000,p=4"))
+    gen.refresh()
+    assert gen.plan.too_large and gen.plan.fitting_rows == 0
