@@ -482,9 +482,9 @@ def _encode_columns(path: Path, names: list[str], columns: list[np.ndarray],
         if options.text_features == "drop":
             notes.append(f"dropped text column {name!r} (text_features=drop)")
         elif len(levels) > MAX_LEVELS or (len(levels) == len(col) and len(col) > 2):
+            why = "one per row" if len(levels) == len(col) else f"more than {MAX_LEVELS}"
             notes.append(f"dropped text column {name!r}: {len(levels)} distinct values "
-                         f"({'one per row' if len(levels) == len(col) else 'more than ' + str(MAX_LEVELS)}), "
-                         "too many to encode")
+                         f"({why}), too many to encode")
         else:
             missing = np.array([v is None for v in col])
             for level in levels:

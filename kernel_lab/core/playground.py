@@ -239,6 +239,9 @@ class FitResult:
     scores: Array | None = None
     curve: dict[str, Array] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    #: :func:`error` on the training and the test points (set by the fit engine).
+    train_error: float = float("nan")
+    test_error: float = float("nan")
 
 
 def error(pred: Array, y: Array, task: str) -> float:
@@ -535,14 +538,18 @@ def check_fit_params(params: Mapping[str, Any], n: int | None = None) -> None:
     """Clear messages for values a slider cannot produce but a session file can (one
     validator for the window's gestures, sessions and presets); ``n``: the training
     points, when known."""
-    if params["method"] not in METHODS:
+    if not isinstance(params["method"], str) or params["method"] not in METHODS:
         raise ParameterError(f"unknown Playground method {params['method']!r}")
-    if params["kernel"] not in KERNELS:
+    if not isinstance(params["kernel"], str) or params["kernel"] not in KERNELS:
         raise ParameterError(f"unknown kernel {params['kernel']!r}; choose one of "
                              f"{', '.join(KERNELS)}")
-    if params.get("compare") and params["compare"] not in METHODS:
-        raise ParameterError(f"unknown Playground method {params['compare']!r}")
-    if params["sampler"] not in SAMPLERS:
+    compare = params.get("compare", "")
+    if not isinstance(compare, str) or (compare and (compare not in METHODS
+                                                     or compare in STEPPED)):
+        able = ", ".join(m for m in METHODS if m not in STEPPED)
+        raise ParameterError(f"the comparison must be one of {able} (or none), "
+                             f"got {compare!r}")
+    if not isinstance(params["sampler"], str) or params["sampler"] not in SAMPLERS:
         raise ParameterError(f"unknown sampler {params['sampler']!r}; choose one of "
                              f"{', '.join(SAMPLERS)}")
     for key in ("sigma", "lam", "nu"):

@@ -15,7 +15,8 @@ def preload_for_threads() -> None:
     import importlib
 
     for name in ("sklearn.datasets", "sklearn.datasets.data", "sklearn.datasets.descr",
-                 "encodings.ascii", "sklearn.svm", "scipy.io", "scipy.io.arff",
+                 "encodings.ascii", "importlib.readers", "importlib.resources.readers",
+                 "sklearn.svm", "scipy.io", "scipy.io.arff",
                  "scipy.io.matlab", "scipy.optimize", "kernel_lab.core.models",
                  "kernel_lab.core.loaders", "kernel_lab.core.source",
                  "kernel_lab.core.playground", "kernel_lab.experiments"):

@@ -542,12 +542,13 @@ def playground_screenshot(path: str | Path, preset: str, timeout: float = 120.0)
     window.model.failed.connect(failed.append)
     window.open_preset(preset)
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and not (window.worker.wait_idle(0.02)
-                                               and (window.fits_drawn or failed)):
+    while time.monotonic() < deadline and not (
+            window.worker.wait_idle(0.02)
+            and (window.fits_drawn or failed or window.model.points.n == 0)):
         app.processEvents()
     for _ in range(5):
         app.processEvents()
-    ok = window.fits_drawn > 0
+    ok = (window.fits_drawn > 0 or window.model.points.n == 0) and not failed
     window.grab().save(str(path))
     window.close()
     if not ok:

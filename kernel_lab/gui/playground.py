@@ -74,7 +74,8 @@ class PaintBox(pg.ViewBox):
             spray = np.array([p.x(), p.y()]) + 0.08 * rng.standard_normal((3, 2))
             self.owner.paint([tuple(row) for row in spray],
                              other_class=bool(ev.modifiers()
-                                              & QtCore.Qt.KeyboardModifier.ShiftModifier))
+                                              & QtCore.Qt.KeyboardModifier.ShiftModifier),
+                             continues=not ev.isStart())  # one drag: one undo step
             self._last = p
 
 
@@ -101,7 +102,9 @@ class PlaygroundWindow(QtWidgets.QMainWindow):
         engine = model.engine if model is not None else FitEngine(quick=True)
         self.worker = FitWorker(engine, self.relay.done.emit, self.relay.error.emit)
         self.model = model or PlaygroundModel(launch=self.worker.submit, engine=engine)
+        self._given_launch = self.model.launch  # restored when this window goes away
         self.model.launch = self.worker.submit  # a given model computes off this thread too
+        self._shut = False
         self.relay.done.connect(self.model.deliver, QtCore.Qt.ConnectionType.QueuedConnection)
         self.relay.error.connect(self.model.fail, QtCore.Qt.ConnectionType.QueuedConnection)
         self.fits_drawn = 0
@@ -138,15 +141,17 @@ class PlaygroundWindow(QtWidgets.QMainWindow):
         self.dataset_box.addItem("blank canvas, 1-D", "paint-1d")
         self.dataset_box.addItem("blank canvas, 2-D classes", "paint-2d")
         self.dataset_box.activated.connect(
-            lambda _i: self.model.set_dataset(self.dataset_box.currentData()))
+            lambda _i: self._guard(self.model.set_dataset, self.dataset_box.currentData()))
         form.addRow("data", self.dataset_box)
         self.n_slider = QtWidgets.QSlider(QtCore.Qt.Orientation.Horizontal)
         self.n_slider.setRange(10, 2000)
         self.n_slider.valueChanged.connect(self._n_or_noise_moved)
+        self.n_slider.sliderReleased.connect(self._n_or_noise_moved)
         form.addRow("points n", self.n_slider)
         self.noise_slider = QtWidgets.QSlider(QtCore.Qt.Orientation.Horizontal)
         self.noise_slider.setRange(0, 100)
         self.noise_slider.valueChanged.connect(self._n_or_noise_moved)
+        self.noise_slider.sliderReleased.connect(self._n_or_noise_moved)
         form.addRow("noise", self.noise_slider)
         self.paint_class = QtWidgets.QPushButton("painting class +1 (Shift: −1)")
         self.paint_class.setCheckable(True)
@@ -294,31 +299,37 @@ class PlaygroundWindow(QtWidgets.QMainWindow):
         tools = self.menuBar().addMenu("&Playground")
         presets = tools.addMenu("&Presets")
         for name in playground_preset_names():
-            presets.addAction(name, lambda n=name: self.open_preset(n))
+            presets.addAction(name, lambda n=name: self._guard(self.open_preset, n))
         export = QtGui.QAction("&Export view as PNG or SVG…", self)
         export.setShortcut(QtGui.QKeySequence("Ctrl+E"))
         export.triggered.connect(self.export_dialog)
         tools.addAction(export)
 
     # -- gestures -------------------------------------------------------------------------
-    def paint(self, points: list[tuple[float, float]], other_class: bool = False) -> None:
-        """Add painted points (one undo step): 1-D at (x, y); 2-D of the selected class."""
+    def paint(self, points: list[tuple[float, float]], other_class: bool = False,
+              continues: bool = False) -> None:
+        """Add painted points (one undo step, or part of the drag before with
+        ``continues``): 1-D at (x, y); 2-D of the selected class."""
         xy = np.array(points, dtype=np.float64).reshape(-1, 2)
         if self.model.dim == 1:
-            self.model.add_points(xy[:, :1], xy[:, 1])
+            self._guard(self.model.add_points, xy[:, :1], xy[:, 1], continues=continues)
             return
         label = -1.0 if self.paint_class.isChecked() != other_class else 1.0
         if self.model.task == "regression":
             label = 0.0
-        self.model.add_points(np.array(points), label)
+        self._guard(self.model.add_points, xy, label, continues=continues)
 
-    def _apply(self, **values: Any) -> None:
-        """Send parameters to the model; a refused value is said in the read-out."""
+    def _guard(self, action: Any, *args: Any, **kwargs: Any) -> None:
+        """Run a model gesture; a refusal is said in the read-out (never raised into Qt)."""
         try:
-            self.model.set_params(**values)
+            action(*args, **kwargs)
         except KernelLabError as exc:
             self.readout.setText(f"⚠ {exc}")
             self.sync_controls()
+
+    def _apply(self, **values: Any) -> None:
+        """Send parameters to the model; a refused value is said in the read-out."""
+        self._guard(self.model.set_params, **values)
 
     def _set(self, **values: Any) -> None:
         if not self._syncing:
@@ -340,9 +351,11 @@ class PlaygroundWindow(QtWidgets.QMainWindow):
             self.regenerate_timer.start()  # regenerated once the slider rests
 
     def _regenerate(self) -> None:
+        if self.n_slider.isSliderDown() or self.noise_slider.isSliderDown():
+            return  # still dragging: regenerated on release
         n, noise = self.n_slider.value(), self.noise_slider.value() / 100
         if self.model.dataset in core.SETS and (n, noise) != (self.model.n, self.model.noise):
-            self.model.set_dataset(self.model.dataset, n=n, noise=noise)
+            self._guard(self.model.set_dataset, self.model.dataset, n=n, noise=noise)
 
     def _reset(self) -> None:
         self.play_button.setChecked(False)
@@ -356,15 +369,12 @@ class PlaygroundWindow(QtWidgets.QMainWindow):
 
     def _tick(self) -> None:
         m = self.model
-        latest = m.latest.primary if m.latest is not None else None
-        if m.params["method"] not in core.STEPPED or (
-                latest is not None and latest.extra.get("done")
-                and m.steps >= latest.extra.get("features", 0)):
+        if not self.worker.wait_idle(0):  # one frame per finished fit: never a queue
+            return
+        if not m.can_step():
             self.play_button.setChecked(False)  # nothing (more) to step: Play stops
             return
-        if self.worker.wait_idle(0):  # one frame per finished fit: never a queue
-            per_speed = core.STEPPED[m.params["method"]]
-            m.step(max(1, per_speed * self.speed.value()))
+        m.step(max(1, core.STEPPED[m.params["method"]] * self.speed.value()))
 
     def open_preset(self, name: str) -> None:
         preset = load_playground_preset(name)
@@ -403,7 +413,8 @@ class PlaygroundWindow(QtWidgets.QMainWindow):
             self.leverage.setChecked(bool(p["leverage"]))
             self.D_slider.setValue(int(p["D"]))
             self.orthogonal.setChecked(bool(p["orthogonal"]))
-            used = core.USES[p["method"]] | core.USES.get(p["compare"], set())
+            # scores are drawn for the active method only
+            used = core.USES[p["method"]] | (core.USES.get(p["compare"], set()) - {"leverage"})
             for key, widgets in (("kernel", (self.kernel_box,)), ("sigma", (self.sigma,)),
                                  ("lam", (self.lam,)), ("nu", (self.nu,)),
                                  ("s", (self.s_slider,)), ("sampler", (self.sampler_box,)),
@@ -492,19 +503,18 @@ class PlaygroundWindow(QtWidgets.QMainWindow):
         # small plots
         curve = r.curve if r.curve is not None else (
             fit.compare.curve if fit.compare is not None else None)
-        self.lam_line.setVisible(curve is not None)
-        self.lam_plot.setVisible(curve is not None)
+        exact = {"krr", "ckrr"} & {r.method, fit.compare.method if fit.compare else ""}
+        self.lam_plot.setVisible(bool(exact))  # a quick answer keeps the last curve
         if curve is not None:
+            self.lam_line.setVisible(True)
             self.lam_train.setData(curve["lam"], curve["train"])
             self.lam_test.setData(curve["lam"], curve["test"])
             self.lam_line.setValue(math.log10(float(m.params["lam"])))
             exact = r if r.curve is not None else fit.compare
             self.lam_plot.setTitle(f"{exact.method.upper()}: train (blue) / test (red) "
                                    "vs λ")
-        else:
-            self.lam_train.setData([], [])
-            self.lam_test.setData([], [])
-            self.lam_plot.setTitle("error against λ: exact KRR / CKRR")
+        elif exact:
+            self.lam_line.setValue(math.log10(float(m.params["lam"])))
         # the step and frequency plots only where they say something
         self.step_plot.setVisible(r.method in core.STEPPED)
         self.freq_plot.setVisible(r.method == "gfc")
@@ -533,11 +543,9 @@ class PlaygroundWindow(QtWidgets.QMainWindow):
 
     def _readout(self, fit: Fit) -> str:
         m, r = self.model, fit.primary
-        pts = m.points
         err = "misclassified" if fit.task == "classification" else "MSE"
-        parts = [f"{core.METHOD_TEXT[r.method]}",
-                 f"train {err} {core.error(r.train, pts.y[~pts.test], fit.task):.3g}",
-                 f"test {err} {core.error(r.test, pts.y[pts.test], fit.task):.3g}"]
+        parts = [f"{core.METHOD_TEXT[r.method]}", f"train {err} {r.train_error:.3g}",
+                 f"test {err} {r.test_error:.3g}"]
         if r.dof is not None:
             parts.append(f"degrees of freedom {r.dof:.1f}")
         if "iterations" in r.extra:
@@ -564,9 +572,17 @@ class PlaygroundWindow(QtWidgets.QMainWindow):
     def shutdown(self) -> None:
         """Stop the worker and drop answers still in flight (the window is going away:
         closed on its own, or with the main window that owns it)."""
+        if self._shut:
+            return
+        self._shut = True
+        self.hide()
         self.play_timer.stop()
         self.regenerate_timer.stop()
         self.worker.close()
+        self.worker.join(2.0)
+        if self.model.launch == self.worker.submit:
+            self.model.launch = self._given_launch if self._given_launch != self.worker.submit \
+                else self.model._compute_now
         for signal in (self.relay.done, self.relay.error):
             try:
                 signal.disconnect()

@@ -31,6 +31,10 @@ DEFAULTS: dict[str, Any] = {
     "leverage": False, "resolution": 100, "seed": 0,
 }
 UNDO_LIMIT = 200
+#: Points the Playground holds (generated, painted or sent from a table).
+MAX_POINTS = 5000
+#: DSG iterations / GFC features a session or Play can ask for.
+MAX_STEPS = 100_000
 #: Seconds without a new request before a quick exact answer is completed.
 FOLLOWUP_DELAY = 0.15
 
@@ -53,15 +57,27 @@ class Points:
     @classmethod
     def from_dict(cls, doc: Mapping[str, Any], dim: int) -> Points:
         try:
-            X = np.asarray(doc["X"], dtype=np.float64).reshape(-1, dim)
+            X = np.asarray(doc["X"], dtype=np.float64)
             y = np.asarray(doc["y"], dtype=np.float64)
-            test = np.asarray(doc["test"], dtype=bool)
-        except (KeyError, TypeError, ValueError) as exc:
+            flags = list(doc["test"])
+        except (KeyError, TypeError, ValueError, OverflowError) as exc:
             raise ParameterError(f"the Playground points are malformed ({exc})") from None
+        if X.size == 0:
+            X = X.reshape(0, dim)
+        if X.ndim != 2 or X.shape[1] != dim or y.ndim != 1:
+            raise ParameterError(f"the Playground points are malformed: X must be rows of "
+                                 f"{dim} number{'s' if dim > 1 else ''}, y one number each")
+        if not all(isinstance(t, (bool, np.bool_)) for t in flags):
+            raise ParameterError("the Playground points are malformed: test must hold "
+                                 "true/false per point")
+        test = np.asarray(flags, dtype=bool).reshape(-1)
         if not (len(X) == len(y) == len(test)) or not np.isfinite(X).all() \
                 or not np.isfinite(y).all():
             raise ParameterError("the Playground points are malformed: X, y and test must "
                                  "have one finite entry per point")
+        if len(y) > MAX_POINTS:
+            raise ParameterError(f"the Playground holds up to {MAX_POINTS} points, this "
+                                 f"state has {len(y)}")
         return cls(X, y, test)
 
 
@@ -116,12 +132,12 @@ class FitEngine:
         if key in self._cache:
             self._cache.move_to_end(key)
             return self._cache[key]
-        value = make()
         for old in [k for k in self._cache if k[1] != key[1]]:  # older data: never again
             del self._cache[old]
         same_kind = [k for k in self._cache if k[0] == key[0]]
         for old in same_kind[: max(0, len(same_kind) - self.KEEP + 1)]:
-            del self._cache[old]
+            del self._cache[old]  # before building: never KEEP + 1 at once
+        value = make()
         self._cache[key] = value
         return value
 
@@ -142,6 +158,10 @@ class FitEngine:
         compare = None
         if p["compare"] and p["compare"] != p["method"]:
             compare = self._fit(p["compare"], req, problem, primary=False)
+        for r in (primary, compare):
+            if r is not None:
+                r.train_error = pg.error(r.train, problem.y, problem.task)
+                r.test_error = pg.error(r.test, problem.y_test, problem.task)
         return Fit(req.serial, primary, compare, problem.G, req.dim, req.task)
 
     def _fit(self, method: str, req: Request, problem: pg.Problem, primary: bool
@@ -172,11 +192,15 @@ class FitEngine:
                 lambda: _with_ridge(pg.nystrom_features(problem, kern, sigma, s,
                                                         p["sampler"], seed), problem.y)))
             (grid, tr, te), t = pg.timed(lambda: ridge.predict(lam))
-            scores = None
+            scores, extra = None, {}
             if p["leverage"] and primary:
-                scores = pg.ridge_leverage(self._spectrum(v, kern, sigma, problem), lam)
+                if self.slow_ok or ("spectrum", v, kern, sigma) in self._cache:
+                    scores = pg.ridge_leverage(self._spectrum(v, kern, sigma, problem), lam)
+                else:  # an n × n eigendecomposition: when the user pauses
+                    extra = {"followup": True}
             return pg.FitResult(method, grid, tr, te, t + t_feat, n_features=s,
-                                landmarks=np.asarray(nf.landmark_indices_), scores=scores)
+                                landmarks=np.asarray(nf.landmark_indices_), scores=scores,
+                                extra=extra)
         if method == "rff":
             D = int(p["D"])
             ridge, t_feat = pg.timed(lambda: self._cached(
@@ -273,6 +297,11 @@ class FitWorker:
             self._stop = True
             self._cond.notify()
 
+    def join(self, timeout: float | None = None) -> None:
+        """Wait for the thread to end after :meth:`close` (a long numpy call finishes
+        first)."""
+        self._thread.join(timeout)
+
     def _superseded(self) -> bool:
         return self._stop or self._pending is not None
 
@@ -340,8 +369,9 @@ class PlaygroundModel:
         self.note = ""
         self._serial = 0
         self._version = 0
-        self._undo: list[tuple[str, Points, str]] = []
-        self._redo: list[tuple[str, Points, str]] = []
+        self._undo: list[_Snapshot] = []
+        self._redo: list[_Snapshot] = []
+        self.error = ""  # the latest request's failure (cleared by its fit)
         self.points = Points(np.zeros((0, 1)), np.zeros(0), np.zeros(0, dtype=bool))
         self.latest: Fit | None = None
         self.set_dataset("sine", push=False)
@@ -361,9 +391,12 @@ class PlaygroundModel:
 
     def _push(self) -> None:
         """Remember the current data for Undo (a new change: Redo is forgotten)."""
-        self._undo.append((self.dataset, self.points, self.note))
+        self._undo.append(self._snapshot())
         del self._undo[:-UNDO_LIMIT]
         self._redo.clear()
+
+    def _snapshot(self) -> _Snapshot:
+        return _Snapshot(self.dataset, self.n, self.noise, self.points, self.note)
 
     def _set_points(self, points: Points, push: bool = True) -> None:
         if push:
@@ -386,10 +419,12 @@ class PlaygroundModel:
         self.dataset, self.n, self.noise, self.note = name, n, noise, ""
         self._set_points(points, push=False)
 
-    def add_points(self, X: np.ndarray, label: float | np.ndarray) -> None:
+    def add_points(self, X: np.ndarray, label: float | np.ndarray, *,
+                   continues: bool = False) -> None:
         """Painted points at inputs X (rows), with targets ``label`` (one for all, or one
         per row; 1-D: the y values; 2-D classification: ±1), as training points — one
-        undo step however many."""
+        undo step however many; ``continues``: part of the gesture before (a spray drag),
+        undone with it."""
         X = np.atleast_2d(np.asarray(X, dtype=np.float64)).reshape(-1, self.dim)
         X = np.clip(X, -pg.EXTENT, pg.EXTENT)
         k = len(X)
@@ -397,8 +432,11 @@ class PlaygroundModel:
         if not (np.isfinite(X).all() and np.isfinite(labels).all()):
             raise ParameterError("painted points must have finite coordinates")
         pts = self.points
+        if pts.n + k > MAX_POINTS:
+            raise ParameterError(f"the Playground holds up to {MAX_POINTS} points")
         self._set_points(Points(np.vstack([pts.X, X]), np.concatenate([pts.y, labels]),
-                                np.concatenate([pts.test, np.zeros(k, dtype=bool)])))
+                                np.concatenate([pts.test, np.zeros(k, dtype=bool)])),
+                         push=not (continues and self._undo))
 
     def remove_nearest(self, x: np.ndarray) -> int | None:
         """Remove the point nearest to x (in the input space; 1-D: in the (x, y) plane)."""
@@ -451,13 +489,14 @@ class PlaygroundModel:
         self.note = "; ".join(notes)
         self._set_points(Points(X, y, test), push=False)
 
-    def _restore(self, into: list[tuple[str, Points, str]],
-                 outof: list[tuple[str, Points, str]]) -> bool:
+    def _restore(self, into: list[_Snapshot], outof: list[_Snapshot]) -> bool:
         if not outof:
             return False
-        into.append((self.dataset, self.points, self.note))
-        self.dataset, points, self.note = outof.pop()
-        self._set_points(points, push=False)
+        into.append(self._snapshot())
+        snap = outof.pop()
+        self.dataset, self.n, self.noise, self.note = snap.dataset, snap.n, snap.noise, \
+            snap.note
+        self._set_points(snap.points, push=False)
         return True
 
     def undo(self) -> bool:
@@ -490,8 +529,19 @@ class PlaygroundModel:
 
     def step(self, k: int = 1) -> None:
         """Advance DSG by k iterations or GFC by k features."""
-        self.steps += int(k)
+        self.steps = min(self.steps + int(k), MAX_STEPS)
         self.refit()
+
+    def can_step(self) -> bool:
+        """Whether Step / Play can advance: a stepped method, two training points or more,
+        no failure of the latest request, not past the last GFC feature or MAX_STEPS."""
+        if self.params["method"] not in pg.STEPPED or self.error or self.steps >= MAX_STEPS:
+            return False
+        if int(np.count_nonzero(~self.points.test)) < 2:
+            return False
+        latest = self.latest.primary if self.latest is not None else None
+        return not (latest is not None and latest.extra.get("done")
+                    and self.steps >= latest.extra.get("features", 0))
 
     def reset_steps(self) -> None:
         self.steps = 0
@@ -504,6 +554,7 @@ class PlaygroundModel:
                        dict(self.params), self.steps)
 
     def refit(self) -> None:
+        self.error = ""
         if self.points.n == 0:  # nothing to fit: any fit still computing is stale
             self._serial += 1
             self.latest = None
@@ -521,10 +572,12 @@ class PlaygroundModel:
         if fit.serial != self._serial:
             return
         self.latest = fit
+        self.error = ""
         self.fit_ready.emit(fit)
 
     def fail(self, serial: int, message: str) -> None:
         if serial == self._serial:
+            self.error = message
             self.failed.emit(message)
 
     # -- sessions -------------------------------------------------------------------------
@@ -538,20 +591,21 @@ class PlaygroundModel:
         (presets) the data set is generated from its name, n and noise. Everything is
         checked and built first: a bad document raises :class:`ParameterError` and changes
         nothing. One undo step."""
-        if not isinstance(doc, Mapping):
+        if not isinstance(doc, Mapping) or not isinstance(doc.get("params", {}), Mapping):
             raise ParameterError("the Playground state is malformed (not a mapping)")
         name = doc.get("dataset", "sine")
+        if not isinstance(name, str):
+            raise ParameterError(f"the Playground data set must be a name, got {name!r}")
         dim, task = _shape_of(name)
         params = checked_params(doc.get("params", {}), DEFAULTS)
-        try:
-            steps = int(doc.get("steps", 0))
-            n, noise = int(doc.get("n", self.n)), float(doc.get("noise", self.noise))
-            note = str(doc.get("note", ""))
-        except (TypeError, ValueError) as exc:
-            raise ParameterError(f"the Playground state is malformed ({exc})") from None
-        if steps < 0 or not math.isfinite(noise) or noise < 0:
-            raise ParameterError("the Playground state is malformed: steps and noise must "
-                                 "not be negative")
+        steps = _whole(doc.get("steps", 0), "steps", 0, MAX_STEPS)
+        n = _whole(doc.get("n", self.n), "n", 2, MAX_POINTS)
+        noise = doc.get("noise", self.noise)
+        if not (isinstance(noise, (int, float)) and not isinstance(noise, bool)
+                and math.isfinite(noise) and 0 <= noise <= 10):
+            raise ParameterError(f"the noise level must be from 0 to 10, got {noise!r}")
+        noise = float(noise)
+        note = str(doc.get("note", ""))
         if points and "points" in doc:
             restored = Points.from_dict(doc["points"], dim)
             if task == "classification" and not np.isin(restored.y, (-1.0, 1.0)).all():
@@ -564,6 +618,25 @@ class PlaygroundModel:
         self.n, self.noise, self.note = n, noise, note
         self.params_changed.emit(dict(params))
         self._set_points(restored, push=False)
+
+
+@dataclass(frozen=True)
+class _Snapshot:
+    """One undo step: the data set's name, its n and noise, the points, their note."""
+
+    dataset: str
+    n: int
+    noise: float
+    points: Points
+    note: str
+
+
+def _whole(value: Any, name: str, low: int, high: int) -> int:
+    if not (isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+            and low <= value <= high):
+        raise ParameterError(f"{name} must be a whole number from {low} to {high}, "
+                             f"got {value!r}")
+    return int(value)
 
 
 def checked_params(values: Mapping[str, Any], base: Mapping[str, Any]) -> dict[str, Any]:

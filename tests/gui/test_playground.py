@@ -289,11 +289,19 @@ def test_play_stops_when_there_is_nothing_to_step(window, qtbot):
     qtbot.waitUntil(lambda: not w.play_button.isChecked(), timeout=60_000)  # GFC done
     r = w.model.latest.primary
     assert r.extra["done"] and r.extra["features"] <= cp.gfc_model(60, 0).n_features
+    steps = w.model.steps
+    qtbot.wait(200)
+    assert w.model.steps == steps  # stopped: no more steps asked for
     w.model.set_params(method="dsg")
     w.play_button.setChecked(True)
     qtbot.waitUntil(lambda: w.model.steps >= 10, timeout=20_000)
     w.model.set_params(method="krr")  # not a stepped method: Play stops
     qtbot.waitUntil(lambda: not w.play_button.isChecked(), timeout=5_000)
+    w.model.set_params(method="dsg")
+    w.model.set_dataset("paint-1d")  # nothing to fit: Play stops at once
+    w.play_button.setChecked(True)
+    qtbot.waitUntil(lambda: not w.play_button.isChecked(), timeout=5_000)
+    assert w.model.steps == 0
 
 
 def test_n_and_noise_regenerate_once_the_slider_rests_with_one_undo_step(window, qtbot):
@@ -304,6 +312,9 @@ def test_n_and_noise_regenerate_once_the_slider_rests_with_one_undo_step(window,
         w.n_slider.setValue(value)
     qtbot.waitUntil(lambda: w.model.points.n == 100, timeout=5_000)
     assert len(w.model._undo) == undo + 1
+    w.noise_slider.setValue(5)
+    qtbot.waitUntil(lambda: w.model.noise == 0.05, timeout=5_000)
+    assert len(w.model._undo) == undo + 2 and w.model.points.n == 100
 
 
 def test_a_1d_spray_is_one_undo_step(window, qtbot):
@@ -313,3 +324,49 @@ def test_a_1d_spray_is_one_undo_step(window, qtbot):
     assert w.model.points.n == 3
     w.model.undo()
     assert w.model.points.n == 0
+
+
+def test_a_window_given_a_model_computes_off_the_gui_thread_and_hands_it_back(qtbot):
+    import threading
+
+    from kernel_lab.model.playground import FitEngine, PlaygroundModel
+
+    model = PlaygroundModel(engine=FitEngine(quick=True))
+    threads = []
+    real = model.engine.compute
+    model.engine.compute = lambda req, **kw: threads.append(
+        threading.current_thread().name) or real(req, **kw)
+    w = PlaygroundWindow(model=model)
+    qtbot.addWidget(w)
+    model.set_params(lam=0.5)
+    settle(w, qtbot)
+    assert threads and set(threads) == {"playground-fit"}
+    w.close()
+    model.set_params(lam=0.25)  # the window is gone: the model computes by itself
+    assert model.latest.serial == model._serial and threads[-1] == "MainThread"
+
+
+def test_answers_arriving_after_the_window_closed_are_dropped(qtbot):
+    w = PlaygroundWindow()
+    w.model.set_dataset("moons", n=800)
+    w.model.set_params(method="nystrom", s=200, leverage=True)  # still computing …
+    w.close()  # … when the window goes
+    qtbot.wait(800)  # an answer reaching deleted widgets would fail the test here
+    assert not w.worker._thread.is_alive()
+
+
+def test_a_failing_playground_preset_screenshot_returns_promptly(tmp_path, monkeypatch):
+    import time
+
+    from kernel_lab.core.errors import ParameterError
+    from kernel_lab.gui.app import playground_screenshot
+    from kernel_lab.model.playground import FitEngine
+
+    def broken(self, req, **kw):
+        raise ParameterError("a broken fit")
+
+    monkeypatch.setattr(FitEngine, "compute", broken)
+    t0 = time.monotonic()
+    code = playground_screenshot(tmp_path / "shot.png", "playground-xor", timeout=60)
+    assert code == 1 and time.monotonic() - t0 < 10
+    assert (tmp_path / "shot.png").exists()

@@ -280,6 +280,18 @@ def test_a_bad_session_document_changes_nothing(model):
         {**good, "points": {**good["points"], "y": [0.5] * len(good["points"]["y"])}},
         {**good, "points": {"X": [[0.0, 1.0]], "y": [1.0, -1.0], "test": [False]}},
         {**good, "dataset": "mnist"},
+        {**good, "dataset": ["moons"]},
+        {**good, "params": ["krr"]},
+        {**good, "params": {**good["params"], "compare": "gfc"}},
+        {**good, "params": {**good["params"], "sampler": ["uniform"]}},
+        {**good, "n": 0},
+        {**good, "noise": 50.0},
+        {**good, "steps": float("inf")},
+        {**good, "steps": 10**12},
+        {**good, "points": {**good["points"], "test": ["no"] * len(good["points"]["y"])}},
+        {**good, "points": {"X": [[0.0], [1.0]], "y": [1.0], "test": [False]}},
+        {**good, "points": {"X": [[0.0, 0.0]] * 5001, "y": [1.0] * 5001,
+                            "test": [False] * 5001}},
     ]
     for doc in bad_docs:
         with pytest.raises(ParameterError):
@@ -292,6 +304,17 @@ def test_a_bad_session_document_changes_nothing(model):
 
 
 def test_one_undo_step_per_gesture_and_the_note_follows(model):
+    model.set_dataset("sine", n=100)
+    model.undo()  # n goes back with the points
+    assert model.n == 60 and model.points.n == 60 and model.to_dict()["n"] == 60
+    model.redo()
+    assert model.n == 100 and model.points.n == 100
+    model.set_dataset("paint-2d")
+    model.add_points(np.array([[0.0, 0.0]]), 1.0)
+    model.add_points(np.array([[0.5, 0.5]]), 1.0, continues=True)  # the same drag
+    assert model.points.n == 2
+    model.undo()
+    assert model.points.n == 0
     model.set_dataset("paint-1d")
     model.add_points(np.array([[0.1], [0.2], [0.3]]), np.array([1.0, 2.0, -1.0]))  # a spray
     assert model.points.n == 3 and list(model.points.y) == [1.0, 2.0, -1.0]
@@ -315,6 +338,29 @@ def pg_undo_limit():
     from kernel_lab.model.playground import UNDO_LIMIT
 
     return UNDO_LIMIT
+
+
+def test_stepping_needs_a_stepped_method_two_points_and_no_failure(model):
+    model.set_dataset("paint-1d")
+    model.set_params(method="dsg")
+    assert not model.can_step()  # nothing painted
+    model.add_points(np.array([[0.0]]), 1.0)
+    assert not model.can_step()  # one point
+    model.add_points(np.array([[1.0], [2.0]]), np.array([0.0, 1.0]))
+    assert model.can_step()
+    model.set_params(method="krr")
+    assert not model.can_step()
+    model.set_params(method="gfc")
+    model.step(500)
+    r = model.latest.primary
+    assert r.extra["done"] and not model.can_step()  # GFC has no more features to add
+    model.reset_steps()
+    assert model.can_step()
+    model.fail(model._serial, "boom")
+    assert not model.can_step()
+    model.steps = 100_000
+    model.refit()
+    assert not model.can_step()  # the cap
 
 
 def test_caches_stay_bounded_during_a_sigma_drag(model):
