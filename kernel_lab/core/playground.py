@@ -190,9 +190,13 @@ def grid(dim: int, resolution: int) -> Array:
     for small σ) or a resolution² grid (2-D, x₁ fastest)."""
     if dim == 1:
         return np.linspace(-EXTENT, EXTENT, 4 * resolution)[:, None]
-    ticks = np.linspace(-EXTENT, EXTENT, resolution)
-    g1, g2 = np.meshgrid(ticks, ticks)
+    g1, g2 = np.meshgrid(ticks(resolution), ticks(resolution))
     return np.column_stack([g1.ravel(), g2.ravel()])
+
+
+def ticks(resolution: int) -> Array:
+    """The coordinates of a 2-D grid's rows and columns."""
+    return np.linspace(-EXTENT, EXTENT, resolution)
 
 
 def subsample(X: Array, y: Array, limit: int, seed: int) -> tuple[Array, Array, str]:
@@ -239,6 +243,8 @@ class FitResult:
     scores: Array | None = None
     curve: dict[str, Array] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    #: The zero contour of a 2-D classifier (:func:`zero_contour`), set by the engine.
+    contour: Array | None = None
     #: :func:`error` on the training and the test points (set by the fit engine).
     train_error: float = float("nan")
     test_error: float = float("nan")
@@ -322,16 +328,73 @@ class ExactCache:
                 "test": np.array([error(test[:, j], y_test, task) for j in range(len(lams))])}
 
 
-def exact_direct(problem: Problem, kernel: str, sigma: float, lam: float, centered: bool
-                 ) -> tuple[Array, Array, Array]:
+class Superseded(Exception):
+    """A computation given up because a newer request arrived (nothing to report)."""
+
+
+def exact_direct(problem: Problem, kernel: str, sigma: float, lam: float, centered: bool,
+                 cancelled: Callable[[], bool] | None = None) -> tuple[Array, Array, Array]:
     """One exact fit at λ by the library's estimator (a Cholesky factorisation): the quick
-    answer to a new σ or new data while the eigendecomposition is still to be made."""
+    answer to a new σ or new data while the eigendecomposition is still to be made. The
+    grid — most of the cost — is predicted in blocks, and ``cancelled()`` asked between
+    them (:class:`Superseded`: a σ drag's stale answers stop within a block)."""
     from kernel_lab.core.models import CenteredKernelRidge, KernelRidge
 
     est = (CenteredKernelRidge if centered else KernelRidge)(
         lam, kernel=kernel, kernel_params={"sigma": sigma}).fit(problem.X, problem.y)
     test = est.predict(problem.X_test) if len(problem.X_test) else np.zeros(0)
-    return est.predict(problem.G), est.predict(problem.X), test
+    G = problem.G
+    grid = np.empty(len(G))
+    for start in range(0, len(G), 2000):
+        if cancelled is not None and cancelled():
+            raise Superseded
+        grid[start:start + 2000] = est.predict(G[start:start + 2000])
+    return grid, est.predict(problem.X), test
+
+
+def zero_contour(values: Array, ticks: Array) -> Array:
+    """The zero level set of ``values`` (res × res on ``ticks`` × ``ticks``, x fastest) by
+    marching squares, as segment end points in pairs, shape (2k, 2): computed with the fit
+    (off the GUI thread), drawn as lines. Saddle cells are resolved by the cell's mean."""
+    Z = np.asarray(values, dtype=np.float64)
+    pos = Z >= 0
+    a, b, c, d = Z[:-1, :-1], Z[:-1, 1:], Z[1:, 1:], Z[1:, :-1]  # cell corners, anticlockwise
+    sa, sb, sc, sd = pos[:-1, :-1], pos[:-1, 1:], pos[1:, 1:], pos[1:, :-1]
+    x0, x1 = ticks[None, :-1], ticks[None, 1:]
+    y0, y1 = ticks[:-1, None], ticks[1:, None]
+
+    def at(v1: Array, v2: Array) -> Array:  # where the linear interpolant crosses 0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t = np.where(v1 != v2, v1 / (v1 - v2), 0.5)
+        return np.clip(t, 0.0, 1.0)
+
+    shape = a.shape
+    ones = np.ones(shape)
+    # the four edges: bottom (a→b), right (b→c), top (d→c), left (a→d)
+    px = np.stack([x0 + at(a, b) * (x1 - x0), x1 * ones, x0 + at(d, c) * (x1 - x0), x0 * ones])
+    py = np.stack([y0 * ones, y0 + at(b, c) * (y1 - y0), y1 * ones, y0 + at(a, d) * (y1 - y0)])
+    cut = np.stack([sa != sb, sb != sc, sd != sc, sa != sd])
+    count = cut.sum(axis=0)
+    pairs: list[tuple[Array, Array, Array]] = []  # (cells mask, edge i, edge j)
+    two = count == 2
+    if two.any():
+        order = np.argsort(~cut[:, two], axis=0, kind="stable")
+        pairs.append((two, order[0], order[1]))
+    four = count == 4
+    if four.any():
+        centre_pos = ((a + b + c + d) / 4 >= 0)[four]
+        same = centre_pos == sa[four]  # a and c joined through the centre: b, d cut off
+        e0, e1, e2, e3 = (np.full(int(four.sum()), k) for k in range(4))
+        pairs.append((four, np.where(same, e0, e0), np.where(same, e1, e3)))
+        pairs.append((four, np.where(same, e2, e1), np.where(same, e3, e2)))
+    segs = []
+    for mask, i, j in pairs:
+        cx, cy = px[:, mask], py[:, mask]
+        k = np.arange(int(mask.sum()))
+        start = np.column_stack([cx[i, k], cy[i, k]])
+        end = np.column_stack([cx[j, k], cy[j, k]])
+        segs.append(np.stack([start, end], axis=1).reshape(-1, 2))
+    return np.concatenate(segs) if segs else np.zeros((0, 2))
 
 
 def lam_grid(lam: float) -> Array:

@@ -248,16 +248,16 @@ class PlaygroundWindow(QtWidgets.QMainWindow):
         self.image = pg.ImageItem()
         self.image.setZValue(-10)
         self.plot.addItem(self.image)
-        self.contour = pg.IsocurveItem(level=0.0, pen=pg.mkPen((0, 0, 0), width=2))
-        self.contour.setParentItem(self.image)
+        # the decision boundaries, computed with the fit (marching squares, off this thread)
+        self.contour = pg.PlotCurveItem(pen=pg.mkPen((0, 0, 0), width=2), connect="pairs")
+        self.plot.addItem(self.contour)
         self.truth_curve = self.plot.plot(pen=pg.mkPen(TRUTH, width=3))
         self.fit_curve = self.plot.plot(pen=pg.mkPen(PRIMARY, width=2.5))
         self.compare_curve = self.plot.plot(pen=pg.mkPen(SECOND, width=2,
                                                          style=QtCore.Qt.PenStyle.DashLine))
-        self.compare_contour = pg.IsocurveItem(level=0.0, pen=pg.mkPen(
-            (60, 60, 60), width=1.5, style=QtCore.Qt.PenStyle.DashLine))
-        self.compare_image = pg.ImageItem()  # not shown: holds the comparison's values
-        self.compare_contour.setParentItem(self.image)
+        self.compare_contour = pg.PlotCurveItem(pen=pg.mkPen(
+            (60, 60, 60), width=1.5, style=QtCore.Qt.PenStyle.DashLine), connect="pairs")
+        self.plot.addItem(self.compare_contour)
         # one scatter per (class, train/test): a single symbol each, drawn fast
         self.point_items: dict[tuple[float, bool], pg.ScatterPlotItem] = {}
         self._groups: dict[tuple[float, bool], np.ndarray] = {}
@@ -451,6 +451,8 @@ class PlaygroundWindow(QtWidgets.QMainWindow):
             self.fit_curve.setData([], [])
             self.compare_curve.setData([], [])
             self.image.clear()
+            self.contour.setData([], [])
+            self.compare_contour.setData([], [])
             self.landmark_scatter.setData([])
             self.readout.setText("Paint points: click (drag to spray), right-click removes.")
 
@@ -478,12 +480,15 @@ class PlaygroundWindow(QtWidgets.QMainWindow):
             else:
                 self.image.setImage(img, autoLevels=True)
             self.image.setColorMap(cmap)
-            size = 2 * core.EXTENT
-            self.image.setRect(QtCore.QRectF(-core.EXTENT, -core.EXTENT, size, size))
-            self.contour.setData(img if fit.task == "classification" else None)
-            self.compare_contour.setData(fit.compare.grid.reshape(res, res).T
-                                         if fit.compare is not None
-                                         and fit.task == "classification" else None)
+            # pixel centres on the grid points: the image reaches half a step beyond them
+            half = core.EXTENT / (res - 1)
+            size = 2 * (core.EXTENT + half)
+            self.image.setRect(QtCore.QRectF(-core.EXTENT - half, -core.EXTENT - half,
+                                             size, size))
+        for item, result in ((self.contour, r), (self.compare_contour, fit.compare)):
+            seg = result.contour if result is not None and result.contour is not None \
+                else np.zeros((0, 2))
+            item.setData(seg[:, 0], seg[:, 1], connect="pairs")
         # landmarks and leverage scores
         if r.landmarks is not None:
             where = np.column_stack([Xtr[:, 0], ytr]) if fit.dim == 1 else Xtr

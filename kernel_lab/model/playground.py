@@ -106,8 +106,7 @@ class Fit:
     task: str
 
 
-class Superseded(Exception):
-    """A computation given up because a newer request arrived (nothing to report)."""
+Superseded = pg.Superseded  # a computation given up for a newer request
 
 
 class FitEngine:
@@ -158,10 +157,13 @@ class FitEngine:
         compare = None
         if p["compare"] and p["compare"] != p["method"]:
             compare = self._fit(p["compare"], req, problem, primary=False)
+        res = int(p["resolution"])
         for r in (primary, compare):
             if r is not None:
                 r.train_error = pg.error(r.train, problem.y, problem.task)
                 r.test_error = pg.error(r.test, problem.y_test, problem.task)
+                if req.dim == 2 and req.task == "classification":
+                    r.contour = pg.zero_contour(r.grid.reshape(res, res), pg.ticks(res))
         return Fit(req.serial, primary, compare, problem.G, req.dim, req.task)
 
     def _fit(self, method: str, req: Request, problem: pg.Problem, primary: bool
@@ -176,7 +178,7 @@ class FitEngine:
                 # a new σ or new data: answer at once by one Cholesky solve; the worker
                 # then makes the eigendecomposition for the λ slider and the λ curve
                 (grid, tr, te), t = pg.timed(lambda: pg.exact_direct(
-                    problem, kern, sigma, lam, method == "ckrr"))
+                    problem, kern, sigma, lam, method == "ckrr", self._cancelled))
                 return pg.FitResult(method, grid, tr, te, t, extra={"followup": True})
             cache, t_cache = pg.timed(lambda: self._cached(key, lambda: pg.ExactCache(
                 problem.X, problem.y, problem.X_test, problem.G, kern, sigma,

@@ -370,3 +370,28 @@ def test_a_failing_playground_preset_screenshot_returns_promptly(tmp_path, monke
     code = playground_screenshot(tmp_path / "shot.png", "playground-xor", timeout=60)
     assert code == 1 and time.monotonic() - t0 < 10
     assert (tmp_path / "shot.png").exists()
+
+
+def test_the_drawn_boundary_is_the_zero_contour_as_pyqtgraph_traces_it(window, qtbot):
+    import pyqtgraph as pgq
+
+    w = window
+    w.model.set_dataset("circles", n=300)
+    w.model.set_params(method="krr", compare="rff", D=40)
+    settle(w, qtbot)
+    res = w.model.params["resolution"]
+    values = w.model.latest.primary.grid.reshape(res, res)
+    # pyqtgraph's own marching squares on the same image, in pixel units (centres at
+    # i + 0.5) → data units
+    ref = np.array(pgq.isocurve(values.T, 0.0, connected=False), dtype=float).reshape(-1, 2)
+    ref = -core.EXTENT + (ref - 0.5) * (2 * core.EXTENT / (res - 1))
+    xs, ys = w.contour.getData()
+    drawn = np.column_stack([xs, ys])
+    key = lambda P: np.unique(np.round(P, 9), axis=0)  # noqa: E731
+    np.testing.assert_allclose(key(drawn), key(ref), atol=1e-9)
+    assert len(w.compare_contour.getData()[0]) > 0  # the comparison's boundary, dashed
+    # each pixel of the heatmap is centred on its grid point
+    rect = w.image.mapRectToParent(w.image.boundingRect())
+    h = 2 * core.EXTENT / (res - 1)
+    np.testing.assert_allclose([rect.left(), rect.right()], [-core.EXTENT - h / 2,
+                                                            core.EXTENT + h / 2])

@@ -431,6 +431,25 @@ def test_ckrr_at_tiny_lambda_keeps_alpha_centred():
     assert np.abs(A.sum(axis=0)).max() <= 1e-9 * np.abs(A).max()
 
 
+def test_zero_contour_end_points_lie_where_the_interpolant_is_zero():
+    t = pg.ticks(50)
+    X, Y = np.meshgrid(t, t)
+    Z = np.sin(1.3 * X) * np.cos(Y) + 0.05 * X  # saddles included
+    seg = pg.zero_contour(Z, t)
+    assert seg.shape[0] % 2 == 0 and seg.shape[0] > 100
+    h = t[1] - t[0]
+    for x, y in seg:
+        j, i = (x - t[0]) / h, (y - t[0]) / h
+        if abs(j - round(j)) < 1e-9:  # on a vertical grid line: interpolate along y
+            j, i0 = round(j), min(int(i), len(t) - 2)
+            v = Z[i0, j] + (i - i0) * (Z[i0 + 1, j] - Z[i0, j])
+        else:
+            i, j0 = round(i), min(int(j), len(t) - 2)
+            v = Z[i, j0] + (j - j0) * (Z[i, j0 + 1] - Z[i, j0])
+        assert abs(v) < 1e-9
+    assert pg.zero_contour(np.ones((10, 10)), pg.ticks(10)).shape == (0, 2)
+
+
 def test_without_qt():
     """The Playground model and this file's tests run with Qt not importable at all."""
     run_without_qt(__file__)
