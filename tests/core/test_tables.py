@@ -165,7 +165,7 @@ def xlsx_bytes(sheets: dict[str, list[list[object]]]) -> bytes:
         return out
 
     parts = {}
-    for k, (name, rows) in enumerate(sheets.items(), start=1):
+    for k, rows in enumerate(sheets.values(), start=1):
         xml_rows = []
         for r, row in enumerate(rows, start=1):
             cells = []
