@@ -4,7 +4,7 @@ the random-matrix limit (Theorem 1) and the data-driven estimates (Lemma 1, Theo
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -91,6 +91,8 @@ class TrialResult:
 
     curves: dict[str, dict[str, np.ndarray]]
     spectrum: DataSpectrum
+    #: Per kernel: the least and the largest eigenvalue of the centred kernel matrix.
+    eig_range: dict[str, tuple[float, float]] = field(default_factory=dict)
 
 
 def run_trial(task: TrialTask) -> TrialResult:
@@ -114,10 +116,12 @@ def run_trial(task: TrialTask) -> TrialResult:
     # τ = tr(Σ)/p: exact for synthetic data, estimated from the training set otherwise
     tau = spectrum.tau if task.source is None else float(task.source.law.cov_eigvals.mean())
     out: dict[str, dict[str, np.ndarray]] = {}
+    eig_range: dict[str, tuple[float, float]] = {}
     for name, kernel in task.kernels.items():
         path = CenteredKernelRidge(1.0, kernel=kernel).fit_path(X, y, task.lams, Xs,
                                                                   check_input=False)
         r_train, r_test = _mean_square_error(path.train, f), _mean_square_error(path.test, fs)
+        eig_range[name] = (float(path.eigvals.min()), float(path.eigvals.max()))
         z = kernel_z(kernel, task.lams, tau)
         m_hat, thm2 = spectrum.m_hat_and_theorem2(z, task.noise)
         out[name] = {
@@ -126,7 +130,32 @@ def run_trial(task: TrialTask) -> TrialResult:
             "thm2": thm2,
             "lemma1": lemma1(r_train, z, task.lams, m_hat, p / n, kernel.dg0, task.noise),
         }
-    return TrialResult(out, spectrum)
+    return TrialResult(out, spectrum, eig_range)
+
+
+#: An eigenvalue of K_c below −INDEFINITE_TOL × its largest is a real one, not rounding.
+INDEFINITE_TOL = 1e-8
+
+
+def _flag_indefinite(table: dict[str, np.ndarray], summaries: dict[str, Any],
+                     grid: np.ndarray, low: Mapping[str, float],
+                     high: Mapping[str, float]) -> None:
+    """A kernel whose centred matrix K_c has negative eigenvalues (the sigmoid kernel is
+    not positive definite): K_c + λI is singular at λ = −e for each negative eigenvalue e,
+    so for λ up to |e_min| the risks can explode. Said in the summaries and on the plot:
+    those points are marked (``R_test_indefinite``) with the eigenvalue in the legend."""
+    for name, e_min in low.items():
+        if not np.isfinite(e_min) or e_min >= -INDEFINITE_TOL * max(high[name], 1e-300):
+            continue
+        x = -e_min
+        summaries[f"min_eigenvalue[{name}]"] = float(e_min)
+        summaries[f"indefinite[{name}]"] = (
+            f"K_c has eigenvalues down to {e_min:.3g}: λ near {x:.3g} or below makes "
+            "K_c + λI singular (those points are marked)")
+        near = grid <= x
+        table[f"R_test_indefinite[{name}]"] = np.where(
+            near, table[f"R_test_emp_mean[{name}]"], np.nan)
+        table[f"K_c_min_eig[{name}]"] = np.full(grid.size, e_min)
 
 
 @register
@@ -181,7 +210,9 @@ class CkrrRiskExperiment(Experiment):
                   Curve("R_test_emp_mean", "empirical", "empirical", spread="R_test_emp_std"),
                   Curve("R_test_thm2_mean", "estimate", "Theorem 2"),
                   Curve("R_test_emp_at_thm2_choice", "choice", "Theorem 2's λ, cost:",
-                        note="{group} {thm2_choice_cost_pct:+.1f} %")),
+                        note="{group} {thm2_choice_cost_pct:+.1f} %"),
+                  Curve("R_test_indefinite", "flag", "K_c + λI near singular:",
+                        note="{group}: e_min {K_c_min_eig:.3g}")),
                  xlabel="λ", ylabel="test risk", logx=True),
         PlotSpec("Training risk against λ", "lam",
                  (Curve("R_train_limit", "limit", "limit", star=True),
@@ -267,14 +298,20 @@ class CkrrRiskExperiment(Experiment):
         # one row per trial, filled as trials arrive (no re-stacking per partial result)
         acc = {k: {key: np.empty((total, lams.size)) for key in TRIAL_CURVES} for k in kernels}
         spectra: list[DataSpectrum] = []
+        eig_low = {k: np.inf for k in kernels}  # least eigenvalue of K_c over the trials
+        eig_high = {k: 0.0 for k in kernels}
         for t, result in enumerate(executor.map(run_trial, tasks), start=1):
             spectra.append(result.spectrum)
+            for name, (low, high) in result.eig_range.items():
+                eig_low[name] = min(eig_low[name], low)
+                eig_high[name] = max(eig_high[name], high)
             for name, curves in result.curves.items():
                 for key, values in curves.items():
                     acc[name][key][t - 1] = values
             self._fill(table, summaries, {k: {key: v[:t] for key, v in a.items()}
                                           for k, a in acc.items()},
                        grid, kernels, spectra, noise, synthetic, extra, final=t == total)
+            _flag_indefinite(table, summaries, grid, eig_low, eig_high)
             if t == total and synthetic and np.allclose(source.law.cov_eigvals,
                                                         source.law.cov_eigvals[0]):
                 self._eq26(summaries, spectra, kernels, noise, summaries["tau"])

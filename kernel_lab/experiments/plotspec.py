@@ -22,8 +22,10 @@ from dataclasses import dataclass
 from typing import Any
 
 #: What a curve is; viewers map each role to a line style. A ``choice`` is a point picked
-#: by a rule (a λ chosen by an estimator), drawn as a marker alone.
-ROLES = ("measured", "empirical", "limit", "estimate", "reference", "baseline", "choice")
+#: by a rule (a λ chosen by an estimator), drawn as a marker alone; a ``flag`` marks points
+#: not to be trusted (e.g. where K + λI is near singular), drawn as crosses over them.
+ROLES = ("measured", "empirical", "limit", "estimate", "reference", "baseline", "choice",
+         "flag")
 #: Line dash overrides a curve may declare (else its role decides).
 DASHES = ("", "solid", "dash", "dot")
 #: The group that stands for "the curve's own group" in an x series (``features[*]``).
@@ -287,3 +289,66 @@ def legend_entries(spec: PlotSpec, lines: list[CurveLine],
             keys.add(entry.key)
             entries.append(entry)
     return entries + (kinds if len(kinds) > 1 else []) + notes
+
+
+@dataclass(frozen=True)
+class OffScale:
+    """A y range that leaves out isolated spikes, and what it leaves out."""
+
+    low: float          # the range, in data units
+    high: float
+    above: int          # values above the range
+    below: int          # values below it (log axes only)
+    worst: float        # the value farthest above (else below) the range
+
+    @property
+    def text(self) -> str:
+        parts = []
+        if self.above:
+            parts.append(f"▲ {self.above} point{'s' if self.above > 1 else ''} above the "
+                         f"scale (up to {self.worst:.3g})")
+        if self.below:
+            parts.append(f"▼ {self.below} below it")
+        return ", ".join(parts)
+
+
+#: Spikes are values beyond the quartiles by this many interquartile ranges …
+SPIKE_IQR = 3.0
+#: … and, for positive values, by at least this factor (a decade): a decaying learning
+#: curve's first points are not spikes.
+SPIKE_FACTOR = 10.0
+
+
+def robust_range(columns: Iterable[Any], logy: bool = False) -> OffScale | None:
+    """The y range of a plot's lines without isolated spikes — values beyond the
+    quartiles of all its points by :data:`SPIKE_IQR` interquartile ranges (and, for
+    positive values, by a factor :data:`SPIKE_FACTOR`; ratios measured on a log scale) —
+    or None when there are none. One exploding curve (an indefinite kernel's risk) then
+    no longer flattens the others; the viewer says how many points lie off the scale.
+    Below the range only on log axes (on a linear one small values are in view anyway)."""
+    import numpy as np
+
+    v = np.concatenate([np.asarray(c, dtype=np.float64).ravel() for c in columns] or
+                       [np.zeros(0)])
+    v = v[np.isfinite(v)]
+    if logy:
+        v = v[v > 0]
+    if v.size < 8:
+        return None
+    positive = bool((v > 0).all())
+    t = np.log10(v) if positive else v
+    q25, q75 = np.percentile(t, [25, 75])
+    width = SPIKE_IQR * (q75 - q25)
+    if positive:
+        width = max(width, math.log10(SPIKE_FACTOR))
+    elif width == 0:
+        return None
+    high, low = q75 + width, (q25 - width if logy else -math.inf)
+    up, down = t > high, t < low
+    if not (up.any() or down.any()):
+        return None
+    inside = t[~(up | down)]
+    back = (lambda a: 10.0 ** a) if positive else (lambda a: a)
+    worst = float(v[up].max()) if up.any() else float(v[down].min())
+    return OffScale(float(back(inside.min())), float(back(inside.max())), int(up.sum()),
+                    int(down.sum()), worst)

@@ -522,7 +522,7 @@ class PlaygroundWindow(QtWidgets.QMainWindow):
             self.lam_line.setValue(math.log10(float(m.params["lam"])))
         # the step and frequency plots only where they say something
         self.step_plot.setVisible(r.method in core.STEPPED)
-        self.freq_plot.setVisible(r.method == "gfc")
+        self.freq_plot.setVisible("frequencies" in r.extra)
         history = r.extra.get("history")
         if history is not None and len(history):
             self.step_train.setData(history[:, 0], history[:, 1])

@@ -18,9 +18,11 @@ import numpy as np
 from kernel_lab.experiments.plotspec import (
     Curve,
     CurveLine,
+    OffScale,
     PlotSpec,
     legend_entries,
     resolve_curves,
+    robust_range,
     series_columns,
 )
 
@@ -40,9 +42,10 @@ ROLE_STYLES: dict[str, tuple[float, str, float]] = {
     "measured": (2.0, "solid", 4.0),
     "baseline": (2.0, "solid", 4.0),
     "choice": (0.0, "solid", 12.0),
+    "flag": (0.0, "solid", 14.0),
 }
 #: Marker shape and outline of the roles drawn with other than plain dots.
-ROLE_MARKERS: dict[str, tuple[str, str]] = {"choice": ("d", "k")}
+ROLE_MARKERS: dict[str, tuple[str, str]] = {"choice": ("d", "k"), "flag": ("x", "k")}
 
 
 def curve_style(curve: Curve, color: str, scale: float = 1.0) -> dict[str, object]:
@@ -211,6 +214,9 @@ class PlotView:
         self._note_labels: dict[str, object] = {}  # legend labels that follow the table
         self._drawn: dict[str, tuple[bytes, bytes, bytes | None]] = {}
         self.complete = True
+        #: What the y range leaves out (None: nothing), after :meth:`update`.
+        self.off_scale: OffScale | None = None
+        self._off_label: object | None = None
 
     def _sync_legend(self, lines: list[CurveLine], colors: Mapping[str, str],
                      table: Mapping[str, Sequence[float] | np.ndarray]) -> None:
@@ -319,6 +325,8 @@ class PlotView:
         colors = assign_colors(lines, self.colors)
         if self.columns() - {ln.column for ln in lines}:
             self.clear()  # curves (a kernel, a method) that are no longer in the results
+        self.off_scale = cut = None if spec.y_range_from else robust_range(
+            [table[ln.column] for ln in lines], spec.logy)
         shown = made = 0
         for line in lines:
             col, color = line.column, colors[line.group]
@@ -333,11 +341,14 @@ class PlotView:
             if col not in self.curves:
                 self.curves[col] = self.item.plot([], [], **curve_style(line.curve, color,
                                                                          self.scale))
-                if line.curve.role == "choice":
+                if line.curve.role in ("choice", "flag"):
                     self.curves[col].setZValue(25)  # a chosen point: above curves and stars
             shown += bool(mask.any())
             err = (np.asarray(table[line.spread], dtype=np.float64)[mask]
                    if line.spread is not None and not spec.logy else None)
+            if err is not None and cut is not None and not (
+                    (y[mask] <= cut.high) & (y[mask] >= cut.low)).all():
+                err = np.full(err.shape, np.nan)  # a line off the scale: no band for it
             key = (x.tobytes(), y.tobytes(), None if err is None else err.tobytes())
             if self._drawn.get(col) == key:
                 continue  # unchanged since the last call (e.g. theory curves during a run)
@@ -362,6 +373,7 @@ class PlotView:
                 lo.setData(xs[ok], mid - err[ok])
                 hi.setData(xs[ok], mid + err[ok])
         self._sync_legend([ln for ln in lines if ln.column in self.curves], colors, table)
+        self._fit_y_range()
         if spec.y_range_from:
             ref = [np.asarray(table[c], dtype=np.float64)
                    for c in series_columns(spec.y_range_from, table)]
@@ -372,6 +384,35 @@ class PlotView:
                 pad = 0.5 * (hi - lo) + 1e-12
                 self.item.setYRange(lo - pad, hi + pad, padding=0)
         return shown
+
+    def _fit_y_range(self) -> None:
+        """Autoscale y, except when isolated spikes would flatten every other curve: then
+        the range leaves them out and the title says how many points lie off the scale
+        (:func:`~kernel_lab.experiments.plotspec.robust_range`)."""
+        import pyqtgraph as pg
+
+        spec = self.spec
+        cut = self.off_scale
+        text = "" if cut is None else cut.text
+        if text and self._off_label is None:  # inside the view, top right: no relayout
+            self._off_label = pg.TextItem(color="#B00020", anchor=(1, 0))
+            self._off_label.setParentItem(self.item.vb)
+            self.item.vb.sigResized.connect(self._place_off_label)
+            self._place_off_label()
+        if self._off_label is not None:
+            self._off_label.setText(text)
+        if cut is None:
+            self.item.enableAutoRange(axis="y")
+            return
+        lo, hi = cut.low, cut.high
+        if spec.logy:
+            lo, hi = np.log10(lo), np.log10(hi)
+        pad = 0.05 * (hi - lo) + 1e-12 * max(abs(hi), 1.0)
+        self.item.setYRange(lo - pad, hi + pad, padding=0)
+
+    def _place_off_label(self) -> None:
+        if self._off_label is not None:
+            self._off_label.setPos(self.item.vb.width() - 4, 2)
 
     def _mark_minimum(self, col: str, color: str, x: np.ndarray, y: np.ndarray) -> None:
         """A star at the minimum of the curve (λ* of a risk curve)."""

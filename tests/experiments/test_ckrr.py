@@ -397,3 +397,33 @@ def test_ckrr_real_wide_preset_shows_what_its_text_says():
     spec = load_preset("ckrr-real-wide").spec
     sig = run(replace(spec, params={**spec.params, "kernels": ["sigmoid"]}))
     assert np.nanmax(sig.table["R_test_emp_mean[sigmoid]"]) > 1000 * emp["linear"]
+
+
+def test_an_indefinite_kernel_is_said_and_its_unreliable_points_marked():
+    """The sigmoid kernel is not positive definite: K_c has negative eigenvalues, so
+    K_c + λI is singular somewhere in λ ≤ |e_min|. The least eigenvalue is found, said in
+    the summaries, and the risks at those λ are flagged; the PSD kernels are not."""
+    from kernel_lab.core.data import load_data
+    from kernel_lab.core.models import CenteredKernelRidge
+    from kernel_lab.experiments.ckrr_risk import paper_kernels
+
+    params = {"trials": 3, "n_lams": 12, "kernels": "linear,sigmoid", "noise": 100.0}
+    r = run_experiment("ckrr-risk", params, data="diabetes")
+    assert "indefinite[linear]" not in r.summaries
+    assert "R_test_indefinite[linear]" not in r.table
+    e_min = r.summaries["min_eigenvalue[sigmoid]"]
+    assert e_min < 0
+    assert r.summaries["indefinite[sigmoid]"].startswith(
+        f"K_c has eigenvalues down to {e_min:.3g}: λ near {-e_min:.3g} or below makes "
+        "K_c + λI singular")
+    lam = r.table["lam"]
+    flagged = r.table["R_test_indefinite[sigmoid]"]
+    np.testing.assert_array_equal(np.isfinite(flagged), lam <= -e_min)
+    np.testing.assert_array_equal(flagged[lam <= -e_min],
+                                  r.table["R_test_emp_mean[sigmoid]"][lam <= -e_min])
+    # an independent fit on a training set of the same size: an eigenvalue of that order
+    ds = load_data("diabetes")
+    kernel = paper_kernels(["sigmoid"], get_experiment("ckrr-risk").resolve(params))["sigmoid"]
+    path = CenteredKernelRidge(1.0, kernel=kernel).fit_path(ds.X_train, ds.y_train,
+                                                            np.array([1.0]))
+    assert 0.5 < e_min / path.eigvals.min() < 2

@@ -99,3 +99,29 @@ def test_the_gui_holds_no_experiment_words():
              if re.search(rf"(?<![\w-]){re.escape(w)}(?![\w-])" if w[0] != "_"
                           else re.escape(w), path.read_text(encoding="utf-8"))]
     assert not found
+
+
+def test_robust_range_leaves_out_isolated_spikes_only():
+    from kernel_lab.experiments.plotspec import robust_range
+
+    lam = np.logspace(-2, 2, 40)
+    calm = [3000 + 50 * np.log(lam) ** 2, 3100 + 40 * np.log(lam) ** 2]
+    spiky = np.where(lam < 3, 10.0 ** np.linspace(9, 4, 40), 3200 + 60 * np.log(lam) ** 2)
+    cut = robust_range([*calm, spiky])
+    above = int((spiky > 10 * np.percentile(np.concatenate([*calm, spiky]), 75)).sum())
+    assert cut is not None and cut.above == above and cut.below == 0
+    assert cut.worst == spiky.max() and cut.high < 1e5
+    assert cut.low == pytest.approx(min(c.min() for c in calm), rel=1e-12)
+    assert cut.text.startswith(f"▲ {above} points above the scale (up to 1e+09)")
+    # without the spikes, nothing is left out
+    assert robust_range(calm) is None
+    # a learning curve falling over decades is not a spike, on linear or log axes
+    decay = 1.0 / np.arange(1, 30) ** 1.5
+    assert robust_range([decay]) is None and robust_range([decay], logy=True) is None
+    # too few points, or values of both signs without spread: nothing to judge
+    assert robust_range([np.array([1.0, 1e9])]) is None
+    assert robust_range([np.zeros(20)]) is None
+    # on log axes a dip far below is left out too
+    dip = np.concatenate([np.full(30, 1.0), [1e-9]])
+    low = robust_range([dip], logy=True)
+    assert low is not None and low.below == 1 and low.above == 0 and low.low == 1.0

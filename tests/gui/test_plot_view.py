@@ -66,3 +66,22 @@ def test_a_budgeted_first_draw_completes_over_several_calls(view):
     assert legend == ["linear", "exponential", "limit", "empirical", "estimate"]
     ys = view.curves["R_est[exponential]"].getData()[1]
     np.testing.assert_allclose(ys, t["R_est[exponential]"])
+
+
+def test_one_exploding_curve_does_not_flatten_the_others(view):
+    t = table()
+    lam = t["lam"]
+    t["R_emp[exponential]"] = np.where(lam < 0.5, 1e9, t["R_emp[exponential]"])
+    t["R_std[exponential]"] = np.where(lam < 0.5, 5e8, 0.05)
+    view.update(t)
+    cut = view.off_scale
+    assert cut is not None and cut.above == int((lam < 0.5).sum())
+    lo, hi = view.item.vb.viewRange()[1]
+    assert hi < 100  # the calm curves fill the plot
+    assert view._off_label.toPlainText().startswith(f"▲ {cut.above} points above the scale")
+    xs = view._band_edges["R_emp[exponential]"][0].getData()[0]
+    assert xs is None or len(xs) == 0  # no band for the exploding line
+    t["R_emp[exponential]"] = t["R_limit[exponential]"] + 0.1  # calm again
+    t["R_std[exponential]"] = np.full(9, 0.05)
+    view.update(t)
+    assert view.off_scale is None and view._off_label.toPlainText() == ""
