@@ -76,7 +76,7 @@ def test_one_exploding_curve_does_not_flatten_the_others(view):
     view.update(t)
     cut = view.off_scale
     assert cut is not None and cut.above == int((lam < 0.5).sum())
-    lo, hi = view.item.vb.viewRange()[1]
+    _, hi = view.item.vb.viewRange()[1]
     assert hi < 100  # the calm curves fill the plot
     assert view._off_label.toPlainText().startswith(f"▲ {cut.above} points above the scale")
     xs = view._band_edges["R_emp[exponential]"][0].getData()[0]
