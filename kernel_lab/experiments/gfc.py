@@ -204,7 +204,16 @@ class GFCExperiment(Experiment):
 
     def estimate(self, params: Mapping[str, Any], n: int, p: int) -> dict[str, Any]:
         D = params.get("n_features", 100)
-        return {"memory_bytes": 8 * 4 * n * D,
+        sub = min(n, params.get("subset_size") or 5000)
+        methods = len(params.get("methods", ())) or 1
+        # GFC: every feature is one descent step per subset point and a ridge refit
+        # (n D² over the passes); baselines: points × bandwidths ridge fits with leave-one-
+        # out on up to D features (n D² + D³ each)
+        flops = (params.get("n_descents", 4) * D * sub * (p + 8) * 40
+                 + params.get("n_passes", 10) * 2.0 * n * D * D
+                 + methods * params.get("points", 5) * params.get("bandwidths", 10)
+                 * (2.0 * n * D * D + D**3 + 2.0 * n * D * p))
+        return {"memory_bytes": 8 * 4 * n * D, "flops": flops,
                 "note": f"features are {n}×{D} matrices; no kernel matrix"}
 
     def run(self, params: Mapping[str, Any], data: Dataset, progress: Progress,

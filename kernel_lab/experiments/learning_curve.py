@@ -282,7 +282,17 @@ class LearningCurveExperiment(Experiment):
 
     def estimate(self, params: Mapping[str, Any], n: int, p: int) -> dict[str, Any]:
         exact = n <= params.get("exact_max", 4000)
-        return {"memory_bytes": 8 * (4 * n * n if exact else 0),
+        T, B = params.get("n_iter", 1000), params.get("batch_size", 32)
+        r, pts = params.get("features_per_iter", 16), params.get("points", 16)
+        m = max(n // 3, 1)  # test points (a quarter of the rows)
+        D = min(T * r, params.get("rff_max") or T * r)
+        # DSG: iteration i evaluates B points on i·r features (a cosine each: B r (p + 20)
+        # T² / 2 in all) plus a fixed cost per iteration, the test set once; the RFF
+        # baselines accumulate an n × n Gram matrix over D features (n² D) and solve it
+        # at each curve point (n³ / 3); the exact floor: ~2 n³ (one solve, or Newton)
+        flops = (B * r * (p + 20) * T * T / 2 + 5e6 * T + m * r * T * (p + 20)
+                 + 1.0 * n * n * D + pts * n**3 / 3 + (2.0 * n**3 if exact else 0.0))
+        return {"memory_bytes": 8 * (4 * n * n if exact else 0), "flops": flops,
                 "note": "exact floor included" if exact else "no exact floor (n too large)"}
 
     def run(self, params: Mapping[str, Any], data: Dataset, progress: Progress,

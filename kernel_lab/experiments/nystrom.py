@@ -329,8 +329,22 @@ class NystromExperiment(Experiment):
     def estimate(self, params: Mapping[str, Any], n: int, p: int) -> dict[str, Any]:
         paper = params.get("protocol", "light") == "paper"
         m = min(n, PAPER_EVAL_POINTS if paper else params.get("eval_points", 2000))
-        exact = "exact-rls" in params.get("samplers", [])
-        return {"memory_bytes": 8 * (m * m + (3 * n * n if exact else 0)),
+        samplers = params.get("samplers", [])
+        exact = "exact-rls" in samplers
+        try:
+            sizes = [min(int(float(v)), n) for v in str(params.get("sizes", "100")).split(",")
+                     if v.strip()]
+        except ValueError:
+            sizes = [100]
+        trials = 10 if paper else 1
+        # per sampler and size: sampling (n s²), features (n s p), the error on m points
+        # (m² s and a Lanczos of m², ~60 products), the downstream ridge (n s² + s³);
+        # once: the m × m kernel, the exact ridge and exact-rls's n³
+        per = sum(4.0 * n * s * s + 2.0 * n * s * p + 2.0 * m * m * s + 60.0 * m * m + s**3
+                  for s in sizes)
+        flops = (trials * max(len(samplers), 1) * per + m * m * p + 9.0 * n**3 / 4
+                 + (9.0 * n**3 if exact else 0.0))
+        return {"memory_bytes": 8 * (m * m + (3 * n * n if exact else 0)), "flops": flops,
                 "note": f"spectral error on {m} of {n} points"}
 
     def run(self, params: Mapping[str, Any], data: Dataset, progress: Progress,

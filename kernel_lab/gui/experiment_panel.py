@@ -27,12 +27,22 @@ def plan_text(plan: Plan) -> str:
     if plan.note:
         text += f" {plan.note}."
     if plan.seconds is not None:
-        s = plan.seconds
-        text += f" Time ≈ {s:.2g} s." if s < 60 else f" Time ≈ {s / 60:.2g} min."
+        lo, hi = plan.seconds_range or (plan.seconds, plan.seconds)
+        text += f" Time {_span(lo, hi)}."
     if plan.too_large:
         return ("<span style='color:#B00020'><b>Too large:</b> " + html.escape(text)
                 + " " + html.escape(plan.advice) + "</span>")
     return text
+
+
+def _span(lo: float, hi: float) -> str:
+    """``'1–3 s'``, ``'20 s – 2 min'``: a time range in readable units."""
+    def one(t: float) -> tuple[str, str]:
+        if t < 60:
+            return (f"{t:.1f}" if t < 1 else f"{t:.2g}"), "s"
+        return f"{t / 60:.2g}", "min"
+    (a, ua), (b, ub) = one(lo), one(hi)
+    return f"{a}–{b} {ub}" if ua == ub else f"{a} {ua} – {b} {ub}"
 
 
 class ExperimentPanel(QtWidgets.QWidget):

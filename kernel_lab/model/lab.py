@@ -46,6 +46,26 @@ class RunState(enum.Enum):
     CANCELLED = "cancelled"
 
 
+#: Finished runs per experiment kept for the time estimate.
+TIME_HISTORY = 6
+
+
+def fit_time(runs: list[tuple[float, float]]) -> tuple[float, float]:
+    """``(a, b)`` of t = a + b·flops through finished runs (flops, seconds): least
+    squares with a, b ≥ 0 when their flops differ, else a quarter of the one time fixed
+    and the rest proportional to the flops."""
+    f = np.array([r[0] for r in runs], dtype=np.float64)
+    t = np.array([r[1] for r in runs], dtype=np.float64)
+    if len(runs) >= 2 and f.max() > 1.5 * f.min():
+        b, a = np.polyfit(f, t, 1)
+        if a >= 0 and b > 0:
+            return float(a), float(b)
+        if b > 0:
+            return 0.0, float(np.sum(f * t) / np.sum(f * f))
+    a = 0.25 * float(np.median(t))
+    return a, max(float(np.median(t)) - a, 1e-9) / float(np.median(f))
+
+
 @dataclass(frozen=True)
 class Plan:
     """What a run of the current settings will need, shown before Run."""
@@ -55,6 +75,9 @@ class Plan:
     note: str = ""
     seconds: float | None = None
     error: str = ""          # the parameters are invalid: why
+    #: The estimate as a range (low, high) in seconds: wide before this machine has run
+    #: the experiment, narrower once finished runs have calibrated it.
+    seconds_range: tuple[float, float] | None = None
     #: When too large and the data are a table: how many of its rows would fit (offered as
     #: a one-click ``subsample``), else 0.
     fitting_rows: int = 0
@@ -148,6 +171,9 @@ class LabModel:
         self.plan = Plan()
         self._started = 0.0
         self._speed: float | None = None
+        self._probed = -math.inf
+        self._runs: dict[str, list[tuple[float, float]]] = {}  # (flops, seconds) per run
+        self._run_work: dict[int, tuple[str, float]] = {}     # the runs in progress
         self._last_times: dict[str, tuple[float, int]] = {}
 
     # -- experiment and parameters -------------------------------------------------------
@@ -255,10 +281,12 @@ class LabModel:
             est = self.experiment.estimate(params, ds.n_train, ds.p)
             budget = float(memory_budget_bytes())
             memory = float(est.get("memory_bytes", 0))
+            timing = self._time_estimate(est, ds.n_train)
             self.plan = Plan(memory, budget, str(est.get("note", "")),
-                             self._time_estimate(est, ds.n_train),
+                             None if timing is None else timing[0],
                              fitting_rows=self._fitting_rows(params, ds, budget)
-                             if memory > budget > 0 else 0)
+                             if memory > budget > 0 else 0,
+                             seconds_range=None if timing is None else timing[1:])
         self.plan_changed.emit(self.plan)
         try:
             preview = None if ds is None else self.experiment.preview(params, ds)
@@ -299,26 +327,57 @@ class LabModel:
             return
         self.load_data(self.loaded_source.with_options(subsample=int(rows)))
 
-    def _time_estimate(self, est: Mapping[str, Any], n: int) -> float | None:
-        """Seconds for the planned run: from the experiment's operation count and this
-        machine's measured speed, else from the last run of the experiment scaled by n."""
-        if est.get("flops"):
-            if self._speed is None:  # once: ~10 ms of matrix products
-                a = np.random.default_rng(0).random((384, 384))
-                best = math.inf
-                for _ in range(4):  # the first call also starts the BLAS threads
-                    t0 = time.perf_counter()
-                    a @ a
-                    best = min(best, time.perf_counter() - t0)
-                # what the runs reach, measured against this (eigendecompositions of a
-                # few hundred rows, kernel blocks, Python around them): ~15 % of it
-                self._speed = 0.15 * 2 * 384**3 / max(best, 1e-9)
-            return 0.1 + float(est["flops"]) / self._speed
-        last = self._last_times.get(self.experiment.name)
+    def _time_estimate(self, est: Mapping[str, Any], n: int
+                       ) -> tuple[float, float, float] | None:
+        """(seconds, low, high) for the planned run, calibrated by what runs achieve here:
+        the experiment's own finished runs fit t = a + b·flops (range ×/÷ 1.5); before
+        its first, the speed other experiments reached on this machine, else a matrix-
+        product probe (the best of probes taken when the estimate is asked for, never one
+        taken under start-up load alone) — range ×/÷ 3."""
+        flops = est.get("flops")
+        name = self.experiment.name
+        if flops:
+            runs = self._runs.get(name)
+            if runs:
+                a, b = fit_time(runs)
+                t = a + b * float(flops)
+                return t, t / 1.5, t * 1.5
+            t = 0.2 + float(flops) / self._machine_rate()
+            return t, t / 3, t * 3
+        last = self._last_times.get(name)
         if last is None:
             return None
         seconds, n_last = last
-        return seconds * n / max(n_last, 1)
+        t = seconds * n / max(n_last, 1)
+        return t, t / 3, t * 3
+
+    def _machine_rate(self) -> float:
+        """Flops per second the runs reach on this machine: the median over finished runs
+        of every experiment, else 15 % of the best matrix-product probe."""
+        achieved = [f / max(t - 0.2, 0.05) for runs in self._runs.values() for f, t in runs]
+        if achieved:
+            return float(np.median(achieved))
+        now = time.monotonic()
+        if self._speed is None or now - self._probed > 10.0:  # re-probe now and then:
+            self._probed = now                                 # the best one counts
+            a = np.random.default_rng(0).random((384, 384))
+            best = math.inf
+            for _ in range(4):  # the first call also starts the BLAS threads
+                t0 = time.perf_counter()
+                a @ a
+                best = min(best, time.perf_counter() - t0)
+            self._speed = max(self._speed or 0.0, 0.15 * 2 * 384**3 / max(best, 1e-9))
+        return self._speed
+
+    def _record_time(self, run_id: int, seconds: float) -> None:
+        """A finished run refines its experiment's time model."""
+        work = self._run_work.pop(run_id, None)
+        if work is None:
+            return
+        name, flops = work
+        runs = self._runs.setdefault(name, [])
+        runs.append((flops, seconds))
+        del runs[:-TIME_HISTORY]
 
     def shown_table(self) -> Table:
         """The run's table, with the preview's theory columns laid over it when both use
@@ -351,7 +410,10 @@ class LabModel:
             self.status.emit(f"Cannot run: {exc}")
             self.logged.emit(f"cannot run: {exc}")
             return None
+        work = self._planned_flops(spec)
         handle = self._launch(spec)
+        if work is not None:
+            self._run_work[handle.run_id] = (spec.experiment, work)
         handle.progressed.connect(self._on_progress)
         handle.partial_arrived.connect(self._on_partial)
         handle.finished.connect(lambda result: self._on_finished(handle, result))
@@ -369,6 +431,16 @@ class LabModel:
                          f"{spec.data_source().to_spec()} (seed {spec.seed})")
         handle.start()
         return handle
+
+    def _planned_flops(self, spec: RunSpec) -> float | None:
+        ds = self.dataset
+        if ds is None or spec.data_source() != self.loaded_source:
+            return None  # its data are not the loaded ones: n unknown here
+        try:
+            flops = self.experiment.estimate(spec.params, ds.n_train, ds.p).get("flops")
+        except KernelLabError:
+            return None
+        return float(flops) if flops else None
 
     def cancel_run(self) -> None:
         if self.state is not RunState.RUNNING or self.handle is None:
@@ -407,6 +479,7 @@ class LabModel:
         self.summaries, self.result = dict(result.summaries), result
         total = result.timings.get("total_s", 0.0)
         self._last_times[result.experiment] = (total, int(result.data.get("n_train", 1)))
+        self._record_time(handle.run_id, total)
         self._set_state(RunState.DONE)
         self.table_changed.emit()
         self.summaries_changed.emit(self.summaries)

@@ -263,3 +263,32 @@ def test_a_table_too_large_for_the_exact_method_is_offered_the_rows_that_fit(
     gen.load_data(DataSource.from_spec("gaussian:n=3000,p=4"))
     gen.refresh()
     assert gen.plan.too_large and gen.plan.fitting_rows == 0
+
+
+def test_time_model_through_finished_runs():
+    from kernel_lab.model.lab import fit_time
+
+    runs = [(1e9, 0.3 + 2e-9 * 1e9), (4e9, 0.3 + 2e-9 * 4e9), (2e10, 0.3 + 2e-9 * 2e10)]
+    a, b = fit_time(runs)
+    assert a == pytest.approx(0.3) and b == pytest.approx(2e-9)
+    a, b = fit_time([(1e9, 2.0)])  # one run: a quarter fixed, the rest proportional
+    assert (a, b) == (pytest.approx(0.5), pytest.approx(1.5e-9))
+    a, b = fit_time([(1e9, 5.0), (5e9, 1.0)])  # noise that would give b < 0: one-point rule
+    assert a >= 0 and b > 0
+
+
+def test_the_estimate_is_calibrated_by_the_experiments_own_runs(model):
+    model.refresh()
+    before = model.plan.seconds_range
+    lo, hi = before
+    assert hi / lo == pytest.approx(9.0)  # uncalibrated: ×/÷ 3
+    model.start_run()
+    measured = model.result.timings["total_s"]
+    model.refresh()
+    lo, hi = model.plan.seconds_range
+    assert hi / lo == pytest.approx(2.25)  # calibrated: ×/÷ 1.5
+    assert model.plan.seconds == pytest.approx(measured, rel=1e-9)  # the same work
+    model.set_params({**SMALL, "trials": 6})  # twice the work
+    model.refresh()
+    assert model.plan.seconds == pytest.approx(0.25 * measured + 0.75 * measured * 2,
+                                               rel=1e-6)
