@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import re
-
 import csv
 import json
 import os
+import re
 import time
 
 import numpy as np
