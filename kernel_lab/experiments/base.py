@@ -124,6 +124,22 @@ def pad_columns(columns: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     return out
 
 
+# -- indefinite kernels ------------------------------------------------------------------
+#: An eigenvalue below −INDEFINITE_TOL × the largest is a real one, not rounding.
+INDEFINITE_TOL = 1e-8
+
+
+def indefinite_text(e_min: float, e_max: float, matrix: str = "K") -> str | None:
+    """What to say when a kernel matrix has (truly) negative eigenvalues — the sigmoid
+    kernel is not positive definite: ``matrix + λI`` is singular at λ = −e for each
+    negative eigenvalue e, so results for λ up to |e_min| can explode. None when the
+    matrix is positive semi-definite up to rounding."""
+    if not np.isfinite(e_min) or e_min >= -INDEFINITE_TOL * max(e_max, 1e-300):
+        return None
+    return (f"{matrix} has eigenvalues down to {e_min:.3g}: λ near {-e_min:.3g} or below "
+            f"makes {matrix} + λI singular (those points are marked)")
+
+
 # -- kernel parameters shared by experiments -------------------------------------------
 _SHIFT = tuple(n for n, c in KERNELS.items() if issubclass(c, ShiftInvariantKernel))
 _INNER = tuple(n for n in KERNELS if n not in _SHIFT)

@@ -30,6 +30,7 @@ from kernel_lab.experiments.base import (
     PartialResult,
     PlotSpec,
     TaskExecutor,
+    indefinite_text,
 )
 from kernel_lab.experiments.krr_path import lam_grid, lam_specs
 from kernel_lab.experiments.plotspec import Curve
@@ -133,10 +134,6 @@ def run_trial(task: TrialTask) -> TrialResult:
     return TrialResult(out, spectrum, eig_range)
 
 
-#: An eigenvalue of K_c below −INDEFINITE_TOL × its largest is a real one, not rounding.
-INDEFINITE_TOL = 1e-8
-
-
 def _flag_indefinite(table: dict[str, np.ndarray], summaries: dict[str, Any],
                      grid: np.ndarray, low: Mapping[str, float],
                      high: Mapping[str, float]) -> None:
@@ -145,14 +142,12 @@ def _flag_indefinite(table: dict[str, np.ndarray], summaries: dict[str, Any],
     so for λ up to |e_min| the risks can explode. Said in the summaries and on the plot:
     those points are marked (``R_test_indefinite``) with the eigenvalue in the legend."""
     for name, e_min in low.items():
-        if not np.isfinite(e_min) or e_min >= -INDEFINITE_TOL * max(high[name], 1e-300):
+        text = indefinite_text(e_min, high[name], "K_c")
+        if text is None:
             continue
-        x = -e_min
         summaries[f"min_eigenvalue[{name}]"] = float(e_min)
-        summaries[f"indefinite[{name}]"] = (
-            f"K_c has eigenvalues down to {e_min:.3g}: λ near {x:.3g} or below makes "
-            "K_c + λI singular (those points are marked)")
-        near = grid <= x
+        summaries[f"indefinite[{name}]"] = text
+        near = grid <= -e_min
         table[f"R_test_indefinite[{name}]"] = np.where(
             near, table[f"R_test_emp_mean[{name}]"], np.nan)
         table[f"K_c_min_eig[{name}]"] = np.full(grid.size, e_min)
@@ -213,12 +208,12 @@ class CkrrRiskExperiment(Experiment):
                         note="{group} {thm2_choice_cost_pct:+.1f} %"),
                   Curve("R_test_indefinite", "flag", "K_c + λI near singular:",
                         note="{group}: e_min {K_c_min_eig:.3g}")),
-                 xlabel="λ", ylabel="test risk", logx=True),
+                 xlabel="λ", ylabel="test risk", logx=True, positive=True),
         PlotSpec("Training risk against λ", "lam",
                  (Curve("R_train_limit", "limit", "limit", star=True),
                   Curve("R_train_emp_mean", "empirical", "empirical",
                         spread="R_train_emp_std")),
-                 xlabel="λ", ylabel="training risk", logx=True),
+                 xlabel="λ", ylabel="training risk", logx=True, positive=True),
         PlotSpec("Lemma 1 estimate (unstable at small λ)", "lam",
                  (Curve("R_test_emp_mean", "empirical", "empirical"),
                   Curve("R_test_lemma1_mean", "estimate", "Lemma 1", dash="dot")),

@@ -20,6 +20,7 @@ from kernel_lab.experiments.base import (
     PlotSpec,
     TaskExecutor,
     build_kernel,
+    indefinite_text,
     kernel_param_specs,
 )
 from kernel_lab.experiments.plotspec import Curve
@@ -72,7 +73,11 @@ class KrrPathExperiment(Experiment):
                  (Curve("test_mse_krr", "measured", "test mse (KRR)", star=True),
                   Curve("test_mse_ckrr", "measured", "test mse (CKRR)", star=True),
                   Curve("test_risk_krr", "reference", "test risk (KRR)", star=True),
-                  Curve("test_risk_ckrr", "reference", "test risk (CKRR)", star=True)),
+                  Curve("test_risk_ckrr", "reference", "test risk (CKRR)", star=True),
+                  Curve("test_mse_indefinite_krr", "flag", "K + λI near singular",
+                        note="KRR: e_min {K_min_eig_krr:.3g}"),
+                  Curve("test_mse_indefinite_ckrr", "flag", "K_c + λI near singular",
+                        note="CKRR: e_min {K_min_eig_ckrr:.3g}")),
                  xlabel="λ", ylabel="mean squared error", logx=True, logy=True),
         PlotSpec("Training error against λ", "lam",
                  (Curve("train_mse_krr", "measured", "train mse (KRR)", star=True),
@@ -112,6 +117,15 @@ class KrrPathExperiment(Experiment):
             table[f"test_mse_{method}"] = np.mean((path.test - data.y_test) ** 2, axis=1)
             if data.f_test is not None:
                 table[f"test_risk_{method}"] = np.mean((path.test - data.f_test) ** 2, axis=1)
+            matrix = "K_c" if method == "ckrr" else "K"
+            text = indefinite_text(float(path.eigvals.min()), float(path.eigvals.max()),
+                                   matrix)
+            if text is not None:  # an indefinite kernel: the λ ≤ |e_min| points marked
+                e_min = float(path.eigvals.min())
+                summaries[f"indefinite_{method}"] = text
+                table[f"test_mse_indefinite_{method}"] = np.where(
+                    lams <= -e_min, table[f"test_mse_{method}"], np.nan)
+                table[f"K_min_eig_{method}"] = np.full(lams.size, e_min)
             best = int(np.argmin(table[f"test_mse_{method}"]))
             summaries[f"lam_best_{method}"] = float(lams[best])
             summaries[f"test_mse_min_{method}"] = float(table[f"test_mse_{method}"][best])

@@ -303,6 +303,7 @@ class NystromExperiment(Experiment):
                   Curve("rmse_mean", "measured", "test RMSE (mean)"),
                   Curve("rmse_exact", "baseline", "exact KRR")),
                  xlabel="landmarks s (sampled, for Algorithm 2)", ylabel="test RMSE",
+                 positive=True,
                  logx=True),
         PlotSpec("Data coloured by leverage score, landmarks marked", "view_x",
                  (Curve("view_y", "measured", "points (colour: score)"),),

@@ -144,6 +144,8 @@ class PlotSpec:
     logy: bool = False
     #: Fix the y range to that of these series (for curves that can blow up).
     y_range_from: tuple[str, ...] = ()
+    #: The y values are risks or errors (positive): the window offers a log y axis.
+    positive: bool = False
     kind: str = "lines"
     color: str = ""
     overlay: tuple[str, str] | tuple[()] = ()
@@ -168,6 +170,7 @@ class PlotSpec:
         return {"title": self.title, "x": self.x, "curves": [c.to_dict() for c in self.curves],
                 "xlabel": self.xlabel, "ylabel": self.ylabel, "logx": self.logx,
                 "logy": self.logy, "y_range_from": list(self.y_range_from),
+                "positive": self.positive,
                 "kind": self.kind, "color": self.color, "overlay": list(self.overlay),
                 "overlay_label": self.overlay_label}
 

@@ -179,6 +179,8 @@ class MainWindow(QtWidgets.QMainWindow):
         self._action(view, "C&lear pinned curves", self.model.clear_pins, "Ctrl+Shift+P")
         self.presentation_action = self._action(view, "Presentation &mode",
                                                 self.set_presentation, "F5", checkable=True)
+        self.log_y_action = self._action(view, "&Logarithmic risk and error axes",
+                                         self.plot_panel.set_log_y, "Ctrl+L", checkable=True)
         view.addSeparator()
         self._action(view, "&Reset layout", self.reset_layout)
         help_menu = bar.addMenu("&Help")
@@ -323,6 +325,10 @@ class MainWindow(QtWidgets.QMainWindow):
     def _restore_settings(self) -> None:
         s = self.settings
         self._apply_backend()
+        log_y = s.value("log_y", "false") == "true"
+        self.log_y_action.setChecked(log_y)
+        if log_y:
+            self.plot_panel.set_log_y(True)
         self.presentation = s.value("presentation", "false") == "true"
         self.presentation_action.setChecked(self.presentation)
         if self.presentation:
@@ -359,6 +365,7 @@ class MainWindow(QtWidgets.QMainWindow):
         if self.form is not None:
             self._remember_params(self.experiment.name, self.form.values())
         s.setValue("presentation", "true" if self.presentation else "false")
+        s.setValue("log_y", "true" if self.plot_panel.log_y else "false")
         s.sync()
 
     def reset_layout(self) -> None:

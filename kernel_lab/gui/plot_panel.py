@@ -38,6 +38,7 @@ class PlotPanel(QtWidgets.QWidget):
         self._cross: dict[int, tuple[Any, Any]] = {}
         self.colors: dict[str, str] = {}
         self.scale = 1.0
+        self.log_y = False  # log y axes for risks and errors (View menu)
         self._dirty = False
         self._fresh = False
         self._behind: set[int] = set()
@@ -62,7 +63,8 @@ class PlotPanel(QtWidgets.QWidget):
         self.views, self.widgets, self._proxies, self._cross = [], [], [], {}
         for spec in self.model.experiment.plots:
             w = pg.GraphicsLayoutWidget()
-            view = PlotView(w.ci, 0, spec, colors=self.colors, scale=self.scale)
+            view = PlotView(w.ci, 0, spec, colors=self.colors, scale=self.scale,
+                            log_y=self.log_y)
             self.views.append(view)
             self.widgets.append(w)
             self.tabs.addTab(w, spec.title)
@@ -74,6 +76,12 @@ class PlotPanel(QtWidgets.QWidget):
 
     def set_scale(self, scale: float) -> None:
         self.scale = scale
+        self.rebuild()
+        self.redraw()
+
+    def set_log_y(self, on: bool) -> None:
+        """Log y axes for the plots of risks and errors (their values are positive)."""
+        self.log_y = bool(on)
         self.rebuild()
         self.redraw()
 

@@ -171,10 +171,13 @@ class PlotView:
     """
 
     def __init__(self, layout: object, row: int, spec: PlotSpec, *,
-                 colors: dict[str, str] | None = None, scale: float = 1.0) -> None:
+                 colors: dict[str, str] | None = None, scale: float = 1.0,
+                 log_y: bool = False) -> None:
         import pyqtgraph as pg
 
         self.spec = spec
+        #: A log y axis: the spec's, or asked for (``log_y``) where its values are positive.
+        self.logy = spec.logy or (log_y and spec.positive)
         self.colors = colors
         self.scale = scale
         self.minima: dict[str, object] = {}
@@ -184,7 +187,7 @@ class PlotView:
         self.item = item = layout.addPlot(
             row=row, col=0, title=spec.title,
             axisItems={"bottom": _log_axis("bottom"), "left": _log_axis("left")})
-        item.setLogMode(x=spec.logx, y=spec.logy)
+        item.setLogMode(x=spec.logx, y=self.logy)
         item.setLabel("bottom", spec.xlabel or spec.x)
         item.setLabel("left", spec.ylabel)
         for side in ("left", "bottom"):
@@ -326,7 +329,7 @@ class PlotView:
         if self.columns() - {ln.column for ln in lines}:
             self.clear()  # curves (a kernel, a method) that are no longer in the results
         self.off_scale = cut = None if spec.y_range_from else robust_range(
-            [table[ln.column] for ln in lines], spec.logy)
+            [table[ln.column] for ln in lines], self.logy)
         shown = made = 0
         for line in lines:
             col, color = line.column, colors[line.group]
@@ -337,7 +340,7 @@ class PlotView:
                 made += 1
             x = np.asarray(table[line.x], dtype=np.float64)
             y = np.asarray(table[col], dtype=np.float64)
-            mask = _positive_mask(x, spec.logx) & _positive_mask(y, spec.logy)
+            mask = _positive_mask(x, spec.logx) & _positive_mask(y, self.logy)
             if col not in self.curves:
                 self.curves[col] = self.item.plot([], [], **curve_style(line.curve, color,
                                                                          self.scale))
@@ -345,7 +348,7 @@ class PlotView:
                     self.curves[col].setZValue(25)  # a chosen point: above curves and stars
             shown += bool(mask.any())
             err = (np.asarray(table[line.spread], dtype=np.float64)[mask]
-                   if line.spread is not None and not spec.logy else None)
+                   if line.spread is not None and not self.logy else None)
             if err is not None and cut is not None and not (
                     (y[mask] <= cut.high) & (y[mask] >= cut.low)).all():
                 err = np.full(err.shape, np.nan)  # a line off the scale: no band for it
@@ -387,11 +390,10 @@ class PlotView:
 
     def _fit_y_range(self) -> None:
         """Autoscale y, except when isolated spikes would flatten every other curve: then
-        the range leaves them out and the title says how many points lie off the scale
+        the range leaves them out and the view says how many points lie off the scale
         (:func:`~kernel_lab.experiments.plotspec.robust_range`)."""
         import pyqtgraph as pg
 
-        spec = self.spec
         cut = self.off_scale
         text = "" if cut is None else cut.text
         if text and self._off_label is None:  # inside the view, top right: no relayout
@@ -405,7 +407,7 @@ class PlotView:
             self.item.enableAutoRange(axis="y")
             return
         lo, hi = cut.low, cut.high
-        if spec.logy:
+        if self.logy:
             lo, hi = np.log10(lo), np.log10(hi)
         pad = 0.05 * (hi - lo) + 1e-12 * max(abs(hi), 1.0)
         self.item.setYRange(lo - pad, hi + pad, padding=0)
@@ -426,7 +428,7 @@ class PlotView:
             self.item.addItem(self.minima[col])
         k = int(np.argmin(y))
         xs = np.log10(x[k]) if self.spec.logx else x[k]
-        ys = np.log10(y[k]) if self.spec.logy else y[k]
+        ys = np.log10(y[k]) if self.logy else y[k]
         self.minima[col].setData([xs], [ys])
 
     def add_pin(self, table: Mapping[str, Sequence[float] | np.ndarray]) -> int:
@@ -446,11 +448,11 @@ class PlotView:
                 continue
             x = np.asarray(table[xcol], dtype=np.float64)
             y = np.asarray(table[col], dtype=np.float64)
-            mask = _positive_mask(x, spec.logx) & _positive_mask(y, spec.logy)
+            mask = _positive_mask(x, spec.logx) & _positive_mask(y, self.logy)
             if not mask.any():
                 continue
             xs = np.log10(x[mask]) if spec.logx else x[mask]
-            ys = np.log10(y[mask]) if spec.logy else y[mask]
+            ys = np.log10(y[mask]) if self.logy else y[mask]
             faded = pg.mkColor(color)
             faded.setAlpha(100)
             ghost = pg.PlotDataItem(xs, ys, pen=pg.mkPen(

@@ -427,3 +427,18 @@ def test_an_indefinite_kernel_is_said_and_its_unreliable_points_marked():
     path = CenteredKernelRidge(1.0, kernel=kernel).fit_path(ds.X_train, ds.y_train,
                                                             np.array([1.0]))
     assert 0.5 < e_min / path.eigvals.min() < 2
+
+
+def test_krr_path_marks_an_indefinite_kernel_too():
+    r = run_experiment("krr-path", {"kernel": "sigmoid", "n_lams": 30, "lam_min": 1e-3,
+                                    "lam_max": 1e3}, data="diabetes")
+    lam = r.table["lam"]
+    for method, matrix in (("krr", "K"), ("ckrr", "K_c")):
+        text = r.summaries[f"indefinite_{method}"]
+        e_min = r.table[f"K_min_eig_{method}"][0]
+        assert e_min < 0 and text.startswith(f"{matrix} has eigenvalues down to {e_min:.3g}")
+        flagged = r.table[f"test_mse_indefinite_{method}"]
+        np.testing.assert_array_equal(np.isfinite(flagged), lam <= -e_min)
+    gauss = run_experiment("krr-path", {"n_lams": 10}, data="diabetes")
+    assert not any(k.startswith("indefinite") for k in gauss.summaries)
+    assert not any("indefinite" in k for k in gauss.table)

@@ -434,3 +434,21 @@ def test_presentation_mode_is_restored_with_its_fonts(qtbot, settings):
     assert w.presentation_action.isChecked() and w.plot_panel.scale == 1.6
     assert w.data_panel.font().pointSizeF() == 13.0
     w.close()
+
+
+def test_log_axes_for_risks_and_errors_toggle_and_persist(window, qtbot, settings):
+    select(window, "ckrr-risk")
+    views = window.plot_panel.views
+    assert [v.logy for v in views] == [False, False, False]
+    window.log_y_action.trigger()  # View → Logarithmic risk and error axes (Ctrl+L)
+    views = window.plot_panel.views
+    # the risks switch; the Lemma 1 plot (its own fixed range) does not
+    assert [v.logy for v in views] == [True, True, False]
+    assert views[0].item.getAxis("left").logMode
+    window.close()
+    again = MainWindow(settings)
+    qtbot.addWidget(again)
+    assert again.log_y_action.isChecked()
+    select(again, "ckrr-risk")
+    assert [v.logy for v in again.plot_panel.views] == [True, True, False]
+    again.close()
