@@ -40,7 +40,9 @@ def _span(lo: float, hi: float) -> str:
     def one(t: float) -> tuple[str, str]:
         if t < 60:
             return (f"{t:.1f}" if t < 1 else f"{t:.2g}"), "s"
-        return f"{t / 60:.2g}", "min"
+        if t < 3600:
+            return f"{t / 60:.0f}" if t >= 600 else f"{t / 60:.2g}", "min"
+        return (f"{t / 3600:.0f}" if t >= 36000 else f"{t / 3600:.2g}"), "h"
     (a, ua), (b, ub) = one(lo), one(hi)
     return f"{a}–{b} {ub}" if ua == ub else f"{a} {ua} – {b} {ub}"
 

@@ -48,6 +48,8 @@ class RunState(enum.Enum):
 
 #: Finished runs per experiment kept for the time estimate.
 TIME_HISTORY = 6
+#: The rows offered when a run is too large also keep the run under this many seconds.
+OFFER_SECONDS = 120.0
 
 
 def fit_time(runs: list[tuple[float, float]]) -> tuple[float, float]:
@@ -298,9 +300,10 @@ class LabModel:
         self.table_changed.emit()
 
     def _fitting_rows(self, params: Mapping[str, Any], ds: Dataset, budget: float) -> int:
-        """Rows of the loaded table whose run would fit in ``budget`` (0: none would, or
-        the data are not a table). Shrinks the training size by 10 % steps from the n·√
-        (budget / need) guess of an n² method until the experiment's estimate fits."""
+        """Rows of the loaded table whose run would fit in ``budget`` and take at most
+        :data:`OFFER_SECONDS` by the time estimate (0: none would, or the data are not a
+        table). Shrinks the training size by 10 % steps from the n·√(budget / need) guess
+        of an n² method until the experiment's estimate fits."""
         source = self.loaded_source
         if source is None or source.kind == "generator":
             return 0
@@ -310,8 +313,10 @@ class LabModel:
             if n < 2:
                 return 0
             try:
-                fits = float(self.experiment.estimate(params, n, ds.p).get(
-                    "memory_bytes", 0)) <= 0.9 * budget
+                est = self.experiment.estimate(params, n, ds.p)
+                fits = float(est.get("memory_bytes", 0)) <= 0.9 * budget
+                timing = self._time_estimate(est, n) if fits else None
+                fits = fits and (timing is None or timing[0] <= OFFER_SECONDS)
             except KernelLabError:
                 fits = False
             if fits:

@@ -452,3 +452,26 @@ def test_log_axes_for_risks_and_errors_toggle_and_persist(window, qtbot, setting
     select(again, "ckrr-risk")
     assert [v.logy for v in again.plot_panel.views] == [True, True, False]
     again.close()
+
+
+def test_too_large_offers_the_rows_that_fit_in_one_click(window, qtbot, monkeypatch,
+                                                        tmp_path):
+    monkeypatch.setenv("KERNEL_LAB_MEMORY_MB", "40")
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3000, 3))
+    path = tmp_path / "big.csv"
+    path.write_text("a,b,c,y\n" + "".join(",".join(f"{v:.5f}" for v in (*r, r.sum())) + "\n"
+                                          for r in X))
+    select(window, "krr-path")
+    use_data(window, qtbot, str(path))
+    qtbot.waitUntil(lambda: "Too large" in window.estimate.text(), timeout=5_000)
+    button = window.exp_panel.use_rows
+    assert button.isVisible()
+    rows = window.model.plan.fitting_rows
+    assert button.text() == f"Use a random {rows:,} rows of the data"
+    button.click()
+    qtbot.waitUntil(lambda: not window.data_panel.loading
+                    and window.model.dataset.n_train + window.model.dataset.n_test == rows,
+                    timeout=30_000)
+    qtbot.waitUntil(lambda: "Too large" not in window.estimate.text(), timeout=5_000)
+    assert not button.isVisible()

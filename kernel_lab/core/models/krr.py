@@ -110,8 +110,9 @@ class _KernelRidgeBase(RegressorMixin, BaseEstimator):
         check_allocation(
             3 * 8.0 * n * n,
             f"exact kernel ridge regression on {n} points (three {n}×{n} matrices)",
-            "Subsample the training set or use an approximate method (Nyström ridge, "
-            "random-feature ridge).",
+            "Subsample the training set (a table: the data option subsample=N, "
+            "--subsample N on the command line, or 'Use a random N rows' in the window) or "
+            "use an approximate method (Nyström ridge, random-feature ridge).",
             budget,
         )
         K = self.kernel_(X, budget=budget)
