@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import os
+import re
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -155,7 +156,7 @@ def load_table(
     except OSError as exc:
         raise DataError(f"the file cannot be read ({exc.strerror})",
                         "check its permissions", path=path) from None
-    if not raw.strip():
+    if not raw or raw.isspace():
         raise DataError("the file is empty", "choose a file with data in it", path=path)
     reader = {"csv": _read_csv, "xlsx": _read_xlsx, "npy": _read_npy, "npz": _read_npz,
               "svmlight": _read_svmlight, "arff": _read_arff, "mat": _read_mat}[kind]
@@ -335,20 +336,116 @@ def _text_rows(text: str, delim: str | None) -> list[tuple[int, list[str]]]:
 
 
 def _read_csv(path: Path, raw: bytes, target: str | int | None,
-              options: ReadOptions | None = None) -> Table:
+              options: ReadOptions | None = None, *, fast: bool = True) -> Table:
+    """A text table. Numeric tables take a fast path (numpy's C parser, no per-cell Python);
+    anything it does not take — quoted fields, text, missing values, ragged rows — is
+    read by the strict reader, which names the line, column and fix of every problem.
+    Both give identical tables."""
     text = _decode_text(path, raw, "a text table")
-    lines = [line for line in text.splitlines()
-             if line.strip() and not line.lstrip().startswith("#")]
-    if not lines:
+    options = options or ReadOptions()
+    head, start = _head_lines(text)
+    if not head:
         raise DataError("the file has no data lines (only blank or comment lines)",
                         "choose a file with data in it", path=path)
-    delim = _detect_delimiter(path, lines)
+    delim = _detect_delimiter(path, head)
+    if fast:
+        table = _read_numeric_fast(path, raw, text, head[0], start, delim, target, options)
+        if table is not None:
+            return table
     try:
         numbered = _text_rows(text, delim)
     except DataError as exc:
         raise DataError(exc.problem, exc.fix, path=path, line=exc.line) from None
     return _table_from_rows(path, [row for _, row in numbered], [n for n, _ in numbered],
-                            target, options or ReadOptions(), delim or "space")
+                            target, options, delim or "space")
+
+
+def _head_lines(text: str, count: int = 20) -> tuple[list[str], int]:
+    """The first ``count`` data lines (not blank, not comments) and the 1-based line
+    number of the first, without splitting the whole text."""
+    head: list[str] = []
+    first = 0
+    pos = 0
+    line_no = 0
+    while pos < len(text) and len(head) < count:
+        end = text.find("\n", pos)
+        end = len(text) if end < 0 else end
+        line = text[pos:end].rstrip("\r")
+        line_no += 1
+        if line.strip() and not line.lstrip().startswith("#"):
+            head.append(line)
+            first = first or line_no
+        pos = end + 1
+    return head, first
+
+
+def _read_numeric_fast(path: Path, raw: bytes, text: str, first_line: str, first_no: int,
+                       delim: str | None, target: str | int | None,
+                       options: ReadOptions) -> Table | None:
+    """All-numeric tables (after an optional header row) parsed by numpy's C reader;
+    None whenever the strict reader must decide (quotes, text, missing or non-finite
+    values, ragged rows)."""
+    first = next(csv.reader([first_line], delimiter=delim)) if delim else first_line.split()
+    first = [c.strip() for c in first]
+    header = not all(_is_number(c) for c in first)
+    body_start = 0
+    if header:  # the data start after the header line
+        for _ in range(first_no):
+            end = text.find("\n", body_start)
+            body_start = len(text) if end < 0 else end + 1
+    if text.find('"', body_start) >= 0 or text.find("'", body_start) >= 0 \
+            or _NON_SPACE.search(text, body_start) is None:
+        return None
+    # numpy reads the file itself (a StringIO of a large text costs 4 bytes a character
+    # and seconds); skiprows counts every line up to the header, blank or comment
+    try:
+        M = np.loadtxt(path, delimiter=delim, comments="#", ndmin=2, dtype=np.float64,
+                       skiprows=first_no if header else 0, encoding="utf-8-sig")
+    except (ValueError, IndexError):
+        return None
+    if M.shape[0] == 0 or M.shape[1] != len(first) or not np.isfinite(M).all():
+        return None
+    names = ([c or f"column {i + 1}" for i, c in enumerate(first)] if header else
+             [f"x{i + 1}" for i in range(len(first) - 1)] + ["y"])
+    # file line numbers of the rows: consecutive unless blank or comment lines intervene
+    data_start = first_no + (1 if header else 0)
+    if _GAP.search(text, max(body_start - 1, 0)) or text.startswith("\n", body_start) \
+            or text.startswith("\r\n", body_start) or text.startswith("#", body_start):
+        lines = np.array([i for i, line in enumerate(text.splitlines(), start=1)
+                          if line.strip() and not line.lstrip().startswith("#")])
+        lines = lines[1:] if header else lines
+    else:
+        lines = np.arange(data_start, data_start + M.shape[0])
+    return _finish_matrix(path, names, M, first[0], header, target, options, lines)
+
+
+_NON_SPACE = re.compile(r"\S")
+#: A blank or comment line after a line break.
+_GAP = re.compile(r"\n[ \t\r]*(\n|#)")
+
+
+def _finish_matrix(path: Path, names: list[str], M: np.ndarray, first_name: str,
+                   header: bool, target: str | int | None, options: ReadOptions,
+                   lines: np.ndarray) -> Table:
+    """:func:`_finish_table` for an all-numeric matrix, without splitting it into columns
+    (one copy of the features, whatever the size)."""
+    notes: list[str] = []
+    cols = np.arange(M.shape[1])
+    if header and not options.keep_index and len(names) > 2 \
+            and _is_index_column(first_name.lower(), M[:, 0]):
+        notes.append(f"dropped the first column {first_name or '(no name)'!r}: a row "
+                     "index (load with keep_index=true to use it as a feature)")
+        cols = cols[1:]
+    kept = [names[c] for c in cols]
+    if len(kept) < 2:
+        raise DataError(
+            "the data have only one column",
+            "a data set needs at least one feature column and one target column", path=path)
+    j = cols[_pick_target(kept, target, path, header)]
+    feats = cols[cols != j]
+    contiguous = feats.size and feats[-1] - feats[0] + 1 == feats.size
+    X = M[:, feats[0]:feats[-1] + 1] if contiguous else M[:, feats]  # a view: no copy
+    return Table(X, M[:, j].copy(), [names[c] for c in feats], names[j], notes, lines=lines)
 
 
 def _table_from_rows(path: Path, rows: list[list[str]], line_nos: list[int],
@@ -380,16 +477,24 @@ def _table_from_rows(path: Path, rows: list[list[str]], line_nos: list[int],
         columns: list[np.ndarray] = list(M.T)
     except ValueError:
         columns = _typed_columns(path, body, body_lines, names)
+    return _finish_table(path, names, columns, first[0], header, target, options,
+                         np.asarray(body_lines))
+
+
+def _finish_table(path: Path, names: list[str], columns: list[np.ndarray], first_name: str,
+                  header: bool, target: str | int | None, options: ReadOptions,
+                  lines: np.ndarray) -> Table:
+    """Drop a row-index first column, split off the target and encode text (both
+    readers end here)."""
     notes: list[str] = []
     if header and not options.keep_index and len(names) > 2:
-        raw_first = first[0].lower()
-        if _is_index_column(raw_first, columns[0]):
-            notes.append(f"dropped the first column {first[0] or '(no name)'!r}: a row index "
-                         "(load with keep_index=true to use it as a feature)")
+        if _is_index_column(first_name.lower(), columns[0]):
+            notes.append(f"dropped the first column {first_name or '(no name)'!r}: a row "
+                         "index (load with keep_index=true to use it as a feature)")
             names, columns = names[1:], columns[1:]
     table = _encode_columns(path, names, columns, target, options, header)
     table.notes[:0] = notes
-    table.lines = np.asarray(body_lines)
+    table.lines = lines
     return table
 
 

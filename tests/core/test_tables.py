@@ -283,3 +283,56 @@ def test_default_sizes_are_fitted_to_a_small_table_but_explicit_ones_are_refused
     assert list(s[np.isfinite(s)]) == [10, 20, 35]  # (padded columns)
     with pytest.raises(ParameterError, match="s = 100 landmarks is more than the n = 35"):
         run(RunSpec("nystrom", {"samplers": ["uniform"], "sizes": "10,100"}, src))
+
+
+# -- the fast reader -----------------------------------------------------------------------
+FAST_CASES = {
+    "header.csv": "a,b,y\n1,2,3\n4.5,-6e3,7\n8,9,10\n",
+    "no-header.csv": "1,2,3\n4,5,6\n7,8,9\n",
+    "tabs.tsv": "a\tb\ty\n1\t2\t3\n4\t5\t6\n",
+    "semicolons.txt": "a;b;y\n1;2;3\n4;5;6\n7;8;9\n",
+    "spaces.txt": "1 2 3\n4  5 6\n7 8   9\n",
+    "comments.csv": "# made by hand\n\na,b,y\n1,2,3\n# a note\n\n4,5,6\n7,8,9\n",
+    "crlf.csv": "a,b,y\r\n1,2,3\r\n4,5,6\r\n",
+    "index.csv": "Unnamed: 0,a,b,y\n0,1,2,3\n1,4,5,6\n2,7,8,9\n",
+    "quoted-header.csv": '"","a","y"\n"1",2,3\n"2",4,5\n"3",6,7\n',
+    "target-first.csv": "y,a,b\n1,2,3\n4,5,6\n7,8,9\n",
+    "bom.csv": "\ufeffa,b,y\n1,2,3\n4,5,6\n",
+    "unicode-header.csv": "größe,λ,y\n1,2,3\n4,5,6\n",
+    "exponents.csv": "a,b,y\n1e-300,2E+5,-0\n.5,-.25,+3\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(FAST_CASES))
+def test_the_fast_reader_gives_the_strict_readers_table(tmp_path, name):
+    from kernel_lab.core import loaders
+
+    path = write(tmp_path, name, FAST_CASES[name])
+    raw = path.read_bytes()
+    target = "y" if name == "target-first.csv" else None
+    fast = loaders._read_csv(path, raw, target)
+    strict = loaders._read_csv(path, raw, target, fast=False)
+    assert_array_equal(fast.X, strict.X) and assert_array_equal(fast.y, strict.y)
+    assert fast.feature_names == strict.feature_names and fast.notes == strict.notes
+    assert fast.target_name == strict.target_name
+    assert_array_equal(fast.lines, strict.lines)
+
+
+def test_the_fast_reader_leaves_text_missing_values_and_ragged_rows_to_the_strict_one(
+        tmp_path, monkeypatch):
+    from kernel_lab.core import loaders
+
+    taken = []
+    real = loaders._read_numeric_fast
+    monkeypatch.setattr(loaders, "_read_numeric_fast",
+                        lambda *a: taken.append(real(*a)) or taken[-1])
+    for text in ("a,b,y\n1,,3\n4,5,6\n", "a,b,y\n1,NA,3\n4,5,6\n", "a,b,y\n1,2\n4,5,6\n",
+                 "a,c,y\n1,x,3\n4,z,6\n", 'a,b,y\n1,"2",3\n4,5,6\n', "a,b,y\n1,nan,3\n4,5,6\n"):
+        path = write(tmp_path, "t.csv", text)
+        try:
+            load_table(path)
+        except DataError:
+            pass
+        assert taken[-1] is None, text
+    load_table(write(tmp_path, "ok.csv", "a,b,y\n1,2,3\n4,5,6\n"))
+    assert taken[-1] is not None
