@@ -25,6 +25,7 @@ from kernel_lab.core.errors import DataError
 #: File formats by extension.
 FORMATS: dict[str, str] = {
     ".csv": "csv", ".tsv": "csv", ".tab": "csv", ".txt": "csv", ".dat": "csv",
+    ".data": "csv",
     ".npy": "npy", ".npz": "npz",
     ".svm": "svmlight", ".svmlight": "svmlight", ".libsvm": "svmlight",
     ".arff": "arff", ".mat": "mat", ".xlsx": "xlsx",
@@ -67,6 +68,8 @@ class Table:
     lines: np.ndarray | None = None
     #: Class names when y holds class codes 0 … K−1.
     classes: list[str] | None = None
+    #: The file's own column names, before encoding (what ``target=`` can name).
+    columns: list[str] | None = None
 
 
 #: Text feature columns with more distinct values than this are dropped, not encoded.
@@ -432,9 +435,11 @@ def _finish_matrix(path: Path, names: list[str], M: np.ndarray, first_name: str,
     notes: list[str] = []
     cols = np.arange(M.shape[1])
     if header and not options.keep_index and len(names) > 2 \
+            and not _is_target(first_name, target) \
             and _is_index_column(first_name.lower(), M[:, 0]):
         notes.append(f"dropped the first column {first_name or '(no name)'!r}: a row "
-                     "index (load with keep_index=true to use it as a feature)")
+                     "index (load with keep_index=true to use it as a feature; a target "
+                     "given by number counts the columns after it)")
         cols = cols[1:]
     kept = [names[c] for c in cols]
     if len(kept) < 2:
@@ -445,16 +450,33 @@ def _finish_matrix(path: Path, names: list[str], M: np.ndarray, first_name: str,
     feats = cols[cols != j]
     contiguous = feats.size and feats[-1] - feats[0] + 1 == feats.size
     X = M[:, feats[0]:feats[-1] + 1] if contiguous else M[:, feats]  # a view: no copy
-    return Table(X, M[:, j].copy(), [names[c] for c in feats], names[j], notes, lines=lines)
+    return Table(X, M[:, j].copy(), [names[c] for c in feats], names[j], notes, lines=lines,
+                 columns=kept)
+
+
+def _is_header(first: list[str], below: list[list[str]]) -> bool:
+    """Whether the first row names the columns: every cell of it is text, or one of its
+    text cells stands above a column of numbers. A file without a header whose first
+    row holds a class name (``5.1,3.5,setosa``) has text below that cell too."""
+    text = [not _is_number(c) for c in first]
+    if not any(text):
+        return False
+    if all(text) or not below:
+        return True
+    for j, is_text in enumerate(text):
+        cells = [row[j].strip() for row in below if j < len(row)]
+        if is_text and cells and sum(_is_number(c) for c in cells) > len(cells) / 2:
+            return True
+    return False
 
 
 def _table_from_rows(path: Path, rows: list[list[str]], line_nos: list[int],
                      target: str | int | None, options: ReadOptions, delim: str) -> Table:
-    """A table from rows of text cells (a header row when the first row is not all
-    numbers): number columns as they are, text columns as categories (see
-    :class:`ReadOptions`), a row-index first column dropped."""
+    """A table from rows of text cells (a header row when the first row names the
+    columns, :func:`_is_header`): number columns as they are, text columns as categories
+    (see :class:`ReadOptions`), a row-index first column dropped."""
     first = [c.strip() for c in rows[0]]
-    header = not all(_is_number(c) for c in first)
+    header = _is_header(first, rows[1:21])
     if header:
         names = [c or f"column {i + 1}" for i, c in enumerate(first)]
         body, body_lines = rows[1:], line_nos[1:]
@@ -487,15 +509,26 @@ def _finish_table(path: Path, names: list[str], columns: list[np.ndarray], first
     """Drop a row-index first column, split off the target and encode text (both
     readers end here)."""
     notes: list[str] = []
-    if header and not options.keep_index and len(names) > 2:
+    if header and not options.keep_index and len(names) > 2 and not _is_target(first_name,
+                                                                              target):
         if _is_index_column(first_name.lower(), columns[0]):
             notes.append(f"dropped the first column {first_name or '(no name)'!r}: a row "
-                         "index (load with keep_index=true to use it as a feature)")
+                         "index (load with keep_index=true to use it as a feature; a target "
+                         "given by number counts the columns after it)")
             names, columns = names[1:], columns[1:]
     table = _encode_columns(path, names, columns, target, options, header)
     table.notes[:0] = notes
     table.lines = lines
+    table.columns = list(names)
     return table
+
+
+def _is_target(first_name: str, target: str | int | None) -> bool:
+    """The user named the first column as the target (then it is not dropped as an index;
+    a target given by number counts the columns after a dropped index, said in the
+    note)."""
+    return isinstance(target, str) and target.strip() != "" and \
+        target.strip() == first_name.strip()
 
 
 def _is_index_column(name: str, column: np.ndarray) -> bool:
@@ -540,7 +573,16 @@ def _typed_columns(path: Path, body: list[list[str]], lines: list[int],
         if not text_at:  # numbers and missing values
             columns.append(values)
             continue
-        if 2 * len(text_at) > filled:  # mostly text: categories
+        if 2 * len(text_at) > filled:  # mostly text: categories …
+            odd = [r for r in text_at if _looks_numeric(cells[r])]
+            if 2 * len(odd) > len(text_at):  # … unless they are numbers written oddly
+                r = odd[0]
+                raise DataError(
+                    f"{cells[r].strip()!r} in column {name!r} looks like a number written "
+                    "with a decimal comma, a thousands separator or a percent sign",
+                    "save the table with '.' as the decimal point and no separators or "
+                    "% signs (in a spreadsheet: plain number format)",
+                    path=path, line=lines[r], column=c + 1)
             col = np.empty(len(cells), dtype=object)
             for r, cell in enumerate(cells):
                 v = cell.strip()
@@ -554,6 +596,20 @@ def _typed_columns(path: Path, body: list[list[str]], lines: list[int],
             "cell if it is a typo (a column of mostly text is read as categories)",
             path=path, line=lines[r], column=c + 1)
     return columns
+
+
+_ODD_NUMBERS = (
+    re.compile(r"^[+-]?\d*,\d+([eE][+-]?\d+)?$"),                # 0,5  (decimal comma)
+    re.compile(r"^[+-]?\d{1,3}([,.\u00a0' ]\d{3})+([.,]\d+)?$"),  # 1,200  1.200.000,5
+    re.compile(r"^[+-]?(\d+([.,]\d*)?|[.,]\d+)\s*%$"),            # 12%  12,5 %
+)
+
+
+def _looks_numeric(cell: str) -> bool:
+    """A number with a decimal comma (``0,5``), thousands separators (``1,200``,
+    ``1.200.000``) or a percent sign (``12%``) — not codes, dates or versions."""
+    v = cell.strip()
+    return any(p.match(v) for p in _ODD_NUMBERS)
 
 
 def _levels(col: np.ndarray) -> list[str]:
@@ -593,12 +649,15 @@ def _encode_columns(path: Path, names: list[str], columns: list[np.ndarray],
         else:
             missing = np.array([v is None for v in col])
             for level in levels:
-                onehot = np.array([v == level for v in col], dtype=np.float64)
-                onehot[missing] = np.nan
-                feats.append(onehot)
+                feats.append(np.array([v == level for v in col], dtype=np.float64))
                 feat_names.append(f"{name}={level}")
+            extra = ""
+            if missing.any():  # an empty category cell is a category of its own
+                feats.append(missing.astype(np.float64))
+                feat_names.append(f"{name}=(missing)")
+                extra = f" and one for its {int(missing.sum())} empty cells"
             notes.append(f"one-hot encoded text column {name!r} into {len(levels)} columns "
-                         f"({_shown(levels)})")
+                         f"({_shown(levels)}){extra}")
     if not feats:
         raise DataError("no feature column is left: every column besides the target is "
                         "text that was dropped",
@@ -689,13 +748,18 @@ def _read_xlsx(path: Path, raw: bytes, target: str | int | None,
     shared: list[str] = []
     if "xl/sharedStrings.xml" in names:
         for si in ET.fromstring(book.read("xl/sharedStrings.xml")).iter(f"{_XL}si"):
-            shared.append("".join(t.text or "" for t in si.iter(f"{_XL}t")))
+            # the text runs (<t>, <r><t>), not the phonetic guides (<rPh><t>)
+            runs = [t for t in si.findall(f"{_XL}t")] + \
+                [t for r in si.findall(f"{_XL}r") for t in r.findall(f"{_XL}t")]
+            shared.append("".join(t.text or "" for t in runs))
     rows: list[list[str]] = []
     line_nos: list[int] = []
     for row in ET.fromstring(book.read(part)).iter(f"{_XL}row"):
         cells: dict[int, str] = {}
+        last = -1
         for c in row.iter(f"{_XL}c"):
-            col = _column_index(c.get("r", "")) if c.get("r") else len(cells)
+            col = _column_index(c.get("r", "")) if c.get("r") else last + 1
+            last = col
             kind = c.get("t", "n")
             v = c.find(f"{_XL}v")
             if kind == "s" and v is not None:
@@ -706,16 +770,18 @@ def _read_xlsx(path: Path, raw: bytes, target: str | int | None,
                 text = ""  # #DIV/0!, #N/A, …: missing
             else:
                 text = "" if v is None else (v.text or "")
-            cells[col] = text
-        if any(t.strip() for t in cells.values()):
-            width = max(cells) + 1
-            rows.append([cells.get(i, "") for i in range(width)])
+            if text.strip():  # a styled empty cell is no column
+                cells[col] = text
+        if cells:
+            rows.append([cells.get(i, "") for i in range(max(cells) + 1)])
             line_nos.append(int(row.get("r", len(line_nos) + 1)))
     if not rows:
         raise DataError(f"the worksheet {chosen[0]!r} is empty",
                         "choose the sheet with the data (sheet=NAME)", path=path)
     width = max(len(r) for r in rows)
     rows = [r + [""] * (width - len(r)) for r in rows]  # trailing empty cells are not stored
+    used = [j for j in range(width) if any(r[j].strip() for r in rows)]
+    rows = [[r[j] for j in used] for r in rows]  # columns empty from top to bottom: none
     table = _table_from_rows(path, rows, line_nos, target, options, "cell")
     if len(sheets) > 1:
         table.notes.append(f"read worksheet {chosen[0]!r} of {len(sheets)}")

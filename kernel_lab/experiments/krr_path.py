@@ -78,11 +78,13 @@ class KrrPathExperiment(Experiment):
                         note="KRR: e_min {K_min_eig_krr:.3g}"),
                   Curve("test_mse_indefinite_ckrr", "flag", "K_c + λI near singular",
                         note="CKRR: e_min {K_min_eig_ckrr:.3g}")),
-                 xlabel="λ", ylabel="mean squared error", logx=True, logy=True),
+                 xlabel="λ", ylabel="mean squared error", logx=True, logy=True,
+                 positive=True),
         PlotSpec("Training error against λ", "lam",
                  (Curve("train_mse_krr", "measured", "train mse (KRR)", star=True),
                   Curve("train_mse_ckrr", "measured", "train mse (CKRR)", star=True)),
-                 xlabel="λ", ylabel="mean squared error", logx=True, logy=True),
+                 xlabel="λ", ylabel="mean squared error", logx=True, logy=True,
+                 positive=True),
     )
     default_data = "gaussian:n=400,p=20,f=sin,noise=0.5"
 

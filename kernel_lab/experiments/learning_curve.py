@@ -263,7 +263,7 @@ class LearningCurveExperiment(Experiment):
                   Curve("nystrom_test_error", "baseline", "Nyström, same loss"),
                   Curve("krr_test_error", "baseline", "exact (the floor)")),
                  xlabel="features or landmarks (DSG: iterations × features per iteration)",
-                 ylabel="test error", logx=True, logy=True),
+                 ylabel="test error", logx=True, logy=True, positive=True),
         PlotSpec("Convergence to the floor (DSG's objective)", "n_features",
                  (Curve("dsg_floor_distance", "measured",
                         "DSG: mean |f_t − f*|² (test)"),

@@ -144,7 +144,9 @@ class PlotSpec:
     logy: bool = False
     #: Fix the y range to that of these series (for curves that can blow up).
     y_range_from: tuple[str, ...] = ()
-    #: The y values are risks or errors (positive): the window offers a log y axis.
+    #: The y values are risks or errors (positive): the window offers a log y axis, and
+    #: isolated spikes (an exploding curve) are left off the scale
+    #: (:func:`robust_range`). Spectra and histograms keep their peaks.
     positive: bool = False
     kind: str = "lines"
     color: str = ""

@@ -345,11 +345,12 @@ class DataPanel(QtWidgets.QWidget):
 
     def _loaded_ok(self, ds: Dataset) -> None:
         s = ds.summary()
-        notes = "".join(f"<br>note: {n}" for n in s["notes"])
+        notes = "".join(f"<br>note: {html.escape(n)}" for n in s["notes"])
         self.status.setStyleSheet("")
         self.status.setText(
             f"<b>{_breakable(str(s['name']))}</b>: n = {s['n_train']} training + "
-            f"{s['n_test']} test points, p = {s['p']} features; target “{s['target']}” "
+            f"{s['n_test']} test points, p = {s['p']} features; target "
+            f"“{html.escape(str(s['target']))}” "
             f"from {s['target_min']:.4g} to {s['target_max']:.4g} ({s['task']}){notes}")
         if self.source.currentText() == "File":
             self._fill_targets(ds)
@@ -359,7 +360,8 @@ class DataPanel(QtWidgets.QWidget):
         current = self.target.currentText()
         self.target.blockSignals(True)
         self.target.clear()
-        self.target.addItems([*ds.feature_names, ds.target_name])
+        # the file's own columns (a text column once, not its one-hot parts)
+        self.target.addItems(ds.columns or [*ds.feature_names, ds.target_name])
         self.target.setEditText(current or ds.target_name)
         self.target.blockSignals(False)
 

@@ -149,7 +149,7 @@ class PlotPanel(QtWidgets.QWidget):
         lines[0].setPos(p.x())
         lines[1].setPos(p.y())
         x = 10 ** p.x() if view.spec.logx else p.x()
-        y = 10 ** p.y() if view.spec.logy else p.y()
+        y = 10 ** p.y() if view.logy else p.y()
         self.readout.setText(f"{view.spec.xlabel or view.spec.x} = {x:.4g}    "
                              f"{view.spec.ylabel or 'y'} = {y:.4g}")
 

@@ -316,7 +316,9 @@ class LabModel:
                 est = self.experiment.estimate(params, n, ds.p)
                 fits = float(est.get("memory_bytes", 0)) <= 0.9 * budget
                 timing = self._time_estimate(est, n) if fits else None
-                fits = fits and (timing is None or timing[0] <= OFFER_SECONDS)
+                # about two minutes at most (or small anyway: a model fitted on long runs
+                # can put its fixed part above that)
+                fits = fits and (timing is None or timing[0] <= OFFER_SECONDS or n <= 1000)
             except KernelLabError:
                 fits = False
             if fits:

@@ -220,6 +220,7 @@ class PlotView:
         #: What the y range leaves out (None: nothing), after :meth:`update`.
         self.off_scale: OffScale | None = None
         self._off_label: object | None = None
+        self._cut_applied = False
 
     def _sync_legend(self, lines: list[CurveLine], colors: Mapping[str, str],
                      table: Mapping[str, Sequence[float] | np.ndarray]) -> None:
@@ -328,8 +329,11 @@ class PlotView:
         colors = assign_colors(lines, self.colors)
         if self.columns() - {ln.column for ln in lines}:
             self.clear()  # curves (a kernel, a method) that are no longer in the results
-        self.off_scale = cut = None if spec.y_range_from else robust_range(
-            [table[ln.column] for ln in lines], self.logy)
+        # risks and errors (declared positive) leave isolated spikes off the scale; a
+        # spectrum or a histogram keeps its peaks. Markers repeat points of lines: skipped
+        self.off_scale = cut = None if spec.y_range_from or not spec.positive else \
+            robust_range([table[ln.column] for ln in lines
+                          if ln.curve.role not in ("flag", "choice")], self.logy)
         shown = made = 0
         for line in lines:
             col, color = line.column, colors[line.group]
@@ -404,12 +408,15 @@ class PlotView:
         if self._off_label is not None:
             self._off_label.setText(text)
         if cut is None:
-            self.item.enableAutoRange(axis="y")
+            if self._cut_applied:  # back to autoscaling (a user's zoom is left alone)
+                self._cut_applied = False
+                self.item.enableAutoRange(axis="y")
             return
+        self._cut_applied = True
         lo, hi = cut.low, cut.high
         if self.logy:
             lo, hi = np.log10(lo), np.log10(hi)
-        pad = 0.05 * (hi - lo) + 1e-12 * max(abs(hi), 1.0)
+        pad = 0.05 * (hi - lo) + 0.05 * max(abs(hi), abs(lo), 1e-12)
         self.item.setYRange(lo - pad, hi + pad, padding=0)
 
     def _place_off_label(self) -> None:

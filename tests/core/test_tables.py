@@ -94,16 +94,6 @@ def test_text_features_can_be_dropped_instead(tmp_path):
     assert ds.p == 1 and ds.notes[:2] == table.notes
 
 
-def test_a_missing_category_is_missing_in_every_column_of_it(tmp_path):
-    path = write(tmp_path, "gap.csv", "x,c,y\n1,a,1\n2,,2\n3,b,3\n4,a,4\n")
-    with pytest.raises(DataError, match=r"line 3: missing or non-finite value in column "
-                                        r"'c=a'.*--drop-nan"):
-        load_table(path)
-    table = load_table(path, nan_policy="drop")
-    assert_array_equal(table.X, [[1, 1, 0], [3, 0, 1], [4, 1, 0]])
-    assert "dropped 1 of 4 rows" in table.notes[-1]
-
-
 def test_text_with_too_many_values_is_dropped_with_a_note(tmp_path):
     n = MAX_LEVELS + 10
     rows = "".join(f"{i},name{i % (MAX_LEVELS + 1)},{'ab'[i % 2]},{i * 0.5}\n" for i in range(n))
@@ -262,7 +252,7 @@ def test_the_cli_logs_what_was_encoded_and_dropped(tmp_path, capsys):
     result = json.loads((out / "result.json").read_text())
     assert result["data"]["notes"][:3] == [
         "dropped the first column '(no name)': a row index (load with keep_index=true to "
-        "use it as a feature)",
+        "use it as a feature; a target given by number counts the columns after it)",
         "one-hot encoded text column 'cut' into 4 columns (Good, Ideal, Premium, Very Good)",
         "one-hot encoded text column 'color' into 3 columns (E, I, J)"]
 
@@ -336,3 +326,90 @@ def test_the_fast_reader_leaves_text_missing_values_and_ragged_rows_to_the_stric
         assert taken[-1] is None, text
     load_table(write(tmp_path, "ok.csv", "a,b,y\n1,2,3\n4,5,6\n"))
     assert taken[-1] is not None
+
+
+# -- found in review -------------------------------------------------------------------------
+def test_a_headerless_file_with_a_class_column_keeps_its_first_row(tmp_path):
+    path = write(tmp_path, "iris.data", "5.1,3.5,setosa\n4.9,3.0,setosa\n6.0,2.2,versicolor\n"
+                                        "6.3,3.3,virginica\n")
+    table = load_table(path)
+    assert table.feature_names == ["x1", "x2"] and len(table.y) == 4
+    assert_array_equal(table.X[0], [5.1, 3.5]) and table.classes == ["setosa", "versicolor",
+                                                                     "virginica"]
+    # a header above text still is one
+    named = load_table(write(tmp_path, "h.csv", "a,b,kind\n1,2,x\n3,4,y\n5,6,x\n"))
+    assert named.feature_names == ["a", "b"] and named.target_name == "kind"
+
+
+@pytest.mark.parametrize(("text", "cell"), [
+    ("a;b;y\n" + "".join(f"{i},5;{i},25;{i},0\n" for i in range(10)), "0,5"),
+    ('a,b,y\n"1,200",1,2\n"3,400",2,3\n"5,600",3,4\n', "1,200"),
+    ("a,b,y\n12%,1,2\n13%,2,3\n15%,3,4\n", "12%"),
+])
+def test_numbers_written_with_commas_or_percent_signs_are_an_error_not_categories(
+        tmp_path, text, cell):
+    with pytest.raises(DataError, match=rf"line 2, column 1: '{cell}' in column 'a' looks "
+                                        r"like a number written with a decimal comma.*'\.' "
+                                        "as the decimal point"):
+        load_table(write(tmp_path, "odd.csv", text))
+    # codes, dates and versions are text, not odd numbers
+    ok = load_table(write(tmp_path, "codes.csv", "ip,ver,y\n192.168.0.1,1.2.3,1\n"
+                                                  "10.0.0.1,1.2.4,2\n10.0.0.2,1.2.3,3\n"))
+    assert "ver=1.2.3" in ok.feature_names
+
+
+def test_an_empty_category_cell_is_a_level_of_its_own(tmp_path):
+    table = load_table(write(tmp_path, "gap.csv", "x,c,y\n1,a,1\n2,,2\n3,b,3\n4,a,4\n"))
+    assert table.feature_names == ["x", "c=a", "c=b", "c=(missing)"]
+    assert_array_equal(table.X[1], [2, 0, 0, 1])
+    assert table.notes == ["one-hot encoded text column 'c' into 2 columns (a, b) and one "
+                           "for its 1 empty cells"]
+
+
+def test_a_target_named_like_the_index_is_not_dropped(tmp_path):
+    path = write(tmp_path, "ids.csv", "id,a,b\n1,2,3\n2,5,6\n3,8,9\n")
+    table = load_table(path, target="id")
+    assert table.target_name == "id" and table.feature_names == ["a", "b"]
+    assert load_table(path).feature_names == ["a"]  # otherwise it is an index
+
+
+def test_subsample_keeps_every_class(tmp_path):
+    rows = "".join(f"{i},{'yes' if i < 3 else 'no'}\n" for i in range(80))
+    path = write(tmp_path, "rare.csv", "x,label\n" + rows)
+    for seed in range(6):
+        ds = DataSource.from_spec(f"{path}:subsample=8,test_fraction=0").load(seed=seed)
+        assert ds.task == "classification" and set(ds.y_train) == {-1.0, 1.0}
+    three = write(tmp_path, "three.csv", "x,k\n" + "".join(
+        f"{i},{'abc'[min(i // 30, 2)] if i < 61 else 'c'}\n" for i in range(90)))
+    table = load_table(three)
+    from kernel_lab.core.data import subsample_table
+
+    small = subsample_table(table, 10, 0)
+    assert set(small.y) == {0.0, 1.0, 2.0} and len(small.y) == 10
+    assert subsample_table(table, 500, 0).notes[-1] == ("subsample=500: all 90 rows used "
+                                                        "(no more in the table)")
+    with pytest.raises(DataError, match="cannot hold the 3 classes"):
+        subsample_table(table, 2, 0)
+
+
+def test_xlsx_styled_empty_cells_phonetic_runs_and_cells_without_a_reference(tmp_path):
+    book = xlsx_bytes({"s": [["a", "b", "y"], [1.0, 2.0, 3.0], [4.0, 5.0, 6.0],
+                             [7.0, 8.0, 9.0]]})
+    import re as _re
+
+    zin = zipfile.ZipFile(io.BytesIO(book))
+    parts = {n: zin.read(n).decode() for n in zin.namelist()}
+    sheet = parts["xl/worksheets/sheet1.xml"]
+    # Excel writes styled empty cells past the data, and may leave out r attributes
+    sheet = sheet.replace('</row>', '<c r="D1" s="1"/><c r="E1" s="2"/></row>', 1)
+    sheet = _re.sub(r'<c r="B3">', '<c>', sheet)
+    parts["xl/worksheets/sheet1.xml"] = sheet
+    parts["xl/sharedStrings.xml"] = parts["xl/sharedStrings.xml"].replace(
+        "<si><t>a</t></si>", "<si><t>a</t><rPh><t>エー</t></rPh></si>")
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for n, t in parts.items():
+            z.writestr(n, t)
+    table = load_table(write(tmp_path, "styled.xlsx", buf.getvalue()))
+    assert table.feature_names == ["a", "b"] and table.target_name == "y"
+    assert_array_equal(table.X, [[1, 2], [4, 5], [7, 8]])

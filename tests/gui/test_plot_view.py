@@ -68,7 +68,12 @@ def test_a_budgeted_first_draw_completes_over_several_calls(view):
     np.testing.assert_allclose(ys, t["R_est[exponential]"])
 
 
-def test_one_exploding_curve_does_not_flatten_the_others(view):
+def test_one_exploding_curve_does_not_flatten_the_others(qtbot):
+    import dataclasses
+
+    w = pg.GraphicsLayoutWidget()
+    qtbot.addWidget(w)
+    view = PlotView(w.ci, 0, dataclasses.replace(SPEC, positive=True), colors={})
     t = table()
     lam = t["lam"]
     t["R_emp[exponential]"] = np.where(lam < 0.5, 1e9, t["R_emp[exponential]"])
@@ -85,3 +90,14 @@ def test_one_exploding_curve_does_not_flatten_the_others(view):
     t["R_std[exponential]"] = np.full(9, 0.05)
     view.update(t)
     assert view.off_scale is None and view._off_label.toPlainText() == ""
+
+
+def test_a_spectrum_keeps_its_peaks(view):
+    """Only risks and errors (declared positive) leave spikes off the scale: the leading
+    eigenvalues of a spectrum are the point of the plot."""
+    t = table()
+    t["R_emp[exponential]"] = np.where(t["lam"] < 0.5, 1e9, t["R_emp[exponential]"])
+    view.update(t)
+    assert view.off_scale is None and view.item.vb.autoRangeEnabled()[1]
+    view.item.vb.updateAutoRange()
+    assert view.item.vb.viewRange()[1][1] > 1e8

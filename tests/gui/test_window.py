@@ -475,3 +475,19 @@ def test_too_large_offers_the_rows_that_fit_in_one_click(window, qtbot, monkeypa
                     timeout=30_000)
     qtbot.waitUntil(lambda: "Too large" not in window.estimate.text(), timeout=5_000)
     assert not button.isVisible()
+
+
+def test_the_data_panel_shows_notes_as_text_and_offers_the_files_own_columns(
+        window, qtbot, tmp_path):
+    path = tmp_path / "adult.csv"
+    path.write_text("age,work,income\n" + "".join(
+        f"{20 + i},{'ab'[i % 2]}&co,{'>50K' if i % 3 else '<=50K'}\n" for i in range(30)))
+    select(window, "krr-path")
+    window.data_panel.source.setCurrentText("File")
+    use_data(window, qtbot, str(path))
+    qtbot.waitUntil(lambda: "note:" in window.data_panel.status.text(), timeout=10_000)
+    status = window.data_panel.status.text()
+    assert "&#x27;&gt;50K&#x27; is +1, &#x27;&lt;=50K&#x27; is −1" in status  # escaped
+    assert "(a&amp;co, b&amp;co)" in status
+    box = window.data_panel.target
+    assert [box.itemText(i) for i in range(box.count())] == ["age", "work", "income"]
