@@ -229,42 +229,53 @@ def test_regression_heatmap_renders_and_clearing_drops_a_fit_in_flight(window, q
 
 def test_worker_threads_import_nothing_after_the_window_preloads(tmp_path):
     """PySide6 hooks ``import``; a module first imported in a worker thread while the GUI
-    thread ran Qt crashed the process. After :func:`preload_for_threads` (run by both
-    windows), loading data and fitting every Playground method in a thread import
-    nothing new."""
+    thread ran Qt crashed the process, or deadlocked it. In a fresh interpreter that has
+    imported the window's modules and run :func:`preload_for_threads` (as both windows
+    do), starting the worker process, loading data (examples and a CSV) and fitting every
+    Playground method in a thread import nothing new."""
+    import subprocess
     import sys
-    import threading
 
-    from kernel_lab.core.source import DataSource
-    from kernel_lab.gui import preload_for_threads
-    from kernel_lab.model.playground import PlaygroundModel
-
-    preload_for_threads()
     csv = tmp_path / "t.csv"
     csv.write_text("a,b,y\n" + "".join(f"{i},{i % 3},{i % 2}\n" for i in range(30)))
-    before = set(sys.modules)
-    errors: list[BaseException] = []
-
-    def work() -> None:
-        try:
-            for spec in ("breast-cancer", "diabetes", str(csv)):
-                DataSource.from_spec(spec).load()
-            m = PlaygroundModel()
-            m.set_dataset("moons", n=60)
-            for method in ("krr", "ckrr", "nystrom", "rff", "dsg", "gfc"):
-                m.set_params(method=method, leverage=method == "nystrom")
-                m.step(3)
-                assert m.latest is not None
-        except BaseException as exc:  # reported below
-            errors.append(exc)
-
-    t = threading.Thread(target=work)
-    t.start()
-    t.join(120)
-    assert not errors, errors
-    new = sorted(set(sys.modules) - before)
-    assert new == [], ", ".join(new)
-
+    code = f"""
+import sys, threading
+import kernel_lab.gui.app, kernel_lab.gui.playground
+from kernel_lab.core.source import DataSource
+from kernel_lab.engine.process import ProcessRunner
+from kernel_lab.gui import preload_for_threads
+from kernel_lab.model.playground import PlaygroundModel
+preload_for_threads()
+before = set(sys.modules)
+errors = []
+def work():
+    try:
+        ProcessRunner().close()  # the window (re)starts its worker from a thread
+        for spec in ("breast-cancer", "diabetes", {str(csv)!r}):
+            DataSource.from_spec(spec).load()
+        m = PlaygroundModel()
+        m.set_dataset("moons", n=60)
+        for method in ("krr", "ckrr", "nystrom", "rff", "dsg", "gfc"):
+            m.set_params(method=method, leverage=method == "nystrom")
+            m.step(3)
+            assert m.latest is not None
+    except BaseException as exc:
+        errors.append(repr(exc))
+t = threading.Thread(target=work)
+t.start()
+t.join(120)
+new = sorted(set(sys.modules) - before)
+print("ERRORS", errors)
+print("NEW", ",".join(new))
+"""
+    env = {**__import__("os").environ, "QT_QPA_PLATFORM": "offscreen"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = dict(line.split(" ", 1) for line in out.stdout.splitlines()
+                 if line.startswith(("ERRORS", "NEW")))
+    assert lines["ERRORS"] == "[]"
+    assert lines.get("NEW", "").strip() == "", lines["NEW"]
 
 def test_moving_one_log_slider_sends_that_value_only(window, qtbot):
     w = window
