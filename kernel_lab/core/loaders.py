@@ -155,7 +155,8 @@ def load_table(
             path=path,
         )
     try:
-        raw = path.read_bytes()
+        # a .npy file is memory-mapped, not read: its head is enough for the checks
+        raw = _read_head(path) if kind == "npy" else path.read_bytes()
     except OSError as exc:
         raise DataError(f"the file cannot be read ({exc.strerror})",
                         "check its permissions", path=path) from None
@@ -247,12 +248,17 @@ def _split_target(path: Path, M: np.ndarray, names: list[str], target: str | int
             "a data set needs at least one feature column and one target column", path=path)
     j = _pick_target(names, target, path, header)
     keep = [i for i in range(M.shape[1]) if i != j]
-    return Table(np.ascontiguousarray(M[:, keep]), M[:, j].copy(),
-                 [names[i] for i in keep], names[j])
+    # the features left of or right of the target: a view, not a copy (a memory-mapped
+    # array stays on its pages)
+    X = M[:, 1:] if j == 0 else M[:, :-1] if j == M.shape[1] - 1 else M[:, keep]
+    return Table(X, np.array(M[:, j]), [names[i] for i in keep], names[j])
 
 
 def _apply_nan_policy(table: Table, policy: str, path: Path) -> Table:
-    bad = ~np.isfinite(table.X).all(axis=1) | ~np.isfinite(table.y)
+    bad = ~np.isfinite(table.y)
+    step = 1 << 16  # in row blocks: no n × p temporary
+    for start in range(0, len(bad), step):
+        bad[start:start + step] |= ~np.isfinite(table.X[start:start + step]).all(axis=1)
     if not bad.any():
         return table
     if policy == "drop":
@@ -806,7 +812,7 @@ def _numeric(path: Path, A: Any, what: str) -> np.ndarray:
     if A.dtype.kind not in "biuf":
         raise DataError(f"{what} holds {A.dtype} values, not numbers",
                         "store the data as a numeric array", path=path)
-    return A.astype(np.float64)
+    return A.astype(np.float64, copy=False)
 
 
 def _matrix_table(path: Path, M: np.ndarray, target: str | int | None, what: str) -> Table:
@@ -853,12 +859,19 @@ def _expect_magic(path: Path, raw: bytes, magic: bytes, expected: str) -> None:
                     "choose the right file, or rename it to its real extension", path=path)
 
 
+def _read_head(path: Path, size: int = 4096) -> bytes:
+    with open(path, "rb") as fh:
+        return fh.read(size)
+
+
 def _read_npy(path: Path, raw: bytes, target: str | int | None) -> Table:
+    """A 2-D array, memory-mapped: the features are a view of the file's pages (no copy of
+    a float64 array; other dtypes are converted once)."""
     _expect_magic(path, raw, b"\x93NUMPY", "a NumPy .npy file")
     try:
-        A = np.load(io.BytesIO(raw), allow_pickle=False)
+        A = np.load(path, mmap_mode="r", allow_pickle=False)
     except ValueError as exc:
-        if "pickle" in str(exc).lower():
+        if "pickle" in str(exc).lower() or "object" in str(exc).lower():
             raise DataError("the array holds Python objects, which are not loaded for safety",
                             "save a numeric array", path=path) from None
         raise DataError(f"the .npy file is damaged ({exc})", "save it again", path=path) from None

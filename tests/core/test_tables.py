@@ -413,3 +413,30 @@ def test_xlsx_styled_empty_cells_phonetic_runs_and_cells_without_a_reference(tmp
     table = load_table(write(tmp_path, "styled.xlsx", buf.getvalue()))
     assert table.feature_names == ["a", "b"] and table.target_name == "y"
     assert_array_equal(table.X, [[1, 2], [4, 5], [7, 8]])
+
+
+def test_an_npy_array_is_memory_mapped_not_copied(tmp_path):
+    rng = np.random.default_rng(3)
+    M = rng.normal(size=(500, 6))
+    path = tmp_path / "m.npy"
+    np.save(path, M)
+    table = load_table(path)
+    assert_array_equal(table.X, M[:, :-1]) and assert_array_equal(table.y, M[:, -1])
+    base = table.X
+    while getattr(base, "base", None) is not None and not isinstance(base, np.memmap):
+        base = base.base
+    assert isinstance(base, np.memmap)  # a view of the file's pages …
+    assert not table.X.flags.writeable  # … read-only
+    first = load_table(path, target=0)  # a target on the left: the rest is still a view
+    assert_array_equal(first.X, M[:, 1:]) and not first.X.flags.writeable
+    middle = load_table(path, target=2)  # in the middle: one copy of the features
+    assert_array_equal(middle.X, M[:, [0, 1, 3, 4, 5]])
+    ints = tmp_path / "i.npy"
+    np.save(ints, np.arange(12).reshape(4, 3))
+    assert load_table(ints).X.dtype == np.float64
+    ds = DataSource.from_spec(f"{path}:test_fraction=0.2").load(seed=1)
+    assert ds.X_train.flags.writeable and ds.n_train == 400
+    objects = tmp_path / "o.npy"
+    np.save(objects, np.array([[1, "a"]], dtype=object), allow_pickle=True)
+    with pytest.raises(DataError, match="holds Python objects"):
+        load_table(objects)
