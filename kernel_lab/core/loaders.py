@@ -14,6 +14,7 @@ import io
 import os
 import re
 import zipfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -156,7 +157,7 @@ def load_table(
         )
     try:
         # a .npy file is memory-mapped, not read: its head is enough for the checks
-        raw = _read_head(path) if kind == "npy" else path.read_bytes()
+        raw = _read_head(path) if kind in ("npy", "npz") else path.read_bytes()
     except OSError as exc:
         raise DataError(f"the file cannot be read ({exc.strerror})",
                         "check its permissions", path=path) from None
@@ -878,7 +879,7 @@ def _read_npy(path: Path, raw: bytes, target: str | int | None) -> Table:
     return _matrix_table(path, A, target, "the array")
 
 
-def _pick_xy(path: Path, arrays: dict[str, Any], target: str | int | None,
+def _pick_xy(path: Path, arrays: Mapping[str, Any], target: str | int | None,
              kind: str) -> Table:
     lower = {k.lower(): k for k in arrays}
     for xk, yk in (("x", "y"), ("data", "target"), ("features", "labels")):
@@ -904,9 +905,11 @@ def _pick_xy(path: Path, arrays: dict[str, Any], target: str | int | None,
 
 def _read_npz(path: Path, raw: bytes, target: str | int | None) -> Table:
     _expect_magic(path, raw, b"PK\x03\x04", "a NumPy .npz archive")
-    try:
-        with np.load(io.BytesIO(raw), allow_pickle=False) as z:
-            arrays = {k: z[k] for k in z.files}
+    try:  # read from the file, and only the arrays used (not the whole archive in memory)
+        with np.load(path, allow_pickle=False) as z:
+            return _pick_xy(path, z, target, "NPZ")
+    except DataError:
+        raise
     except ValueError as exc:
         if "pickle" in str(exc).lower():
             raise DataError("an array holds Python objects, which are not loaded for safety",
@@ -916,7 +919,6 @@ def _read_npz(path: Path, raw: bytes, target: str | int | None) -> Table:
     except (zipfile.BadZipFile, OSError, EOFError) as exc:
         raise DataError(f"the .npz archive is damaged ({exc})", "save it again",
                         path=path) from None
-    return _pick_xy(path, arrays, target, "NPZ")
 
 
 # ------------------------------------------------------------------------------------

@@ -440,3 +440,16 @@ def test_an_npy_array_is_memory_mapped_not_copied(tmp_path):
     np.save(objects, np.array([[1, "a"]], dtype=object), allow_pickle=True)
     with pytest.raises(DataError, match="holds Python objects"):
         load_table(objects)
+
+
+def test_an_npz_archive_reads_only_the_arrays_it_uses(tmp_path):
+    """X and y are read from the file; other arrays — even ones that could not be loaded
+    safely (Python objects) — are not touched."""
+    path = tmp_path / "d.npz"
+    X, y = np.arange(12.0).reshape(4, 3), np.arange(4.0)
+    np.savez(path, X=X, y=y, notes=np.array([{"made": "by hand"}], dtype=object))
+    table = load_table(path)
+    assert_array_equal(table.X, X) and assert_array_equal(table.y, y)
+    np.savez(tmp_path / "o.npz", X=np.array([[1, "a"]], dtype=object), y=np.array([1.0]))
+    with pytest.raises(DataError, match="holds Python objects"):
+        load_table(tmp_path / "o.npz")
