@@ -359,7 +359,7 @@ def _read_csv(path: Path, raw: bytes, target: str | int | None,
                         "choose a file with data in it", path=path)
     delim = _detect_delimiter(path, head)
     if fast:
-        table = _read_numeric_fast(path, raw, text, head[0], start, delim, target, options)
+        table = _read_numeric_fast(path, text, head[0], start, delim, target, options)
         if table is not None:
             return table
     try:
@@ -389,7 +389,7 @@ def _head_lines(text: str, count: int = 20) -> tuple[list[str], int]:
     return head, first
 
 
-def _read_numeric_fast(path: Path, raw: bytes, text: str, first_line: str, first_no: int,
+def _read_numeric_fast(path: Path, text: str, first_line: str, first_no: int,
                        delim: str | None, target: str | int | None,
                        options: ReadOptions) -> Table | None:
     """All-numeric tables (after an optional header row) parsed by numpy's C reader;
@@ -439,14 +439,10 @@ def _finish_matrix(path: Path, names: list[str], M: np.ndarray, first_name: str,
                    lines: np.ndarray) -> Table:
     """:func:`_finish_table` for an all-numeric matrix, without splitting it into columns
     (one copy of the features, whatever the size)."""
-    notes: list[str] = []
     cols = np.arange(M.shape[1])
-    if header and not options.keep_index and len(names) > 2 \
-            and not _is_target(first_name, target) \
-            and _is_index_column(first_name.lower(), M[:, 0]):
-        notes.append(f"dropped the first column {first_name or '(no name)'!r}: a row "
-                     "index (load with keep_index=true to use it as a feature; a target "
-                     "given by number counts the columns after it)")
+    note = _index_note(names, M[:, 0], first_name, header, target, options)
+    notes = [] if note is None else [note]
+    if note is not None:
         cols = cols[1:]
     kept = [names[c] for c in cols]
     if len(kept) < 2:
@@ -515,27 +511,28 @@ def _finish_table(path: Path, names: list[str], columns: list[np.ndarray], first
                   lines: np.ndarray) -> Table:
     """Drop a row-index first column, split off the target and encode text (both
     readers end here)."""
-    notes: list[str] = []
-    if header and not options.keep_index and len(names) > 2 and not _is_target(first_name,
-                                                                              target):
-        if _is_index_column(first_name.lower(), columns[0]):
-            notes.append(f"dropped the first column {first_name or '(no name)'!r}: a row "
-                         "index (load with keep_index=true to use it as a feature; a target "
-                         "given by number counts the columns after it)")
-            names, columns = names[1:], columns[1:]
+    note = _index_note(names, columns[0], first_name, header, target, options)
+    if note is not None:
+        names, columns = names[1:], columns[1:]
     table = _encode_columns(path, names, columns, target, options, header)
-    table.notes[:0] = notes
+    table.notes[:0] = [] if note is None else [note]
     table.lines = lines
     table.columns = list(names)
     return table
 
 
-def _is_target(first_name: str, target: str | int | None) -> bool:
-    """The user named the first column as the target (then it is not dropped as an index;
-    a target given by number counts the columns after a dropped index, said in the
-    note)."""
-    return isinstance(target, str) and target.strip() != "" and \
-        target.strip() == first_name.strip()
+def _index_note(names: list[str], first: np.ndarray, first_name: str, header: bool,
+                target: str | int | None, options: ReadOptions) -> str | None:
+    """The note when the first column is a row index to drop, else None (both readers).
+    Never the column the user named as the target; a target given by number counts the
+    columns after a dropped index, as the note says."""
+    named = isinstance(target, str) and target.strip() == first_name.strip() != ""
+    if not header or options.keep_index or len(names) <= 2 or named \
+            or not _is_index_column(first_name.lower(), first):
+        return None
+    return (f"dropped the first column {first_name or '(no name)'!r}: a row index (load "
+            "with keep_index=true to use it as a feature; a target given by number counts "
+            "the columns after it)")
 
 
 def _is_index_column(name: str, column: np.ndarray) -> bool:

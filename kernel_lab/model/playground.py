@@ -222,24 +222,23 @@ class FitEngine:
     def _spectrum(self, v: int, kern: str, sigma: float, problem: pg.Problem
                   ) -> tuple[np.ndarray, np.ndarray]:
         """K's spectrum for leverage scores: from the exact KRR cache when it is there."""
-        exact = next((c for k, c in reversed(self._cache.items())
-                      if k[0] == "krr" and k[1:4] == (v, kern, sigma)), None)
-        if exact is not None:
-            return self._cached(("spectrum", v, kern, sigma),
-                                lambda: (np.clip(exact.e, 0.0, None), exact.U ** 2))
-        return self._cached(("spectrum", v, kern, sigma),
-                            lambda: pg.kernel_spectrum(problem, kern, sigma))
+        def make() -> tuple[np.ndarray, np.ndarray]:
+            exact = next((c for k, c in reversed(self._cache.items())
+                          if k[0] == "krr" and k[1:4] == (v, kern, sigma)), None)
+            if exact is None:
+                return pg.kernel_spectrum(problem, kern, sigma)
+            return np.clip(exact.e, 0.0, None), exact.U ** 2
+
+        return self._cached(("spectrum", v, kern, sigma), make)
 
     def _stepped(self, key: tuple[Any, ...], req: Request, make: Callable[[], Any]
                  ) -> pg.FitResult:
         stepper = self._cache.get(key)
         position = 0 if stepper is None else (
             stepper.iterations if isinstance(stepper, pg.DSGStepper) else stepper.features)
-        if stepper is None or position > req.steps:  # new, or back to an earlier step
-            self._cache.pop(key, None)
-            stepper = self._cached(key, make)
-        else:
-            self._cache.move_to_end(key)
+        if position > req.steps:  # back to an earlier step: start again
+            self._cache.pop(key)
+        stepper = self._cached(key, make)
         cancelled = self._cancelled
         if isinstance(stepper, pg.DSGStepper):
             _, t = pg.timed(lambda: stepper.step(req.steps - stepper.iterations, cancelled))
