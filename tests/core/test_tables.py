@@ -290,11 +290,26 @@ FAST_CASES = {
     "bom.csv": "\ufeffa,b,y\n1,2,3\n4,5,6\n",
     "unicode-header.csv": "größe,λ,y\n1,2,3\n4,5,6\n",
     "exponents.csv": "a,b,y\n1e-300,2E+5,-0\n.5,-.25,+3\n",
+    "leading-spaces.txt": "  1 2 3\n\t4 5 6\n 7 8 9 \n",
+    "spaced-cells.csv": "a, b, y\n1, 2, 3\n4 ,5 , 6\n",
+    "long-digits.csv": "a,b,y\n0.1000000000000000055511151231257827,3,1e-320\n2,3,4\n",
 }
 
 
+@pytest.fixture(params=["pandas", "numpy"])
+def parser(request, monkeypatch):
+    """The fast reader's two C parsers: pandas' (when installed) and numpy's."""
+    from kernel_lab.core import loaders
+
+    if request.param == "numpy":
+        monkeypatch.setattr(loaders, "_pandas", lambda: None)
+    elif loaders._pandas() is None:
+        pytest.skip("pandas is not installed")
+    return request.param
+
+
 @pytest.mark.parametrize("name", sorted(FAST_CASES))
-def test_the_fast_reader_gives_the_strict_readers_table(tmp_path, name):
+def test_the_fast_reader_gives_the_strict_readers_table(tmp_path, name, parser):
     from kernel_lab.core import loaders
 
     path = write(tmp_path, name, FAST_CASES[name])
@@ -308,8 +323,24 @@ def test_the_fast_reader_gives_the_strict_readers_table(tmp_path, name):
     assert_array_equal(fast.lines, strict.lines)
 
 
+def test_the_fast_reader_parses_every_digit_as_the_strict_one(tmp_path, parser):
+    """Round-trip numbers over 60 decades, written with 17 significant digits: both C
+    parsers give the float Python's float() gives, to the last bit."""
+    from kernel_lab.core import loaders
+
+    rng = np.random.default_rng(3)
+    A = rng.normal(size=(3000, 4)) * 10.0 ** rng.integers(-30, 30, size=(3000, 4))
+    path = tmp_path / "digits.csv"
+    np.savetxt(path, A, delimiter=",", fmt="%.17g", header="a,b,c,y", comments="")
+    raw = path.read_bytes()
+    fast = loaders._read_csv(path, raw, None)
+    assert_array_equal(fast.X, A[:, :3]) and assert_array_equal(fast.y, A[:, 3])
+    strict = loaders._read_csv(path, raw, None, fast=False)
+    assert_array_equal(fast.X, strict.X)
+
+
 def test_the_fast_reader_leaves_text_missing_values_and_ragged_rows_to_the_strict_one(
-        tmp_path, monkeypatch):
+        tmp_path, monkeypatch, parser):
     from kernel_lab.core import loaders
 
     taken = []
@@ -317,7 +348,9 @@ def test_the_fast_reader_leaves_text_missing_values_and_ragged_rows_to_the_stric
     monkeypatch.setattr(loaders, "_read_numeric_fast",
                         lambda *a: taken.append(real(*a)) or taken[-1])
     for text in ("a,b,y\n1,,3\n4,5,6\n", "a,b,y\n1,NA,3\n4,5,6\n", "a,b,y\n1,2\n4,5,6\n",
-                 "a,c,y\n1,x,3\n4,z,6\n", 'a,b,y\n1,"2",3\n4,5,6\n', "a,b,y\n1,nan,3\n4,5,6\n"):
+                 "a,c,y\n1,x,3\n4,z,6\n", 'a,b,y\n1,"2",3\n4,5,6\n', "a,b,y\n1,nan,3\n4,5,6\n",
+                 "a,b,y\n1,2,3,\n4,5,6,\n", "a,b,y\n1,2,3\n4,5,6,7\n", "a,b,y\n1,2,inf\n4,5,6\n",
+                 "a,b,y\n1,2,1_000\n4,5,6\n", "a,b,y\n1,2,0x10\n4,5,6\n"):
         path = write(tmp_path, "t.csv", text)
         try:
             load_table(path)
