@@ -264,22 +264,45 @@ class Dataset:
             "notes": list(self.notes),
         }
 
-    def standardized(self) -> Dataset:
+    def standardized(self, *, inplace: bool = False) -> Dataset:
         """Features scaled to zero mean and unit variance using the training statistics.
 
         Constant features keep scale 1. The generating process (if any) is dropped,
-        since its law no longer describes the scaled inputs.
+        since its law no longer describes the scaled inputs. ``inplace``: scale this
+        data set's arrays themselves (no copy: for arrays no one else holds, as those of
+        a fresh split).
         """
-        mean = self.X_train.mean(axis=0)
-        scale = self.X_train.std(axis=0)
+        mean, scale = _column_stats(self.X_train)
         scale[scale < 1e-12] = 1.0
+        if inplace:
+            X_train, X_test = self.X_train, self.X_test
+            for A in (X_train, X_test):
+                A -= mean
+                A /= scale
+        else:
+            X_train, X_test = (self.X_train - mean) / scale, (self.X_test - mean) / scale
         return replace(
             self,
-            X_train=(self.X_train - mean) / scale,
-            X_test=(self.X_test - mean) / scale,
+            X_train=X_train,
+            X_test=X_test,
             source=None,
             notes=[*self.notes, "features standardised with the training mean and std"],
         )
+
+
+def _column_stats(X: np.ndarray, rows: int = 1 << 16) -> tuple[np.ndarray, np.ndarray]:
+    """Column means and standard deviations, over blocks of rows (no temporary the size
+    of X); the two-pass formula, as ``X.std``."""
+    n = X.shape[0]
+    mean = np.zeros(X.shape[1])
+    for start in range(0, n, rows):
+        mean += X[start:start + rows].sum(axis=0)
+    mean /= max(n, 1)
+    var = np.zeros(X.shape[1])
+    for start in range(0, n, rows):
+        block = X[start:start + rows] - mean
+        var += np.einsum("ij,ij->j", block, block)
+    return mean, np.sqrt(var / max(n, 1))
 
 
 def train_test_split(
@@ -348,7 +371,8 @@ def dataset_from_table(table: Table, *, name: str, test_fraction: float,
                  name=name, notes=list(table.notes),
                  classes=None if table.classes is None else list(table.classes),
                  columns=None if table.columns is None else list(table.columns))
-    return ds.standardized() if standardize else ds
+    # the split made fresh copies: standardised in place
+    return ds.standardized(inplace=True) if standardize else ds
 
 
 # ======================================================================================

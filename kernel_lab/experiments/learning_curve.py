@@ -17,6 +17,7 @@ from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.kernels import make_kernel, resolve_bandwidth
 from kernel_lab.core.losses import CLASSIFICATION_LOSSES, MULTICLASS_LOSSES, REGRESSION_LOSSES
 from kernel_lab.core.models import DSGClassifier, DSGRegressor, NystromFeatures
+from kernel_lab.core.models.nystrom import nystrom_factor
 from kernel_lab.core.models.regularised import (
     SOLVABLE_LOSSES,
     fit_regularised,
@@ -24,6 +25,12 @@ from kernel_lab.core.models.regularised import (
     objective,
 )
 from kernel_lab.core.models.rff import RandomFourierFeatures, cos_features
+from kernel_lab.core.models.streaming import (
+    BLOCK_BYTES,
+    NormalSums,
+    accumulate,
+    solve_squared,
+)
 from kernel_lab.core.params import ParamSpec
 from kernel_lab.core.progress import Progress
 from kernel_lab.core.validation import check_seed
@@ -49,6 +56,16 @@ def loglog_slope(x: np.ndarray, y: np.ndarray) -> float:
 #: Above this many multiply-adds (n² D) the RFF baseline stops short of DSG's final
 #: feature count (about 10 s on two cores).
 RFF_GRAM_BUDGET = 2e11
+#: The same for the baselines' n × D features with D ≤ n (n D² for ΦᵀΦ): each of the two
+#: baselines takes about 10 s at most.
+PRIMAL_BUDGET = 4e11
+#: Above this size of the n × D features, the squared-loss baselines are fitted from ΦᵀΦ
+#: and Φᵀy accumulated over row blocks (never the n × D matrix), and the other losses
+#: get fewer features, so that the n × D matrix stays within it.
+DENSE_BYTES = 2**28
+#: At most this many test points are predicted; a larger test set is subsampled (seeded,
+#: and the results say so).
+TEST_CAP = 20_000
 
 
 def _loss_for(name: str, task: str) -> str:
@@ -66,12 +83,79 @@ def _loss_for(name: str, task: str) -> str:
     return name
 
 
-def _rff_cap(requested: int | None, final: int, n: int) -> int:
-    """RFF baseline features: as requested, or (auto) up to DSG's final count while the
-    n × n Gram accumulation stays within :data:`RFF_GRAM_BUDGET`."""
+def _rff_cap(requested: int | None, final: int, n: int, squared: bool = True) -> int:
+    """Baseline features: as requested, or (auto) up to DSG's final count while the n × D
+    features cost at most :data:`PRIMAL_BUDGET` (n D²), or, beyond n features, the n × n
+    Gram accumulation at most :data:`RFF_GRAM_BUDGET`; for losses other than the squared,
+    also while the n × D features fit in :data:`DENSE_BYTES`."""
     if requested is not None:
         return int(requested)
-    return int(min(final, max(n, RFF_GRAM_BUDGET / max(n, 1) ** 2)))
+    n = max(n, 1)
+    primal = min(n, math.sqrt(PRIMAL_BUDGET / n))
+    if not squared:
+        primal = min(primal, max(DENSE_BYTES / (8.0 * n), 1.0))
+    return int(min(final, max(primal, RFF_GRAM_BUDGET / n**2)))
+
+
+def _streams(n: int, D: int, loss: str) -> bool:
+    """Whether the baselines with D features on n points are fitted from sums over row
+    blocks (:mod:`kernel_lab.core.models.streaming`) rather than from the n × D matrix."""
+    return loss == "squared" and 0 < D <= n and 8.0 * n * D > DENSE_BYTES
+
+
+def _test_subset(Xt: np.ndarray, yt: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray,
+                                                                      str | None]:
+    """At most :data:`TEST_CAP` test points, a seeded random subset (with a note), so that
+    predicting DSG's growing sum of cosines stays affordable on a huge test set."""
+    m = Xt.shape[0]
+    if m <= TEST_CAP:
+        return Xt, yt, None
+    keep = np.sort(np.random.default_rng([seed, 0x7E57]).choice(m, TEST_CAP, replace=False))
+    return Xt[keep], yt[keep], (f"test error on a random {TEST_CAP:,} of the {m:,} test "
+                                "points (seeded)")
+
+
+class _Costs:
+    """Multiply-adds of each stage of a run, so that the progress bar and the time
+    estimate move with the real work: the floor, the streamed baselines, then per curve
+    point DSG's iterations (iteration i evaluates B points on i·r features), its test
+    predictions and the baselines at that point."""
+
+    def __init__(self, params: Mapping[str, Any], n: int, p: int, m: int, pts: np.ndarray,
+                 cap: int, loss: str, exact: bool) -> None:
+        B, r = params.get("batch_size", 32), params.get("features_per_iter", 16)
+        q = p + 20  # a cosine costs about 20 multiply-adds
+        sizes = [int(t * r) for t in pts if t * r <= cap]
+        self.D_max = min(max(sizes, default=0), n)
+        self.exact = exact
+        self.streamed = _streams(n, self.D_max, loss)
+        self.floor = (2.0 * n**3 + n * n * q) if exact else 0.0
+        D = self.D_max
+        self.start = self.floor + ((2 * n * D * q + 2 * n * D * D + n * D * q + m * D * q)
+                                   if self.streamed else 0.0)
+        steps, prev_t, prev_D = [], 0, 0
+        for t in pts:
+            t, D = int(t), int(t * r)
+            cost = (B * r * q * (t * t - prev_t * prev_t) / 2 + 5e6 * (t - prev_t)
+                    + m * r * (t - prev_t) * q)  # DSG's new iterations, on the test points
+            if self.streamed:
+                cost += (2 * D**3 / 3 + 2 * m * D) if D <= self.D_max else 0.0
+            elif D <= cap and loss in SOLVABLE_LOSSES:
+                if D <= n:  # both baselines on n × D features (and the landmarks' sampler)
+                    cost += 2 * (n * D * q + n * D * D + D**3 / 3) + n * D * D
+                else:  # the RFF Gram matrix grows by D − D_prev features; one n × n solve
+                    cost += n * n * (D - prev_D) + n**3 / 3
+            steps.append(cost)
+            prev_t, prev_D = t, D
+        self.steps = np.cumsum(steps)
+        self.total = self.start + float(self.steps[-1] if len(steps) else 0.0)
+
+    def before(self, k: int) -> float:
+        """The cost done when curve point k starts (k = number of points done)."""
+        return self.start + (float(self.steps[k - 1]) if k > 0 else 0.0)
+
+    def fraction(self, cost: float) -> float:
+        return min(cost / self.total, 1.0) if self.total > 0 else 0.0
 
 
 class _Targets:
@@ -96,11 +180,13 @@ class _Targets:
             self.shift = float(np.mean(y))
             self.fit, self.test, self.dsg_fit = y - self.shift, yt, y
 
-    def scores(self, model: Any, Xt: np.ndarray) -> np.ndarray:
-        """DSG's scores on the test inputs, on the scale of ``fit``."""
+    def scores(self, model: Any, raw: np.ndarray) -> np.ndarray:
+        """DSG's scores on the scale of ``fit``, from its raw sum f (see
+        :class:`_TestSums`)."""
         if self.task == "regression":
-            return model.predict(Xt) - self.shift
-        return model.decision_function(Xt)
+            return raw + model.offset_ - self.shift
+        return raw
+
 
     def error(self, scores: np.ndarray) -> float:
         """Misclassification rate, or mean squared error of the predictions."""
@@ -109,6 +195,27 @@ class _Targets:
         if self.task == "classification":
             return float(np.mean(np.where(scores >= 0, 1.0, -1.0) != self.test))
         return float(np.mean((scores + self.shift - self.test) ** 2))
+
+
+class _TestSums:
+    """DSG's function on the test points, extended at each curve point by the iterations
+    since the last one (sums over consecutive ranges add up), not recomputed: the test
+    predictions cost O(m t) in all rather than at every curve point. Recomputed from
+    the start when DSG folded its scale into the coefficients."""
+
+    def __init__(self, Xt: np.ndarray) -> None:
+        self.Xt = Xt
+        self.total: np.ndarray | None = None
+        self.done = 0
+        self.rescales = -1
+
+    def __call__(self, model: Any) -> np.ndarray:
+        if self.total is None or model.n_rescales_ != self.rescales:
+            self.total = model.partial_sum(self.Xt, 0, model.n_iter_)
+        else:
+            self.total += model.partial_sum(self.Xt, self.done, model.n_iter_)
+        self.done, self.rescales = model.n_iter_, model.n_rescales_
+        return model.from_partial_sum(self.total)
 
 
 @dataclass(frozen=True)
@@ -168,6 +275,54 @@ class _RFFBaseline:
             self.Gt += self._features(self.Xt, j, stop) @ Z.T
         self.done = D
         return _fit_gram(self.G * scale, self.Gt * scale, y, loss, nu, n_classes)
+
+
+class _StreamedBaselines:
+    """Both baselines with the squared loss on more points than their n × D features
+    would fit in memory: the first D of one draw of D_max random features, and the first
+    s of one draw of D_max Nyström landmarks (in a seeded random order, so every prefix
+    is a sample of the same law), each from ΦᵀΦ and Φᵀy summed over row blocks once
+    (see :mod:`kernel_lab.core.models.streaming`); the test features (at most
+    :data:`TEST_CAP` rows) are kept."""
+
+    def __init__(self, kernel_name: str, sigma: float, X: np.ndarray, y: np.ndarray,
+                 Xt: np.ndarray, D_max: int, seed: Any, order_seed: int,
+                 progress: Progress) -> None:
+        rff = RandomFourierFeatures(kernel_name, sigma=sigma, n_components=D_max,
+                                    random_state=seed).fit(X[:1])
+        W, b = rff.weights_, rff.offsets_
+
+        def cosines(A: np.ndarray) -> np.ndarray:
+            return cos_features(A, W, b, 1.0)
+
+        n = X.shape[0]
+        self.rff: NormalSums = accumulate(
+            cosines, X, y, D_max, progress.sub(0.0, 0.45),
+            f"RFF baseline: ΦᵀΦ over {n:,} rows, {D_max} features")
+        self.rff_test = cosines(Xt)
+        progress.sub(0.45, 0.55)(0.0, f"Nyström baseline: choosing {D_max} landmarks")
+        nys = NystromFeatures(kernel_name, kernel_params={"sigma": sigma},
+                              n_components=D_max, random_state=seed).fit(X)
+        order = np.random.default_rng([order_seed, 0x1A4D]).permutation(
+            nys.landmark_indices_.size)
+        self.landmarks = nys.landmarks_[order]
+        self.kernel = nys.kernel_
+        width = self.landmarks.shape[0]
+        self.nys: NormalSums = accumulate(
+            lambda A: self.kernel(A, self.landmarks), X, y, width, progress.sub(0.55, 1.0),
+            f"Nyström baseline: ΦᵀΦ over {n:,} rows, {width} landmarks")
+        self.nys_test = self.kernel(Xt, self.landmarks)
+
+    def rff_fit(self, D: int, nu: float) -> _Fit:
+        scale = 2.0 / D
+        w, value = solve_squared(self.rff.restrict(D, scale=scale), nu)
+        return _Fit(self.rff_test[:, :D] @ (w * math.sqrt(scale)), value)
+
+    def nystrom_fit(self, s: int, nu: float) -> _Fit:
+        s = min(s, self.landmarks.shape[0])
+        N = nystrom_factor(self.kernel(self.landmarks[:s]))
+        w, value = solve_squared(self.nys.restrict(s, N), nu)
+        return _Fit(self.nys_test[:, :s] @ (N @ w), value)
 
 
 class _Twin:
@@ -281,25 +436,38 @@ class LearningCurveExperiment(Experiment):
     default_data = "friedman:n=3000,n_test=1000"
 
     def estimate(self, params: Mapping[str, Any], n: int, p: int) -> dict[str, Any]:
-        exact = n <= params.get("exact_max", 4000)
-        T, B = params.get("n_iter", 1000), params.get("batch_size", 32)
-        r, pts = params.get("features_per_iter", 16), params.get("points", 16)
-        m = max(n // 3, 1)  # test points (a quarter of the rows)
-        D = min(T * r, params.get("rff_max") or T * r)
-        # DSG: iteration i evaluates B points on i·r features (a cosine each: B r (p + 20)
-        # T² / 2 in all) plus a fixed cost per iteration, the test set once; the RFF
-        # baselines accumulate an n × n Gram matrix over D features (n² D) and solve it
-        # at each curve point (n³ / 3); the exact floor: ~2 n³ (one solve, or Newton)
-        flops = (B * r * (p + 20) * T * T / 2 + 5e6 * T + m * r * T * (p + 20)
-                 + 1.0 * n * n * D + pts * n**3 / 3 + (2.0 * n**3 if exact else 0.0))
-        return {"memory_bytes": 8 * (4 * n * n if exact else 0), "flops": flops,
-                "note": "exact floor included" if exact else "no exact floor (n too large)"}
+        loss = params.get("loss", "auto")
+        squared = loss in ("auto", "squared")  # auto is squared on regression data
+        exact = n <= params.get("exact_max", 4000) and (loss == "auto"
+                                                         or loss in SOLVABLE_LOSSES)
+        T, r = params.get("n_iter", 1000), params.get("features_per_iter", 16)
+        pts = checkpoints(T, params.get("points", 16))
+        m = min(max(n // 3, 1), TEST_CAP)  # test points (a quarter of the rows, capped)
+        cap = _rff_cap(params.get("rff_max"), int(pts[-1] * r), n, squared)
+        costs = _Costs(params, n, p, m, pts, cap, "squared" if squared else loss, exact)
+        D = costs.D_max
+        # the split data (train, test and the table they came from), DSG's coefficients
+        # and features, the floor's n × n matrices, and the baselines: sums (D × D) and test
+        # features when streamed, else the n × D features (a few copies)
+        memory = 8.0 * (2 * (n + n // 3) * p + 4 * T * r * (p + 2))
+        memory += 8.0 * 4 * n * n if exact else 0.0
+        if costs.streamed:
+            memory += 8.0 * (6 * D * D + 2 * m * D) + 4 * BLOCK_BYTES
+        elif D <= n:
+            memory += 8.0 * 3 * (n + m) * D
+        else:
+            memory += 8.0 * 2 * (n + m) * n
+        note = "exact floor included" if exact else "no exact floor (n too large)"
+        if costs.streamed:
+            note += f"; baselines streamed over row blocks ({D} features)"
+        return {"memory_bytes": memory, "flops": costs.total, "note": note}
 
     def run(self, params: Mapping[str, Any], data: Dataset, progress: Progress,
             executor: TaskExecutor = SERIAL) -> Iterator[PartialResult]:
         X, y, Xt, yt = data.X_train, data.y_train, data.X_test, data.y_test
         if data.n_test < 1:
             raise ParameterError("the learning curve needs a test set (test fraction > 0)")
+        Xt, yt, test_note = _test_subset(Xt, yt, params["seed"])
         task = data.task
         loss = _loss_for(params["loss"], task)
         n = data.n_train
@@ -323,8 +491,13 @@ class LearningCurveExperiment(Experiment):
                                      "lam_exact": n * nu, "theta": theta, "t0": t0}
         if n_classes:
             summaries["classes"] = n_classes
-        rff_cap = _rff_cap(params["rff_max"], int(pts[-1] * r), n)
+        if test_note:
+            summaries["test_note"] = test_note
+        rff_cap = _rff_cap(params["rff_max"], int(pts[-1] * r), n, loss == "squared")
         summaries["rff_max_features"] = rff_cap
+        solvable = loss in SOLVABLE_LOSSES
+        costs = _Costs(params, n, X.shape[1], Xt.shape[0], pts, rff_cap, loss,
+                       solvable and n <= params["exact_max"])
 
         # Every reference minimises DSG's own objective J(f) = mean l(f(x), y) + ν/2 ‖f‖²
         # with DSG's loss and targets: ±1 labels or class codes, and in regression y − ȳ
@@ -337,15 +510,26 @@ class LearningCurveExperiment(Experiment):
         kernel = make_kernel(params["kernel"], {"sigma": sigma})
         floor: _Fit | None = None
         K = None
-        if solvable and n <= params["exact_max"]:
-            progress(0.02, f"exact kernel machine on {n} points (the floor)")
+        if costs.exact:
+            progress(0.0, f"exact kernel machine on {n} points (the floor)")
             K = kernel(X)
             floor = _fit_gram(K, kernel(Xt, X), targets.fit, loss, nu, n_classes)
             value = targets.error(floor.test_scores)
             table["krr_test_error"] = np.full(L, value)
             summaries["krr_test_error"] = value
             summaries["objective_floor"] = floor.objective
-        yield PartialResult(0.05, "training", dict(table), dict(summaries))
+        streamed = None
+        if solvable and costs.streamed:
+            summaries["baseline_note"] = (
+                f"RFF and Nyström baselines from ΦᵀΦ summed over blocks of rows (the "
+                f"{n:,} × {costs.D_max} features never held): the first D of one draw of "
+                f"{costs.D_max} features or landmarks")
+            streamed = _StreamedBaselines(
+                params["kernel"], sigma, X, targets.fit, Xt, costs.D_max,
+                check_seed(np.random.SeedSequence(params["seed"])), params["seed"],
+                progress.sub(costs.fraction(costs.floor), costs.fraction(costs.start)))
+        yield PartialResult(costs.fraction(costs.start), "training", dict(table),
+                            dict(summaries))
 
         cls = DSGClassifier if task != "regression" else DSGRegressor
         seed = check_seed(np.random.SeedSequence(params["seed"]))
@@ -363,14 +547,16 @@ class LearningCurveExperiment(Experiment):
                     callback_every=1, random_state=seed)
         rff = _RFFBaseline(RandomFourierFeatures(
             params["kernel"], sigma=sigma, n_components=max(rff_cap, 1),
-            random_state=seed).fit(X), X, Xt) if rff_cap else None
+            random_state=seed).fit(X), X, Xt) if rff_cap and streamed is None else None
         done = 0
+        test_sums = _TestSums(Xt)
         for k, t in enumerate(pts):
+            progress(costs.fraction(costs.before(k)), f"iteration {done} of {pts[-1]}")
             recent.clear()
             model.set_params(n_iter=int(t - done))
             model.fit(X, targets.dsg_fit)
             done = int(t)
-            scores = targets.scores(model, Xt)
+            scores = targets.scores(model, test_sums(model))
             table["dsg_test_error"][k] = targets.error(scores)
             table["dsg_train_loss"][k] = float(np.mean(recent))
             if floor is not None:
@@ -380,7 +566,14 @@ class LearningCurveExperiment(Experiment):
                 table["dsg_twin_excess_objective"][k] = (
                     twin.objective(K, targets.fit, loss) - floor.objective)
             D = int(t * r)
-            if rff is not None and D <= rff_cap and solvable:
+            if streamed is not None and D <= costs.D_max:
+                fit = streamed.rff_fit(D, nu)
+                table["rff_test_error"][k] = targets.error(fit.test_scores)
+                fit = streamed.nystrom_fit(D, nu)
+                table["nystrom_test_error"][k] = targets.error(fit.test_scores)
+                if floor is not None:
+                    table["nystrom_excess_objective"][k] = fit.objective - floor.objective
+            elif rff is not None and D <= rff_cap and solvable:
                 fit = rff.fit(D, targets.fit, loss, nu, n_classes)
                 table["rff_test_error"][k] = targets.error(fit.test_scores)
                 if D <= n:
@@ -391,7 +584,7 @@ class LearningCurveExperiment(Experiment):
                     table["nystrom_test_error"][k] = targets.error(fit.test_scores)
                     if floor is not None:
                         table["nystrom_excess_objective"][k] = fit.objective - floor.objective
-            frac = 0.05 + 0.95 * (t / pts[-1]) ** 2  # the cost grows with t²
+            frac = costs.fraction(costs.before(k + 1))
             if k == L - 1:
                 self._summarise(table, summaries)
             yield PartialResult(frac, f"iteration {t} of {pts[-1]}", dict(table),

@@ -202,3 +202,83 @@ def test_other_experiments_refuse_many_classes_and_name_the_one_that_can():
     with pytest.raises(ParameterError, match=r"'krr-path' cannot run on digits \(10 classes\)"
                                              r".*learning-curve"):
         run_experiment("krr-path", data="digits")
+
+
+def test_at_scale_the_baselines_come_from_sums_over_row_blocks(monkeypatch):
+    """Beyond DENSE_BYTES of n × D features the squared-loss baselines are fitted from
+    ΦᵀΦ and Φᵀy summed over row blocks, and a test set beyond TEST_CAP is subsampled —
+    forced here at a small size and checked against the dense fit of the same features
+    on the same test points."""
+    from kernel_lab.core.data import load_data
+    from kernel_lab.core.kernels import resolve_bandwidth
+    from kernel_lab.core.models import streaming
+    from kernel_lab.core.models.regularised import fit_regularised
+    from kernel_lab.core.models.rff import RandomFourierFeatures, cos_features
+    from kernel_lab.core.validation import check_seed
+    from kernel_lab.experiments import learning_curve as lc
+
+    monkeypatch.setattr(lc, "DENSE_BYTES", 1000)
+    monkeypatch.setattr(lc, "TEST_CAP", 120)
+    monkeypatch.setattr(streaming, "BLOCK_BYTES", 8 * 64 * 50)  # blocks of 50 rows
+    spec, nu = "friedman:n=500,n_test=300", 1e-3
+    params = {"n_iter": 8, "points": 4, "batch_size": 8, "features_per_iter": 8, "nu": nu,
+              "rff_max": 64, "seed": 3}
+    fractions = []
+    r = run_experiment("learning-curve", params, data=spec,
+                       on_progress=lambda f, m: fractions.append(f))
+    assert "test error on a random 120 of the 300 test points" in r.summaries["test_note"]
+    assert "summed over blocks of rows" in r.summaries["baseline_note"]
+    assert fractions == sorted(fractions) and fractions[-1] == pytest.approx(1.0)
+    t = r.table
+    assert np.isfinite(t["nystrom_test_error"]).all()
+
+    d = load_data(spec, seed=3)
+    Xt, yt, _ = lc._test_subset(d.X_test, d.y_test, 3)
+    ybar = d.y_train.mean()
+    sigma = resolve_bandwidth(None, d.X_train)
+    rff = RandomFourierFeatures("gaussian", sigma=sigma, n_components=64,
+                                random_state=check_seed(np.random.SeedSequence(3))).fit(
+        d.X_train[:1])
+    for k, D in enumerate(t["n_features"].astype(int)):
+        root = np.sqrt(2 / D)
+        W, b = rff.weights_[:, :D], rff.offsets_[:D]
+        dense = fit_regularised(cos_features(d.X_train, W, b, root), d.y_train - ybar,
+                                "squared", nu)
+        pred = cos_features(Xt, W, b, root) @ dense.w + ybar
+        assert t["rff_test_error"][k] == pytest.approx(np.mean((pred - yt) ** 2), rel=1e-8)
+
+
+def test_the_plan_of_a_million_rows_fits_in_memory():
+    """1M × 20 with the defaults: the baselines stream, the plan stays below 1.5 GB."""
+    from kernel_lab.experiments import learning_curve as lc
+    from kernel_lab.experiments.registry import get_experiment
+
+    exp = get_experiment("learning-curve")
+    params = {p.name: p.default for p in exp.params}
+    est = exp.estimate(params, 750_000, 20)
+    assert est["memory_bytes"] < 1.5 * 2**30 and "streamed" in est["note"]
+    assert lc._rff_cap(None, 16_000, 750_000) < 1000
+    assert lc._rff_cap(None, 16_000, 750_000, squared=False) * 8 * 750_000 <= lc.DENSE_BYTES
+
+
+def test_test_predictions_are_extended_not_recomputed_and_equal_the_models():
+    """The curve extends DSG's test sums by the new iterations at each point; they equal
+    the model's own predictions, also after it folded its scale into the coefficients."""
+    from kernel_lab.core.models import DSGRegressor
+    from kernel_lab.experiments.learning_curve import _TestSums
+
+    rng = np.random.default_rng(0)
+    X, Xt = rng.normal(size=(300, 3)), rng.normal(size=(50, 3))
+    y = np.sin(X[:, 0])
+    model = DSGRegressor(sigma=1.0, nu=1e-2, n_iter=1, batch_size=8, n_features_per_iter=4,
+                         warm_start=True, cache_features=True, random_state=1)
+    sums = _TestSums(Xt)
+    for steps in (1, 3, 10, 20):
+        model.set_params(n_iter=steps)
+        model.fit(X, y)
+        if steps == 20:  # as DSG does when its scale underflows
+            model._coef_buf[: model.n_iter_] *= model.scale_
+            model.scale_, model.n_rescales_ = 1.0, model.n_rescales_ + 1
+        np.testing.assert_allclose(sums(model) + model.offset_, model.predict(Xt),
+                                   rtol=1e-12, atol=1e-12)
+    assert sums.done == model.n_iter_ == 34

@@ -162,8 +162,12 @@ class _DSGBase(BaseEstimator):
         """``f(X) = Σ_j α_jᵀ φ_j(X)`` over iterations 1…upto, blockwise: shape (m,), or
         (m, K) under the multinomial loss."""
         upto = self.n_iter_ if upto is None else upto
-        out = self.partial_sum(X, 0, upto)
-        out *= math.sqrt(2.0) * self.scale_
+        return self.from_partial_sum(self.partial_sum(X, 0, upto))
+
+    def from_partial_sum(self, total: np.ndarray) -> np.ndarray:
+        """f (shape (m,), or (m, K) under the multinomial loss; without the regression
+        offset) from ``partial_sum(X, 0, n_iter_)``, however that sum was assembled."""
+        out = total * (math.sqrt(2.0) * self.scale_)
         return out if self._multi() else out[:, 0]
 
     def partial_sum(self, X: np.ndarray, start: int, stop: int) -> np.ndarray:
