@@ -14,7 +14,8 @@ import io
 import os
 import re
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from kernel_lab.core.errors import DataError
+from kernel_lab.core.progress import Cancelled
 
 #: File formats by extension.
 FORMATS: dict[str, str] = {
@@ -98,6 +100,19 @@ class ReadOptions:
     sheet: str = ""
 
 
+#: The progress callback of the load running in this thread (``progress(fraction,
+#: message)``, which raises :class:`~kernel_lab.core.progress.Cancelled` to stop it);
+#: the readers report through :func:`_report` without passing it along.
+_PROGRESS: ContextVar[Callable[[float, str], None] | None] = ContextVar("_PROGRESS",
+                                                                         default=None)
+
+
+def _report(fraction: float, message: str) -> None:
+    report = _PROGRESS.get()
+    if report is not None:
+        report(fraction, message)
+
+
 def sniff_kind(head: bytes) -> str | None:
     """A description of a binary format recognised from the first bytes, or None."""
     for magic, what in _MAGIC:
@@ -115,6 +130,7 @@ def load_table(
     text_features: str = "onehot",
     keep_index: bool = False,
     sheet: str = "",
+    progress: Callable[[float, str], None] | None = None,
 ) -> Table:
     """Read a data file into a :class:`Table`.
 
@@ -132,7 +148,21 @@ def load_table(
     text_features, keep_index, sheet
         Text columns, a row-index first column and the worksheet of an .xlsx file (text
         tables only; see :class:`ReadOptions`).
+    progress : callable, optional
+        ``progress(fraction, message)``, told as the reading goes on (row blocks of a
+        text table read by the strict reader); it may raise
+        :class:`~kernel_lab.core.progress.Cancelled` to stop the reading.
     """
+    token = _PROGRESS.set(progress)
+    try:
+        return _load_table(Path(path), target, nan_policy, fmt, text_features, keep_index,
+                           sheet)
+    finally:
+        _PROGRESS.reset(token)
+
+
+def _load_table(path: Path, target: str | int | None, nan_policy: str, fmt: str | None,
+                text_features: str, keep_index: bool, sheet: str) -> Table:
     path = Path(path)
     options = ReadOptions(text_features, bool(keep_index), str(sheet or ""))
     if options.text_features not in TEXT_FEATURES:
@@ -155,6 +185,7 @@ def load_table(
             "use .csv, .tsv, .txt, .xlsx, .npy, .npz, .svm/.libsvm, .arff or .mat",
             path=path,
         )
+    _report(0.0, f"reading {path.name} ({path.stat().st_size / 2**20:,.0f} MB)")
     try:
         # a .npy file is memory-mapped, not read: its head is enough for the checks
         raw = _read_head(path) if kind in ("npy", "npz") else path.read_bytes()
@@ -170,7 +201,7 @@ def load_table(
             table = reader(path, raw, target, options)
         else:
             table = reader(path, raw, target)
-    except DataError:
+    except (DataError, Cancelled):
         raise
     except MemoryError:
         raise DataError(f"reading it as {kind} needs more memory than this machine has; "
@@ -182,7 +213,45 @@ def load_table(
                         f"what its extension says ({type(exc).__name__}: {detail})",
                         f"save it again as {kind}, or choose the format explicitly",
                         path=path) from None
+    _report(0.95, "checking for missing values")
     return _apply_nan_policy(table, nan_policy, path)
+
+
+def peek_rows(path: str | os.PathLike[str], rows: int = 8
+              ) -> tuple[list[str], list[list[str]]] | None:
+    """Column names and the first ``rows`` rows of a text table or ``.npy`` array as
+    written, from its first bytes (a preview to show at once while the whole file
+    loads); None for other formats or anything unreadable — the load itself then says
+    what is wrong."""
+    path = Path(path)
+    try:
+        kind = FORMATS.get(path.suffix.lower())
+        if kind == "npy":
+            A = np.load(path, mmap_mode="r", allow_pickle=False)
+            block = np.atleast_2d(np.asarray(A[:rows]))
+            if A.ndim == 1:
+                block = block.T
+            return ([f"column {j + 1}" for j in range(block.shape[1])],
+                    [[f"{v:.6g}" for v in row] for row in block])
+        if kind != "csv":
+            return None
+        with open(path, "rb") as fh:
+            head_bytes = fh.read(1 << 16)
+        text = head_bytes.decode("utf-8", errors="replace").lstrip("\ufeff")
+        head, _ = _head_lines(text, rows + 2)
+        if not head:
+            return None
+        delim = _detect_delimiter(path, head)
+        cells = ([next(csv.reader([line], delimiter=delim)) if line else [] for line in head]
+                 if delim else [line.split() for line in head])
+        cells = [[c.strip() for c in row] for row in cells]
+        if _is_header(cells[0], cells[1:]):
+            names, body = cells[0], cells[1:]
+        else:
+            names, body = [f"column {j + 1}" for j in range(len(cells[0]))], cells
+        return names, body[:rows]
+    except (OSError, ValueError, csv.Error):
+        return None
 
 
 # ------------------------------------------------------------------------------------
@@ -334,10 +403,13 @@ def _text_rows(text: str, delim: str | None) -> list[tuple[int, list[str]]]:
                 if line.strip() and not line.lstrip().startswith("#")]
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delim, skipinitialspace=True)
     rows, start = [], 1
+    total = text.count("\n") + 1
     try:
         for row in reader:
             if row and any(c.strip() for c in row) and not row[0].lstrip().startswith("#"):
                 rows.append((start, row))
+                if len(rows) % 65536 == 0:  # the fraction of lines read, 0.1 … 0.6
+                    _report(0.1 + 0.5 * start / total, f"read {len(rows):,} rows")
             start = reader.line_num + 1
     except csv.Error as exc:
         raise DataError(f"the text cannot be split into fields ({exc})",
@@ -359,9 +431,11 @@ def _read_csv(path: Path, raw: bytes, target: str | int | None,
                         "choose a file with data in it", path=path)
     delim = _detect_delimiter(path, head)
     if fast:
+        _report(0.1, f"parsing {path.name} (numbers only: the C parser)")
         table = _read_numeric_fast(path, text, head[0], start, delim, target, options)
         if table is not None:
             return table
+    _report(0.1, f"parsing {path.name} row by row (text, quotes or missing values)")
     try:
         numbered = _text_rows(text, delim)
     except DataError as exc:
@@ -588,6 +662,7 @@ def _typed_columns(path: Path, body: list[list[str]], lines: list[int],
     categories)."""
     columns: list[np.ndarray] = []
     for c, name in enumerate(names):
+        _report(0.6 + 0.3 * c / len(names), f"column {c + 1} of {len(names)}: {name}")
         cells = [row[c] for row in body]
         try:
             columns.append(np.array(cells, dtype=np.float64))

@@ -10,13 +10,14 @@ is what a user types after ``--data``, and :meth:`DataSource.from_spec` /
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from kernel_lab.core.errors import DataError, ParameterError
 from kernel_lab.core.params import parse_assignments
+from kernel_lab.core.progress import Progress
 
 Kind = Literal["generator", "example", "file"]
 #: Options of examples and files (generators take parameters instead).
@@ -149,10 +150,13 @@ class DataSource:
             return DataSource(self.kind, self.name, {**self.params, **options})
         return DataSource(self.kind, self.name, {}, {**self.options, **options})
 
-    def load(self, seed: int = 0) -> Any:
+    def load(self, seed: int = 0, progress: Callable[[float, str], None] | None = None
+             ) -> Any:
         """Draw or read the data set (a :class:`~kernel_lab.core.data.Dataset`).
 
         ``seed`` drives a generator's draws or the train/test split of a table.
+        ``progress(fraction, message)`` is told how reading a file goes; it may raise
+        :class:`~kernel_lab.core.progress.Cancelled` to stop it.
 
         Raises
         ------
@@ -191,12 +195,17 @@ class DataSource:
                                      "the target option applies to files")
             table = EXAMPLES[self.name][1]()
         else:
+            reading = None if progress is None else Progress(progress).sub(0.0, 0.85)
             table = load_table(self.name, target=opts["target"] or None,
                                nan_policy="drop" if opts["drop_nan"] else "error",
                                fmt=None if opts["format"] == "auto" else opts["format"],
                                text_features=opts["text_features"],
-                               keep_index=opts["keep_index"], sheet=opts["sheet"])
+                               keep_index=opts["keep_index"], sheet=opts["sheet"],
+                               progress=reading)
         table = subsample_table(table, int(opts["subsample"]), seed)
+        if progress is not None:
+            progress(0.85, f"splitting {len(table.y):,} rows into training and test sets"
+                     + (" and standardising" if opts["standardize"] else ""))
         return dataset_from_table(table, name=self.label(),
                                   test_fraction=opts["test_fraction"],
                                   rng=np.random.default_rng(seed),

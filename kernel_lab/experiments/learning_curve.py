@@ -58,7 +58,7 @@ def loglog_slope(x: np.ndarray, y: np.ndarray) -> float:
 RFF_GRAM_BUDGET = 2e11
 #: The same for the baselines' n × D features with D ≤ n (n D² for ΦᵀΦ): each of the two
 #: baselines takes about 10 s at most.
-PRIMAL_BUDGET = 4e11
+PRIMAL_BUDGET = 2e11
 #: Above this size of the n × D features, the squared-loss baselines are fitted from ΦᵀΦ
 #: and Φᵀy accumulated over row blocks (never the n × D matrix), and the other losses
 #: get fewer features, so that the n × D matrix stays within it.

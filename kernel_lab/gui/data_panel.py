@@ -15,9 +15,12 @@ from PySide6 import QtCore, QtWidgets
 
 from kernel_lab.core.data import EXAMPLES, GENERATORS, Dataset
 from kernel_lab.core.errors import KernelLabError
+from kernel_lab.core.loaders import peek_rows
+from kernel_lab.core.progress import Cancelled, Progress
 from kernel_lab.core.source import DataSource
 from kernel_lab.gui.forms import ParamForm
 from kernel_lab.model import LabModel
+from kernel_lab.model.lab import LoadWatch
 
 FILE_FILTER = ("Data files (*.csv *.tsv *.txt *.dat *.xlsx *.npy *.npz *.svm *.svmlight "
                "*.libsvm *.arff *.mat);;All files (*)")
@@ -28,17 +31,22 @@ KINDS = ("generator", "example", "file")
 class _LoadSignals(QtCore.QObject):
     loaded = QtCore.Signal(object)
     failed = QtCore.Signal(str)
+    progressed = QtCore.Signal(float, str)
 
 
 class _LoadTask(QtCore.QRunnable):
-    def __init__(self, source: DataSource) -> None:
+    def __init__(self, source: DataSource, watch: LoadWatch) -> None:
         super().__init__()
         self.source = source
+        self.watch = watch
         self.signals = _LoadSignals()
 
     def run(self) -> None:
         try:
-            ds = self.source.load()
+            ds = self.source.load(progress=Progress(self.signals.progressed.emit,
+                                                    self.watch.cancelled))
+        except Cancelled:  # the model has moved on; the answer only releases _Answer
+            self.signals.failed.emit("loading cancelled")
         except KernelLabError as exc:
             self.signals.failed.emit(str(exc))
         except MemoryError:
@@ -54,10 +62,15 @@ class _Answer(QtCore.QObject):
 
     pending: ClassVar[set[_Answer]] = set()  # kept alive until answered
 
-    def __init__(self, done: Callable[[Dataset], None], failed: Callable[[str], None]) -> None:
+    def __init__(self, done: Callable[[Dataset], None], failed: Callable[[str], None],
+                 report: Callable[[float, str], None]) -> None:
         super().__init__()
-        self.done, self.failed = done, failed
+        self.done, self.failed, self.report = done, failed, report
         _Answer.pending.add(self)
+
+    @QtCore.Slot(float, str)
+    def progressed(self, fraction: float, message: str) -> None:
+        self.report(fraction, message)
 
     @QtCore.Slot(object)
     def loaded(self, ds: Dataset) -> None:
@@ -71,13 +84,15 @@ class _Answer(QtCore.QObject):
 
 
 def qt_loader(source: DataSource, done: Callable[[Dataset], None],
-              failed: Callable[[str], None]) -> None:
-    """The model's loader in the window: load on a pool thread, answer on the GUI
-    thread (the model keeps only the latest request)."""
-    task = _LoadTask(source)
-    answer = _Answer(done, failed)
+              failed: Callable[[str], None], watch: LoadWatch) -> None:
+    """The model's loader in the window: load on a pool thread, answer and report
+    progress on the GUI thread (the model keeps only the latest request; a cancelled or
+    replaced load stops at its next progress report)."""
+    task = _LoadTask(source, watch)
+    answer = _Answer(done, failed, watch.report)
     task.signals.loaded.connect(answer.loaded)
     task.signals.failed.connect(answer.refused)
+    task.signals.progressed.connect(answer.progressed)
     QtCore.QThreadPool.globalInstance().start(task)
 
 
@@ -186,6 +201,19 @@ class DataPanel(QtWidgets.QWidget):
 
         self.load_button = QtWidgets.QPushButton("Load data")
         col.addWidget(self.load_button)
+        busy = QtWidgets.QHBoxLayout()
+        self.load_progress = QtWidgets.QProgressBar()
+        self.load_progress.setRange(0, 1000)
+        self.load_progress.setTextVisible(True)
+        self.cancel_load = QtWidgets.QPushButton("Cancel")
+        self.cancel_load.setToolTip("stop loading; the data loaded before stay in use")
+        busy.addWidget(self.load_progress, 1)
+        busy.addWidget(self.cancel_load)
+        self.busy = QtWidgets.QWidget()
+        self.busy.setLayout(busy)
+        busy.setContentsMargins(0, 0, 0, 0)
+        self.busy.setVisible(False)
+        col.addWidget(self.busy)
         self.status = QtWidgets.QLabel("No data loaded.")
         self.status.setWordWrap(True)
         self.status.setTextInteractionFlags(QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -200,12 +228,15 @@ class DataPanel(QtWidgets.QWidget):
         self.generator.currentIndexChanged.connect(self._generator_changed)
         self.browse.clicked.connect(self.browse_file)
         self.load_button.clicked.connect(self._user_load)
+        self.cancel_load.clicked.connect(model.cancel_load)
         self.use_default.toggled.connect(self._use_default_toggled)
         self._generator_changed()
         self._source_changed()
         model.data_loading.connect(self._loading)
         model.data_loaded.connect(self._loaded_ok)
         model.data_failed.connect(self._show_error)
+        model.data_progress.connect(self._progressed)
+        model.load_cancelled.connect(self._cancelled)
         model.session_applied.connect(
             lambda session: self.use_default.setChecked(model.use_default_data))
 
@@ -342,8 +373,35 @@ class DataPanel(QtWidgets.QWidget):
             self.show_source(source)
         self.status.setText(f"Loading {_breakable(source.to_spec())} …")
         self.status.setStyleSheet("")
+        self.load_progress.setValue(0)
+        self.load_progress.setFormat("starting")
+        # shown only when loading takes a moment (no flicker for small data)
+        QtCore.QTimer.singleShot(150, self._show_busy)
+        if source.kind == "file":  # the file's first rows, at once, while it loads
+            head = peek_rows(source.name)
+            if head is not None:
+                self._fill_cells(*head)
+                self.preview.setToolTip("the first rows of the file, as written (loading …)")
+
+    def _show_busy(self) -> None:
+        self.busy.setVisible(self.model.loading)
+
+    def _progressed(self, fraction: float, message: str) -> None:
+        self.load_progress.setValue(round(1000 * fraction))
+        self.load_progress.setFormat(f"{100 * fraction:.0f} % — {message}")
+
+    def _done_loading(self) -> None:
+        self.busy.setVisible(False)
+
+    def _cancelled(self, message: str) -> None:
+        self._done_loading()
+        self.status.setStyleSheet("")
+        self.status.setText(html.escape(message))
+        if self.dataset is not None:
+            self._fill_preview(self.dataset)
 
     def _loaded_ok(self, ds: Dataset) -> None:
+        self._done_loading()
         s = ds.summary()
         notes = "".join(f"<br>note: {html.escape(n)}" for n in s["notes"])
         self.status.setStyleSheet("")
@@ -368,15 +426,24 @@ class DataPanel(QtWidgets.QWidget):
     def _fill_preview(self, ds: Dataset, rows: int = 8) -> None:
         names = [*ds.feature_names, ds.target_name]
         data = np.column_stack([ds.X_train[:rows], ds.y_train[:rows]])
+        self._fill_cells([*names[:-1], f"{names[-1]} (target)"],
+                         [[f"{v:.4g}" for v in row] for row in data])
+        self.preview.setToolTip("the first training rows, as the methods see them")
+
+    def _fill_cells(self, names: list[str], rows: list[list[str]]) -> None:
+        self.preview.clear()
         self.preview.setColumnCount(len(names))
-        self.preview.setRowCount(data.shape[0])
-        self.preview.setHorizontalHeaderLabels([*names[:-1], f"{names[-1]} (target)"])
-        for i in range(data.shape[0]):
-            for j in range(data.shape[1]):
-                self.preview.setItem(i, j, QtWidgets.QTableWidgetItem(f"{data[i, j]:.4g}"))
+        self.preview.setRowCount(len(rows))
+        self.preview.setHorizontalHeaderLabels(names)
+        for i, row in enumerate(rows):
+            for j, cell in enumerate(row[: len(names)]):
+                self.preview.setItem(i, j, QtWidgets.QTableWidgetItem(cell))
         self.preview.resizeColumnsToContents()
 
     def _show_error(self, message: str) -> None:
+        self._done_loading()
+        if self.dataset is not None:
+            self._fill_preview(self.dataset)
         loaded = self.model.loaded_source
         kept = (f"<br>Still using: {_breakable(loaded.to_spec())}"
                 if self.dataset is not None and loaded is not None else "")

@@ -23,6 +23,7 @@ import numpy as np
 from kernel_lab.core.data import Dataset
 from kernel_lab.core.errors import KernelLabError
 from kernel_lab.core.memory import memory_budget_bytes
+from kernel_lab.core.progress import Cancelled, Progress
 from kernel_lab.core.source import DataSource
 from kernel_lab.engine.events import Event
 from kernel_lab.engine.handle import RunHandle
@@ -33,7 +34,18 @@ from kernel_lab.experiments import Experiment, PartialResult, get_experiment, li
 
 Table = dict[str, np.ndarray]
 Launcher = Callable[[RunSpec], RunHandle]
-Loader = Callable[[DataSource, Callable[[Dataset], None], Callable[[str], None]], None]
+Loader = Callable[[DataSource, Callable[[Dataset], None], Callable[[str], None], "LoadWatch"],
+                  None]
+
+
+@dataclass(frozen=True)
+class LoadWatch:
+    """What a loader is given besides ``done`` and ``failed``: ``report(fraction,
+    message)`` to call on the model's thread as the load goes on, and ``cancelled()``, which
+    any thread may ask (the user cancelled, or a newer load replaced this one)."""
+
+    report: Callable[[float, str], None]
+    cancelled: Callable[[], bool]
 
 
 class RunState(enum.Enum):
@@ -107,10 +119,13 @@ class Pin:
 
 
 def inline_loader(source: DataSource, done: Callable[[Dataset], None],
-                  failed: Callable[[str], None]) -> None:
+                  failed: Callable[[str], None], watch: LoadWatch | None = None) -> None:
     """Load in this thread (scripts and tests)."""
     try:
-        dataset = source.load()
+        dataset = source.load(progress=None if watch is None else
+                              Progress(watch.report, watch.cancelled))
+    except Cancelled:
+        return
     except KernelLabError as exc:
         failed(str(exc))
     except MemoryError:
@@ -138,7 +153,8 @@ class LabModel:
     experiment_changed(Experiment) — a new form and plots are needed;
     params_replaced(dict) — values set from outside the form (a session);
     inputs_changed() — parameters or data changed: the preview is due (debounce it);
-    data_loading(DataSource), data_loaded(Dataset), data_failed(str);
+    data_loading(DataSource), data_progress(fraction, message), data_loaded(Dataset),
+    data_failed(str), load_cancelled(str);
     state_changed(RunState), progressed(fraction, text);
     table_changed() — the table to show changed; run_started() — a run begins;
     summaries_changed(dict); pins_changed(); plan_changed(Plan);
@@ -149,7 +165,8 @@ class LabModel:
     def __init__(self, launch: Launcher, load: Loader = inline_loader) -> None:
         self._launch, self._load = launch, load
         for name in ("experiment_changed", "params_replaced", "inputs_changed",
-                     "data_loading", "data_loaded", "data_failed", "state_changed",
+                     "data_loading", "data_progress", "data_loaded", "data_failed",
+                     "load_cancelled", "state_changed",
                      "progressed", "table_changed", "run_started", "summaries_changed",
                      "pins_changed", "plan_changed", "status", "logged", "session_applied"):
             setattr(self, name, Event())
@@ -253,7 +270,26 @@ class LabModel:
             self.loading, self.source = False, self.loaded_source or source
             self.data_failed.emit(message)
 
-        self._load(source, done, failed)
+        def report(fraction: float, message: str) -> None:
+            if token == self._load_token:
+                self.data_progress.emit(fraction, message)
+
+        self._load(source, done, failed,
+                   LoadWatch(report, lambda: token != self._load_token))
+
+    def cancel_load(self) -> None:
+        """Stop the load in flight: its reader stops at its next progress report, its
+        answer is ignored, and the data loaded before stay in use."""
+        if not self.loading:
+            return
+        self._load_token += 1
+        cancelled = self.source
+        self.loading, self.source = False, self.loaded_source or self.source
+        kept = (f"; still using {self.loaded_source.label()}"
+                if self.loaded_source is not None and self.dataset is not None else "")
+        self.logged.emit(f"loading {cancelled.label() if cancelled else 'the data'} "
+                         f"cancelled{kept}")
+        self.load_cancelled.emit(f"Loading cancelled{kept}.")
 
     @property
     def fresh_result(self) -> RunResult | None:

@@ -486,3 +486,39 @@ def test_an_npz_archive_reads_only_the_arrays_it_uses(tmp_path):
     np.savez(tmp_path / "o.npz", X=np.array([[1, "a"]], dtype=object), y=np.array([1.0]))
     with pytest.raises(DataError, match="holds Python objects"):
         load_table(tmp_path / "o.npz")
+
+
+# -- loading large files: progress, cancel, a preview at once ----------------------------
+def test_reading_row_by_row_reports_progress_and_can_be_cancelled(tmp_path):
+    from kernel_lab.core.progress import Cancelled, Progress
+
+    rows = "".join(f"{i},{i % 7},{'ab'[i % 2]},{i * 0.5}\n" for i in range(150_000))
+    path = write(tmp_path, "t.csv", "a,b,kind,y\n" + rows)
+    seen = []
+    table = load_table(path, progress=lambda f, m: seen.append((f, m)))
+    fractions = [f for f, _ in seen]
+    assert fractions == sorted(fractions) and fractions[0] == 0.0 and fractions[-1] == 0.95
+    assert any("rows" in m for _, m in seen) and any("column" in m for _, m in seen)
+    assert table.X.shape == (150_000, 4)  # a, b and kind one-hot
+    # a Cancelled raised by progress stops the reading (it is not a "damaged file")
+    asked = []
+    with pytest.raises(Cancelled):
+        load_table(path, progress=Progress(None, lambda: asked.append(1) or len(asked) > 3))
+    assert len(asked) == 4
+
+
+def test_a_preview_of_the_first_rows_as_written(tmp_path):
+    from kernel_lab.core.loaders import peek_rows
+
+    names, rows = peek_rows(write(tmp_path, "h.csv", "# note\na;b;kind\n1,5;2;x\n3;4;y\n"))
+    assert names == ["a", "b", "kind"] and rows == [["1,5", "2", "x"], ["3", "4", "y"]]
+    names, rows = peek_rows(write(tmp_path, "n.txt", "1 2 3\n4 5 6\n"), rows=1)
+    assert names == ["column 1", "column 2", "column 3"] and rows == [["1", "2", "3"]]
+    np.save(tmp_path / "a.npy", np.arange(12.0).reshape(4, 3))
+    names, rows = peek_rows(tmp_path / "a.npy", rows=2)
+    assert names == ["column 1", "column 2", "column 3"] and rows[1] == ["3", "4", "5"]
+    assert peek_rows(tmp_path / "missing.csv") is None
+    assert peek_rows(write(tmp_path, "e.csv", "\n\n")) is None
+    (tmp_path / "bad.npy").write_bytes(b"not an array")
+    assert peek_rows(tmp_path / "bad.npy") is None
+    assert peek_rows(write(tmp_path, "x.arff", "@relation r\n")) is None

@@ -491,3 +491,33 @@ def test_the_data_panel_shows_notes_as_text_and_offers_the_files_own_columns(
     assert "(a&amp;co, b&amp;co)" in status
     box = window.data_panel.target
     assert [box.itemText(i) for i in range(box.count())] == ["age", "work", "income"]
+
+
+def test_a_large_file_loads_with_progress_a_preview_at_once_and_can_be_cancelled(
+        window, qtbot, tmp_path):
+    """A table read row by row (it has a text column) shows the file's first rows at once,
+    a progress bar with a Cancel button while it loads; Cancel keeps the data in use."""
+    select(window, "krr-path")
+    use_data(window, qtbot, "diabetes")
+    old = window.model.loaded_source
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400_000, 2))
+    path = tmp_path / "large.csv"
+    path.write_text("a,b,kind,y\n" + "".join(f"{a:.4f},{b:.4f},{'pq'[i % 2]},{a - b:.4f}\n"
+                                            for i, (a, b) in enumerate(X)))
+    panel = window.data_panel
+    panel.set_spec(str(path))
+    assert panel.loading
+    # the first rows as written, before the load is done
+    assert panel.preview.horizontalHeaderItem(2).text() == "kind"
+    assert panel.preview.item(0, 2).text() == "p" and panel.preview.rowCount() == 8
+    qtbot.waitUntil(lambda: panel.busy.isVisible() and panel.load_progress.value() > 0,
+                    timeout=20_000)
+    assert "%" in panel.load_progress.text()
+    qtbot.mouseClick(panel.cancel_load, QtCore.Qt.MouseButton.LeftButton)
+    assert not panel.loading and not panel.busy.isVisible()
+    assert "cancelled" in panel.status.text() and "diabetes" in panel.status.text()
+    assert window.model.loaded_source == old
+    assert panel.preview.horizontalHeaderItem(0).text() != "a"  # the data in use again
+    qtbot.wait(300)  # the reader stops at its next report; its answer changes nothing
+    assert window.model.loaded_source == old and not panel.busy.isVisible()

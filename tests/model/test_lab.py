@@ -223,7 +223,7 @@ def test_an_unexpected_error_in_an_inline_run_is_a_failure(monkeypatch):
 
 def test_a_load_answered_after_the_window_closed_is_dropped():
     pending = []
-    model = LabModel(InlineLauncher(), load=lambda source, done, failed: pending.append(
+    model = LabModel(InlineLauncher(), load=lambda source, done, failed, watch: pending.append(
         (source, done, failed)))
     seen = recorder(model)
     loaded = []
@@ -292,3 +292,61 @@ def test_the_estimate_is_calibrated_by_the_experiments_own_runs(model):
     model.refresh()
     assert model.plan.seconds == pytest.approx(0.25 * measured + 0.75 * measured * 2,
                                                rel=1e-6)
+
+
+def _table_with_text(path, rows):
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(rows, 3))
+    kinds = np.array(["red", "green", "blue"])[rng.integers(0, 3, rows)]
+    path.write_text("a,b,c,colour,y\n" + "".join(
+        f"{r[0]:.5f},{r[1]:.5f},{r[2]:.5f},{k},{r.sum():.5f}\n"
+        for r, k in zip(X, kinds, strict=True)))
+    return path
+
+
+def test_loading_reports_progress_and_a_cancelled_load_keeps_the_data(tmp_path):
+    """A load in flight reports how far it is; cancelling it stops the reader at its next
+    report, ignores its answer and keeps the data loaded before."""
+    pending = []
+    model = LabModel(InlineLauncher(), load=lambda *args: pending.append(args))
+    model.set_experiment("krr-path", {})
+    source, done, failed, watch = pending[-1]
+    done(source.load())  # the experiment's own data, loaded
+    before = model.loaded_source
+    seen = {"progress": [], "cancelled": [], "loaded": []}
+    model.data_progress.connect(lambda f, m: seen["progress"].append((f, m)))
+    model.load_cancelled.connect(seen["cancelled"].append)
+    model.data_loaded.connect(seen["loaded"].append)
+    path = _table_with_text(tmp_path / "colours.csv", 200_000)  # the strict reader
+    model.load_data(DataSource.from_spec(str(path)))
+    source, done, failed, watch = pending[-1]
+    reports = []
+
+    def report(fraction, message):
+        reports.append(fraction)
+        watch.report(fraction, message)
+        if fraction > 0.2:
+            model.cancel_load()  # the user presses Cancel while it reads
+
+    from kernel_lab.core.progress import Cancelled, Progress
+
+    with pytest.raises(Cancelled):
+        source.load(progress=Progress(report, watch.cancelled))
+    assert reports == sorted(reports) and 0.2 < reports[-1] < 0.85  # stopped while reading
+    assert seen["progress"] and all(0 <= f <= 1 for f, _ in seen["progress"])
+    assert seen["cancelled"] and "still using" in seen["cancelled"][0]
+    assert not model.loading and model.loaded_source == before
+    assert model.run_source() == before and model.dataset is not None
+    done(DataSource.from_spec(DATA).load())  # a late answer is ignored
+    failed("loading cancelled")
+    assert seen["loaded"] == [] and model.loaded_source == before
+
+
+def test_the_inline_loader_reports_progress_to_the_end(tmp_path):
+    model = LabModel(InlineLauncher())
+    fractions = []
+    model.data_progress.connect(lambda f, m: fractions.append(f))
+    model.load_data(DataSource.from_spec(str(_table_with_text(tmp_path / "c.csv", 70_000))))
+    assert model.dataset is not None and model.dataset.n_train == 52_500
+    assert fractions == sorted(fractions) and fractions[0] == 0 and fractions[-1] == 0.85
+    assert len(fractions) >= 5
