@@ -3,6 +3,9 @@
 With landmarks S, ``C = K[:, S]`` and ``W = K[S, S]``, the Nyström approximation is
 ``K̃ = C W⁺ Cᵀ = F Fᵀ``. W is factorised by an eigendecomposition with eigenvalues below a
 relative cut-off dropped, so duplicate landmarks and a singular W are handled.
+:class:`NystromRidge` solves its ridge problem directly on the n × r features or, for large
+n·s, by preconditioned conjugate gradients that never form them
+(:mod:`kernel_lab.core.models.nystrom_cg`).
 
 References
 ----------
@@ -12,12 +15,14 @@ C. Musco and C. Musco, "Recursive sampling for the Nyström method", NIPS 2017.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.kernels import (
     KERNELS,
     Kernel,
@@ -27,11 +32,32 @@ from kernel_lab.core.kernels import (
     resolve_bandwidth,
 )
 from kernel_lab.core.models.feature_ridge import feature_ridge
+from kernel_lab.core.models.nystrom_cg import (
+    DEFAULT_MAX_ITER,
+    DEFAULT_TOL,
+    CGInfo,
+    nystrom_predict,
+    nystrom_ridge_cg,
+)
 from kernel_lab.core.samplers import SAMPLERS, CountingKernel, make_sampler
-from kernel_lab.core.validation import LAM, Integer, OneOf, check_generator, check_params
+from kernel_lab.core.validation import (
+    LAM,
+    Integer,
+    OneOf,
+    Real,
+    check_generator,
+    check_params,
+)
 
 #: Eigenvalues of W below this fraction of the largest are treated as zero.
 RCOND = 1e-12
+
+#: ``NystromRidge(solver="auto")`` uses conjugate gradients when the n × s kernel block
+#: ``k(X, S)`` (8 n s bytes) would exceed this, the direct solve otherwise.
+CG_AUTO_BYTES = 256 * 2**20
+
+#: The solvers of :class:`NystromRidge`.
+SOLVERS = ("auto", "cg", "direct")
 
 
 def nystrom_factor(W: np.ndarray, rcond: float = RCOND) -> np.ndarray:
@@ -120,39 +146,91 @@ class NystromRidge(RegressorMixin, BaseEstimator):
     kernel, kernel_params, n_components, sampler, random_state
         As in :class:`NystromFeatures`.
     centered : bool
+    solver : {"auto", "cg", "direct"}
+        ``"direct"`` forms the n × r features and solves by Cholesky
+        (:func:`~kernel_lab.core.models.feature_ridge.feature_ridge`); ``"cg"`` solves the
+        same problem by preconditioned conjugate gradients streaming X in row blocks
+        (:func:`~kernel_lab.core.models.nystrom_cg.nystrom_ridge_cg`: memory O(block + s r),
+        never n × s); ``"auto"`` takes CG when ``8 n s`` bytes exceed :data:`CG_AUTO_BYTES`.
+    cg_tol : float
+        CG stopping tolerance on the relative residual (see ``nystrom_ridge_cg``).
+    cg_max_iter : int
+        At most this many CG iterations; if the tolerance is not met a
+        :class:`~sklearn.exceptions.ConvergenceWarning` is issued and ``converged_`` is False.
 
     Attributes
     ----------
     features_ : NystromFeatures
     coef_ : ndarray, shape (r,)
     intercept_ : float
+    solver_ : str
+        The solver used, ``"cg"`` or ``"direct"``.
+    n_iter_ : int or None
+        CG iterations (None for the direct solve).
+    converged_ : bool
+        False only when CG stopped at ``cg_max_iter`` above the tolerance.
+    cg_info_ : CGInfo or None
+        The CG run's details (residual history, block size); None for the direct solve.
     """
 
-    _parameter_checks: ClassVar = {**NystromFeatures._parameter_checks, "lam": LAM}
+    _parameter_checks: ClassVar = {**NystromFeatures._parameter_checks, "lam": LAM,
+                                   "solver": OneOf(SOLVERS),
+                                   "cg_tol": Real(label="cg_tol", hint="e.g. 1e-8"),
+                                   "cg_max_iter": Integer(label="cg_max_iter")}
 
     def __init__(self, lam: float = 1.0, *, kernel: str | Kernel = "gaussian",
                  kernel_params: dict[str, Any] | None = None, n_components: int = 100,
                  sampler: str = "recursive-rls", centered: bool = True,
-                 random_state: Any = None) -> None:
+                 solver: str = "auto", cg_tol: float = DEFAULT_TOL,
+                 cg_max_iter: int = DEFAULT_MAX_ITER, random_state: Any = None) -> None:
         self.lam = lam
         self.kernel = kernel
         self.kernel_params = kernel_params
         self.n_components = n_components
         self.sampler = sampler
         self.centered = centered
+        self.solver = solver
+        self.cg_tol = cg_tol
+        self.cg_max_iter = cg_max_iter
         self.random_state = random_state
 
-    def fit(self, X: Any, y: Any) -> NystromRidge:
+    def fit(self, X: Any, y: Any, *,
+            progress: Callable[[float, str], None] | None = None) -> NystromRidge:
+        """Fit; with the CG solver ``progress(fraction, message)`` is called once per
+        iteration (an exception it raises, a cancellation, propagates)."""
         X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
-        lam = check_params(self)["lam"]
+        p = check_params(self)
+        if p["cg_tol"] >= 1:
+            raise ParameterError(f"cg_tol must lie strictly between 0 and 1, got "
+                                 f"{self.cg_tol!r}; e.g. 1e-8")
         self.features_ = NystromFeatures(self.kernel, kernel_params=self.kernel_params,
                                          n_components=self.n_components, sampler=self.sampler,
                                          random_state=self.random_state).fit(X)
-        self.coef_, self.intercept_ = feature_ridge(self.features_.transform(X), y, lam,
-                                                    intercept=self.centered)
+        s = self.features_.landmarks_.shape[0]
+        solver = p["solver"]
+        if solver == "auto":
+            solver = "cg" if 8.0 * X.shape[0] * s > CG_AUTO_BYTES else "direct"
+        self.solver_ = solver
+        self.cg_info_: CGInfo | None = None
+        self.n_iter_: int | None = None
+        self.converged_ = True
+        if solver == "direct":
+            self.coef_, self.intercept_ = feature_ridge(self.features_.transform(X), y,
+                                                        p["lam"], intercept=self.centered)
+            return self
+        # a run that misses cg_tol warns (ConvergenceWarning) and sets converged_ = False
+        self.coef_, self.intercept_, info = nystrom_ridge_cg(
+            self.features_.kernel_, X, y, self.features_.landmarks_,
+            self.features_.normalization_, p["lam"], intercept=self.centered,
+            tol=p["cg_tol"], max_iter=p["cg_max_iter"],
+            random_state=check_generator(self.random_state), progress=progress)
+        self.cg_info_, self.n_iter_, self.converged_ = info, info.iterations, info.converged
         return self
 
     def predict(self, X: Any) -> np.ndarray:
+        """Predictions, computed in row blocks (never the n × s kernel block at once)."""
         check_is_fitted(self, "coef_")
         X = validate_data(self, X, reset=False, dtype=np.float64)
-        return self.features_.transform(X) @ self.coef_ + self.intercept_
+        f = self.features_
+        return nystrom_predict(f.kernel_, X, f.landmarks_, f.normalization_, self.coef_,
+                               self.intercept_)

@@ -1,0 +1,336 @@
+"""Nyström ridge regression by preconditioned conjugate gradients (FALKON-style), without
+ever forming the n × r feature matrix.
+
+The problem is the one :func:`~kernel_lab.core.models.feature_ridge.feature_ridge` solves on
+the Nyström features ``F = C N`` (``C = k(X, S)`` for the landmarks S, ``N`` the
+normalisation ``W^{-1/2}`` of :func:`~kernel_lab.core.models.nystrom.nystrom_factor`)::
+
+    min_w,c ‖y − F w − c‖² + λ ‖w‖²        (c = 0 without an intercept)
+
+Its normal equations ``(F_cᵀF_c + λI) w = F_cᵀ(y − ȳ)``, with ``F_c = F − 1μᵀ`` the features
+less their column means μ (``F_c = F``, ȳ = 0 without an intercept), are solved by
+preconditioned CG. Every product ``F_cᵀF_c v = Nᵀ Cᵀ t − μ (1ᵀt)``, ``t = C N v − 1 μᵀv``,
+streams X in row blocks and evaluates ``k(X_block, S)`` afresh, so memory stays at one block
+(:data:`~kernel_lab.core.memory.DEFAULT_BLOCK_BYTES`) plus O(s r) whatever n is; a pass costs
+O(n s p) kernel work and O(n s) for the two products.
+
+Preconditioner
+--------------
+FALKON's preconditioner approximates ``CᵀC`` by the landmark rows alone,
+``(n/s) K_SSᵀK_SS``; in the whitened coordinates w used here that is
+``(n/s) Nᵀ W² N + λI = (n/s) diag(e) + λI`` (e the kept eigenvalues of W) — diagonal. It
+under-estimates ``F_cᵀF_c`` badly in the directions of W's small eigenvalues: there a
+feature is tiny on the landmarks (its squared norm on them is e_j) but can be of order one
+at other points. So the preconditioner here is the same estimate taken over more rows: the
+landmarks plus ``m`` (default 4 s) rows of X drawn at random,
+
+    P = (n / (s + m)) · Σ_{rows i} (f_i − μ)(f_i − μ)ᵀ + λI,
+
+a sub-sampled ``F_cᵀF_c + λI`` (with all n rows when s + m ≥ n, when it equals the system
+matrix and CG stops after a step or two). P is factorised once by Cholesky (O((s + m) s r + r³)),
+and applied by two triangular solves per iteration. On 200,000 points in [0, 1]²⁰ with
+2,000 uniform landmarks (Gaussian kernel, median bandwidth), the iterations needed for
+coefficients within 1e-6 of the direct solve were, for λ = 1e-3 / 1 / 100: 313 / 66 / 15
+without a preconditioner, 163 / 45 / 14 with FALKON's diagonal, 100 / 28 / 10 with the
+landmark rows centred at μ, and 24 / 13 / 6 with the 4 s extra rows.
+
+References
+----------
+A. Rudi, L. Carratino and L. Rosasco, "FALKON: an optimal large scale kernel method",
+NIPS 2017.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy.linalg import solve_triangular
+from sklearn.exceptions import ConvergenceWarning
+
+from kernel_lab.core.errors import ParameterError
+from kernel_lab.core.memory import DEFAULT_BLOCK_BYTES
+from kernel_lab.core.validation import check_generator
+
+#: Default stopping tolerance on the relative residual ``√(rᵀP⁻¹r / bᵀP⁻¹b)``.
+DEFAULT_TOL = 1e-8
+#: Default bound on the number of CG iterations.
+DEFAULT_MAX_ITER = 200
+#: Extra random rows of X in the preconditioner, as a multiple of the number of landmarks.
+PRECONDITIONER_ROWS_PER_LANDMARK = 4
+
+Progress = Callable[[float, str], None]
+
+
+@dataclass(frozen=True)
+class CGInfo:
+    """How a CG solve went.
+
+    Attributes
+    ----------
+    iterations : int
+        CG iterations made (each one pass over X).
+    residual : float
+        Final relative residual ``√(rᵀP⁻¹r / bᵀP⁻¹b)`` (r = b − A w, b the right-hand side,
+        P the preconditioner), as updated by the CG recurrence.
+    converged : bool
+        Whether ``residual ≤ tol`` was reached within ``max_iter`` iterations.
+    tol : float
+    max_iter : int
+    block_rows : int
+        Rows of X per kernel block.
+    preconditioner_rows : int
+        Rows the preconditioner was estimated from (landmarks included).
+    history : tuple of float
+        The relative residual after every iteration.
+    """
+
+    iterations: int
+    residual: float
+    converged: bool
+    tol: float
+    max_iter: int
+    block_rows: int
+    preconditioner_rows: int
+    history: tuple[float, ...]
+
+    @property
+    def passes(self) -> int:
+        """Passes over X: one for the means and right-hand side, one per iteration."""
+        return self.iterations + 1
+
+
+def rows_per_block(width: int, block_bytes: int = DEFAULT_BLOCK_BYTES) -> int:
+    """Rows of a float64 block ``width`` wide that fit in ``block_bytes`` (at least one)."""
+    return max(1, int(block_bytes) // (8 * max(int(width), 1)))
+
+
+def kernel_blocks(kernel: Callable[..., np.ndarray], X: np.ndarray, landmarks: np.ndarray,
+                  block_rows: int) -> Iterator[tuple[slice, np.ndarray]]:
+    """``(rows, k(X[rows], landmarks))`` for consecutive row blocks of X."""
+    for start in range(0, X.shape[0], block_rows):
+        rows = slice(start, min(start + block_rows, X.shape[0]))
+        yield rows, kernel(X[rows], landmarks)
+
+
+def nystrom_predict(kernel: Callable[..., np.ndarray], X: np.ndarray, landmarks: np.ndarray,
+                    normalization: np.ndarray, coef: np.ndarray, intercept: float, *,
+                    block_rows: int | None = None) -> np.ndarray:
+    """``F w + c`` with ``F = k(X, S) N``, computed as ``k(X, S) (N w) + c`` in row blocks
+    (memory: one block, never n × s).
+
+    Parameters
+    ----------
+    kernel : Kernel
+    X : ndarray, shape (n, p)
+    landmarks : ndarray, shape (s, p)
+    normalization : ndarray, shape (s, r)
+    coef : ndarray, shape (r,)
+    intercept : float
+    block_rows : int, optional
+        Rows per block; default: a block of :data:`DEFAULT_BLOCK_BYTES`.
+
+    Returns
+    -------
+    ndarray, shape (n,)
+    """
+    alpha = normalization @ coef
+    rows = rows_per_block(landmarks.shape[0]) if block_rows is None else int(block_rows)
+    out = np.empty(X.shape[0])
+    for block, C in kernel_blocks(kernel, X, landmarks, rows):
+        out[block] = C @ alpha
+    out += intercept
+    return out
+
+
+def _check(lam: float, tol: float, max_iter: int, block_rows: int | None,
+           preconditioner_rows: int | None) -> None:
+    if (isinstance(lam, bool) or not isinstance(lam, numbers.Real)
+            or not (math.isfinite(lam) and lam > 0)):
+        raise ParameterError(f"λ (lam) must be positive and finite, got {lam!r}")
+    if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not 0 < tol < 1:
+        raise ParameterError(f"the CG tolerance must lie strictly between 0 and 1, "
+                             f"got {tol!r}; e.g. 1e-8")
+    for name, value, low in (("max_iter", max_iter, 1), ("block_rows", block_rows, 1),
+                             ("preconditioner_rows", preconditioner_rows, 0)):
+        if value is None and name != "max_iter":
+            continue
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
+            raise ParameterError(f"{name} must be an integer ≥ {low}, got {value!r}")
+
+
+def _preconditioner(kernel: Callable[..., np.ndarray], X: np.ndarray, landmarks: np.ndarray,
+                    N: np.ndarray, mu: np.ndarray, lam: float, extra: int,
+                    rng: np.random.Generator) -> tuple[np.ndarray, int]:
+    """Lower Cholesky factor of ``P = (n/m) Σ_rows (f_i − μ)(f_i − μ)ᵀ + λI`` over the
+    landmarks and ``extra`` random rows of X (all of X when that is as many), and m."""
+    n, (s, r) = X.shape[0], N.shape
+    if s + extra >= n:
+        R, weight = X, 1.0
+    else:
+        R = np.concatenate([landmarks, X[np.sort(rng.choice(n, size=extra, replace=False))]])
+        weight = n / R.shape[0]
+    G = np.zeros((r, r))
+    for _, C in kernel_blocks(kernel, R, landmarks, rows_per_block(s + r)):
+        Fb = C @ N
+        Fb -= mu
+        G += Fb.T @ Fb
+    G *= weight
+    G.flat[:: r + 1] += lam
+    jitter = 0.0
+    scale = max(float(np.trace(G)) / r, lam)
+    while True:  # P ⪰ λI in exact arithmetic; rounding can still break a tiny λ
+        try:
+            return np.linalg.cholesky(G), R.shape[0]
+        except np.linalg.LinAlgError:
+            step = 1e-12 * scale if jitter == 0.0 else 9.0 * jitter
+            G.flat[:: r + 1] += step
+            jitter += step
+            if jitter > scale:
+                raise
+
+
+def nystrom_ridge_cg(kernel: Callable[..., np.ndarray], X: np.ndarray, y: np.ndarray,
+                     landmarks: np.ndarray, normalization: np.ndarray, lam: float, *,
+                     intercept: bool = True, tol: float = DEFAULT_TOL,
+                     max_iter: int = DEFAULT_MAX_ITER, block_rows: int | None = None,
+                     preconditioner_rows: int | None = None, random_state: Any = 0,
+                     progress: Progress | None = None) -> tuple[np.ndarray, float, CGInfo]:
+    """Solve ``min_w,c ‖y − F w − c‖² + λ ‖w‖²`` for ``F = k(X, landmarks) · normalization``
+    by preconditioned conjugate gradients, streaming X in row blocks (F is never formed).
+
+    The answer is that of ``feature_ridge(F, y, lam, intercept=intercept)`` up to the
+    tolerance: the default stops at a relative residual of 1e-8, which put coefficients
+    within 2e-7 and predictions within 1e-8 (relative) of the direct solve in the tests
+    (the relative error in the norm of P is at most cond(P⁻¹A) times the residual).
+
+    Parameters
+    ----------
+    kernel : Kernel
+        A callable ``kernel(A, B) → k(A, B)``.
+    X : ndarray, shape (n, p)
+    y : ndarray, shape (n,)
+    landmarks : ndarray, shape (s, p)
+    normalization : ndarray, shape (s, r)
+        ``W^{-1/2}`` on W's non-null eigenspace (:func:`nystrom_factor`).
+    lam : float
+        The ridge λ > 0.
+    intercept : bool
+        Fit an unpenalised intercept c (the features and y are centred).
+    tol : float
+        Stop when ``√(rᵀP⁻¹r / bᵀP⁻¹b) ≤ tol`` (the residual in the norm the preconditioner
+        defines, relative to the right-hand side's).
+    max_iter : int
+        At most this many iterations; when the tolerance is not met by then a
+        :class:`~sklearn.exceptions.ConvergenceWarning` is issued and ``info.converged`` is
+        False.
+    block_rows : int, optional
+        Rows of X per kernel block; default: a block ``k(X_block, landmarks)`` of
+        :data:`~kernel_lab.core.memory.DEFAULT_BLOCK_BYTES` (64 MiB).
+    preconditioner_rows : int, optional
+        Random rows of X added to the landmarks to estimate the preconditioner; default
+        ``4 s``; 0 uses the landmarks alone.
+    random_state : int, Generator, … or None
+        Draws those rows (the solution depends on it only within the tolerance).
+    progress : callable, optional
+        ``progress(fraction, message)``, called once after every iteration; an exception
+        it raises (a cancellation) propagates.
+
+    Returns
+    -------
+    coef : ndarray, shape (r,)
+    intercept : float
+        0 when ``intercept`` is False.
+    info : CGInfo
+    """
+    _check(lam, tol, max_iter, block_rows, preconditioner_rows)
+    X = np.asarray(X, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64).ravel()
+    landmarks = np.asarray(landmarks, dtype=np.float64)
+    N = np.asarray(normalization, dtype=np.float64)
+    n, (s, r) = X.shape[0], N.shape
+    if y.shape[0] != n or landmarks.shape[0] != s:
+        raise ValueError(f"X has {n} rows, y {y.shape[0]}; landmarks have {landmarks.shape[0]} "
+                         f"rows and the normalization {s}: they must agree")
+    rows = rows_per_block(s) if block_rows is None else int(block_rows)
+    extra = (PRECONDITIONER_ROWS_PER_LANDMARK * s if preconditioner_rows is None
+             else int(preconditioner_rows))
+
+    # first pass: column sums of C and Cᵀ(y − ȳ)
+    y_mean = float(y.mean()) if intercept else 0.0
+    c_sum = np.zeros(s)
+    c_y = np.zeros(s)
+    for block, C in kernel_blocks(kernel, X, landmarks, rows):
+        c_sum += C.sum(axis=0)
+        c_y += C.T @ (y[block] - y_mean)
+    c_mean = c_sum / n if intercept else np.zeros(s)
+    mu = N.T @ c_mean                       # column means of F
+    b = N.T @ c_y                           # F_cᵀ(y − ȳ) = Fᵀ(y − ȳ)
+
+    def normal_product(v: np.ndarray) -> np.ndarray:
+        """``(F_cᵀF_c + λI) v`` in one pass over X."""
+        u = N @ v
+        shift = float(c_mean @ u)           # μᵀv
+        acc = np.zeros(s)
+        t_sum = 0.0
+        for _, C in kernel_blocks(kernel, X, landmarks, rows):
+            t = C @ u
+            t -= shift                      # F_c v on the block
+            acc += C.T @ t
+            t_sum += float(t.sum())
+        return N.T @ acc - mu * t_sum + lam * v
+
+    L, m = _preconditioner(kernel, X, landmarks, N, mu, lam, extra, check_generator(random_state))
+
+    def precondition(v: np.ndarray) -> np.ndarray:
+        # two O(r²) solves with one right-hand side: they leave scipy's OpenBLAS threads
+        # asleep (unlike a matrix right-hand side, see samplers.ridge_scores), so numpy's
+        # kernel products that follow keep their speed (measured)
+        z = solve_triangular(L, v, lower=True, check_finite=False)
+        return solve_triangular(L, z, lower=True, trans="T", check_finite=False)
+
+    w = np.zeros(r)
+    res = b.copy()
+    z = precondition(res)
+    rz = float(res @ z)
+    b_norm = math.sqrt(max(rz, 0.0))
+    history: list[float] = []
+    relres = 0.0 if b_norm == 0.0 else 1.0
+    done = 0.0
+    iterations = 0
+    direction = z.copy()
+    while relres > tol and iterations < max_iter:
+        Ad = normal_product(direction)
+        step = rz / float(direction @ Ad)
+        w += step * direction
+        res -= step * Ad
+        z = precondition(res)
+        rz_new = float(res @ z)
+        iterations += 1
+        relres = math.sqrt(max(rz_new, 0.0)) / b_norm
+        history.append(relres)
+        # progress: the larger of the iterations used and the decades of residual gained
+        gained = 1.0 if relres <= tol else math.log(relres) / math.log(tol)
+        done = max(done, iterations / max_iter, min(max(gained, 0.0), 1.0))
+        if progress is not None:
+            progress(done, f"CG iteration {iterations}: relative residual {relres:.2e} "
+                           f"(target {tol:.0e})")
+        direction *= rz_new / rz
+        direction += z
+        rz = rz_new
+
+    converged = relres <= tol
+    if not converged:
+        warnings.warn(f"Nyström CG stopped after {iterations} iterations at a relative "
+                      f"residual of {relres:.2e}, above the tolerance {tol:.0e}: the "
+                      f"solution is not accurate. Raise max_iter or λ, or use the direct "
+                      f"solver.", ConvergenceWarning, stacklevel=2)
+    info = CGInfo(iterations=iterations, residual=relres, converged=converged, tol=float(tol),
+                  max_iter=int(max_iter), block_rows=rows, preconditioner_rows=m,
+                  history=tuple(history))
+    return w, y_mean - float(mu @ w), info

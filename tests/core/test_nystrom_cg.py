@@ -1,0 +1,246 @@
+"""Nyström ridge by preconditioned conjugate gradients against the direct solve on the
+explicitly formed features (``feature_ridge``), and the ``solver`` switch of NystromRidge."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from kernel_lab.core.errors import ParameterError
+from kernel_lab.core.kernels import GaussianKernel, LaplaceKernel, make_kernel
+from kernel_lab.core.models import nystrom
+from kernel_lab.core.models.feature_ridge import feature_ridge
+from kernel_lab.core.models.nystrom import NystromRidge, nystrom_factor
+from kernel_lab.core.models.nystrom_cg import nystrom_predict, nystrom_ridge_cg
+from kernel_lab.core.progress import Cancelled, Progress
+
+
+def friedman(n, p=5, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(size=(n, p))
+    y = (10 * np.sin(np.pi * X[:, 0] * X[:, 1]) + 20 * (X[:, 2] - 0.5) ** 2 + 10 * X[:, 3]
+         + 5 * X[:, 4] + rng.normal(size=n))
+    return X, y
+
+
+@pytest.fixture(scope="module")
+def data():
+    X, y = friedman(3000)
+    Xt, _ = friedman(500, seed=1)
+    return X, y, Xt
+
+
+def setup(kernel, X, s, seed=0):
+    S = X[np.random.default_rng(seed).choice(X.shape[0], size=s, replace=False)]
+    return S, nystrom_factor(kernel(S))
+
+
+def reference(kernel, X, y, S, N, lam, intercept, Xt):
+    """The direct solve on the explicit features, and its predictions at Xt."""
+    coef, c = feature_ridge(kernel(X, S) @ N, y, lam, intercept=intercept)
+    return coef, c, kernel(Xt, S) @ N @ coef + c
+
+
+def rel(a, b):
+    return np.linalg.norm(np.asarray(a) - b) / np.linalg.norm(b)
+
+
+KERNELS = {"gaussian": GaussianKernel(0.8), "laplace": LaplaceKernel(2.0)}
+
+
+@pytest.mark.parametrize("name", list(KERNELS))
+@pytest.mark.parametrize("intercept", [True, False])
+@pytest.mark.parametrize("lam", [1e-4, 1e-2, 1.0, 100.0])
+def test_cg_equals_the_direct_solve(data, name, intercept, lam):
+    X, y, Xt = data
+    kernel = KERNELS[name]
+    S, N = setup(kernel, X, 80)
+    coef_ref, c_ref, pred_ref = reference(kernel, X, y, S, N, lam, intercept, Xt)
+    coef, c, info = nystrom_ridge_cg(kernel, X, y, S, N, lam, intercept=intercept)
+    assert info.converged and info.residual <= info.tol
+    assert info.preconditioner_rows == 80 + 4 * 80 < X.shape[0]  # a real CG run
+    assert 1 < info.iterations < 100
+    assert len(info.history) == info.iterations and info.passes == info.iterations + 1
+    assert rel(coef, coef_ref) <= 1e-6
+    pred = nystrom_predict(kernel, Xt, S, N, coef, c)
+    assert rel(pred, pred_ref) <= 1e-6
+    if intercept:
+        assert c == pytest.approx(c_ref, rel=1e-6, abs=1e-6 * np.abs(y).max())
+    else:
+        assert c == 0.0
+
+
+def test_singular_w_from_duplicate_landmarks(data):
+    X, y, Xt = data
+    kernel = GaussianKernel(0.8)
+    S = np.repeat(X[:30], 3, axis=0)               # 90 landmarks, 30 distinct: W has rank 30
+    N = nystrom_factor(kernel(S))
+    assert N.shape == (90, 30)
+    coef_ref, _, pred_ref = reference(kernel, X, y, S, N, 0.01, True, Xt)
+    coef, c, info = nystrom_ridge_cg(kernel, X, y, S, N, 0.01)
+    assert info.converged
+    assert rel(coef, coef_ref) <= 1e-6
+    assert rel(nystrom_predict(kernel, Xt, S, N, coef, c), pred_ref) <= 1e-6
+
+
+def test_low_rank_inner_product_kernel(data):
+    """A quadratic kernel on 5 inputs has rank 21: most of W's eigenvalues are dropped."""
+    X, y, Xt = data
+    kernel = make_kernel("polynomial", {})
+    S, N = setup(kernel, X, 60)
+    assert N.shape[1] <= 21
+    coef_ref, _, pred_ref = reference(kernel, X, y, S, N, 0.1, True, Xt)
+    coef, c, _ = nystrom_ridge_cg(kernel, X, y, S, N, 0.1)
+    assert rel(coef, coef_ref) <= 1e-6
+    assert rel(nystrom_predict(kernel, Xt, S, N, coef, c), pred_ref) <= 1e-6
+
+
+def test_tiny_blocks_give_the_same_answer(data):
+    X, y, Xt = data
+    kernel = GaussianKernel(0.8)
+    S, N = setup(kernel, X, 50)
+    coef, c, info = nystrom_ridge_cg(kernel, X, y, S, N, 0.01)
+    coef7, c7, info7 = nystrom_ridge_cg(kernel, X, y, S, N, 0.01, block_rows=7)
+    assert info7.block_rows == 7 and info.block_rows == 64 * 2**20 // (8 * 50)
+    assert abs(info7.iterations - info.iterations) <= 1
+    assert rel(coef7, coef) <= 1e-8 and c7 == pytest.approx(c, rel=1e-8)
+    np.testing.assert_allclose(nystrom_predict(kernel, Xt, S, N, coef, c, block_rows=3),
+                               kernel(Xt, S) @ N @ coef + c, rtol=1e-12)
+
+
+def test_progress_once_per_iteration_and_cancel(data):
+    X, y, _ = data
+    kernel = GaussianKernel(0.8)
+    S, N = setup(kernel, X, 50)
+    calls = []
+    _, _, info = nystrom_ridge_cg(kernel, X, y, S, N, 0.01,
+                                  progress=lambda f, m: calls.append((f, m)))
+    assert len(calls) == info.iterations > 1
+    fractions = [f for f, _ in calls]
+    assert all(0 <= f <= 1 for f in fractions) and np.all(np.diff(fractions) >= 0)
+    assert fractions[-1] == 1.0
+    assert [m.split(":")[0] for _, m in calls] == [f"CG iteration {i + 1}"
+                                                    for i in range(info.iterations)]
+    seen = []
+
+    def cancel_at_three():
+        seen.append(1)
+        return len(seen) >= 3
+
+    with pytest.raises(Cancelled):
+        nystrom_ridge_cg(kernel, X, y, S, N, 0.01, progress=Progress(is_cancelled=cancel_at_three))
+    assert len(seen) == 3
+
+
+def test_not_converging_is_reported(data):
+    X, y, _ = data
+    kernel = GaussianKernel(0.8)
+    S, N = setup(kernel, X, 50)
+    with pytest.warns(ConvergenceWarning, match="stopped after 2 iterations"):
+        _, _, info = nystrom_ridge_cg(kernel, X, y, S, N, 1e-4, max_iter=2, tol=1e-14)
+    assert not info.converged and info.iterations == 2 and info.residual > 1e-14
+
+
+def test_preconditioner(data):
+    X, y, _ = data
+    kernel = GaussianKernel(0.8)
+    S, N = setup(kernel, X, 80)
+    _, _, full = nystrom_ridge_cg(kernel, X, y, S, N, 1e-3)
+    _, _, landmarks_only = nystrom_ridge_cg(kernel, X, y, S, N, 1e-3, preconditioner_rows=0)
+    assert landmarks_only.preconditioner_rows == 80
+    assert full.iterations < landmarks_only.iterations
+    # estimated from every row, the preconditioner is the system matrix: one step
+    coef_ref, _, _ = reference(kernel, X, y, S, N, 1e-3, True, X[:2])
+    coef, _, exact = nystrom_ridge_cg(kernel, X, y, S, N, 1e-3, preconditioner_rows=3000)
+    assert exact.preconditioner_rows == 3000 and exact.iterations <= 2
+    assert rel(coef, coef_ref) <= 1e-8
+
+
+def test_constant_target_and_bad_arguments(data):
+    X, _, _ = data
+    kernel = GaussianKernel(0.8)
+    S, N = setup(kernel, X, 20)
+    coef, c, info = nystrom_ridge_cg(kernel, X, np.full(X.shape[0], 2.5), S, N, 0.1)
+    assert info.iterations == 0 and info.converged and np.all(coef == 0) and c == 2.5
+    y = np.zeros(X.shape[0])
+    for kwargs, match in (({"lam": 0.0}, "λ"), ({"lam": np.nan}, "λ"),
+                          ({"tol": 1.0}, "tolerance"), ({"max_iter": 0}, "max_iter"),
+                          ({"block_rows": 0}, "block_rows"),
+                          ({"preconditioner_rows": -1}, "preconditioner_rows")):
+        args = {"lam": 0.1, **kwargs}
+        lam = args.pop("lam")
+        with pytest.raises(ParameterError, match=match):
+            nystrom_ridge_cg(kernel, X, y, S, N, lam, **args)
+
+
+@pytest.mark.parametrize("centered", [True, False])
+def test_nystrom_ridge_cg_and_direct_agree(data, centered):
+    X, y, Xt = data
+    params = {"lam": 0.01, "kernel": "gaussian", "n_components": 60, "sampler": "uniform",
+              "centered": centered, "random_state": 3}
+    direct = NystromRidge(solver="direct", **params).fit(X, y)
+    calls = []
+    cg = NystromRidge(solver="cg", **params).fit(X, y, progress=lambda f, m: calls.append(f))
+    np.testing.assert_array_equal(cg.features_.landmark_indices_,
+                                  direct.features_.landmark_indices_)
+    assert (direct.solver_, direct.n_iter_, direct.cg_info_) == ("direct", None, None)
+    assert cg.solver_ == "cg" and cg.converged_ and cg.n_iter_ == cg.cg_info_.iterations > 1
+    assert len(calls) == cg.n_iter_
+    assert rel(cg.coef_, direct.coef_) <= 1e-6
+    assert rel(cg.predict(Xt), direct.predict(Xt)) <= 1e-6
+    F = direct.features_.transform(Xt)
+    np.testing.assert_allclose(direct.predict(Xt), F @ direct.coef_ + direct.intercept_,
+                               rtol=1e-12)
+
+
+def test_auto_solver_follows_the_size(data, monkeypatch):
+    X, y, _ = data
+    est = NystromRidge(0.1, n_components=30, sampler="uniform", random_state=0).fit(X, y)
+    assert est.solver == "auto" and est.solver_ == "direct"  # 8 n s = 720 kB
+    monkeypatch.setattr(nystrom, "CG_AUTO_BYTES", 8 * 3000 * 30 - 1)
+    est = NystromRidge(0.1, n_components=30, sampler="uniform", random_state=0).fit(X, y)
+    assert est.solver_ == "cg" and est.converged_
+    monkeypatch.setattr(nystrom, "CG_AUTO_BYTES", 8 * 3000 * 30)
+    assert clone(est).fit(X, y).solver_ == "direct"
+
+
+def test_bad_solver_and_cg_parameters(data):
+    X, y, _ = data
+    with pytest.raises(ParameterError, match=r"solver must be one of: auto, cg, direct; "
+                                             r"got 'cholesky'"):
+        NystromRidge(solver="cholesky").fit(X, y)
+    with pytest.raises(ParameterError, match="cg_max_iter must be a positive integer"):
+        NystromRidge(cg_max_iter=0).fit(X, y)
+    with pytest.raises(ParameterError, match="cg_tol must be positive"):
+        NystromRidge(cg_tol=-1.0).fit(X, y)
+    with pytest.raises(ParameterError, match="cg_tol must lie strictly between 0 and 1"):
+        NystromRidge(cg_tol=1.0, solver="direct").fit(X, y)
+
+
+def test_nystrom_ridge_warns_when_cg_does_not_converge(data):
+    X, y, _ = data
+    est = NystromRidge(1e-4, n_components=60, sampler="uniform", solver="cg", cg_tol=1e-14,
+                       cg_max_iter=2, random_state=0)
+    with pytest.warns(ConvergenceWarning, match="not accurate"):
+        est.fit(X, y)
+    assert not est.converged_ and est.n_iter_ == 2
+
+
+def test_clone_keeps_the_solver_parameters():
+    est = NystromRidge(0.5, solver="cg", cg_tol=1e-6, cg_max_iter=17, n_components=12)
+    params = clone(est).get_params()
+    assert (params["solver"], params["cg_tol"], params["cg_max_iter"]) == ("cg", 1e-6, 17)
+    assert params["lam"] == 0.5 and params["n_components"] == 12
+    assert clone(est.set_params(solver="direct")).solver == "direct"
+
+
+@parametrize_with_checks([NystromRidge(solver="cg", n_components=20, random_state=0)])
+def test_sklearn_compatible_with_cg(estimator, check):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        check(estimator)
