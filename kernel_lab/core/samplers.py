@@ -3,8 +3,11 @@
 ``sampler.sample(X, kernel, s, rng)`` returns a :class:`Sample`: ``s`` distinct landmark
 indices, per-point scores where the method has them (for display), and the number of
 kernel entries evaluated. The scalable samplers (uniform, recursive RLS and its
-accelerated variant, randomly pivoted Cholesky) evaluate O(n s) entries; the exact
-ridge-leverage-score sampler forms the n×n matrix and is a reference for small n.
+accelerated variant, randomly pivoted Cholesky) evaluate O(n s) entries (RP-Cholesky on
+large data a few times that, see :class:`RPCholeskySampler`) in row blocks of at most
+:data:`BLOCK_ENTRIES` kernel entries, and never hold more than O(n + s²) beyond them (RP-
+Cholesky on small data keeps its n × s factor); the exact ridge-leverage-score sampler forms
+the n×n matrix and is a reference for small n.
 Recursive RLS at a fixed λ (``RecursiveRLSSampler(lam=λ)``, Algorithm 2) is called with
 ``s=None`` and returns as many landmarks as d_eff(λ) calls for.
 
@@ -13,6 +16,8 @@ References
 C. Musco and C. Musco, "Recursive sampling for the Nyström method", NIPS 2017
 (Algorithms 2 and 3; accelerated variant of Section 5.2.1).
 Y. Chen, E. Epperly, J. Tropp, R. Webber, "Randomly pivoted Cholesky", 2022.
+E. Epperly, J. Tropp, R. Webber, "Embrace rejection: kernel matrix approximation by
+accelerated randomly pivoted Cholesky", 2024 (the same law, pivots proposed in blocks).
 """
 
 from __future__ import annotations
@@ -31,6 +36,23 @@ from kernel_lab.core.memory import check_allocation
 #: Algorithm 2 (fixed λ) halves n until a level has at most this many points, all of which
 #: are its landmarks (the paper's base case, without the constants of its proof).
 FIXED_LAMBDA_BASE = 64
+
+#: Kernel entries of one row block (8 MiB of float64) that the scalable samplers evaluate at
+#: a time: the rows of n × |S| kernel matrices are streamed, never held whole.
+BLOCK_ENTRIES = 2**20
+
+#: RP-Cholesky keeps its n × s factor and pivots one point at a time (Chen et al.,
+#: Algorithm 1) while that factor fits in one block (n·s ≤ this); above, it proposes pivots
+#: in blocks and accepts them by rejection (Epperly, Tropp & Webber: the same law of the
+#: pivots), keeping only the residual diagonal, recomputed over row blocks after each block.
+RPC_STORED_MAX = BLOCK_ENTRIES
+
+#: At most this many pivots are proposed in one block of accelerated RP-Cholesky.
+RPC_MAX_PROPOSALS = 1024
+
+#: After this many blocks in a row without an accepted pivot (only rounding left in the
+#: residual), accelerated RP-Cholesky takes the residual as explained.
+RPC_EMPTY_ROUNDS = 32
 
 
 class CountingKernel:
@@ -132,6 +154,20 @@ def ridge_scores(Kii: np.ndarray, KS: np.ndarray, SKS: np.ndarray, w: np.ndarray
                  lam: float) -> np.ndarray:
     """Lemma 6: ``(K_ii − K_{i,S} (K_{S,S} + λ diag(w⁻²))⁻¹ K_{S,i}) / λ`` for every row i,
     by a Cholesky solve (jittered if needed) — never an explicit inverse."""
+    return _scores_of_rows(Kii, KS, _ridge_factor(SKS, w, lam), lam)
+
+
+def _scores_of_rows(Kii: np.ndarray, KS: np.ndarray, Linv: np.ndarray, lam: float
+                    ) -> np.ndarray:
+    """The scores of :func:`ridge_scores` for a block of rows, given ``L⁻¹`` of the
+    ridge-shifted sample matrix (:func:`_ridge_factor`)."""
+    B = KS @ Linv.T
+    return np.maximum(0.0, Kii - np.einsum("ij,ij->i", B, B)) / lam
+
+
+def _ridge_factor(SKS: np.ndarray, w: np.ndarray, lam: float) -> np.ndarray:
+    """``L⁻¹`` for the Cholesky factor L of ``K_{S,S} + λ diag(w⁻²)`` (jittered if needed);
+    the scores of any rows are then ``(K_ii − ‖L⁻¹ K_{S,i}‖²) / λ``."""
     A = SKS + lam * np.diag(1.0 / w**2)
     try:
         L = np.linalg.cholesky(A)
@@ -143,9 +179,31 @@ def ridge_scores(Kii: np.ndarray, KS: np.ndarray, SKS: np.ndarray, w: np.ndarray
     # here calls scipy: its wheel bundles a second OpenBLAS whose threads keep spinning
     # after a call, and the large product right after it then ran at half speed (forming
     # L⁻¹ with scipy's solve_triangular made the whole sampler 1.3–1.4× slower).
-    Linv = np.linalg.solve(L, np.eye(L.shape[0]))
-    B = KS @ Linv.T
-    return np.maximum(0.0, Kii - np.einsum("ij,ij->i", B, B)) / lam
+    return np.linalg.solve(L, np.eye(L.shape[0]))
+
+
+def _level_scores(X: np.ndarray, pts: np.ndarray, inv: np.ndarray, sample: np.ndarray,
+                  SKS: np.ndarray, w: np.ndarray, lam: float, counter: CountingKernel
+                  ) -> np.ndarray:
+    """Lemma 6 scores of the points ``pts`` (a prefix of the permutation whose inverse is
+    ``inv``) from the weighted ``sample`` ⊂ pts, whose kernel matrix SKS is already
+    evaluated: the sample's own rows from SKS, every other point's from its kernel row
+    against the sample, in blocks of at most :data:`BLOCK_ENTRIES` entries taken in index
+    order (the n × |S| matrix is never held; each of its entries is evaluated once)."""
+    Linv = _ridge_factor(SKS, w, lam)
+    XS = X[sample]
+    raw = np.empty(pts.size)
+    raw[inv[sample]] = _scores_of_rows(counter.diag(XS), SKS, Linv, lam)
+    others = np.zeros(X.shape[0], dtype=bool)
+    others[pts] = True
+    others[sample] = False
+    others = np.flatnonzero(others)
+    rows = max(1, BLOCK_ENTRIES // max(sample.size, 1))
+    for start in range(0, others.size, rows):
+        idx = others[start:start + rows]
+        Xb = X[idx]
+        raw[inv[idx]] = _scores_of_rows(counter.diag(Xb), counter(Xb, XS), Linv, lam)
+    return raw
 
 
 class Sampler:
@@ -293,12 +351,10 @@ class RecursiveRLSSampler(Sampler):
         for level in range(levels - 1, -1, -1):
             top = level == 0
             pts = perm[: sizes[level]]
-            KS = counter(X[pts], X[sample])                     # n_l × |S|
-            SKS = KS[inv[sample]]                               # sample ⊂ pts (a prefix)
-            Kii = counter.diag(X[pts])
+            SKS = counter(X[sample])                            # sample ⊂ pts (a prefix)
             if s_rec is None:
                 lam = self.lam
-                raw = ridge_scores(Kii, KS, SKS, w, lam)
+                raw = _level_scores(X, pts, inv, sample, SKS, w, lam, counter)
                 q = max(1.0, math.log(max(float(raw.sum()), 1.0) / self.delta))
             else:
                 # λ (through k) and the oversampling come from the level size s_rec at
@@ -307,7 +363,7 @@ class RecursiveRLSSampler(Sampler):
                 # resolve (a λ aimed at s from only s_rec landmarks made the accelerated
                 # variant erratic)
                 lam = lambda_for_budget(SKS, w, s_rec)
-                raw = ridge_scores(Kii, KS, SKS, w, lam)
+                raw = _level_scores(X, pts, inv, sample, SKS, w, lam, counter)
                 q = 1.0 if top else math.log(max(s_rec, 2))
             scores = np.minimum(1.0, q * raw)
             if top:
@@ -346,33 +402,144 @@ class AcceleratedRLSSampler(RecursiveRLSSampler):
 
 class RPCholeskySampler(Sampler):
     """Randomly pivoted Cholesky: pivot i with probability ∝ the residual diagonal, then
-    update the residual by the new Cholesky column (one kernel column per landmark)."""
+    update the residual by the new Cholesky column (one kernel column per landmark).
+
+    While n·s ≤ :data:`RPC_STORED_MAX` the n × s factor is kept and pivots are drawn one at
+    a time. Above, the accelerated form of Epperly, Tropp & Webber draws pivots with the
+    same law in bounded memory: each round proposes b points i.i.d. ∝ the residual diagonal
+    d at its start and goes through them in order, accepting each with probability (its
+    residual now) / d — the candidates' residual matrix is updated by a Schur complement
+    after each acceptance, and residuals only fall, so every accepted pivot is distributed
+    ∝ the current residual, as one drawn alone. After a round d is recomputed over row
+    blocks as ``k(x, x) − ‖K(x, S) L⁻ᵀ‖²`` (L the Cholesky factor of K_SS), so only d and
+    s × s matrices are kept; each round costs n |S| kernel evaluations (a few rounds: a
+    few n s in all, reported as evaluated). The two forms draw different pivots from one
+    seed; the check that the residual is exhausted (the rest then drawn uniformly) is made
+    per pivot in the first, per round in the second.
+
+    Parameters
+    ----------
+    accelerated : bool or None
+        Force one form; None chooses by n·s.
+    """
 
     name = "rp-cholesky"
     title = "RP-Cholesky"
 
+    def __init__(self, accelerated: bool | None = None) -> None:
+        self.accelerated = accelerated
+
     def sample(self, X: np.ndarray, kernel: Kernel, s: int, rng: np.random.Generator) -> Sample:
         n = _check(X, s)
         counter = CountingKernel(kernel)
-        d = counter.diag(X).astype(np.float64)
-        first = d.copy()
-        F = np.zeros((n, s))
-        chosen: list[int] = []
-        for i in range(s):
-            total = d.sum()
-            if total <= 1e-12 * first.sum():  # the rest is (numerically) explained
-                rest = np.setdiff1d(np.arange(n), chosen)
-                chosen += list(rng.choice(rest, size=s - i, replace=False))
-                break
-            piv = int(rng.choice(n, p=d / total))
-            col = counter(X, X[piv: piv + 1])[:, 0]
-            g = col - F[:, :i] @ F[piv, :i]
-            F[:, i] = g / math.sqrt(max(g[piv], 1e-300))
-            d = np.clip(d - F[:, i] ** 2, 0.0, None)
-            d[piv] = 0.0
-            chosen.append(piv)
+        first = counter.diag(X).astype(np.float64)
+        accelerated = n * s > RPC_STORED_MAX if self.accelerated is None else self.accelerated
+        chosen = (_rpc_rounds if accelerated else _rpc_stored)(X, counter, first, s, rng)
         return Sample(np.sort(np.asarray(chosen, dtype=np.int64)), first / first.sum() * s,
                       counter.evaluations)
+
+
+def _rpc_stored(X: np.ndarray, counter: CountingKernel, first: np.ndarray, s: int,
+                rng: np.random.Generator) -> list[int]:
+    """RP-Cholesky one pivot at a time on the stored n × s factor (Chen et al., Alg. 1)."""
+    n = X.shape[0]
+    d = first
+    F = np.zeros((n, s))
+    chosen: list[int] = []
+    for i in range(s):
+        total = d.sum()
+        if total <= 1e-12 * first.sum():  # the rest is (numerically) explained
+            rest = np.setdiff1d(np.arange(n), chosen)
+            chosen += list(rng.choice(rest, size=s - i, replace=False))
+            break
+        piv = int(rng.choice(n, p=d / total))
+        col = counter(X, X[piv: piv + 1])[:, 0]
+        g = col - F[:, :i] @ F[piv, :i]
+        F[:, i] = g / math.sqrt(max(g[piv], 1e-300))
+        d = np.clip(d - F[:, i] ** 2, 0.0, None)
+        d[piv] = 0.0
+        chosen.append(piv)
+    return chosen
+
+
+def _rpc_rounds(X: np.ndarray, counter: CountingKernel, first: np.ndarray, s: int,
+                rng: np.random.Generator) -> list[int]:
+    """Accelerated RP-Cholesky (proposals in blocks, accepted by rejection) keeping only
+    the residual diagonal and the s × s Cholesky factor of K_SS."""
+    n = X.shape[0]
+    d = first.copy()
+    L = np.zeros((s, s))  # Cholesky factor of K_SS, pivots in the order accepted
+    chosen: list[int] = []
+    rate, empty = 1.0, 0
+    while len(chosen) < s:
+        k, need = len(chosen), s - len(chosen)
+        total = float(d.sum())
+        if total <= 1e-12 * float(first.sum()):  # the rest is (numerically) explained
+            rest = np.setdiff1d(np.arange(n), chosen)
+            chosen += [int(i) for i in rng.choice(rest, size=need, replace=False)]
+            break
+        b = min(RPC_MAX_PROPOSALS, max(need, math.ceil(1.25 * need / rate)))
+        T = rng.choice(n, size=b, p=d / total)
+        u = rng.random(b)
+        XT = X[T]
+        H = counter(XT)                                   # residual on the candidates
+        FT = np.zeros((b, 0))
+        if k:
+            FT = counter(XT, X[chosen]) @ _lower_inverse(L[:k, :k]).T
+            H -= FT @ FT.T
+        cols = np.zeros((b, need))
+        acc: list[int] = []
+        taken: set[int] = set()
+        tried = 0
+        for j in range(b):
+            if len(acc) == need:
+                break
+            tried += 1
+            h = H[j, j]
+            if int(T[j]) in taken or not h > u[j] * d[T[j]]:
+                continue
+            col = H[j:, j] / math.sqrt(h)
+            H[j:, j:] -= np.outer(col, col)
+            cols[j:, len(acc)] = col
+            acc.append(j)
+            taken.add(int(T[j]))
+        a = len(acc)
+        rate = max(a / tried, 1.0 / 16.0)
+        if not a:
+            empty += 1
+            if empty == RPC_EMPTY_ROUNDS:
+                d[:] = 0.0
+            continue
+        empty = 0
+        L[k:k + a, :k] = FT[acc]
+        L[k:k + a, k:k + a] = cols[acc, :a]
+        chosen += [int(T[j]) for j in acc]
+        if len(chosen) < s:
+            d = _rpc_residual(X, counter, first, chosen, L[:k + a, :k + a])
+    return chosen
+
+
+def _lower_inverse(L: np.ndarray) -> np.ndarray:
+    """``L⁻¹`` of a small lower-triangular factor, by numpy's solve (see ridge_scores on
+    why not scipy's triangular solve), to apply to many rows in one product."""
+    return np.linalg.solve(L, np.eye(L.shape[0]))
+
+
+def _rpc_residual(X: np.ndarray, counter: CountingKernel, first: np.ndarray,
+                  chosen: list[int], L: np.ndarray) -> np.ndarray:
+    """The residual diagonal ``k(x, x) − ‖K(x, S) L⁻ᵀ‖²`` over row blocks of at most
+    :data:`BLOCK_ENTRIES` kernel entries, clipped at 0 and 0 on the pivots."""
+    n = X.shape[0]
+    XS = X[chosen]
+    Linv_T = _lower_inverse(L).T
+    d = np.empty(n)
+    rows = max(1, BLOCK_ENTRIES // len(chosen))
+    for start in range(0, n, rows):
+        F = counter(X[start:start + rows], XS) @ Linv_T
+        d[start:start + rows] = first[start:start + rows] - np.einsum("ij,ij->i", F, F)
+    np.clip(d, 0.0, None, out=d)
+    d[chosen] = 0.0
+    return d
 
 
 SAMPLERS: dict[str, type[Sampler]] = {

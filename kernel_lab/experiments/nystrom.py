@@ -1,10 +1,18 @@
 """Experiment ``nystrom``: landmark samplers compared on approximation error, time, kernel
 evaluations and downstream ridge regression — fixed-size samplers at the given s, recursive
 RLS at a fixed λ (Musco & Musco, Algorithm 2) at the number of landmarks it draws, under the
-light protocol or the paper's (Section 5; see ``docs/papers.md``)."""
+light protocol or the paper's (Section 5; see ``docs/papers.md``).
+
+At scale the n × s features are never held whole: one pass over row blocks of at most
+:data:`FEATURE_BLOCK_ENTRIES` entries accumulates what the trace error and the downstream
+ridge need (FᵀF, Fᵀy and column sums); the spectral error is measured on a seeded subset of
+eval_points training rows, the test RMSE on at most :data:`TEST_MAX` test points and the
+picture shows at most :data:`VIEW_MAX` points — each subset is stated in the summaries."""
 
 from __future__ import annotations
 
+import math
+import os
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -24,6 +32,8 @@ from kernel_lab.core.models.rff import RFF_KERNELS, RandomFourierFeatures
 from kernel_lab.core.params import ParamSpec
 from kernel_lab.core.progress import Progress
 from kernel_lab.core.samplers import (
+    BLOCK_ENTRIES,
+    RPC_STORED_MAX,
     SAMPLERS,
     CountingKernel,
     RecursiveRLSSampler,
@@ -96,6 +106,29 @@ EXACT_CV_MAX_N = 2000
 #: from Lanczos (the same value to about 1e-10 relative, 20–60 times faster at 2000 points).
 EXACT_MAX = 500
 
+#: Entries of one row block of the n × s features (8 MiB of float64): a cell evaluates the
+#: features of at most this many entries at a time. Up to one block of rows the features
+#: are formed whole, as they always were.
+FEATURE_BLOCK_ENTRIES = BLOCK_ENTRIES
+
+#: The downstream test RMSE is measured on at most this many test points (a seeded subset).
+TEST_MAX = 20_000
+
+#: The picture shows at most this many training points (a seeded subset) with their scores.
+VIEW_MAX = 5_000
+
+#: On row blocks the paper protocol's leave-one-out comes from the eigendecomposition of
+#: F_cᵀF_c: directions whose eigenvalue is below this fraction of the largest are dropped
+#: (their singular values are below 1e-5 of the largest; an eigenvalue of FᵀF is accurate
+#: to about 1e-16 of the largest).
+GRAM_RCOND = 1e-10
+
+#: On row blocks, Nyström features F = C N (C = k(X, S), N = W^{-1/2}) are summed as C —
+#: ``FᵀF = Nᵀ(CᵀC)N``, without the n × s × s product C N — when the kept eigenvalues of W
+#: span at most this ratio (rounding in CᵀC is then magnified at most this much, to about
+#: 1e-10 relative); above, F itself is formed block by block.
+GRAM_KAPPA_MAX = 1e6
+
 
 def downstream_ridge(F: np.ndarray, y: np.ndarray, lam: float | None
                      ) -> tuple[np.ndarray, float, float]:
@@ -133,7 +166,10 @@ class SampledFeatures:
 @dataclass(frozen=True)
 class CellTask:
     """One (sampler, s, trial) cell, or (Algorithm 2, λ, trial) with ``s=None`` and
-    ``rls_lam`` set; ``lam=None`` chooses the downstream λ by cross-validation. Picklable."""
+    ``rls_lam`` set; ``lam=None`` chooses the downstream λ by cross-validation. Picklable.
+
+    ``view_rows``: the training rows whose scores the picture shows (None: all);
+    ``block_rows``: rows of features per block (None: :data:`FEATURE_BLOCK_ENTRIES` / s)."""
 
     sampler: str
     s: int | None
@@ -147,6 +183,8 @@ class CellTask:
     kernel: Kernel
     lam: float | None
     rls_lam: float | None = None
+    view_rows: np.ndarray | None = None
+    block_rows: int | None = None
 
 
 #: Random Fourier features beside the landmark samplers, on the same axes (s features).
@@ -155,34 +193,145 @@ RANDOM_FEATURES = {"rff": False, "rff-orthogonal": True}
 
 def run_cell(task: CellTask) -> dict[str, Any]:
     """Fit s Nyström features (landmark sampling and factorisation), the landmarks of
-    Algorithm 2 at λ, or s random Fourier features, form the n × s factor F, and measure it:
+    Algorithm 2 at λ, or s random Fourier features, and measure the n × s factor F:
     ‖K − FFᵀ‖₂ on the evaluation rows, tr(K − FFᵀ), the time to F, kernel evaluations,
-    the number of landmarks (features), the downstream λ and test RMSE."""
+    the number of landmarks (features), the downstream λ and test RMSE. Up to one block of
+    rows F is formed whole; above, it is streamed over row blocks (:class:`StreamedRidge`)
+    and never held, and the time includes that pass."""
     t0 = time.perf_counter()
     if task.sampler in RANDOM_FEATURES:
         kernel = task.kernel
         features: Any = RandomFourierFeatures(
             kernel.name, sigma=kernel.params()["sigma"], n_components=task.s,
             orthogonal=RANDOM_FEATURES[task.sampler], random_state=task.seed).fit(task.X)
+        width = int(task.s)
     elif task.sampler == FIXED_LAMBDA:
         features = SampledFeatures(task.kernel, RecursiveRLSSampler(lam=task.rls_lam), task.X,
                                    task.seed)
+        width = features.landmarks_.shape[0]
     else:
         features = NystromFeatures(task.kernel, n_components=task.s, sampler=task.sampler,
                                    random_state=task.seed).fit(task.X)
-    F = features.transform(task.X)
-    seconds = time.perf_counter() - t0
-    spectral = residual_norm(task.K_eval, F[task.eval_rows], exact_max=EXACT_MAX).value
-    trace = float(task.kernel.diag(task.X).sum() - np.einsum("ij,ij->", F, F))
-    coef, intercept, ridge_lam = downstream_ridge(F, task.y, task.lam)
-    pred = features.transform(task.X_test) @ coef + intercept
+        width = features.landmarks_.shape[0]
+    rows = task.block_rows or max(1, FEATURE_BLOCK_ENTRIES // max(width, 1))
+    if task.X.shape[0] <= rows:  # one block: F in memory
+        F = features.transform(task.X)
+        seconds = time.perf_counter() - t0
+        F_eval = F[task.eval_rows]
+        squared = float(np.einsum("ij,ij->", F, F))
+        coef, intercept, ridge_lam = downstream_ridge(F, task.y, task.lam)
+        del F
+    else:
+        sums = StreamedRidge(features.transform, task.X, task.y, rows,
+                             _kernel_columns(features))
+        seconds = time.perf_counter() - t0
+        F_eval = features.transform(task.X[task.eval_rows])
+        squared = sums.squared_norm
+        coef, intercept, ridge_lam = sums.solve(task.lam)
+    spectral = residual_norm(task.K_eval, F_eval, exact_max=EXACT_MAX).value
+    trace = float(task.kernel.diag(task.X).sum() - squared)
+    pred = np.concatenate([features.transform(task.X_test[i:i + rows]) @ coef + intercept
+                           for i in range(0, task.X_test.shape[0], rows)])
     indices = getattr(features, "landmark_indices_", None)
+    scores = getattr(features, "scores_", None)
+    if scores is not None and task.view_rows is not None:
+        scores = scores[task.view_rows]
     return {"spectral": spectral, "trace": trace, "time": seconds,
             "evals": getattr(features, "kernel_evaluations_", 0),
             "rmse": float(np.sqrt(np.mean((pred - task.y_test) ** 2))),
             "landmarks": task.s if indices is None else indices.size, "ridge_lam": ridge_lam,
-            "indices": indices,
-            "scores": getattr(features, "scores_", None)}
+            "indices": indices, "scores": scores}
+
+
+def _kernel_columns(features: Any) -> tuple[Any, np.ndarray] | None:
+    """``(x ↦ k(x, S), N)`` for Nyström features ``F = k(X, S) N`` whose W is well conditioned
+    (see :data:`GRAM_KAPPA_MAX`), else None (random features, or an ill-conditioned W)."""
+    N = getattr(features, "normalization_", None)
+    if N is None or N.shape[1] == 0:
+        return None
+    e = 1.0 / np.einsum("ij,ij->j", N, N)  # the kept eigenvalues of W (columns V e^{-1/2})
+    if e.max() > GRAM_KAPPA_MAX * e.min():
+        return None
+    kernel, landmarks = features.kernel_, features.landmarks_
+    return (lambda A: kernel(A, landmarks)), N
+
+
+class StreamedRidge:
+    """The downstream ridge on features F = ``transform(X)`` streamed over row blocks.
+
+    One pass accumulates, with every column shifted by its mean over the first block (so
+    the centring that follows cancels little): ``Σ (F − c)ᵀ(F − c)``, ``Σ (F − c)ᵀ(y − c_y)``
+    and the column sums; from them the centred ``F_cᵀF_c``, ``F_cᵀ(y − ȳ)``, the means and
+    ``‖F‖_F²``. With ``columns = (C, N)`` the sums are those of ``C(X)`` and are mapped by N
+    (``F = C(X) N``). :meth:`solve` then fits at a given λ exactly as :func:`feature_ridge`
+    does, or, with ``lam=None``, picks λ by exact leave-one-out on ``ridge_loo``'s grid, from
+    the eigendecomposition of ``F_cᵀF_c`` and a second pass over the blocks."""
+
+    def __init__(self, transform: Any, X: np.ndarray, y: np.ndarray, rows: int,
+                 columns: tuple[Any, np.ndarray] | None = None) -> None:
+        self.transform, self.X, self.y, self.rows = transform, X, y, rows
+        n = X.shape[0]
+        block = transform if columns is None else columns[0]
+        for start in range(0, n, rows):
+            F = block(X[start:start + rows])
+            yb = y[start:start + rows]
+            if start == 0:
+                shift, y_shift = F.mean(axis=0), float(yb.mean())
+                r = F.shape[1]
+                G, b, f, y_sum = np.zeros((r, r)), np.zeros(r), np.zeros(r), 0.0
+            F -= shift
+            yb = yb - y_shift
+            G += F.T @ F
+            b += F.T @ yb
+            f += F.sum(axis=0)
+            y_sum += float(yb.sum())
+        delta, delta_y = f / n, y_sum / n
+        gram = G - n * np.outer(delta, delta)               # F_cᵀ F_c (or C_cᵀ C_c)
+        rhs = b - n * delta * delta_y                       # F_cᵀ (y − ȳ)
+        f_mean = shift + delta
+        if columns is not None:
+            N = columns[1]
+            gram, rhs, f_mean = N.T @ gram @ N, N.T @ rhs, f_mean @ N
+        self.gram, self.rhs, self.f_mean = gram, rhs, f_mean
+        self.y_mean = y_shift + delta_y
+        self.squared_norm = float(np.trace(gram) + n * (f_mean @ f_mean))
+
+    def solve(self, lam: float | None) -> tuple[np.ndarray, float, float]:
+        """Coefficients, intercept and the λ used (as :func:`downstream_ridge`)."""
+        if lam is None:
+            return self._loo()
+        A = self.gram.copy()
+        A.flat[:: A.shape[0] + 1] += lam
+        L = np.linalg.cholesky(A)
+        coef = np.linalg.solve(L.T, np.linalg.solve(L, self.rhs))
+        return coef, self.y_mean - float(self.f_mean @ coef), float(lam)
+
+    def _loo(self) -> tuple[np.ndarray, float, float]:
+        """``ridge_loo(F, y, refine=False)`` over row blocks: with ``F_c = U S Vᵀ`` from
+        ``F_cᵀF_c = V S² Vᵀ`` (directions below :data:`GRAM_RCOND` dropped), the rows of U
+        are ``F_c V S⁻¹``, recomputed block by block to sum the leave-one-out residuals."""
+        e, V = np.linalg.eigh(self.gram)
+        keep = e > GRAM_RCOND * max(float(e.max(initial=0.0)), 1e-300)
+        e, V = e[keep], V[:, keep]
+        s = np.sqrt(e)
+        Uty = (V.T @ self.rhs) / s
+        nus = float(e.max(initial=1.0)) * np.logspace(-10, 1, 61)
+        D = e[:, None] / (e[:, None] + nus[None, :])                 # (r, G)
+        DU = D * Uty[:, None]
+        P = V / s
+        n = self.X.shape[0]
+        sse = np.zeros(nus.size)
+        for start in range(0, n, self.rows):
+            F = self.transform(self.X[start:start + self.rows])
+            F -= self.f_mean
+            U = F @ P
+            yc = self.y[start:start + self.rows] - self.y_mean
+            h = 1.0 / n + (U * U) @ D
+            resid = (yc[:, None] - U @ DU) / np.maximum(1.0 - h, 1e-12)
+            sse += np.einsum("ij,ij->j", resid, resid)
+        nu = float(nus[int(np.argmin(sse))])
+        coef = V @ (s / (e + nu) * Uty)
+        return coef, self.y_mean - float(self.f_mean @ coef), nu
 
 
 def view_coordinates(X: np.ndarray, how: str) -> tuple[np.ndarray, np.ndarray]:
@@ -195,6 +344,54 @@ def view_coordinates(X: np.ndarray, how: str) -> tuple[np.ndarray, np.ndarray]:
     _, _, Vt = np.linalg.svd(Xc, full_matrices=False)
     P = Xc @ Vt[:2].T
     return P[:, 0], P[:, 1]
+
+
+class View:
+    """The picture's points: every training point (``rows=None``, coordinates by
+    :func:`view_coordinates`), or the seeded subset ``rows`` — then the principal axes come
+    from the covariance of all of X accumulated over row blocks (no centred copy of X),
+    each axis signed so that its largest component is positive."""
+
+    def __init__(self, X: np.ndarray, how: str, rows: np.ndarray | None) -> None:
+        self.X, self.rows = X, rows
+        self.axes: np.ndarray | None = None
+        if rows is None:
+            self.x, self.y = view_coordinates(X, how)
+            return
+        p = X.shape[1]
+        if p > 2 and how != "features":
+            self.mean, self.axes = _principal_axes(X)
+        self.x, self.y = self.coordinates(rows)
+
+    def coordinates(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Coordinates of the training points ``idx`` (the landmarks, say)."""
+        if self.rows is None:
+            return self.x[idx], self.y[idx]
+        A = self.X[idx]
+        if A.shape[1] == 1:
+            return A[:, 0], np.zeros(A.shape[0])
+        if self.axes is None:
+            return A[:, 0], A[:, 1]
+        P = (A - self.mean) @ self.axes
+        return P[:, 0], P[:, 1]
+
+
+def _principal_axes(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The mean of X and its first two principal axes (p × 2), from ``X_cᵀX_c`` summed over
+    row blocks with every column shifted by its mean over the first block."""
+    n, p = X.shape
+    rows = max(1, FEATURE_BLOCK_ENTRIES // p)
+    shift = X[:rows].mean(axis=0)
+    C, f = np.zeros((p, p)), np.zeros(p)
+    for start in range(0, n, rows):
+        B = X[start:start + rows] - shift
+        C += B.T @ B
+        f += B.sum(axis=0)
+    delta = f / n
+    _, V = np.linalg.eigh(C - n * np.outer(delta, delta))
+    axes = V[:, ::-1][:, :2]
+    axes = axes * np.sign(axes[np.argmax(np.abs(axes), axis=0), [0, 1]])
+    return shift + delta, axes
 
 
 #: Per-cell results aggregated into table columns ``{key}_{statistic}[sampler]``.
@@ -243,7 +440,11 @@ class NystromExperiment(Experiment):
         "'paper' follows Musco & Musco's Section 5 — the error on 20 000 points (all of them "
         "when there are fewer), the mean of 10 trials, and the downstream " + CV_TEXT[0].lower()
         + CV_TEXT[1:] + ", chosen per trial and sampler (the exact-KRR line alike). The "
-        "summaries name the protocol that produced the figure."
+        "summaries name the protocol that produced the figure. "
+        "Large data: the n × s features are streamed in row blocks (the trace error and the "
+        f"downstream ridge still use every training point); the test RMSE uses at most "
+        f"{TEST_MAX:,} test points and the picture at most {VIEW_MAX:,} training points, "
+        "seeded subsets that the summaries state."
     )
     params = (
         *kernel_param_specs("gaussian", ("gaussian", "laplace", "cauchy", "matern32",
@@ -330,23 +531,64 @@ class NystromExperiment(Experiment):
     def estimate(self, params: Mapping[str, Any], n: int, p: int) -> dict[str, Any]:
         paper = params.get("protocol", "light") == "paper"
         m = min(n, PAPER_EVAL_POINTS if paper else params.get("eval_points", 2000))
-        samplers = params.get("samplers", [])
-        exact = "exact-rls" in samplers
+        samplers = list(params.get("samplers", [])) or ["uniform"]
         try:
             sizes = [min(int(float(v)), n) for v in str(params.get("sizes", "100")).split(",")
                      if v.strip()]
         except ValueError:
             sizes = [100]
-        trials = 10 if paper else 1
-        # per sampler and size: sampling (n s²), features (n s p), the error on m points
-        # (m² s and a Lanczos of m², ~60 products), the downstream ridge (n s² + s³);
-        # once: the m × m kernel, the exact ridge and exact-rls's n³
-        per = sum(4.0 * n * s * s + 2.0 * n * s * p + 2.0 * m * m * s + 60.0 * m * m + s**3
-                  for s in sizes)
-        flops = (trials * max(len(samplers), 1) * per + m * m * p + 9.0 * n**3 / 4
-                 + (9.0 * n**3 if exact else 0.0))
-        return {"memory_bytes": 8 * (m * m + (3 * n * n if exact else 0)), "flops": flops,
-                "note": f"spectral error on {m} of {n} points"}
+        sizes = sizes or [100]
+        trials = PAPER_TRIALS if paper else int(params.get("trials", 3))
+        n_test = min(max(n // 3, 1), TEST_MAX)  # a quarter of the rows, capped
+        exact_ref = n <= (EXACT_CV_MAX_N if paper else EXACT_MAX_N)
+        # multiply-adds: a kernel entry ≈ p + 15 (distance and exponential), a cosine
+        # feature p + 30; per cell the sampler, one pass over the n rows (the entries and
+        # their s × s Gram, twice under the paper protocol), the m-point error (~25
+        # products with the m × m matrix) and the test points
+        entry, cosine = p + 15.0, p + 30.0
+        flops = 0.0
+        for name in samplers:
+            cell_sizes = ([max(sizes)] * len(str(params.get("rls_lams", "1")).split(","))
+                          if name == FIXED_LAMBDA else sizes)
+            for s in cell_sizes:
+                if name in RANDOM_FEATURES:
+                    sampling, per_entry = 0.0, cosine
+                elif name == "uniform":
+                    sampling, per_entry = 0.0, entry
+                elif name in ("recursive-rls", FIXED_LAMBDA):
+                    # about 1.5 n s entries over the levels, and their Lemma 6 products
+                    sampling, per_entry = 1.5 * n * s * entry + 1.0 * n * s * s, entry
+                elif name == "recursive-rls-fast":
+                    s_rec = math.sqrt((n * s + s**3) / (4.0 * n))
+                    sampling, per_entry = 6.0 * n * s_rec * (entry + s_rec) + 30.0 * n, entry
+                elif name == "rp-cholesky":
+                    stored = n * s <= RPC_STORED_MAX
+                    sampling = (n * s * (entry + s / 2.0) if stored
+                                else 0.3 * n * s * (entry + 0.3 * s) + 10.0 * n)
+                    per_entry = entry
+                else:  # exact-rls
+                    sampling, per_entry = 9.0 * n**3 + n * n * entry, entry
+                passes = 2.0 if paper else 1.0
+                flops += trials * (sampling + passes * n * s * (per_entry + s)
+                                   + m * s * (per_entry + s) + 25.0 * m * m
+                                   + n_test * s * per_entry + s**3)
+        flops += m * m * entry + (9.0 * n**3 / 4 if exact_ref else 0.0)
+        # memory: the split data (train, test and the table they came from), the m × m
+        # evaluation kernel, and per cell running at once (one per core) its n-long vectors
+        # (permutation, scores, residual diagonal, …), a few blocks of the features and
+        # the m × s features of the evaluation rows; exact references are n × n
+        s_max = max(sizes)
+        workers = max(1, min(os.cpu_count() or 1, trials * len(samplers) * len(sizes)))
+        cell = 8.0 * (8 * n + 4 * FEATURE_BLOCK_ENTRIES + m * s_max + n_test)
+        memory = (8.0 * 2 * (n + n // 3) * (p + 1) + 8.0 * m * m + workers * cell
+                  + (8.0 * 4 * n * n if exact_ref else 0.0)
+                  + (8.0 * 3 * n * n if "exact-rls" in samplers else 0.0))
+        note = f"spectral error on {m} of {n} points"
+        if n > FEATURE_BLOCK_ENTRIES // s_max:
+            note += "; features streamed over row blocks"
+        if n // 3 > TEST_MAX:
+            note += f"; test RMSE on {TEST_MAX} test points"
+        return {"memory_bytes": memory, "flops": flops, "note": note}
 
     def run(self, params: Mapping[str, Any], data: Dataset, progress: Progress,
             executor: TaskExecutor = SERIAL) -> Iterator[PartialResult]:
@@ -388,7 +630,21 @@ class NystromExperiment(Experiment):
                 + (CV_TEXT + ", chosen per trial and sampler" if paper
                    else f"λ = {params['lam']:g} (fixed)"))}
         if m < n:
-            summaries["note"] = f"spectral error measured on {where}"
+            summaries["note"] = (f"spectral error measured on {where}; the trace error "
+                                 f"and the downstream ridge use all {n}")
+        # further seeded subsets from the same generator, drawn only when the data are
+        # large (the draws above stay those of every earlier version)
+        if data.n_test > TEST_MAX:
+            test_rows = np.sort(rng.choice(data.n_test, size=TEST_MAX, replace=False))
+            Xt, yt = Xt[test_rows], yt[test_rows]
+            summaries["note_test"] = (f"test RMSE on a random subset of {TEST_MAX} of the "
+                                      f"{data.n_test} test points")
+        summaries["test_points"] = Xt.shape[0]
+        view_rows = (np.sort(rng.choice(n, size=VIEW_MAX, replace=False)) if n > VIEW_MAX
+                     else None)
+        if view_rows is not None:
+            summaries["note_view"] = (f"picture: a random subset of {VIEW_MAX} of the {n} "
+                                      "training points")
         progress(0.01, f"kernel matrix of the {m} evaluation points")
         check_allocation(8.0 * m * m, f"the {m}×{m} evaluation kernel matrix",
                          "Lower eval_points." if not paper else
@@ -418,8 +674,8 @@ class NystromExperiment(Experiment):
             eigvals = np.linalg.eigvalsh(kernel(X))
             for lam_j in lams:
                 summaries[f"d_eff[λ={lam_j:g}]"] = effective_dimension(eigvals, float(lam_j))
-        vx, vy = view_coordinates(X, params["view"])
-        yield PartialResult(0.03, "sampling", _with_view(table, vx, vy, None, None),
+        view = View(X, params["view"], view_rows)
+        yield PartialResult(0.03, "sampling", _with_view(table, view, None, None),
                             dict(summaries))
 
         seeds = iter(np.random.SeedSequence(params["seed"]).spawn(
@@ -429,20 +685,20 @@ class NystromExperiment(Experiment):
         cells += [(j, FIXED_LAMBDA) for j in range(lams.size)]
         tasks = [CellTask(name, None if name == FIXED_LAMBDA else int(sizes[i]), next(seeds),
                           X, y, Xt, yt, eval_rows, K_eval, kernel, ridge_lam,
-                          float(lams[i]) if name == FIXED_LAMBDA else None)
+                          float(lams[i]) if name == FIXED_LAMBDA else None, view_rows)
                  for i, name in cells for _ in range(trials)]
         rows = [i for i, _ in cells for _ in range(trials)]
         results: dict[tuple[int, str], list[dict[str, Any]]] = {}
         view_scores = view_marks = None
         for done, (i, task, res) in enumerate(zip(rows, tasks, executor.map(run_cell, tasks),
                                                   strict=True), start=1):
+            scores, marks = res.pop("scores"), res.pop("indices")  # kept for one cell only
             results.setdefault((i, task.sampler), []).append(res)
             self._fill(table, results, i, task.sampler, stat, paper)
-            if view_scores is None and res["scores"] is not None \
-                    and task.sampler != "rp-cholesky":
+            if view_scores is None and scores is not None and task.sampler != "rp-cholesky":
                 # the picture: leverage-type scores and landmarks of the first (smallest)
                 # landmark set of a leverage sampler, where individual landmarks stay visible
-                view_scores, view_marks = res["scores"], res["indices"]
+                view_scores, view_marks = scores, marks
             summaries[f"evals_per_point_max_s[{task.sampler}]"] = (
                 table[f"evals_{stat}[{task.sampler}]"][i] / n)
             if task.sampler == FIXED_LAMBDA:
@@ -451,7 +707,7 @@ class NystromExperiment(Experiment):
                   else f"s = {task.s}")
             yield PartialResult(0.03 + 0.97 * done / len(tasks),
                                 f"{task.sampler}, {at} ({done}/{len(tasks)})",
-                                _with_view(table, vx, vy, view_scores, view_marks),
+                                _with_view(table, view, view_scores, view_marks),
                                 dict(summaries))
 
     @staticmethod
@@ -504,12 +760,13 @@ def _fixed_lambda_summaries(table: dict[str, np.ndarray],
     return out
 
 
-def _with_view(table: dict[str, np.ndarray], vx: np.ndarray, vy: np.ndarray,
-               scores: np.ndarray | None, marks: np.ndarray | None) -> dict[str, np.ndarray]:
-    """The result table plus the 2-D picture's columns, padded to one length."""
+def _with_view(table: dict[str, np.ndarray], view: View, scores: np.ndarray | None,
+               marks: np.ndarray | None) -> dict[str, np.ndarray]:
+    """The result table plus the 2-D picture's columns (its points' coordinates and scores,
+    the landmarks' coordinates), padded to one length."""
     columns = dict(table)
-    columns["view_x"], columns["view_y"] = vx, vy
-    columns["view_score"] = np.full(vx.size, np.nan) if scores is None else scores
-    columns["landmark_x"] = vx[marks] if marks is not None else np.zeros(0)
-    columns["landmark_y"] = vy[marks] if marks is not None else np.zeros(0)
+    columns["view_x"], columns["view_y"] = view.x, view.y
+    columns["view_score"] = np.full(view.x.size, np.nan) if scores is None else scores
+    lx, ly = view.coordinates(marks) if marks is not None else (np.zeros(0), np.zeros(0))
+    columns["landmark_x"], columns["landmark_y"] = lx, ly
     return pad_columns(columns)

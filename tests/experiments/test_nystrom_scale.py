@@ -1,0 +1,182 @@
+"""The nystrom experiment at scale: features streamed over row blocks give the numbers of
+the features held whole; the error, test and picture subsets are seeded and stated; the
+plan (estimate) follows the streamed run."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kernel_lab.core.data import generate
+from kernel_lab.core.kernels import GaussianKernel
+from kernel_lab.core.models.nystrom import NystromFeatures
+from kernel_lab.engine import run_experiment
+from kernel_lab.experiments import get_experiment
+from kernel_lab.experiments import nystrom as ny
+from kernel_lab.experiments.nystrom import (
+    FIXED_LAMBDA,
+    CellTask,
+    StreamedRidge,
+    View,
+    downstream_ridge,
+    run_cell,
+    view_coordinates,
+)
+
+CELL_KEYS = ("spectral", "trace", "evals", "rmse", "landmarks", "ridge_lam")
+
+
+def _task(sampler, X, y, Xt, yt, kernel, lam, s=20, seed=3, **kw):
+    rows = np.arange(0, X.shape[0], 3)
+    return CellTask(sampler, s, np.random.SeedSequence(seed), X, y, Xt, yt, rows,
+                    kernel(X[rows]), kernel, lam, **kw)
+
+
+@pytest.mark.parametrize("sampler", ["uniform", "recursive-rls", "rp-cholesky", "rff",
+                                     FIXED_LAMBDA])
+@pytest.mark.parametrize("lam", [1.0, None])
+@pytest.mark.parametrize("data", ["friedman", "clusters"])
+def test_a_cell_streamed_over_row_blocks_equals_the_cell_held_whole(sampler, lam, data):
+    """Blocks of 37 rows against one block: the same landmarks, errors and downstream fit
+    (fixed λ and the paper protocol's leave-one-out) to rounding — on friedman data W is
+    well conditioned (the sums are taken of k(X, S)), on tight clusters it is not (the
+    features themselves are summed)."""
+    if data == "friedman":
+        d = generate("friedman", {"n": 600, "n_test": 150}, seed=1)
+        kernel = GaussianKernel(2.0)
+    else:
+        d = generate("clusters", {"n": 600, "n_test": 150, "k": 5, "spread": 0.05}, seed=1)
+        kernel = GaussianKernel(1.0)
+    rls = 0.1 if sampler == FIXED_LAMBDA else None
+    s = None if sampler == FIXED_LAMBDA else 20
+    args = (sampler, d.X_train, d.y_train, d.X_test, d.y_test, kernel, lam)
+    whole = run_cell(_task(*args, s=s, rls_lam=rls))
+    streamed = run_cell(_task(*args, s=s, rls_lam=rls, block_rows=37))
+    # leave-one-out on blocks comes from the eigendecomposition of F_cᵀF_c, not from an SVD
+    # of F: a direction with singular value σ is known to about ε (σ_max/σ)², so a fit at a
+    # small λ agrees to 1e-6 rather than to rounding (the λ chosen is the same)
+    rel = 1e-6 if lam is None else 1e-8
+    for key in CELL_KEYS:
+        assert streamed[key] == pytest.approx(whole[key], rel=rel, abs=1e-9), key
+    if whole["indices"] is not None:
+        np.testing.assert_array_equal(streamed["indices"], whole["indices"])
+
+
+def test_sums_of_kernel_columns_only_when_w_is_well_conditioned():
+    friedman = generate("friedman", {"n": 400}, seed=0).X_train
+    clusters = generate("clusters", {"n": 400, "k": 4, "spread": 0.05}, seed=0).X_train
+    well = NystromFeatures(GaussianKernel(2.0), n_components=20, sampler="uniform",
+                           random_state=0).fit(friedman)
+    ill = NystromFeatures(GaussianKernel(1.0), n_components=40, sampler="uniform",
+                          random_state=0).fit(clusters)
+    columns = ny._kernel_columns(well)
+    assert columns is not None and columns[1] is well.normalization_
+    np.testing.assert_allclose(columns[0](friedman[:5]) @ columns[1],
+                               well.transform(friedman[:5]), rtol=1e-12, atol=1e-14)
+    assert ny._kernel_columns(ill) is None
+
+
+def test_streamed_ridge_is_feature_ridge_and_ridge_loo():
+    """The shifted one-pass sums against the centred dense formulas, on features whose
+    columns have a mean far above their spread (the shift keeps the centring exact)."""
+    rng = np.random.default_rng(2)
+    F = 50.0 + rng.normal(size=(1000, 6)) @ np.diag([3, 1, 0.3, 0.1, 0.03, 0.01])
+    y = F @ rng.normal(size=6) + rng.normal(size=1000)
+    sums = StreamedRidge(lambda A: A.copy(), F, y, 64)
+    assert sums.squared_norm == pytest.approx(float(np.sum(F * F)), rel=1e-13)
+    for lam in (1e-3, 1.0, None):
+        got = sums.solve(lam)
+        ref = downstream_ridge(F, y, lam)
+        np.testing.assert_allclose(got[0], ref[0], rtol=1e-7)
+        assert got[1] == pytest.approx(ref[1], rel=1e-7)
+        assert got[2] == pytest.approx(ref[2], rel=1e-9)
+
+
+def test_a_run_in_blocks_equals_the_run_held_whole(monkeypatch):
+    """The whole experiment with tiny feature blocks: every table column but the times as
+    with one block per cell."""
+    params = {"sizes": "10,40", "trials": 2, "eval_points": 300,
+              "samplers": ["uniform", "recursive-rls", "recursive-rls-fast", "rp-cholesky",
+                           "rff"]}
+    data = "friedman:n=1200,n_test=300"
+    whole = run_experiment("nystrom", params, data=data, workers=2)
+    streamed = []
+    monkeypatch.setattr(ny, "FEATURE_BLOCK_ENTRIES", 2000)
+    monkeypatch.setattr(ny, "StreamedRidge",
+                        lambda *a: streamed.append(a[3]) or StreamedRidge(*a))
+    blocks = run_experiment("nystrom", params, data=data, workers=2)
+    assert sorted(set(streamed)) == [50, 200] and len(streamed) == 5 * 2 * 2
+    for key, col in whole.table.items():
+        if key.startswith("time"):
+            continue
+        np.testing.assert_allclose(blocks.table[key], col, rtol=1e-8, atol=1e-10,
+                                   err_msg=key)
+    assert blocks.summaries == whole.summaries
+
+
+def test_large_data_use_stated_seeded_subsets(monkeypatch):
+    """Above TEST_MAX test points and VIEW_MAX training points (lowered here) the test RMSE
+    and the picture use seeded subsets, said in the summaries; the error subset is the
+    one every earlier version drew, and the same seed draws the same subsets."""
+    monkeypatch.setattr(ny, "TEST_MAX", 150)
+    monkeypatch.setattr(ny, "VIEW_MAX", 400)
+    params = {"sizes": "10,20", "trials": 1, "eval_points": 200,
+              "samplers": ["uniform", "recursive-rls"], "seed": 4}
+    data = "friedman:n=900,n_test=500"
+    r = run_experiment("nystrom", params, data=data)
+    s = r.summaries
+    assert s["test_points"] == 150
+    assert s["note_test"] == "test RMSE on a random subset of 150 of the 500 test points"
+    assert s["note_view"] == "picture: a random subset of 400 of the 900 training points"
+    assert "subset of 200 of the 900" in s["note"] and "use all 900" in s["note"]
+    assert np.isfinite(r.table["view_x"]).sum() == 400
+    assert np.isfinite(r.table["view_score"]).sum() == 400
+    assert np.isfinite(r.table["landmark_x"]).sum() == 10
+    again = run_experiment("nystrom", params, data=data)
+    np.testing.assert_array_equal(again.table["view_x"], r.table["view_x"])
+    np.testing.assert_array_equal(again.table["rmse_median[uniform]"],
+                                  r.table["rmse_median[uniform]"])
+    # the test RMSE is that of the subset: recompute one cell on it
+    d = generate("friedman", {"n": 900, "n_test": 500}, seed=4)
+    rng = np.random.default_rng(np.random.SeedSequence(4).spawn(1)[0])
+    eval_rows = np.sort(rng.choice(900, size=200, replace=False))
+    test_rows = np.sort(rng.choice(500, size=150, replace=False))
+    kernel = ny.build_kernel(get_experiment("nystrom").resolve(params), d.X_train)
+    seed = np.random.SeedSequence(4).spawn(2 * 2 + 1)[1]
+    cell = run_cell(CellTask("uniform", 10, seed, d.X_train, d.y_train, d.X_test[test_rows],
+                             d.y_test[test_rows], eval_rows, kernel(d.X_train[eval_rows]),
+                             kernel, 1.0))
+    assert r.table["rmse_median[uniform]"][0] == pytest.approx(cell["rmse"], rel=1e-12)
+    assert r.table["spectral_median[uniform]"][0] == pytest.approx(cell["spectral"],
+                                                                   rel=1e-12)
+
+
+def test_the_picture_of_a_subset_uses_the_principal_axes_of_all_points():
+    X = np.random.default_rng(0).normal(size=(3000, 4)) @ np.diag([5.0, 2.0, 1.0, 0.5]) + 7.0
+    rows = np.arange(0, 3000, 7)
+    view = View(X, "pca", rows)
+    x, y = view_coordinates(X, "pca")
+    for got, ref in ((view.x, x[rows]), (view.y, y[rows])):  # equal up to the axis sign
+        assert min(np.abs(got - ref).max(), np.abs(got + ref).max()) < 1e-9
+    lx, ly = view.coordinates(np.array([3, 5]))
+    assert min(abs(lx[0] - x[3]), abs(lx[0] + x[3])) < 1e-9
+    assert min(abs(ly[1] - y[5]), abs(ly[1] + y[5])) < 1e-9
+    feats = View(X, "features", rows)
+    np.testing.assert_array_equal(feats.x, X[rows, 0])
+    whole = View(X, "pca", None)
+    np.testing.assert_array_equal(whole.x, x)
+
+
+def test_the_plan_of_a_million_rows():
+    """1M × 20 with the defaults (750 000 training rows): a plan below 1.5 GB that counts
+    the split data and the streamed cells, no n³ exact reference among the operations, and
+    a note saying how the run is made; at 3000 rows the exact reference is planned."""
+    exp = get_experiment("nystrom")
+    params = exp.resolve({})
+    big = exp.estimate(params, 750_000, 20)
+    assert 8 * 2 * 1_000_000 * 21 < big["memory_bytes"] < 1.0 * 2**30
+    assert 1e11 < big["flops"] < 1e13
+    assert "streamed" in big["note"] and "20000 test points" in big["note"]
+    small = exp.estimate(params, 3000, 2)
+    assert small["memory_bytes"] > 4 * 8 * 3000**2 and small["flops"] > 9 * 3000**3 / 4
+    assert "streamed" not in small["note"]
