@@ -164,6 +164,23 @@ def run_self_test(out: Callable[[str], None] = print) -> int:
             raise RuntimeError("the Playground window did not draw its fit")
         return f"{png.stat().st_size // 1024} KiB PNG"
 
+    def csv_tables() -> str:
+        import numpy as np
+
+        from kernel_lab.core import loaders
+
+        path = tmp / "numbers.csv"
+        rows = np.arange(3000.0).reshape(1000, 3) / 7
+        np.savetxt(path, rows, delimiter=",", fmt="%.17g", header="a,b,y", comments="")
+        fast = loaders.load_table(path)
+        text = tmp / "text.csv"
+        text.write_text("a,kind,y\n1,red,2\n3,blue,4\n5,red,6\n", encoding="utf-8")
+        strict = loaders.load_table(text)
+        if not (np.array_equal(fast.X, rows[:, :2]) and strict.X.shape == (3, 3)):
+            raise RuntimeError("a numeric or a text table was read wrongly")
+        return f"numbers by {'pandas' if loaders._pandas() else 'numpy'}, text one-hot"
+
+    check("read CSV tables", csv_tables)
     check("playground window", playground_window)
     check("session save and open", session_round_trip)
     check("export result.json and curves.csv", export_round_trip)
