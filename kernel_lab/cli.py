@@ -213,15 +213,18 @@ class _StderrProgress:
         self.quiet = quiet
         self.tty = sys.stderr.isatty()
         self.last = ""
+        self.shown = -1.0
         self.t0 = time.perf_counter()
 
     def __call__(self, fraction: float, message: str) -> None:
+        """A line when the message changes or the bar has moved by 1 % (a long stage
+        reports the same message many times)."""
         if self.quiet:
             return
         line = f"[{100 * fraction:5.1f}% {time.perf_counter() - self.t0:6.1f}s] {message}"
-        if message == self.last:
+        if message == self.last and fraction - self.shown < 0.01:
             return
-        self.last = message
+        self.last, self.shown = message, fraction
         if self.tty:
             sys.stderr.write("\r\033[K" + line)
             if fraction >= 1.0:

@@ -187,12 +187,19 @@ def _load_table(path: Path, target: str | int | None, nan_policy: str, fmt: str 
         )
     _report(0.0, f"reading {path.name} ({path.stat().st_size / 2**20:,.0f} MB)")
     try:
-        # a .npy file is memory-mapped, not read: its head is enough for the checks
-        raw = _read_head(path) if kind in ("npy", "npz") else path.read_bytes()
+        # a .npy file is memory-mapped, not read: its head is enough for the checks; of a
+        # large text table the head, too, while the C parser reads the file itself
+        size = path.stat().st_size
+        if kind in ("npy", "npz"):
+            raw = _read_head(path)
+        elif kind == "csv" and size > BIG_TEXT:
+            raw = _read_head(path, HEAD_BYTES)
+        else:
+            raw = path.read_bytes()
     except OSError as exc:
         raise DataError(f"the file cannot be read ({exc.strerror})",
                         "check its permissions", path=path) from None
-    if not raw or raw.isspace():
+    if not raw or (raw.isspace() and len(raw) >= size):
         raise DataError("the file is empty", "choose a file with data in it", path=path)
     reader = {"csv": _read_csv, "xlsx": _read_xlsx, "npy": _read_npy, "npz": _read_npz,
               "svmlight": _read_svmlight, "arff": _read_arff, "mat": _read_mat}[kind]
@@ -423,8 +430,14 @@ def _read_csv(path: Path, raw: bytes, target: str | int | None,
     anything it does not take — quoted fields, text, missing values, ragged rows — is
     read by the strict reader, which names the line, column and fix of every problem.
     Both give identical tables."""
-    text = _decode_text(path, raw, "a text table")
     options = options or ReadOptions()
+    if len(raw) < path.stat().st_size:  # the head of a large file
+        if fast:
+            table = _read_large_numeric(path, raw, target, options)
+            if table is not None:
+                return table
+        raw = path.read_bytes()
+    text = _decode_text(path, raw, "a text table")
     head, start = _head_lines(text)
     if not head:
         raise DataError("the file has no data lines (only blank or comment lines)",
@@ -442,6 +455,54 @@ def _read_csv(path: Path, raw: bytes, target: str | int | None,
         raise DataError(exc.problem, exc.fix, path=path, line=exc.line) from None
     return _table_from_rows(path, [row for _, row in numbered], [n for n, _ in numbered],
                             target, options, delim or "space")
+
+
+#: Text tables larger than this are first tried by the C parser from their head alone,
+#: without reading the file into memory as text (numeric tables with a delimiter).
+BIG_TEXT = 16 * 2**20
+#: The bytes read for that head.
+HEAD_BYTES = 1 << 20
+
+
+def _read_large_numeric(path: Path, head_bytes: bytes, target: str | int | None,
+                        options: ReadOptions) -> Table | None:
+    """A large numeric table read by pandas from the file, with only its first bytes in
+    Python: the header and delimiter from the head, the row numbers from a count of the
+    file's line breaks (consecutive when every line below the header is a row). None when
+    anything needs a closer look — no pandas, UTF-16, whitespace-delimited columns, text,
+    comment or blank lines — and the whole text is then read as for any table."""
+    if _pandas() is None or head_bytes.startswith((b"\xff\xfe", b"\xfe\xff")) \
+            or b"\x00" in head_bytes:
+        return None
+    text = head_bytes.decode("utf-8", errors="replace").lstrip("\ufeff")
+    text = text[: text.rfind("\n") + 1]  # whole lines only
+    head, first_no = _head_lines(text)
+    delim = _detect_delimiter(path, head) if head else None
+    if delim is None:
+        return None
+    first = [c.strip() for c in next(csv.reader([head[0]], delimiter=delim))]
+    header = not all(_is_number(c) for c in first)
+    M = _parse_numeric(path, delim, first_no if header else first_no - 1, comments=False)
+    if M is None or M.shape[0] == 0 or M.shape[1] != len(first) or not np.isfinite(M).all():
+        return None
+    data_start = first_no + (1 if header else 0)
+    if _count_lines(path) - (data_start - 1) != M.shape[0]:
+        return None  # blank or comment lines were skipped: the row numbers need the text
+    names = ([c or f"column {i + 1}" for i, c in enumerate(first)] if header else
+             [f"x{i + 1}" for i in range(len(first) - 1)] + ["y"])
+    return _finish_matrix(path, names, M, first[0], header, target, options,
+                          np.arange(data_start, data_start + M.shape[0]))
+
+
+def _count_lines(path: Path) -> int:
+    """Lines in the file: line breaks, plus one for a last line without a break."""
+    count, last = 0, b"\n"
+    buf = bytearray(1 << 24)
+    with open(path, "rb") as fh:
+        while k := fh.readinto(buf):
+            count += buf.count(b"\n", 0, k)
+            last = buf[k - 1: k]
+    return count + (last != b"\n")
 
 
 def _head_lines(text: str, count: int = 20) -> tuple[list[str], int]:

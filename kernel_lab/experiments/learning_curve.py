@@ -124,15 +124,20 @@ class _Costs:
     def __init__(self, params: Mapping[str, Any], n: int, p: int, m: int, pts: np.ndarray,
                  cap: int, loss: str, exact: bool) -> None:
         B, r = params.get("batch_size", 32), params.get("features_per_iter", 16)
-        q = p + 20  # a cosine costs about 20 multiply-adds
+        # a cosine or an exponential takes about as long as 200 multiply-adds of a matrix
+        # product (measured on the baselines' stages: 3e8 cosines ≈ 1.2e11 in syrk)
+        q = p + 200
         sizes = [int(t * r) for t in pts if t * r <= cap]
         self.D_max = min(max(sizes, default=0), n)
         self.exact = exact
         self.streamed = _streams(n, self.D_max, loss)
         self.floor = (2.0 * n**3 + n * n * q) if exact else 0.0
         D = self.D_max
-        self.start = self.floor + ((2 * n * D * q + 2 * n * D * D + n * D * q + m * D * q)
-                                   if self.streamed else 0.0)
+        # streamed: the RFF sums, the landmarks' sampler, the Nyström sums (with the test
+        # features of each)
+        self.parts = ((n * D * (q + D) + m * D * q, n * D * (q + D), n * D * (q + D) + m * D * q)
+                      if self.streamed else (0.0, 0.0, 0.0))
+        self.start = self.floor + sum(self.parts)
         steps, prev_t, prev_D = [], 0, 0
         for t in pts:
             t, D = int(t), int(t * r)
@@ -287,7 +292,8 @@ class _StreamedBaselines:
 
     def __init__(self, kernel_name: str, sigma: float, X: np.ndarray, y: np.ndarray,
                  Xt: np.ndarray, D_max: int, seed: Any, order_seed: int,
-                 progress: Progress) -> None:
+                 progress: Progress, splits: np.ndarray) -> None:
+        at_sampler, at_sums = (float(v) for v in splits)  # where those stages start
         rff = RandomFourierFeatures(kernel_name, sigma=sigma, n_components=D_max,
                                     random_state=seed).fit(X[:1])
         W, b = rff.weights_, rff.offsets_
@@ -297,10 +303,11 @@ class _StreamedBaselines:
 
         n = X.shape[0]
         self.rff: NormalSums = accumulate(
-            cosines, X, y, D_max, progress.sub(0.0, 0.45),
+            cosines, X, y, D_max, progress.sub(0.0, at_sampler),
             f"RFF baseline: ΦᵀΦ over {n:,} rows, {D_max} features")
         self.rff_test = cosines(Xt)
-        progress.sub(0.45, 0.55)(0.0, f"Nyström baseline: choosing {D_max} landmarks")
+        progress.sub(at_sampler, at_sums)(0.0, f"Nyström baseline: choosing {D_max} "
+                                          "landmarks")
         nys = NystromFeatures(kernel_name, kernel_params={"sigma": sigma},
                               n_components=D_max, random_state=seed).fit(X)
         order = np.random.default_rng([order_seed, 0x1A4D]).permutation(
@@ -309,7 +316,8 @@ class _StreamedBaselines:
         self.kernel = nys.kernel_
         width = self.landmarks.shape[0]
         self.nys: NormalSums = accumulate(
-            lambda A: self.kernel(A, self.landmarks), X, y, width, progress.sub(0.55, 1.0),
+            lambda A: self.kernel(A, self.landmarks), X, y, width,
+            progress.sub(at_sums, 1.0),
             f"Nyström baseline: ΦᵀΦ over {n:,} rows, {width} landmarks")
         self.nys_test = self.kernel(Xt, self.landmarks)
 
@@ -527,7 +535,8 @@ class LearningCurveExperiment(Experiment):
             streamed = _StreamedBaselines(
                 params["kernel"], sigma, X, targets.fit, Xt, costs.D_max,
                 check_seed(np.random.SeedSequence(params["seed"])), params["seed"],
-                progress.sub(costs.fraction(costs.floor), costs.fraction(costs.start)))
+                progress.sub(costs.fraction(costs.floor), costs.fraction(costs.start)),
+                np.cumsum(costs.parts)[:2] / sum(costs.parts))
         yield PartialResult(costs.fraction(costs.start), "training", dict(table),
                             dict(summaries))
 

@@ -323,6 +323,49 @@ def test_the_fast_reader_gives_the_strict_readers_table(tmp_path, name, parser):
     assert_array_equal(fast.lines, strict.lines)
 
 
+@pytest.mark.parametrize("name", sorted(FAST_CASES))
+def test_a_large_file_is_parsed_from_its_head_into_the_strict_readers_table(
+        tmp_path, monkeypatch, name):
+    """Above BIG_TEXT only the file's head is read in Python (pandas parses the file): the
+    table is the strict reader's, or the head path declines and the text is read."""
+    from kernel_lab.core import loaders
+
+    if loaders._pandas() is None:
+        pytest.skip("pandas is not installed")
+    monkeypatch.setattr(loaders, "BIG_TEXT", 0)
+    path = write(tmp_path, name, FAST_CASES[name])
+    raw = path.read_bytes()
+    target = "y" if name == "target-first.csv" else None
+    declined = name in ("spaces.txt", "leading-spaces.txt", "comments.csv")
+    cut = max(len(raw) // 2, raw.find(b"\n", raw.find(b"y")) + 1)  # the header at least
+    head = loaders._read_large_numeric(path, raw[:cut], target, loaders.ReadOptions())
+    assert (head is None) == declined
+    table = load_table(path, target=target)  # reads the head only, then as needed
+    strict = loaders._read_csv(path, raw, target, fast=False)
+    assert_array_equal(table.X, strict.X) and assert_array_equal(table.y, strict.y)
+    assert table.feature_names == strict.feature_names and table.notes == strict.notes
+    assert_array_equal(table.lines, strict.lines)
+
+
+def test_the_head_path_leaves_blank_lines_comments_and_text_to_the_full_read(
+        tmp_path, monkeypatch):
+    from kernel_lab.core import loaders
+
+    if loaders._pandas() is None:
+        pytest.skip("pandas is not installed")
+    monkeypatch.setattr(loaders, "BIG_TEXT", 0)
+    for text in ("a,b,y\n1,2,3\n\n4,5,6\n", "a,b,y\n1,2,3\n4,5,6\n\n",
+                 "a,b,y\n1,2,3\n# x\n4,5,6\n", "a,b,y\n1,2,3\n4,5,oops\n",
+                 "a,b,y\n1,2,3\n4,,6\n"):
+        path = write(tmp_path, "t.csv", text)
+        assert loaders._read_large_numeric(path, path.read_bytes(), None,
+                                           loaders.ReadOptions()) is None, text
+    path = write(tmp_path, "t.csv", "a,b,y\n1,2,3\n\n4,5,6\n")
+    assert_array_equal(load_table(path).lines, [2, 4])
+    with pytest.raises(DataError, match="line 3"):
+        load_table(write(tmp_path, "u.csv", "a,b,y\n1,2,3\n4,5,oops\n7,8,9\n"))
+
+
 def test_the_fast_reader_parses_every_digit_as_the_strict_one(tmp_path, parser):
     """Round-trip numbers over 60 decades, written with 17 significant digits: both C
     parsers give the float Python's float() gives, to the last bit."""
