@@ -191,6 +191,7 @@ class LabModel:
         self._started = 0.0
         self._speed: float | None = None
         self._probed = -math.inf
+        self._probed_loading = False
         self._runs: dict[str, list[tuple[float, float]]] = {}  # (flops, seconds) per run
         self._run_work: dict[int, tuple[str, float]] = {}     # the runs in progress
         self._last_times: dict[str, tuple[float, int]] = {}
@@ -401,8 +402,11 @@ class LabModel:
         if achieved:
             return float(np.median(achieved))
         now = time.monotonic()
-        if self._speed is None or now - self._probed > 10.0:  # re-probe now and then:
-            self._probed = now                                 # the best one counts
+        # re-probe now and then (the best one counts), and at once when the last probe
+        # shared the machine with a load (a large file parsed next to it reads as a slow
+        # machine: 5–10× too long estimates for the run that follows, measured on 1M rows)
+        if self._speed is None or now - self._probed > 10.0 or self._probed_loading:
+            self._probed, self._probed_loading = now, self.loading
             a = np.random.default_rng(0).random((384, 384))
             best = math.inf
             for _ in range(4):  # the first call also starts the BLAS threads

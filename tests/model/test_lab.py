@@ -350,3 +350,19 @@ def test_the_inline_loader_reports_progress_to_the_end(tmp_path):
     assert model.dataset is not None and model.dataset.n_train == 52_500
     assert fractions == sorted(fractions) and fractions[0] == 0 and fractions[-1] == 0.85
     assert len(fractions) >= 5
+
+
+def test_a_speed_probe_taken_during_a_load_is_taken_again_after_it():
+    """A large file parsed next to the matrix-product probe makes the machine look slow;
+    such a probe is not kept as the only one."""
+    model = LabModel(InlineLauncher())
+    model.loading = True
+    model._machine_rate()
+    first = model._probed
+    model._machine_rate()
+    assert model._probed > first  # still loading: probed again
+    model.loading = False
+    model._machine_rate()
+    settled = model._probed
+    model._machine_rate()
+    assert model._probed == settled  # a quiet probe stands for 10 s
