@@ -510,7 +510,8 @@ class NystromExperiment(Experiment):
                  (Curve("view_y", "measured", "points (colour: score)"),),
                  xlabel="x₁ (or principal component 1)",
                  ylabel="x₂ (or principal component 2)", kind="scatter", color="view_score",
-                 overlay=("landmark_x", "landmark_y"), overlay_label="landmarks"),
+                 overlay=("landmark_x", "landmark_y"), overlay_label="landmarks",
+                 total="view_total"),
     )
     default_data = "clusters:n=3000,k=8,imbalance=3,spread=0.05"
 
@@ -766,6 +767,7 @@ def _with_view(table: dict[str, np.ndarray], view: View, scores: np.ndarray | No
     the landmarks' coordinates), padded to one length."""
     columns = dict(table)
     columns["view_x"], columns["view_y"] = view.x, view.y
+    columns["view_total"] = np.array([float(view.X.shape[0])])  # the points drawn are of it
     columns["view_score"] = np.full(view.x.size, np.nan) if scores is None else scores
     lx, ly = view.coordinates(marks) if marks is not None else (np.zeros(0), np.zeros(0))
     columns["landmark_x"], columns["landmark_y"] = lx, ly

@@ -132,7 +132,8 @@ class PlotSpec:
 
     ``kind="scatter"``: points (``x``, ``curves[0].series``) coloured by the column
     ``color``, with the points ``overlay`` = (x column, y column) marked on top and
-    labelled ``overlay_label``.
+    labelled ``overlay_label``. When the column ``total`` holds more points than are drawn
+    (a subset of a large data set), the legend says "k of N".
     """
 
     title: str
@@ -152,6 +153,7 @@ class PlotSpec:
     color: str = ""
     overlay: tuple[str, str] | tuple[()] = ()
     overlay_label: str = ""
+    total: str = ""
 
     def __post_init__(self) -> None:
         if self.kind not in ("lines", "scatter"):

@@ -106,6 +106,11 @@ class ExperimentPanel(QtWidgets.QWidget):
         model.experiment_changed.connect(self._experiment_changed)
         model.params_replaced.connect(self._params_replaced)
         model.inputs_changed.connect(self._preview_timer.start)
+        # the plan once more a few seconds after a load (its speed probe then runs on a
+        # machine no longer busy with the load or the worker's start)
+        self._plan_timer = QtCore.QTimer(self, singleShot=True, interval=4000,
+                                         timeout=model.refresh_plan)
+        model.data_loaded.connect(lambda _ds: self._plan_timer.start())
         model.plan_changed.connect(self._plan_changed)
         model.state_changed.connect(self._state_changed)
         model.progressed.connect(self._progressed)

@@ -313,6 +313,27 @@ class LabModel:
             self.plan = Plan(error=str(exc))
             self.plan_changed.emit(self.plan)
             return
+        self._update_plan(params)
+        ds = self.dataset
+        try:
+            preview = None if ds is None else self.experiment.preview(params, ds)
+        except KernelLabError:
+            preview = None
+        if preview is None and self.preview is None:
+            return
+        self.preview = None if preview is None else _as_table(preview)
+        self.table_changed.emit()
+
+    def refresh_plan(self) -> None:
+        """Recompute the plan alone (the window asks again a few seconds after a load: a
+        speed probe taken while the machine was still busy with it is then replaced)."""
+        try:
+            self._update_plan(self.resolved_params())
+        except KernelLabError as exc:
+            self.plan = Plan(error=str(exc))
+            self.plan_changed.emit(self.plan)
+
+    def _update_plan(self, params: Mapping[str, Any]) -> None:
         ds = self.dataset
         if ds is None:
             self.plan = Plan()
@@ -327,14 +348,6 @@ class LabModel:
                              if memory > budget > 0 else 0,
                              seconds_range=None if timing is None else timing[1:])
         self.plan_changed.emit(self.plan)
-        try:
-            preview = None if ds is None else self.experiment.preview(params, ds)
-        except KernelLabError:
-            preview = None
-        if preview is None and self.preview is None:
-            return
-        self.preview = None if preview is None else _as_table(preview)
-        self.table_changed.emit()
 
     def _fitting_rows(self, params: Mapping[str, Any], ds: Dataset, budget: float) -> int:
         """Rows of the loaded table whose run would fit in ``budget`` and take at most
@@ -402,10 +415,10 @@ class LabModel:
         if achieved:
             return float(np.median(achieved))
         now = time.monotonic()
-        # re-probe now and then (the best one counts), and at once when the last probe
+        # re-probe after 3 s (the best one counts), and at once when the last probe
         # shared the machine with a load (a large file parsed next to it reads as a slow
         # machine: 5–10× too long estimates for the run that follows, measured on 1M rows)
-        if self._speed is None or now - self._probed > 10.0 or self._probed_loading:
+        if self._speed is None or now - self._probed > 3.0 or self._probed_loading:
             self._probed, self._probed_loading = now, self.loading
             a = np.random.default_rng(0).random((384, 384))
             best = math.inf

@@ -279,6 +279,18 @@ class PlotView:
             sel = level == i
             item.setData(x[sel], y[sel])
 
+    def _label_points(self, table: Mapping[str, Sequence[float] | np.ndarray],
+                      shown: int) -> None:
+        """The points' legend entry, "k of N …" when they are a subset (``spec.total``)."""
+        text = self.spec.curves[0].text
+        total = np.asarray(table.get(self.spec.total, []), dtype=np.float64)
+        total = total[np.isfinite(total)]
+        if total.size and total[0] > shown:
+            text = f"{shown:,} of {int(total[0]):,} {text}"
+        for sample, label in self.legend.items:
+            if sample.item is self.curves.get("points"):
+                label.setText(text)
+
     def _update_scatter(self, table: Mapping[str, Sequence[float] | np.ndarray]) -> int:
         """Points coloured by a score (viridis), with marked overlay points on top."""
         import pyqtgraph as pg
@@ -296,6 +308,7 @@ class PlotView:
         if key != self._scatter_key:  # partial results often repeat the point cloud
             self._scatter_key = key
             self._draw_points(x[ok], y[ok], c)
+            self._label_points(table, int(ok.sum()))
         if len(spec.overlay) == 2 and all(k in table for k in spec.overlay):
             ox = np.asarray(table[spec.overlay[0]], dtype=np.float64)
             oy = np.asarray(table[spec.overlay[1]], dtype=np.float64)

@@ -101,3 +101,18 @@ def test_a_spectrum_keeps_its_peaks(view):
     assert view.off_scale is None and view.item.vb.autoRangeEnabled()[1]
     view.item.vb.updateAutoRange()
     assert view.item.vb.viewRange()[1][1] > 1e8
+
+
+def test_a_scatter_of_a_subset_says_how_many_points_of_how_many(qtbot):
+    spec = PlotSpec("picture", "vx", (Curve("vy", "measured", "points"),), kind="scatter",
+                    color="vc", total="vn")
+    w = pg.GraphicsLayoutWidget()
+    qtbot.addWidget(w)
+    view = PlotView(w.ci, 0, spec, colors={})
+    rng = np.random.default_rng(0)
+    x, y, c = rng.normal(size=(3, 500))
+    labels = lambda: [label.text for _, label in view.legend.items]  # noqa: E731
+    view.update({"vx": x, "vy": y, "vc": c, "vn": np.r_[150_000.0, np.full(499, np.nan)]})
+    assert labels() == ["500 of 150,000 points"]
+    view.update({"vx": x[:100], "vy": y[:100], "vc": c[:100], "vn": np.array([100.0])})
+    assert labels() == ["points"]  # all of them: no count

@@ -365,4 +365,4 @@ def test_a_speed_probe_taken_during_a_load_is_taken_again_after_it():
     model._machine_rate()
     settled = model._probed
     model._machine_rate()
-    assert model._probed == settled  # a quiet probe stands for 10 s
+    assert model._probed == settled  # a quiet probe stands for 3 s
