@@ -33,3 +33,33 @@ def preload_for_threads() -> None:
             importlib.import_module(name)
         except ImportError:  # the other operating system's module
             pass
+    bypass_import_hook_in_threads()
+
+
+def bypass_import_hook_in_threads() -> None:
+    """Let every thread but the main one import around PySide6's ``import`` hook.
+
+    Preloading is not enough: an ``import`` statement runs the hook each time, even for a
+    module already loaded, and multiprocessing has them inside functions
+    (``Queue()`` runs ``from .synchronize import Lock``). CI caught the relay thread
+    restarting the worker process blocked in the hook while the GUI thread, connecting a
+    plot's signal, waited for it. Threads now call the plain ``importlib.__import__``
+    (what ``import`` does without the hook); the GUI thread keeps PySide6's. Installed
+    once; a hook PySide6 installs later would wrap this one."""
+    import builtins
+    import importlib
+    import threading
+
+    hooked = builtins.__import__
+    if getattr(hooked, "kernel_lab_bypass", False):
+        return
+    main = threading.main_thread().ident
+    plain = importlib.__import__
+
+    def __import__(name, globals=None, locals=None, fromlist=(), level=0):
+        if threading.get_ident() == main:
+            return hooked(name, globals, locals, fromlist, level)
+        return plain(name, globals, locals, fromlist, level)
+
+    __import__.kernel_lab_bypass = True  # type: ignore[attr-defined]
+    builtins.__import__ = __import__

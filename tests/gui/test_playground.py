@@ -277,6 +277,40 @@ print("NEW", ",".join(new))
     assert lines["ERRORS"] == "[]"
     assert lines.get("NEW", "").strip() == "", lines["NEW"]
 
+def test_threads_import_around_the_gui_threads_import_hook():
+    """An ``import`` statement in a thread does not enter PySide6's hook (which deadlocked
+    against the GUI thread even for modules already loaded): a stand-in hook sees the main
+    thread's imports only. Run in a fresh interpreter (the hook is process-wide)."""
+    import subprocess
+    import sys
+
+    code = """
+import builtins, threading
+seen = []
+plain = builtins.__import__
+def hook(name, *args, **kwargs):  # stands in for PySide6's
+    seen.append(threading.current_thread().name)
+    return plain(name, *args, **kwargs)
+builtins.__import__ = hook
+from kernel_lab.gui import bypass_import_hook_in_threads
+bypass_import_hook_in_threads()
+bypass_import_hook_in_threads()  # once only
+def work():
+    import json
+    from multiprocessing import context
+    import email.mime.text  # a first import, too
+    ctx = context  # noqa
+t = threading.Thread(target=work, name="worker")
+t.start(); t.join()
+import colorsys
+print("SEEN", sorted(set(seen)), "TEXT" if "email.mime.text" in __import__("sys").modules else "")
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "SEEN ['MainThread'] TEXT" in out.stdout
+
+
 def test_moving_one_log_slider_sends_that_value_only(window, qtbot):
     w = window
     w.model.set_dataset("sine", n=60)
