@@ -235,6 +235,8 @@ def peek_rows(path: str | os.PathLike[str], rows: int = 8
         kind = FORMATS.get(path.suffix.lower())
         if kind == "npy":
             A = np.load(path, mmap_mode="r", allow_pickle=False)
+            if A.ndim not in (1, 2) or A.dtype.kind not in "biuf":
+                return None  # the load says what is wrong with it
             block = np.atleast_2d(np.asarray(A[:rows]))
             if A.ndim == 1:
                 block = block.T
@@ -245,6 +247,8 @@ def peek_rows(path: str | os.PathLike[str], rows: int = 8
         with open(path, "rb") as fh:
             head_bytes = fh.read(1 << 16)
         text = head_bytes.decode("utf-8", errors="replace").lstrip("\ufeff")
+        if len(head_bytes) == 1 << 16:  # more follows: whole lines only
+            text = text[: text.rfind("\n") + 1]
         head, _ = _head_lines(text, rows + 2)
         if not head:
             return None
@@ -257,7 +261,7 @@ def peek_rows(path: str | os.PathLike[str], rows: int = 8
         else:
             names, body = [f"column {j + 1}" for j in range(len(cells[0]))], cells
         return names, body[:rows]
-    except (OSError, ValueError, csv.Error):
+    except Exception:  # a preview only: whatever is wrong, the load will say it
         return None
 
 

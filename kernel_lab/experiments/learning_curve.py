@@ -258,8 +258,10 @@ class _RFFBaseline:
     def __init__(self, rff: RandomFourierFeatures, X: np.ndarray, Xt: np.ndarray) -> None:
         self.W, self.b = rff.weights_, rff.offsets_
         self.X, self.Xt = X, Xt
-        n, m = X.shape[0], Xt.shape[0]
-        self.G, self.Gt = np.zeros((n, n)), np.zeros((m, n))  # Σ cos·cos, unscaled
+        # Σ cos·cos (unscaled), made on the first fit beyond n features: at any n where
+        # D ≤ n they are never needed (and at large n could not be held)
+        self.G: np.ndarray | None = None
+        self.Gt: np.ndarray | None = None
         self.done = 0
 
     def _features(self, X: np.ndarray, start: int, stop: int) -> np.ndarray:
@@ -272,6 +274,8 @@ class _RFFBaseline:
             root = math.sqrt(scale)
             return _fit_primal(self._features(self.X, 0, D) * root,
                                self._features(self.Xt, 0, D) * root, y, loss, nu, n_classes)
+        if self.G is None or self.Gt is None:
+            self.G, self.Gt = np.zeros((n, n)), np.zeros((self.Xt.shape[0], n))
         step = max(1, (1 << 22) // (n + self.Xt.shape[0]))
         for j in range(self.done, D, step):
             stop = min(j + step, D)
@@ -284,9 +288,10 @@ class _RFFBaseline:
 
 class _StreamedBaselines:
     """Both baselines with the squared loss on more points than their n × D features
-    would fit in memory: the first D of one draw of D_max random features, and the first
-    s of one draw of D_max Nyström landmarks (in a seeded random order, so every prefix
-    is a sample of the same law), each from ΦᵀΦ and Φᵀy summed over row blocks once
+    would fit in memory: the first D of one draw of D_max random features (a draw of D
+    features), and the first s of one recursive-RLS draw of D_max landmarks in a seeded
+    random order (a random s-subset of it: leverage-weighted at D_max's λ, not a fresh
+    recursive-RLS sample of s), each from ΦᵀΦ and Φᵀy summed over row blocks once
     (see :mod:`kernel_lab.core.models.streaming`); the test features (at most
     :data:`TEST_CAP` rows) are kept."""
 
@@ -467,7 +472,8 @@ class LearningCurveExperiment(Experiment):
             memory += 8.0 * 2 * (n + m) * n
         note = "exact floor included" if exact else "no exact floor (n too large)"
         if costs.streamed:
-            note += f"; baselines streamed over row blocks ({D} features)"
+            note += (f"; with the squared loss (regression) the baselines are streamed over "
+                     f"row blocks ({D} features)")
         return {"memory_bytes": memory, "flops": costs.total, "note": note}
 
     def run(self, params: Mapping[str, Any], data: Dataset, progress: Progress,
@@ -531,7 +537,9 @@ class LearningCurveExperiment(Experiment):
             summaries["baseline_note"] = (
                 f"RFF and Nyström baselines from ΦᵀΦ summed over blocks of rows (the "
                 f"{n:,} × {costs.D_max} features never held): the first D of one draw of "
-                f"{costs.D_max} features or landmarks")
+                f"{costs.D_max} random features, and a random D of one recursive-RLS draw of "
+                f"{costs.D_max} landmarks")
+            summaries["rff_max_features"] = costs.D_max  # at most n, the largest point
             streamed = _StreamedBaselines(
                 params["kernel"], sigma, X, targets.fit, Xt, costs.D_max,
                 check_seed(np.random.SeedSequence(params["seed"])), params["seed"],
@@ -556,7 +564,8 @@ class LearningCurveExperiment(Experiment):
                     callback_every=1, random_state=seed)
         rff = _RFFBaseline(RandomFourierFeatures(
             params["kernel"], sigma=sigma, n_components=max(rff_cap, 1),
-            random_state=seed).fit(X), X, Xt) if rff_cap and streamed is None else None
+            random_state=seed).fit(X), X, Xt) if (rff_cap and streamed is None
+                                                  and solvable) else None
         done = 0
         test_sums = _TestSums(Xt)
         for k, t in enumerate(pts):

@@ -393,12 +393,22 @@ class DataPanel(QtWidgets.QWidget):
     def _done_loading(self) -> None:
         self.busy.setVisible(False)
 
+    def _restore_preview(self) -> None:
+        """The preview of the data in use again (a failed or cancelled load showed its
+        file's first rows), or none."""
+        if self.dataset is not None:
+            self._fill_preview(self.dataset)
+        else:
+            self.preview.clear()
+            self.preview.setRowCount(0)
+            self.preview.setColumnCount(0)
+            self.preview.setToolTip("")
+
     def _cancelled(self, message: str) -> None:
         self._done_loading()
         self.status.setStyleSheet("")
         self.status.setText(html.escape(message))
-        if self.dataset is not None:
-            self._fill_preview(self.dataset)
+        self._restore_preview()
 
     def _loaded_ok(self, ds: Dataset) -> None:
         self._done_loading()
@@ -442,8 +452,7 @@ class DataPanel(QtWidgets.QWidget):
 
     def _show_error(self, message: str) -> None:
         self._done_loading()
-        if self.dataset is not None:
-            self._fill_preview(self.dataset)
+        self._restore_preview()
         loaded = self.model.loaded_source
         kept = (f"<br>Still using: {_breakable(loaded.to_spec())}"
                 if self.dataset is not None and loaded is not None else "")

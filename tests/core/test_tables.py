@@ -565,3 +565,19 @@ def test_a_preview_of_the_first_rows_as_written(tmp_path):
     (tmp_path / "bad.npy").write_bytes(b"not an array")
     assert peek_rows(tmp_path / "bad.npy") is None
     assert peek_rows(write(tmp_path, "x.arff", "@relation r\n")) is None
+
+
+def test_the_preview_never_fails_and_shows_whole_rows_only(tmp_path):
+    """Found in review: a 3-D or 0-d .npy made the preview raise (and the load never
+    started); a wide file's 64 KB head ended in a cut number."""
+    from kernel_lab.core.loaders import peek_rows
+
+    np.save(tmp_path / "cube.npy", np.zeros((4, 2, 3)))
+    np.save(tmp_path / "scalar.npy", np.float64(3))
+    assert peek_rows(tmp_path / "cube.npy") is None
+    assert peek_rows(tmp_path / "scalar.npy") is None
+    row = ",".join(["123.456"] * 1500)
+    path = write(tmp_path, "wide.csv", ",".join(f"c{j}" for j in range(1500)) + "\n"
+                 + (row + "\n") * 20)
+    names, rows = peek_rows(path)
+    assert len(names) == 1500 and rows and all(r == ["123.456"] * 1500 for r in rows)
