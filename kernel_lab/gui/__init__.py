@@ -34,6 +34,45 @@ def preload_for_threads() -> None:
         except ImportError:  # the other operating system's module
             pass
     bypass_import_hook_in_threads()
+    collect_garbage_on_the_gui_thread()
+
+
+#: How often the GUI thread collects garbage (ms) in place of Python's automatic collector.
+GC_INTERVAL_MS = 250
+
+
+def collect_garbage_on_the_gui_thread() -> None:
+    """Collect garbage on the GUI thread only: automatic collection is switched off and a
+    timer of the application's collects each generation when its count passes Python's
+    own threshold (as the automatic collector would, a little later).
+
+    Python collects cyclic garbage in whichever thread happens to allocate. A closed
+    window's Qt objects in a reference cycle were destroyed by the relay thread (pickling
+    a run for the worker process), and the destructor, holding a Qt lock, waited for the
+    GIL held by the GUI thread, which waited for that lock to build a menu: a deadlock CI
+    caught twice. Qt objects must die on the GUI thread. Installed once per application."""
+    import gc
+
+    from PySide6 import QtCore, QtWidgets
+
+    app = QtWidgets.QApplication.instance()
+    if app is None or app.property("kernel_lab_gc"):
+        return
+    thresholds = gc.get_threshold()
+
+    def collect() -> None:
+        counts = gc.get_count()
+        for generation in (2, 1, 0):
+            if counts[generation] > thresholds[generation]:
+                gc.collect(generation)
+                return
+
+    timer = QtCore.QTimer(app)
+    timer.setInterval(GC_INTERVAL_MS)
+    timer.timeout.connect(collect)
+    timer.start()
+    app.setProperty("kernel_lab_gc", True)
+    gc.disable()
 
 
 def bypass_import_hook_in_threads() -> None:

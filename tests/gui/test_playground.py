@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from PySide6 import QtCore
+from PySide6 import QtCore, QtWidgets
 
 from kernel_lab.core import playground as core
 from kernel_lab.core.models import (
@@ -440,3 +440,20 @@ def test_the_drawn_boundary_is_the_zero_contour_as_pyqtgraph_traces_it(window, q
     h = 2 * core.EXTENT / (res - 1)
     np.testing.assert_allclose([rect.left(), rect.right()], [-core.EXTENT - h / 2,
                                                             core.EXTENT + h / 2])
+
+
+def test_garbage_is_collected_on_the_gui_thread_only(window, qtbot):
+    """Qt objects must be destroyed on the GUI thread: with a window open, automatic
+    collection is off and the application's timer collects (see
+    collect_garbage_on_the_gui_thread)."""
+    import gc
+
+    assert not gc.isenabled()
+    app = QtWidgets.QApplication.instance()
+    assert app.property("kernel_lab_gc")
+    for _ in range(3 * gc.get_threshold()[0]):  # cycles enough for a generation-0 pass
+        a = []
+        a.append(a)
+    before = gc.get_count()[0]
+    qtbot.wait(600)
+    assert gc.get_count()[0] < before  # collected by the timer, on this thread
