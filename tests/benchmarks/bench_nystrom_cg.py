@@ -1,11 +1,11 @@
 """Benchmark: Nyström ridge by conjugate gradients against the direct solve.
 
 Run: ``python tests/benchmarks/bench_nystrom_cg.py [--rows 200000] [--landmarks 2000]
-[--lam 1e-3] [--solvers cg,direct] [--data /tmp/scale/n200000.npz]``.
+[--lam 1e-3] [--solvers cg,direct] [--data FILE.npz]``.
 
-The data are the first ``--rows`` rows of an ``.npz`` archive with arrays X and y (made by
-``/tmp/scale/make.py``: X uniform in [0, 1]²⁰, y a Friedman-like function plus noise); when
-the file is missing the same kind of data is drawn here. Each solver runs in a child process
+The data are drawn here (X uniform in [0, 1]²⁰, y a Friedman-like function of five inputs
+plus noise, as in ``bench_scale.py``), or are the first ``--rows`` rows of an ``.npz``
+archive with arrays X and y given by ``--data``. Each solver runs in a child process
 so its peak resident memory (VmHWM from ``/proc/self/status``) is its own:
 ``NystromRidge(lam, n_components=s, sampler=..., solver=..., random_state=0)`` (Gaussian
 kernel, median-heuristic σ; uniform landmarks by default — the recursive RLS sampler holds
@@ -97,9 +97,9 @@ def main() -> None:
     parser.add_argument("--lam", type=float, default=1e-3)
     parser.add_argument("--sampler", default="uniform")
     parser.add_argument("--solvers", default="cg,direct")
-    parser.add_argument("--data", default="/tmp/scale/n200000.npz")
+    parser.add_argument("--data", default="")
     args = parser.parse_args()
-    data = args.data if Path(args.data).exists() else "-"
+    data = args.data if args.data and Path(args.data).exists() else "-"
     print(f"n = {args.rows:,}, p = 20, s = {args.landmarks:,}, λ = {args.lam:g}, Gaussian "
           f"kernel, {args.sampler} landmarks; data: {data if data != '-' else 'drawn here'}")
     results = {}
