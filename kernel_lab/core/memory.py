@@ -13,6 +13,11 @@ BUDGET_ENV = "KERNEL_LAB_MEMORY_MB"
 DEFAULT_BLOCK_BYTES = 64 * 2**20
 
 
+def rows_per_block(width: int, block_bytes: int = DEFAULT_BLOCK_BYTES) -> int:
+    """Rows of a float64 block ``width`` wide that fit in ``block_bytes`` (at least one)."""
+    return max(1, int(block_bytes) // (8 * max(int(width), 1)))
+
+
 def available_memory_bytes() -> int:
     """Memory available to this process now, in bytes (best effort, never below 256 MiB)."""
     try:

@@ -54,7 +54,7 @@ from scipy.linalg import solve_triangular
 from sklearn.exceptions import ConvergenceWarning
 
 from kernel_lab.core.errors import ParameterError
-from kernel_lab.core.memory import DEFAULT_BLOCK_BYTES
+from kernel_lab.core.memory import rows_per_block
 from kernel_lab.core.validation import check_generator
 
 #: Default stopping tolerance on the relative residual ``√(rᵀP⁻¹r / bᵀP⁻¹b)``.
@@ -105,11 +105,6 @@ class CGInfo:
         return self.iterations + 1
 
 
-def rows_per_block(width: int, block_bytes: int = DEFAULT_BLOCK_BYTES) -> int:
-    """Rows of a float64 block ``width`` wide that fit in ``block_bytes`` (at least one)."""
-    return max(1, int(block_bytes) // (8 * max(int(width), 1)))
-
-
 def kernel_blocks(kernel: Callable[..., np.ndarray], X: np.ndarray, landmarks: np.ndarray,
                   block_rows: int) -> Iterator[tuple[slice, np.ndarray]]:
     """``(rows, k(X[rows], landmarks))`` for consecutive row blocks of X."""
@@ -133,7 +128,7 @@ def nystrom_predict(kernel: Callable[..., np.ndarray], X: np.ndarray, landmarks:
     coef : ndarray, shape (r,)
     intercept : float
     block_rows : int, optional
-        Rows per block; default: a block of :data:`DEFAULT_BLOCK_BYTES`.
+        Rows per block; default: a block of :data:`~kernel_lab.core.memory.DEFAULT_BLOCK_BYTES`.
 
     Returns
     -------

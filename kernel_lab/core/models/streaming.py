@@ -27,6 +27,7 @@ import numpy as np
 from scipy import linalg
 from scipy.linalg import blas
 
+from kernel_lab.core.memory import rows_per_block
 from kernel_lab.core.progress import Progress
 
 #: A block of features (rows × D, float64) is kept near this size.
@@ -36,7 +37,7 @@ BLOCK_BYTES = 32 * 2**20
 def block_rows(width: int, budget: int | None = None) -> int:
     """Rows per block so that a block of ``width`` float64 features stays within budget
     (default :data:`BLOCK_BYTES`)."""
-    return max(1, (BLOCK_BYTES if budget is None else budget) // (8 * max(int(width), 1)))
+    return rows_per_block(width, BLOCK_BYTES if budget is None else budget)
 
 
 @dataclass(frozen=True)
