@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from kernel_lab import __version__
-from kernel_lab.core.errors import KernelLabError
+from kernel_lab.core.errors import KernelLabError, name_controls
 from kernel_lab.core.progress import Cancelled
 
 if TYPE_CHECKING:
@@ -38,6 +38,14 @@ Run an experiment headless instead, for example:
 
 (To open the window on a server, run it under a virtual display: xvfb-run kernel-lab.)
 """
+
+#: The flag of each data option a message may point to (see
+#: :func:`~kernel_lab.core.errors.name_controls`): messages here name these, not the
+#: window's widgets.
+CLI_CONTROLS = {"drop_nan": "--drop-nan", "subsample": "--subsample {value}",
+                "target": "--target {value}", "text_features": "--text-features {value}",
+                "sheet": "--sheet {value}", "keep_index": "--keep-index",
+                "test_fraction": "--test-fraction {value}"}
 
 
 class UsageError(Exception):
@@ -368,7 +376,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                    "report": _cmd_report}
         return handler[args.command](args)
     except (UsageError, KernelLabError) as exc:
-        message = " ".join(str(exc).split())
+        message = name_controls(" ".join(str(exc).split()), CLI_CONTROLS)
         print(f"kernel-lab: error: {message}", file=sys.stderr)
         return 2
     except Cancelled:

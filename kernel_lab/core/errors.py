@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Mapping
 
 
 class KernelLabError(Exception):
@@ -68,3 +70,34 @@ class DataError(KernelLabError, ValueError):
             fix = self.fix.rstrip(".")
             text += " " + fix[:1].upper() + fix[1:] + "."
         return text
+
+
+# ------------------------------------------------------------------------------------
+# Naming the control a message points to
+# ------------------------------------------------------------------------------------
+_OPTION = re.compile(r"the data option (\w+)=([^\s),;]*[^\s),;.])")
+
+
+def data_option(name: str, value: str) -> str:
+    """How a message points to a data option the user can set: ``the data option
+    name=value`` (its form in a data specification, a session or a script).
+
+    Each place that shows messages names its own control for it instead, with
+    :func:`name_controls`: the command line its flag, the window its widget. The phrase
+    stays plain text, so a message keeps it across threads and processes.
+    """
+    return f"the data option {name}={value}"
+
+
+def name_controls(message: str, controls: Mapping[str, str]) -> str:
+    """``message`` with each :func:`data_option` phrase replaced by the control that
+    ``controls`` names for that option where the message is shown (``"{value}"`` in a
+    control stands for the phrase's value: ``{"subsample": "--subsample {value}"}``).
+    Options ``controls`` does not name keep their plain form."""
+
+    def control(match: re.Match[str]) -> str:
+        name, value = match.group(1), match.group(2)
+        shown = controls.get(name)
+        return match.group(0) if shown is None else shown.replace("{value}", value)
+
+    return _OPTION.sub(control, message)

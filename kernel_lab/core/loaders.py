@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from kernel_lab.core.errors import DataError
+from kernel_lab.core.errors import DataError, data_option
 from kernel_lab.core.progress import Cancelled
 
 #: File formats by extension.
@@ -309,7 +309,7 @@ def _pick_target(names: list[str], target: str | int | None, path: Path,
         try:
             target = int(text)
         except ValueError:
-            shown = ", ".join(names[:12]) + (", …" if p > 12 else "")
+            shown = ", ".join(names)  # every column: the one meant may be the last
             extra = "" if header else " (the file has no header row)"
             raise DataError(f"there is no column named {text!r}{extra}",
                             f"choose one of: {shown}, or give a 0-based column index",
@@ -355,16 +355,36 @@ def _apply_nan_policy(table: Table, policy: str, path: Path) -> Table:
         return table
     row = int(np.flatnonzero(bad)[0])
     line_no = int(table.lines[row]) if table.lines is not None else None
-    cols = np.flatnonzero(~np.isfinite(table.X[row]))
-    col_name = table.feature_names[cols[0]] if cols.size else table.target_name
-    where = f"row {row + 1}" if line_no is None else None
-    count = int(bad.sum())
+    where = f"row {row + 1}: " if line_no is None else ""
+    k, n = int(bad.sum()), bad.size
     raise DataError(
-        f"{where + ': ' if where else ''}missing or non-finite value in column {col_name!r} "
-        f"({count} row{'s' if count > 1 else ''} affected)",
-        "clean the file, or choose to drop rows with missing values (--drop-nan)",
+        f"{where}missing or non-finite values in {k} of {n} rows "
+        f"({'the first here' if k > 1 else 'here'}); rows per column: "
+        f"{_missing_by_column(table)}",
+        "clean the file, or choose to drop rows with missing values "
+        f"({data_option('drop_nan', 'true')})",
         path=path, line=line_no,
     )
+
+
+#: At most this many columns are named in the missing-value message.
+MAX_NAMED_COLUMNS = 20
+
+
+def _missing_by_column(table: Table) -> str:
+    """``'a' 2, 'c' 1, target 't' 4``: each column with missing or non-finite values and
+    its own count of them, in file order (at most :data:`MAX_NAMED_COLUMNS`)."""
+    counts = np.zeros(table.X.shape[1], dtype=np.int64)
+    step = 1 << 16  # in row blocks: no n × p temporary
+    for start in range(0, table.X.shape[0], step):
+        counts += (~np.isfinite(table.X[start:start + step])).sum(axis=0)
+    parts = [f"{table.feature_names[j]!r} {int(counts[j])}" for j in np.flatnonzero(counts)]
+    y_bad = int((~np.isfinite(table.y)).sum())
+    if y_bad:
+        parts.append(f"target {table.target_name!r} {y_bad}")
+    more = len(parts) - MAX_NAMED_COLUMNS
+    return ", ".join(parts[:MAX_NAMED_COLUMNS]) + (f", … ({more} more columns)"
+                                                   if more > 0 else "")
 
 
 # ------------------------------------------------------------------------------------
@@ -837,7 +857,8 @@ def _encode_columns(path: Path, names: list[str], columns: list[np.ndarray],
     if not feats:
         raise DataError("no feature column is left: every column besides the target is "
                         "text that was dropped",
-                        "load with text_features=onehot, or add numeric columns"
+                        f"load with {data_option('text_features', 'onehot')}, or add numeric "
+                        "columns"
                         if options.text_features == "drop" else
                         f"add numeric columns (text with one value per row or more than "
                         f"{MAX_LEVELS} values is not encoded)", path=path)
@@ -853,7 +874,8 @@ def _encode_target(path: Path, name: str, col: np.ndarray
         raise DataError(f"the target column {name!r} holds text with "
                         f"{'one value' if levels else 'no values'}"
                         f"{' (' + repr(levels[0]) + ')' if levels else ''}: nothing to learn",
-                        "choose another target column (target=NAME)", path=path)
+                        f"choose another target column ({data_option('target', 'NAME')})",
+                        path=path)
     code = {level: k for k, level in enumerate(levels)}
     codes = np.array([np.nan if v is None else code[v] for v in col], dtype=np.float64)
     if len(levels) == 2:
@@ -953,7 +975,8 @@ def _read_xlsx(path: Path, raw: bytes, target: str | int | None,
             line_nos.append(int(row.get("r", len(line_nos) + 1)))
     if not rows:
         raise DataError(f"the worksheet {chosen[0]!r} is empty",
-                        "choose the sheet with the data (sheet=NAME)", path=path)
+                        f"choose the sheet with the data ({data_option('sheet', 'NAME')})",
+                        path=path)
     width = max(len(r) for r in rows)
     rows = [r + [""] * (width - len(r)) for r in rows]  # trailing empty cells are not stored
     used = [j for j in range(width) if any(r[j].strip() for r in rows)]

@@ -14,7 +14,7 @@ import numpy as np
 from PySide6 import QtCore, QtWidgets
 
 from kernel_lab.core.data import EXAMPLES, GENERATORS, Dataset
-from kernel_lab.core.errors import KernelLabError
+from kernel_lab.core.errors import KernelLabError, name_controls
 from kernel_lab.core.loaders import peek_rows
 from kernel_lab.core.progress import Cancelled, Progress
 from kernel_lab.core.source import DataSource
@@ -26,6 +26,21 @@ FILE_FILTER = ("Data files (*.csv *.tsv *.txt *.dat *.xlsx *.npy *.npz *.svm *.s
                "*.libsvm *.arff *.mat);;All files (*)")
 SOURCES = ("Generator", "Example", "File")
 KINDS = ("generator", "example", "file")
+#: The labels of the widgets a message may point to (the widgets are made with them).
+DROP_NAN_LABEL = "Drop rows with missing values"
+KEEP_INDEX_LABEL = "Keep a row-index first column"
+#: The widget of each data option a message may point to (see
+#: :func:`~kernel_lab.core.errors.name_controls`): messages in the window name these,
+#: never a command-line flag.
+WINDOW_CONTROLS = {
+    "drop_nan": f"tick '{DROP_NAN_LABEL}' in the Data panel",
+    "keep_index": f"tick '{KEEP_INDEX_LABEL}' in the Data panel",
+    "subsample": "'Rows' in the Data panel",
+    "target": "'Target' in the Data panel",
+    "text_features": "'Text columns' in the Data panel set to {value}",
+    "sheet": "'Sheet' in the Data panel",
+    "test_fraction": "'Test fraction' in the Data panel",
+}
 
 
 class _LoadSignals(QtCore.QObject):
@@ -102,6 +117,7 @@ class DataPanel(QtWidgets.QWidget):
     def __init__(self, model: LabModel, parent: QtWidgets.QWidget | None = None) -> None:
         super().__init__(parent)
         self.model = model
+        model.controls = WINDOW_CONTROLS  # its messages name this panel's widgets
         self._format = "auto"  # a file's format option, kept from a session or spec
         col = QtWidgets.QVBoxLayout(self)
         col.setContentsMargins(4, 4, 4, 4)
@@ -158,7 +174,7 @@ class DataPanel(QtWidgets.QWidget):
         self.target.lineEdit().setPlaceholderText("last column")
         self.target.setToolTip("the response column (header name or 0-based index)")
         fform.addRow("Target", self.target)
-        self.drop_nan = QtWidgets.QCheckBox("Drop rows with missing values")
+        self.drop_nan = QtWidgets.QCheckBox(DROP_NAN_LABEL)
         fform.addRow("", self.drop_nan)
         self.text_features = QtWidgets.QComboBox()
         self.text_features.addItem("one-hot encode", "onehot")
@@ -167,7 +183,7 @@ class DataPanel(QtWidgets.QWidget):
             "text (category) columns: one 0/1 column per value, or left out; text with "
             "more than 50 values or one per row is left out either way (a note says so)")
         fform.addRow("Text columns", self.text_features)
-        self.keep_index = QtWidgets.QCheckBox("Keep a row-index first column")
+        self.keep_index = QtWidgets.QCheckBox(KEEP_INDEX_LABEL)
         self.keep_index.setToolTip("R's row names, pandas' 'Unnamed: 0' or an id of 1 … n "
                                    "are dropped unless this is checked")
         fform.addRow("", self.keep_index)
@@ -457,6 +473,7 @@ class DataPanel(QtWidgets.QWidget):
         kept = (f"<br>Still using: {_breakable(loaded.to_spec())}"
                 if self.dataset is not None and loaded is not None else "")
         self.status.setStyleSheet("color: #B00020;")
+        message = name_controls(message, WINDOW_CONTROLS)
         self.status.setText(f"<b>Could not load the data.</b> {html.escape(message)}{kept}")
 
 

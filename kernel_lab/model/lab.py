@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from kernel_lab.core.data import Dataset
-from kernel_lab.core.errors import KernelLabError
+from kernel_lab.core.errors import KernelLabError, name_controls
 from kernel_lab.core.memory import memory_budget_bytes
 from kernel_lab.core.progress import Cancelled, Progress
 from kernel_lab.core.source import DataSource
@@ -188,6 +188,9 @@ class LabModel:
         self.pins: list[Pin] = []
         self.title, self.about = "", ""
         self.plan = Plan()
+        #: How the place showing this model's messages names the data options they point
+        #: to (:func:`~kernel_lab.core.errors.name_controls`): the window's widgets.
+        self.controls: dict[str, str] = {}
         self._started = 0.0
         self._speed: float | None = None
         self._probed = -math.inf
@@ -269,7 +272,7 @@ class LabModel:
             # the data loaded before stay in use; with none, runs keep the failed source
             # (and fail with its message) rather than silently use other data
             self.loading, self.source = False, self.loaded_source or source
-            self.data_failed.emit(message)
+            self.data_failed.emit(name_controls(message, self.controls))
 
         def report(fraction: float, message: str) -> None:
             if token == self._load_token:
@@ -467,8 +470,9 @@ class LabModel:
         try:
             spec = self.run_spec()
         except KernelLabError as exc:
-            self.status.emit(f"Cannot run: {exc}")
-            self.logged.emit(f"cannot run: {exc}")
+            message = name_controls(str(exc), self.controls)
+            self.status.emit(f"Cannot run: {message}")
+            self.logged.emit(f"cannot run: {message}")
             return None
         work = self._planned_flops(spec)
         handle = self._launch(spec)
@@ -549,7 +553,8 @@ class LabModel:
         self.inputs_changed.emit()
 
     def _on_failed(self, handle: RunHandle, message: str, user_error: bool) -> None:
-        text = ("Cannot run: " if user_error else "The run failed: ") + message
+        text = (("Cannot run: " if user_error else "The run failed: ")
+                + name_controls(message, self.controls))
         self._set_state(RunState.FAILED)
         self.status.emit(text)
         self.logged.emit(f"run {handle.run_id}: {text}")

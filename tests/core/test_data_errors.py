@@ -54,24 +54,28 @@ CASES = [
           "or fix this cell if it is a typo"], line=3, column=3),
     case("single-class-text-target", "label1.csv", b"u,v,class\n1,2,yes\n3,4,yes\n",
          ["the target column 'class' holds text with one value ('yes'): nothing to learn",
-          "Choose another target column (target=NAME)"]),
+          "Choose another target column (the data option target=NAME)"]),
     case("text-only-features-dropped", "names.csv", b"name,y\nann,1\nbob,2\ncy,3\n",
-         ["no feature column is left", "Load with text_features=onehot"],
+         ["no feature column is left", "Load with the data option text_features=onehot"],
          text_features="drop"),
     case("text-only-features-unencodable", "names2.csv", b"name,y\nann,1\nbob,2\ncy,3\n",
          ["no feature column is left", "text with one value per row or more than 50"]),
     case("nan-cell", "nan.csv", b"a,b,c\n1,2,3\n4,5,6\n7,nan,9\n",
-         ["missing or non-finite value in column 'b'", "(1 row affected)",
-          "Clean the file, or choose to drop rows with missing values (--drop-nan)"],
+         ["missing or non-finite values in 1 of 3 rows (here); rows per column: 'b' 1.",
+          "Clean the file, or choose to drop rows with missing values "
+          "(the data option drop_nan=true)"],
          line=4),
     case("empty-cells", "gaps.csv", b"a,b,c\n1,2,3\n4,,6\n,8,9\n",
-         ["missing or non-finite value in column 'b'", "(2 rows affected)", "--drop-nan"],
+         ["missing or non-finite values in 2 of 3 rows (the first here); rows per column: "
+          "'a' 1, 'b' 1.", "(the data option drop_nan=true)"],
          line=3),
     case("inf-cell", "inf.csv", b"a,b,c\n1,2,3\n4,5,-inf\n",
-         ["missing or non-finite value in column 'c'", "(1 row affected)", "--drop-nan"],
+         ["missing or non-finite values in 1 of 2 rows (here); rows per column: "
+          "target 'c' 1.", "(the data option drop_nan=true)"],
          line=3),
     case("nan-in-npy", "nan.npy", npy_bytes(np.array([[1.0, 2.0], [3.0, np.inf], [5.0, 6.0]])),
-         ["row 2: missing or non-finite value in column 'y'", "--drop-nan"]),
+         ["row 2: missing or non-finite values in 1 of 3 rows (here); rows per column: "
+          "target 'y' 1.", "(the data option drop_nan=true)"]),
     case("single-column", "one.csv", b"y\n1\n2\n3\n",
          ["the data have only one column",
           "A data set needs at least one feature column and one target column"]),
@@ -161,6 +165,12 @@ CASES = [
 ]
 
 
+#: How the command line names the data options the messages above point to.
+CLI_FLAGS = {"the data option drop_nan=true": "--drop-nan",
+             "the data option target=NAME": "--target NAME",
+             "the data option text_features=onehot": "--text-features onehot"}
+
+
 def _write(tmp_path: Path, name: str, content: bytes | None) -> Path:
     path = tmp_path / name
     if content is not None:
@@ -213,6 +223,10 @@ def test_cli_reports_bad_file_on_one_line(tmp_path, capsys, name, content, kwarg
         argv.append(f"--text-features={kwargs['text_features']}")
     code = main(argv)
     captured = capsys.readouterr()
+    # the command line names its own flag where the message points to a data option
+    for option, flag in CLI_FLAGS.items():
+        expected = expected.replace(option, flag)
+        fragments = [f.replace(option, flag) for f in fragments]
 
     assert code == 2
     assert captured.out == ""
@@ -225,3 +239,56 @@ def test_cli_reports_bad_file_on_one_line(tmp_path, capsys, name, content, kwarg
     for fragment in fragments:
         assert fragment in lines[0]
     assert not out.exists()
+
+
+# ------------------------------------------------------------------------------------
+# Messages that name every column, each with its own count
+# ------------------------------------------------------------------------------------
+def test_unknown_target_lists_every_column(tmp_path):
+    """A wide table (18 columns, like AER's CASchools) is listed to its last column."""
+    names = [f"col{j:02d}" for j in range(16)] + ["read", "math"]
+    path = tmp_path / "wide.csv"
+    path.write_text(",".join(names) + "\n" + ",".join(str(j) for j in range(18)) + "\n"
+                    + ",".join(str(j + 1) for j in range(18)) + "\n")
+    with pytest.raises(DataError) as info:
+        load_table(path, target="nope")
+    message = str(info.value)
+    assert "Choose one of: " + ", ".join(names) + ", or give a 0-based column index" in message
+    assert "…" not in message
+
+
+def test_missing_values_are_counted_column_by_column(tmp_path):
+    """Each column's own count (not the rows affected over all columns), the target's
+    included; the rows in all and the line of the first."""
+    rng = np.random.default_rng(3)
+    n = 40
+    cells = rng.normal(size=(n, 4)).round(3).astype(str)
+    holes = {0: [5, 9], 2: [5], 3: [1, 5, 9, 20]}  # a: 2, c: 1, target t: 4
+    for j, rows in holes.items():
+        cells[rows, j] = "NA"
+    path = tmp_path / "holes.csv"
+    path.write_text("a,b,c,t\n" + "\n".join(",".join(r) for r in cells) + "\n")
+    with pytest.raises(DataError) as info:
+        load_table(path, target="t")
+    err, message = info.value, str(info.value)
+    bad_rows = sorted({r for rows in holes.values() for r in rows})
+    assert err.line == bad_rows[0] + 2  # header, 1-based
+    assert (f"missing or non-finite values in {len(bad_rows)} of {n} rows (the first here); "
+            "rows per column: 'a' 2, 'c' 1, target 't' 4.") in message
+    assert "'b'" not in message
+    assert message.endswith("Clean the file, or choose to drop rows with missing values "
+                            "(the data option drop_nan=true).")
+
+
+def test_the_missing_value_hint_names_the_control_of_each_place():
+    """One message, its control named where it is shown."""
+    from kernel_lab.core.errors import data_option, name_controls
+
+    text = f"clean it, or drop them ({data_option('drop_nan', 'true')}); or " \
+           f"{data_option('subsample', 'N')}."
+    assert name_controls(text, {"drop_nan": "--drop-nan",
+                                "subsample": "--subsample {value}"}) == \
+        "clean it, or drop them (--drop-nan); or --subsample N."
+    assert name_controls(text, {"subsample": "--subsample 2242"}) == \
+        "clean it, or drop them (the data option drop_nan=true); or --subsample 2242."
+    assert name_controls(text, {}) == text

@@ -210,8 +210,8 @@ def test_an_xlsx_workbook_loads_like_the_same_csv(tmp_path):
     with pytest.raises(DataError, match=r"d.xlsx: there is no worksheet 'Sheet9'.*"
                                         r"Choose one of: notes, data"):
         load_table(book, sheet="Sheet9")
-    with pytest.raises(DataError, match=r"d.xlsx, line 3: missing or non-finite value in "
-                                        r"column 'depth'"):
+    with pytest.raises(DataError, match=r"d.xlsx, line 3: missing or non-finite values in "
+                                        r"1 of 4 rows \(here\); rows per column: 'depth' 1\."):
         load_table(book, sheet="data")
     ds = load_data(f"{book}:sheet=data,drop_nan=true,test_fraction=0.34")
     assert ds.n_train + ds.n_test == 3
