@@ -72,6 +72,15 @@ def main_inputs(W: np.ndarray, amplitude: np.ndarray) -> tuple[int, int]:
     return int(a), int(b)
 
 
+def input_names(data: Dataset) -> list[str]:
+    """The data's own names of the inputs (a table's columns as the loader names them,
+    ``cut=Ideal`` for a one-hot part), or x1 … xp when the data have none."""
+    names = [str(n) for n in data.feature_names]
+    if len(names) == data.p and all(names):
+        return names
+    return [f"x{j + 1}" for j in range(data.p)]
+
+
 @dataclass(frozen=True)
 class BaselineTask:
     """One (method, number of features) cell: bandwidth and ν chosen by leave-one-out over
@@ -226,6 +235,7 @@ class GFCExperiment(Experiment):
         X, Xt = data.X_train, data.X_test
         y, yt = (data.y_train - offset) / scale, (data.y_test - offset) / scale
         n, p = X.shape
+        names = input_names(data)
         D = params["n_features"]
         sizes = baseline_sizes(D, params["points"])
         ss = np.random.SeedSequence(params["seed"])
@@ -268,7 +278,7 @@ class GFCExperiment(Experiment):
                 learned = (model.frequencies_.copy(), np.abs(model.coef_))
                 if feats[-1]:
                     a, b = main_inputs(*learned)
-                    summaries["spectrum_inputs"] = f"x{a + 1}, x{b + 1}"
+                    summaries["spectrum_inputs"] = f"{names[a]}, {names[b]}"
                 summaries.update({"error[gfc]": errs[-1], "features_built[gfc]": feats[-1],
                                   "time[gfc]": times[-1], "nu[gfc]": model.nu_})
                 yield partial(gfc_share * info["pass"] / params["n_passes"],

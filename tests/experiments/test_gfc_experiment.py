@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -165,3 +166,34 @@ def test_paper_preset_shows_what_its_text_says():
     feats, errs = t["features[gfc]"][rows], t["error[gfc]"][rows]
     assert errs[feats == 20][0] < best
     assert np.ptp(errs[feats >= 40]) < 0.02 * errs[-1]
+
+
+def test_spectrum_inputs_are_named_by_the_tables_own_columns(tmp_path):
+    """A table's inputs are named as the loader names them (a text column by its one-hot
+    parts, ``cut=…``), even when it has columns called x and y; the same numbers without
+    names fall back to x1 … xp, and both runs pick the same two inputs."""
+    from kernel_lab.core.loaders import load_table
+
+    rng = np.random.default_rng(5)
+    n = 300
+    cut = rng.choice(["Fair", "Good", "Ideal"], n)
+    x, y, z, carat = rng.normal(size=(4, n))
+    price = np.sin(2 * x) + y**2 + 0.5 * (cut == "Ideal") + 0.05 * rng.normal(size=n)
+    rows = [f"{c:.4f},{k},{a:.4f},{b:.4f},{d:.4f},{p:.4f}"
+            for c, k, a, b, d, p in zip(carat, cut, x, y, z, price, strict=True)]
+    named = tmp_path / "gems.csv"
+    named.write_text("carat,cut,x,y,z,price\n" + "\n".join(rows) + "\n")
+    table = load_table(named, target="price")
+    assert "cut=Ideal" in table.feature_names and "x" in table.feature_names
+    plain = tmp_path / "gems.npy"  # the same encoded numbers, no names
+    np.save(plain, np.column_stack([table.X, table.y]))
+
+    params = {"n_features": 8, "n_passes": 2, "points": 2, "bandwidths": 2,
+              "methods": "gfc"}
+    with_names = run_experiment("gfc", params, data=f"{named}:target=price")
+    without = run_experiment("gfc", params, data=str(plain))
+    assert with_names.summaries["error[gfc]"] == without.summaries["error[gfc]"]  # same run
+    chosen = without.summaries["spectrum_inputs"].split(", ")
+    assert all(re.fullmatch(r"x\d+", c) for c in chosen) and len(chosen) == 2
+    expected = ", ".join(table.feature_names[int(c[1:]) - 1] for c in chosen)
+    assert with_names.summaries["spectrum_inputs"] == expected
