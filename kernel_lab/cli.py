@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from kernel_lab import __version__
-from kernel_lab.core.errors import KernelLabError, name_controls
+from kernel_lab.core.errors import KernelLabError, MemoryBudgetError, name_controls
 from kernel_lab.core.progress import Cancelled
 
 if TYPE_CHECKING:
@@ -325,7 +325,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
                f"{exp.name}-{datetime.now().strftime('%Y%m%d-%H%M%S')}")
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out} exists and is not a folder")
-    result = run(spec, on_progress=_StderrProgress(args.quiet))
+    try:
+        result = run(spec, on_progress=_StderrProgress(args.quiet))
+    except MemoryBudgetError as exc:
+        raise MemoryBudgetError(_with_rows_that_fit(str(exc), spec)) from None
     files = write_run(result, out)
     if not args.no_plot:
         from kernel_lab.plotting.render import render_plots
@@ -339,6 +342,35 @@ def _cmd_run(args: argparse.Namespace) -> int:
             sys.stderr.write(f"  {key}: {shown}\n")
     print(out)
     return 0
+
+
+def _with_rows_that_fit(message: str, spec: RunSpec) -> str:
+    """A too-large refusal on a table, with the rows that would fit (as many as the
+    window offers in 'Use a random N rows'): ``--subsample N`` where the message points
+    to subsampling, else added at its end. Unchanged for generated data."""
+    from kernel_lab.core.errors import data_option
+    from kernel_lab.core.memory import memory_budget_bytes
+    from kernel_lab.experiments import get_experiment
+    from kernel_lab.model.lab import probe_flops_per_second, rows_that_fit, uncalibrated_seconds
+
+    source = spec.data_source()
+    if source.kind == "generator":
+        return message
+    experiment = get_experiment(spec.experiment)
+    params = experiment.resolve(spec.params)
+    try:
+        dataset = source.load(int(params["seed"]))
+    except KernelLabError:
+        return message
+    rate = probe_flops_per_second()
+    rows = rows_that_fit(experiment, params, dataset, float(memory_budget_bytes()),
+                         lambda est, n: uncalibrated_seconds(est, rate))
+    if not rows:
+        return message
+    if data_option("subsample", "N") in message:
+        return name_controls(message, {"subsample": f"--subsample {rows}"})
+    return f"{message.rstrip('.')}. A random {rows:,} rows of this table fit: " \
+           f"--subsample {rows}."
 
 
 def _cmd_gui() -> int:

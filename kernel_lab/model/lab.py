@@ -110,6 +110,56 @@ class Plan:
                 ", or an approximate method (Nyström or random features).")
 
 
+def rows_that_fit(experiment: Experiment, params: Mapping[str, Any], ds: Dataset,
+                  budget: float,
+                  seconds: Callable[[Mapping[str, Any], int], float | None] | None = None
+                  ) -> int:
+    """How many rows of the table ``ds`` (training and test) a run of ``experiment`` with
+    ``params`` can use: its estimate fits in 90 % of ``budget`` and, by ``seconds(estimate,
+    n_train)``, it takes at most :data:`OFFER_SECONDS` (or has at most 1000 training
+    points); 0 when no size does. Shrinks the training size by 10 % steps from the
+    n·√(budget / need) guess of an n² method until the estimate fits. The window offers
+    these rows in one click, the command line names them (``--subsample N``)."""
+    need = float(experiment.estimate(params, ds.n_train, ds.p).get("memory_bytes", 0))
+    n = int(ds.n_train * math.sqrt(0.9 * budget / need)) if need > 0 else ds.n_train
+    for _ in range(40):
+        if n < 2:
+            return 0
+        try:
+            est = experiment.estimate(params, n, ds.p)
+            fits = float(est.get("memory_bytes", 0)) <= 0.9 * budget
+            t = seconds(est, n) if fits and seconds is not None else None
+            # about two minutes at most (or small anyway: a model fitted on long runs
+            # can put its fixed part above that)
+            fits = fits and (t is None or t <= OFFER_SECONDS or n <= 1000)
+        except KernelLabError:
+            fits = False
+        if fits:
+            share = ds.n_train / max(ds.n_train + ds.n_test, 1)  # training share of rows
+            return max(2, int(n / share))
+        n = int(0.9 * n)
+    return 0
+
+
+def uncalibrated_seconds(est: Mapping[str, Any], flops_per_second: float) -> float | None:
+    """Seconds of a run by its estimated flops at ``flops_per_second`` before any run of
+    its experiment has calibrated the time model (None: the estimate counts no flops)."""
+    flops = est.get("flops")
+    return 0.2 + float(flops) / flops_per_second if flops else None
+
+
+def probe_flops_per_second() -> float:
+    """15 % of the best of four 384×384 matrix products: what runs reach on this machine
+    before any has been timed (the first product also starts the BLAS threads)."""
+    a = np.random.default_rng(0).random((384, 384))
+    best = math.inf
+    for _ in range(4):
+        t0 = time.perf_counter()
+        a @ a
+        best = min(best, time.perf_counter() - t0)
+    return 0.15 * 2 * 384**3 / max(best, 1e-9)
+
+
 @dataclass
 class Pin:
     """Curves kept as a faded overlay to compare with later runs."""
@@ -353,32 +403,17 @@ class LabModel:
         self.plan_changed.emit(self.plan)
 
     def _fitting_rows(self, params: Mapping[str, Any], ds: Dataset, budget: float) -> int:
-        """Rows of the loaded table whose run would fit in ``budget`` and take at most
-        :data:`OFFER_SECONDS` by the time estimate (0: none would, or the data are not a
-        table). Shrinks the training size by 10 % steps from the n·√(budget / need) guess
-        of an n² method until the experiment's estimate fits."""
+        """:func:`rows_that_fit` of the loaded table by this model's time estimate (0 when
+        the data are not a table)."""
         source = self.loaded_source
         if source is None or source.kind == "generator":
             return 0
-        need = float(self.experiment.estimate(params, ds.n_train, ds.p).get("memory_bytes", 0))
-        n = int(ds.n_train * math.sqrt(0.9 * budget / need)) if need > 0 else ds.n_train
-        for _ in range(40):
-            if n < 2:
-                return 0
-            try:
-                est = self.experiment.estimate(params, n, ds.p)
-                fits = float(est.get("memory_bytes", 0)) <= 0.9 * budget
-                timing = self._time_estimate(est, n) if fits else None
-                # about two minutes at most (or small anyway: a model fitted on long runs
-                # can put its fixed part above that)
-                fits = fits and (timing is None or timing[0] <= OFFER_SECONDS or n <= 1000)
-            except KernelLabError:
-                fits = False
-            if fits:
-                share = ds.n_train / max(ds.n_train + ds.n_test, 1)  # training share of rows
-                return max(2, int(n / share))
-            n = int(0.9 * n)
-        return 0
+
+        def seconds(est: Mapping[str, Any], n: int) -> float | None:
+            timing = self._time_estimate(est, n)
+            return None if timing is None else timing[0]
+
+        return rows_that_fit(self.experiment, params, ds, budget, seconds)
 
     def use_rows(self, rows: int) -> None:
         """Load a seeded random ``rows`` of the current table (the one-click way forward
@@ -402,7 +437,8 @@ class LabModel:
                 a, b = fit_time(runs)
                 t = a + b * float(flops)
                 return t, t / 1.5, t * 1.5
-            t = 0.2 + float(flops) / self._machine_rate()
+            t = uncalibrated_seconds(est, self._machine_rate())
+            assert t is not None
             return t, t / 3, t * 3
         last = self._last_times.get(name)
         if last is None:
@@ -423,13 +459,7 @@ class LabModel:
         # machine: 5–10× too long estimates for the run that follows, measured on 1M rows)
         if self._speed is None or now - self._probed > 3.0 or self._probed_loading:
             self._probed, self._probed_loading = now, self.loading
-            a = np.random.default_rng(0).random((384, 384))
-            best = math.inf
-            for _ in range(4):  # the first call also starts the BLAS threads
-                t0 = time.perf_counter()
-                a @ a
-                best = min(best, time.perf_counter() - t0)
-            self._speed = max(self._speed or 0.0, 0.15 * 2 * 384**3 / max(best, 1e-9))
+            self._speed = max(self._speed or 0.0, probe_flops_per_second())
         return self._speed
 
     def _record_time(self, run_id: int, seconds: float) -> None:

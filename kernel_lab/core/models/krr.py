@@ -32,7 +32,7 @@ import scipy.linalg as sla
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from kernel_lab.core.errors import ParameterError
+from kernel_lab.core.errors import ParameterError, data_option
 from kernel_lab.core.kernels import Kernel, make_kernel
 from kernel_lab.core.memory import DEFAULT_BLOCK_BYTES, check_allocation, memory_budget_bytes
 from kernel_lab.core.validation import LAM, check_params
@@ -110,9 +110,9 @@ class _KernelRidgeBase(RegressorMixin, BaseEstimator):
         check_allocation(
             3 * 8.0 * n * n,
             f"exact kernel ridge regression on {n} points (three {n}×{n} matrices)",
-            "Subsample the training set (a table: the data option subsample=N, "
-            "--subsample N on the command line, or 'Use a random N rows' in the window) or "
-            "use an approximate method (Nyström ridge, random-feature ridge).",
+            f"Use fewer points ({data_option('subsample', 'N')} for a table, a smaller n "
+            "for a generator) or an approximate method (Nyström ridge, random-feature "
+            "ridge).",
             budget,
         )
         K = self.kernel_(X, budget=budget)

@@ -1,0 +1,83 @@
+"""The command line's refusals, as a new user meets them on a table: what would fit,
+every column, each column's own count, and its own flags."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from kernel_lab.cli import main
+from kernel_lab.core.source import DataSource
+from kernel_lab.engine.handle import InlineLauncher
+from kernel_lab.model import LabModel
+
+
+def _table(tmp_path, n=1500):
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(n, 3))
+    y = X[:, 0] + np.sin(X[:, 1]) + 0.1 * rng.normal(size=n)
+    path = tmp_path / "big.csv"
+    path.write_text("a,b,c,price\n" + "\n".join(",".join(f"{v:.5f}" for v in row)
+                                                for row in np.column_stack([X, y])) + "\n")
+    return path
+
+
+def test_too_large_names_the_rows_the_window_offers(tmp_path, capsys, monkeypatch):
+    """`--subsample N` with the N the window's 'Use a random N rows' offers for the same
+    table, experiment and budget; and a run with it is not refused."""
+    monkeypatch.setenv("KERNEL_LAB_MEMORY_MB", "20")  # 1125 training points do not fit
+    path = _table(tmp_path)
+    code = main(["run", "krr-path", "--data", str(path), "--target", "price",
+                 "--out", str(tmp_path / "o"), "-q", "--no-plot"])
+    err = capsys.readouterr().err
+    assert code == 2 and "memory budget" in err, err
+    found = re.findall(r"--subsample (\d+)", err)
+    assert len(found) == 1, err
+    rows = int(found[0])
+
+    window = LabModel(InlineLauncher())
+    window.use_default_data = False
+    window.set_experiment("krr-path")
+    window.load_data(DataSource.from_spec(str(path), {"target": "price"}))
+    window.refresh()
+    assert window.plan.too_large and window.plan.fitting_rows == rows
+
+    code = main(["run", "krr-path", "--data", str(path), "--target", "price",
+                 "--subsample", str(rows), "--set", "n_lams=4",
+                 "--out", str(tmp_path / "fits"), "-q", "--no-plot"])
+    assert code == 0, capsys.readouterr().err
+
+
+def test_unknown_target_lists_every_column_on_the_command_line(tmp_path, capsys):
+    names = [f"c{j}" for j in range(16)] + ["readscr", "mathscr"]
+    path = tmp_path / "wide.csv"
+    path.write_text(",".join(names) + "\n" + "\n".join(
+        ",".join(str(i * j) for j in range(18)) for i in range(1, 5)) + "\n")
+    code = main(["run", "krr-path", "--data", str(path), "--target", "math",
+                 "--out", str(tmp_path / "o"), "-q", "--no-plot"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert f"Choose one of: {', '.join(names)}, or give a 0-based column index" in err
+
+
+@pytest.mark.parametrize(("target", "counts"), [
+    ("species", "'bill_length_mm' 2, 'body_mass_g' 1"),
+    ("sex", "'bill_length_mm' 2, 'body_mass_g' 1, target 'sex' 3"),
+])
+def test_missing_values_per_column_and_the_flag(tmp_path, capsys, target, counts):
+    """A penguins-like table: numbers missing in two columns, a text target missing in
+    three rows; each column's own count and the flag that drops the rows."""
+    rows = ["Adelie,39.1,3750,male", "Adelie,NA,NA,NA", "Gentoo,46.1,4500,female",
+            "Gentoo,NA,5000,NA", "Adelie,40.3,3250,NA", "Gentoo,47.5,5100,male"] * 1
+    path = tmp_path / "penguins.csv"
+    path.write_text("species,bill_length_mm,body_mass_g,sex\n" + "\n".join(rows) + "\n")
+    code = main(["run", "krr-path", "--data", str(path), "--target", target,
+                 "--out", str(tmp_path / "o"), "-q", "--no-plot"])
+    err = capsys.readouterr().err
+    assert code == 2
+    k = 2 if target == "species" else 3
+    assert f"line 3: missing or non-finite values in {k} of 6 rows (the first here); " \
+           f"rows per column: {counts}." in err, err
+    assert err.rstrip().endswith("choose to drop rows with missing values (--drop-nan).")
