@@ -188,6 +188,33 @@ def test_bad_parameter_is_shown_and_window_stays_usable(window, qtbot):
     assert not window.running and window.run_button.isEnabled()
 
 
+def test_a_refused_run_resets_the_progress_bar_and_the_run_controls(qtbot, settings,
+                                                                     monkeypatch):
+    """A run the worker refuses after it began (the kernel matrix would not fit) leaves no
+    trace of running: the bar back at 0 (it stayed at the 3 % reached before the refusal),
+    Run enabled, Cancel disabled, and the refusal in the status line."""
+    monkeypatch.setenv("KERNEL_LAB_MEMORY_MB", "40")  # before the worker process starts
+    window = MainWindow(settings)
+    qtbot.addWidget(window)
+    select(window, "krr-path")
+    use_data(window, qtbot, "gaussian:n=3000,p=5")  # 3 × 8 × 3000² B = 206 MB > 40 MB
+    seen = []
+    window.model.progressed.connect(lambda f, _m: seen.append(f))
+    window.start_run()
+    qtbot.waitUntil(lambda: not window.running, timeout=60_000)
+    qtbot.wait(200)  # anything the relay still had queued arrives
+    assert "Cannot run" in window.status.text() and "memory budget" in window.status.text()
+    assert seen and max(seen) > 0  # the run had reported progress before it was refused
+    assert window.progress.value() == 0
+    assert window.run_button.isEnabled() and not window.cancel_button.isEnabled()
+    # a run that follows starts from 0 and ends at 100 %
+    use_data(window, qtbot, "gaussian:n=100,p=5")
+    window.form.set_values({"n_lams": 4})
+    run_and_wait(window, qtbot)
+    assert window.progress.value() == 1000
+    window.close()
+
+
 def test_malformed_csv_keeps_the_old_data(window, qtbot, tmp_path):
     select(window, "krr-path")
     use_data(window, qtbot, "diabetes")
