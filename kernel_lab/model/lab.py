@@ -467,6 +467,7 @@ class LabModel:
         try:
             spec = self.run_spec()
         except KernelLabError as exc:
+            self._set_state(RunState.FAILED)  # refused before it started: still a failure
             self.status.emit(f"Cannot run: {exc}")
             self.logged.emit(f"cannot run: {exc}")
             return None

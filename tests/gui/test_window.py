@@ -212,6 +212,10 @@ def test_a_refused_run_resets_the_progress_bar_and_the_run_controls(qtbot, setti
     window.form.set_values({"n_lams": 4})
     run_and_wait(window, qtbot)
     assert window.progress.value() == 1000
+    # refused before it starts (an invalid λ): the bar does not keep the last run's 100 %
+    window.form.widgets["lam_min"].set_text("-1")
+    window.start_run()
+    assert "Cannot run" in window.status.text() and window.progress.value() == 0
     window.close()
 
 
