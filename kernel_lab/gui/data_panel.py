@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
+import shiboken6
 from PySide6 import QtCore, QtWidgets
 
 from kernel_lab.core.data import EXAMPLES, GENERATORS, Dataset
@@ -264,9 +265,8 @@ class DataPanel(QtWidgets.QWidget):
             w.setEnabled(SOURCES[idx] != "Generator")
 
     def _generator_changed(self) -> None:
-        if self.gen_form is not None:
-            self.gen_form.setParent(None)
-            self.gen_form.deleteLater()
+        if self.gen_form is not None:  # deleted now: deleteLater waits for an event loop
+            shiboken6.delete(self.gen_form)  # that scripts calling processEvents never run
         self.gen_form = ParamForm(GENERATORS[self.generator.currentData()].params)
         self.gen_form_holder.addWidget(self.gen_form)
 

@@ -147,7 +147,9 @@ class ExperimentPanel(QtWidgets.QWidget):
     def _state_changed(self, state: RunState) -> None:
         running = state is RunState.RUNNING
         self.cancel_button.setEnabled(running)
-        if running:
+        if state is not RunState.DONE:
+            # a run starting, refused, failed or cancelled, or another experiment: the bar
+            # shows no share of a run that is not going on (a refusal left it at 3 %)
             self.progress.setValue(0)
 
     def _progressed(self, fraction: float, text: str) -> None:

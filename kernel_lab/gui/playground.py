@@ -31,6 +31,29 @@ from kernel_lab.model.playground import (
 CLASS_COLOURS = {1.0: (214, 39, 40), -1.0: (31, 119, 180)}
 PRIMARY, SECOND, TRUTH = (0, 0, 0), (120, 120, 120), (44, 160, 44, 110)
 SAMPLERS = ("recursive-rls", "uniform", "exact-rls", "rp-cholesky")
+#: The error the small plots show, by task (the read-out's words, spelled out).
+ERROR_LABEL = {"regression": "MSE", "classification": "misclassified"}
+
+
+class ErrorAxis(pg.AxisItem):
+    """The error axis of the small plots. In log mode it labels 1, 2 and 5 times a power
+    of ten in plain decimals (pyqtgraph's own labels every minor tick as ``7·10⁻²``, and
+    in a small plot they run into each other); every tick when fewer than two of those
+    are in view. No SI prefix: the errors are read as they are (not "MSE (x0.001)")."""
+
+    def __init__(self, orientation: str) -> None:
+        super().__init__(orientation)
+        self.enableAutoSIPrefix(False)
+
+    def logTickStrings(self, values: list[float], scale: float, spacing: float
+                       ) -> list[str]:
+        x = 10.0 ** np.asarray(values, dtype=float) * scale
+        with np.errstate(divide="ignore", invalid="ignore"):
+            mantissa = x / 10.0 ** np.floor(np.log10(x) + 1e-9)
+        keep = np.isclose(mantissa[:, None], [1.0, 2.0, 5.0], atol=1e-6).any(axis=1)
+        if keep.sum() < 2:
+            keep[:] = True
+        return [f"{v:.3g}" if k else "" for v, k in zip(x, keep, strict=True)]
 
 
 class _Relay(QtCore.QObject):
@@ -147,12 +170,14 @@ class PlaygroundWindow(QtWidgets.QMainWindow):
         self.n_slider.setRange(10, 2000)
         self.n_slider.valueChanged.connect(self._n_or_noise_moved)
         self.n_slider.sliderReleased.connect(self._n_or_noise_moved)
-        form.addRow("points n", self.n_slider)
+        self.slider_values: dict[str, QtWidgets.QLabel] = {}  # each slider's value, shown
+        form.addRow("points n", self._with_value("n", self.n_slider, str))
         self.noise_slider = QtWidgets.QSlider(QtCore.Qt.Orientation.Horizontal)
         self.noise_slider.setRange(0, 100)
         self.noise_slider.valueChanged.connect(self._n_or_noise_moved)
         self.noise_slider.sliderReleased.connect(self._n_or_noise_moved)
-        form.addRow("noise", self.noise_slider)
+        form.addRow("noise", self._with_value("noise", self.noise_slider,
+                                              lambda v: f"{v / 100:.2f}"))
         self.paint_class = QtWidgets.QPushButton("painting class +1 (Shift: −1)")
         self.paint_class.setCheckable(True)
         self.paint_class.toggled.connect(lambda on: self.paint_class.setText(
@@ -195,7 +220,7 @@ class PlaygroundWindow(QtWidgets.QMainWindow):
         self.s_slider = QtWidgets.QSlider(QtCore.Qt.Orientation.Horizontal)
         self.s_slider.setRange(1, 400)
         self.s_slider.valueChanged.connect(lambda v: self._set(s=v))
-        form.addRow("landmarks s", self.s_slider)
+        form.addRow("landmarks s", self._with_value("s", self.s_slider, str))
         self.sampler_box = QtWidgets.QComboBox()
         self.sampler_box.addItems(SAMPLERS)
         self.sampler_box.activated.connect(
@@ -207,7 +232,7 @@ class PlaygroundWindow(QtWidgets.QMainWindow):
         self.D_slider = QtWidgets.QSlider(QtCore.Qt.Orientation.Horizontal)
         self.D_slider.setRange(1, 1000)
         self.D_slider.valueChanged.connect(lambda v: self._set(D=v))
-        form.addRow("features D", self.D_slider)
+        form.addRow("features D", self._with_value("D", self.D_slider, str))
         self.orthogonal = QtWidgets.QCheckBox("orthogonal random features")
         self.orthogonal.toggled.connect(lambda on: self._set(orthogonal=on))
         form.addRow(self.orthogonal)
@@ -271,20 +296,25 @@ class PlaygroundWindow(QtWidgets.QMainWindow):
                                                    pen=pg.mkPen((0, 0, 0), width=2))
         for item in (*self.point_items.values(), self.landmark_scatter):
             self.plot.addItem(item)
+        self._label_axes(self.plot, "x", "y")
         plots.addWidget(self.plot, 4)
         small = QtWidgets.QHBoxLayout()
-        self.lam_plot = pg.PlotWidget(background="w", title="error against λ")
+        self.lam_plot = pg.PlotWidget(axisItems={"left": ErrorAxis("left")}, background="w",
+                                      title="error against λ")
         self.lam_plot.setLogMode(True, False)  # a linear error axis: readable when small
+        self._label_axes(self.lam_plot, "λ (log scale)", ERROR_LABEL["regression"])
         self.lam_train = self.lam_plot.plot(pen=pg.mkPen((31, 119, 180), width=2),
                                             name="train")
         self.lam_test = self.lam_plot.plot(pen=pg.mkPen((214, 39, 40), width=2), name="test")
         self.lam_line = pg.InfiniteLine(angle=90, pen=pg.mkPen("k", width=1))
         self.lam_plot.addItem(self.lam_line)
-        self.step_plot = pg.PlotWidget(background="w",
+        self.step_plot = pg.PlotWidget(axisItems={"left": ErrorAxis("left")}, background="w",
                                        title="train (blue) / test (red) error by step")
         self.step_train = self.step_plot.plot(pen=pg.mkPen((31, 119, 180), width=2))
         self.step_test = self.step_plot.plot(pen=pg.mkPen((214, 39, 40), width=2))
+        self._label_axes(self.step_plot, "step", ERROR_LABEL["regression"])
         self.freq_plot = pg.PlotWidget(background="w", title="learned frequencies (GFC)")
+        self._label_axes(self.freq_plot, "ω₁ (rad per unit of x₁)", "ω₂ (rad per unit of x₂)")
         self.freq_scatter = pg.ScatterPlotItem(size=7, brush=pg.mkBrush(148, 103, 189))
         self.freq_plot.addItem(self.freq_scatter)
         for w in (self.lam_plot, self.step_plot, self.freq_plot):
@@ -304,6 +334,30 @@ class PlaygroundWindow(QtWidgets.QMainWindow):
         export.setShortcut(QtGui.QKeySequence("Ctrl+E"))
         export.triggered.connect(self.export_dialog)
         tools.addAction(export)
+
+    def _with_value(self, key: str, slider: QtWidgets.QSlider,
+                    text: Any) -> QtWidgets.QWidget:
+        """``slider`` with its value beside it (``text(value)``), updated as it moves."""
+        holder = QtWidgets.QWidget()
+        row = QtWidgets.QHBoxLayout(holder)
+        row.setContentsMargins(0, 0, 0, 0)
+        label = QtWidgets.QLabel(text(slider.value()))
+        label.setMinimumWidth(label.fontMetrics().horizontalAdvance("0000"))
+        label.setAlignment(QtCore.Qt.AlignmentFlag.AlignRight
+                           | QtCore.Qt.AlignmentFlag.AlignVCenter)
+        slider.valueChanged.connect(lambda v: label.setText(text(v)))
+        row.addWidget(slider, 1)
+        row.addWidget(label)
+        self.slider_values[key] = label
+        return holder
+
+    @staticmethod
+    def _label_axes(plot: pg.PlotWidget, bottom: str, left: str) -> None:
+        """Axis titles (set only when they change: a label change relays the plot out)."""
+        item = plot.getPlotItem()
+        for side, text in (("bottom", bottom), ("left", left)):
+            if item.getAxis(side).labelText != text:
+                item.setLabel(side, text)
 
     # -- gestures -------------------------------------------------------------------------
     def paint(self, points: list[tuple[float, float]], other_class: bool = False,
@@ -417,8 +471,10 @@ class PlaygroundWindow(QtWidgets.QMainWindow):
             used = core.USES[p["method"]] | (core.USES.get(p["compare"], set()) - {"leverage"})
             for key, widgets in (("kernel", (self.kernel_box,)), ("sigma", (self.sigma,)),
                                  ("lam", (self.lam,)), ("nu", (self.nu,)),
-                                 ("s", (self.s_slider,)), ("sampler", (self.sampler_box,)),
-                                 ("leverage", (self.leverage,)), ("D", (self.D_slider,)),
+                                 ("s", (self.s_slider, self.slider_values["s"])),
+                                 ("sampler", (self.sampler_box,)),
+                                 ("leverage", (self.leverage,)),
+                                 ("D", (self.D_slider, self.slider_values["D"])),
                                  ("orthogonal", (self.orthogonal,)),
                                  ("steps", (*self.step_buttons, self.speed))):
                 for widget in widgets:
@@ -431,6 +487,7 @@ class PlaygroundWindow(QtWidgets.QMainWindow):
         pts = m.points
         self.sync_controls()
         self.paint_class.setVisible(m.task == "classification")  # classes to paint
+        self._label_axes(self.plot, *(("x", "y") if m.dim == 1 else ("x₁", "x₂")))
         where = np.column_stack([pts.X[:, 0], pts.y]) if m.dim == 1 else pts.X
         key = np.zeros(pts.n) if m.dim == 1 or m.task == "regression" else np.sign(pts.y)
         key[key == 0] = 0.0
@@ -510,6 +567,8 @@ class PlaygroundWindow(QtWidgets.QMainWindow):
             fit.compare.curve if fit.compare is not None else None)
         exact = {"krr", "ckrr"} & {r.method, fit.compare.method if fit.compare else ""}
         self.lam_plot.setVisible(bool(exact))  # a quick answer keeps the last curve
+        error_label = ERROR_LABEL[fit.task]
+        self._label_axes(self.lam_plot, "λ (log scale)", error_label)
         if curve is not None:
             self.lam_line.setVisible(True)
             self.lam_train.setData(curve["lam"], curve["train"])
@@ -523,10 +582,26 @@ class PlaygroundWindow(QtWidgets.QMainWindow):
         # the step and frequency plots only where they say something
         self.step_plot.setVisible(r.method in core.STEPPED)
         self.freq_plot.setVisible("frequencies" in r.extra)
+        # a mean squared error on a log axis: the first steps' errors, many times the
+        # later ones, would flatten everything after them on a linear one (a
+        # misclassified fraction reaches 0: linear)
+        log_error = fit.task == "regression"
+        if r.method in core.STEPPED:
+            if self.step_plot.getPlotItem().ctrl.logYCheck.isChecked() != log_error:
+                self.step_plot.setLogMode(False, log_error)
+            self._label_axes(self.step_plot,
+                             "features" if r.method == "gfc" else "iteration",
+                             error_label)
+        if "frequencies" in r.extra:
+            self._label_axes(self.freq_plot, *(
+                ("ω (rad per unit of x)", "") if fit.dim == 1
+                else ("ω₁ (rad per unit of x₁)", "ω₂ (rad per unit of x₂)")))
+            self.freq_plot.getPlotItem().showAxis("left", fit.dim > 1)
         history = r.extra.get("history")
         if history is not None and len(history):
-            self.step_train.setData(history[:, 0], history[:, 1])
-            self.step_test.setData(history[:, 0], history[:, 2])
+            errors = np.maximum(history[:, 1:], 1e-12) if log_error else history[:, 1:]
+            self.step_train.setData(history[:, 0], errors[:, 0])
+            self.step_test.setData(history[:, 0], errors[:, 1])
         else:
             self.step_train.setData([], [])
             self.step_test.setData([], [])

@@ -501,6 +501,7 @@ class LabModel:
             spec = self.run_spec()
         except KernelLabError as exc:
             message = name_controls(str(exc), self.controls)
+            self._set_state(RunState.FAILED)  # refused before it started: still a failure
             self.status.emit(f"Cannot run: {message}")
             self.logged.emit(f"cannot run: {message}")
             return None

@@ -457,3 +457,60 @@ def test_garbage_is_collected_on_the_gui_thread_only(window, qtbot):
     before = gc.get_count()[0]
     qtbot.wait(600)
     assert gc.get_count()[0] < before  # collected by the timer, on this thread
+
+
+def test_the_sliders_show_their_values_as_they_move(window, qtbot):
+    """n, noise, s and D show their current value beside the slider, at once while the
+    slider moves (the data are regenerated only once it rests)."""
+    w = window
+    w.open_preset("playground-nystrom")
+    settle(w, qtbot)
+    m = w.model
+    shown = {k: label.text() for k, label in w.slider_values.items()}
+    assert shown == {"n": f"{m.n}", "noise": f"{m.noise:.2f}", "s": f"{m.params['s']}",
+                     "D": f"{m.params['D']}"}
+    w.s_slider.setValue(42)
+    w.D_slider.setValue(250)
+    w.n_slider.setValue(321)
+    w.noise_slider.setValue(7)
+    assert [w.slider_values[k].text() for k in ("n", "noise", "s", "D")] == [
+        "321", "0.07", "42", "250"]
+    assert m.n == 1000  # not regenerated yet: the timer waits for the slider to rest
+
+
+def _label(plot, side):
+    return plot.getAxis(side).labelText
+
+
+def test_the_small_plots_label_their_axes(window, qtbot):
+    w = window
+    w.open_preset("playground-bias-variance")  # regression, exact KRR: error against λ
+    settle(w, qtbot)
+    assert "λ" in _label(w.lam_plot, "bottom")
+    assert _label(w.lam_plot, "left") == "MSE"
+    assert "x" in _label(w.plot, "bottom") and "y" in _label(w.plot, "left")
+    w.open_preset("playground-dsg")  # classification, DSG: error against the iteration
+    settle(w, qtbot)
+    assert "iteration" in _label(w.step_plot, "bottom")
+    assert "misclassified" in _label(w.step_plot, "left")
+    assert "x₁" in _label(w.plot, "bottom") and "x₂" in _label(w.plot, "left")
+    w.open_preset("playground-gfc")  # regression, GFC: error against the feature count
+    settle(w, qtbot)
+    assert "features" in _label(w.step_plot, "bottom")
+    assert _label(w.step_plot, "left") == "MSE"
+    assert "ω" in _label(w.freq_plot, "bottom")
+
+
+def test_the_gfc_preset_shows_the_test_error_creeping_up(window, qtbot):
+    """What its text promises is on the screen: the step plot has a log error axis for a
+    regression (the first feature's 0.06 squeezed everything after it into a flat line on
+    a linear one) and the test curve drawn rises well above its minimum while the
+    training curve falls."""
+    w = window
+    w.open_preset("playground-gfc")
+    settle(w, qtbot)
+    assert w.step_plot.getPlotItem().ctrl.logYCheck.isChecked()
+    k, train = w.step_train.getData()
+    _k, test = w.step_test.getData()
+    assert k[-1] == w.model.steps
+    assert test[-1] > 1.3 * test.min() and train[-1] < train[1]

@@ -113,6 +113,20 @@ def test_failure_is_a_state_with_a_message():
     assert len(launcher.handles) == 1
 
 
+def test_a_run_refused_before_it_starts_is_a_failure_too(model):
+    """Run with invalid parameters after a finished run: refused before any worker is
+    asked, and the state says so (the window's bar and buttons follow the state; it
+    stayed DONE, the bar at 100 % of a run that was not made)."""
+    model.start_run()
+    first = model.result
+    assert model.state is RunState.DONE
+    seen = recorder(model)
+    model.set_params({**SMALL, "lam_min": -1})
+    assert model.start_run() is None and "Cannot run" in seen["status"][-1]
+    assert seen["state"] == [RunState.FAILED] and model.fresh_result is None
+    assert model.result is first  # the last finished result stays for exports
+
+
 def test_parameters_changed_after_a_run_make_it_stale(model):
     model.start_run()
     assert not model.stale

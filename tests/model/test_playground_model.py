@@ -260,9 +260,9 @@ def test_dsg_preset():
 
 
 def test_gfc_preset():
-    _m, fits = _preset("playground-gfc")
+    m, fits = _preset("playground-gfc")
     h = fits[-1].primary.extra["history"]
-    assert list(h[:, 0]) == [1, 2, 3, 4, 5]
+    assert list(h[:, 0]) == list(range(1, m.steps + 1))  # one feature per step
     assert 0.04 <= h[0, 1] <= 0.08 and 0.011 <= h[1, 1] <= 0.015
     assert np.all(np.abs(np.diff(h[1:, 1])) < 0.001) and h[-1, 2] > h[1, 2]
 
@@ -453,3 +453,25 @@ def test_zero_contour_end_points_lie_where_the_interpolant_is_zero():
 def test_without_qt():
     """The Playground model and this file's tests run with Qt not importable at all."""
     run_without_qt(__file__)
+
+
+def test_the_bias_variance_preset_opens_where_its_text_starts():
+    """The text describes λ = 10⁻⁵ (the overfit end); the preset opens there, with the
+    numbers the text gives for it."""
+    m, fits = _preset("playground-bias-variance")
+    assert "λ = 10⁻⁵" in load_playground_preset("playground-bias-variance").about
+    assert m.params["lam"] == pytest.approx(1e-5)
+    train, test = _errors(m, fits[-1].primary)
+    assert train < 0.09 and 0.13 <= test <= 0.21 and 17 <= fits[-1].primary.dof <= 23
+
+
+def test_the_gfc_preset_opens_where_the_test_error_has_crept_up():
+    """The text promises the test error creeping up as features fit noise: the preset
+    opens after enough features for it, with the text's numbers."""
+    m, fits = _preset("playground-gfc")
+    h = fits[-1].primary.extra["history"]
+    about = load_playground_preset("playground-gfc").about
+    assert h[-1, 0] == m.steps and f"after {m.steps} features" in about
+    assert 0.04 <= h[0, 1] <= 0.08 and 0.011 <= h[1, 1] <= 0.015  # one, two features
+    assert 0.011 <= h[1, 2] <= 0.014 and 0.016 <= h[-1, 2] <= 0.020  # test: up ≈ 45 %
+    assert h[-1, 2] > 1.3 * h[:, 2].min() and h[-1, 1] < h[1, 1] <= 0.0135
