@@ -176,8 +176,8 @@ def _drop_non_finite(summaries: dict[str, Any]) -> None:
     for key, value in list(summaries.items()):
         if isinstance(value, float) and not np.isfinite(value):
             del summaries[key]
-            summaries[f"note_{key}"] = ("left out: not a finite number (the risks overflow "
-                                        "where the fit is singular)")
+            summaries[f"note_{key}"] = ("left out: not a finite number (the risks or the "
+                                        "estimate overflow there)")
 
 
 @register

