@@ -42,6 +42,10 @@ TRIAL_CURVES = ("R_train", "R_test", "thm2", "lemma1")
 #: The test-risk plot's marker at λ̂ (the median trial's Theorem 2 choice) and its cost in
 #: % (the table holds them at λ̂'s grid row only).
 CHOICE_SERIES = ("R_test_emp_at_thm2_choice", "thm2_choice_cost_pct")
+#: The summaries of Theorem 2's choice, per kernel (the last four for an indefinite K_c).
+CHOICE_SUMMARIES = ("lam_thm2_choice_median", "R_test_at_thm2_choice", "thm2_choice_cost_pct",
+                    "lam_best_emp_outside_flagged", "R_test_min_emp_outside_flagged",
+                    "thm2_choice_cost_pct_outside_flagged", "note_thm2_choice")
 
 
 def paper_kernels(names: list[str], params: Mapping[str, Any]) -> dict[str, InnerProductKernel]:
@@ -153,6 +157,29 @@ def _flag_indefinite(table: dict[str, np.ndarray], summaries: dict[str, Any],
         table[f"K_c_min_eig[{name}]"] = np.full(grid.size, e_min)
 
 
+def _flag_bound(e_min: float, e_max: float) -> float | None:
+    """``−e_min`` when :func:`_flag_indefinite` flags the λ ≤ −e_min (K_c truly
+    indefinite), else None."""
+    return None if indefinite_text(e_min, e_max, "K_c") is None else -float(e_min)
+
+
+def _cost_pct(chosen: float, best: float) -> float:
+    """``100 (chosen/best − 1)``, exactly 0 when the two differ by round-off only (the
+    same risks summed in another order)."""
+    if abs(chosen - best) <= 1e-12 * abs(best):
+        return 0.0
+    return float(100.0 * (chosen / best - 1.0))
+
+
+def _drop_non_finite(summaries: dict[str, Any]) -> None:
+    """A number that is not finite is no summary: it is replaced by a note saying why."""
+    for key, value in list(summaries.items()):
+        if isinstance(value, float) and not np.isfinite(value):
+            del summaries[key]
+            summaries[f"note_{key}"] = ("left out: not a finite number (the risks or the "
+                                        "estimate overflow there)")
+
+
 @register
 class CkrrRiskExperiment(Experiment):
     name = "ckrr-risk"
@@ -164,7 +191,10 @@ class CkrrRiskExperiment(Experiment):
         "that random-matrix theory predicts when n and p grow together (Elkhalil et al., "
         "Theorem 1). Dashed: the Theorem 2 estimate of the test risk, computed from the "
         "training data alone; the diamond marks the λ it picks (median over trials), and the "
-        "legend says what that choice costs in mean test risk against the best λ. What to "
+        "legend says what that choice costs in mean test risk against the best λ (for a kernel "
+        "that is not positive definite, such as the sigmoid, the choice is made only among the "
+        "λ above the region flagged as singular, and its cost also given against the best λ "
+        "there). What to "
         "look for: λ and the kernel enter the limiting test risk "
         "only through z = −(λ + ν)/g'(0), so every kernel reaches the same minimum test risk, "
         "each at its own λ*. The estimate lets you pick λ without a validation set. The "
@@ -303,13 +333,17 @@ class CkrrRiskExperiment(Experiment):
             for name, curves in result.curves.items():
                 for key, values in curves.items():
                     acc[name][key][t - 1] = values
+            bounds = {k: _flag_bound(eig_low[k], eig_high[k]) for k in kernels}
             self._fill(table, summaries, {k: {key: v[:t] for key, v in a.items()}
                                           for k, a in acc.items()},
-                       grid, kernels, spectra, noise, synthetic, extra, final=t == total)
+                       grid, kernels, spectra, noise, synthetic, extra, bounds,
+                       final=t == total)
             _flag_indefinite(table, summaries, grid, eig_low, eig_high)
-            if t == total and synthetic and np.allclose(source.law.cov_eigvals,
-                                                        source.law.cov_eigvals[0]):
+            eig = source.law.cov_eigvals if synthetic else None
+            if t == total and synthetic and np.allclose(eig, eig[0]):
+                # Σ = sI (s = τ): eq. 26 in its form for a multiple of the identity
                 self._eq26(summaries, spectra, kernels, noise, summaries["tau"])
+            _drop_non_finite(summaries)
             yield PartialResult(0.05 + 0.95 * t / total, f"trial {t} of {total}",
                                 dict(table), dict(summaries))
 
@@ -344,23 +378,82 @@ class CkrrRiskExperiment(Experiment):
     @staticmethod
     def _eq26(summaries: dict[str, Any], spectra: list[DataSpectrum],
               kernels: dict[str, InnerProductKernel], noise: float, tau: float) -> None:
-        """Σ = I: the paper's closed-form optimum (eq. 26) of each trial's Theorem 2
-        estimate, as λ* per kernel (median over trials), beside the numeric search."""
-        optima = [sp.identity_optimum(noise) for sp in spectra]
-        zs = np.array([o[1] for o in optima if o is not None])
+        """Σ = sI (s = τ): the closed-form optimum of each trial's Theorem 2 estimate
+        (the paper's eq. 26, stated for Σ = I, in its form for Σ = sI: see
+        :meth:`DataSpectrum.identity_optimum`), as λ* per kernel (median over trials),
+        beside the numeric search. Trials without one, and kernels for which the median
+        z* needs λ ≤ 0, are said in notes."""
+        optima = [sp.identity_optimum(noise, scale=tau) for sp in spectra]
+        zs = np.array([o[1] for o in optima if not isinstance(o, str)])
+        reasons = sorted({o for o in optima if isinstance(o, str)})
+        where = "Σ = I" if tau == 1.0 else f"Σ = {tau:g} I"
+        if reasons:
+            missing = len(optima) - zs.size
+            summaries["note_eq26"] = (
+                f"eq. 26 (the closed-form optimum for {where}) gives no λ* in {missing} of "
+                f"{len(optima)} trials: {'; '.join(reasons)}"
+                + ("; the median is over the others" if zs.size else
+                   "; no trial has one, so no λ* is given"))
         if zs.size == 0:
             return
         for name, kernel in kernels.items():
             nu = float(kernel.g(tau)) - kernel.g0 - tau * kernel.dg0
-            lams = -zs * kernel.dg0 - nu
-            summaries[f"lam_star_eq26_median[{name}]"] = float(np.median(lams))
+            lam = float(np.median(-zs * kernel.dg0 - nu))
+            if lam > 0:
+                summaries[f"lam_star_eq26_median[{name}]"] = lam
+            else:
+                summaries[f"note_eq26[{name}]"] = (
+                    f"eq. 26's optimum z* = {float(np.median(zs)):.3g} needs λ = {lam:.3g} "
+                    f"≤ 0 for this kernel (ν = {nu:.3g}): no λ* is given")
+
+    @staticmethod
+    def _choice(table: dict[str, np.ndarray], summaries: dict[str, Any], name: str,
+                grid: np.ndarray, stack: dict[str, np.ndarray], allowed: np.ndarray,
+                bound: float | None, best: int) -> None:
+        """What choosing λ without a validation set costs: each trial picks the grid λ
+        (among the ``allowed``, those above the flagged region) where its own Theorem 2
+        estimate (training data only) is least, and pays its test risk there; against the
+        least mean empirical test risk on the grid (index ``best``) and, for an indefinite
+        K_c, also against the least above the flagged region."""
+        L = grid.size
+        emp = table[f"R_test_emp_mean[{name}]"]
+        if bound is not None:
+            out = np.flatnonzero(allowed)
+            best_out = int(out[np.argmin(emp[out])])
+            summaries[f"lam_best_emp_outside_flagged[{name}]"] = float(grid[best_out])
+            summaries[f"R_test_min_emp_outside_flagged[{name}]"] = float(emp[best_out])
+            summaries[f"note_thm2_choice[{name}]"] = (
+                f"Theorem 2's λ is chosen among λ > {bound:.3g} only: below, K_c + λI is "
+                "flagged singular")
+        thm2_t = np.where(np.isfinite(stack["thm2"][:, :L]) & allowed, stack["thm2"][:, :L],
+                          np.inf)
+        pick = np.argmin(thm2_t, axis=1)
+        chosen = float(stack["R_test"][np.arange(pick.size), pick].mean())
+        # λ̂: the median trial's choice (the lower one for an even count), a grid point
+        i_hat = int(np.sort(pick)[(pick.size - 1) // 2])
+        cost = _cost_pct(chosen, float(emp[best]))
+        summaries[f"lam_thm2_choice_median[{name}]"] = float(grid[i_hat])
+        summaries[f"R_test_at_thm2_choice[{name}]"] = chosen
+        summaries[f"thm2_choice_cost_pct[{name}]"] = cost
+        if bound is not None:
+            summaries[f"thm2_choice_cost_pct_outside_flagged[{name}]"] = _cost_pct(
+                chosen, float(emp[best_out]))
+        # the plot's marker: the mean empirical test risk at λ̂, labelled with the cost
+        for series, value in zip(CHOICE_SERIES, (emp[i_hat], cost), strict=True):
+            table[f"{series}[{name}]"][i_hat] = value
 
     def _fill(self, table: dict[str, np.ndarray], summaries: dict[str, Any],
               acc: dict[str, dict[str, np.ndarray]], grid: np.ndarray,
               kernels: dict[str, InnerProductKernel], spectra: list[DataSpectrum], noise: float,
-              synthetic: bool, extra: dict[str, float], final: bool) -> None:
+              synthetic: bool, extra: dict[str, float],
+              bounds: Mapping[str, float | None], final: bool) -> None:
         L = grid.size
         for name, kernel in kernels.items():
+            for key in (*CHOICE_SUMMARIES, "lam_star_thm2", "R_test_min_thm2", "note_thm2",
+                        "lam_star_thm2_outside_flagged", "R_test_min_thm2_outside_flagged"):
+                summaries.pop(f"{key}[{name}]", None)   # the flagged region may have grown
+            for series in CHOICE_SERIES:
+                table[f"{series}[{name}]"] = np.full(L, np.nan)
             stack = acc[name]  # (trials so far, λ grid + appended λ*)
             table[f"R_train_emp_mean[{name}]"] = stack["R_train"][:, :L].mean(0)
             table[f"R_test_emp_mean[{name}]"] = stack["R_test"][:, :L].mean(0)
@@ -379,26 +472,24 @@ class CkrrRiskExperiment(Experiment):
                     dev = np.abs(table[f"R_test_emp_mean[{name}]"][big]
                                  / table[f"R_test_limit[{name}]"][big] - 1.0)
                     summaries[f"max_rel_dev_test_lam_ge_1[{name}]"] = float(dev.max())
-            best = int(np.argmin(table[f"R_test_emp_mean[{name}]"]))
+            emp = table[f"R_test_emp_mean[{name}]"]
+            best = int(np.argmin(emp))
             summaries[f"lam_best_emp[{name}]"] = float(grid[best])
-            summaries[f"R_test_min_emp[{name}]"] = float(table[f"R_test_emp_mean[{name}]"][best])
-            # What choosing λ without a validation set costs: each trial picks the grid λ
-            # where its own Theorem 2 estimate (training data only) is least, and pays its
-            # test risk there; against the least mean empirical test risk on the grid.
-            thm2_t = np.where(np.isfinite(stack["thm2"][:, :L]), stack["thm2"][:, :L], np.inf)
-            pick = np.argmin(thm2_t, axis=1)
-            chosen = stack["R_test"][np.arange(pick.size), pick]
-            # λ̂: the median trial's choice (the lower one for an even count), a grid point
-            i_hat = int(np.sort(pick)[(pick.size - 1) // 2])
-            cost = float(100.0 * (chosen.mean() / summaries[f"R_test_min_emp[{name}]"] - 1.0))
-            summaries[f"lam_thm2_choice_median[{name}]"] = float(grid[i_hat])
-            summaries[f"R_test_at_thm2_choice[{name}]"] = float(chosen.mean())
-            summaries[f"thm2_choice_cost_pct[{name}]"] = cost
-            # the plot's marker: the mean empirical test risk at λ̂, labelled with the cost
-            for series, value in zip(CHOICE_SERIES, (table[f"R_test_emp_mean[{name}]"][i_hat],
-                                                      cost), strict=True):
-                table[f"{series}[{name}]"] = np.full(L, np.nan)
-                table[f"{series}[{name}]"][i_hat] = value
+            summaries[f"R_test_min_emp[{name}]"] = float(emp[best])
+            # An indefinite K_c (sigmoid kernel): K_c + λI is flagged singular for
+            # λ ≤ −e_min (see _flag_indefinite). Theorem 2 knows nothing of K_c, so its
+            # choice is confined to the λ above, and its cost also given against the
+            # best λ there.
+            bound = bounds.get(name)
+            allowed = np.ones(L, dtype=bool) if bound is None else grid > bound
+            if bound is not None:
+                if not allowed.any():
+                    summaries[f"note_thm2_choice[{name}]"] = (
+                        f"every λ of the grid (up to {grid[-1]:.3g}) lies where K_c + λI is "
+                        f"flagged singular (λ ≤ {bound:.3g}): Theorem 2's λ is not chosen; "
+                        f"widen the λ range above {bound:.3g}")
+            if allowed.any():
+                self._choice(table, summaries, name, grid, stack, allowed, bound, best)
             if final:  # the estimator's λ*: continuous in λ, one search on the mean curve
                 # τ as in the trials: the law's on synthetic data, each trial's own on real
                 taus = [summaries["tau"] if synthetic else e.tau for e in spectra]
@@ -411,6 +502,21 @@ class CkrrRiskExperiment(Experiment):
                     return theorem2_mean(spectra, rows, noise)
 
                 # the basin from the mean curve on the grid the trials already computed
-                coarse = (grid, table[f"R_test_thm2_mean[{name}]"])
-                self._optimum(summaries, f"thm2[{name}]",
-                              optimal_lam(thm2, grid[0], grid[-1], coarse))
+                curve = table[f"R_test_thm2_mean[{name}]"]
+                opt = optimal_lam(thm2, grid[0], grid[-1], (grid, curve))
+                self._optimum(summaries, f"thm2[{name}]", opt)
+                if bound is not None and opt.lam <= bound:
+                    # the estimator's own minimum (common to all kernels in z) is kept and
+                    # said to be flagged; beside it, its least value above the region
+                    text = (f"the estimate's minimum λ = {opt.lam:.3g} lies where K_c + λI "
+                            f"is flagged singular (λ ≤ {bound:.3g})")
+                    lams = grid[allowed]
+                    if lams.size:
+                        above = optimal_lam(thm2, lams[0], lams[-1], (lams, curve[allowed]))
+                        summaries[f"lam_star_thm2_outside_flagged[{name}]"] = above.lam
+                        summaries[f"R_test_min_thm2_outside_flagged[{name}]"] = above.value
+                        text += f"; above it, the estimate is least at λ = {above.lam:.3g}"
+                        if not above.inside and above.lam == lams[0]:
+                            text += " (the edge of the region)"
+                    edge = summaries.get(f"note_thm2[{name}]")
+                    summaries[f"note_thm2[{name}]"] = text if edge is None else f"{edge}; {text}"

@@ -297,10 +297,13 @@ def test_spectrum_density_matches_histogram_for_two_level_sigma():
     assert np.abs(counts - per_bin).max() < 0.03
 
 
-@pytest.mark.parametrize("spec", ["gaussian:n=200,p=100,cov=identity,noise=0.5,f=sin",
-                                  "gaussian:n=100,p=200,cov=identity,noise=0.5,f=sin",
-                                  "gaussian:n=400,p=50,cov=identity,noise=0.5"])
-def test_eq26_closed_form_optimum_equals_the_numeric_search(spec):
+@pytest.mark.parametrize("spec,scale", [
+    ("gaussian:n=200,p=100,cov=identity,noise=0.5,f=sin", 1.0),
+    ("gaussian:n=100,p=200,cov=identity,noise=0.5,f=sin", 1.0),
+    ("gaussian:n=400,p=50,cov=identity,noise=0.5", 1.0),
+    ("gaussian:n=200,p=100,cov=spectrum,spectrum=1.5,noise=0.5,f=sin", 1.5),
+    ("gaussian:n=100,p=200,cov=spectrum,spectrum=4,noise=0.5,f=sin", 4.0)])
+def test_eq26_closed_form_optimum_equals_the_numeric_search(spec, scale):
     from scipy.optimize import minimize_scalar
 
     from kernel_lab.core.data import load_data
@@ -308,9 +311,75 @@ def test_eq26_closed_form_optimum_equals_the_numeric_search(spec):
 
     d = load_data(spec, seed=1)
     sp = DataSpectrum.from_data(d.X_train, d.y_train)
-    m_star, z_star, value = sp.identity_optimum(0.5)
-    res = minimize_scalar(lambda t: float(sp.theorem2_identity(np.array([-np.exp(t)]), 0.5)[0]),
-                          bounds=(-12.0, 8.0), method="bounded", options={"xatol": 1e-12})
+    m_star, z_star, value = sp.identity_optimum(0.5, scale=scale)
+    # eq. 25 is defined where its denominator n(1 + μ)² − pμ² is positive, as its limit's
+    # n − m²T is; for p > n, m̂ (with the centring's zero eigenvalue) passes the pole as
+    # z → 0⁻: the search stays on the side of the optimum
+    ts = np.linspace(-12.0, 8.0, 2001)
+    mu = scale * sp.m_hat(-np.exp(ts))
+    ts = ts[sp.n * (1 + mu) ** 2 - sp.p * mu**2 > 0]
+    assert ts[0] == -12.0 or sp.p > sp.n
+
+    def curve(t):
+        return float(sp.theorem2_identity(np.array([-np.exp(t)]), 0.5, scale=scale)[0])
+
+    k = int(np.argmin([curve(t) for t in ts]))
+    res = minimize_scalar(curve, bounds=(ts[max(k - 1, 0)], ts[min(k + 1, ts.size - 1)]),
+                          method="bounded", options={"xatol": 1e-12})
     assert z_star == pytest.approx(-np.exp(res.x), rel=1e-6)
     assert value <= res.fun + 1e-12
     assert sp.m_hat(np.array([z_star]))[0] == pytest.approx(m_star, rel=1e-10)
+
+
+# -- Σ = sI: eq. 25 and eq. 26 need the scale s ---------------------------------------------
+def _scaled_identity(s, p=100, n=200, noise=0.5):
+    src = generate("gaussian", {"n": 2, "p": p, "cov": "spectrum", "spectrum": str(s),
+                                "noise": noise}, seed=0).source
+    return src, LimitSetting.from_law(src.law, src.truth, noise, n)
+
+
+@pytest.mark.parametrize("s", [1.5, 4.0])
+def test_eq25_with_the_scale_of_sigma_tracks_the_limit(s):
+    """For Σ = sI the inversion-free form holds with m̂ → s m̂ and A → A/s (Theorem 2 at z
+    on X equals Theorem 2 at z/s on X/√s, whose Σ is I): averaged over draws it follows
+    R∞_test as the general form (24) does; the paper's Σ = I form taken as it stands
+    (s = 1) misses it by more than 10 %."""
+    p, n, noise = 100, 200, 0.5
+    src, setting = _scaled_identity(s, p, n, noise)
+    kernel = ExponentialKernel(1, 0)
+    lams = np.array([0.3, 1.0, 3.0, 10.0])
+    _, limit = limiting_risks(setting, kernel, lams)
+    z = kernel_z(kernel, lams, s)
+    rng = np.random.default_rng(3)
+    scaled, general, unscaled = [], [], []
+    for _ in range(40):
+        X, _, y = src.sample(n, rng)
+        eig = DataSpectrum.from_data(X, y)
+        scaled.append(eig.theorem2_identity(z, noise, scale=s))
+        general.append(eig.theorem2(z, noise))
+        unscaled.append(eig.theorem2_identity(z, noise))
+    np.testing.assert_allclose(np.mean(scaled, 0), limit, rtol=0.06)
+    np.testing.assert_allclose(np.mean(general, 0), limit, rtol=0.06)
+    assert np.abs(np.mean(unscaled, 0) / limit - 1).max() > 0.1
+
+
+@pytest.mark.parametrize("s", [1.0, 1.5, 4.0])
+@pytest.mark.parametrize("kernel", [LinearKernel(1, 1), ExponentialKernel(1, 0)])
+def test_eq26_for_a_multiple_of_the_identity_is_the_limits_optimum(s, kernel):
+    """The closed form of eq. 26 for Σ = sI, fed the population values (v = σ² + var f,
+    B = n s ‖E∇f‖²), gives μ* = s m*; z* follows from the fixed point solved for z, and
+    λ* = −z* g'(0) − ν equals a numeric minimisation of R∞_test over λ."""
+    from kernel_lab.core.theory.ckrr import eq26_optimum
+
+    p, n, noise = 100, 200, 0.5
+    _, setting = _scaled_identity(s, p, n, noise)
+    g = setting.b / s                                      # E∇f (Σ diagonal)
+    mu = eq26_optimum(n, p, noise + setting.var_f, n * s * float(g @ g))
+    assert mu is not None and mu > 0
+    m = mu / s
+    z = (-1.0 / m + (p / n) * s / (1.0 + m * s)) / (p / n)  # m(z) = m, solved for z
+    nu = float(kernel.g(s)) - kernel.g0 - s * kernel.dg0
+    lam_closed = -z * kernel.dg0 - nu
+    numeric = optimal_lam(lambda lam: limiting_risks(setting, kernel, lam)[1], 1e-3, 1e4)
+    assert numeric.inside
+    assert lam_closed == pytest.approx(numeric.lam, rel=1e-5)

@@ -442,3 +442,117 @@ def test_krr_path_marks_an_indefinite_kernel_too():
     gauss = run_experiment("krr-path", {"n_lams": 10}, data="diabetes")
     assert not any(k.startswith("indefinite") for k in gauss.summaries)
     assert not any("indefinite" in k for k in gauss.table)
+
+
+# -- eq. 26 for Σ = sI; no summary vanishes silently ----------------------------------------
+@pytest.mark.parametrize("s", ["1.5", "4"])
+def test_eq26_for_sigma_a_multiple_of_the_identity(s):
+    """The closed-form λ* for Σ = sI (eq. 26 with m̂ → s m̂, A → A/s; median over trials)
+    lands on the limit's λ* (the paper's Σ = I form gave 0.26 against 2.87 for s = 1.5,
+    and nothing for s = 4). The kernels share z = −(λ + ν)/g'(0), compared here: for the
+    exponential kernel at s = 4, ν = e⁴ − 5 ≈ 50 dwarfs λ."""
+    from kernel_lab.experiments.ckrr_risk import paper_kernels
+
+    params = {"kernels": ["linear", "exponential"], "trials": 8, "n_lams": 13,
+              "n_test": 500}
+    r = run_experiment("ckrr-risk", params,
+                       data=f"gaussian:n=200,p=100,cov=spectrum,spectrum={s},noise=0.5,f=sin")
+    kernels = paper_kernels(params["kernels"], get_experiment("ckrr-risk").resolve(params))
+    tau = float(s)
+    for k, kernel in kernels.items():
+        nu = float(kernel.g(tau)) - kernel.g0 - tau * kernel.dg0
+        closed = r.summaries[f"lam_star_eq26_median[{k}]"]
+        limit = r.summaries[f"lam_star_limit[{k}]"]
+        assert closed + nu == pytest.approx(limit + nu, rel=0.15), k
+    assert r.summaries["lam_star_eq26_median[linear]"] == pytest.approx(
+        r.summaries["lam_star_limit[linear]"], rel=0.15)  # ν = 0: λ = −z
+    assert "note_eq26" not in r.summaries
+
+
+def test_eq26_says_why_it_gives_no_lambda():
+    """Without signal (f = 0) the estimate of some training sets has no interior minimum:
+    the summaries say in how many trials, and why, beside the median of the others."""
+    r = run_experiment("ckrr-risk", {"kernels": ["linear"], "trials": 8, "n_lams": 5,
+                                     "n_test": 100},
+                       data="gaussian:n=200,p=100,cov=identity,noise=0.5,f=0*x1")
+    note = r.summaries["note_eq26"]
+    assert "no interior minimum" in note and " of 8 trials" in note
+    assert "lam_star_eq26_median[linear]" in r.summaries or "no trial" in note
+
+
+# -- Theorem 2's λ̂ and the region where K_c + λI is flagged singular -----------------------
+def _flag_bound(r, k):
+    return -r.summaries[f"min_eigenvalue[{k}]"]
+
+
+def test_theorem2_choice_stays_out_of_the_flagged_region():
+    """The sigmoid kernel on diabetes (the ckrr-real preset's setting): K_c has eigenvalues
+    down to about −3, and Theorem 2's λ̂ had landed at 0.7, inside the region the run
+    flags, costing more than a hundredfold. λ̂ (each trial's pick, hence the median) now
+    lies above it, and the cost is also given against the best λ outside it. The
+    estimator's own minimum (common to all kernels) stays, said to be flagged, beside its
+    least value above the region."""
+    r = run_experiment("ckrr-risk", {"kernels": ["linear", "sigmoid"], "trials": 6,
+                                     "n_lams": 20, "noise": 100.0}, data="diabetes")
+    s, lam = r.summaries, r.table["lam"]
+    bound = _flag_bound(r, "sigmoid")
+    assert bound > lam[0]
+    assert s["lam_thm2_choice_median[sigmoid]"] > bound
+    assert s["lam_star_thm2[sigmoid]"] <= bound
+    assert "flagged singular" in s["note_thm2[sigmoid]"]
+    assert s["lam_star_thm2_outside_flagged[sigmoid]"] > bound
+    assert s["R_test_min_thm2_outside_flagged[sigmoid]"] >= s["R_test_min_thm2[sigmoid]"]
+    outside = lam > bound
+    emp = r.table["R_test_emp_mean[sigmoid]"]
+    best_out = float(emp[outside].min())
+    assert s["lam_best_emp_outside_flagged[sigmoid]"] == lam[outside][np.argmin(emp[outside])]
+    assert s["R_test_min_emp_outside_flagged[sigmoid]"] == best_out
+    chosen = s["R_test_at_thm2_choice[sigmoid]"]
+    assert s["thm2_choice_cost_pct_outside_flagged[sigmoid]"] == pytest.approx(
+        100 * (chosen / best_out - 1))
+    assert s["thm2_choice_cost_pct[sigmoid]"] == pytest.approx(
+        100 * (chosen / s["R_test_min_emp[sigmoid]"] - 1))
+    assert 0 <= s["thm2_choice_cost_pct_outside_flagged[sigmoid]"] < 100
+    assert "flagged" in s["note_thm2_choice[sigmoid]"]
+    # the marker sits at λ̂, outside the flagged points
+    marker = r.table["R_test_emp_at_thm2_choice[sigmoid]"]
+    (i,) = np.flatnonzero(np.isfinite(marker))
+    assert lam[i] > bound and not np.isfinite(r.table["R_test_indefinite[sigmoid]"][i])
+    # a positive definite kernel is not restricted
+    assert not any(key.endswith("outside_flagged[linear]") for key in s)
+    assert "note_thm2_choice[linear]" not in s
+
+
+def test_no_theorem2_choice_when_every_lambda_is_flagged():
+    """A grid wholly inside the flagged region leaves no λ to choose: said, not made."""
+    r = run_experiment("ckrr-risk", {"kernels": ["sigmoid"], "trials": 3, "n_lams": 6,
+                                     "lam_min": 0.01, "lam_max": 0.5, "noise": 100.0},
+                       data="diabetes")
+    s = r.summaries
+    assert r.table["lam"][-1] <= _flag_bound(r, "sigmoid")
+    note = s["note_thm2_choice[sigmoid]"]
+    assert "every λ of the grid" in note and "widen" in note
+    for key in ("lam_thm2_choice_median", "R_test_at_thm2_choice", "thm2_choice_cost_pct",
+                "lam_star_thm2_outside_flagged", "lam_best_emp_outside_flagged"):
+        assert f"{key}[sigmoid]" not in s, key
+    assert "flagged singular" in s["note_thm2[sigmoid]"]
+    assert not np.isfinite(r.table["R_test_emp_at_thm2_choice[sigmoid]"]).any()
+    _all_finite(s)
+
+
+def _all_finite(summaries):
+    for key, value in summaries.items():
+        if isinstance(value, float):
+            assert np.isfinite(value), key
+
+
+def test_a_round_off_cost_is_zero_and_no_summary_is_nan():
+    """Every trial picks the best λ of a two-point grid: the cost is 0, not ±1e-14 %."""
+    r = run_experiment("ckrr-risk", {"kernels": ["linear", "exponential"], "trials": 30,
+                                     "n_lams": 2, "n_test": 200},
+                       data="gaussian:n=200,p=100,cov=toeplitz,rho=0.4,noise=0.5,f=sin")
+    s = r.summaries
+    assert s["lam_thm2_choice_median[linear]"] == s["lam_best_emp[linear]"]
+    assert s["thm2_choice_cost_pct[linear]"] == 0.0
+    assert s["thm2_choice_cost_pct[exponential]"] > 0.1  # a real cost stays
+    _all_finite(s)

@@ -344,51 +344,51 @@ class DataSpectrum:
         m, q = self._estimates(z)
         return m, _theorem2(self.n, self.p, self.var_y, z, m, q, noise)
 
-    def theorem2_identity(self, z: np.ndarray, noise: float) -> np.ndarray:
-        """Theorem 2, inversion-free form for Σ = I."""
-        m = self.m_hat(np.asarray(z, dtype=float))
+    def theorem2_identity(self, z: np.ndarray, noise: float, scale: float = 1.0
+                          ) -> np.ndarray:
+        """Theorem 2, inversion-free form (the paper's eq. 25) for Σ = I, and for
+        Σ = s I with ``scale = s``.
+
+        The paper states eq. 25 for Σ = I only. For Σ = sI it holds with m̂ → s m̂ and
+        A → A/s: the general estimate (24) on data X at z equals that on X/√s (whose Σ is
+        I) at z/s, and m̂ scales as ``m̂_X(z) = m̂_{X/√s}(z/s)/s``; equally, Theorem 1 for
+        Σ = sI is the Σ = I form in μ = s m with ``‖E∇f‖²`` replaced by ``s‖E∇f‖²``, and
+        ``A/s − p var(y)`` estimates ``n s ‖E∇f‖²``. Unscaled (s = 1 on data with s ≠ 1)
+        the form is wrong: on Σ = 4I (n = 200, p = 100, linear kernel, λ from 0.01 to 100)
+        three quarters of its values were negative, and eq. 26 found no minimum.
+        """
+        m = scale * self.m_hat(np.asarray(z, dtype=float))
         n, p, v = self.n, self.p, self.var_y
-        num = n * (1 + m) ** 2 * v - m * (2 + m) * (self.A - p * v)
+        num = n * (1 + m) ** 2 * v - m * (2 + m) * (self.A / scale - p * v)
         return num / (n * (1 + m) ** 2 - p * m**2) - noise
 
-    def identity_optimum(self, noise: float) -> tuple[float, float, float] | None:
+    def identity_optimum(self, noise: float, scale: float = 1.0
+                         ) -> tuple[float, float, float] | str:
         """The minimiser of :meth:`theorem2_identity` in closed form (Elkhalil et al.,
-        eq. 26): ``(m*, z*, R̂_test at z*)``, or None when it has no interior minimum.
+        eq. 26, for Σ = I; for Σ = sI with ``scale = s``): ``(m*, z*, R̂_test at z*)``,
+        or the reason (a sentence) why there is none.
 
-        With v = var(y), B = A − p v and u = 1 + m̂, the estimate is
-        ``[n u² v − (u² − 1) B] / [n u² − p (u − 1)²] − σ²``; its derivative in u
-        vanishes where the cubic terms cancel and
-        ``p(nv − B) u² − (p n v + (n − 2p) B) u − p B = 0``. The root with u > 1 (m̂ > 0)
-        and the least estimate is m* = u − 1; z* solves m̂(z*) = m* (m̂ rises from 0 to
-        ∞ on z < 0), and λ* = −z* g'(0) − ν for a kernel (see :func:`kernel_z`).
+        The stationary point is :func:`eq26_optimum` of ``(n, p, var(y), A/s − p var(y))``,
+        which gives μ* = s m*; z* solves m̂(z*) = m* (m̂ rises from 0 to ∞ on z < 0), and
+        λ* = −z* g'(0) − ν for a kernel (see :func:`kernel_z`).
         """
         from scipy.optimize import brentq
 
         n, p, v = self.n, self.p, self.var_y
-        B = self.A - p * v
-        a, b, c = p * (n * v - B), -(p * n * v + (n - 2 * p) * B), -p * B
-        if a == 0:
-            roots = np.array([-c / b]) if b else np.array([])
-        else:
-            disc = b * b - 4 * a * c
-            if disc < 0:
-                return None
-            roots = (-b + np.array([-1.0, 1.0]) * math.sqrt(disc)) / (2 * a)
-        best: tuple[float, float, float] | None = None
-        for u in roots[roots > 1.0]:
-            m = float(u - 1.0)
+        mu = eq26_optimum(n, p, v, self.A / scale - p * v)
+        if mu is None:
+            return ("the estimate has no interior minimum in λ (it falls all the way to "
+                    "λ → 0 or λ → ∞)")
+        m = mu / scale
 
-            def gap(t: float, m: float = m) -> float:  # on log(−z), m̂ falls as −z grows
-                return float(self.m_hat(np.array([-math.exp(t)]))[0]) - m
+        def gap(t: float) -> float:  # on log(−z), m̂ falls as −z grows
+            return float(self.m_hat(np.array([-math.exp(t)]))[0]) - m
 
-            lo, hi = -30.0, 30.0
-            if not (gap(lo) > 0 > gap(hi)):
-                continue
-            z = -math.exp(brentq(gap, lo, hi, xtol=1e-14, rtol=1e-14))
-            value = float(self.theorem2_identity(np.array([z]), noise)[0])
-            if best is None or value < best[2]:
-                best = (m, z, value)
-        return best
+        lo, hi = -30.0, 30.0
+        if not (gap(lo) > 0 > gap(hi)):
+            return f"m̂(z) does not reach the optimal m* = {m:.3g} for any −z in [e⁻³⁰, e³⁰]"
+        z = -math.exp(brentq(gap, lo, hi, xtol=1e-14, rtol=1e-14))
+        return m, z, float(self.theorem2_identity(np.array([z]), noise, scale)[0])
 
     def _estimates(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(m̂(z), q(z)): banded solves for the z below the spectrum, spectral sums for
@@ -415,6 +415,44 @@ class DataSpectrum:
             wts = self.scale * first**2 * (self.p * ev if self.p >= self.n else 1.0)
             q[rest] = (wts * (2.0 * zr - ev) / (ev - zr) ** 2).sum(axis=1)
         return m, q
+
+
+def eq26_optimum(n: int, p: int, v: float, B: float) -> float | None:
+    """μ* = s m* minimising ``[n u² v − (u² − 1) B] / [n u² − p (u − 1)²]`` over
+    u = 1 + μ > 1 — the paper's eq. 26, rewritten; None if there is no interior minimum.
+
+    With v = var(y) (→ σ² + var f) and ``B = A/s − p v`` (→ n s ‖E∇f‖²) this is the
+    minimiser of eq. 25 for Σ = sI (:meth:`DataSpectrum.theorem2_identity`); fed the
+    population values it is the minimiser of Theorem 1's R∞_test for Σ = sI in
+    μ = s m(z). The derivative in u vanishes where the cubic terms cancel and
+    ``p(nv − B) u² − (p n v + (n − 2p) B) u − p B = 0``; of the roots with u > 1 the one
+    with the least value is returned.
+    """
+    a, b, c = p * (n * v - B), -(p * n * v + (n - 2 * p) * B), -p * B
+    if a == 0:
+        roots = np.array([-c / b]) if b else np.array([])
+    else:
+        disc = b * b - 4 * a * c
+        if disc < 0:
+            return None
+        roots = (-b + np.array([-1.0, 1.0]) * math.sqrt(disc)) / (2 * a)
+    # u > 1 (μ > 0), where the denominator is positive (as the limit's n − m²T is)
+    roots = roots[(roots > 1.0) & (n * roots**2 - p * (roots - 1.0) ** 2 > 0)]
+    if roots.size == 0:
+        return None
+
+    def value(u: float) -> float:
+        return (n * u * u * v - (u * u - 1) * B) / (n * u * u - p * (u - 1) ** 2)
+
+    values = [value(float(u)) for u in roots]
+    if not np.isfinite(values).any():
+        return None
+    u = float(roots[int(np.nanargmin(np.where(np.isfinite(values), values, np.inf)))])
+    # a stationary point that is a maximum (the estimate rises on neither side) is none
+    h = 1e-6 * u
+    if not (value(u - h) >= value(u) <= value(u + h)):
+        return None
+    return u - 1.0
 
 
 def _theorem2(n: int, p: int, var_y: Any, z: np.ndarray, m: np.ndarray, q: np.ndarray,
