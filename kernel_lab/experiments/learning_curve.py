@@ -164,13 +164,23 @@ class _Costs:
 
 
 class _Targets:
-    """The data's targets as DSG fits them, and the test error of predicted scores."""
+    """The data's targets as DSG fits them, and the test error of predicted scores.
 
-    def __init__(self, task: str, y: np.ndarray, yt: np.ndarray) -> None:
+    Two classes with the multinomial (softmax) loss get class codes, as DSG's classifier
+    makes them from its sorted classes: 0 for the lower label (−1), 1 for the upper (+1);
+    the floor and the baselines fit those codes, and the error compares argmaxes."""
+
+    def __init__(self, task: str, y: np.ndarray, yt: np.ndarray, loss: str) -> None:
         self.task = task
         self.n_classes: int | None = None
         self.shift = 0.0
-        if task == "classification":
+        if task == "classification" and loss in MULTICLASS_LOSSES:
+            top = np.unique(np.concatenate([y, yt]))[-1]
+            self.n_classes = 2
+            self.fit = np.where(y == top, 1.0, 0.0)
+            self.test = np.where(yt == top, 1.0, 0.0)
+            self.dsg_fit = y
+        elif task == "classification":
             top = np.unique(np.concatenate([y, yt]))[-1]
             self.fit, self.test = np.where(y == top, 1.0, -1.0), np.where(yt == top, 1.0, -1.0)
             self.dsg_fit = y
@@ -195,7 +205,7 @@ class _Targets:
 
     def error(self, scores: np.ndarray) -> float:
         """Misclassification rate, or mean squared error of the predictions."""
-        if self.task == "multiclass":
+        if self.n_classes:  # one score per class (the softmax loss), codes as targets
             return float(np.mean(np.argmax(scores, axis=1) != self.test))
         if self.task == "classification":
             return float(np.mean(np.where(scores >= 0, 1.0, -1.0) != self.test))
@@ -490,7 +500,7 @@ class LearningCurveExperiment(Experiment):
         theta = params["theta"] or 1.0 / nu
         t0 = theta if params["t0"] is None else params["t0"]
         r = params["features_per_iter"]
-        targets = _Targets(task, y, yt)
+        targets = _Targets(task, y, yt, loss)
         n_classes = targets.n_classes
 
         pts = checkpoints(params["n_iter"], params["points"])

@@ -302,3 +302,60 @@ def test_large_runs_with_other_losses_allocate_nothing_of_size_n_squared():
     assert base.G is None  # D ≤ n: the n × D features only
     base.fit(80, y, "squared", 1e-2, None)
     assert base.G.shape == (50, 50)
+
+
+def test_two_classes_with_the_softmax_loss_map_labels_to_class_codes():
+    """Breast cancer (labels ±1) with loss=multinomial: two scores per point, labels mapped
+    to the codes 0 (for −1) and 1 (for +1) in DSG, the floor, the baselines and the error
+    rate. Reference: with two classes the softmax objective with ν/2 (‖f₀‖² + ‖f₁‖²) is
+    minimised at f₀ = −f₁ (the loss depends on d = f₁ − f₀ only, and ‖f₀‖² + ‖f₁‖² is least
+    at f₁ = −f₀ = d/2), so d* is the binary logistic minimiser with ν/2 in place of ν —
+    scikit-learn's LogisticRegression with C = 2/(nν) on a Cholesky factor of K."""
+    from kernel_lab.core.data import load_data
+    from kernel_lab.core.kernels import make_kernel, resolve_bandwidth
+    from kernel_lab.core.models import DSGClassifier
+    from kernel_lab.core.validation import check_seed
+
+    spec, nu = "breast-cancer", 1e-2
+    d = load_data(spec)
+    X, y, Xt, yt = d.X_train, d.y_train, d.X_test, d.y_test
+    assert set(np.unique(y)) == {-1.0, 1.0}
+    params = {"loss": "multinomial", "n_iter": 12, "points": 3, "nu": nu,
+              "features_per_iter": 8, "rff_max": 64}
+    r = run_experiment("learning-curve", params, data=spec)
+    s, t = r.summaries, r.table
+    assert s["loss"] == "multinomial" and s["classes"] == 2
+    sigma = resolve_bandwidth(None, X)
+    d_star = _cholesky_floor(X, Xt, y, nu / 2, sigma)
+    assert s["krr_test_error"] == pytest.approx(np.mean(np.where(d_star >= 0, 1, -1) != yt))
+    # the floor's objective: binary logistic with ν/2 at d*, computed literally
+    k = make_kernel("gaussian", {"sigma": sigma})
+    K = k(X) + 1e-10 * np.eye(len(X))
+    coef = np.linalg.solve(K, _cholesky_floor(X, X, y, nu / 2, sigma))
+    J = np.mean(np.logaddexp(0.0, -y * (K @ coef))) + nu / 4 * coef @ K @ coef
+    assert s["objective_floor"] == pytest.approx(J, rel=1e-6)
+    # DSG's error rate: its own predictions through the estimator, labels ±1
+    model = DSGClassifier("multinomial", sigma=sigma, nu=nu, theta=1 / nu, t0=1 / nu,
+                          n_iter=12, batch_size=32, n_features_per_iter=8,
+                          random_state=check_seed(np.random.SeedSequence(r.seed))).fit(X, y)
+    assert model.multinomial_ and set(model.predict(Xt)) <= {-1.0, 1.0}
+    assert t["dsg_test_error"][-1] == pytest.approx(np.mean(model.predict(Xt) != yt))
+    # RFF: the same two-class reduction on the first D of the 64 features
+    from sklearn.linear_model import LogisticRegression
+
+    from kernel_lab.core.models import RandomFourierFeatures
+
+    rff = RandomFourierFeatures(sigma=sigma, n_components=64,
+                                random_state=check_seed(np.random.SeedSequence(r.seed))).fit(X)
+    fitted = np.flatnonzero(np.isfinite(t["rff_test_error"]))
+    assert fitted.size >= 2
+    for k in fitted:
+        D = int(t["n_features"][k])
+        scale = np.sqrt(64 / D)
+        Z, Zt = rff.transform(X)[:, :D] * scale, rff.transform(Xt)[:, :D] * scale
+        lr = LogisticRegression(C=2 / (len(X) * nu), fit_intercept=False, tol=1e-12,
+                                max_iter=100_000).fit(Z, y)
+        assert t["rff_test_error"][k] == pytest.approx(np.mean(lr.predict(Zt) != yt))
+    assert np.nanmin(t["nystrom_excess_objective"]) >= -1e-10
+    assert np.all(np.isfinite(t["dsg_twin_excess_objective"]))
+    assert np.nanmin(t["dsg_twin_excess_objective"]) >= -1e-10
