@@ -48,9 +48,10 @@ def checkpoints(n_iter: int, count: int) -> np.ndarray:
 #: What each reported slope is compared with (Dai et al. 2014: the iterate converges to
 #: the optimum at O(1/t), the generalisation error at O(1/√t); both are upper bounds,
 #: reached asymptotically, for losses whose derivative is Lipschitz).
-RATES = ("floor_distance_slope: −1 (E|f_t(x) − f*(x)|² = O(1/t)); excess_objective_slope: "
-         "−1 or below (J(h_t) − J* ≤ c ‖h_t − f*‖², O(1/t)); excess_test_error_slope: −½ or "
-         "below (the test error above the floor's is O(1/√t), and can cross it)")
+RATES = ("asymptotic upper bounds — floor_distance_slope: −1 (E|f_t(x) − f*(x)|² = O(1/t)); "
+         "excess_objective_slope: −1 (J(h_t) − J* is at most a multiple of ‖h_t − f*‖², "
+         "O(1/t); on regression data it gets there slowly); excess_test_error_slope: −½ (the "
+         "test error above the floor's is O(1/√t); it may fall faster, and cross the floor)")
 RATES_HINGE = ("the hinge loss has a derivative that jumps, outside Dai et al.'s assumptions "
                "(a Lipschitz derivative): no O(1/t) rate is promised for it; for smooth "
                "losses the slopes are compared with: " + RATES)
@@ -378,7 +379,8 @@ class _Twin:
     points and loss gradients l'(f_t(x), y), with the exact kernel in place of the random
     features, h ← (1 − γν) h − γ (1/B) Σ_b l'(f_t(x_b), y_b) k(x_b, ·). It lies in the
     RKHS, so its objective J(h_t) is defined (DSG's own f_t, a sum of cosines, has no
-    RKHS norm); E‖h_t − f*‖² = O(1/t) and J(h_t) − J(f*) with it."""
+    RKHS norm); E‖h_t − f*‖² = O(1/t), and J(h_t) − J(f*) with it for a loss whose
+    derivative is Lipschitz (J(h) − J(f*) ≤ ½ (Lκ + ν) ‖h − f*‖²; see docs/papers.md)."""
 
     def __init__(self, n: int, n_classes: int | None, nu: float) -> None:
         self.a = np.zeros((n, n_classes) if n_classes else n)
