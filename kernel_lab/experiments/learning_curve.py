@@ -687,9 +687,9 @@ class LearningCurveExperiment(Experiment):
                       "the test error above the floor's")
             else:
                 summaries["excess_test_error_slope_note"] = (
-                    "no slope for the excess misclassification rate: Dai et al.'s "
-                    "generalisation bound is for the loss itself, and a rate that moves by "
-                    "whole test points has no rate to compare with")
+                    "no slope for the misclassification rate above the floor's: Dai et "
+                    "al.'s generalisation bound is for the loss, not for the error rate, "
+                    "which moves in steps of one test point")
         if np.isfinite(dist).any() or np.isfinite(twin).any():
             summaries["rates"] = RATES if loss != "hinge" else RATES_HINGE
             t0 = summaries["t0"]

@@ -418,7 +418,7 @@ def test_a_slope_that_cannot_be_measured_is_left_out_with_the_reason():
     it = np.array([1.0, 10, 100, 1000])
     s = _summarise(it, 1 / it, 1 / it, [0.3, 0.1, 0.05, 0.04], 0.04, task="classification",
                    loss="hinge")
-    assert "excess_test_error_slope" not in s and "whole test points" in \
+    assert "excess_test_error_slope" not in s and "steps of one test point" in \
         s["excess_test_error_slope_note"]
     assert "hinge" in s["rates"]
     _no_nan(s)
