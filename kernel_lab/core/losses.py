@@ -70,16 +70,29 @@ def _softmax(u: Array) -> Array:
     return e / e.sum(axis=-1, keepdims=True)
 
 
+def class_codes(y: Array, n_classes: int) -> Array:
+    """``y`` as integer class codes 0 … K−1; raises ParameterError for any other label
+    (a −1 would otherwise index the last class)."""
+    y = np.asarray(y)
+    codes = np.asarray(np.rint(y), dtype=np.intp) if y.size else y.astype(np.intp)
+    if y.size and (np.any(codes != y) or codes.min() < 0 or codes.max() >= n_classes):
+        bad = y[(codes != y) | (codes < 0) | (codes >= n_classes)].flat[0]
+        raise ParameterError(f"the multinomial (softmax) loss takes class codes 0 … "
+                             f"{n_classes - 1} as labels, got {bad:g} (map labels such as "
+                             "±1 to codes first)")
+    return codes
+
+
 def _multinomial() -> Loss:
     def value(u: Array, y: Array) -> Array:
-        codes = np.asarray(y, dtype=np.intp)
+        codes = class_codes(y, u.shape[-1])
         m = u.max(axis=-1)
         lse = m + np.log(np.exp(u - m[..., None]).sum(axis=-1))
         return lse - np.take_along_axis(u, codes[..., None], axis=-1)[..., 0]
 
     def deriv(u: Array, y: Array) -> Array:
         g = _softmax(u)
-        codes = np.asarray(y, dtype=np.intp)
+        codes = class_codes(y, u.shape[-1])
         np.put_along_axis(g, codes[..., None],
                           np.take_along_axis(g, codes[..., None], axis=-1) - 1.0, axis=-1)
         return g

@@ -332,3 +332,32 @@ def test_multiclass_dsg_learns_iris_and_refuses_binary_losses():
     assert np.mean(model.predict(X) != y) < 0.06
     with pytest.raises(ValueError, match="hinge loss separates two classes"):
         DSGClassifier("hinge", n_iter=2).fit(X, y)
+
+
+def test_multinomial_loss_refuses_labels_that_are_not_class_codes():
+    """Found with breast cancer (labels ±1): a label −1 was read as the index of the last
+    class. The softmax loss takes class codes 0 … K−1 only, and says so."""
+    loss = make_loss("multinomial")
+    u = np.zeros((3, 2))
+    for bad in ([-1.0, 1.0, 1.0], [0.0, 2.0, 1.0], [0.0, 0.5, 1.0]):
+        with pytest.raises(ParameterError, match="class codes 0 … 1"):
+            loss.value(u, np.array(bad))
+        with pytest.raises(ParameterError, match="class codes 0 … 1"):
+            loss.deriv(u, np.array(bad))
+    np.testing.assert_allclose(loss.value(u, np.array([0.0, 1.0, 1.0])), np.log(2.0))
+
+
+def test_two_class_softmax_dsg_maps_pm1_labels_to_codes():
+    """DSGClassifier("multinomial") on ±1 labels: two scores, −1 ↦ code 0 and +1 ↦ code 1,
+    against the literal softmax oracle."""
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(30, 3))
+    y = np.where(X[:, 0] > 0, 1.0, -1.0)
+    model = DSGClassifier("multinomial", sigma=1.1, nu=0.01, theta=40.0, t0=50.0, n_iter=10,
+                          batch_size=4, n_features_per_iter=2, random_state=5).fit(X, y)
+    assert model.multinomial_ and model.coef_.shape == (10, 2, 2)
+    oracle = literal_softmax_dsg(X, (y > 0).astype(int), 2, kernel=model.kernel_, nu=0.01,
+                                 theta=40.0, t0=50.0, n_iter=10, batch=4, r=2,
+                                 seed=model.seed_)
+    np.testing.assert_allclose(model.coef_ * model.scale_, oracle, rtol=0, atol=1e-10)
+    assert set(model.predict(X)) <= {-1.0, 1.0}

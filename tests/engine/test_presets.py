@@ -78,7 +78,7 @@ def _nystrom_paper(r):
 
 def _dsg_regression(r):
     err = r.table["dsg_test_error"]
-    assert err[-1] < 0.6 * err[0] and r.summaries["slope_last_decade"] < 0
+    assert err[-1] < 0.6 * err[0] and r.summaries["excess_test_error_slope"] < 0
 
 
 def _dsg_digits(r):

@@ -120,3 +120,40 @@ def test_progress_sub_ranges():
 def test_lam_bounds_out_of_order():
     with pytest.raises(ParameterError, match="must be below"):
         run_experiment("krr-path", {"lam_min": 10, "lam_max": 1})
+
+
+def _shifted_target_data():
+    """A target far from 0 compared with its spread (as CASchools' test scores, about
+    650 ± 19), on inputs where the kernel's test rows are small: plain KRR shrinks towards
+    0 and does worse than predicting the training mean."""
+    from kernel_lab.core.data import Dataset
+
+    rng = np.random.default_rng(0)
+    X, Xt = rng.normal(size=(150, 30)), rng.normal(size=(200, 30))
+
+    def f(A):
+        return 650 + 19 * np.sin(A[:, 0]) + 8 * A[:, 1]
+
+    y, yt = f(X) + 5 * rng.normal(size=150), f(Xt) + 5 * rng.normal(size=200)
+    return Dataset(X, y, Xt, yt, [f"x{i}" for i in range(30)], "score", name="shifted")
+
+
+def test_krr_path_compares_with_predicting_the_mean_and_says_when_krr_loses():
+    data = _shifted_target_data()
+    r = run_experiment("krr-path", {}, data=data)
+    s, t = r.summaries, r.table
+    mean_mse = float(np.mean((data.y_train.mean() - data.y_test) ** 2))
+    assert s["test_mse_mean"] == pytest.approx(mean_mse, rel=1e-12)
+    np.testing.assert_allclose(t["test_mse_mean"], mean_mse, rtol=1e-12)
+    assert s["test_mse_min_krr"] > mean_mse > s["test_mse_min_ckrr"]  # the situation
+    note = s["worse_than_mean_krr"]
+    assert f"{s['test_mse_min_krr']:.4g}" in note and f"{mean_mse:.4g}" in note
+    assert "CKRR" in note and "centre the target" in note
+    assert "worse_than_mean_ckrr" not in s
+    plot = get_experiment("krr-path").plots[0]
+    assert "test_mse_mean" in [c.series for c in plot.curves]
+    assert "predicting the training mean" in get_experiment("krr-path").description
+    # a target centred near 0: KRR beats the mean and nothing is said
+    r = run_experiment("krr-path", {"n_lams": 10})
+    assert r.summaries["test_mse_min_krr"] < r.summaries["test_mse_mean"]
+    assert not any(k.startswith("worse_than_mean") for k in r.summaries)

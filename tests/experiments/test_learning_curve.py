@@ -33,10 +33,12 @@ def test_regression_curve_streams_and_reports_the_slope():
     # with 400 landmarks Nyström ridge is close to the exact floor
     last = np.flatnonzero(np.isfinite(t["nystrom_test_error"]))[-1]
     assert t["nystrom_test_error"][last] < 1.2 * floor
-    # learning: the error falls, and the slope over the last decade is reported
+    # learning: the error falls, and so does its excess over the floor, whose slope is
+    # reported (the slope of the error itself, which levels off at the floor, is not)
     assert t["dsg_test_error"][-1] < 0.6 * t["dsg_test_error"][0]
-    assert r.summaries["slope_last_decade"] < 0
-    assert np.isfinite(r.summaries["slope_excess_last_decade"])
+    assert r.summaries["excess_test_error_slope"] < 0
+    assert "slope_last_decade" not in r.summaries
+    assert "t0 = 1000" in r.summaries["rates_note"]  # 200 iterations: still the transient
 
 
 def test_classification_curve_uses_error_rate():
@@ -302,3 +304,132 @@ def test_large_runs_with_other_losses_allocate_nothing_of_size_n_squared():
     assert base.G is None  # D ≤ n: the n × D features only
     base.fit(80, y, "squared", 1e-2, None)
     assert base.G.shape == (50, 50)
+
+
+def test_two_classes_with_the_softmax_loss_map_labels_to_class_codes():
+    """Breast cancer (labels ±1) with loss=multinomial: two scores per point, labels mapped
+    to the codes 0 (for −1) and 1 (for +1) in DSG, the floor, the baselines and the error
+    rate. Reference: with two classes the softmax objective with ν/2 (‖f₀‖² + ‖f₁‖²) is
+    minimised at f₀ = −f₁ (the loss depends on d = f₁ − f₀ only, and ‖f₀‖² + ‖f₁‖² is least
+    at f₁ = −f₀ = d/2), so d* is the binary logistic minimiser with ν/2 in place of ν —
+    scikit-learn's LogisticRegression with C = 2/(nν) on a Cholesky factor of K."""
+    from kernel_lab.core.data import load_data
+    from kernel_lab.core.kernels import make_kernel, resolve_bandwidth
+    from kernel_lab.core.models import DSGClassifier
+    from kernel_lab.core.validation import check_seed
+
+    spec, nu = "breast-cancer", 1e-2
+    d = load_data(spec)
+    X, y, Xt, yt = d.X_train, d.y_train, d.X_test, d.y_test
+    assert set(np.unique(y)) == {-1.0, 1.0}
+    params = {"loss": "multinomial", "n_iter": 12, "points": 3, "nu": nu,
+              "features_per_iter": 8, "rff_max": 64}
+    r = run_experiment("learning-curve", params, data=spec)
+    s, t = r.summaries, r.table
+    assert s["loss"] == "multinomial" and s["classes"] == 2
+    sigma = resolve_bandwidth(None, X)
+    d_star = _cholesky_floor(X, Xt, y, nu / 2, sigma)
+    assert s["krr_test_error"] == pytest.approx(np.mean(np.where(d_star >= 0, 1, -1) != yt))
+    # the floor's objective: binary logistic with ν/2 at d*, computed literally
+    k = make_kernel("gaussian", {"sigma": sigma})
+    K = k(X) + 1e-10 * np.eye(len(X))
+    coef = np.linalg.solve(K, _cholesky_floor(X, X, y, nu / 2, sigma))
+    J = np.mean(np.logaddexp(0.0, -y * (K @ coef))) + nu / 4 * coef @ K @ coef
+    assert s["objective_floor"] == pytest.approx(J, rel=1e-6)
+    # DSG's error rate: its own predictions through the estimator, labels ±1
+    model = DSGClassifier("multinomial", sigma=sigma, nu=nu, theta=1 / nu, t0=1 / nu,
+                          n_iter=12, batch_size=32, n_features_per_iter=8,
+                          random_state=check_seed(np.random.SeedSequence(r.seed))).fit(X, y)
+    assert model.multinomial_ and set(model.predict(Xt)) <= {-1.0, 1.0}
+    assert t["dsg_test_error"][-1] == pytest.approx(np.mean(model.predict(Xt) != yt))
+    # RFF: the same two-class reduction on the first D of the 64 features
+    from sklearn.linear_model import LogisticRegression
+
+    from kernel_lab.core.models import RandomFourierFeatures
+
+    rff = RandomFourierFeatures(sigma=sigma, n_components=64,
+                                random_state=check_seed(np.random.SeedSequence(r.seed))).fit(X)
+    fitted = np.flatnonzero(np.isfinite(t["rff_test_error"]))
+    assert fitted.size >= 2
+    for k in fitted:
+        D = int(t["n_features"][k])
+        scale = np.sqrt(64 / D)
+        Z, Zt = rff.transform(X)[:, :D] * scale, rff.transform(Xt)[:, :D] * scale
+        lr = LogisticRegression(C=2 / (len(X) * nu), fit_intercept=False, tol=1e-12,
+                                max_iter=100_000).fit(Z, y)
+        assert t["rff_test_error"][k] == pytest.approx(np.mean(lr.predict(Zt) != yt))
+    assert np.nanmin(t["nystrom_excess_objective"]) >= -1e-10
+    assert np.all(np.isfinite(t["dsg_twin_excess_objective"]))
+    assert np.nanmin(t["dsg_twin_excess_objective"]) >= -1e-10
+
+
+def _summarise(it, dist, twin, err, floor, task="regression", loss="squared", t0=1.0):
+    from kernel_lab.experiments.learning_curve import LearningCurveExperiment
+
+    L = len(it)
+    table = {"iteration": np.asarray(it, float), "dsg_floor_distance": np.asarray(dist, float),
+             "dsg_twin_excess_objective": np.asarray(twin, float),
+             "dsg_test_error": np.asarray(err, float), "rff_test_error": np.full(L, np.nan),
+             "rate_guide": np.full(L, np.nan)}
+    summaries = {"task": task, "loss": loss, "t0": t0, "krr_test_error": floor}
+    LearningCurveExperiment._summarise(table, summaries)
+    return summaries
+
+
+def _no_nan(summaries):
+    bad = [k for k, v in summaries.items() if isinstance(v, float) and not np.isfinite(v)]
+    assert not bad, bad
+    assert not any("nan" in str(v).lower().split() for v in summaries.values())
+
+
+def test_the_reported_slopes_are_the_stated_rates_over_two_decades():
+    """On exact power laws the three reported slopes are the exponents: the distance to the
+    floor and the twin's excess objective (stated: −1) and the test error above the
+    floor's (stated: −½), over the last two decades only (the first point, 1/t⁰, is out)."""
+    it = np.array([1.0, 10, 30, 100, 300, 1000])
+    s = _summarise(it, 5.0 / it, 2.0 / it, 3.0 + 0.7 / np.sqrt(it), 3.0)
+    assert s["floor_distance_slope"] == pytest.approx(-1.0)
+    assert s["excess_objective_slope"] == pytest.approx(-1.0)
+    assert s["excess_test_error_slope"] == pytest.approx(-0.5)
+    assert "slope_last_decade" not in s and "slope_excess_last_decade" not in s
+    assert "floor_distance_slope: −1" in s["rates"] and "excess_test_error_slope: −½" in \
+        s["rates"]
+    assert "rates_note" not in s  # 1000 ≥ 10 t0
+    _no_nan(s)
+
+
+def test_a_slope_that_cannot_be_measured_is_left_out_with_the_reason():
+    it = np.array([1.0, 10, 30, 100, 300, 1000])
+    # DSG's test error crosses the floor's: the excess is ≤ 0 at two points
+    err = 3.0 + np.array([1.0, 0.5, 0.2, 0.0, -0.05, 0.01])
+    s = _summarise(it, 5.0 / it, 2.0 / it, err, 3.0, t0=500.0)
+    assert "excess_test_error_slope" not in s
+    assert "not positive at 2 of the 5 points" in s["excess_test_error_slope_note"]
+    assert "iterations 10–1000" in s["excess_test_error_slope_note"]
+    assert "t0 = 500" in s["rates_note"]  # still in the transient: said
+    _no_nan(s)
+    # two curve points: nothing to fit a slope to
+    it = np.array([1.0, 50.0])
+    s = _summarise(it, [1.0, 0.1], [1.0, 0.1], [4.0, 3.5], 3.0)
+    for name in ("floor_distance_slope", "excess_objective_slope", "excess_test_error_slope"):
+        assert name not in s and "2 curve points (3 needed)" in s[f"{name}_note"]
+    _no_nan(s)
+    # classification: no rate is stated for the misclassification rate, and none measured
+    it = np.array([1.0, 10, 100, 1000])
+    s = _summarise(it, 1 / it, 1 / it, [0.3, 0.1, 0.05, 0.04], 0.04, task="classification",
+                   loss="hinge")
+    assert "excess_test_error_slope" not in s and "steps of one test point" in \
+        s["excess_test_error_slope_note"]
+    assert "hinge" in s["rates"]
+    _no_nan(s)
+
+
+def test_the_description_states_the_rates_that_hold():
+    """The test error does not fall at −1: only the distance to the floor (and the twin's
+    excess objective) are O(1/t); the test error above the floor is O(1/√t) at best."""
+    from kernel_lab.experiments.registry import get_experiment
+
+    text = get_experiment("learning-curve").description
+    assert "test error falls at the O(1/t) rate" not in text
+    assert "O(1/√t)" in text and "−½" in text and "O(1/t)" in text
+    assert "t0" in text  # the rates are asymptotic: reached once t is well past t0

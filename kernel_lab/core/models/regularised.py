@@ -32,7 +32,7 @@ from scipy import linalg, optimize
 from sklearn.exceptions import ConvergenceWarning
 
 from kernel_lab.core.errors import ParameterError
-from kernel_lab.core.losses import make_loss
+from kernel_lab.core.losses import class_codes, make_loss
 
 #: Losses with an exact solver here.
 SOLVABLE_LOSSES = ("squared", "logistic", "squared_hinge", "hinge", "multinomial")
@@ -128,7 +128,7 @@ def _newton(Phi: np.ndarray, y: np.ndarray, loss: str, nu: float, max_iter: int
 def _multinomial(Phi: np.ndarray, y: np.ndarray, nu: float, k: int, max_iter: int
                  ) -> RegularisedFit:
     n, D = Phi.shape
-    codes = y.astype(np.intp)
+    codes = class_codes(y, k)
     onehot = np.zeros((n, k))
     onehot[np.arange(n), codes] = 1.0
 
