@@ -83,7 +83,9 @@ class KrrPathExperiment(Experiment):
         "and the fix is CKRR, or centring the target (fit y − ȳ, add ȳ back). Each whole "
         "curve costs a single "
         "eigendecomposition of the n×n kernel matrix. On synthetic data the risk against the "
-        "noiseless target f is shown as well."
+        "noiseless target f is shown as well. A kernel that is not positive definite (the "
+        "sigmoid) makes K + λI singular for λ up to its most negative eigenvalue's size: "
+        "those points are crossed out, and the best λ is chosen above them."
     )
     params = (
         *kernel_param_specs("gaussian"),
@@ -149,13 +151,26 @@ class KrrPathExperiment(Experiment):
             matrix = "K_c" if method == "ckrr" else "K"
             text = indefinite_text(float(path.eigvals.min()), float(path.eigvals.max()),
                                    matrix)
+            reliable = np.ones(lams.size, dtype=bool)
             if text is not None:  # an indefinite kernel: the λ ≤ |e_min| points marked
                 e_min = float(path.eigvals.min())
                 summaries[f"indefinite_{method}"] = text
+                reliable = lams > -e_min
                 table[f"test_mse_indefinite_{method}"] = np.where(
-                    lams <= -e_min, table[f"test_mse_{method}"], np.nan)
+                    ~reliable, table[f"test_mse_{method}"], np.nan)
                 table[f"K_min_eig_{method}"] = np.full(lams.size, e_min)
-            best = int(np.argmin(table[f"test_mse_{method}"]))
+            if not reliable.any():
+                # no λ of the grid lies above the flagged region: no best λ to report
+                summaries[f"note_{method}"] = (
+                    f"every λ of the grid lies where {matrix} + λI is flagged singular "
+                    f"(λ ≤ {-e_min:.3g}): no best λ is given; widen the λ range above "
+                    f"{-e_min:.3g}")
+                yield PartialResult(0.5 * (i + 1), f"{method.upper()} path done",
+                                    dict(table), dict(summaries))
+                continue
+            # the best λ among the reliable points (a flagged point's error means nothing)
+            best = int(np.flatnonzero(reliable)[
+                np.argmin(table[f"test_mse_{method}"][reliable])])
             summaries[f"lam_best_{method}"] = float(lams[best])
             summaries[f"test_mse_min_{method}"] = float(table[f"test_mse_{method}"][best])
             if summaries[f"test_mse_min_{method}"] >= mean_mse:
@@ -165,5 +180,9 @@ class KrrPathExperiment(Experiment):
             if best in (0, lams.size - 1):
                 summaries[f"note_{method}"] = (
                     "the best λ is at the edge of the grid; widen the λ range")
+            elif not reliable[best - 1]:
+                summaries[f"note_{method}"] = (
+                    f"the best λ is the least above the region flagged singular "
+                    f"(λ ≤ {-e_min:.3g}); the errors below it are not to be trusted")
             yield PartialResult(0.5 * (i + 1), f"{method.upper()} path done",
                                 dict(table), dict(summaries))

@@ -556,3 +556,26 @@ def test_a_round_off_cost_is_zero_and_no_summary_is_nan():
     assert s["thm2_choice_cost_pct[linear]"] == 0.0
     assert s["thm2_choice_cost_pct[exponential]"] > 0.1  # a real cost stays
     _all_finite(s)
+
+
+def test_krr_path_chooses_its_best_lambda_above_the_flagged_region():
+    """With the sigmoid kernel the λ ≤ |e_min| points are unreliable (K + λI singular near
+    them): the reported best λ and its error are the least error among the λ above that
+    region, and a grid with no λ above it gives no best λ and says why."""
+    params = {"kernel": "sigmoid", "n_lams": 30, "lam_min": 1e-3, "lam_max": 1e3}
+    r = run_experiment("krr-path", params, data="diabetes")
+    lam = r.table["lam"]
+    for method in ("krr", "ckrr"):
+        e_min = r.table[f"K_min_eig_{method}"][0]
+        above = lam > -e_min
+        assert above.any() and not above.all()
+        mse = r.table[f"test_mse_{method}"]
+        best = np.flatnonzero(above)[np.argmin(mse[above])]
+        assert r.summaries[f"lam_best_{method}"] == lam[best]
+        assert r.summaries[f"test_mse_min_{method}"] == mse[best]
+        assert r.summaries[f"lam_best_{method}"] > -e_min
+    low = run_experiment("krr-path", {**params, "lam_max": 1e-2, "n_lams": 5},
+                         data="diabetes")
+    for method in ("krr", "ckrr"):
+        assert f"lam_best_{method}" not in low.summaries
+        assert "no best λ is given" in low.summaries[f"note_{method}"]
