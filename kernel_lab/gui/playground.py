@@ -454,8 +454,12 @@ class PlaygroundWindow(QtWidgets.QMainWindow):
         self._syncing = True
         try:
             self.dataset_box.setCurrentIndex(self.dataset_box.findData(m.dataset))
-            self.n_slider.setValue(m.n)
-            self.noise_slider.setValue(round(m.noise * 100))
+            # an n / noise move still in the hand or waiting for the slider to rest keeps
+            # its value: the data are regenerated from it, not from the model's old one
+            if not (self.regenerate_timer.isActive() or self.n_slider.isSliderDown()
+                    or self.noise_slider.isSliderDown()):
+                self.n_slider.setValue(m.n)
+                self.noise_slider.setValue(round(m.noise * 100))
             self.method_box.setCurrentIndex(self.method_box.findData(p["method"]))
             self.compare_box.setCurrentIndex(max(0, self.compare_box.findData(p["compare"])))
             self.kernel_box.setCurrentText(p["kernel"])

@@ -362,6 +362,22 @@ def test_n_and_noise_regenerate_once_the_slider_rests_with_one_undo_step(window,
     assert len(w.model._undo) == undo + 2 and w.model.points.n == 100
 
 
+def test_an_n_move_survives_another_control_moved_before_the_slider_rests(window, qtbot):
+    """Moving s (or any control that re-syncs the window from the model) while an n or
+    noise move waits for the slider to rest must not snap that slider back."""
+    w = window
+    w.model.set_dataset("sine", n=60)
+    w.model.set_params(method="nystrom")
+    settle(w, qtbot)
+    w.n_slider.setValue(140)
+    w.noise_slider.setValue(20)
+    w.s_slider.setValue(15)  # a refit and a sync of every control, within the 200 ms
+    assert (w.n_slider.value(), w.noise_slider.value()) == (140, 20)
+    qtbot.waitUntil(lambda: w.model.points.n == 140, timeout=5_000)
+    assert w.model.noise == 0.2 and w.model.params["s"] == 15
+    assert (w.n_slider.value(), w.noise_slider.value()) == (140, 20)
+
+
 def test_a_1d_spray_is_one_undo_step(window, qtbot):
     w = window
     w.model.set_dataset("paint-1d")
