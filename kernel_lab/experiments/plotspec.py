@@ -19,7 +19,10 @@ import math
 import string
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
 
 #: What a curve is; viewers map each role to a line style. A ``choice`` is a point picked
 #: by a rule (a λ chosen by an estimator), drawn as a marker alone; a ``flag`` marks points
@@ -321,25 +324,44 @@ class OffScale:
 
 #: Spikes are values beyond the quartiles by this many interquartile ranges …
 SPIKE_IQR = 3.0
-#: … and, for positive values, by at least this factor (a decade): a decaying learning
-#: curve's first points are not spikes.
+#: … and, for positive values, by at least this factor on a log axis (a decade) …
 SPIKE_FACTOR = 10.0
+#: … or this one on a linear axis, where a point ten times higher leaves the others a
+#: tenth of the plot.
+SPIKE_FACTOR_LINEAR = 3.0
+#: A stretch of a line beyond the range is a spike only when it is *isolated*: the line
+#: jumps into it, out of it or inside it by more than this factor (or, for values of
+#: both signs, by more than the spike width); a line that walks out of the range in
+#: smaller steps — the start of a learning curve, a risk rising at large λ — is drawn.
+JUMP_FACTOR = 10.0
+
+
+def _runs(mask: np.ndarray) -> list[tuple[int, int]]:
+    """The maximal stretches ``[start, stop)`` where ``mask`` is true."""
+    import numpy as np
+
+    edges = np.flatnonzero(np.diff(np.r_[0, mask.astype(np.int8), 0]))
+    return list(zip(edges[::2].tolist(), edges[1::2].tolist(), strict=True))
 
 
 def robust_range(columns: Iterable[Any], logy: bool = False) -> OffScale | None:
-    """The y range of a plot's lines without isolated spikes — values beyond the
-    quartiles of all its points by :data:`SPIKE_IQR` interquartile ranges (and, for
-    positive values, by a factor :data:`SPIKE_FACTOR`; ratios measured on a log scale) —
-    or None when there are none. One exploding curve (an indefinite kernel's risk) then
-    no longer flattens the others; the viewer says how many points lie off the scale.
-    Below the range only on log axes (on a linear one small values are in view anyway)."""
+    """The y range of a plot's lines without isolated spikes, or None when there are
+    none. One exploding curve (an indefinite kernel's risk) then no longer flattens the
+    others; the viewer says how many points lie off the scale.
+
+    ``columns`` are the plot's lines, each in the order of its x. Candidates are values
+    beyond the quartiles of all points by :data:`SPIKE_IQR` interquartile ranges (and,
+    for positive values, by a factor :data:`SPIKE_FACTOR` on log axes,
+    :data:`SPIKE_FACTOR_LINEAR` on linear ones; ratios measured on a log scale); below
+    the range only on log axes (on a linear one small values are in view anyway). Of
+    these, a stretch of consecutive candidates of one line is left out only when it is
+    isolated: a step of the line from its neighbours in range, or within it, exceeds
+    :data:`JUMP_FACTOR`. A curve that falls or rises steadily is never a spike."""
     import numpy as np
 
-    v = np.concatenate([np.asarray(c, dtype=np.float64).ravel() for c in columns] or
-                       [np.zeros(0)])
-    v = v[np.isfinite(v)]
-    if logy:
-        v = v[v > 0]
+    lines = [np.asarray(c, dtype=np.float64).ravel() for c in columns]
+    lines = [c[np.isfinite(c) & (c > 0)] if logy else c[np.isfinite(c)] for c in lines]
+    v = np.concatenate(lines or [np.zeros(0)])
     if v.size < 8:
         return None
     positive = bool((v > 0).all())
@@ -347,11 +369,24 @@ def robust_range(columns: Iterable[Any], logy: bool = False) -> OffScale | None:
     q25, q75 = np.percentile(t, [25, 75])
     width = SPIKE_IQR * (q75 - q25)
     if positive:
-        width = max(width, math.log10(SPIKE_FACTOR))
+        width = max(width, math.log10(SPIKE_FACTOR if logy else SPIKE_FACTOR_LINEAR))
     elif width == 0:
         return None
     high, low = q75 + width, (q25 - width if logy else -math.inf)
-    up, down = t > high, t < low
+    jump = math.log10(JUMP_FACTOR) if positive else width
+    up_parts, down_parts = [], []
+    for line in lines:
+        tl = np.log10(line) if positive else line
+        up, down = tl > high, tl < low
+        for side, parts in ((up, up_parts), (down, down_parts)):
+            keep = side.copy()
+            for a, b in _runs(side):
+                chain = tl[max(a - 1, 0):b + 1]  # the stretch and its neighbours
+                if chain.size < 2 or np.abs(np.diff(chain)).max() <= jump:
+                    keep[a:b] = False  # the line walks there: part of the curve
+            parts.append(keep)
+    up = np.concatenate(up_parts) if up_parts else np.zeros(0, bool)
+    down = np.concatenate(down_parts) if down_parts else np.zeros(0, bool)
     if not (up.any() or down.any()):
         return None
     inside = t[~(up | down)]
