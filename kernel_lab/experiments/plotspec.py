@@ -146,7 +146,8 @@ class PlotSpec:
     ylabel: str = ""
     logx: bool = False
     logy: bool = False
-    #: Fix the y range to that of these series (for curves that can blow up).
+    #: Fix the y range to that of these series, without their isolated spikes (for curves
+    #: that can blow up); the view says how many points of the others it leaves out.
     y_range_from: tuple[str, ...] = ()
     #: The y values are risks or errors (positive): the window offers a log y axis, and
     #: isolated spikes (an exploding curve) are left off the scale
@@ -344,7 +345,8 @@ def _runs(mask: np.ndarray) -> list[tuple[int, int]]:
     return list(zip(edges[::2].tolist(), edges[1::2].tolist(), strict=True))
 
 
-def robust_range(columns: Iterable[Any], logy: bool = False) -> OffScale | None:
+def robust_range(columns: Iterable[Any], logy: bool = False,
+                 untrusted: Iterable[Any] | None = None) -> OffScale | None:
     """The y range of a plot's lines without isolated spikes, or None when there are
     none. One exploding curve (an indefinite kernel's risk) then no longer flattens the
     others; the viewer says how many points lie off the scale.
@@ -356,12 +358,23 @@ def robust_range(columns: Iterable[Any], logy: bool = False) -> OffScale | None:
     the range only on log axes (on a linear one small values are in view anyway). Of
     these, a stretch of consecutive candidates of one line is left out only when it is
     isolated: a step of the line from its neighbours in range, or within it, exceeds
-    :data:`JUMP_FACTOR`. A curve that falls or rises steadily is never a spike."""
+    :data:`JUMP_FACTOR`. A curve that falls or rises steadily is never a spike.
+
+    ``untrusted`` (one boolean mask per column) marks points a plot flags as not to be
+    trusted (K + λI near singular): they do not set the range, and those beyond it are
+    off the scale too (below it on linear axes they widen it)."""
     import numpy as np
 
-    lines = [np.asarray(c, dtype=np.float64).ravel() for c in columns]
-    lines = [c[np.isfinite(c) & (c > 0)] if logy else c[np.isfinite(c)] for c in lines]
+    lines, doubts = [], []
+    masks = list(untrusted) if untrusted is not None else None
+    for i, c in enumerate(columns):
+        c = np.asarray(c, dtype=np.float64).ravel()
+        ok = np.isfinite(c) & (c > 0) if logy else np.isfinite(c)
+        u = np.zeros(c.shape, bool) if masks is None else np.asarray(masks[i], bool).ravel()
+        lines.append(c[ok & ~u])
+        doubts.append(c[ok & u])
     v = np.concatenate(lines or [np.zeros(0)])
+    doubt = np.concatenate(doubts or [np.zeros(0)])
     if v.size < 8:
         return None
     positive = bool((v > 0).all())
@@ -387,10 +400,13 @@ def robust_range(columns: Iterable[Any], logy: bool = False) -> OffScale | None:
             parts.append(keep)
     up = np.concatenate(up_parts) if up_parts else np.zeros(0, bool)
     down = np.concatenate(down_parts) if down_parts else np.zeros(0, bool)
-    if not (up.any() or down.any()):
+    inside = v[~(up | down)]
+    lo, hi = float(inside.min()), float(inside.max())
+    if not logy and doubt.size:  # small values are in view on a linear axis
+        lo = min(lo, float(doubt.min()))
+    over, under = v[up].tolist() + doubt[doubt > hi].tolist(), \
+        v[down].tolist() + doubt[doubt < lo].tolist()
+    if not (over or under):
         return None
-    inside = t[~(up | down)]
-    back = (lambda a: 10.0 ** a) if positive else (lambda a: a)
-    worst = float(v[up].max()) if up.any() else float(v[down].min())
-    return OffScale(float(back(inside.min())), float(back(inside.max())), int(up.sum()),
-                    int(down.sum()), worst)
+    worst = max(over) if over else min(under)
+    return OffScale(lo, hi, len(over), len(under), float(worst))

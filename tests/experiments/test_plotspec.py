@@ -171,3 +171,20 @@ def test_isolated_explosions_are_still_off_the_scale(logy):
     cut = robust_range([*calm, erratic])
     assert cut is not None and cut.above == int((lam < 1.5).sum())
     assert cut.high == pytest.approx(max(c.max() for c in calm))
+
+
+def test_flagged_points_do_not_set_the_range():
+    """Points flagged as not to be trusted (K + λI near singular) are off the scale when
+    beyond the range the others set, however steadily their line walks there."""
+    from kernel_lab.experiments.plotspec import robust_range
+
+    lam = np.logspace(-2, 2, 40)
+    calm = [3000 + 50 * np.log(lam) ** 2, 3100 + 10 * np.log(lam) ** 2]
+    rising = np.where(lam < 1, 3000 + 2e4 * (1 - lam), 3200.0)  # up to ~2.3e4, steadily
+    assert robust_range([*calm, rising]) is None  # unflagged: part of the curve
+    flagged = lam < 1
+    cut = robust_range([*calm, rising], untrusted=[lam < 0, lam < 0, flagged])
+    beyond = rising[flagged] > max(c.max() for c in calm)
+    assert cut is not None and cut.above == int(beyond.sum()) and cut.below == 0
+    assert cut.high == pytest.approx(max(c.max() for c in calm))
+    assert cut.worst == pytest.approx(rising.max())
