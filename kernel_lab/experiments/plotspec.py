@@ -309,7 +309,7 @@ class OffScale:
     low: float          # the range, in data units
     high: float
     above: int          # values above the range
-    below: int          # values below it (log axes only)
+    below: int          # values below it (log axes, or a fixed range)
     worst: float        # the value farthest above (else below) the range
 
     @property
@@ -318,8 +318,11 @@ class OffScale:
         if self.above:
             parts.append(f"▲ {self.above} point{'s' if self.above > 1 else ''} above the "
                          f"scale (up to {self.worst:.3g})")
-        if self.below:
+        if self.below and self.above:
             parts.append(f"▼ {self.below} below it")
+        elif self.below:
+            parts.append(f"▼ {self.below} point{'s' if self.below > 1 else ''} below the "
+                         f"scale (down to {self.worst:.3g})")
         return ", ".join(parts)
 
 

@@ -29,6 +29,8 @@ from kernel_lab.experiments.plotspec import (
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000",
            "#F0E442")
 LEGEND_WIDTH = 190
+#: … widened up to this for long entries (they ran past the picture's edge).
+LEGEND_MAX_WIDTH = 340
 #: The legend starts this far below the top of its row (level with the plot's top).
 LEGEND_TOP = 28
 #: Colour levels of a scatter plot's score scale.
@@ -321,7 +323,7 @@ class PlotView:
             # log axes and a quarter of the cost of every repaint
             item.getAxis(side).setStyle(maxTickLevel=1)
         self.grid = _grid_item(item)
-        holder = layout.addLayout(row=row, col=1)
+        self._holder = holder = layout.addLayout(row=row, col=1)
         holder.setFixedWidth(LEGEND_WIDTH * scale)
         self.legend = pg.LegendItem(verSpacing=-6, labelTextSize=f"{9 * scale:.0f}pt")
         if scale != 1.0:
@@ -390,6 +392,10 @@ class PlotView:
         if abs(self.legend.height() - hint.height()) > 0.5 or \
                 abs(self.legend.width() - hint.width()) > 0.5:
             self.legend.setGeometry(0, 0, hint.width(), hint.height())
+        column = float(np.clip(hint.width() + 8, LEGEND_WIDTH * self.scale,
+                               LEGEND_MAX_WIDTH * self.scale))
+        if abs(self._holder.maximumWidth() - column) > 0.5:
+            self._holder.setFixedWidth(column)
 
     def _draw_points(self, x: np.ndarray, y: np.ndarray, c: np.ndarray) -> None:
         """Points coloured by ``c`` on the viridis scale, drawn as one scatter item per
@@ -458,6 +464,7 @@ class PlotView:
                 self.item.addItem(self.curves["overlay"])
                 self.legend.addItem(self.curves["overlay"], spec.overlay_label or "marked")
             self.curves["overlay"].setData(ox[good], oy[good])
+        self._fit_legend()
         return int(ok.sum())
 
     def update(self, table: Mapping[str, Sequence[float] | np.ndarray],
@@ -584,7 +591,8 @@ class PlotView:
         cut = self.off_scale
         text = "" if cut is None else cut.text
         if text and self._off_label is None:  # inside the view, top right: no relayout
-            self._off_label = pg.TextItem(color="#B00020", anchor=(1, 0))
+            self._off_label = pg.TextItem(color="#B00020", anchor=(1, 0),
+                                          fill=pg.mkBrush(255, 255, 255, 215))
             self._off_label.setParentItem(self.item.vb)
             self.item.vb.sigResized.connect(self._place_off_label)
             self._place_off_label()

@@ -188,3 +188,16 @@ def test_flagged_points_do_not_set_the_range():
     assert cut is not None and cut.above == int(beyond.sum()) and cut.below == 0
     assert cut.high == pytest.approx(max(c.max() for c in calm))
     assert cut.worst == pytest.approx(rising.max())
+
+
+def test_off_scale_text_says_what_is_left_out():
+    from kernel_lab.experiments.plotspec import OffScale
+
+    assert OffScale(0.0, 1.0, 21, 0, 5.43e8).text == \
+        "▲ 21 points above the scale (up to 5.43e+08)"
+    assert OffScale(0.0, 1.0, 2, 3, 9.0).text == \
+        "▲ 2 points above the scale (up to 9), ▼ 3 below it"
+    # only below (a Lemma 1 estimate diving at small λ): said in full
+    assert OffScale(0.0, 1.0, 0, 40, -2.5).text == \
+        "▼ 40 points below the scale (down to -2.5)"
+    assert OffScale(0.0, 1.0, 0, 1, -2.5).text == "▼ 1 point below the scale (down to -2.5)"

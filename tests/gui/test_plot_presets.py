@@ -82,3 +82,21 @@ def test_window_test_risk_is_scaled_to_the_common_minimum(qtbot, ckrr_real):
     flagged = ckrr_real["R_test_indefinite[sigmoid]"]
     flagged = flagged[np.isfinite(flagged)]
     assert flagged.size and (flagged > y1).any()  # crosses off the scale, like their points
+
+
+def test_a_long_legend_entry_stays_in_the_picture(qtbot):
+    """learning-curve's "DSG: mean |f_t − f*|² (test)" ran past the PNG's right edge."""
+    from kernel_lab.experiments import Curve, PlotSpec
+    from kernel_lab.plotting.render import layout_plots
+
+    spec = PlotSpec("convergence", "t", (
+        Curve("d", "measured", "DSG: mean |f_t − f*|² (test, every 10th step)"),
+        Curve("e", "estimate", "slope −1 (O(1/t))")), logx=True, logy=True)
+    t = np.arange(1.0, 100.0)
+    layout, views = layout_plots({"t": t, "d": 10 / t, "e": 12 / t}, [spec], width=900)
+    try:
+        legend = views[0].legend.sceneBoundingRect()
+        assert legend.right() <= layout.width() and legend.width() > 0
+        assert legend.left() >= views[0].item.sceneBoundingRect().right()  # beside the plot
+    finally:
+        layout.close()
