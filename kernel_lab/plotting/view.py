@@ -123,12 +123,12 @@ LABEL_OVERHANG = 32
 def _decimals(values: Sequence[float]) -> list[str]:
     """``values`` as ``:g`` writes them, with more digits where six do not write them
     exactly."""
+    v = np.asarray(values, dtype=np.float64)
     for digits in range(6, 16):
-        out = [f"{v:.{digits}g}" for v in values]
-        if all(np.isclose(float(t), v, rtol=1e-9, atol=0.0) for t, v in zip(
-                out, values, strict=True)):
+        out = [f"{x:.{digits}g}" for x in v.tolist()]
+        if np.allclose([float(t) for t in out], v, rtol=1e-9, atol=0.0):
             return out
-    return [f"{v:g}" for v in values]
+    return [f"{x:g}" for x in v.tolist()]
 
 
 def log_ticks(lo: float, hi: float,
@@ -180,6 +180,11 @@ def _log_axis(orientation: str) -> object:
         def __init__(self, orientation: str) -> None:
             super().__init__(orientation)
             self.setStyle(maxTextLevel=0, hideOverlappingLabels=LABEL_OVERHANG)
+            self._ticks: tuple[tuple[float, float, float] | None, list] = (None, [])
+
+        def setTickFont(self, font: QtGui.QFont | None) -> None:
+            self._ticks = (None, [])
+            super().setTickFont(font)
 
         def _metrics(self) -> QtGui.QFontMetricsF:
             return QtGui.QFontMetricsF(self.style["tickFont"] or QtGui.QFont())
@@ -200,6 +205,9 @@ def _log_axis(orientation: str) -> object:
             if not self.logMode:
                 return super().tickValues(minVal, maxVal, size)
             lo, hi = sorted((float(minVal), float(maxVal)))
+            key = (lo, hi, float(size))
+            if self._ticks[0] == key:  # the grid asks again at every repaint
+                return self._ticks[1]
             major = log_ticks(lo, hi, lambda ticks, labels: self._fits(
                 ticks, labels, lo, hi, size))
             if not major:
@@ -211,7 +219,8 @@ def _log_axis(orientation: str) -> object:
                 v = v[(v >= lo) & (v <= hi)]
                 minor = [x for x in v.tolist()
                          if not np.isclose(major, x, atol=1e-9, rtol=0.0).any()]
-            return [(None, major), (None, minor)]
+            self._ticks = (key, [(None, major), (None, minor)])
+            return self._ticks[1]
 
         def tickStrings(self, values, scale, spacing):
             if not self.logMode:
