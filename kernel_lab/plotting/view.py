@@ -114,7 +114,7 @@ MAX_LABELS = 12
 #: Space between neighbouring tick labels of a log axis, in pixels, beyond the labels
 #: themselves (a vertical axis: in line heights).
 LABEL_GAP = 14
-LABEL_GAP_LINES = 1.3
+LABEL_GAP_LINES = 1.8
 #: Labels at the ends of an axis may reach this far (pixels) beyond it: "0.0001" at the
 #: left end of a λ axis is drawn, not dropped.
 LABEL_OVERHANG = 32
