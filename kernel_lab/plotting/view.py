@@ -621,8 +621,12 @@ class PlotView:
         lo, hi = self._y_window or (cut.low, cut.high)
         if self.logy:
             lo, hi = np.log10(lo), np.log10(hi)
-        pad = 0.0 if self._y_window else \
-            0.05 * (hi - lo) + 0.05 * max(abs(hi), abs(lo), 1e-12)
+        if self._y_window:
+            pad = 0.0
+        elif self.logy:  # decades: a twentieth of the span (at least of a tenth decade)
+            pad = 0.05 * max(hi - lo, 0.1)
+        else:
+            pad = 0.05 * (hi - lo) + 0.05 * max(abs(hi), abs(lo), 1e-12)
         self.item.setYRange(lo - pad, hi + pad, padding=0)
 
     def legend_height(self) -> float:
