@@ -19,7 +19,10 @@ import math
 import string
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
 
 #: What a curve is; viewers map each role to a line style. A ``choice`` is a point picked
 #: by a rule (a λ chosen by an estimator), drawn as a marker alone; a ``flag`` marks points
@@ -143,7 +146,8 @@ class PlotSpec:
     ylabel: str = ""
     logx: bool = False
     logy: bool = False
-    #: Fix the y range to that of these series (for curves that can blow up).
+    #: Fix the y range to that of these series, without their isolated spikes (for curves
+    #: that can blow up); the view says how many points of the others it leaves out.
     y_range_from: tuple[str, ...] = ()
     #: The y values are risks or errors (positive): the window offers a log y axis, and
     #: isolated spikes (an exploding curve) are left off the scale
@@ -305,7 +309,7 @@ class OffScale:
     low: float          # the range, in data units
     high: float
     above: int          # values above the range
-    below: int          # values below it (log axes only)
+    below: int          # values below it (log axes, or a fixed range)
     worst: float        # the value farthest above (else below) the range
 
     @property
@@ -314,32 +318,66 @@ class OffScale:
         if self.above:
             parts.append(f"▲ {self.above} point{'s' if self.above > 1 else ''} above the "
                          f"scale (up to {self.worst:.3g})")
-        if self.below:
+        if self.below and self.above:
             parts.append(f"▼ {self.below} below it")
+        elif self.below:
+            parts.append(f"▼ {self.below} point{'s' if self.below > 1 else ''} below the "
+                         f"scale (down to {self.worst:.3g})")
         return ", ".join(parts)
 
 
 #: Spikes are values beyond the quartiles by this many interquartile ranges …
 SPIKE_IQR = 3.0
-#: … and, for positive values, by at least this factor (a decade): a decaying learning
-#: curve's first points are not spikes.
+#: … and, for positive values, by at least this factor on a log axis (a decade) …
 SPIKE_FACTOR = 10.0
+#: … or this one on a linear axis, where a point ten times higher leaves the others a
+#: tenth of the plot.
+SPIKE_FACTOR_LINEAR = 3.0
+#: A stretch of a line beyond the range is a spike only when it is *isolated*: the line
+#: jumps into it, out of it or inside it by more than this factor (or, for values of
+#: both signs, by more than the spike width); a line that walks out of the range in
+#: smaller steps — the start of a learning curve, a risk rising at large λ — is drawn.
+JUMP_FACTOR = 10.0
 
 
-def robust_range(columns: Iterable[Any], logy: bool = False) -> OffScale | None:
-    """The y range of a plot's lines without isolated spikes — values beyond the
-    quartiles of all its points by :data:`SPIKE_IQR` interquartile ranges (and, for
-    positive values, by a factor :data:`SPIKE_FACTOR`; ratios measured on a log scale) —
-    or None when there are none. One exploding curve (an indefinite kernel's risk) then
-    no longer flattens the others; the viewer says how many points lie off the scale.
-    Below the range only on log axes (on a linear one small values are in view anyway)."""
+def _runs(mask: np.ndarray) -> list[tuple[int, int]]:
+    """The maximal stretches ``[start, stop)`` where ``mask`` is true."""
     import numpy as np
 
-    v = np.concatenate([np.asarray(c, dtype=np.float64).ravel() for c in columns] or
-                       [np.zeros(0)])
-    v = v[np.isfinite(v)]
-    if logy:
-        v = v[v > 0]
+    edges = np.flatnonzero(np.diff(np.r_[0, mask.astype(np.int8), 0]))
+    return list(zip(edges[::2].tolist(), edges[1::2].tolist(), strict=True))
+
+
+def robust_range(columns: Iterable[Any], logy: bool = False,
+                 untrusted: Iterable[Any] | None = None) -> OffScale | None:
+    """The y range of a plot's lines without isolated spikes, or None when there are
+    none. One exploding curve (an indefinite kernel's risk) then no longer flattens the
+    others; the viewer says how many points lie off the scale.
+
+    ``columns`` are the plot's lines, each in the order of its x. Candidates are values
+    beyond the quartiles of all points by :data:`SPIKE_IQR` interquartile ranges (and,
+    for positive values, by a factor :data:`SPIKE_FACTOR` on log axes,
+    :data:`SPIKE_FACTOR_LINEAR` on linear ones; ratios measured on a log scale); below
+    the range only on log axes (on a linear one small values are in view anyway). Of
+    these, a stretch of consecutive candidates of one line is left out only when it is
+    isolated: a step of the line from its neighbours in range, or within it, exceeds
+    :data:`JUMP_FACTOR`. A curve that falls or rises steadily is never a spike.
+
+    ``untrusted`` (one boolean mask per column) marks points a plot flags as not to be
+    trusted (K + λI near singular): they do not set the range, and those beyond it are
+    off the scale too (below it on linear axes they widen it)."""
+    import numpy as np
+
+    lines, doubts = [], []
+    masks = list(untrusted) if untrusted is not None else None
+    for i, c in enumerate(columns):
+        c = np.asarray(c, dtype=np.float64).ravel()
+        ok = np.isfinite(c) & (c > 0) if logy else np.isfinite(c)
+        u = np.zeros(c.shape, bool) if masks is None else np.asarray(masks[i], bool).ravel()
+        lines.append(c[ok & ~u])
+        doubts.append(c[ok & u])
+    v = np.concatenate(lines or [np.zeros(0)])
+    doubt = np.concatenate(doubts or [np.zeros(0)])
     if v.size < 8:
         return None
     positive = bool((v > 0).all())
@@ -347,15 +385,31 @@ def robust_range(columns: Iterable[Any], logy: bool = False) -> OffScale | None:
     q25, q75 = np.percentile(t, [25, 75])
     width = SPIKE_IQR * (q75 - q25)
     if positive:
-        width = max(width, math.log10(SPIKE_FACTOR))
+        width = max(width, math.log10(SPIKE_FACTOR if logy else SPIKE_FACTOR_LINEAR))
     elif width == 0:
         return None
     high, low = q75 + width, (q25 - width if logy else -math.inf)
-    up, down = t > high, t < low
-    if not (up.any() or down.any()):
+    jump = math.log10(JUMP_FACTOR) if positive else width
+    up_parts, down_parts = [], []
+    for line in lines:
+        tl = np.log10(line) if positive else line
+        up, down = tl > high, tl < low
+        for side, parts in ((up, up_parts), (down, down_parts)):
+            keep = side.copy()
+            for a, b in _runs(side):
+                chain = tl[max(a - 1, 0):b + 1]  # the stretch and its neighbours
+                if chain.size < 2 or np.abs(np.diff(chain)).max() <= jump:
+                    keep[a:b] = False  # the line walks there: part of the curve
+            parts.append(keep)
+    up = np.concatenate(up_parts) if up_parts else np.zeros(0, bool)
+    down = np.concatenate(down_parts) if down_parts else np.zeros(0, bool)
+    inside = v[~(up | down)]
+    lo, hi = float(inside.min()), float(inside.max())
+    if not logy and doubt.size:  # small values are in view on a linear axis
+        lo = min(lo, float(doubt.min()))
+    over, under = v[up].tolist() + doubt[doubt > hi].tolist(), \
+        v[down].tolist() + doubt[doubt < lo].tolist()
+    if not (over or under):
         return None
-    inside = t[~(up | down)]
-    back = (lambda a: 10.0 ** a) if positive else (lambda a: a)
-    worst = float(v[up].max()) if up.any() else float(v[down].min())
-    return OffScale(float(back(inside.min())), float(back(inside.max())), int(up.sum()),
-                    int(down.sum()), worst)
+    worst = max(over) if over else min(under)
+    return OffScale(lo, hi, len(over), len(under), float(worst))

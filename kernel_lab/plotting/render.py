@@ -7,10 +7,14 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from kernel_lab.experiments.plotspec import PlotSpec
+
+if TYPE_CHECKING:
+    from kernel_lab.plotting.view import PlotView
 
 
 def ensure_app() -> object:
@@ -30,6 +34,43 @@ def has_display() -> bool:
     return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
+def layout_plots(table: Mapping[str, Sequence[float] | np.ndarray], plots: Sequence[PlotSpec],
+                 *, title: str = "", width: int = 1000, height_per_plot: int = 400
+                 ) -> tuple[Any, list[PlotView]]:
+    """The laid-out widget :func:`render_plots` exports (not shown on a screen) and its
+    plot views. A plot whose legend is taller than its row gets a taller row, so no
+    legend runs into the next one. Close the widget when done."""
+    ensure_app()
+    import pyqtgraph as pg
+
+    from kernel_lab.plotting.view import PlotView
+
+    pg.setConfigOptions(antialias=True, background="w", foreground="k")
+    layout = pg.GraphicsLayoutWidget()
+    head = 30 if title else 0
+    layout.resize(width, max(1, len(plots)) * height_per_plot + head)
+    if title:
+        shown = title if len(title) <= 110 else title[:107] + "…"
+        layout.addLabel(shown, row=0, col=0, colspan=2, size="12pt")
+    views = []
+    for row, spec in enumerate(plots, start=1 if title else 0):
+        view = PlotView(layout, row, spec)
+        view.update(table)
+        views.append(view)
+    # Lay the widget out at its size without putting a window on the screen.
+    layout.setAttribute(pg.QtCore.Qt.WidgetAttribute.WA_DontShowOnScreen, True)
+    layout.show()
+    pg.QtWidgets.QApplication.processEvents()
+    row = max([height_per_plot] + [int(v.legend_height()) + 40 for v in views])
+    if row > height_per_plot:  # every row as tall as the tallest legend needs
+        layout.resize(width, len(views) * row + head)
+        pg.QtWidgets.QApplication.processEvents()
+    for view in views:  # the ranges, and so the axes' labels, at the final size
+        view.update(table)
+    pg.QtWidgets.QApplication.processEvents()
+    return layout, views
+
+
 def render_plots(table: Mapping[str, Sequence[float] | np.ndarray], plots: Sequence[PlotSpec],
                  path: str | os.PathLike[str], *, title: str = "", width: int = 1000,
                  height_per_plot: int = 400) -> Path:
@@ -38,24 +79,10 @@ def render_plots(table: Mapping[str, Sequence[float] | np.ndarray], plots: Seque
     Columns a plot names but the table lacks are skipped; non-finite values (and
     non-positive ones on a log axis) leave gaps.
     """
-    ensure_app()
-    import pyqtgraph as pg
     from pyqtgraph.exporters import ImageExporter
 
-    from kernel_lab.plotting.view import PlotView
-
-    pg.setConfigOptions(antialias=True, background="w", foreground="k")
-    layout = pg.GraphicsLayoutWidget()
-    layout.resize(width, max(1, len(plots)) * height_per_plot + (30 if title else 0))
-    if title:
-        shown = title if len(title) <= 110 else title[:107] + "…"
-        layout.addLabel(shown, row=0, col=0, colspan=2, size="12pt")
-    for row, spec in enumerate(plots, start=1 if title else 0):
-        PlotView(layout, row, spec).update(table)
-    # Lay the widget out at its size without putting a window on the screen.
-    layout.setAttribute(pg.QtCore.Qt.WidgetAttribute.WA_DontShowOnScreen, True)
-    layout.show()
-    pg.QtWidgets.QApplication.processEvents()
+    layout, _ = layout_plots(table, plots, title=title, width=width,
+                             height_per_plot=height_per_plot)
     path = Path(path)
     exporter = ImageExporter(layout.scene())
     exporter.parameters()["width"] = width

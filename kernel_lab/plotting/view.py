@@ -11,7 +11,7 @@ rule) large outlined diamonds.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -23,13 +23,16 @@ from kernel_lab.experiments.plotspec import (
     legend_entries,
     resolve_curves,
     robust_range,
-    series_columns,
 )
 
 #: Colour-blind-safe palette (Okabe–Ito), used for curves in order.
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000",
            "#F0E442")
 LEGEND_WIDTH = 190
+#: … widened up to this for long entries (they ran past the picture's edge).
+LEGEND_MAX_WIDTH = 340
+#: The legend starts this far below the top of its row (level with the plot's top).
+LEGEND_TOP = 28
 #: Colour levels of a scatter plot's score scale.
 SCATTER_LEVELS = 16
 #: Line style of each role: (pen width, dash, symbol size); a symbol size 0 draws no
@@ -46,6 +49,8 @@ ROLE_STYLES: dict[str, tuple[float, str, float]] = {
 }
 #: Marker shape and outline of the roles drawn with other than plain dots.
 ROLE_MARKERS: dict[str, tuple[str, str]] = {"choice": ("d", "k"), "flag": ("x", "k")}
+#: Roles drawn as markers over points of other lines.
+MARKERS = ("choice", "flag")
 
 
 def curve_style(curve: Curve, color: str, scale: float = 1.0) -> dict[str, object]:
@@ -80,30 +85,161 @@ def assign_colors(lines: Sequence[CurveLine], colors: dict[str, str] | None = No
     return groups
 
 
+def _along_x(table: Mapping[str, Sequence[float] | np.ndarray], line: CurveLine,
+             flags: Sequence[CurveLine] = ()) -> tuple[np.ndarray, np.ndarray]:
+    """A line's y values in the order of its x (the off-scale rule looks at the steps
+    of each line), and which of them a ``flag`` line marks (a cross drawn over the
+    point: the same value at the same x)."""
+    x = np.asarray(table[line.x], dtype=np.float64)
+    y = np.asarray(table[line.column], dtype=np.float64)
+    marked = np.zeros(y.shape, dtype=bool)
+    for flag in flags:
+        f = np.asarray(table[flag.column], dtype=np.float64)
+        if flag.x == line.x and f.shape == y.shape:
+            with np.errstate(invalid="ignore"):
+                marked |= np.isfinite(f) & np.isclose(y, f, rtol=1e-12, atol=0.0)
+    if x.shape != y.shape:
+        return y, marked
+    order = np.argsort(x, kind="stable")
+    return y[order], marked[order]
+
+
 def _positive_mask(a: np.ndarray, log: bool) -> np.ndarray:
     m = np.isfinite(a)
     return m & (a > 0) if log else m
 
 
-def _log_axis(orientation: str) -> object:
-    """An axis that, in log mode, labels only 1, 2 and 5 times a power of ten (the
-    default labels every minor tick, and they run into each other)."""
-    import pyqtgraph as pg
+#: At most this many labelled ticks on an axis (log mode).
+MAX_LABELS = 12
+#: Space between neighbouring tick labels of a log axis, in pixels, beyond the labels
+#: themselves (a vertical axis: in line heights).
+LABEL_GAP = 14
+LABEL_GAP_LINES = 1.8
+#: Labels at the ends of an axis may reach this far (pixels) beyond it: "0.0001" at the
+#: left end of a λ axis is drawn, not dropped.
+LABEL_OVERHANG = 32
 
-    class SparseLogAxis(pg.AxisItem):
+
+def _decimals(values: Sequence[float]) -> list[str]:
+    """``values`` as ``:g`` writes them, with more digits where six do not write them
+    exactly."""
+    v = np.asarray(values, dtype=np.float64)
+    for digits in range(6, 16):
+        out = [f"{x:.{digits}g}" for x in v.tolist()]
+        if np.allclose([float(t) for t in out], v, rtol=1e-9, atol=0.0):
+            return out
+    return [f"{x:g}" for x in v.tolist()]
+
+
+def log_ticks(lo: float, hi: float,
+              fits: Callable[[np.ndarray, list[str]], bool]) -> list[float]:
+    """The labelled ticks of a log axis showing ``10**lo`` to ``10**hi``: decades (every
+    k-th when there are many), else 1, 2, 5 or 1 … 9 times a power of ten, else — a range
+    within one decade — evenly spaced values. Of these, the densest whose labels ``fits``
+    (ticks, labels) says have room, with at most :data:`MAX_LABELS`, else the sparsest;
+    always at least two ticks when the range is not empty. Values are log10 of the
+    ticks."""
+    if not (np.isfinite(lo) and np.isfinite(hi)) or hi <= lo:
+        return []
+    eps = 1e-9 * max(1.0, abs(lo), abs(hi))
+    d0, d1 = int(np.floor(lo)), int(np.ceil(hi))
+    candidates: list[np.ndarray] = []
+    first = np.ceil(lo - eps)  # every k-th decade from the first in view ("0.0001" kept)
+    for k in (100, 50, 20, 10, 5, 3, 2, 1):  # sparse to dense
+        candidates.append(np.arange(first, hi + eps, k, dtype=np.float64))
+    if d1 - d0 <= 12:
+        for mantissas in ((1.0, 2.0, 5.0), tuple(range(1, 10))):
+            m = np.log10(np.asarray(mantissas, dtype=np.float64))
+            v = (np.arange(d0, d1 + 1)[:, None] + m[None, :]).ravel()
+            candidates.append(v[(v >= lo - eps) & (v <= hi + eps)])
+    usable = [c for c in candidates if c.size >= 2]
+    if not usable:  # within a decade: evenly spaced values (3.2e8, 3.4e8, …)
+        a, b = 10.0 ** lo, 10.0 ** hi
+        base = 10.0 ** np.floor(np.log10(b - a))
+        for step in base * np.array([5.0, 2.0, 1.0, 0.5, 0.2, 0.1, 0.05, 0.02, 0.01]):
+            first = np.ceil(a / step - 1e-9) * step
+            v = np.arange(first, b + 1e-9 * step, step)
+            usable += [np.log10(v)] if v.size >= 2 else []
+    if not usable:
+        return [lo, hi]
+    good = [c for c in usable if c.size <= MAX_LABELS and fits(
+        c, _decimals((10.0 ** c).tolist()))]
+    return (good[-1] if good else usable[0]).tolist()
+
+
+def _log_axis(orientation: str) -> object:
+    """An axis whose log mode labels decades or 1, 2, 5 times a power of ten — always at
+    least two ticks (:func:`log_ticks`) — with the other integer multiples as unlabelled
+    minor ticks; labels at its ends may overhang it (:data:`LABEL_OVERHANG`), and a
+    vertical axis takes the width of its labels when its range changes, not a paint
+    later (a screenshot taken in between showed an axis without labels)."""
+    import pyqtgraph as pg
+    from PySide6 import QtGui
+
+    class LabelledLogAxis(pg.AxisItem):
+        def __init__(self, orientation: str) -> None:
+            super().__init__(orientation)
+            self.setStyle(maxTextLevel=0, hideOverlappingLabels=LABEL_OVERHANG)
+            self._ticks: tuple[tuple[float, float, float] | None, list] = (None, [])
+
+        def setTickFont(self, font: QtGui.QFont | None) -> None:
+            self._ticks = (None, [])
+            super().setTickFont(font)
+
+        def _metrics(self) -> QtGui.QFontMetricsF:
+            return QtGui.QFontMetricsF(self.style["tickFont"] or QtGui.QFont())
+
+        def _fits(self, ticks: np.ndarray, labels: list[str], lo: float, hi: float,
+                  size: float) -> bool:
+            """Whether neighbouring labels at ``ticks`` keep their distance."""
+            fm = self._metrics()
+            pos = np.asarray(ticks) * size / (hi - lo)
+            if self.orientation in ("left", "right"):
+                need = np.full(pos.size - 1, LABEL_GAP_LINES * fm.height())
+            else:
+                w = np.array([fm.horizontalAdvance(t) for t in labels])
+                need = 0.5 * (w[1:] + w[:-1]) + LABEL_GAP
+            return bool((np.diff(pos) >= need).all())
+
+        def tickValues(self, minVal, maxVal, size):
+            if not self.logMode:
+                return super().tickValues(minVal, maxVal, size)
+            lo, hi = sorted((float(minVal), float(maxVal)))
+            key = (lo, hi, float(size))
+            if self._ticks[0] == key:  # the grid asks again at every repaint
+                return self._ticks[1]
+            major = log_ticks(lo, hi, lambda ticks, labels: self._fits(
+                ticks, labels, lo, hi, size))
+            if not major:
+                return []
+            minor: list[float] = []
+            if 9 * (hi - lo) <= size / 4:  # about 4 px between minor lines at least
+                m = np.log10(np.arange(1.0, 10.0))
+                v = (np.arange(np.floor(lo), np.ceil(hi) + 1)[:, None] + m).ravel()
+                v = v[(v >= lo) & (v <= hi)]
+                minor = [x for x in v.tolist()
+                         if not np.isclose(major, x, atol=1e-9, rtol=0.0).any()]
+            self._ticks = (key, [(None, major), (None, minor)])
+            return self._ticks[1]
+
         def tickStrings(self, values, scale, spacing):
             if not self.logMode:
                 return super().tickStrings(values, scale, spacing)
-            decades = (max(values) - min(values)) if len(values) > 1 else 0.0
-            keep = (1.0,) if decades > 3 else (1.0, 2.0, 5.0)
-            out = []
-            for v in values:
-                x = 10.0 ** v
-                mantissa = x / 10.0 ** np.floor(np.log10(x) + 1e-9)
-                out.append(f"{x:g}" if any(abs(mantissa - k) < 1e-6 for k in keep) else "")
-            return out
+            return _decimals([10.0 ** v for v in values])
 
-    return SparseLogAxis(orientation)
+        def setRange(self, mn, mx):
+            super().setRange(mn, mx)
+            if self.logMode and self.orientation in ("left", "right"):
+                lo, hi = sorted(self.range)
+                size = max(self.height(), 100.0)
+                labels = self.tickStrings(self.tickValues(lo, hi, size)[0][1], 1.0, None) \
+                    if hi > lo else []
+                if labels:  # the room the labels need, before they are drawn
+                    fm = self._metrics()
+                    self._updateMaxTextSize(int(max(fm.horizontalAdvance(t)
+                                                    for t in labels)) + 2)
+
+    return LabelledLogAxis(orientation)
 
 
 def _grid_item(item: object) -> object:
@@ -196,7 +332,7 @@ class PlotView:
             # log axes and a quarter of the cost of every repaint
             item.getAxis(side).setStyle(maxTickLevel=1)
         self.grid = _grid_item(item)
-        holder = layout.addLayout(row=row, col=1)
+        self._holder = holder = layout.addLayout(row=row, col=1)
         holder.setFixedWidth(LEGEND_WIDTH * scale)
         self.legend = pg.LegendItem(verSpacing=-6, labelTextSize=f"{9 * scale:.0f}pt")
         if scale != 1.0:
@@ -208,7 +344,7 @@ class PlotView:
                 axis.setTickFont(font)
                 axis.label.setFont(font)
         self.legend.setParentItem(holder)
-        self.legend.anchor(itemPos=(0, 0), parentPos=(0, 0), offset=(0, 28))
+        self.legend.anchor(itemPos=(0, 0), parentPos=(0, 0), offset=(0, LEGEND_TOP * scale))
         self.curves: dict[str, object] = {}
         self.error_bars: dict[str, object] = {}  # spread bands (FillBetweenItem)
         self._band_edges: dict[str, tuple[object, object]] = {}
@@ -221,6 +357,7 @@ class PlotView:
         self.off_scale: OffScale | None = None
         self._off_label: object | None = None
         self._cut_applied = False
+        self._y_window: tuple[float, float] | None = None  # a fixed range (y_range_from)
 
     def _sync_legend(self, lines: list[CurveLine], colors: Mapping[str, str],
                      table: Mapping[str, Sequence[float] | np.ndarray]) -> None:
@@ -251,6 +388,23 @@ class PlotView:
             sample = pg.PlotDataItem([], [], **style)
             self._legend_samples.append(sample)
             self.legend.addItem(sample, text)
+        self._fit_legend()
+
+    def _fit_legend(self) -> None:
+        """The legend at the size its entries ask for. pyqtgraph sums the entries'
+        current heights on each new entry, and those are stretched to the legend's
+        last size: each entry grew the legend further (13 entries took 500 pixels and
+        ran into the next plot's legend)."""
+        from PySide6 import QtCore
+
+        hint = self.legend.layout.effectiveSizeHint(QtCore.Qt.SizeHint.PreferredSize)
+        if abs(self.legend.height() - hint.height()) > 0.5 or \
+                abs(self.legend.width() - hint.width()) > 0.5:
+            self.legend.setGeometry(0, 0, hint.width(), hint.height())
+        column = float(np.clip(hint.width() + 8, LEGEND_WIDTH * self.scale,
+                               LEGEND_MAX_WIDTH * self.scale))
+        if abs(self._holder.maximumWidth() - column) > 0.5:
+            self._holder.setFixedWidth(column)
 
     def _draw_points(self, x: np.ndarray, y: np.ndarray, c: np.ndarray) -> None:
         """Points coloured by ``c`` on the viridis scale, drawn as one scatter item per
@@ -319,6 +473,7 @@ class PlotView:
                 self.item.addItem(self.curves["overlay"])
                 self.legend.addItem(self.curves["overlay"], spec.overlay_label or "marked")
             self.curves["overlay"].setData(ox[good], oy[good])
+        self._fit_legend()
         return int(ok.sum())
 
     def update(self, table: Mapping[str, Sequence[float] | np.ndarray],
@@ -344,9 +499,17 @@ class PlotView:
             self.clear()  # curves (a kernel, a method) that are no longer in the results
         # risks and errors (declared positive) leave isolated spikes off the scale; a
         # spectrum or a histogram keeps its peaks. Markers repeat points of lines: skipped
-        self.off_scale = cut = None if spec.y_range_from or not spec.positive else \
-            robust_range([table[ln.column] for ln in lines
-                          if ln.curve.role not in ("flag", "choice")], self.logy)
+        self._y_window = None
+        if spec.y_range_from:
+            cut = self._reference_range(table, lines)
+        elif spec.positive:  # flagged points do not set the range (nor their crosses)
+            flags = [ln for ln in lines if ln.curve.role == "flag"]
+            pairs = [_along_x(table, ln, flags) for ln in lines
+                     if ln.curve.role not in MARKERS]
+            cut = robust_range([y for y, _ in pairs], self.logy, [m for _, m in pairs])
+        else:
+            cut = None
+        self.off_scale = cut
         shown = made = 0
         for line in lines:
             col, color = line.column, colors[line.group]
@@ -359,10 +522,13 @@ class PlotView:
             y = np.asarray(table[col], dtype=np.float64)
             mask = _positive_mask(x, spec.logx) & _positive_mask(y, self.logy)
             if col not in self.curves:
-                self.curves[col] = self.item.plot([], [], **curve_style(line.curve, color,
-                                                                         self.scale))
-                if line.curve.role in ("choice", "flag"):
-                    self.curves[col].setZValue(25)  # a chosen point: above curves and stars
+                style = curve_style(line.curve, color, self.scale)
+                self.curves[col] = curve = pg.PlotDataItem([], [], **style)
+                # markers repeat points of lines and obey the same y range: they do not
+                # widen it (a flagged spike is off the scale with its point)
+                self.item.addItem(curve, ignoreBounds=line.curve.role in MARKERS)
+                if line.curve.role in MARKERS:
+                    curve.setZValue(25)  # a chosen point: above curves and stars
             shown += bool(mask.any())
             err = (np.asarray(table[line.spread], dtype=np.float64)[mask]
                    if line.spread is not None and not self.logy else None)
@@ -394,16 +560,36 @@ class PlotView:
                 hi.setData(xs[ok], mid + err[ok])
         self._sync_legend([ln for ln in lines if ln.column in self.curves], colors, table)
         self._fit_y_range()
-        if spec.y_range_from:
-            ref = [np.asarray(table[c], dtype=np.float64)
-                   for c in series_columns(spec.y_range_from, table)]
-            vals = np.concatenate(ref) if ref else np.array([])
-            vals = vals[np.isfinite(vals)]
-            if vals.size:
-                lo, hi = float(vals.min()), float(vals.max())
-                pad = 0.5 * (hi - lo) + 1e-12
-                self.item.setYRange(lo - pad, hi + pad, padding=0)
         return shown
+
+    def _reference_range(self, table: Mapping[str, Sequence[float] | np.ndarray],
+                         lines: list[CurveLine]) -> OffScale | None:
+        """The y range of a plot whose curves can blow up (``spec.y_range_from``): that of
+        the reference series without their own isolated spikes, widened by half, and
+        what of the plot's lines it leaves out."""
+        ref = [_along_x(table, ln)[0] for ln in lines
+               if ln.key.series in self.spec.y_range_from and ln.curve.role not in MARKERS]
+        vals = np.concatenate(ref) if ref else np.array([])
+        vals = vals[np.isfinite(vals) & ((vals > 0) if self.logy else True)]
+        if not vals.size:
+            return None
+        cut = robust_range(ref, self.logy)
+        lo, hi = (cut.low, cut.high) if cut is not None else (vals.min(), vals.max())
+        if self.logy:
+            lo, hi = np.log10(lo), np.log10(hi)
+        pad = 0.5 * (hi - lo) + 1e-12 * max(1.0, abs(hi), abs(lo))
+        lo, hi = lo - pad, hi + pad
+        if self.logy:
+            lo, hi = 10.0 ** lo, 10.0 ** hi
+        self._y_window = (float(lo), float(hi))
+        every = [_along_x(table, ln)[0] for ln in lines if ln.curve.role not in MARKERS]
+        v = np.concatenate(every) if every else np.array([])
+        v = v[np.isfinite(v) & ((v > 0) if self.logy else True)]
+        up, down = v > hi, v < lo
+        if not (up.any() or down.any()):
+            return None
+        worst = float(v[up].max()) if up.any() else float(v[down].min())
+        return OffScale(float(lo), float(hi), int(up.sum()), int(down.sum()), worst)
 
     def _fit_y_range(self) -> None:
         """Autoscale y, except when isolated spikes would flatten every other curve: then
@@ -414,27 +600,49 @@ class PlotView:
         cut = self.off_scale
         text = "" if cut is None else cut.text
         if text and self._off_label is None:  # inside the view, top right: no relayout
-            self._off_label = pg.TextItem(color="#B00020", anchor=(1, 0))
+            self._off_label = pg.TextItem(color="#B00020", anchor=(1, 0),
+                                          fill=pg.mkBrush(255, 255, 255, 215))
             self._off_label.setParentItem(self.item.vb)
             self.item.vb.sigResized.connect(self._place_off_label)
             self._place_off_label()
         if self._off_label is not None:
             self._off_label.setText(text)
-        if cut is None:
+            self._place_off_label()
+        if cut is None and self._y_window is None:
             if self._cut_applied:  # back to autoscaling (a user's zoom is left alone)
                 self._cut_applied = False
                 self.item.enableAutoRange(axis="y")
+            if self.item.vb.state["autoRange"][1] is not False:
+                # now, not at the next paint: the axes take the room of their labels
+                # before a screenshot or an export
+                self.item.vb.updateAutoRange()
             return
         self._cut_applied = True
-        lo, hi = cut.low, cut.high
+        lo, hi = self._y_window or (cut.low, cut.high)
         if self.logy:
             lo, hi = np.log10(lo), np.log10(hi)
-        pad = 0.05 * (hi - lo) + 0.05 * max(abs(hi), abs(lo), 1e-12)
+        if self._y_window:
+            pad = 0.0
+        elif self.logy:  # decades: a twentieth of the span (at least of a tenth decade)
+            pad = 0.05 * max(hi - lo, 0.1)
+        else:
+            pad = 0.05 * (hi - lo) + 0.05 * max(abs(hi), abs(lo), 1e-12)
         self.item.setYRange(lo - pad, hi + pad, padding=0)
 
+    def legend_height(self) -> float:
+        """The height the legend takes below the top of its row (pixels)."""
+        return LEGEND_TOP * self.scale + self.legend.boundingRect().height()
+
     def _place_off_label(self) -> None:
-        if self._off_label is not None:
-            self._off_label.setPos(self.item.vb.width() - 4, 2)
+        """The off-scale note at the top right inside the view, wrapped to its width."""
+        label = self._off_label
+        if label is None:
+            return
+        room = max(self.item.vb.width() - 8, 40.0)
+        label.setTextWidth(-1)
+        if label.textItem.boundingRect().width() > room:
+            label.setTextWidth(room)
+        label.setPos(self.item.vb.width() - 4, 2)
 
     def _mark_minimum(self, col: str, color: str, x: np.ndarray, y: np.ndarray) -> None:
         """A star at the minimum of the curve (λ* of a risk curve)."""

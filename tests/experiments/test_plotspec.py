@@ -125,3 +125,79 @@ def test_robust_range_leaves_out_isolated_spikes_only():
     dip = np.concatenate([np.full(30, 1.0), [1e-9]])
     low = robust_range([dip], logy=True)
     assert low is not None and low.below == 1 and low.above == 0 and low.low == 1.0
+
+
+def _flat(level: float, n: int = 16, seed: int = 0) -> np.ndarray:
+    return level * (1.0 + 0.05 * np.random.default_rng(seed).standard_normal(n))
+
+
+@pytest.mark.parametrize("logy", [False, True])
+def test_a_steadily_falling_curve_is_never_off_the_scale(logy):
+    """The start of a learning curve, far above the flat curves beside it, is the curve
+    (penguins: 8 of 16 DSG points were "above the scale")."""
+    from kernel_lab.experiments.plotspec import robust_range
+
+    flat = [_flat(0.012, seed=1), _flat(0.02, seed=2), _flat(0.015, seed=3)]
+    falling = np.geomspace(0.6, 0.05, 16)
+    assert robust_range([*flat, falling], logy) is None
+    # a plateau, then a drop by less than a decade per step (the penguins run itself)
+    dsg = np.array([0.291, 0.256, *[0.2326] * 6, 0.0349, 0.0233, 0.0349, 0.0116, 0.0116,
+                    0.0116, 0.0116, 0.0116])
+    assert robust_range([*flat, dsg], logy) is None
+    # and rising steadily (overfitting at one end of a λ path) is the curve too
+    assert robust_range([*flat, falling[::-1]], logy) is None
+
+
+@pytest.mark.parametrize("logy", [False, True])
+def test_isolated_explosions_are_still_off_the_scale(logy):
+    from kernel_lab.experiments.plotspec import robust_range
+
+    flat = _flat(1.0, 40, seed=4)
+    spiky = _flat(1.2, 40, seed=5)
+    spiky[10] = 1e6          # one point
+    spiky[25:27] = [1e5, 3e5]  # two neighbours
+    falling = np.geomspace(30.0, 1.0, 40)  # steady: stays in view
+    cut = robust_range([flat, spiky, falling], logy)
+    assert cut is not None and (cut.above, cut.below) == (3, 0) and cut.worst == 1e6
+    assert cut.high == pytest.approx(30.0) and cut.low == pytest.approx(
+        min(flat.min(), spiky.min()))
+    # on a linear axis an erratic explosion (an indefinite kernel's risk below some λ)
+    # goes as a whole, also where single points of it are only a few times the others
+    lam = np.logspace(-2, 2, 40)
+    calm = [3000 + 50 * np.log(lam) ** 2, 3200 + 30 * np.log(lam) ** 2, 2900 + 0 * lam]
+    erratic = np.where(lam < 1.5, 10.0 ** np.random.default_rng(6).uniform(4.2, 8.7, 40),
+                       3100 + 40 * np.log(lam) ** 2)
+    erratic[np.flatnonzero(lam < 1.5)[-1]] = 1.7e4  # just before the calm part: 5× higher
+    cut = robust_range([*calm, erratic])
+    assert cut is not None and cut.above == int((lam < 1.5).sum())
+    assert cut.high == pytest.approx(max(c.max() for c in calm))
+
+
+def test_flagged_points_do_not_set_the_range():
+    """Points flagged as not to be trusted (K + λI near singular) are off the scale when
+    beyond the range the others set, however steadily their line walks there."""
+    from kernel_lab.experiments.plotspec import robust_range
+
+    lam = np.logspace(-2, 2, 40)
+    calm = [3000 + 50 * np.log(lam) ** 2, 3100 + 10 * np.log(lam) ** 2]
+    rising = np.where(lam < 1, 3000 + 2e4 * (1 - lam), 3200.0)  # up to ~2.3e4, steadily
+    assert robust_range([*calm, rising]) is None  # unflagged: part of the curve
+    flagged = lam < 1
+    cut = robust_range([*calm, rising], untrusted=[lam < 0, lam < 0, flagged])
+    beyond = rising[flagged] > max(c.max() for c in calm)
+    assert cut is not None and cut.above == int(beyond.sum()) and cut.below == 0
+    assert cut.high == pytest.approx(max(c.max() for c in calm))
+    assert cut.worst == pytest.approx(rising.max())
+
+
+def test_off_scale_text_says_what_is_left_out():
+    from kernel_lab.experiments.plotspec import OffScale
+
+    assert OffScale(0.0, 1.0, 21, 0, 5.43e8).text == \
+        "▲ 21 points above the scale (up to 5.43e+08)"
+    assert OffScale(0.0, 1.0, 2, 3, 9.0).text == \
+        "▲ 2 points above the scale (up to 9), ▼ 3 below it"
+    # only below (a Lemma 1 estimate diving at small λ): said in full
+    assert OffScale(0.0, 1.0, 0, 40, -2.5).text == \
+        "▼ 40 points below the scale (down to -2.5)"
+    assert OffScale(0.0, 1.0, 0, 1, -2.5).text == "▼ 1 point below the scale (down to -2.5)"
