@@ -92,16 +92,25 @@ def _along_x(table: Mapping[str, Sequence[float] | np.ndarray], line: CurveLine,
     point: the same value at the same x)."""
     x = np.asarray(table[line.x], dtype=np.float64)
     y = np.asarray(table[line.column], dtype=np.float64)
+    marked = _flagged(table, line, flags)
+    if x.shape != y.shape:
+        return y, marked
+    order = np.argsort(x, kind="stable")
+    return y[order], marked[order]
+
+
+def _flagged(table: Mapping[str, Sequence[float] | np.ndarray], line: CurveLine,
+             flags: Sequence[CurveLine]) -> np.ndarray:
+    """Which points of ``line`` (in the table's order) a ``flag`` line marks: a cross
+    drawn over the point, the same value at the same x."""
+    y = np.asarray(table[line.column], dtype=np.float64)
     marked = np.zeros(y.shape, dtype=bool)
     for flag in flags:
         f = np.asarray(table[flag.column], dtype=np.float64)
         if flag.x == line.x and f.shape == y.shape:
             with np.errstate(invalid="ignore"):
                 marked |= np.isfinite(f) & np.isclose(y, f, rtol=1e-12, atol=0.0)
-    if x.shape != y.shape:
-        return y, marked
-    order = np.argsort(x, kind="stable")
-    return y[order], marked[order]
+    return marked
 
 
 def _positive_mask(a: np.ndarray, log: bool) -> np.ndarray:
@@ -500,10 +509,10 @@ class PlotView:
         # risks and errors (declared positive) leave isolated spikes off the scale; a
         # spectrum or a histogram keeps its peaks. Markers repeat points of lines: skipped
         self._y_window = None
+        flags = [ln for ln in lines if ln.curve.role == "flag"]
         if spec.y_range_from:
             cut = self._reference_range(table, lines)
         elif spec.positive:  # flagged points do not set the range (nor their crosses)
-            flags = [ln for ln in lines if ln.curve.role == "flag"]
             pairs = [_along_x(table, ln, flags) for ln in lines
                      if ln.curve.role not in MARKERS]
             cut = robust_range([y for y, _ in pairs], self.logy, [m for _, m in pairs])
@@ -540,8 +549,14 @@ class PlotView:
                 continue  # unchanged since the last call (e.g. theory curves during a run)
             self._drawn[col] = key
             self.curves[col].setData(x[mask], y[mask])
-            if line.curve.star and mask.any():
-                self._mark_minimum(col, color, x[mask], y[mask])
+            if line.curve.star:
+                # the minimum among the trusted points: a flagged point (K + λI near
+                # singular) is no candidate, as in the experiments' own choice of λ
+                trusted = mask & ~_flagged(table, line, flags)
+                if trusted.any():
+                    self._mark_minimum(col, color, x[trusted], y[trusted])
+                elif col in self.minima:
+                    self.minima[col].setData([], [])
             if err is not None:
                 xs = np.log10(x[mask]) if spec.logx else x[mask]
                 ok = np.isfinite(err)

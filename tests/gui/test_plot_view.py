@@ -116,3 +116,28 @@ def test_a_scatter_of_a_subset_says_how_many_points_of_how_many(qtbot):
     assert labels() == ["500 of 150,000 points"]
     view.update({"vx": x[:100], "vy": y[:100], "vc": c[:100], "vn": np.array([100.0])})
     assert labels() == ["points"]  # all of them: no count
+
+
+def test_the_star_marks_the_least_trusted_point_as_the_experiment_chooses(qtbot):
+    """krr-path with the sigmoid kernel: the points where K + λI is near singular are
+    crossed out and hold the curve's least values; the star must sit where the run's
+    own best λ is, the least error above that region."""
+    from kernel_lab.engine import run_experiment
+    from kernel_lab.experiments import get_experiment
+
+    r = run_experiment("krr-path", {"kernel": "sigmoid", "n_lams": 30, "lam_min": 1e-3,
+                                    "lam_max": 1e3}, data="diabetes")
+    w = pg.GraphicsLayoutWidget()
+    qtbot.addWidget(w)
+    spec = get_experiment("krr-path").plots[0]
+    view = PlotView(w.ci, 0, spec, colors={})
+    view.update(r.table)
+    traps = 0
+    for method in ("krr", "ckrr"):
+        flagged = np.isfinite(r.table[f"test_mse_indefinite_{method}"])
+        mse = r.table[f"test_mse_{method}"]
+        traps += mse[flagged].min() < r.summaries[f"test_mse_min_{method}"]
+        x, y = view.minima[f"test_mse_{method}"].getData()
+        np.testing.assert_allclose(10 ** x[0], r.summaries[f"lam_best_{method}"], rtol=1e-9)
+        np.testing.assert_allclose(10 ** y[0], r.summaries[f"test_mse_min_{method}"], rtol=1e-9)
+    assert traps  # a flagged point below the best: the case this test is about
