@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-RUNS = 4
+RUNS = 3
 
 PROBE = """
 import atexit, gc, sys
@@ -51,7 +51,7 @@ def _file_session(tmp_path: Path) -> Path:
     y = 650 + 20 * np.sin(X[:, 0]) + X[:, 1] + rng.normal(scale=0.5, size=90)
     lines = ['"","a","b","c","score"'] + [
         f'"{i + 1}",{a:.6g},{b:.6g},{c:.6g},{t:.6g}' for i, (a, b, c, t) in
-        enumerate(zip(X[:, 0], X[:, 1], X[:, 2], y))]
+        enumerate(zip(X[:, 0], X[:, 1], X[:, 2], y, strict=True))]
     csv = tmp_path / "table.csv"
     csv.write_text("\n".join(lines) + "\n")
     from kernel_lab.core.source import DataSource
