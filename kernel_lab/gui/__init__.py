@@ -102,3 +102,82 @@ def bypass_import_hook_in_threads() -> None:
 
     __import__.kernel_lab_bypass = True  # type: ignore[attr-defined]
     builtins.__import__ = __import__
+
+
+#: The longest the end of the program waits for a window's threads (the run relay, the
+#: data loader) to finish before it deletes the window (ms).
+EXIT_WAIT_MS = 30_000
+
+
+def top_level_widgets() -> set[int]:
+    """Addresses of the application's top-level widgets now (for :func:`tear_down`'s
+    ``existing``: what a screenshot made is told from what was there before)."""
+    import shiboken6
+    from PySide6 import QtWidgets
+
+    if QtWidgets.QApplication.instance() is None:
+        return set()
+    return {shiboken6.getCppPointer(w)[0] for w in QtWidgets.QApplication.topLevelWidgets()}
+
+
+def tear_down(*windows: object, existing: set[int] | None = None) -> bool:
+    """Close and delete ``windows`` now, while the interpreter is whole (before it exits).
+
+    A window that is only closed lives on: its Python objects hold one another, partly
+    through Qt connections Python's collector cannot see. PySide6 then deletes it from
+    an ``atexit`` handler that deletes every Qt object Python still owns, in an order set
+    by their addresses; a plot's pyqtgraph ``resizeEvent`` may run when a child item is
+    already gone, and shiboken6 crashes reporting that error from inside the handler
+    (see "Threads and Qt objects" in docs/architecture.md). Here, in order: the windows
+    are closed (``closeEvent`` saves the settings, cancels the run and tells the threads
+    to stop); their threads and the loader pool are waited for; the answers already
+    posted are delivered; the windows are deleted (deferred deletes sent now, Python's
+    cycles collected on this thread; no timer fires, as no event loop runs). Hidden
+    top-level widgets that were not in ``existing`` (all, when None) go too: pyqtgraph's
+    context menus have no parent.
+
+    Returns False, deleting nothing, if a thread did not finish within
+    :data:`EXIT_WAIT_MS` (deleting a running ``QThread`` aborts the process)."""
+    import sys
+
+    import shiboken6
+    from PySide6 import QtCore, QtWidgets
+
+    if QtWidgets.QApplication.instance() is None:
+        return True
+    live = [w for w in windows if isinstance(w, QtWidgets.QWidget) and shiboken6.isValid(w)]
+    for window in live:
+        if window.isVisible():
+            window.close()
+    deadline = QtCore.QDeadlineTimer(EXIT_WAIT_MS)
+    finished = all(thread.wait(deadline) for window in live
+                   for thread in window.findChildren(QtCore.QThread))
+    finished &= QtCore.QThreadPool.globalInstance().waitForDone(
+        max(0, deadline.remainingTime()))
+    QtCore.QCoreApplication.sendPostedEvents()  # answers on their way, receivers alive
+    if not finished:
+        print("kernel-lab: a thread did not stop; the window is left to the exit",
+              file=sys.stderr)
+        return False
+    for window in live:
+        window.deleteLater()
+    _delete_deferred()
+    orphans = [w for w in QtWidgets.QApplication.topLevelWidgets()
+               if not w.isVisible() and (existing is None
+                                         or shiboken6.getCppPointer(w)[0] not in existing)]
+    for widget in orphans:
+        widget.deleteLater()
+    del orphans
+    _delete_deferred()
+    return True
+
+
+def _delete_deferred() -> None:
+    """Carry out the pending ``deleteLater`` calls now, then collect the Python objects
+    they leave (on this thread, the GUI thread)."""
+    import gc
+
+    from PySide6 import QtCore
+
+    QtCore.QCoreApplication.sendPostedEvents(None, QtCore.QEvent.Type.DeferredDelete)
+    gc.collect()

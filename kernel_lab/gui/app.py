@@ -28,7 +28,7 @@ from kernel_lab.engine.qt import RunRelay
 from kernel_lab.engine.runner import RunResult
 from kernel_lab.engine.session import Session
 from kernel_lab.experiments import Experiment
-from kernel_lab.gui import preload_for_threads
+from kernel_lab.gui import preload_for_threads, tear_down, top_level_widgets
 from kernel_lab.gui.data_panel import DataPanel, qt_loader
 from kernel_lab.gui.experiment_panel import ExperimentPanel
 from kernel_lab.gui.files import FileActions
@@ -508,6 +508,7 @@ def screenshot(path: str | Path, session: str | None = None, timeout: float = 30
 
     if preset in playground_preset_names():
         return playground_screenshot(path, preset, timeout)
+    existing = top_level_widgets()
     settings = QtCore.QSettings(str(Path(path).with_suffix(".ini")),
                                 QtCore.QSettings.Format.IniFormat)
     settings.clear()
@@ -524,7 +525,7 @@ def screenshot(path: str | Path, session: str | None = None, timeout: float = 30
                 window.open_session(session)
         except Exception as exc:  # said in one line; the window is closed properly
             print(f"kernel-lab: {exc}", file=sys.stderr)
-            window.close()
+            tear_down(window, existing=existing)
             return 2
     ok = window.run_blocking(timeout) is not None
     window.plot_panel.redraw()
@@ -532,7 +533,7 @@ def screenshot(path: str | Path, session: str | None = None, timeout: float = 30
     window.grab().save(str(path))
     if not ok:
         print(f"kernel-lab: the run did not finish: {window.status.text()}", file=sys.stderr)
-    window.close()
+    tear_down(window, existing=existing)  # closed and deleted before Python exits
     Path(settings.fileName()).unlink(missing_ok=True)
     return 0 if ok else 1
 
@@ -542,6 +543,7 @@ def playground_screenshot(path: str | Path, preset: str, timeout: float = 120.0)
     from kernel_lab.gui.playground import PlaygroundWindow
 
     app = QtWidgets.QApplication.instance()
+    existing = top_level_widgets()
     window = PlaygroundWindow()
     window.resize(1300, 850)
     window.show()
@@ -557,10 +559,10 @@ def playground_screenshot(path: str | Path, preset: str, timeout: float = 120.0)
         app.processEvents()
     ok = (window.fits_drawn > 0 or window.model.points.n == 0) and not failed
     window.grab().save(str(path))
-    window.close()
     if not ok:
         print(f"kernel-lab: the Playground fit did not finish: {window.readout.text()}",
               file=sys.stderr)
+    tear_down(window, existing=existing)
     return 0 if ok else 1
 
 
@@ -571,4 +573,6 @@ def main() -> int:
     app.setWindowIcon(app_icon())
     window = MainWindow()
     window.show()
-    return int(app.exec())
+    code = int(app.exec())
+    tear_down(window)  # deleted here, not by PySide6's exit handler
+    return code
