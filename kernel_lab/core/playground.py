@@ -217,6 +217,8 @@ METHOD_TEXT = {"krr": "exact KRR", "ckrr": "exact CKRR", "nystrom": "Nyström ri
 KERNELS = ("gaussian", "laplace", "cauchy")
 #: Methods advanced by Step / Play, and how many steps one Play frame takes (× speed).
 STEPPED = {"dsg": 1, "gfc": 0}
+#: What one step of a stepped method adds (the step plot's x axis).
+STEP_WORD = {"dsg": "iteration", "gfc": "features"}
 #: The parameters each method uses (the window greys out the others).
 USES = {"krr": {"kernel", "sigma", "lam"}, "ckrr": {"kernel", "sigma", "lam"},
         "nystrom": {"kernel", "sigma", "lam", "s", "sampler", "leverage"},

@@ -593,9 +593,7 @@ class PlaygroundWindow(QtWidgets.QMainWindow):
         if r.method in core.STEPPED:
             if self.step_plot.getPlotItem().ctrl.logYCheck.isChecked() != log_error:
                 self.step_plot.setLogMode(False, log_error)
-            self._label_axes(self.step_plot,
-                             "features" if r.method == "gfc" else "iteration",
-                             error_label)
+            self._label_axes(self.step_plot, core.STEP_WORD[r.method], error_label)
         if "frequencies" in r.extra:
             self._label_axes(self.freq_plot, *(
                 ("ω (rad per unit of x)", "") if fit.dim == 1
