@@ -88,6 +88,10 @@ class Curve:
         format string over ``group`` and series of the table (taken in the line's group),
         e.g. ``"{group}: {cost_pct:+.1f} %"``. The legend shows the curve's style and
         label, then an entry per line with its marker as the sample.
+    color : str
+        For an ungrouped series, the colour group it shares with the curves of the same
+        method in other plots (``"KRR"`` for test and training error alike); default: the
+        series itself. Grouped series take their group's colour.
     """
 
     series: str
@@ -97,6 +101,7 @@ class Curve:
     spread: str = ""
     dash: str = ""
     note: str = ""
+    color: str = ""
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:
@@ -121,7 +126,7 @@ class Curve:
     def to_dict(self) -> dict[str, Any]:
         return {"series": self.series, "role": self.role, "label": self.text,
                 "star": self.star, "spread": self.spread, "dash": self.dash,
-                "note": self.note}
+                "note": self.note, "color": self.color}
 
 
 @dataclass(frozen=True)
@@ -198,8 +203,9 @@ class CurveLine:
 
     @property
     def group(self) -> str:
-        """Lines of one group share a colour: the group (a kernel), else the column."""
-        return self.key.group or self.key.column
+        """Lines of one group share a colour: the group (a kernel), else the curve's
+        declared colour group (a method), else the column."""
+        return self.key.group or self.curve.color or self.key.column
 
     @property
     def grouped(self) -> bool:

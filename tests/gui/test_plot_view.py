@@ -141,3 +141,27 @@ def test_the_star_marks_the_least_trusted_point_as_the_experiment_chooses(qtbot)
         np.testing.assert_allclose(10 ** x[0], r.summaries[f"lam_best_{method}"], rtol=1e-9)
         np.testing.assert_allclose(10 ** y[0], r.summaries[f"test_mse_min_{method}"], rtol=1e-9)
     assert traps  # a flagged point below the best: the case this test is about
+
+
+@pytest.mark.parametrize("name, same", [
+    ("krr-path", [("test_mse_krr", "train_mse_krr", "test_risk_krr"),
+                  ("test_mse_ckrr", "train_mse_ckrr", "test_risk_ckrr")]),
+    ("learning-curve", [("dsg_test_error", "dsg_floor_distance", "dsg_train_loss"),
+                        ("nystrom_test_error", "nystrom_excess_objective")])])
+def test_a_method_keeps_its_colour_in_every_plot(name, same):
+    """The window shares one colour map between an experiment's plots (README: one colour
+    per kernel or method in every plot): KRR is not blue in one tab and pink in the next."""
+    from kernel_lab.experiments import get_experiment
+    from kernel_lab.experiments.plotspec import resolve_curves
+    from kernel_lab.plotting.view import assign_colors
+
+    colors: dict[str, str] = {}
+    by_column: dict[str, str] = {}
+    for spec in get_experiment(name).plots:
+        columns = [c.series for c in spec.curves]
+        lines = resolve_curves(spec, [*columns, spec.x])
+        shared = assign_colors(lines, colors)
+        by_column.update({ln.column: shared[ln.group] for ln in lines})
+    for columns in same:
+        assert len({by_column[c] for c in columns}) == 1, columns
+    assert len({by_column[c[0]] for c in same}) == len(same)  # and methods differ
