@@ -35,11 +35,14 @@ def has_display() -> bool:
 
 
 def layout_plots(table: Mapping[str, Sequence[float] | np.ndarray], plots: Sequence[PlotSpec],
-                 *, title: str = "", width: int = 1000, height_per_plot: int = 400
-                 ) -> tuple[Any, list[PlotView]]:
+                 *, title: str = "", width: int = 1000, height_per_plot: int = 400,
+                 colors: dict[str, str] | None = None) -> tuple[Any, list[PlotView]]:
     """The laid-out widget :func:`render_plots` exports (not shown on a screen) and its
     plot views. A plot whose legend is taller than its row gets a taller row, so no
-    legend runs into the next one. Close the widget when done."""
+    legend runs into the next one. The plots share one colour map (``colors``, group →
+    colour, filled in as groups appear; pass the same dict to keep colours across
+    several calls), so a method or kernel has one colour in all of them. Close the
+    widget when done."""
     ensure_app()
     import pyqtgraph as pg
 
@@ -53,8 +56,9 @@ def layout_plots(table: Mapping[str, Sequence[float] | np.ndarray], plots: Seque
         shown = title if len(title) <= 110 else title[:107] + "…"
         layout.addLabel(shown, row=0, col=0, colspan=2, size="12pt")
     views = []
+    colors = {} if colors is None else colors
     for row, spec in enumerate(plots, start=1 if title else 0):
-        view = PlotView(layout, row, spec)
+        view = PlotView(layout, row, spec, colors=colors)
         view.update(table)
         views.append(view)
     # Lay the widget out at its size without putting a window on the screen.
@@ -73,8 +77,9 @@ def layout_plots(table: Mapping[str, Sequence[float] | np.ndarray], plots: Seque
 
 def render_plots(table: Mapping[str, Sequence[float] | np.ndarray], plots: Sequence[PlotSpec],
                  path: str | os.PathLike[str], *, title: str = "", width: int = 1000,
-                 height_per_plot: int = 400) -> Path:
-    """Draw ``plots`` from ``table`` into one PNG, stacked vertically.
+                 height_per_plot: int = 400, colors: dict[str, str] | None = None) -> Path:
+    """Draw ``plots`` from ``table`` into one PNG, stacked vertically, in the colours of
+    ``colors`` (see :func:`layout_plots`).
 
     Columns a plot names but the table lacks are skipped; non-finite values (and
     non-positive ones on a log axis) leave gaps.
@@ -82,7 +87,7 @@ def render_plots(table: Mapping[str, Sequence[float] | np.ndarray], plots: Seque
     from pyqtgraph.exporters import ImageExporter
 
     layout, _ = layout_plots(table, plots, title=title, width=width,
-                             height_per_plot=height_per_plot)
+                             height_per_plot=height_per_plot, colors=colors)
     path = Path(path)
     exporter = ImageExporter(layout.scene())
     exporter.parameters()["width"] = width

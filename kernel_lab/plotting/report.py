@@ -60,10 +60,11 @@ def _plot_pngs(doc: Mapping[str, Any], table: dict[str, np.ndarray]) -> list[tup
 
     exp = get_experiment(doc["experiment"])
     out = []
+    colors: dict[str, str] = {}  # one colour per method or kernel across the report
     with tempfile.TemporaryDirectory() as tmp:
         for i, spec in enumerate(exp.plots):
             path = Path(tmp) / f"plot{i}.png"
-            render_plots(table, [spec], path, width=900, height_per_plot=460)
+            render_plots(table, [spec], path, width=900, height_per_plot=460, colors=colors)
             out.append((spec.title, path.read_bytes()))
     return out
 

@@ -165,3 +165,32 @@ def test_a_method_keeps_its_colour_in_every_plot(name, same):
     for columns in same:
         assert len({by_column[c] for c in columns}) == 1, columns
     assert len({by_column[c[0]] for c in same}) == len(same)  # and methods differ
+
+
+def test_the_png_keeps_a_method_s_colour_across_its_plots(qtbot):
+    """plot.png (all plots stacked) and the report (one render per plot) draw a method in
+    the colour it has in the other plots."""
+    from kernel_lab.experiments import get_experiment
+    from kernel_lab.plotting.render import layout_plots
+
+    x = np.logspace(1, 3, 6)
+    table = {"n_features": x, "iteration": x}
+    for col in ("dsg_test_error", "rff_test_error", "nystrom_test_error", "krr_test_error",
+                "dsg_floor_distance", "dsg_twin_excess_objective",
+                "nystrom_excess_objective", "rate_guide", "dsg_train_loss"):
+        table[col] = 1.0 / x + len(table)
+    plots = get_experiment("learning-curve").plots
+
+    def pen(view, col):
+        return view.curves[col].opts["pen"].color().name()
+
+    layout, views = layout_plots(table, plots)
+    assert pen(views[0], "nystrom_test_error") == pen(views[1], "nystrom_excess_objective")
+    assert pen(views[0], "dsg_test_error") == pen(views[2], "dsg_train_loss")
+    layout.close()
+    colors: dict[str, str] = {}  # the report renders each plot on its own, one colour map
+    first, (v0,) = layout_plots(table, plots[:1], colors=colors)
+    second, (v1,) = layout_plots(table, plots[1:2], colors=colors)
+    assert pen(v0, "nystrom_test_error") == pen(v1, "nystrom_excess_objective")
+    first.close()
+    second.close()
