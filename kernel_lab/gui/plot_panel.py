@@ -76,9 +76,12 @@ class PlotPanel(QtWidgets.QWidget):
         event loop that scripts and the screenshot path (which call ``processEvents``) never
         return to: every switch of experiment kept its plots, ≈ 4.8 MB each time. Nothing
         of theirs is on the call stack here (a rebuild follows the model or a menu), and
-        the mouse proxies are disconnected first so that none calls into a deleted view."""
+        the mouse proxies and the legends' anchors are disconnected first so that none
+        calls into a deleted item."""
         for proxy in self._proxies:
             proxy.disconnect()
+        for view in self.views:
+            view.detach()
         old = list(self.widgets)
         self.views, self.widgets, self._proxies, self._cross = [], [], [], {}
         self.tabs.clear()  # removes the pages without deleting them

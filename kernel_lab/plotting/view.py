@@ -742,6 +742,17 @@ class PlotView:
         self._legend_samples.clear()
         self._note_labels.clear()
 
+    def detach(self) -> None:
+        """Cut the legend's anchor to its holder before the widget is deleted at once:
+        the anchor follows ``geometryChanged`` of the holder and of the legend, and a
+        signal sent while the C++ items are being destroyed would reach a holder that is
+        already gone ("Internal C++ object (GraphicsLayout) already deleted")."""
+        for item in (self._holder, self.legend):
+            try:
+                item.geometryChanged.disconnect()
+            except (RuntimeError, TypeError):  # nothing connected, or already deleted
+                pass
+
     def clear_pins(self) -> None:
         for ghost in self.pins:
             self.item.vb.removeItem(ghost)
