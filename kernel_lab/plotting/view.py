@@ -10,6 +10,7 @@ rule) large outlined diamonds.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Mapping, Sequence
 
@@ -86,13 +87,14 @@ def assign_colors(lines: Sequence[CurveLine], colors: dict[str, str] | None = No
 
 
 def _along_x(table: Mapping[str, Sequence[float] | np.ndarray], line: CurveLine,
-             flags: Sequence[CurveLine] = ()) -> tuple[np.ndarray, np.ndarray]:
+             marked: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """A line's y values in the order of its x (the off-scale rule looks at the steps
-    of each line), and which of them a ``flag`` line marks (a cross drawn over the
-    point: the same value at the same x)."""
+    of each line), and ``marked`` (which of them a flag marks, see :func:`_flagged`;
+    none when None) in the same order."""
     x = np.asarray(table[line.x], dtype=np.float64)
     y = np.asarray(table[line.column], dtype=np.float64)
-    marked = _flagged(table, line, flags)
+    if marked is None:
+        marked = np.zeros(y.shape, dtype=bool)
     if x.shape != y.shape:
         return y, marked
     order = np.argsort(x, kind="stable")
@@ -177,9 +179,16 @@ def log_ticks(lo: float, hi: float,
 
 
 def _log_axis(orientation: str) -> object:
-    """An axis whose log mode labels decades or 1, 2, 5 times a power of ten — always at
-    least two ticks (:func:`log_ticks`) — with the other integer multiples as unlabelled
-    minor ticks; labels at its ends may overhang it (:data:`LABEL_OVERHANG`), and a
+    """A new axis of :func:`_log_axis_class` for ``orientation``."""
+    return _log_axis_class()(orientation)
+
+
+@functools.cache
+def _log_axis_class() -> type:
+    """The axis class, made once (pyqtgraph is imported on first use; a class per axis
+    was never freed), whose log mode labels decades or 1, 2, 5 times a power of ten —
+    always at least two ticks (:func:`log_ticks`) — with the other integer multiples as
+    unlabelled minor ticks; labels at its ends may overhang it (:data:`LABEL_OVERHANG`), and a
     vertical axis takes the width of its labels when its range changes, not a paint
     later (a screenshot taken in between showed an axis without labels)."""
     import pyqtgraph as pg
@@ -248,7 +257,7 @@ def _log_axis(orientation: str) -> object:
                     self._updateMaxTextSize(int(max(fm.horizontalAdvance(t)
                                                     for t in labels)) + 2)
 
-    return LabelledLogAxis(orientation)
+    return LabelledLogAxis
 
 
 def _grid_item(item: object) -> object:
@@ -510,11 +519,12 @@ class PlotView:
         # spectrum or a histogram keeps its peaks. Markers repeat points of lines: skipped
         self._y_window = None
         flags = [ln for ln in lines if ln.curve.role == "flag"]
+        drawn = [ln for ln in lines if ln.curve.role not in MARKERS]
+        marked = {ln.column: _flagged(table, ln, flags) for ln in drawn}
         if spec.y_range_from:
-            cut = self._reference_range(table, lines)
+            cut = self._reference_range(table, drawn)
         elif spec.positive:  # flagged points do not set the range (nor their crosses)
-            pairs = [_along_x(table, ln, flags) for ln in lines
-                     if ln.curve.role not in MARKERS]
+            pairs = [_along_x(table, ln, marked[ln.column]) for ln in drawn]
             cut = robust_range([y for y, _ in pairs], self.logy, [m for _, m in pairs])
         else:
             cut = None
@@ -552,7 +562,7 @@ class PlotView:
             if line.curve.star:
                 # the minimum among the trusted points: a flagged point (K + λI near
                 # singular) is no candidate, as in the experiments' own choice of λ
-                trusted = mask & ~_flagged(table, line, flags)
+                trusted = mask & ~marked[col] if col in marked else mask
                 if trusted.any():
                     self._mark_minimum(col, color, x[trusted], y[trusted])
                 elif col in self.minima:
@@ -581,11 +591,11 @@ class PlotView:
                          lines: list[CurveLine]) -> OffScale | None:
         """The y range of a plot whose curves can blow up (``spec.y_range_from``): that of
         the reference series without their own isolated spikes, widened by half, and
-        what of the plot's lines it leaves out."""
-        ref = [_along_x(table, ln)[0] for ln in lines
-               if ln.key.series in self.spec.y_range_from and ln.curve.role not in MARKERS]
+        what of the plot's ``lines`` (markers left out) it leaves out."""
+        along = {ln.column: _along_x(table, ln)[0] for ln in lines}
+        ref = [along[ln.column] for ln in lines if ln.key.series in self.spec.y_range_from]
         vals = np.concatenate(ref) if ref else np.array([])
-        vals = vals[np.isfinite(vals) & ((vals > 0) if self.logy else True)]
+        vals = vals[_positive_mask(vals, self.logy)]
         if not vals.size:
             return None
         cut = robust_range(ref, self.logy)
@@ -597,9 +607,8 @@ class PlotView:
         if self.logy:
             lo, hi = 10.0 ** lo, 10.0 ** hi
         self._y_window = (float(lo), float(hi))
-        every = [_along_x(table, ln)[0] for ln in lines if ln.curve.role not in MARKERS]
-        v = np.concatenate(every) if every else np.array([])
-        v = v[np.isfinite(v) & ((v > 0) if self.logy else True)]
+        v = np.concatenate(list(along.values())) if along else np.array([])
+        v = v[_positive_mask(v, self.logy)]
         up, down = v > hi, v < lo
         if not (up.any() or down.any()):
             return None
