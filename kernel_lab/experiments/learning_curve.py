@@ -71,14 +71,6 @@ def measured_slope(x: np.ndarray, y: np.ndarray, what: str
     return float(np.polyfit(np.log(x), np.log(y), 1)[0]), None
 
 
-def loglog_slope(x: np.ndarray, y: np.ndarray) -> float:
-    """Least-squares slope of log y against log x over the points with y > 0 (NaN if < 2)."""
-    ok = np.isfinite(y) & (y > 0) & (x > 0)
-    if ok.sum() < 2:
-        return float("nan")
-    return float(np.polyfit(np.log(x[ok]), np.log(y[ok]), 1)[0])
-
-
 #: Above this many multiply-adds (n² D) the RFF baseline stops short of DSG's final
 #: feature count (about 10 s on two cores).
 RFF_GRAM_BUDGET = 2e11

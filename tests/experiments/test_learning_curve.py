@@ -7,14 +7,14 @@ import pytest
 
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.engine import run_experiment
-from kernel_lab.experiments.learning_curve import checkpoints, loglog_slope
+from kernel_lab.experiments.learning_curve import checkpoints, measured_slope
 
 
 def test_checkpoints_and_slope():
     pts = checkpoints(1000, 16)
     assert pts[0] == 1 and pts[-1] == 1000 and np.all(np.diff(pts) > 0)
     x = np.array([10.0, 100.0, 1000.0])
-    assert loglog_slope(x, 3.0 / x) == pytest.approx(-1.0)
+    assert measured_slope(x, 3.0 / x, "y")[0] == pytest.approx(-1.0)
 
 
 def test_regression_curve_streams_and_reports_the_slope():
@@ -107,7 +107,7 @@ def test_dsg_converges_to_the_floor_like_one_over_t():
         done = t
         its.append(t)
         dist.append(np.mean((model.predict(Xt) - floor) ** 2))
-    assert loglog_slope(np.array(its, float), np.array(dist)) <= -0.8
+    assert measured_slope(np.array(its, float), np.array(dist), "distance")[0] <= -0.8
     assert dist[-1] < 0.02 * dist[0]
 
 
