@@ -140,6 +140,12 @@ def indefinite_text(e_min: float, e_max: float, matrix: str = "K") -> str | None
             f"makes {matrix} + λI singular (those points are marked)")
 
 
+def singular_bound(e_min: float, e_max: float) -> float | None:
+    """``−e_min`` when :func:`indefinite_text` flags the λ ≤ −e_min (the matrix truly
+    indefinite: the matrix + λI is singular somewhere there), else None."""
+    return None if indefinite_text(e_min, e_max) is None else -float(e_min)
+
+
 # -- kernel parameters shared by experiments -------------------------------------------
 _SHIFT = tuple(n for n, c in KERNELS.items() if issubclass(c, ShiftInvariantKernel))
 _INNER = tuple(n for n in KERNELS if n not in _SHIFT)

@@ -31,6 +31,7 @@ from kernel_lab.experiments.base import (
     PlotSpec,
     TaskExecutor,
     indefinite_text,
+    singular_bound,
 )
 from kernel_lab.experiments.krr_path import lam_grid, lam_specs
 from kernel_lab.experiments.plotspec import Curve
@@ -155,12 +156,6 @@ def _flag_indefinite(table: dict[str, np.ndarray], summaries: dict[str, Any],
         table[f"R_test_indefinite[{name}]"] = np.where(
             near, table[f"R_test_emp_mean[{name}]"], np.nan)
         table[f"K_c_min_eig[{name}]"] = np.full(grid.size, e_min)
-
-
-def _flag_bound(e_min: float, e_max: float) -> float | None:
-    """``−e_min`` when :func:`_flag_indefinite` flags the λ ≤ −e_min (K_c truly
-    indefinite), else None."""
-    return None if indefinite_text(e_min, e_max, "K_c") is None else -float(e_min)
 
 
 def _cost_pct(chosen: float, best: float) -> float:
@@ -333,7 +328,7 @@ class CkrrRiskExperiment(Experiment):
             for name, curves in result.curves.items():
                 for key, values in curves.items():
                     acc[name][key][t - 1] = values
-            bounds = {k: _flag_bound(eig_low[k], eig_high[k]) for k in kernels}
+            bounds = {k: singular_bound(eig_low[k], eig_high[k]) for k in kernels}
             self._fill(table, summaries, {k: {key: v[:t] for key, v in a.items()}
                                           for k, a in acc.items()},
                        grid, kernels, spectra, noise, synthetic, extra, bounds,

@@ -22,6 +22,7 @@ from kernel_lab.experiments.base import (
     build_kernel,
     indefinite_text,
     kernel_param_specs,
+    singular_bound,
 )
 from kernel_lab.experiments.plotspec import Curve
 from kernel_lab.experiments.registry import register
@@ -121,6 +122,27 @@ class KrrPathExperiment(Experiment):
         return {"memory_bytes": 3 * 8 * n * n, "flops": 2 * (9.0 * n**3 + 2.0 * n * n * p),
                 "note": f"one {n}×{n} eigendecomposition per method"}
 
+    @staticmethod
+    def _best(summaries: dict[str, Any], method: str, lams: np.ndarray, mse: np.ndarray,
+              reliable: np.ndarray, bound: float | None, mean_mse: float, y_mean: float,
+              y_std: float) -> None:
+        """The best λ among the ``reliable`` ones (a flagged point's error means nothing),
+        its error, and what to say about it: worse than the mean, at the edge of the grid,
+        or the least above the flagged region (λ ≤ ``bound``)."""
+        best = int(np.flatnonzero(reliable)[np.argmin(mse[reliable])])
+        summaries[f"lam_best_{method}"] = float(lams[best])
+        summaries[f"test_mse_min_{method}"] = float(mse[best])
+        if mse[best] >= mean_mse:
+            summaries[f"worse_than_mean_{method}"] = _worse_than_mean(
+                method, float(mse[best]), float(lams[best]), mean_mse, y_mean, y_std)
+        if best in (0, lams.size - 1):
+            summaries[f"note_{method}"] = (
+                "the best λ is at the edge of the grid; widen the λ range")
+        elif not reliable[best - 1]:
+            summaries[f"note_{method}"] = (
+                f"the best λ is the least above the region flagged singular "
+                f"(λ ≤ {bound:.3g}); the errors below it are not to be trusted")
+
     def run(self, params: Mapping[str, Any], data: Dataset, progress: Progress,
             executor: TaskExecutor = SERIAL) -> Iterator[PartialResult]:
         lams = lam_grid(params["lam_min"], params["lam_max"], params["n_lams"])
@@ -154,40 +176,21 @@ class KrrPathExperiment(Experiment):
             if data.f_test is not None:
                 table[f"test_risk_{method}"] = np.mean((path.test - data.f_test) ** 2, axis=1)
             matrix = "K_c" if method == "ckrr" else "K"
-            text = indefinite_text(float(path.eigvals.min()), float(path.eigvals.max()),
-                                   matrix)
-            reliable = np.ones(lams.size, dtype=bool)
-            if text is not None:  # an indefinite kernel: the λ ≤ |e_min| points marked
-                e_min = float(path.eigvals.min())
-                summaries[f"indefinite_{method}"] = text
-                reliable = lams > -e_min
+            e_min, e_max = float(path.eigvals.min()), float(path.eigvals.max())
+            bound = singular_bound(e_min, e_max)
+            reliable = np.ones(lams.size, dtype=bool) if bound is None else lams > bound
+            if bound is not None:  # an indefinite kernel: the λ ≤ |e_min| points marked
+                summaries[f"indefinite_{method}"] = indefinite_text(e_min, e_max, matrix)
                 table[f"test_mse_indefinite_{method}"] = np.where(
                     ~reliable, table[f"test_mse_{method}"], np.nan)
                 table[f"K_min_eig_{method}"] = np.full(lams.size, e_min)
-            if not reliable.any():
-                # no λ of the grid lies above the flagged region: no best λ to report
+            if reliable.any():
+                self._best(summaries, method, lams, table[f"test_mse_{method}"], reliable,
+                           bound, mean_mse, y_mean, float(np.std(data.y_train)))
+            else:  # no λ of the grid lies above the flagged region: no best λ to report
                 summaries[f"note_{method}"] = (
                     f"every λ of the grid lies where {matrix} + λI is flagged singular "
-                    f"(λ ≤ {-e_min:.3g}): no best λ is given; widen the λ range above "
-                    f"{-e_min:.3g}")
-                yield PartialResult(0.5 * (i + 1), f"{method.upper()} path done",
-                                    dict(table), dict(summaries))
-                continue
-            # the best λ among the reliable points (a flagged point's error means nothing)
-            best = int(np.flatnonzero(reliable)[
-                np.argmin(table[f"test_mse_{method}"][reliable])])
-            summaries[f"lam_best_{method}"] = float(lams[best])
-            summaries[f"test_mse_min_{method}"] = float(table[f"test_mse_{method}"][best])
-            if summaries[f"test_mse_min_{method}"] >= mean_mse:
-                summaries[f"worse_than_mean_{method}"] = _worse_than_mean(
-                    method, summaries[f"test_mse_min_{method}"], float(lams[best]), mean_mse,
-                    y_mean, float(np.std(data.y_train)))
-            if best in (0, lams.size - 1):
-                summaries[f"note_{method}"] = (
-                    "the best λ is at the edge of the grid; widen the λ range")
-            elif not reliable[best - 1]:
-                summaries[f"note_{method}"] = (
-                    f"the best λ is the least above the region flagged singular "
-                    f"(λ ≤ {-e_min:.3g}); the errors below it are not to be trusted")
+                    f"(λ ≤ {bound:.3g}): no best λ is given; widen the λ range above "
+                    f"{bound:.3g}")
             yield PartialResult(0.5 * (i + 1), f"{method.upper()} path done",
                                 dict(table), dict(summaries))
