@@ -27,6 +27,7 @@ from kernel_lab.model.playground import (
     load_playground_preset,
     playground_preset_names,
 )
+from kernel_lab.plotting.view import log_axis
 
 CLASS_COLOURS = {1.0: (214, 39, 40), -1.0: (31, 119, 180)}
 PRIMARY, SECOND, TRUTH = (0, 0, 0), (120, 120, 120), (44, 160, 44, 110)
@@ -35,25 +36,14 @@ SAMPLERS = ("recursive-rls", "uniform", "exact-rls", "rp-cholesky")
 ERROR_LABEL = {"regression": "MSE", "classification": "misclassified"}
 
 
-class ErrorAxis(pg.AxisItem):
-    """The error axis of the small plots. In log mode it labels 1, 2 and 5 times a power
-    of ten in plain decimals (pyqtgraph's own labels every minor tick as ``7·10⁻²``, and
-    in a small plot they run into each other); every tick when fewer than two of those
-    are in view. No SI prefix: the errors are read as they are (not "MSE (x0.001)")."""
-
-    def __init__(self, orientation: str) -> None:
-        super().__init__(orientation)
-        self.enableAutoSIPrefix(False)
-
-    def logTickStrings(self, values: list[float], scale: float, spacing: float
-                       ) -> list[str]:
-        x = 10.0 ** np.asarray(values, dtype=float) * scale
-        with np.errstate(divide="ignore", invalid="ignore"):
-            mantissa = x / 10.0 ** np.floor(np.log10(x) + 1e-9)
-        keep = np.isclose(mantissa[:, None], [1.0, 2.0, 5.0], atol=1e-6).any(axis=1)
-        if keep.sum() < 2:
-            keep[:] = True
-        return [f"{v:.3g}" if k else "" for v, k in zip(x, keep, strict=True)]
+def error_axis() -> pg.AxisItem:
+    """The error axis of the small plots: the lab's log axis (decades or 1, 2, 5 times a
+    power of ten in plain decimals, always two labels at least: pyqtgraph's own labels
+    every minor tick as ``7·10⁻²``, and in a small plot they run into each other), with
+    no SI prefix: the errors are read as they are (not "MSE (x0.001)")."""
+    axis = log_axis("left")
+    axis.enableAutoSIPrefix(False)
+    return axis
 
 
 class _Relay(QtCore.QObject):
@@ -299,7 +289,7 @@ class PlaygroundWindow(QtWidgets.QMainWindow):
         self._label_axes(self.plot, "x", "y")
         plots.addWidget(self.plot, 4)
         small = QtWidgets.QHBoxLayout()
-        self.lam_plot = pg.PlotWidget(axisItems={"left": ErrorAxis("left")}, background="w",
+        self.lam_plot = pg.PlotWidget(axisItems={"left": error_axis()}, background="w",
                                       title="error against λ")
         self.lam_plot.setLogMode(True, False)  # a linear error axis: readable when small
         self._label_axes(self.lam_plot, "λ (log scale)", ERROR_LABEL["regression"])
@@ -308,7 +298,7 @@ class PlaygroundWindow(QtWidgets.QMainWindow):
         self.lam_test = self.lam_plot.plot(pen=pg.mkPen((214, 39, 40), width=2), name="test")
         self.lam_line = pg.InfiniteLine(angle=90, pen=pg.mkPen("k", width=1))
         self.lam_plot.addItem(self.lam_line)
-        self.step_plot = pg.PlotWidget(axisItems={"left": ErrorAxis("left")}, background="w",
+        self.step_plot = pg.PlotWidget(axisItems={"left": error_axis()}, background="w",
                                        title="train (blue) / test (red) error by step")
         self.step_train = self.step_plot.plot(pen=pg.mkPen((31, 119, 180), width=2))
         self.step_test = self.step_plot.plot(pen=pg.mkPen((214, 39, 40), width=2))

@@ -178,7 +178,7 @@ def log_ticks(lo: float, hi: float,
     return (good[-1] if good else usable[0]).tolist()
 
 
-def _log_axis(orientation: str) -> object:
+def log_axis(orientation: str) -> object:
     """A new axis of :func:`_log_axis_class` for ``orientation``."""
     return _log_axis_class()(orientation)
 
@@ -340,7 +340,7 @@ class PlotView:
         self._levels: list[object] = []
         self.item = item = layout.addPlot(
             row=row, col=0, title=spec.title,
-            axisItems={"bottom": _log_axis("bottom"), "left": _log_axis("left")})
+            axisItems={"bottom": log_axis("bottom"), "left": log_axis("left")})
         item.setLogMode(x=spec.logx, y=self.logy)
         item.setLabel("bottom", spec.xlabel or spec.x)
         item.setLabel("left", spec.ylabel)
