@@ -52,7 +52,6 @@ from kernel_lab.experiments.base import (
     pad_columns,
 )
 from kernel_lab.experiments.plotspec import Curve
-from kernel_lab.experiments.registry import register
 
 
 def parse_sizes(text: str, n: int) -> np.ndarray:
@@ -398,7 +397,6 @@ def _principal_axes(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 CELL_KEYS = ("spectral", "trace", "time", "evals", "rmse")
 
 
-@register
 class NystromExperiment(Experiment):
     name = "nystrom"
     title = "Nyström landmark samplers"
