@@ -1,4 +1,6 @@
-"""Layer contract of kernel_lab: imports point downwards only, and Qt stays at the top.
+"""Layer contract of kernel_lab: imports point downwards only, Qt stays at the top, core
+starts no threads, no two modules import each other (directly or round a longer chain), and
+no module grows past MAX_LINES.
 
 A static check (``ast``) over every module, lazy imports inside functions included, plus a
 subprocess check that importing the Qt-free layers loads no Qt module.
@@ -9,9 +11,11 @@ from __future__ import annotations
 import ast
 import functools
 import importlib.util
+import itertools
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -28,13 +32,21 @@ ALLOWED: dict[str, set[str] | str] = {
     "engine": {"core", "experiments", "engine"},  # the Qt relay engine.qt is not `engine`
     "engine.qt": {"core", "experiments", "engine", "engine.qt"},
     "model": {"core", "experiments", "engine", "model"},
-    "plotting": {"core", "experiments", "engine", "engine.qt", "plotting"},
+    "plotting": {"core", "experiments", "engine", "plotting"},  # not engine.qt (architecture.md)
     "gui": {"core", "experiments", "engine", "engine.qt", "model", "plotting", "gui"},
     **dict.fromkeys(("cli", "selftest", "__main__", "__init__"), ANY),  # top-level modules
 }
 QT = {"PySide6", "shiboken6", "pyqtgraph", "superqt"}
 QT_LAYERS = {"engine.qt", "plotting", "gui"}  # may import Qt anywhere
 LAZY_QT = {"cli", "selftest", "__main__", "__init__"}  # may load Qt (or QT_LAYERS) in functions
+# core is numerics only: threads, pools and queues belong to the engine (BLAS thread limits
+# through threadpoolctl are not threads of ours and stay allowed)
+THREADS = {"threading", "_thread", "concurrent", "multiprocessing", "queue"}
+NO_THREADS = {"core"}
+# the experiments' shared modules; every other module in experiments/ is one experiment and
+# imports no other module of experiments/ but these (the registry imports the experiments)
+EXPERIMENT_HELPERS = {"base", "plotspec"}
+MAX_LINES = 800
 
 
 def layer_of(module: str, root: str) -> str | None:
@@ -77,14 +89,34 @@ def _imports(tree: ast.Module, module: str, is_pkg: bool, known: set[str]):
     yield from visit(tree.body, False)
 
 
-def violations(package_dir: Path) -> list[str]:
-    """Readable messages for every import that breaks the contract in ALLOWED/QT_LAYERS."""
-    root = package_dir.name
+def _is_experiments(module: str, root: str) -> bool:
+    return module == f"{root}.experiments" or module.startswith(f"{root}.experiments.")
+
+
+def _experiment_of(module: str, root: str) -> str | None:
+    """The experiment's name for a module of experiments/ that is one experiment (not the
+    package, the registry or a shared helper), else None."""
+    name = module.removeprefix(f"{root}.experiments.")
+    if not _is_experiments(module, root) or name == module or "." in name:
+        return None
+    return None if name in EXPERIMENT_HELPERS | {"registry"} else name
+
+
+def _modules(package_dir: Path) -> dict[str, tuple[Path, bool]]:
+    """Dotted module name -> (file, is a package's __init__) for every module of the package."""
     files = {}
     for path in sorted(package_dir.rglob("*.py")):
         parts = path.relative_to(package_dir.parent).with_suffix("").parts
         is_pkg = parts[-1] == "__init__"
         files[".".join(parts[:-1] if is_pkg else parts)] = (path, is_pkg)
+    return files
+
+
+def violations(package_dir: Path) -> list[str]:
+    """Readable messages for every import that breaks the contract in ALLOWED/QT_LAYERS/
+    THREADS/EXPERIMENT_HELPERS."""
+    root = package_dir.name
+    files = _modules(package_dir)
     out = []
     for module, (path, is_pkg) in files.items():
         where = path.relative_to(package_dir.parent).as_posix()
@@ -105,6 +137,12 @@ def violations(package_dir: Path) -> list[str]:
                     rule = f"{layer} may not import {tlayer}"
                 elif layer in LAZY_QT and tlayer in QT_LAYERS and not lazy:
                     rule = f"{layer} may load Qt only inside functions"
+                elif (experiment := _experiment_of(module, root)) and _is_experiments(
+                        target, root) and target.rpartition(".")[2] not in EXPERIMENT_HELPERS:
+                    rule = (f"experiment {experiment} may import only "
+                            f"{' and '.join(sorted(EXPERIMENT_HELPERS))} from experiments")
+            elif top in THREADS and layer in NO_THREADS:
+                rule = f"{layer} may not use threads"
             elif top in QT:
                 if layer in LAZY_QT and not lazy:
                     rule = f"{layer} may load Qt only inside functions"
@@ -113,6 +151,106 @@ def violations(package_dir: Path) -> list[str]:
             if rule:
                 out.append(f"{where}:{line} imports {target}: {rule}")
     return out
+
+
+def import_graph(package_dir: Path) -> dict[str, set[str]]:
+    """Module -> the package's modules it imports (lazy imports included; importing a
+    submodule is an edge to it, not to its parent packages)."""
+    files = _modules(package_dir)
+    graph: dict[str, set[str]] = {m: set() for m in files}
+    for module, (path, is_pkg) in files.items():
+        tree = _parse(path.read_text(encoding="utf-8"))
+        for _, target, _, _ in _imports(tree, module, is_pkg, set(files)):
+            if target in files and target != module:
+                graph[module].add(target)
+    return graph
+
+
+def import_cycles(graph: Mapping[str, set[str]]) -> list[list[str]]:
+    """Every import cycle, as a chain of modules that starts and ends at the same one: for
+    each edge a → b inside a strongly connected component, a → b and then the shortest way
+    from b back to a (so every edge that takes part in a cycle is named), each cycle once."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    components: list[set[str]] = []
+
+    def connect(v: str) -> None:  # Tarjan's strongly connected components
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                connect(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = set()
+            while True:
+                w = stack.pop()
+                component.add(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                components.append(component)
+
+    for v in sorted(graph):
+        if v not in index:
+            connect(v)
+    cycles, seen = [], set()
+    for component in components:
+        for a in sorted(component):
+            for b in sorted(graph[a] & component):
+                path = {b: [b]}  # breadth first from b back to a, inside the component
+                frontier = [b]
+                while a not in path:
+                    nxt = []
+                    for u in frontier:
+                        for w in sorted(graph[u] & component):
+                            if w not in path:
+                                path[w] = [*path[u], w]
+                                nxt.append(w)
+                    frontier = nxt
+                chain = [a, *path[a]]
+                key = frozenset(itertools.pairwise(chain))
+                if key not in seen:
+                    seen.add(key)
+                    cycles.append(chain)
+    return cycles
+
+
+def test_package_has_no_import_cycles():
+    found = import_cycles(import_graph(PACKAGE_DIR))
+    assert not found, "import cycles:\n" + "\n".join(" -> ".join(c) for c in found)
+
+
+@pytest.mark.parametrize(("target", "source", "chain"), [
+    ("core/kernels.py", "def _lazy():\n    from kernel_lab.core import samplers",
+     "kernel_lab.core.kernels -> kernel_lab.core.samplers -> kernel_lab.core.kernels"),
+    ("core/memory.py", "from kernel_lab.core.models import streaming",
+     "kernel_lab.core.memory -> kernel_lab.core.models.streaming -> kernel_lab.core.memory"),
+])
+def test_cycle_finder_names_a_new_cycle(tmp_path, target, source, chain):
+    pkg = tmp_path / PACKAGE_DIR.name
+    shutil.copytree(PACKAGE_DIR, pkg, ignore=shutil.ignore_patterns("__pycache__"))
+    before = {" -> ".join(c) for c in import_cycles(import_graph(pkg))}
+    path = pkg / target
+    path.write_text(path.read_text(encoding="utf-8") + source + "\n", encoding="utf-8")
+    new = {" -> ".join(c) for c in import_cycles(import_graph(pkg))} - before
+    assert new == {chain}
+
+
+def test_cycle_finder_names_every_cycle_of_a_knot():
+    """a ⇄ b and b → c → a: two cycles (each edge in one of them), each named once."""
+    graph = {"a": {"b"}, "b": {"a", "c"}, "c": {"a"}, "d": {"a"}}
+    assert sorted(map(tuple, import_cycles(graph))) == [("a", "b", "a"), ("b", "c", "a", "b")]
+
+
+def test_no_module_is_over_max_lines():
+    long = {p.relative_to(PACKAGE_DIR.parent).as_posix(): n
+            for p in PACKAGE_DIR.rglob("*.py")
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
+    assert not long, f"modules over {MAX_LINES} lines: {long}"
 
 
 def test_package_keeps_the_layer_contract():
@@ -131,6 +269,18 @@ FORBIDDEN = [  # (file below the package, appended source, expected rule)
     ("model", "import pyqtgraph", "model may not import Qt"),
     ("plotting", "from kernel_lab.gui import app", "plotting may not import gui"),
     ("plotting", "from kernel_lab.model import LabModel", "plotting may not import model"),
+    ("plotting/view.py", "from kernel_lab.engine import qt", "plotting may not import engine.qt"),
+    ("core/kernels.py", "import threading", "core may not use threads"),
+    ("core/models/krr.py", "def _lazy():\n    from concurrent import futures",
+     "core may not use threads"),
+    ("core/samplers.py", "from multiprocessing import Pool", "core may not use threads"),
+    ("core/progress.py", "import queue", "core may not use threads"),
+    ("experiments/spectrum.py", "from kernel_lab.experiments import gfc",
+     "experiment spectrum may import only base and plotspec from experiments"),
+    ("experiments/gfc.py", "def _lazy():\n    from . import registry",
+     "experiment gfc may import only base and plotspec from experiments"),
+    ("experiments/krr_path.py", "from kernel_lab.experiments import get_experiment",
+     "experiment krr_path may import only base and plotspec from experiments"),
     ("gui/app.py", "import kernel_lab.cli", "gui may not import cli"),
     ("cli.py", "import pyqtgraph", "cli may load Qt only inside functions"),
 ]

@@ -1,5 +1,10 @@
-"""The experiment contract: declared parameters and plots, and a generator of partial
-results whose every ``yield`` is a progress report and a cancellation point."""
+"""The experiment contract — declared parameters and plots, and a generator of partial
+results whose every ``yield`` is a progress report and a cancellation point — and the helpers
+experiments share (λ grids, kernel parameters, the CKRR paper's kernels, padding, indefinite
+kernels).
+
+Experiment modules import helpers from here (and plots from ``plotspec``), never from one
+another: the registry imports the experiments, and nothing below it imports it back."""
 
 from __future__ import annotations
 
@@ -10,10 +15,12 @@ from typing import Any, ClassVar
 import numpy as np
 
 from kernel_lab.core.data import Dataset
+from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.executor import SERIAL, TaskExecutor  # experiments import them from here
 from kernel_lab.core.kernels import (
     KERNEL_PARAMS,
     KERNELS,
+    InnerProductKernel,
     Kernel,
     ShiftInvariantKernel,
     make_kernel,
@@ -51,7 +58,8 @@ class PartialResult:
 
 
 class Experiment:
-    """Base class of experiments; subclasses are registered with :func:`register`.
+    """Base class of experiments; the built-in ones are listed in the registry
+    (:mod:`kernel_lab.experiments.registry`), others added with its ``register``.
 
     Subclasses set the class attributes and implement :meth:`run`.
     """
@@ -144,6 +152,43 @@ def singular_bound(e_min: float, e_max: float) -> float | None:
     """``−e_min`` when :func:`indefinite_text` flags the λ ≤ −e_min (the matrix truly
     indefinite: the matrix + λI is singular somewhere there), else None."""
     return None if indefinite_text(e_min, e_max) is None else -float(e_min)
+
+
+# -- λ grids (krr-path, ckrr-risk) ---------------------------------------------------------
+def lam_grid(lam_min: float, lam_max: float, count: int) -> np.ndarray:
+    """A log-spaced λ grid; raises ParameterError if the bounds are out of order."""
+    if lam_min >= lam_max:
+        raise ParameterError(f"λ min ({lam_min:g}) must be below λ max ({lam_max:g})")
+    return np.logspace(np.log10(lam_min), np.log10(lam_max), count)
+
+
+def lam_specs(lam_min: float = 1e-4, lam_max: float = 1e2, count: int = 40
+              ) -> tuple[ParamSpec, ...]:
+    """λ grid parameters shared by the path experiments."""
+    return (
+        ParamSpec("lam_min", "float", lam_min, label="λ min", low=1e-12, high=1e12, log=True,
+                  help="smallest regularisation λ on the grid"),
+        ParamSpec("lam_max", "float", lam_max, label="λ max", low=1e-12, high=1e12, log=True,
+                  help="largest regularisation λ on the grid"),
+        ParamSpec("n_lams", "int", count, label="λ values", low=2, high=1000,
+                  help="number of log-spaced λ values"),
+    )
+
+
+# -- the CKRR paper's inner-product kernels (ckrr-risk, spectrum) ---------------------------
+#: The inner-product kernel families of the CKRR paper.
+FAMILIES = ("linear", "polynomial", "sigmoid", "exponential")
+
+
+def paper_kernels(names: list[str], params: Mapping[str, Any]) -> dict[str, InnerProductKernel]:
+    """The chosen inner-product kernels; α, β, d default to the paper's settings."""
+    out = {}
+    for name in names:
+        kp = {k: params.get(k) for k in ("alpha", "beta", "degree")}
+        kernel = make_kernel(name, kp)
+        assert isinstance(kernel, InnerProductKernel)
+        out[name] = kernel
+    return out
 
 
 # -- kernel parameters shared by experiments -------------------------------------------

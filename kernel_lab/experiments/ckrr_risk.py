@@ -11,7 +11,7 @@ import numpy as np
 
 from kernel_lab.core.data import Dataset, SyntheticSource
 from kernel_lab.core.errors import ParameterError
-from kernel_lab.core.kernels import InnerProductKernel, make_kernel
+from kernel_lab.core.kernels import InnerProductKernel
 from kernel_lab.core.models import CenteredKernelRidge
 from kernel_lab.core.params import ParamSpec
 from kernel_lab.core.progress import Progress
@@ -25,19 +25,20 @@ from kernel_lab.core.theory.ckrr import (
     theorem2_mean,
 )
 from kernel_lab.experiments.base import (
+    FAMILIES,
     SERIAL,
     Experiment,
     PartialResult,
     PlotSpec,
     TaskExecutor,
     indefinite_text,
+    lam_grid,
+    lam_specs,
+    paper_kernels,
     singular_bound,
 )
-from kernel_lab.experiments.krr_path import lam_grid, lam_specs
 from kernel_lab.experiments.plotspec import Curve
-from kernel_lab.experiments.registry import register
 
-FAMILIES = ("linear", "polynomial", "sigmoid", "exponential")
 #: What :func:`run_trial` returns per kernel, each on the λ grid plus the appended λ*.
 TRIAL_CURVES = ("R_train", "R_test", "thm2", "lemma1")
 #: The test-risk plot's marker at λ̂ (the median trial's Theorem 2 choice) and its cost in
@@ -47,17 +48,6 @@ CHOICE_SERIES = ("R_test_emp_at_thm2_choice", "thm2_choice_cost_pct")
 CHOICE_SUMMARIES = ("lam_thm2_choice_median", "R_test_at_thm2_choice", "thm2_choice_cost_pct",
                     "lam_best_emp_outside_flagged", "R_test_min_emp_outside_flagged",
                     "thm2_choice_cost_pct_outside_flagged", "note_thm2_choice")
-
-
-def paper_kernels(names: list[str], params: Mapping[str, Any]) -> dict[str, InnerProductKernel]:
-    """The chosen inner-product kernels; α, β, d default to the paper's settings."""
-    out = {}
-    for name in names:
-        kp = {k: params.get(k) for k in ("alpha", "beta", "degree")}
-        kernel = make_kernel(name, kp)
-        assert isinstance(kernel, InnerProductKernel)
-        out[name] = kernel
-    return out
 
 
 @dataclass(frozen=True)
@@ -175,7 +165,6 @@ def _drop_non_finite(summaries: dict[str, Any]) -> None:
                                         "estimate overflow there)")
 
 
-@register
 class CkrrRiskExperiment(Experiment):
     name = "ckrr-risk"
     title = "CKRR risk: empirical against the random-matrix limit"

@@ -30,7 +30,6 @@ from kernel_lab.experiments.base import (
     pad_columns,
 )
 from kernel_lab.experiments.plotspec import Curve
-from kernel_lab.experiments.registry import register
 
 BASELINES = ("rff-gaussian", "rff-laplace", "rff-cauchy", "nystrom")
 METHODS = ("gfc", *BASELINES)
@@ -127,7 +126,6 @@ def run_baseline(task: BaselineTask) -> dict[str, Any]:
     return out
 
 
-@register
 class GFCExperiment(Experiment):
     name = "gfc"
     title = "Greedy feature construction vs random features"

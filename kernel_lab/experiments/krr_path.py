@@ -8,10 +8,8 @@ from typing import Any
 import numpy as np
 
 from kernel_lab.core.data import Dataset
-from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.kernels import ShiftInvariantKernel
 from kernel_lab.core.models import CenteredKernelRidge, KernelRidge
-from kernel_lab.core.params import ParamSpec
 from kernel_lab.core.progress import Progress
 from kernel_lab.experiments.base import (
     SERIAL,
@@ -22,32 +20,13 @@ from kernel_lab.experiments.base import (
     build_kernel,
     indefinite_text,
     kernel_param_specs,
+    lam_grid,
+    lam_specs,
     singular_bound,
 )
 from kernel_lab.experiments.plotspec import Curve
-from kernel_lab.experiments.registry import register
 
 METHODS = {"krr": KernelRidge, "ckrr": CenteredKernelRidge}
-
-
-def lam_grid(lam_min: float, lam_max: float, count: int) -> np.ndarray:
-    """A log-spaced λ grid; raises ParameterError if the bounds are out of order."""
-    if lam_min >= lam_max:
-        raise ParameterError(f"λ min ({lam_min:g}) must be below λ max ({lam_max:g})")
-    return np.logspace(np.log10(lam_min), np.log10(lam_max), count)
-
-
-def lam_specs(lam_min: float = 1e-4, lam_max: float = 1e2, count: int = 40
-              ) -> tuple[ParamSpec, ...]:
-    """λ grid parameters shared by the path experiments."""
-    return (
-        ParamSpec("lam_min", "float", lam_min, label="λ min", low=1e-12, high=1e12, log=True,
-                  help="smallest regularisation λ on the grid"),
-        ParamSpec("lam_max", "float", lam_max, label="λ max", low=1e-12, high=1e12, log=True,
-                  help="largest regularisation λ on the grid"),
-        ParamSpec("n_lams", "int", count, label="λ values", low=2, high=1000,
-                  help="number of log-spaced λ values"),
-    )
 
 
 def _worse_than_mean(method: str, best: float, lam: float, mean_mse: float, y_mean: float,
@@ -65,7 +44,6 @@ def _worse_than_mean(method: str, best: float, lam: float, mean_mse: float, y_me
             "its mean; widen the λ range or try another kernel or bandwidth")
 
 
-@register
 class KrrPathExperiment(Experiment):
     name = "krr-path"
     title = "KRR and CKRR along the λ path"

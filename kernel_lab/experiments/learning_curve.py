@@ -36,7 +36,6 @@ from kernel_lab.core.progress import Progress
 from kernel_lab.core.validation import check_seed
 from kernel_lab.experiments.base import SERIAL, Experiment, PartialResult, PlotSpec, TaskExecutor
 from kernel_lab.experiments.plotspec import Curve
-from kernel_lab.experiments.registry import register
 
 
 def checkpoints(n_iter: int, count: int) -> np.ndarray:
@@ -392,7 +391,6 @@ class _Twin:
         return objective(f, y, loss, self.nu, float(np.sum(a * f)))
 
 
-@register
 class LearningCurveExperiment(Experiment):
     name = "learning-curve"
     title = "Doubly stochastic gradients: learning curve"

@@ -29,6 +29,7 @@ from kernel_lab.core.models import CenteredKernelRidge
 from kernel_lab.core.models.feature_ridge import feature_ridge, ridge_loo
 from kernel_lab.core.models.nystrom import NystromFeatures, nystrom_factor
 from kernel_lab.core.models.rff import RFF_KERNELS, RandomFourierFeatures
+from kernel_lab.core.models.streaming import StreamedRidge, kernel_columns
 from kernel_lab.core.params import ParamSpec
 from kernel_lab.core.progress import Progress
 from kernel_lab.core.samplers import (
@@ -52,7 +53,6 @@ from kernel_lab.experiments.base import (
     pad_columns,
 )
 from kernel_lab.experiments.plotspec import Curve
-from kernel_lab.experiments.registry import register
 
 
 def parse_sizes(text: str, n: int) -> np.ndarray:
@@ -116,19 +116,6 @@ TEST_MAX = 20_000
 
 #: The picture shows at most this many training points (a seeded subset) with their scores.
 VIEW_MAX = 5_000
-
-#: On row blocks the paper protocol's leave-one-out comes from the eigendecomposition of
-#: F_cᵀF_c: directions whose eigenvalue is below this fraction of the largest are dropped
-#: (their singular values are below 1e-5 of the largest; an eigenvalue of FᵀF is accurate
-#: to about 1e-16 of the largest).
-GRAM_RCOND = 1e-10
-
-#: On row blocks, Nyström features F = C N (C = k(X, S), N = W^{-1/2}) are summed as C —
-#: ``FᵀF = Nᵀ(CᵀC)N``, without the n × s × s product C N — when the kept eigenvalues of W
-#: span at most this ratio (rounding in CᵀC is then magnified at most this much, to about
-#: 1e-10 relative); above, F itself is formed block by block.
-GRAM_KAPPA_MAX = 1e6
-
 
 def downstream_ridge(F: np.ndarray, y: np.ndarray, lam: float | None
                      ) -> tuple[np.ndarray, float, float]:
@@ -223,7 +210,7 @@ def run_cell(task: CellTask) -> dict[str, Any]:
         del F
     else:
         sums = StreamedRidge(features.transform, task.X, task.y, rows,
-                             _kernel_columns(features))
+                             kernel_columns(features))
         seconds = time.perf_counter() - t0
         F_eval = features.transform(task.X[task.eval_rows])
         squared = sums.squared_norm
@@ -241,97 +228,6 @@ def run_cell(task: CellTask) -> dict[str, Any]:
             "rmse": float(np.sqrt(np.mean((pred - task.y_test) ** 2))),
             "landmarks": task.s if indices is None else indices.size, "ridge_lam": ridge_lam,
             "indices": indices, "scores": scores}
-
-
-def _kernel_columns(features: Any) -> tuple[Any, np.ndarray] | None:
-    """``(x ↦ k(x, S), N)`` for Nyström features ``F = k(X, S) N`` whose W is well conditioned
-    (see :data:`GRAM_KAPPA_MAX`), else None (random features, or an ill-conditioned W)."""
-    N = getattr(features, "normalization_", None)
-    if N is None or N.shape[1] == 0:
-        return None
-    e = 1.0 / np.einsum("ij,ij->j", N, N)  # the kept eigenvalues of W (columns V e^{-1/2})
-    if e.max() > GRAM_KAPPA_MAX * e.min():
-        return None
-    kernel, landmarks = features.kernel_, features.landmarks_
-    return (lambda A: kernel(A, landmarks)), N
-
-
-class StreamedRidge:
-    """The downstream ridge on features F = ``transform(X)`` streamed over row blocks.
-
-    One pass accumulates, with every column shifted by its mean over the first block (so
-    the centring that follows cancels little): ``Σ (F − c)ᵀ(F − c)``, ``Σ (F − c)ᵀ(y − c_y)``
-    and the column sums; from them the centred ``F_cᵀF_c``, ``F_cᵀ(y − ȳ)``, the means and
-    ``‖F‖_F²``. With ``columns = (C, N)`` the sums are those of ``C(X)`` and are mapped by N
-    (``F = C(X) N``). :meth:`solve` then fits at a given λ exactly as :func:`feature_ridge`
-    does, or, with ``lam=None``, picks λ by exact leave-one-out on ``ridge_loo``'s grid, from
-    the eigendecomposition of ``F_cᵀF_c`` and a second pass over the blocks."""
-
-    def __init__(self, transform: Any, X: np.ndarray, y: np.ndarray, rows: int,
-                 columns: tuple[Any, np.ndarray] | None = None) -> None:
-        self.transform, self.X, self.y, self.rows = transform, X, y, rows
-        n = X.shape[0]
-        block = transform if columns is None else columns[0]
-        for start in range(0, n, rows):
-            F = block(X[start:start + rows])
-            yb = y[start:start + rows]
-            if start == 0:
-                shift, y_shift = F.mean(axis=0), float(yb.mean())
-                r = F.shape[1]
-                G, b, f, y_sum = np.zeros((r, r)), np.zeros(r), np.zeros(r), 0.0
-            F -= shift
-            yb = yb - y_shift
-            G += F.T @ F
-            b += F.T @ yb
-            f += F.sum(axis=0)
-            y_sum += float(yb.sum())
-        delta, delta_y = f / n, y_sum / n
-        gram = G - n * np.outer(delta, delta)               # F_cᵀ F_c (or C_cᵀ C_c)
-        rhs = b - n * delta * delta_y                       # F_cᵀ (y − ȳ)
-        f_mean = shift + delta
-        if columns is not None:
-            N = columns[1]
-            gram, rhs, f_mean = N.T @ gram @ N, N.T @ rhs, f_mean @ N
-        self.gram, self.rhs, self.f_mean = gram, rhs, f_mean
-        self.y_mean = y_shift + delta_y
-        self.squared_norm = float(np.trace(gram) + n * (f_mean @ f_mean))
-
-    def solve(self, lam: float | None) -> tuple[np.ndarray, float, float]:
-        """Coefficients, intercept and the λ used (as :func:`downstream_ridge`)."""
-        if lam is None:
-            return self._loo()
-        A = self.gram.copy()
-        A.flat[:: A.shape[0] + 1] += lam
-        L = np.linalg.cholesky(A)
-        coef = np.linalg.solve(L.T, np.linalg.solve(L, self.rhs))
-        return coef, self.y_mean - float(self.f_mean @ coef), float(lam)
-
-    def _loo(self) -> tuple[np.ndarray, float, float]:
-        """``ridge_loo(F, y, refine=False)`` over row blocks: with ``F_c = U S Vᵀ`` from
-        ``F_cᵀF_c = V S² Vᵀ`` (directions below :data:`GRAM_RCOND` dropped), the rows of U
-        are ``F_c V S⁻¹``, recomputed block by block to sum the leave-one-out residuals."""
-        e, V = np.linalg.eigh(self.gram)
-        keep = e > GRAM_RCOND * max(float(e.max(initial=0.0)), 1e-300)
-        e, V = e[keep], V[:, keep]
-        s = np.sqrt(e)
-        Uty = (V.T @ self.rhs) / s
-        nus = float(e.max(initial=1.0)) * np.logspace(-10, 1, 61)
-        D = e[:, None] / (e[:, None] + nus[None, :])                 # (r, G)
-        DU = D * Uty[:, None]
-        P = V / s
-        n = self.X.shape[0]
-        sse = np.zeros(nus.size)
-        for start in range(0, n, self.rows):
-            F = self.transform(self.X[start:start + self.rows])
-            F -= self.f_mean
-            U = F @ P
-            yc = self.y[start:start + self.rows] - self.y_mean
-            h = 1.0 / n + (U * U) @ D
-            resid = (yc[:, None] - U @ DU) / np.maximum(1.0 - h, 1e-12)
-            sse += np.einsum("ij,ij->j", resid, resid)
-        nu = float(nus[int(np.argmin(sse))])
-        coef = V @ (s / (e + nu) * Uty)
-        return coef, self.y_mean - float(self.f_mean @ coef), nu
 
 
 def view_coordinates(X: np.ndarray, how: str) -> tuple[np.ndarray, np.ndarray]:
@@ -398,7 +294,6 @@ def _principal_axes(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 CELL_KEYS = ("spectral", "trace", "time", "evals", "rmse")
 
 
-@register
 class NystromExperiment(Experiment):
     name = "nystrom"
     title = "Nyström landmark samplers"

@@ -1,4 +1,7 @@
-"""The experiment registry: the command line and the window list what is here."""
+"""The experiment registry: the command line and the window list what is here.
+
+The registry imports the built-in experiments (on first use) and registers their classes;
+no experiment module imports the registry back."""
 
 from __future__ import annotations
 
@@ -52,12 +55,15 @@ def check_task(experiment: Experiment, data: Dataset) -> None:
 
 
 def _load_builtin() -> None:
-    # Importing the modules registers their experiments.
-    from kernel_lab.experiments import (  # noqa: F401
-        ckrr_risk,
-        gfc,
-        krr_path,
-        learning_curve,
-        nystrom,
-        spectrum,
-    )
+    """Register the built-in experiments (imported on first use: they load scipy and the
+    models, which listing parameters of a session does not always need)."""
+    from kernel_lab.experiments.ckrr_risk import CkrrRiskExperiment
+    from kernel_lab.experiments.gfc import GFCExperiment
+    from kernel_lab.experiments.krr_path import KrrPathExperiment
+    from kernel_lab.experiments.learning_curve import LearningCurveExperiment
+    from kernel_lab.experiments.nystrom import NystromExperiment
+    from kernel_lab.experiments.spectrum import SpectrumExperiment
+
+    for cls in (CkrrRiskExperiment, GFCExperiment, KrrPathExperiment, LearningCurveExperiment,
+                NystromExperiment, SpectrumExperiment):
+        register(cls)

@@ -16,19 +16,18 @@ from kernel_lab.core.params import ParamSpec
 from kernel_lab.core.progress import Progress
 from kernel_lab.core.theory.ckrr import covariance_spectrum_density
 from kernel_lab.experiments.base import (
+    FAMILIES,
     SERIAL,
     Experiment,
     PartialResult,
     PlotSpec,
     TaskExecutor,
     pad_columns,
+    paper_kernels,
 )
-from kernel_lab.experiments.ckrr_risk import FAMILIES, paper_kernels
 from kernel_lab.experiments.plotspec import Curve
-from kernel_lab.experiments.registry import register
 
 
-@register
 class SpectrumExperiment(Experiment):
     name = "spectrum"
     title = "Spectra: sample covariance and the linearised kernel"

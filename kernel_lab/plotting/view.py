@@ -10,9 +10,8 @@ rule) large outlined diamonds.
 
 from __future__ import annotations
 
-import functools
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -25,6 +24,7 @@ from kernel_lab.experiments.plotspec import (
     resolve_curves,
     robust_range,
 )
+from kernel_lab.plotting.axes import grid_item, log_axis
 
 #: Colour-blind-safe palette (Okabe–Ito), used for curves in order.
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000",
@@ -120,202 +120,6 @@ def _positive_mask(a: np.ndarray, log: bool) -> np.ndarray:
     return m & (a > 0) if log else m
 
 
-#: At most this many labelled ticks on an axis (log mode).
-MAX_LABELS = 12
-#: Space between neighbouring tick labels of a log axis, in pixels, beyond the labels
-#: themselves (a vertical axis: in line heights).
-LABEL_GAP = 14
-LABEL_GAP_LINES = 1.8
-#: Labels at the ends of an axis may reach this far (pixels) beyond it: "0.0001" at the
-#: left end of a λ axis is drawn, not dropped.
-LABEL_OVERHANG = 32
-
-
-def _decimals(values: Sequence[float]) -> list[str]:
-    """``values`` as ``:g`` writes them, with more digits where six do not write them
-    exactly."""
-    v = np.asarray(values, dtype=np.float64)
-    for digits in range(6, 16):
-        out = [f"{x:.{digits}g}" for x in v.tolist()]
-        if np.allclose([float(t) for t in out], v, rtol=1e-9, atol=0.0):
-            return out
-    return [f"{x:g}" for x in v.tolist()]
-
-
-def log_ticks(lo: float, hi: float,
-              fits: Callable[[np.ndarray, list[str]], bool]) -> list[float]:
-    """The labelled ticks of a log axis showing ``10**lo`` to ``10**hi``: decades (every
-    k-th when there are many), else 1, 2, 5 or 1 … 9 times a power of ten, else — a range
-    within one decade — evenly spaced values. Of these, the densest whose labels ``fits``
-    (ticks, labels) says have room, with at most :data:`MAX_LABELS`, else the sparsest;
-    always at least two ticks when the range is not empty. Values are log10 of the
-    ticks."""
-    if not (np.isfinite(lo) and np.isfinite(hi)) or hi <= lo:
-        return []
-    eps = 1e-9 * max(1.0, abs(lo), abs(hi))
-    d0, d1 = int(np.floor(lo)), int(np.ceil(hi))
-    candidates: list[np.ndarray] = []
-    first = np.ceil(lo - eps)  # every k-th decade from the first in view ("0.0001" kept)
-    for k in (100, 50, 20, 10, 5, 3, 2, 1):  # sparse to dense
-        candidates.append(np.arange(first, hi + eps, k, dtype=np.float64))
-    if d1 - d0 <= 12:
-        for mantissas in ((1.0, 2.0, 5.0), tuple(range(1, 10))):
-            m = np.log10(np.asarray(mantissas, dtype=np.float64))
-            v = (np.arange(d0, d1 + 1)[:, None] + m[None, :]).ravel()
-            candidates.append(v[(v >= lo - eps) & (v <= hi + eps)])
-    usable = [c for c in candidates if c.size >= 2]
-    if not usable:  # within a decade: evenly spaced values (3.2e8, 3.4e8, …)
-        a, b = 10.0 ** lo, 10.0 ** hi
-        base = 10.0 ** np.floor(np.log10(b - a))
-        for step in base * np.array([5.0, 2.0, 1.0, 0.5, 0.2, 0.1, 0.05, 0.02, 0.01]):
-            first = np.ceil(a / step - 1e-9) * step
-            v = np.arange(first, b + 1e-9 * step, step)
-            usable += [np.log10(v)] if v.size >= 2 else []
-    if not usable:
-        return [lo, hi]
-    good = [c for c in usable if c.size <= MAX_LABELS and fits(
-        c, _decimals((10.0 ** c).tolist()))]
-    return (good[-1] if good else usable[0]).tolist()
-
-
-def log_axis(orientation: str) -> object:
-    """A new axis of :func:`_log_axis_class` for ``orientation``."""
-    return _log_axis_class()(orientation)
-
-
-@functools.cache
-def _log_axis_class() -> type:
-    """The axis class, made once (pyqtgraph is imported on first use; a class per axis
-    was never freed), whose log mode labels decades or 1, 2, 5 times a power of ten —
-    always at least two ticks (:func:`log_ticks`) — with the other integer multiples as
-    unlabelled minor ticks; labels at its ends may overhang it (:data:`LABEL_OVERHANG`), and a
-    vertical axis takes the width of its labels when its range changes, not a paint
-    later (a screenshot taken in between showed an axis without labels)."""
-    import pyqtgraph as pg
-    from PySide6 import QtGui
-
-    class LabelledLogAxis(pg.AxisItem):
-        def __init__(self, orientation: str) -> None:
-            super().__init__(orientation)
-            self.setStyle(maxTextLevel=0, hideOverlappingLabels=LABEL_OVERHANG)
-            self._ticks: tuple[tuple[float, float, float] | None, list] = (None, [])
-
-        def setTickFont(self, font: QtGui.QFont | None) -> None:
-            self._ticks = (None, [])
-            super().setTickFont(font)
-
-        def _metrics(self) -> QtGui.QFontMetricsF:
-            return QtGui.QFontMetricsF(self.style["tickFont"] or QtGui.QFont())
-
-        def _fits(self, ticks: np.ndarray, labels: list[str], lo: float, hi: float,
-                  size: float) -> bool:
-            """Whether neighbouring labels at ``ticks`` keep their distance."""
-            fm = self._metrics()
-            pos = np.asarray(ticks) * size / (hi - lo)
-            if self.orientation in ("left", "right"):
-                need = np.full(pos.size - 1, LABEL_GAP_LINES * fm.height())
-            else:
-                w = np.array([fm.horizontalAdvance(t) for t in labels])
-                need = 0.5 * (w[1:] + w[:-1]) + LABEL_GAP
-            return bool((np.diff(pos) >= need).all())
-
-        def tickValues(self, minVal, maxVal, size):
-            if not self.logMode:
-                return super().tickValues(minVal, maxVal, size)
-            lo, hi = sorted((float(minVal), float(maxVal)))
-            key = (lo, hi, float(size))
-            if self._ticks[0] == key:  # the grid asks again at every repaint
-                return self._ticks[1]
-            major = log_ticks(lo, hi, lambda ticks, labels: self._fits(
-                ticks, labels, lo, hi, size))
-            if not major:
-                return []
-            minor: list[float] = []
-            if 9 * (hi - lo) <= size / 4:  # about 4 px between minor lines at least
-                m = np.log10(np.arange(1.0, 10.0))
-                v = (np.arange(np.floor(lo), np.ceil(hi) + 1)[:, None] + m).ravel()
-                v = v[(v >= lo) & (v <= hi)]
-                minor = [x for x in v.tolist()
-                         if not np.isclose(major, x, atol=1e-9, rtol=0.0).any()]
-            self._ticks = (key, [(None, major), (None, minor)])
-            return self._ticks[1]
-
-        def tickStrings(self, values, scale, spacing):
-            if not self.logMode:
-                return super().tickStrings(values, scale, spacing)
-            return _decimals([10.0 ** v for v in values])
-
-        def setRange(self, mn, mx):
-            super().setRange(mn, mx)
-            if self.logMode and self.orientation in ("left", "right"):
-                lo, hi = sorted(self.range)
-                size = max(self.height(), 100.0)
-                labels = self.tickStrings(self.tickValues(lo, hi, size)[0][1], 1.0, None) \
-                    if hi > lo else []
-                if labels:  # the room the labels need, before they are drawn
-                    fm = self._metrics()
-                    self._updateMaxTextSize(int(max(fm.horizontalAdvance(t)
-                                                    for t in labels)) + 2)
-
-    return LabelledLogAxis
-
-
-def _grid_item(item: object) -> object:
-    """The plot's grid (major and minor lines of both axes) as one item in its view box,
-    drawn from the axes' current ticks at paint time.
-
-    pyqtgraph's own axis grid is replayed from a recorded picture on every repaint of
-    anything under it: about 30 ms for a 700-pixel plot, most of a frame while curves
-    stream in; this item costs about 1 ms. The opacity follows pyqtgraph's rule (¼ for
-    major lines, halved for minor ones, fainter when ticks are dense).
-    """
-    import pyqtgraph as pg
-    from PySide6 import QtCore
-
-    class Grid(pg.GraphicsObject):
-        ALPHA = 0.25
-
-        def __init__(self) -> None:
-            super().__init__()
-            self.setZValue(-100)
-            item.vb.sigRangeChanged.connect(self._moved)
-            item.vb.sigResized.connect(self._moved)
-
-        def _moved(self, *args: object) -> None:
-            self.prepareGeometryChange()
-            self.update()
-
-        def boundingRect(self) -> QtCore.QRectF:
-            return item.vb.viewRect()
-
-        def paint(self, p: object, *args: object) -> None:
-            vb = item.vb
-            (x0, x1), (y0, y1) = vb.viewRange()
-            lines: list[list[QtCore.QLineF]] = [[], []]
-            density = [1.0, 1.0]
-            for side, lo, hi, length in (("bottom", x0, x1, vb.width()),
-                                         ("left", y0, y1, vb.height())):
-                if length <= 0:
-                    continue
-                levels = item.getAxis(side).tickValues(lo, hi, length)[:2]
-                for level, (_spacing, values) in enumerate(levels):
-                    density[level] = min(density[level], float(
-                        np.clip(0.05 * length / (len(values) + 1), 0.0, 1.0)))
-                    lines[level] += [QtCore.QLineF(v, y0, v, y1) if side == "bottom"
-                                     else QtCore.QLineF(x0, v, x1, v) for v in values]
-            p.setRenderHint(p.RenderHint.Antialiasing, False)
-            for level, group in enumerate(lines):
-                pen = pg.mkPen((0, 0, 0, int(255 / (level + 1) * self.ALPHA
-                                             * density[level])), width=1)
-                pen.setCosmetic(True)
-                p.setPen(pen)
-                p.drawLines(group)
-
-    grid = Grid()
-    item.vb.addItem(grid, ignoreBounds=True)
-    return grid
-
-
 class PlotView:
     """One declared plot inside a pyqtgraph GraphicsLayout, updated in place.
 
@@ -349,7 +153,7 @@ class PlotView:
             # major and minor ticks only: the third level adds dozens of grid lines on
             # log axes and a quarter of the cost of every repaint
             item.getAxis(side).setStyle(maxTickLevel=1)
-        self.grid = _grid_item(item)
+        self.grid = grid_item(item)
         self._holder = holder = layout.addLayout(row=row, col=1)
         holder.setFixedWidth(LEGEND_WIDTH * scale)
         self.legend = pg.LegendItem(verSpacing=-6, labelTextSize=f"{9 * scale:.0f}pt")

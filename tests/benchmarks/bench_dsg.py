@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -26,16 +25,9 @@ from kernel_lab.core.models.dsg import DSGRegressor
 from kernel_lab.core.models.rff import RandomFourierFeatures
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from timing import best_of  # this folder, first on the path of a script
+
 from tests.core.test_dsg import literal_dsg
-
-
-def best(fn, repeat):
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-    return min(times), out
 
 
 def main() -> None:
@@ -48,22 +40,22 @@ def main() -> None:
     def vectorised():
         return DSGRegressor(**kw).fit(X, y)
 
-    t_vec, model = best(vectorised, 3)
+    t_vec, model = best_of(vectorised, 3)
 
     def literal():
         return literal_dsg(X, y - model.offset_, kernel=model.kernel_, loss=make_loss("squared"),
                            nu=kw["nu"], theta=kw["theta"], t0=kw["t0"], n_iter=kw["n_iter"],
                            batch=1, r=1, seed=model.seed_)
 
-    t_lit, alphas = best(literal, 1)
+    t_lit, alphas = best_of(literal, 1)
     agree = np.abs(model.coef_ * model.scale_ - alphas).max()
 
     Xr = rng.normal(size=(5000, 20))
     ours = RandomFourierFeatures("gaussian", sigma=math.sqrt(10), n_components=2000,
                                  random_state=0).fit(Xr)
     theirs = RBFSampler(gamma=1 / 20, n_components=2000, random_state=0).fit(Xr)
-    t_ours, _ = best(lambda: ours.transform(Xr), 7)
-    t_sk, _ = best(lambda: theirs.transform(Xr), 7)
+    t_ours, _ = best_of(lambda: ours.transform(Xr), 7)
+    t_sk, _ = best_of(lambda: theirs.transform(Xr), 7)
 
     print("DSG, 2000 iterations, 1 point and 1 feature per iteration, n = 2000, d = 5")
     print(f"  literal Algorithm 1:    {t_lit:8.3f} s")

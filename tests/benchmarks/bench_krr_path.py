@@ -16,23 +16,14 @@ Gaussian kernel) and reported as ratios:
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
 import scipy.linalg as sla
 from sklearn.kernel_ridge import KernelRidge as SkKernelRidge
+from timing import best_of  # this folder, first on the path of a script
 
 from kernel_lab.core.kernels import GaussianKernel
 from kernel_lab.core.models import CenteredKernelRidge
-
-
-def best_of(fn, repeat):
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-    return min(times), out
 
 
 def main() -> None:

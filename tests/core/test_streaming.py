@@ -8,6 +8,7 @@ import pytest
 
 from kernel_lab.core.kernels import make_kernel
 from kernel_lab.core.models import streaming
+from kernel_lab.core.models.feature_ridge import feature_ridge, ridge_loo
 from kernel_lab.core.models.nystrom import nystrom_factor
 from kernel_lab.core.models.regularised import fit_regularised
 from kernel_lab.core.models.rff import cos_features
@@ -87,3 +88,68 @@ def test_accumulation_reports_each_block_and_can_be_cancelled(monkeypatch):
 
     with pytest.raises(Cancelled):
         streaming.accumulate(lambda A: A, X, y, 4, Progress(None, cancelled))
+
+
+# -- the downstream ridge of Nyström / random features with an intercept, over row blocks ---
+
+def test_streamed_ridge_is_feature_ridge_and_ridge_loo():
+    """The shifted one-pass sums against the centred dense formulas (feature_ridge at a
+    given λ, ridge_loo's grid without refinement for λ=None), on features whose columns have
+    a mean far above their spread (the shift keeps the centring exact)."""
+    rng = np.random.default_rng(2)
+    F = 50.0 + rng.normal(size=(1000, 6)) @ np.diag([3, 1, 0.3, 0.1, 0.03, 0.01])
+    y = F @ rng.normal(size=6) + rng.normal(size=1000)
+    sums = streaming.StreamedRidge(lambda A: A.copy(), F, y, 64)
+    assert sums.squared_norm == pytest.approx(float(np.sum(F * F)), rel=1e-13)
+    for lam in (1e-3, 1.0):
+        coef, intercept, used = sums.solve(lam)
+        ref_coef, ref_intercept = feature_ridge(F, y, lam)
+        np.testing.assert_allclose(coef, ref_coef, rtol=1e-7)
+        assert intercept == pytest.approx(ref_intercept, rel=1e-7)
+        assert used == lam
+    coef, intercept, used = sums.solve(None)
+    ref_coef, ref_intercept, ref_nu, _ = ridge_loo(F, y, refine=False)
+    np.testing.assert_allclose(coef, ref_coef, rtol=1e-7)
+    assert intercept == pytest.approx(ref_intercept, rel=1e-7)
+    assert used == pytest.approx(ref_nu, rel=1e-9)
+
+
+def test_streamed_ridge_on_kernel_columns_equals_the_features_themselves():
+    """Sums of C = k(X, S), mapped by N, give the fit of the features F = C N."""
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(500, 3))
+    y = np.sin(X[:, 0]) + 0.1 * rng.normal(size=500)
+    kernel = make_kernel("gaussian", {"sigma": 1.5})
+    landmarks = X[rng.choice(500, 15, replace=False)]
+    N = nystrom_factor(kernel(landmarks))
+
+    def features(A):
+        return kernel(A, landmarks) @ N
+
+    on_columns = streaming.StreamedRidge(features, X, y, 37,
+                                         (lambda A: kernel(A, landmarks), N))
+    on_features = streaming.StreamedRidge(features, X, y, 37)
+    assert on_columns.squared_norm == pytest.approx(on_features.squared_norm, rel=1e-9)
+    for lam in (1e-2, None):
+        for got, ref in zip(on_columns.solve(lam), on_features.solve(lam), strict=True):
+            np.testing.assert_allclose(got, ref, rtol=1e-6, atol=1e-9)
+
+
+def test_sums_of_kernel_columns_only_when_w_is_well_conditioned():
+    """Spread-out points give a well-conditioned W (the sums are taken of k(X, S)); tight
+    clusters do not (None: the features themselves are summed)."""
+    from kernel_lab.core.kernels import GaussianKernel
+    from kernel_lab.core.models.nystrom import NystromFeatures
+
+    rng = np.random.default_rng(0)
+    spread = rng.uniform(size=(400, 5))
+    clusters = rng.normal(size=(4, 5))[rng.integers(0, 4, 400)] + 0.05 * rng.normal(size=(400, 5))
+    well = NystromFeatures(GaussianKernel(2.0), n_components=20, sampler="uniform",
+                           random_state=0).fit(spread)
+    ill = NystromFeatures(GaussianKernel(1.0), n_components=40, sampler="uniform",
+                          random_state=0).fit(clusters)
+    columns = streaming.kernel_columns(well)
+    assert columns is not None and columns[1] is well.normalization_
+    np.testing.assert_allclose(columns[0](spread[:5]) @ columns[1],
+                               well.transform(spread[:5]), rtol=1e-12, atol=1e-14)
+    assert streaming.kernel_columns(ill) is None

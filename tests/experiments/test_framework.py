@@ -45,6 +45,30 @@ def test_registry_lists_krr_path():
         get_experiment("krr-pat")
 
 
+def test_the_registry_lists_the_experiment_of_every_experiment_module():
+    """Experiment modules do not register themselves (they do not import the registry);
+    the registry lists each module's experiment class, and only those."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import kernel_lab.experiments as package
+    from kernel_lab.experiments.base import Experiment
+
+    helpers = {"base", "plotspec", "registry"}
+    found = set()
+    for info in pkgutil.iter_modules(package.__path__):
+        if info.name in helpers:
+            continue
+        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        classes = [c for _, c in inspect.getmembers(module, inspect.isclass)
+                   if issubclass(c, Experiment) and c.__module__ == module.__name__]
+        assert len(classes) == 1, (info.name, classes)
+        found.add(classes[0])
+    assert set(list_experiments()) == found
+    assert len(found) == 6
+
+
 def test_every_experiment_is_self_describing():
     for cls in list_experiments():
         info = cls.describe()

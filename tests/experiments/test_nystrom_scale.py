@@ -9,16 +9,14 @@ import pytest
 
 from kernel_lab.core.data import generate
 from kernel_lab.core.kernels import GaussianKernel
-from kernel_lab.core.models.nystrom import NystromFeatures
+from kernel_lab.core.models.streaming import StreamedRidge
 from kernel_lab.engine import run_experiment
 from kernel_lab.experiments import get_experiment
 from kernel_lab.experiments import nystrom as ny
 from kernel_lab.experiments.nystrom import (
     FIXED_LAMBDA,
     CellTask,
-    StreamedRidge,
     View,
-    downstream_ridge,
     run_cell,
     view_coordinates,
 )
@@ -60,36 +58,6 @@ def test_a_cell_streamed_over_row_blocks_equals_the_cell_held_whole(sampler, lam
         assert streamed[key] == pytest.approx(whole[key], rel=rel, abs=1e-9), key
     if whole["indices"] is not None:
         np.testing.assert_array_equal(streamed["indices"], whole["indices"])
-
-
-def test_sums_of_kernel_columns_only_when_w_is_well_conditioned():
-    friedman = generate("friedman", {"n": 400}, seed=0).X_train
-    clusters = generate("clusters", {"n": 400, "k": 4, "spread": 0.05}, seed=0).X_train
-    well = NystromFeatures(GaussianKernel(2.0), n_components=20, sampler="uniform",
-                           random_state=0).fit(friedman)
-    ill = NystromFeatures(GaussianKernel(1.0), n_components=40, sampler="uniform",
-                          random_state=0).fit(clusters)
-    columns = ny._kernel_columns(well)
-    assert columns is not None and columns[1] is well.normalization_
-    np.testing.assert_allclose(columns[0](friedman[:5]) @ columns[1],
-                               well.transform(friedman[:5]), rtol=1e-12, atol=1e-14)
-    assert ny._kernel_columns(ill) is None
-
-
-def test_streamed_ridge_is_feature_ridge_and_ridge_loo():
-    """The shifted one-pass sums against the centred dense formulas, on features whose
-    columns have a mean far above their spread (the shift keeps the centring exact)."""
-    rng = np.random.default_rng(2)
-    F = 50.0 + rng.normal(size=(1000, 6)) @ np.diag([3, 1, 0.3, 0.1, 0.03, 0.01])
-    y = F @ rng.normal(size=6) + rng.normal(size=1000)
-    sums = StreamedRidge(lambda A: A.copy(), F, y, 64)
-    assert sums.squared_norm == pytest.approx(float(np.sum(F * F)), rel=1e-13)
-    for lam in (1e-3, 1.0, None):
-        got = sums.solve(lam)
-        ref = downstream_ridge(F, y, lam)
-        np.testing.assert_allclose(got[0], ref[0], rtol=1e-7)
-        assert got[1] == pytest.approx(ref[1], rel=1e-7)
-        assert got[2] == pytest.approx(ref[2], rel=1e-9)
 
 
 def test_a_run_in_blocks_equals_the_run_held_whole(monkeypatch):
