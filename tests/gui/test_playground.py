@@ -19,7 +19,7 @@ from kernel_lab.core.models import (
     NystromFeatures,
 )
 from kernel_lab.gui.playground import PlaygroundWindow
-from kernel_lab.model.playground import playground_preset_names
+from kernel_lab.engine.presets import playground_preset_names
 
 
 @pytest.fixture

@@ -11,13 +11,14 @@ import pytest
 
 from kernel_lab.core import playground as pg
 from kernel_lab.core.errors import ParameterError
+from kernel_lab.core.kernels import make_kernel
 from kernel_lab.core.models import NystromRidge, RFFRidge
+from kernel_lab.engine.presets import load_preset as load_playground_preset
+from kernel_lab.engine.presets import playground_preset_names
 from kernel_lab.model.playground import (
     FitEngine,
     FitWorker,
     PlaygroundModel,
-    load_playground_preset,
-    playground_preset_names,
 )
 from tests.model.qtfree import run_without_qt
 
@@ -106,7 +107,7 @@ def test_leverage_scores_are_the_ridge_leverage_scores(model):
     model.set_dataset("blobs", n=120)
     model.set_params(method="nystrom", leverage=True, lam=0.5, sigma=1.0)
     pts = model.points
-    K = pg.make_kernel("gaussian", {"sigma": 1.0})(pts.X[~pts.test])
+    K = make_kernel("gaussian", {"sigma": 1.0})(pts.X[~pts.test])
     ref = np.diag(K @ np.linalg.inv(K + 0.5 * np.eye(len(K))))
     np.testing.assert_allclose(model.fits[-1].primary.scores, ref, atol=1e-10)
 
@@ -145,13 +146,14 @@ def test_worker_computes_the_latest_request_only():
 
 
 def test_bad_values_get_clear_messages(model):
-    with pytest.raises(ParameterError, match="unknown Playground parameter"):
+    with pytest.raises(ParameterError,
+                       match="the Playground has no parameter 'gamma'; did you mean 'sigma'"):
         model.set_params(gamma=1.0)
     with pytest.raises(ParameterError, match="unknown Playground data set"):
         model.set_dataset("mnist")
-    with pytest.raises(ParameterError, match="lam must be a positive number"):
+    with pytest.raises(ParameterError, match="parameter lam must be ≥ 1e-12, got -1"):
         model.set_params(lam=-1.0)
-    with pytest.raises(ParameterError, match="s must be a whole number from 1 to 5000"):
+    with pytest.raises(ParameterError, match="parameter s must be ≥ 1, got 0"):
         model.set_params(s=0)
     assert model.params["lam"] > 0 and model.params["s"] >= 1  # nothing changed
     messages: list[str] = []
@@ -194,7 +196,7 @@ def _preset(name):
     m = PlaygroundModel()
     fits = []
     m.fit_ready.connect(fits.append)
-    m.apply(load_playground_preset(name).doc, points=False)
+    m.apply(load_playground_preset(name).playground, points=False)
     return m, fits
 
 
@@ -275,7 +277,7 @@ def test_a_bad_session_document_changes_nothing(model):
         {**good, "params": {**good["params"], "sigma": -1.0}},
         {**good, "params": {**good["params"], "s": 2.5}},
         {**good, "params": {**good["params"], "sampler": "magic"}},
-        {**good, "params": {**good["params"], "leverage": "yes"}},
+        {**good, "params": {**good["params"], "leverage": "maybe"}},
         {**good, "steps": "many"},
         {**good, "points": {**good["points"], "y": [0.5] * len(good["points"]["y"])}},
         {**good, "points": {"X": [[0.0, 1.0]], "y": [1.0, -1.0], "test": [False]}},
