@@ -477,3 +477,22 @@ def test_the_gfc_preset_opens_where_the_test_error_has_crept_up():
     assert 0.04 <= h[0, 1] <= 0.08 and 0.011 <= h[1, 1] <= 0.015  # one, two features
     assert 0.011 <= h[1, 2] <= 0.014 and 0.016 <= h[-1, 2] <= 0.020  # test: up ≈ 45 %
     assert h[-1, 2] > 1.3 * h[:, 2].min() and h[-1, 1] < h[1, 1] <= 0.0135
+
+
+def test_one_declaration_of_the_playgrounds_choices_and_limits():
+    """The samplers, kernels and methods a session may name are the library's own lists
+    (a sampler list copied beside them had lost recursive-rls-fast), and the window's words
+    are not in core."""
+    from kernel_lab.core import playground as core_playground
+    from kernel_lab.core.samplers import SAMPLERS
+    from kernel_lab.engine.playground.params import PARAMS
+
+    declared = {p.name: p for p in PARAMS}
+    assert set(declared["sampler"].choices) == set(SAMPLERS)
+    assert "recursive-rls-fast" in declared["sampler"].choices
+    assert declared["s"].high == declared["D"].high == pg.MAX_POINTS
+    for word in ("METHOD_TEXT", "USES", "SIZE_WORD", "STEP_WORD"):
+        assert not hasattr(core_playground, word)
+    model = PlaygroundModel()
+    model.set_params(method="nystrom", sampler="recursive-rls-fast", s=10)
+    assert model.latest is not None and len(model.latest.primary.landmarks) == 10

@@ -88,7 +88,7 @@ def build_controls(w: PlaygroundWindow) -> QtWidgets.QWidget:
     w.nu = LogSlider(_spec("nu", 1e-3, 1e-6, 1.0))
     for name, widget in (("σ", w.sigma), ("λ", w.lam), ("ν (DSG)", w.nu)):
         form.addRow(name, widget)
-        widget.changed.connect(lambda w=widget: w._log_value_moved(w))
+        widget.changed.connect(lambda s=widget: w._log_value_moved(s))
     w.s_slider = QtWidgets.QSlider(QtCore.Qt.Orientation.Horizontal)
     w.s_slider.setRange(1, 400)
     w.s_slider.valueChanged.connect(lambda v: w._set(s=v))
