@@ -127,8 +127,8 @@ class FunctionView:
 
 def render_function_view(doc: Mapping[str, Any], path: str | os.PathLike[str], *,
                          title: str = "", size: int = 700) -> Path:
-    """A Playground result (``result.json``'s document: ``points``, ``fit``, ``data``)
-    as a PNG of its function view."""
+    """A Playground result (``result.json``'s document: ``points``, ``fit``, ``data`` and
+    maybe ``compare``, drawn dashed) as a PNG of its function view."""
     from pyqtgraph.exporters import ImageExporter
 
     from kernel_lab.core.playground import SETS, zero_contour
@@ -149,16 +149,22 @@ def render_function_view(doc: Mapping[str, Any], path: str | os.PathLike[str], *
     fit = doc["fit"]
     G = np.asarray(fit["grid"]["points"], dtype=np.float64).reshape(-1, dim)
     values = np.asarray(fit["grid"]["values"], dtype=np.float64)
-    contour = None
-    if dim == 2 and task == "classification":
+    compare = doc.get("compare")
+    compare_values = None if compare is None else \
+        np.asarray(compare["grid"]["values"], dtype=np.float64)
+    contour = compare_contour = None
+    if dim == 2 and task == "classification":  # the boundaries, dashed: the comparison's
         res = round(math.sqrt(len(values)))
         contour = zero_contour(values.reshape(res, res), G[:res, 0])
+        if compare_values is not None:
+            compare_contour = zero_contour(compare_values.reshape(res, res), G[:res, 0])
     landmarks = None
     if fit.get("landmarks") is not None:
         train = ~test
         where = np.column_stack([X[train, 0], y[train]]) if dim == 1 else X[train]
         landmarks = where[np.asarray(fit["landmarks"], dtype=int)]
-    view.draw_fit(dim, task, G, values, contour=contour, landmarks=landmarks)
+    view.draw_fit(dim, task, G, values, compare_values, contour, compare_contour,
+                  landmarks)
     item = widget.getPlotItem()
     item.setLabel("bottom", "x" if dim == 1 else "x₁")
     item.setLabel("left", "y" if dim == 1 else "x₂")
