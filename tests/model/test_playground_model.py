@@ -13,8 +13,7 @@ from kernel_lab.core import playground as pg
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.kernels import make_kernel
 from kernel_lab.core.models import NystromRidge, RFFRidge
-from kernel_lab.engine.presets import load_preset as load_playground_preset
-from kernel_lab.engine.presets import playground_preset_names
+from kernel_lab.engine.presets import load_preset, playground_preset_names
 from kernel_lab.model.playground import (
     FitEngine,
     FitWorker,
@@ -196,7 +195,7 @@ def _preset(name):
     m = PlaygroundModel()
     fits = []
     m.fit_ready.connect(fits.append)
-    m.apply(load_playground_preset(name).playground, points=False)
+    m.apply(load_preset(name).playground, points=False)
     return m, fits
 
 
@@ -211,7 +210,7 @@ def test_every_playground_preset_has_a_text_and_checks():
         "playground-bias-variance", "playground-bandwidth", "playground-nystrom",
         "playground-xor", "playground-dsg", "playground-gfc"}
     for name in playground_preset_names():
-        assert "What you will see" in load_playground_preset(name).about
+        assert "What you will see" in load_preset(name).about
 
 
 def test_bias_variance_preset():
@@ -461,7 +460,7 @@ def test_the_bias_variance_preset_opens_where_its_text_starts():
     """The text describes λ = 10⁻⁵ (the overfit end); the preset opens there, with the
     numbers the text gives for it."""
     m, fits = _preset("playground-bias-variance")
-    assert "λ = 10⁻⁵" in load_playground_preset("playground-bias-variance").about
+    assert "λ = 10⁻⁵" in load_preset("playground-bias-variance").about
     assert m.params["lam"] == pytest.approx(1e-5)
     train, test = _errors(m, fits[-1].primary)
     assert train < 0.09 and 0.13 <= test <= 0.21 and 17 <= fits[-1].primary.dof <= 23
@@ -472,7 +471,7 @@ def test_the_gfc_preset_opens_where_the_test_error_has_crept_up():
     opens after enough features for it, with the text's numbers."""
     m, fits = _preset("playground-gfc")
     h = fits[-1].primary.extra["history"]
-    about = load_playground_preset("playground-gfc").about
+    about = load_preset("playground-gfc").about
     assert h[-1, 0] == m.steps and f"after {m.steps} features" in about
     assert 0.04 <= h[0, 1] <= 0.08 and 0.011 <= h[1, 1] <= 0.015  # one, two features
     assert 0.011 <= h[1, 2] <= 0.014 and 0.016 <= h[-1, 2] <= 0.020  # test: up ≈ 45 %
