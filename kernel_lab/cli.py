@@ -151,7 +151,7 @@ def _build_parser() -> argparse.ArgumentParser:
 def _cmd_list(args: argparse.Namespace) -> int:
     from kernel_lab.core.data import data_sources
     from kernel_lab.core.kernels import KERNELS
-    from kernel_lab.engine.presets import load_preset, preset_names
+    from kernel_lab.engine.presets import load_preset, playground_preset_names, preset_names
     from kernel_lab.experiments import list_experiments
 
     exps = list_experiments()
@@ -159,6 +159,8 @@ def _cmd_list(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"experiments": {e.name: e.title for e in exps},
                           "presets": {n: load_preset(n).title for n in preset_names()},
+                          "playground_presets": {n: load_preset(n).title
+                                                 for n in playground_preset_names()},
                           "examples": sources["examples"],
                           "generators": {k: v["description"]
                                          for k, v in sources["generators"].items()},
@@ -178,6 +180,9 @@ def _cmd_list(args: argparse.Namespace) -> int:
     print("\nTeaching presets (run --preset NAME):")
     for name in preset_names():
         print(f"  {name:<20} {load_preset(name).title}")
+    print("\nPlayground presets (run --preset NAME: the fit and its function view):")
+    for name in playground_preset_names():
+        print(f"  {name:<26} {load_preset(name).title}")
     return 0
 
 
@@ -246,7 +251,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from kernel_lab.engine import run
-    from kernel_lab.engine.presets import load_preset, preset_names
+    from kernel_lab.engine.presets import load_preset, playground_preset_names, preset_names
     from kernel_lab.engine.session import Session, SessionError, load_session
     from kernel_lab.plotting.render import ensure_app
     from kernel_lab.plotting.report import load_result, write_report
@@ -254,25 +259,43 @@ def _cmd_report(args: argparse.Namespace) -> int:
     source = Path(args.source)
     session: Session | None = None
     doc: dict[str, Any] | None = None
-    if source.is_dir():
+    if not source.exists() and args.source in playground_preset_names():
+        session = load_preset(args.source)
+    if session is not None and session.spec is None:
+        from kernel_lab.engine.playground.run import run_playground
+
+        assert session.playground is not None
+        doc = run_playground(session.playground, title=session.title, about=session.about)
+    elif source.is_dir():
         doc = load_result(source)
     elif source.is_file():
         try:
             session = load_session(source)
         except SessionError as exc:
             doc = load_result(source)
-            if "table" not in doc:
+            if "table" not in doc and "fit" not in doc:
                 raise exc from None
+        if session is not None and session.spec is None:
+            from kernel_lab.engine.playground.run import run_playground
+
+            assert session.playground is not None
+            doc = run_playground(session.playground, title=session.title,
+                                 about=session.about)
     elif args.source in preset_names():
         session = load_preset(args.source)
     else:
         raise UsageError(f"{args.source!r} is neither a run folder, a file nor a preset")
-    if session is not None:
+    if session is not None and session.spec is not None:
         result = run(replace(session.spec, workers=None),
                      on_progress=_StderrProgress(args.quiet))
         doc = result.to_dict()
     assert doc is not None
     ensure_app()
+    if doc.get("view") == "playground":
+        from kernel_lab.plotting.report import write_playground_report
+
+        print(write_playground_report(doc, args.out))
+        return 0
     path = write_report(doc, args.out, title=session.title if session else "",
                         about=session.about if session else "")
     print(path)
@@ -314,8 +337,51 @@ def _run_spec(args: argparse.Namespace) -> RunSpec:
     return RunSpec(name, params, source, args.workers, args.backend, args.scheduler)
 
 
+def _cmd_run_playground(args: argparse.Namespace) -> int:
+    """A Playground preset, headless: its fit (``--set``, ``--seed`` override its
+    parameters, checked by their declarations) as result.json and the function view as
+    plot.png."""
+    from dataclasses import replace
+
+    from kernel_lab.engine.playground.params import resolve_fit_params
+    from kernel_lab.engine.playground.run import run_playground, write_playground_result
+    from kernel_lab.engine.presets import load_preset
+
+    if args.experiment or args.data:
+        raise UsageError(f"preset {args.preset!r} is a Playground preset: it has no "
+                         "experiment, and its data are its own (leave out "
+                         f"{'the experiment' if args.experiment else '--data'})")
+    session = load_preset(args.preset)
+    assert session.playground is not None
+    params = _parse_sets(args.sets)
+    if args.seed is not None:
+        params["seed"] = args.seed
+    state = replace(session.playground,
+                    params=resolve_fit_params(params, session.playground.params))
+    out = Path(args.out or Path("runs") /
+               f"{args.preset}-{datetime.now().strftime('%Y%m%d-%H%M%S')}")
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} exists and is not a folder")
+    doc = run_playground(state, title=session.title, about=session.about)
+    write_playground_result(doc, out)
+    if not args.no_plot:
+        from kernel_lab.plotting.function_view import render_function_view
+
+        render_function_view(doc, out / "plot.png", title=session.title)
+    if not args.quiet:
+        fit = doc["fit"]
+        sys.stderr.write(f"  {fit['method']}: train error {fit['train_error']:.4g}, "
+                         f"test error {fit['test_error']:.4g}\n")
+    print(out)
+    return 0
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     from kernel_lab.engine import run
+    from kernel_lab.engine.presets import playground_preset_names
+
+    if args.preset and args.preset in playground_preset_names():
+        return _cmd_run_playground(args)
     from kernel_lab.engine.output import write_run
     from kernel_lab.experiments import get_experiment
 

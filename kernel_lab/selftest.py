@@ -133,11 +133,8 @@ def run_self_test(out: Callable[[str], None] = print) -> int:
             window.close()
         return f"worker process {pid}"
 
-    from kernel_lab.model.playground import (
-        PlaygroundModel,
-        load_playground_preset,
-        playground_preset_names,
-    )
+    from kernel_lab.engine.presets import load_preset, playground_preset_names
+    from kernel_lab.model.playground import PlaygroundModel
 
     for name in playground_preset_names():
         def playground(name: str = name) -> str:
@@ -145,7 +142,7 @@ def run_self_test(out: Callable[[str], None] = print) -> int:
             fits: list = []
             model.fit_ready.connect(fits.append)
             model.failed.connect(lambda msg: fits.append(RuntimeError(msg)))
-            model.apply(load_playground_preset(name).doc, points=False)
+            model.apply(load_preset(name).playground, points=False)
             if not fits or isinstance(fits[-1], Exception):
                 raise RuntimeError(f"no fit: {fits[-1] if fits else 'nothing computed'}")
             grid = fits[-1].primary.grid

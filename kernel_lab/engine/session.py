@@ -12,7 +12,15 @@ Format (version 1)::
      "experiment": "ckrr-risk",
      "params": {"trials": 50, ...},                        # checked by the experiment
      "data": {"spec": "gaussian:n=200,p=100", "options": {"test_fraction": 0.25}},
-     "pinned": [{"label": "...", "table": {"lam": [...], ...}}]}   # optional
+     "pinned": [{"label": "...", "table": {"lam": [...], ...}}],   # optional
+     "playground": {"dataset": "xor", "n": 400, "noise": 0.2,      # optional: the
+                    "params": {"method": "krr", ...}, "steps": 0,  # Playground's state
+                    "points": {"X": [...], "y": [...], "test": [...]}}}
+
+A Playground session or preset has ``"playground"`` and no ``"experiment"``; a lab session
+saved with the Playground open has both. The Playground's parameters are checked by their
+declarations (:mod:`kernel_lab.engine.playground.params`) as an experiment's are. Playground
+presets of the first format (``"format": "kernel-lab-playground"``) are read as well.
 """
 
 from __future__ import annotations
@@ -26,10 +34,13 @@ from typing import Any
 from kernel_lab.core.errors import KernelLabError
 from kernel_lab.core.jsonable import jsonable
 from kernel_lab.core.source import LOAD_OPTIONS, DataSource
+from kernel_lab.engine.playground.state import PlaygroundState, state_from_dict
 from kernel_lab.engine.spec import RunSpec
 from kernel_lab.experiments import get_experiment
 
 FORMAT = "kernel-lab-session"
+#: The format of the Playground's first presets (read, never written).
+OLD_PLAYGROUND_FORMAT = "kernel-lab-playground"
 VERSION = 1
 MAX_BYTES = 50 * 2**20
 _DATA_OPTIONS = set(LOAD_OPTIONS)
@@ -42,14 +53,15 @@ class SessionError(KernelLabError):
 @dataclass
 class Session:
     """A saved state of the lab: what to run, optional title and text (presets), and
-    pinned curves (``{"label": str, "table": {column: list of numbers}}``)."""
+    pinned curves (``{"label": str, "table": {column: list of numbers}}``); a Playground
+    session (or preset) has no ``spec`` but a ``playground`` state."""
 
-    spec: RunSpec
+    spec: RunSpec | None
     title: str = ""
     about: str = ""
     pinned: list[dict[str, Any]] = field(default_factory=list)
     #: The Playground's state (data with painted points, method, parameters), if open.
-    playground: dict[str, Any] | None = None
+    playground: PlaygroundState | None = None
 
     def to_dict(self) -> dict[str, Any]:
         doc: dict[str, Any] = {"format": FORMAT, "version": VERSION}
@@ -57,14 +69,15 @@ class Session:
             doc["title"] = self.title
         if self.about:
             doc["about"] = self.about
-        data = ({"spec": None, "options": {}} if self.spec.data is None
-                else self.spec.data.to_dict())
-        doc.update({"experiment": self.spec.experiment, "params": jsonable(self.spec.params),
-                    "data": jsonable(data)})
+        if self.spec is not None:
+            data = ({"spec": None, "options": {}} if self.spec.data is None
+                    else self.spec.data.to_dict())
+            doc.update({"experiment": self.spec.experiment,
+                        "params": jsonable(self.spec.params), "data": jsonable(data)})
         if self.pinned:
             doc["pinned"] = jsonable(self.pinned)
         if self.playground is not None:
-            doc["playground"] = jsonable(self.playground)
+            doc["playground"] = jsonable(self.playground.to_dict())
         return doc
 
 
@@ -107,6 +120,8 @@ def load_session(path: str | os.PathLike[str]) -> Session:
 
 def session_from_dict(doc: Any, where: str = "session") -> Session:
     """Check a parsed session document field by field."""
+    if isinstance(doc, dict) and doc.get("format") == OLD_PLAYGROUND_FORMAT:
+        doc = {**doc, "format": FORMAT}
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise SessionError(f"{where} is not a Kernel Lab session (no \"format\": "
                            f"\"{FORMAT}\" field); open a file saved with File → Save session")
@@ -114,7 +129,13 @@ def session_from_dict(doc: Any, where: str = "session") -> Session:
     if not isinstance(version, int) or version > VERSION or version < 1:
         raise SessionError(f"{where} has format version {version!r}; this Kernel Lab reads "
                            f"version {VERSION} — update Kernel Lab to open it")
+    title, about = doc.get("title", ""), doc.get("about", "")
+    if not isinstance(title, str) or not isinstance(about, str):
+        raise SessionError(f"{where}: \"title\" and \"about\" must be text")
+    playground = _playground(doc, where)
     name = doc.get("experiment")
+    if name is None and playground is not None:
+        return Session(None, title, about, [], playground)
     if not isinstance(name, str):
         raise SessionError(f"{where} names no experiment (field \"experiment\")")
     try:
@@ -164,9 +185,6 @@ def session_from_dict(doc: Any, where: str = "session") -> Session:
                     for v in col):
                 raise SessionError(f"{where}: pinned column {key!r} must be a list of "
                                    "numbers")
-    title, about = doc.get("title", ""), doc.get("about", "")
-    if not isinstance(title, str) or not isinstance(about, str):
-        raise SessionError(f"{where}: \"title\" and \"about\" must be text")
     kind = data.get("kind")
     if kind is not None and kind not in ("generator", "example", "file"):
         raise SessionError(f"{where}: the data \"kind\" must be generator, example or file")
@@ -175,9 +193,18 @@ def session_from_dict(doc: Any, where: str = "session") -> Session:
             if spec else None
     except KernelLabError as exc:
         raise SessionError(f"{where}: {exc}") from None
+    return Session(RunSpec(name, resolved, source), title, about, pinned, playground)
+
+
+def _playground(doc: dict[str, Any], where: str) -> PlaygroundState | None:
+    """The document's Playground state, checked (None when it has none)."""
     playground = doc.get("playground")
-    if playground is not None and not (isinstance(playground, dict)
-                                       and isinstance(playground.get("points", {}), dict)):
+    if playground is None:
+        return None
+    if not (isinstance(playground, dict) and isinstance(playground.get("points", {}), dict)):
         raise SessionError(f"{where}: \"playground\" must be an object (data set, "
                            "parameters, points)")
-    return Session(RunSpec(name, resolved, source), title, about, pinned, playground)
+    try:
+        return state_from_dict(playground, where)
+    except KernelLabError as exc:
+        raise SessionError(str(exc)) from None

@@ -428,8 +428,9 @@ class MainWindow(QtWidgets.QMainWindow):
             from kernel_lab.model.playground import PlaygroundModel
 
             PlaygroundModel(launch=lambda _r: None).apply(session.playground)
-        self.remember_form()
-        self.model.apply_session(session)
+        if session.spec is not None:  # not a Playground session alone
+            self.remember_form()
+            self.model.apply_session(session)
         if session.playground is not None:
             self.open_playground().model.apply(session.playground)
 
@@ -504,7 +505,7 @@ def screenshot(path: str | Path, session: str | None = None, timeout: float = 30
     from kernel_lab.plotting.render import ensure_app
 
     app = ensure_app()
-    from kernel_lab.model.playground import playground_preset_names
+    from kernel_lab.engine.presets import playground_preset_names
 
     if preset in playground_preset_names():
         return playground_screenshot(path, preset, timeout)

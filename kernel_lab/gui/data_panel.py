@@ -16,15 +16,15 @@ from PySide6 import QtCore, QtWidgets
 
 from kernel_lab.core.data import EXAMPLES, GENERATORS, Dataset
 from kernel_lab.core.errors import KernelLabError, name_controls
-from kernel_lab.core.loaders import peek_rows
+from kernel_lab.core.loaders import FORMATS, peek_rows
 from kernel_lab.core.progress import Cancelled, Progress
 from kernel_lab.core.source import DataSource
 from kernel_lab.gui.forms import ParamForm
 from kernel_lab.model import LabModel
 from kernel_lab.model.lab import LoadWatch
 
-FILE_FILTER = ("Data files (*.csv *.tsv *.txt *.dat *.xlsx *.npy *.npz *.svm *.svmlight "
-               "*.libsvm *.arff *.mat);;All files (*)")
+#: The file dialog's filter: every suffix the loaders read (their one table of formats).
+FILE_FILTER = f"Data files ({' '.join('*' + s for s in FORMATS)});;All files (*)"
 SOURCES = ("Generator", "Example", "File")
 KINDS = ("generator", "example", "file")
 #: The labels of the widgets a message may point to (the widgets are made with them).

@@ -12,9 +12,8 @@ from PySide6 import QtCore, QtGui, QtWidgets
 
 from kernel_lab.core.errors import KernelLabError
 from kernel_lab.engine.output import write_curves_csv, write_result_json
-from kernel_lab.engine.presets import load_preset, preset_names
+from kernel_lab.engine.presets import load_preset, playground_preset_names, preset_names
 from kernel_lab.engine.session import Session, load_session, save_session
-from kernel_lab.model.playground import load_playground_preset, playground_preset_names
 
 MAX_RECENT = 8
 SESSION_FILTER = "Kernel Lab sessions (*.json);;All files (*)"
@@ -48,7 +47,7 @@ class FileActions:
             act.triggered.connect(lambda checked=False, n=name: self.open_preset(n))
         playground = presets.addMenu("Play&ground")
         for name in playground_preset_names():
-            act = playground.addAction(load_playground_preset(name).title)
+            act = playground.addAction(load_preset(name).title)
             act.setData(name)
             act.triggered.connect(lambda checked=False, n=name: w.open_playground(n))
 
@@ -57,7 +56,7 @@ class FileActions:
         session = self.model.to_session()
         playground = getattr(self.window, "playground", None)
         if playground is not None:
-            session.playground = playground.model.to_dict()
+            session.playground = playground.model.state()
         path = save_session(session, path)
         self._remember(path)
         return path

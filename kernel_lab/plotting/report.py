@@ -127,3 +127,45 @@ def load_result(path: str | os.PathLike[str]) -> dict[str, Any]:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise KernelLabError(f"cannot read {path}: {exc}") from None
+
+
+def build_playground_report(doc: Mapping[str, Any]) -> str:
+    """The HTML text of a report of a Playground run (``kernel-lab run --preset
+    playground-…``): the function view, the errors, the parameters and the data."""
+    from kernel_lab.plotting.function_view import render_function_view
+
+    for key in ("fit", "params", "points", "data"):
+        if key not in doc:
+            raise KernelLabError(f"not a Playground result: the field {key!r} is missing")
+    title = str(doc.get("title") or f"Playground — {doc['fit']['method']}")
+    with tempfile.TemporaryDirectory() as tmp:
+        png = render_function_view(doc, Path(tmp) / "view.png", title=title).read_bytes()
+    fits = [doc["fit"], *([doc["compare"]] if "compare" in doc else [])]
+    results = {f"{f['method']} {k.replace('_', ' ')}": f[k] for f in fits
+               for k in ("train_error", "test_error", "n_features", "dof", "seconds")
+               if f.get(k) is not None}
+    parts = [f"<h1>{html.escape(title)}</h1>",
+             f'<p class="sub">the Playground on {html.escape(str(doc["data"].get("dataset")))}'
+             f" — seed {doc.get('seed')} — {html.escape(str(doc.get('started', '')))}</p>"]
+    if doc.get("about"):
+        parts.append(f'<div class="about">{html.escape(str(doc["about"]))}</div>')
+    b64 = base64.b64encode(png).decode("ascii")
+    parts.append(f'<h2>The fitted function</h2><figure><img alt="function view" '
+                 f'src="data:image/png;base64,{b64}"><figcaption>the fit on the view\'s grid, '
+                 "train points filled, test points hollow</figcaption></figure>")
+    parts.append("<h2>Results</h2>" + _table(results, ("result", "value")))
+    parts.append("<h2>Parameters</h2>" + _table({**doc["params"], "steps": doc.get("steps")},
+                                                ("parameter", "value")))
+    parts.append("<h2>Data</h2>" + _table(doc["data"], ("", "")))
+    versions = doc.get("versions", {})
+    parts.append("<footer>Versions: " + html.escape(", ".join(
+        f"{k} {v}" for k, v in versions.items())) + "</footer>")
+    return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<title>{html.escape(title)}</title><style>{_CSS}</style></head>"
+            f"<body>{''.join(parts)}</body></html>\n")
+
+
+def write_playground_report(doc: Mapping[str, Any], path: str | os.PathLike[str]) -> Path:
+    path = Path(path)
+    path.write_text(build_playground_report(doc), encoding="utf-8")
+    return path

@@ -18,8 +18,8 @@ from kernel_lab.core.models import (
     KernelRidge,
     NystromFeatures,
 )
+from kernel_lab.engine.presets import playground_preset_names
 from kernel_lab.gui.playground import PlaygroundWindow
-from kernel_lab.model.playground import playground_preset_names
 
 
 @pytest.fixture
@@ -192,6 +192,31 @@ def test_session_restores_painted_points_bit_for_bit(qtbot, tmp_path):
     for a, b in ((restored.points.X, saved.X), (restored.points.y, saved.y),
                  (restored.points.test, saved.test)):
         assert a.dtype == b.dtype and np.array_equal(a, b)
+    main.close()
+
+
+def test_a_playground_session_file_opens_in_the_playground(qtbot, tmp_path):
+    """A session holding only the Playground's state (saved by the lab's session code)
+    opens the Playground with it and leaves the lab's experiment as it was."""
+    from kernel_lab.engine.session import Session, save_session
+    from kernel_lab.gui.app import MainWindow
+    from kernel_lab.model.playground import PlaygroundModel
+
+    source = PlaygroundModel()
+    source.set_dataset("paint-1d")
+    source.add_points(np.array([[0.25], [-1.0 / 3.0], [2.0]]), np.array([0.1, 0.2, 0.3]))
+    source.set_params(method="ckrr", lam=0.0321)
+    path = save_session(Session(None, playground=source.state()), tmp_path / "p.json")
+    main = MainWindow(QtCore.QSettings(str(tmp_path / "s.ini"),
+                                       QtCore.QSettings.Format.IniFormat))
+    qtbot.addWidget(main)
+    experiment = main.model.experiment.name
+    main.open_session(path)
+    restored = main.playground.model
+    assert restored.params == source.params and restored.dataset == "paint-1d"
+    assert np.array_equal(restored.points.X, source.points.X)
+    assert np.array_equal(restored.points.y, source.points.y)
+    assert main.model.experiment.name == experiment
     main.close()
 
 

@@ -11,13 +11,13 @@ import pytest
 
 from kernel_lab.core import playground as pg
 from kernel_lab.core.errors import ParameterError
+from kernel_lab.core.kernels import make_kernel
 from kernel_lab.core.models import NystromRidge, RFFRidge
+from kernel_lab.engine.presets import load_preset, playground_preset_names
 from kernel_lab.model.playground import (
     FitEngine,
     FitWorker,
     PlaygroundModel,
-    load_playground_preset,
-    playground_preset_names,
 )
 from tests.model.qtfree import run_without_qt
 
@@ -106,7 +106,7 @@ def test_leverage_scores_are_the_ridge_leverage_scores(model):
     model.set_dataset("blobs", n=120)
     model.set_params(method="nystrom", leverage=True, lam=0.5, sigma=1.0)
     pts = model.points
-    K = pg.make_kernel("gaussian", {"sigma": 1.0})(pts.X[~pts.test])
+    K = make_kernel("gaussian", {"sigma": 1.0})(pts.X[~pts.test])
     ref = np.diag(K @ np.linalg.inv(K + 0.5 * np.eye(len(K))))
     np.testing.assert_allclose(model.fits[-1].primary.scores, ref, atol=1e-10)
 
@@ -145,13 +145,14 @@ def test_worker_computes_the_latest_request_only():
 
 
 def test_bad_values_get_clear_messages(model):
-    with pytest.raises(ParameterError, match="unknown Playground parameter"):
+    with pytest.raises(ParameterError,
+                       match="the Playground has no parameter 'gamma'; did you mean 'sigma'"):
         model.set_params(gamma=1.0)
     with pytest.raises(ParameterError, match="unknown Playground data set"):
         model.set_dataset("mnist")
-    with pytest.raises(ParameterError, match="lam must be a positive number"):
+    with pytest.raises(ParameterError, match="parameter lam must be ≥ 1e-12, got -1"):
         model.set_params(lam=-1.0)
-    with pytest.raises(ParameterError, match="s must be a whole number from 1 to 5000"):
+    with pytest.raises(ParameterError, match="parameter s must be ≥ 1, got 0"):
         model.set_params(s=0)
     assert model.params["lam"] > 0 and model.params["s"] >= 1  # nothing changed
     messages: list[str] = []
@@ -194,7 +195,7 @@ def _preset(name):
     m = PlaygroundModel()
     fits = []
     m.fit_ready.connect(fits.append)
-    m.apply(load_playground_preset(name).doc, points=False)
+    m.apply(load_preset(name).playground, points=False)
     return m, fits
 
 
@@ -209,7 +210,7 @@ def test_every_playground_preset_has_a_text_and_checks():
         "playground-bias-variance", "playground-bandwidth", "playground-nystrom",
         "playground-xor", "playground-dsg", "playground-gfc"}
     for name in playground_preset_names():
-        assert "What you will see" in load_playground_preset(name).about
+        assert "What you will see" in load_preset(name).about
 
 
 def test_bias_variance_preset():
@@ -275,7 +276,7 @@ def test_a_bad_session_document_changes_nothing(model):
         {**good, "params": {**good["params"], "sigma": -1.0}},
         {**good, "params": {**good["params"], "s": 2.5}},
         {**good, "params": {**good["params"], "sampler": "magic"}},
-        {**good, "params": {**good["params"], "leverage": "yes"}},
+        {**good, "params": {**good["params"], "leverage": "maybe"}},
         {**good, "steps": "many"},
         {**good, "points": {**good["points"], "y": [0.5] * len(good["points"]["y"])}},
         {**good, "points": {"X": [[0.0, 1.0]], "y": [1.0, -1.0], "test": [False]}},
@@ -459,7 +460,7 @@ def test_the_bias_variance_preset_opens_where_its_text_starts():
     """The text describes λ = 10⁻⁵ (the overfit end); the preset opens there, with the
     numbers the text gives for it."""
     m, fits = _preset("playground-bias-variance")
-    assert "λ = 10⁻⁵" in load_playground_preset("playground-bias-variance").about
+    assert "λ = 10⁻⁵" in load_preset("playground-bias-variance").about
     assert m.params["lam"] == pytest.approx(1e-5)
     train, test = _errors(m, fits[-1].primary)
     assert train < 0.09 and 0.13 <= test <= 0.21 and 17 <= fits[-1].primary.dof <= 23
@@ -470,8 +471,27 @@ def test_the_gfc_preset_opens_where_the_test_error_has_crept_up():
     opens after enough features for it, with the text's numbers."""
     m, fits = _preset("playground-gfc")
     h = fits[-1].primary.extra["history"]
-    about = load_playground_preset("playground-gfc").about
+    about = load_preset("playground-gfc").about
     assert h[-1, 0] == m.steps and f"after {m.steps} features" in about
     assert 0.04 <= h[0, 1] <= 0.08 and 0.011 <= h[1, 1] <= 0.015  # one, two features
     assert 0.011 <= h[1, 2] <= 0.014 and 0.016 <= h[-1, 2] <= 0.020  # test: up ≈ 45 %
     assert h[-1, 2] > 1.3 * h[:, 2].min() and h[-1, 1] < h[1, 1] <= 0.0135
+
+
+def test_one_declaration_of_the_playgrounds_choices_and_limits():
+    """The samplers, kernels and methods a session may name are the library's own lists
+    (a sampler list copied beside them had lost recursive-rls-fast), and the window's words
+    are not in core."""
+    from kernel_lab.core import playground as core_playground
+    from kernel_lab.core.samplers import SAMPLERS
+    from kernel_lab.engine.playground.params import PARAMS
+
+    declared = {p.name: p for p in PARAMS}
+    assert set(declared["sampler"].choices) == set(SAMPLERS)
+    assert "recursive-rls-fast" in declared["sampler"].choices
+    assert declared["s"].high == declared["D"].high == pg.MAX_POINTS
+    for word in ("METHOD_TEXT", "USES", "SIZE_WORD", "STEP_WORD"):
+        assert not hasattr(core_playground, word)
+    model = PlaygroundModel()
+    model.set_params(method="nystrom", sampler="recursive-rls-fast", s=10)
+    assert model.latest is not None and len(model.latest.primary.landmarks) == 10

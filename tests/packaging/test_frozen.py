@@ -29,8 +29,8 @@ def frozen(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 def test_frozen_self_test_passes(tmp_path):
     proc = frozen("--self-test", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    from kernel_lab.engine.presets import playground_preset_names
     from kernel_lab.experiments import list_experiments
-    from kernel_lab.model.playground import playground_preset_names
 
     n = len(list_experiments()) + len(playground_preset_names()) + 6
     assert "(frozen " in proc.stdout and f"{n} of {n} checks passed" in proc.stdout

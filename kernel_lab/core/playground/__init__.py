@@ -1,0 +1,61 @@
+"""The Playground's computations: small visible data sets and fits that answer a slider at
+once — ``datasets`` (the generated sets, the grid), ``fits`` (the fit's value, feature
+ridge, leverage scores), ``exact`` (exact KRR / CKRR for every λ), ``steppers`` (DSG and
+GFC step by step) and ``contour`` (the decision boundary).
+
+Everything here is plain numpy on the library's estimators — the window draws what these
+functions return. Speed comes from caches that a slider does not invalidate:
+
+- exact KRR / CKRR: one symmetric eigendecomposition ``K = U diag(e) Uᵀ`` (of K_c = PKP for
+  CKRR) per data set, kernel and σ, and the products ``K_X U`` for the grid, the training
+  and the test points. A new λ then costs one matrix–vector product per point set,
+  ``f(λ) = (K_X U)(Uᵀ(y − shift)/(e + λ)) + intercept`` — the same numbers as
+  :class:`~kernel_lab.core.models.KernelRidge` / ``CenteredKernelRidge`` — and the whole
+  train/test-error-against-λ curve a matrix product;
+- Nyström and random-feature ridge: the feature matrices per data set, σ and s (or D); a
+  new λ re-solves the small s × s (D × D) ridge system.
+
+DSG and GFC are stepped: :class:`DSGStepper` continues the same doubly stochastic run
+(iteration k of a stepped run equals a run of k iterations); :class:`GFCStepper` adds one
+greedy feature per step (one descent of one step per pass, so after k steps the model is
+GFC with k features).
+"""
+
+from __future__ import annotations
+
+from kernel_lab.core.playground.contour import zero_contour
+from kernel_lab.core.playground.datasets import (
+    BLANK,
+    EXTENT,
+    MAX_POINTS,
+    SETS,
+    PlaygroundSet,
+    generate,
+    grid,
+    subsample,
+    ticks,
+)
+from kernel_lab.core.playground.exact import ExactCache, exact_direct
+from kernel_lab.core.playground.fits import (
+    KERNELS,
+    METHODS,
+    STEPPED,
+    FeatureRidge,
+    FitResult,
+    Problem,
+    Superseded,
+    error,
+    kernel_spectrum,
+    lam_grid,
+    nystrom_features,
+    rff_features,
+    ridge_leverage,
+    timed,
+)
+from kernel_lab.core.playground.steppers import DSGStepper, GFCStepper, gfc_model
+
+__all__ = ["BLANK", "EXTENT", "KERNELS", "MAX_POINTS", "METHODS", "SETS", "STEPPED",
+           "DSGStepper", "ExactCache", "FeatureRidge", "FitResult", "GFCStepper",
+           "PlaygroundSet", "Problem", "Superseded", "error", "exact_direct", "generate",
+           "gfc_model", "grid", "kernel_spectrum", "lam_grid", "nystrom_features",
+           "rff_features", "ridge_leverage", "subsample", "ticks", "timed", "zero_contour"]

@@ -1,0 +1,204 @@
+"""The Playground's fit engine: a :class:`Request` (a snapshot of the state) in, a
+:class:`Fit` (what the view draws) out, with the caches a slider does not invalidate.
+No thread here: the window's worker (:mod:`kernel_lab.model.playground.worker`) calls
+:meth:`FitEngine.compute` off the GUI thread; ``kernel-lab run --preset playground-…``
+calls it directly."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from kernel_lab.core import playground as pg
+from kernel_lab.core.errors import ParameterError
+from kernel_lab.engine.playground.params import resolve_fit_params
+from kernel_lab.engine.playground.state import Points
+
+
+@dataclass(frozen=True)
+class Request:
+    """A snapshot of everything a fit depends on (the worker computes from this alone)."""
+
+    serial: int
+    version: int
+    points: Points
+    dim: int
+    task: str
+    params: dict[str, Any]
+    steps: int  # DSG iterations or GFC features wanted
+
+
+@dataclass
+class Fit:
+    """The answer to a :class:`Request`: the active method's fit and the comparison's."""
+
+    serial: int
+    primary: pg.FitResult
+    compare: pg.FitResult | None
+    grid: np.ndarray
+    dim: int
+    task: str
+
+
+class FitEngine:
+    """Computes :class:`Fit` values, keeping the caches a slider does not invalidate:
+    the exact eigendecomposition per (data, kernel, σ, centred), features per (data, σ, s
+    or D, …) and the DSG/GFC steppers per (data, kernel, σ, ν) — for the current data
+    version only, and the last :attr:`KEEP` of each kind (a σ drag does not pile up
+    n × n matrices)."""
+
+    KEEP = 3
+
+    def __init__(self, *, quick: bool = False) -> None:
+        self._cache: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
+        #: With ``quick``, an exact fit without its eigendecomposition is answered by a
+        #: direct solve first (``FitResult.extra["followup"]``: compute again for the rest).
+        self.quick = quick
+        self.slow_ok = not quick
+        self._cancelled: Callable[[], bool] = lambda: False
+
+    def _cached(self, key: tuple[Any, ...], make: Callable[[], Any]) -> Any:
+        """``make()`` once per key (key[0]: the kind, key[1]: the data version)."""
+        if key in self._cache:
+            self._cache.move_to_end(key)
+            return self._cache[key]
+        for old in [k for k in self._cache if k[1] != key[1]]:  # older data: never again
+            del self._cache[old]
+        same_kind = [k for k in self._cache if k[0] == key[0]]
+        for old in same_kind[: max(0, len(same_kind) - self.KEEP + 1)]:
+            del self._cache[old]  # before building: never KEEP + 1 at once
+        value = make()
+        self._cache[key] = value
+        return value
+
+    def compute(self, req: Request, *, followup: bool = False,
+                cancelled: Callable[[], bool] | None = None) -> Fit:
+        """The fit of ``req``; ``followup``: the second, complete pass after a quick one;
+        ``cancelled()``: asked during long replays of DSG/GFC steps (raises
+        :class:`Superseded` when it says yes)."""
+        self.slow_ok = followup or not self.quick
+        self._cancelled = cancelled or (lambda: False)
+        p = req.params
+        train = ~req.points.test
+        problem = pg.Problem(req.points.X[train], req.points.y[train], req.points.X[~train],
+                             req.points.y[~train], pg.grid(req.dim, int(p["resolution"])),
+                             req.task)
+        resolve_fit_params(p)  # a request made by hand is checked as a session is
+        if len(problem.y) < 2:
+            raise ParameterError("the Playground needs at least two training points: "
+                                 "paint some, or choose a data set")
+        primary = self._fit(p["method"], req, problem, primary=True)
+        compare = None
+        if p["compare"] and p["compare"] != p["method"]:
+            compare = self._fit(p["compare"], req, problem, primary=False)
+        res = int(p["resolution"])
+        for r in (primary, compare):
+            if r is not None:
+                r.train_error = pg.error(r.train, problem.y, problem.task)
+                r.test_error = pg.error(r.test, problem.y_test, problem.task)
+                if req.dim == 2 and req.task == "classification":
+                    r.contour = pg.zero_contour(r.grid.reshape(res, res), pg.ticks(res))
+        return Fit(req.serial, primary, compare, problem.G, req.dim, req.task)
+
+    def _fit(self, method: str, req: Request, problem: pg.Problem, primary: bool
+             ) -> pg.FitResult:
+        p = req.params
+        v, kern, sigma, lam, seed = req.version, p["kernel"], float(p["sigma"]), \
+            float(p["lam"]), int(p["seed"])
+        res = int(p["resolution"])  # the grid is inside every cached value
+        if method in ("krr", "ckrr"):
+            key = (method, v, kern, sigma, res)
+            if key not in self._cache and not self.slow_ok:
+                # a new σ or new data: answer at once by one Cholesky solve; the worker
+                # then makes the eigendecomposition for the λ slider and the λ curve
+                (grid, tr, te), t = pg.timed(lambda: pg.exact_direct(
+                    problem, kern, sigma, lam, method == "ckrr", self._cancelled))
+                return pg.FitResult(method, grid, tr, te, t, extra={"followup": True})
+            cache, t_cache = pg.timed(lambda: self._cached(key, lambda: pg.ExactCache(
+                problem.X, problem.y, problem.X_test, problem.G, kern, sigma,
+                method == "ckrr")))
+            (grid, tr, te), t = pg.timed(lambda: cache.predict(lam))
+            curve = cache.curve(pg.lam_grid(lam), problem.y_test, problem.task)
+            return pg.FitResult(method, grid, tr, te, t + t_cache, dof=cache.dof(lam),
+                                curve=curve)
+        if method == "nystrom":
+            s = min(int(p["s"]), len(problem.y))
+            (nf, ridge), t_feat = pg.timed(lambda: self._cached(
+                ("nystrom", v, kern, sigma, s, p["sampler"], seed, res),
+                lambda: _with_ridge(pg.nystrom_features(problem, kern, sigma, s,
+                                                        p["sampler"], seed), problem.y)))
+            (grid, tr, te), t = pg.timed(lambda: ridge.predict(lam))
+            scores, extra = None, {}
+            if p["leverage"] and primary:
+                if self.slow_ok or ("spectrum", v, kern, sigma) in self._cache:
+                    scores = pg.ridge_leverage(self._spectrum(v, kern, sigma, problem), lam)
+                else:  # an n × n eigendecomposition: when the user pauses
+                    extra = {"followup": True}
+            return pg.FitResult(method, grid, tr, te, t + t_feat, n_features=s,
+                                landmarks=np.asarray(nf.landmark_indices_), scores=scores,
+                                extra=extra)
+        if method == "rff":
+            D = int(p["D"])
+            ridge, t_feat = pg.timed(lambda: self._cached(
+                ("rff", v, kern, sigma, D, bool(p["orthogonal"]), seed, res),
+                lambda: pg.FeatureRidge(*pg.rff_features(problem, kern, sigma, D,
+                                                         bool(p["orthogonal"]), seed),
+                                        problem.y)))
+            (grid, tr, te), t = pg.timed(lambda: ridge.predict(lam))
+            return pg.FitResult(method, grid, tr, te, t + t_feat, n_features=D)
+        if method == "dsg":
+            return self._stepped(("dsg", v, kern, sigma, float(p["nu"]), seed, res), req,
+                                 lambda: pg.DSGStepper(problem, kern, sigma, float(p["nu"]),
+                                                       seed))
+        return self._stepped(("gfc", v, seed, res), req,
+                             lambda: pg.GFCStepper(problem, seed))
+
+    def _spectrum(self, v: int, kern: str, sigma: float, problem: pg.Problem
+                  ) -> tuple[np.ndarray, np.ndarray]:
+        """K's spectrum for leverage scores: from the exact KRR cache when it is there."""
+        def make() -> tuple[np.ndarray, np.ndarray]:
+            exact = next((c for k, c in reversed(self._cache.items())
+                          if k[0] == "krr" and k[1:4] == (v, kern, sigma)), None)
+            if exact is None:
+                return pg.kernel_spectrum(problem, kern, sigma)
+            return np.clip(exact.e, 0.0, None), exact.U ** 2
+
+        return self._cached(("spectrum", v, kern, sigma), make)
+
+    def _stepped(self, key: tuple[Any, ...], req: Request, make: Callable[[], Any]
+                 ) -> pg.FitResult:
+        stepper = self._cache.get(key)
+        position = 0 if stepper is None else (
+            stepper.iterations if isinstance(stepper, pg.DSGStepper) else stepper.features)
+        if position > req.steps:  # back to an earlier step: start again
+            self._cache.pop(key)
+        stepper = self._cached(key, make)
+        cancelled = self._cancelled
+        if isinstance(stepper, pg.DSGStepper):
+            _, t = pg.timed(lambda: stepper.step(req.steps - stepper.iterations, cancelled))
+            if stepper.iterations < req.steps:
+                raise pg.Superseded
+            grid, tr, te = stepper.predict()
+            return pg.FitResult("dsg", grid, tr, te, t, n_features=stepper.iterations * 8,
+                                extra={"iterations": stepper.iterations,
+                                       "history": np.array(stepper.history).reshape(-1, 3)})
+        t = 0.0
+        while stepper.features < req.steps and not stepper.done:
+            if cancelled():
+                raise pg.Superseded
+            t += pg.timed(stepper.step)[1]
+        grid, tr, te = stepper.predict()
+        return pg.FitResult("gfc", grid, tr, te, t, n_features=stepper.features,
+                            extra={"features": stepper.features, "done": stepper.done,
+                                   "frequencies": stepper.frequencies.copy(),
+                                   "history": np.array(stepper.history).reshape(-1, 3)})
+
+
+def _with_ridge(features: tuple[Any, np.ndarray, np.ndarray, np.ndarray], y: np.ndarray
+                ) -> tuple[Any, pg.FeatureRidge]:
+    model, F, Ft, Fg = features
+    return model, pg.FeatureRidge(F, Ft, Fg, y)

@@ -1,0 +1,180 @@
+"""The Playground's function view: the fitted function over its points — a 1-D curve (with
+the noiseless truth and a dashed comparison), or in 2-D a heatmap of the function with the
+decision boundary (its zero contour) — the points (train filled, test hollow, by class) and
+Nyström's landmarks. The Playground window draws into one; ``kernel-lab run --preset
+playground-…`` renders one to ``plot.png`` (:func:`render_function_view`)."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6 import QtCore
+
+from kernel_lab.core.playground import EXTENT
+
+CLASS_COLOURS = {1.0: (214, 39, 40), -1.0: (31, 119, 180)}
+PRIMARY, SECOND, TRUTH = (0, 0, 0), (120, 120, 120), (44, 160, 44, 110)
+_EMPTY = np.zeros((0, 2))
+
+
+class FunctionView:
+    """The items of the function view, added to ``plot`` (a ``PlotWidget`` or
+    ``PlotItem``), and the drawing of points and fits into them."""
+
+    def __init__(self, plot: Any) -> None:
+        self.plot = plot
+        plot.setRange(xRange=(-EXTENT, EXTENT), yRange=(-EXTENT, EXTENT), padding=0)
+        self.image = pg.ImageItem()
+        self.image.setZValue(-10)
+        plot.addItem(self.image)
+        # the decision boundaries, computed with the fit (marching squares, off this thread)
+        self.contour = pg.PlotCurveItem(pen=pg.mkPen((0, 0, 0), width=2), connect="pairs")
+        plot.addItem(self.contour)
+        self.truth_curve = plot.plot(pen=pg.mkPen(TRUTH, width=3))
+        self.fit_curve = plot.plot(pen=pg.mkPen(PRIMARY, width=2.5))
+        self.compare_curve = plot.plot(pen=pg.mkPen(SECOND, width=2,
+                                                    style=QtCore.Qt.PenStyle.DashLine))
+        self.compare_contour = pg.PlotCurveItem(pen=pg.mkPen(
+            (60, 60, 60), width=1.5, style=QtCore.Qt.PenStyle.DashLine), connect="pairs")
+        plot.addItem(self.compare_contour)
+        # one scatter per (class, train/test): a single symbol each, drawn fast
+        self.point_items: dict[tuple[float, bool], pg.ScatterPlotItem] = {}
+        #: each scatter's points as indices among the training points
+        self.groups: dict[tuple[float, bool], np.ndarray] = {}
+        for cls in (1.0, -1.0, 0.0):
+            colour = CLASS_COLOURS.get(cls, (50, 50, 50))
+            self.point_items[cls, False] = pg.ScatterPlotItem(
+                size=8, brush=pg.mkBrush(*colour), pen=pg.mkPen("k", width=0.5))
+            self.point_items[cls, True] = pg.ScatterPlotItem(
+                size=8, brush=pg.mkBrush(0, 0, 0, 0), pen=pg.mkPen(*colour, width=2))
+        self.landmark_scatter = pg.ScatterPlotItem(size=17, brush=pg.mkBrush(0, 0, 0, 0),
+                                                   pen=pg.mkPen((0, 0, 0), width=2))
+        for item in (*self.point_items.values(), self.landmark_scatter):
+            plot.addItem(item)
+
+    def draw_points(self, X: np.ndarray, y: np.ndarray, test: np.ndarray, dim: int, task: str,
+                    truth: Callable[[np.ndarray], np.ndarray] | None) -> None:
+        """The points (1-D: at (x, y); 2-D: coloured by class) and the truth curve; no
+        points: the fit is cleared too."""
+        where = np.column_stack([X[:, 0], y]) if dim == 1 else X
+        key = np.zeros(len(y)) if dim == 1 or task == "regression" else np.sign(y)
+        key[key == 0] = 0.0
+        train_rank = np.cumsum(~test) - 1  # a point's index among the training points
+        for (cls, is_test), item in self.point_items.items():
+            sel = (key == cls) & (test == is_test)
+            item.setData(pos=where[sel] if sel.any() else _EMPTY, size=8)
+            self.groups[cls, is_test] = train_rank[sel]
+        if dim == 1 and truth is not None:
+            xs = np.linspace(-EXTENT, EXTENT, 300)
+            self.truth_curve.setData(xs, truth(xs))
+        else:
+            self.truth_curve.setData([], [])
+        if len(y) == 0:
+            self.clear_fit()
+
+    def clear_fit(self) -> None:
+        self.fit_curve.setData([], [])
+        self.compare_curve.setData([], [])
+        self.image.clear()
+        self.contour.setData([], [])
+        self.compare_contour.setData([], [])
+        self.landmark_scatter.setData([])
+
+    def draw_fit(self, dim: int, task: str, G: np.ndarray, values: np.ndarray,
+                 compare: np.ndarray | None = None, contour: np.ndarray | None = None,
+                 compare_contour: np.ndarray | None = None,
+                 landmarks: np.ndarray | None = None) -> None:
+        """A fit: ``values`` on the grid ``G`` (1-D: a curve; 2-D: a heatmap, diverging
+        around 0 for classes), the comparison's values, the zero contours (segment end
+        points in pairs) and the landmarks' positions."""
+        if dim == 1:
+            self.image.clear()
+            self.plot.setYRange(-EXTENT, EXTENT, padding=0)
+            self.fit_curve.setData(G[:, 0], values)
+            self.compare_curve.setData(*((G[:, 0], compare) if compare is not None
+                                         else ([], [])))
+        else:
+            self.fit_curve.setData([], [])
+            self.compare_curve.setData([], [])
+            res = round(math.sqrt(len(values)))
+            img = values.reshape(res, res).T  # x₁ fastest in the grid: columns
+            lim = float(np.nanmax(np.abs(img))) or 1.0
+            cmap = pg.colormap.get("CET-D1") if task == "classification" else \
+                pg.colormap.get("viridis")
+            if task == "classification":
+                self.image.setImage(img, levels=(-lim, lim))
+            else:
+                self.image.setImage(img, autoLevels=True)
+            self.image.setColorMap(cmap)
+            # pixel centres on the grid points: the image reaches half a step beyond them
+            half = EXTENT / (res - 1)
+            size = 2 * (EXTENT + half)
+            self.image.setRect(QtCore.QRectF(-EXTENT - half, -EXTENT - half, size, size))
+        for item, seg in ((self.contour, contour), (self.compare_contour, compare_contour)):
+            seg = _EMPTY if seg is None else seg
+            item.setData(seg[:, 0], seg[:, 1], connect="pairs")
+        if landmarks is not None:
+            self.landmark_scatter.setData(pos=landmarks)
+        else:
+            self.landmark_scatter.setData([])
+
+
+def render_function_view(doc: Mapping[str, Any], path: str | os.PathLike[str], *,
+                         title: str = "", size: int = 700) -> Path:
+    """A Playground result (``result.json``'s document: ``points``, ``fit``, ``data`` and
+    maybe ``compare``, drawn dashed) as a PNG of its function view."""
+    from pyqtgraph.exporters import ImageExporter
+
+    from kernel_lab.core.playground import SETS, zero_contour
+    from kernel_lab.plotting.render import ensure_app
+
+    ensure_app()
+    pg.setConfigOptions(antialias=True, background="w", foreground="k")
+    widget = pg.PlotWidget(background="w", title=title or None)
+    widget.resize(size, size)
+    view = FunctionView(widget)
+    dim, task = int(doc["data"]["dim"]), doc["data"]["task"]
+    pts = doc["points"]
+    X = np.asarray(pts["X"], dtype=np.float64).reshape(-1, dim)
+    y = np.asarray(pts["y"], dtype=np.float64)
+    test = np.asarray(pts["test"], dtype=bool)
+    dataset = SETS.get(doc["data"]["dataset"])
+    view.draw_points(X, y, test, dim, task, dataset.truth if dataset is not None else None)
+    fit = doc["fit"]
+    G = np.asarray(fit["grid"]["points"], dtype=np.float64).reshape(-1, dim)
+    values = np.asarray(fit["grid"]["values"], dtype=np.float64)
+    compare = doc.get("compare")
+    compare_values = None if compare is None else \
+        np.asarray(compare["grid"]["values"], dtype=np.float64)
+    contour = compare_contour = None
+    if dim == 2 and task == "classification":  # the boundaries, dashed: the comparison's
+        res = round(math.sqrt(len(values)))
+        contour = zero_contour(values.reshape(res, res), G[:res, 0])
+        if compare_values is not None:
+            compare_contour = zero_contour(compare_values.reshape(res, res), G[:res, 0])
+    landmarks = None
+    if fit.get("landmarks") is not None:
+        train = ~test
+        where = np.column_stack([X[train, 0], y[train]]) if dim == 1 else X[train]
+        landmarks = where[np.asarray(fit["landmarks"], dtype=int)]
+    view.draw_fit(dim, task, G, values, compare_values, contour, compare_contour,
+                  landmarks)
+    item = widget.getPlotItem()
+    item.setLabel("bottom", "x" if dim == 1 else "x₁")
+    item.setLabel("left", "y" if dim == 1 else "x₂")
+    widget.setAttribute(QtCore.Qt.WidgetAttribute.WA_DontShowOnScreen, True)
+    widget.show()
+    pg.QtWidgets.QApplication.processEvents()
+    path = Path(path)
+    exporter = ImageExporter(item)
+    exporter.parameters()["width"] = size
+    exporter.export(str(path))
+    widget.close()
+    widget.deleteLater()
+    return path
