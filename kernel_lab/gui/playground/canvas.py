@@ -5,7 +5,7 @@ and the error axis of the small plots. The function view itself is
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 import pyqtgraph as pg
@@ -13,8 +13,15 @@ from PySide6 import QtCore
 
 from kernel_lab.plotting.view import log_axis
 
-if TYPE_CHECKING:
-    from kernel_lab.gui.playground.window import PlaygroundWindow
+
+class Painter(Protocol):
+    """What the canvas needs of its owner (the Playground window): a canvas knows no
+    window, so the two do not import each other."""
+
+    def paint(self, points: list[tuple[float, float]], *, other_class: bool = False,
+              continues: bool = False) -> None: ...
+
+    def remove_nearest(self, x: np.ndarray) -> None: ...
 
 
 def error_axis() -> pg.AxisItem:
@@ -32,7 +39,7 @@ class PaintBox(pg.ViewBox):
     """A view box where a click adds a point, a drag sprays points and a right-click
     removes the nearest one (the window decides what a point is)."""
 
-    def __init__(self, owner: PlaygroundWindow) -> None:
+    def __init__(self, owner: Painter) -> None:
         super().__init__(enableMenu=False)
         self.owner = owner
         self.setMouseEnabled(False, False)
@@ -45,7 +52,7 @@ class PaintBox(pg.ViewBox):
             self.owner.paint([(p.x(), p.y())], other_class=shift)
             ev.accept()
         elif ev.button() == QtCore.Qt.MouseButton.RightButton:
-            self.owner.model.remove_nearest(np.array([p.x(), p.y()]))
+            self.owner.remove_nearest(np.array([p.x(), p.y()]))
             ev.accept()
 
     def mouseDragEvent(self, ev: Any, axis: Any = None) -> None:

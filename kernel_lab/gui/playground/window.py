@@ -23,7 +23,7 @@ from kernel_lab.engine.presets import load_preset, playground_preset_names
 from kernel_lab.gui import preload_for_threads
 from kernel_lab.gui.forms import LogSlider
 from kernel_lab.gui.playground.canvas import PaintBox, error_axis
-from kernel_lab.gui.playground.controls import build_controls
+from kernel_lab.gui.playground.controls import PlaygroundControls
 from kernel_lab.gui.playground.words import ERROR_LABEL, METHOD_TEXT, SIZE_WORD, STEP_WORD, USES
 from kernel_lab.model.playground import Fit, FitEngine, FitWorker, PlaygroundModel
 from kernel_lab.plotting.function_view import FunctionView
@@ -44,7 +44,7 @@ def _number(text: str) -> float | None:
 
 
 
-class PlaygroundWindow(QtWidgets.QMainWindow):
+class PlaygroundWindow(PlaygroundControls, QtWidgets.QMainWindow):
     """The Playground. ``model`` holds every value; this class draws and dispatches."""
 
     def __init__(self, parent: QtWidgets.QWidget | None = None, *,
@@ -86,7 +86,7 @@ class PlaygroundWindow(QtWidgets.QMainWindow):
         central = QtWidgets.QWidget()
         self.setCentralWidget(central)
         row = QtWidgets.QHBoxLayout(central)
-        row.addWidget(build_controls(self))
+        row.addWidget(self.build_controls())
 
         plots = QtWidgets.QVBoxLayout()
         self.box = PaintBox(self)
@@ -157,6 +157,10 @@ class PlaygroundWindow(QtWidgets.QMainWindow):
         if self.model.task == "regression":
             label = 0.0
         self._guard(self.model.add_points, xy, label, continues=continues)
+
+    def remove_nearest(self, x: np.ndarray) -> None:
+        """Remove the point nearest to ``x`` (a right-click on the canvas)."""
+        self.model.remove_nearest(x)
 
     def _guard(self, action: Any, *args: Any, **kwargs: Any) -> None:
         """Run a model gesture; a refusal is said in the read-out (never raised into Qt)."""
