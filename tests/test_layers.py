@@ -157,7 +157,7 @@ def test_checker_reports_a_forbidden_import(tmp_path, target, source, rule):
 def test_core_and_experiments_do_not_import_qt():
     extra = ", kernel_lab.model" if importlib.util.find_spec("kernel_lab.model") else ""
     code = (
-        "import sys, kernel_lab.core, kernel_lab.core.data, kernel_lab.core.models, "
+        "import sys, kernel_lab.core, kernel_lab.data.source, kernel_lab.core.models, "
         f"kernel_lab.experiments, kernel_lab.engine.runner{extra}\n"
         "from kernel_lab.experiments import list_experiments\n"
         "list_experiments()\n"

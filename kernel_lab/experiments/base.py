@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from kernel_lab.core.data import Dataset
+from kernel_lab.core.dataset import Dataset
 from kernel_lab.core.executor import SERIAL, TaskExecutor  # experiments import them from here
 from kernel_lab.core.kernels import (
     KERNEL_PARAMS,

@@ -8,8 +8,8 @@ import pytest
 
 from kernel_lab.cli import main
 from kernel_lab.core.errors import DataError, KernelLabError
-from kernel_lab.core.source import DataSource
-from tests.core.filebytes import npy_bytes, npz_bytes
+from kernel_lab.data.source import DataSource
+from tests.data.filebytes import npy_bytes, npz_bytes
 
 RNG = np.random.default_rng(0)
 M = np.round(RNG.normal(size=(12, 4)), 3)

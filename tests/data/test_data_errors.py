@@ -15,8 +15,8 @@ import pytest
 
 from kernel_lab.cli import main
 from kernel_lab.core.errors import DataError
-from kernel_lab.core.loaders import load_table
-from tests.core.filebytes import mat_bytes, npy_bytes, npz_bytes
+from kernel_lab.data.read import load_table
+from tests.data.filebytes import mat_bytes, npy_bytes, npz_bytes
 
 
 def case(id: str, name: str, content: bytes | None, fragments: list[str], *,
