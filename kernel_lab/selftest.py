@@ -196,7 +196,7 @@ def run_self_test(out: Callable[[str], None] = print) -> int:
         book.save(tmp / "t.xlsx")
         sheet = load_table(tmp / "t.xlsx")
         X = np.arange(6.0).reshape(3, 2)
-        dump_svmlight_file(X, np.array([1.0, -1.0, 1.0]), tmp / "t.svm")
+        dump_svmlight_file(X, np.array([1.0, -1.0, 1.0]), str(tmp / "t.svm"))
         sparse = load_table(tmp / "t.svm")
         if not (sheet.X.shape == (3, 3) and np.array_equal(sparse.X, X)):
             raise RuntimeError("an .xlsx or svmlight file was read wrongly")

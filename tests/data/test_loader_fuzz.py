@@ -3,6 +3,10 @@ either loads or ends in a DataError that names the file (the CLI's exit 2)."""
 
 from __future__ import annotations
 
+import gzip
+import io
+import zipfile
+
 import numpy as np
 import pytest
 
@@ -18,6 +22,14 @@ M = np.round(RNG.normal(size=(12, 4)), 3)
 def _text(delim: str) -> bytes:
     head = delim.join(["a", "b", "c", "y"])
     return ("\n".join([head] + [delim.join(f"{v:g}" for v in row) for row in M]) + "\n").encode()
+
+
+def _zipped(raw: bytes) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr(zipfile.ZipInfo("data.csv", date_time=(2020, 1, 1, 0, 0, 0)), raw,
+                   compress_type=zipfile.ZIP_DEFLATED)
+    return buf.getvalue()
 
 
 def _fixed_header(raw: bytes) -> bytes:
@@ -40,6 +52,8 @@ def _mat(compress: bool) -> bytes:
 FIXTURES = {
     "data.csv": _text(","),
     "data.tsv": _text("\t"),
+    "data.csv.gz": gzip.compress(_text(","), mtime=0),
+    "data.zip": _zipped(_text(",")),
     "data.npy": npy_bytes(M),
     "data.npz": npz_bytes(X=M[:, :3], y=M[:, 3]),
     "data.mat": _mat(False),
