@@ -112,7 +112,7 @@ def _text_rows(path: Path, text: str, delim: str | None, head: list[str],
             blocks = []
             reader = pd.read_csv(
                 io.StringIO(text), sep=delim if delim else r"\s+", header=None,
-                names=range(width), index_col=False, dtype=str, keep_default_na=False,
+                names=range(width), index_col=False, dtype=object, na_filter=False,
                 skip_blank_lines=False, skipinitialspace=delim is not None, quotechar='"',
                 engine="c", chunksize=BLOCK_ROWS)
             for block in reader:
@@ -133,15 +133,22 @@ def _text_rows(path: Path, text: str, delim: str | None, head: list[str],
                         "every row needs the same number of fields", path=path)
     cells = pd.concat(blocks, ignore_index=True).to_numpy(dtype=object)
     options.report(0.6, f"read {len(cells):,} rows")
+    n = len(cells)
     filled = cells != ""
     # a row per line, but a quoted field holding line breaks spans more than one
-    spans = np.ones(len(cells), dtype=np.int64)
+    spans = np.ones(n, dtype=np.int64)
     if '"' in text:
         spans += np.array([sum(c.count("\n") for c in row) for row in cells], dtype=np.int64)
     starts = np.concatenate([[1], 1 + np.cumsum(spans)[:-1]])
-    blank = np.array([not any(c.strip() for c in row) for row in cells], dtype=bool) \
-        if filled.any() else np.ones(len(cells), dtype=bool)
-    comment = np.array([row[0].lstrip().startswith("#") for row in cells], dtype=bool)
+    # blank: no cell but white space (the first filled cell decides, unless it is blank)
+    first = cells[np.arange(n), np.argmax(filled, axis=1)] if n else cells[:, 0]
+    blank = ~filled.any(axis=1)
+    spaced = np.flatnonzero(~blank & np.frompyfunc(str.isspace, 1, 1)(first).astype(bool))
+    blank[spaced] = [not any(c.strip() for c in cells[i]) for i in spaced]
+    comment = np.zeros(n, dtype=bool)
+    if "#" in text:
+        comment = np.frompyfunc(lambda c: c.lstrip().startswith("#"), 1, 1)(
+            cells[:, 0]).astype(bool)
     keep = np.flatnonzero(~blank & ~comment)
     extent = np.where(filled.any(axis=1), width - np.argmax(filled[:, ::-1], axis=1), 0)
     used = int(extent[keep].max()) if keep.size else width
@@ -150,16 +157,15 @@ def _text_rows(path: Path, text: str, delim: str | None, head: list[str],
         k = width - used
         dropped = (f"dropped {'an empty column' if k == 1 else f'{k} empty columns'} at the "
                    f"end of the rows (a {delim!r} at the end of the lines)")
-    lines: list[str] | None = None
-    rows: list[tuple[int, list[str]]] = []
-    for i in keep:
-        count = used
-        if extent[i] < used:  # empty trailing fields, or a short row: count them
-            if lines is None:
-                lines = re.split(r"\r\n|\r|\n", text)
+    body = cells[keep, :used].tolist()
+    short = np.flatnonzero(extent[keep] < used)  # empty trailing fields, or a short row
+    if short.size:
+        lines = re.split(r"\r\n|\r|\n", text)
+        for k in short:
+            i = keep[k]
             segment = "\n".join(lines[starts[i] - 1: starts[i] - 1 + spans[i]])
-            count = min(len(_split(segment, delim)), used)
-        rows.append((int(starts[i]), list(cells[i, :count])))
+            body[k] = body[k][: min(len(_split(segment, delim)), used)]
+    rows = list(zip(starts[keep].tolist(), body, strict=True))
     return rows, dropped
 
 
