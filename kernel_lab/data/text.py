@@ -70,6 +70,8 @@ def _read_csv(path: Path, raw: bytes, target: str | int | None,
     text, note = decode_text(path, raw, "a text table")
     encoding = "cp1252" if note else "utf-8-sig"
     text = text.lstrip("\ufeff")
+    if "\n" not in text and "\r" in text:  # classic Mac OS line ends
+        text = text.replace("\r", "\n")
     head, start = _head_lines(text)
     if not head:
         raise DataError("the file has no data lines (only blank or comment lines)",
@@ -84,6 +86,9 @@ def _read_csv(path: Path, raw: bytes, target: str | int | None,
         options.report(0.1, f"parsing {path.name} to text cells (text, quotes or missing "
                             "values)")
         numbered, dropped = _text_rows(path, text, delim, head, options)
+        if not numbered:  # delimiters and white space only
+            raise DataError("the file has no data lines (only blank or comment lines)",
+                            "choose a file with data in it", path=path)
         table = table_from_rows(path, [row for _, row in numbered],
                                 [n for n, _ in numbered], target, options, delim or "space")
         if dropped:
@@ -190,6 +195,8 @@ def _quote_line(text: str, delim: str | None, width: int, exc: Exception) -> int
     if found is None:
         return None
     row = int(found.group(1))
+    if row == 0:
+        return 1
     try:
         before = pd.read_csv(io.StringIO(text), sep=delim if delim else r"\s+", header=None,
                              names=range(width), index_col=False, dtype=str,

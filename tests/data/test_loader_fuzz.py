@@ -32,6 +32,23 @@ def _zipped(raw: bytes) -> bytes:
     return buf.getvalue()
 
 
+def _xlsx() -> bytes:
+    """A workbook written by openpyxl, its timestamps fixed (the same bytes every run)."""
+    import datetime
+
+    from openpyxl import Workbook
+
+    book = Workbook()
+    when = datetime.datetime(2020, 1, 1)
+    book.properties.created = book.properties.modified = when
+    book.active.append(["a", "b", "c", "y"])
+    for row in M:
+        book.active.append([float(v) for v in row])
+    buf = io.BytesIO()
+    book.save(buf)
+    return buf.getvalue()
+
+
 def _fixed_header(raw: bytes) -> bytes:
     """A MAT file's header text holds its creation time: fix it, for the same bytes in
     every run."""
@@ -54,6 +71,7 @@ FIXTURES = {
     "data.tsv": _text("\t"),
     "data.csv.gz": gzip.compress(_text(","), mtime=0),
     "data.zip": _zipped(_text(",")),
+    "data.xlsx": _xlsx(),
     "data.npy": npy_bytes(M),
     "data.npz": npz_bytes(X=M[:, :3], y=M[:, 3]),
     "data.mat": _mat(False),

@@ -30,7 +30,8 @@ def write(tmp_path, name, content):
 
 
 def same_table(a, b) -> None:
-    assert_array_equal(a.X, b.X) and assert_array_equal(a.y, b.y)
+    assert_array_equal(a.X, b.X)
+    assert_array_equal(a.y, b.y)
     assert a.feature_names == b.feature_names and a.target_name == b.target_name
     assert a.classes == b.classes
 
@@ -50,7 +51,8 @@ def test_windows_1252_signs_and_a_numeric_body_take_the_fast_path(tmp_path):
     text = "preis €,menge,y\n1,2,3\n4,5,6\n"
     table = load_table(write(tmp_path, "w.csv", text.encode("cp1252")))
     assert table.feature_names == ["preis €", "menge"]
-    assert_array_equal(table.X, [[1, 2], [4, 5]]) and table.notes[0].startswith(
+    assert_array_equal(table.X, [[1, 2], [4, 5]])
+    assert table.notes[0].startswith(
         "read as Windows-1252 (Latin-1) text: it is not UTF-8 (byte 0x80 on line 1)")
 
 
@@ -76,7 +78,8 @@ def test_an_empty_trailing_column_is_dropped_with_a_note(tmp_path, header):
 
 def test_a_trailing_delimiter_on_a_numeric_table_and_a_real_empty_column(tmp_path):
     table = load_table(write(tmp_path, "n.csv", "a;b;y;\n1;2;3;\n4;5;6;\n"))
-    assert_array_equal(table.X, [[1, 2], [4, 5]]) and table.feature_names == ["a", "b"]
+    assert_array_equal(table.X, [[1, 2], [4, 5]])
+    assert table.feature_names == ["a", "b"]
     assert table.notes[0].startswith("dropped an empty column at the end of the rows (a ';'")
     # a named column left empty is a column with missing values, not a trailing delimiter
     with pytest.raises(DataError, match="missing or non-finite values in 2 of 2 rows"):
@@ -113,7 +116,8 @@ def test_a_numeric_gzipped_table_takes_the_fast_path(tmp_path):
     buf = io.StringIO()
     np.savetxt(buf, M, delimiter=",", header="a,b,y", comments="", fmt="%.17g")
     table = load_table(write(tmp_path, "m.csv.gz", gzip.compress(buf.getvalue().encode())))
-    assert_array_equal(table.X, M[:, :2]) and assert_array_equal(table.y, M[:, 2])
+    assert_array_equal(table.X, M[:, :2])
+    assert_array_equal(table.y, M[:, 2])
     assert_array_equal(table.lines, np.arange(2, 52))
 
 
@@ -201,7 +205,8 @@ def test_svmlight_written_by_scikit_learn_round_trips(tmp_path, zero_based):
     dump_svmlight_file(X, y, str(path), zero_based=zero_based, comment="written by scikit-learn")
     table = load_table(path)
     # scikit-learn writes 16 significant digits: equal to the last bit but one
-    assert_allclose(table.X, X, rtol=1e-15, atol=0) and assert_allclose(table.y, y, rtol=1e-15)
+    assert_allclose(table.X, X, rtol=1e-15, atol=0)
+    assert_allclose(table.y, y, rtol=1e-15)
     assert_array_equal(table.X == 0, X == 0)
     first = 0 if zero_based else 1
     assert table.feature_names == [f"x{j + first}" for j in range(6)]
@@ -223,3 +228,17 @@ def test_svmlight_duplicate_index_is_located(tmp_path):
     with pytest.raises(DataError, match=r"dup.svm, line 2, column 3: feature index 1 is "
                                         "negative or not increasing"):
         load_table(write(tmp_path, "dup.svm", "1 1:2\n2 1:3 1:4\n"))
+
+
+# -- found trying odd files -----------------------------------------------------------------
+def test_delimiters_only_and_classic_mac_line_ends(tmp_path):
+    for text in (",,,\n,,,\n", ",\n", "#\n,\n"):
+        with pytest.raises(DataError, match=r"e.csv: the file has no data lines \(only blank "
+                                            r"or comment lines\)"):
+            load_table(write(tmp_path, "e.csv", text))
+    mac = load_table(write(tmp_path, "mac.csv", "a,b,y\r1,2,3\r4,5,6\r"))
+    assert_array_equal(mac.X, [[1, 2], [4, 5]])
+    assert_array_equal(mac.lines, [2, 3])
+    mixed = load_table(write(tmp_path, "m.csv", "a,k,y\r1,u,3\r4,v,6\r7,u,9\r"))
+    assert mixed.feature_names == ["a", "k=u", "k=v"]
+    assert_array_equal(mixed.lines, [2, 3, 4])

@@ -219,7 +219,8 @@ def test_an_xlsx_workbook_loads_like_the_same_csv(tmp_path):
     for sheet in ("data", "2"):
         a = load_table(book, sheet=sheet, nan_policy="drop")
         b = load_table(csv, nan_policy="drop")
-        assert_array_equal(a.X, b.X) and assert_array_equal(a.y, b.y)
+        assert_array_equal(a.X, b.X)
+        assert_array_equal(a.y, b.y)
         assert a.feature_names == b.feature_names
         assert_array_equal(a.lines, [2, 4, 5])  # spreadsheet row numbers
         assert a.notes == [*b.notes[:-1], "read worksheet 'data' of 2", b.notes[-1]]
@@ -242,7 +243,8 @@ def test_subsample_is_seeded_noted_and_reproducible(tmp_path):
     src = DataSource.from_spec(f"{path}:subsample=120")
     one, two = src.load(seed=3), src.load(seed=3)
     assert one.n_train + one.n_test == 120
-    assert_array_equal(one.X_train, two.X_train) and assert_array_equal(one.y_test, two.y_test)
+    assert_array_equal(one.X_train, two.X_train)
+    assert_array_equal(one.y_test, two.y_test)
     assert "used a random 120 of 500 rows (subsample=120, seed 3)" in one.notes
     other = src.load(seed=4)
     assert not np.array_equal(np.sort(other.y_train), np.sort(one.y_train))
@@ -328,7 +330,8 @@ def test_the_fast_reader_gives_the_strict_readers_table(tmp_path, name, parser):
     target = "y" if name == "target-first.csv" else None
     fast = loaders._read_csv(path, raw, target)
     strict = loaders._read_csv(path, raw, target, fast=False)
-    assert_array_equal(fast.X, strict.X) and assert_array_equal(fast.y, strict.y)
+    assert_array_equal(fast.X, strict.X)
+    assert_array_equal(fast.y, strict.y)
     assert fast.feature_names == strict.feature_names and fast.notes == strict.notes
     assert fast.target_name == strict.target_name
     assert_array_equal(fast.lines, strict.lines)
@@ -351,7 +354,8 @@ def test_a_large_file_is_parsed_from_its_head_into_the_strict_readers_table(
     assert (head is None) == declined
     table = load_table(path, target=target)  # reads the head only, then as needed
     strict = loaders._read_csv(path, raw, target, fast=False)
-    assert_array_equal(table.X, strict.X) and assert_array_equal(table.y, strict.y)
+    assert_array_equal(table.X, strict.X)
+    assert_array_equal(table.y, strict.y)
     assert table.feature_names == strict.feature_names and table.notes == strict.notes
     assert_array_equal(table.lines, strict.lines)
 
@@ -384,7 +388,8 @@ def test_the_fast_reader_parses_every_digit_as_the_strict_one(tmp_path, parser):
     np.savetxt(path, A, delimiter=",", fmt="%.17g", header="a,b,c,y", comments="")
     raw = path.read_bytes()
     fast = loaders._read_csv(path, raw, None)
-    assert_array_equal(fast.X, A[:, :3]) and assert_array_equal(fast.y, A[:, 3])
+    assert_array_equal(fast.X, A[:, :3])
+    assert_array_equal(fast.y, A[:, 3])
     strict = loaders._read_csv(path, raw, None, fast=False)
     assert_array_equal(fast.X, strict.X)
 
@@ -417,7 +422,8 @@ def test_a_headerless_file_with_a_class_column_keeps_its_first_row(tmp_path):
                                         "6.3,3.3,virginica\n")
     table = load_table(path)
     assert table.feature_names == ["x1", "x2"] and len(table.y) == 4
-    assert_array_equal(table.X[0], [5.1, 3.5]) and table.classes == ["setosa", "versicolor",
+    assert_array_equal(table.X[0], [5.1, 3.5])
+    assert table.classes == ["setosa", "versicolor",
                                                                      "virginica"]
     # a header above text still is one
     named = load_table(write(tmp_path, "h.csv", "a,b,kind\n1,2,x\n3,4,y\n5,6,x\n"))
@@ -504,14 +510,16 @@ def test_an_npy_array_is_memory_mapped_not_copied(tmp_path):
     path = tmp_path / "m.npy"
     np.save(path, M)
     table = load_table(path)
-    assert_array_equal(table.X, M[:, :-1]) and assert_array_equal(table.y, M[:, -1])
+    assert_array_equal(table.X, M[:, :-1])
+    assert_array_equal(table.y, M[:, -1])
     base = table.X
     while getattr(base, "base", None) is not None and not isinstance(base, np.memmap):
         base = base.base
     assert isinstance(base, np.memmap)  # a view of the file's pages …
     assert not table.X.flags.writeable  # … read-only
     first = load_table(path, target=0)  # a target on the left: the rest is still a view
-    assert_array_equal(first.X, M[:, 1:]) and not first.X.flags.writeable
+    assert_array_equal(first.X, M[:, 1:])
+    assert not first.X.flags.writeable
     middle = load_table(path, target=2)  # in the middle: one copy of the features
     assert_array_equal(middle.X, M[:, [0, 1, 3, 4, 5]])
     ints = tmp_path / "i.npy"
@@ -532,7 +540,8 @@ def test_an_npz_archive_reads_only_the_arrays_it_uses(tmp_path):
     X, y = np.arange(12.0).reshape(4, 3), np.arange(4.0)
     np.savez(path, X=X, y=y, notes=np.array([{"made": "by hand"}], dtype=object))
     table = load_table(path)
-    assert_array_equal(table.X, X) and assert_array_equal(table.y, y)
+    assert_array_equal(table.X, X)
+    assert_array_equal(table.y, y)
     np.savez(tmp_path / "o.npz", X=np.array([[1, "a"]], dtype=object), y=np.array([1.0]))
     with pytest.raises(DataError, match="holds Python objects"):
         load_table(tmp_path / "o.npz")
