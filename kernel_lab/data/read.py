@@ -39,6 +39,10 @@ FORMATS: dict[str, str] = {
 }
 #: Extensions of text tables (what a .gz, .bz2 or .zip file may hold).
 TEXT_SUFFIXES = frozenset(k for k, v in FORMATS.items() if v == "csv")
+#: Glob patterns of every file :func:`load_table` reads (for an open dialog).
+FILE_PATTERNS = tuple([f"*{s}" for s in FORMATS]
+                      + [f"*{s}{c}" for s in sorted(TEXT_SUFFIXES) for c in (".gz", ".bz2")]
+                      + ["*.zip"])
 
 
 def load_table(

@@ -19,14 +19,13 @@ from kernel_lab.core.errors import KernelLabError, name_controls
 from kernel_lab.core.progress import Cancelled, Progress
 from kernel_lab.data.examples import EXAMPLES
 from kernel_lab.data.generators import GENERATORS
-from kernel_lab.data.read import peek_rows
+from kernel_lab.data.read import FILE_PATTERNS, peek_rows
 from kernel_lab.data.source import DataSource
 from kernel_lab.gui.forms import ParamForm
 from kernel_lab.model import LabModel
 from kernel_lab.model.lab import LoadWatch
 
-FILE_FILTER = ("Data files (*.csv *.tsv *.txt *.dat *.xlsx *.npy *.npz *.svm *.svmlight "
-               "*.libsvm *.arff *.mat);;All files (*)")
+FILE_FILTER = f"Data files ({' '.join(FILE_PATTERNS)});;All files (*)"
 SOURCES = ("Generator", "Example", "File")
 KINDS = ("generator", "example", "file")
 #: The labels of the widgets a message may point to (the widgets are made with them).
