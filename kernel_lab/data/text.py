@@ -339,9 +339,9 @@ def _head_lines(text: str, count: int = 20) -> tuple[list[str], int]:
 def _read_numeric_fast(source: Path | bytes, path: Path, text: str, first_line: str,
                        first_no: int, delim: str | None, target: str | int | None,
                        options: ReadOptions, encoding: str) -> Table | None:
-    """All-numeric tables (after an optional header row) parsed by numpy's C reader;
-    None whenever the strict reader must decide (quotes, text, missing or non-finite
-    values, ragged rows)."""
+    """All-numeric tables (after an optional header row) parsed by pandas' C reader to
+    floats; None whenever the text cells must be typed one by one (quotes, text, missing
+    or non-finite values, ragged rows)."""
     first = next(csv.reader([first_line], delimiter=delim)) if delim else first_line.split()
     first = [c.strip() for c in first]
     header = not all(is_number(c) for c in first)
