@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from kernel_lab.core.errors import DataError, data_option
-from kernel_lab.data.raw import MAX_EXPANDED, sniff_kind
+from kernel_lab.data.raw import MAX_EXPANDED, expect_magic
 from kernel_lab.data.table import ReadOptions, Table, table_from_rows
 
 
@@ -17,11 +17,7 @@ def read_xlsx(path: Path, raw: bytes, target: str | int | None,
               options: ReadOptions | None = None) -> Table:
     """The first worksheet (or ``options.sheet``: a name or 1-based number)."""
     options = options or ReadOptions()
-    if not raw.startswith(b"PK\x03\x04"):
-        found = sniff_kind(raw[:16]) or ("text" if b"\x00" not in raw[:4096]
-                                         else "unrecognised binary data")
-        raise DataError(f"this is {found}, not an Excel .xlsx workbook",
-                        "choose the right file, or rename it to its real extension", path=path)
+    expect_magic(path, raw, b"PK\x03\x04", "an Excel .xlsx workbook")
     try:
         with zipfile.ZipFile(path) as book:
             parts = book.infolist()
