@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from kernel_lab.core.errors import DataError, data_option
-from kernel_lab.data.raw import MAX_EXPANDED, expect_magic
+from kernel_lab.data import raw as raw_bytes
+from kernel_lab.data.raw import expect_magic
 from kernel_lab.data.table import ReadOptions, Table, table_from_rows
 
 
@@ -28,8 +29,9 @@ def read_xlsx(path: Path, raw: bytes, target: str | int | None,
         raise DataError("this zip archive is not an .xlsx workbook (no xl/workbook.xml); "
                         "old .xls files are not supported",
                         "save it as .xlsx or CSV from the spreadsheet program", path=path)
-    if sum(p.file_size for p in parts) > 4 * MAX_EXPANDED:  # a decompression bomb
-        raise DataError(f"the workbook expands to more than {4 * MAX_EXPANDED / 2**30:,.0f} GB",
+    cap = 2 * raw_bytes.MAX_EXPANDED  # a decompression bomb: refused by its declared sizes
+    if sum(p.file_size for p in parts) > cap:
+        raise DataError(f"the workbook expands to more than {cap / 2**20:,.0f} MB",
                         "save the sheet as CSV, or split the workbook", path=path)
     book = _open(path)
     try:

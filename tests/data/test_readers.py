@@ -151,6 +151,10 @@ def test_a_decompression_bomb_stops_at_the_cap(tmp_path, monkeypatch):
         load_table(write(tmp_path, "bomb.csv.gz", bomb))
     with pytest.raises(DataError, match="the zip file expands to more than 1 MB"):
         load_table(write(tmp_path, "bomb.zip", zipped({"t.csv": b"a,y\n" + b"1,2\n" * 2**19})))
+    rows = pd.DataFrame({"a": np.arange(2**17), "y": np.arange(2**17)})
+    rows.to_excel(tmp_path / "bomb.xlsx", index=False)  # ≈ 6 MB of XML
+    with pytest.raises(DataError, match=r"bomb\.xlsx: the workbook expands to more than 2 MB"):
+        load_table(tmp_path / "bomb.xlsx")
 
 
 # -- workbooks from openpyxl and pandas -----------------------------------------------------
