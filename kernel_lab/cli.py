@@ -149,8 +149,8 @@ def _build_parser() -> argparse.ArgumentParser:
 
 # ------------------------------------------------------------------------------------
 def _cmd_list(args: argparse.Namespace) -> int:
-    from kernel_lab.core.data import data_sources
     from kernel_lab.core.kernels import KERNELS
+    from kernel_lab.data.source import data_sources
     from kernel_lab.engine.presets import load_preset, playground_preset_names, preset_names
     from kernel_lab.experiments import list_experiments
 
@@ -305,7 +305,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 def _run_spec(args: argparse.Namespace) -> RunSpec:
     """The run the command line describes: a preset (optional), overridden by --data, the
     data options, --set and --seed."""
-    from kernel_lab.core.source import DataSource
+    from kernel_lab.data.source import DataSource
     from kernel_lab.engine import RunSpec
 
     params: dict[str, Any] = _parse_sets(args.sets)

@@ -75,7 +75,7 @@ def run_self_test(out: Callable[[str], None] = print) -> int:
         check(f"experiment {cls.name}", one)
 
     def session_round_trip() -> str:
-        from kernel_lab.core.source import DataSource
+        from kernel_lab.data.source import DataSource
         from kernel_lab.engine import RunSpec
         from kernel_lab.engine.session import Session, load_session, save_session
 
@@ -162,22 +162,39 @@ def run_self_test(out: Callable[[str], None] = print) -> int:
         return f"{png.stat().st_size // 1024} KiB PNG"
 
     def csv_tables() -> str:
+        import gzip
+
         import numpy as np
 
-        from kernel_lab.core import loaders
+        from kernel_lab.data.read import load_table
 
         path = tmp / "numbers.csv"
         rows = np.arange(3000.0).reshape(1000, 3) / 7
         np.savetxt(path, rows, delimiter=",", fmt="%.17g", header="a,b,y", comments="")
-        fast = loaders.load_table(path)
-        text = tmp / "text.csv"
-        text.write_text("a,kind,y\n1,red,2\n3,blue,4\n5,red,6\n", encoding="utf-8")
-        strict = loaders.load_table(text)
+        fast = load_table(path)
+        text = tmp / "text.csv.gz"
+        text.write_bytes(gzip.compress("a,kind,y\n1,röd,2\n3,blå,4\n5,röd,6\n"
+                                       .encode("cp1252")))
+        strict = load_table(text)
         if not (np.array_equal(fast.X, rows[:, :2]) and strict.X.shape == (3, 3)):
             raise RuntimeError("a numeric or a text table was read wrongly")
-        return f"numbers by {'pandas' if loaders._pandas() else 'numpy'}, text one-hot"
+        from openpyxl import Workbook
+        from sklearn.datasets import dump_svmlight_file
 
-    check("read CSV tables", csv_tables)
+        book = Workbook()
+        for row in (["a", "b", "y"], [1.5, "x", 2], [2.5, "z", 3], [3.5, "x", 4]):
+            book.active.append(row)
+        book.save(tmp / "t.xlsx")
+        sheet = load_table(tmp / "t.xlsx")
+        X = np.arange(6.0).reshape(3, 2)
+        dump_svmlight_file(X, np.array([1.0, -1.0, 1.0]), str(tmp / "t.svm"))
+        sparse = load_table(tmp / "t.svm")
+        if not (sheet.X.shape == (3, 3) and np.array_equal(sparse.X, X)):
+            raise RuntimeError("an .xlsx or svmlight file was read wrongly")
+        return ("numbers by pandas, a gzipped Windows-1252 text table one-hot, xlsx by "
+                "openpyxl, svmlight by scikit-learn")
+
+    check("read CSV tables (also .gz, .xlsx, svmlight)", csv_tables)
     check("playground window", playground_window)
     check("session save and open", session_round_trip)
     check("export result.json and curves.csv", export_round_trip)

@@ -14,10 +14,10 @@ from typing import Any
 import numpy as np
 
 from kernel_lab import __version__
-from kernel_lab.core.data import Dataset
+from kernel_lab.core.dataset import Dataset
 from kernel_lab.core.jsonable import jsonable
 from kernel_lab.core.progress import Progress
-from kernel_lab.core.source import DataSource
+from kernel_lab.data.source import DataSource
 from kernel_lab.engine.executors import make_executor
 from kernel_lab.engine.spec import RunSpec
 from kernel_lab.experiments import PartialResult, check_task, get_experiment
@@ -149,7 +149,7 @@ def run_experiment(
     """Scripting shorthand for :func:`run`: builds the :class:`RunSpec` from keywords.
 
     ``data`` is a specification (``"gaussian:n=200"``, a file), a
-    :class:`~kernel_lab.core.source.DataSource` or a loaded data set (default: the
+    :class:`~kernel_lab.data.source.DataSource` or a loaded data set (default: the
     experiment's own); ``data_options`` override the specification's options;
     ``callbacks`` are :func:`run`'s ``on_progress``, ``on_partial``, ``is_cancelled``.
     """

@@ -33,7 +33,7 @@ from typing import Any
 
 from kernel_lab.core.errors import KernelLabError
 from kernel_lab.core.jsonable import jsonable
-from kernel_lab.core.source import LOAD_OPTIONS, DataSource
+from kernel_lab.data.source import LOAD_OPTIONS, DataSource
 from kernel_lab.engine.playground.state import PlaygroundState, state_from_dict
 from kernel_lab.engine.spec import RunSpec
 from kernel_lab.experiments import get_experiment

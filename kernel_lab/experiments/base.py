@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from kernel_lab.core.data import Dataset
+from kernel_lab.core.dataset import Dataset
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.executor import SERIAL, TaskExecutor  # experiments import them from here
 from kernel_lab.core.kernels import (

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from kernel_lab.core.data import Dataset, SyntheticSource
+from kernel_lab.core.dataset import Dataset, SyntheticSource
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.kernels import InnerProductKernel
 from kernel_lab.core.models import CenteredKernelRidge

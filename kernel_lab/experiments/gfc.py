@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from kernel_lab.core.data import Dataset
+from kernel_lab.core.dataset import Dataset
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.kernels import median_heuristic
 from kernel_lab.core.models.feature_ridge import ridge_loo

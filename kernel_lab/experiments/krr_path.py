@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from kernel_lab.core.data import Dataset
+from kernel_lab.core.dataset import Dataset
 from kernel_lab.core.kernels import ShiftInvariantKernel
 from kernel_lab.core.models import CenteredKernelRidge, KernelRidge
 from kernel_lab.core.progress import Progress

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from kernel_lab.core.approx_error import effective_dimension, residual_norm
-from kernel_lab.core.data import Dataset
+from kernel_lab.core.dataset import Dataset
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.kernels import Kernel
 from kernel_lab.core.memory import check_allocation

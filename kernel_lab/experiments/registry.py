@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import difflib
 
-from kernel_lab.core.data import Dataset
+from kernel_lab.core.dataset import Dataset
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.experiments.base import Experiment
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from kernel_lab.core.data import Dataset
+from kernel_lab.core.dataset import Dataset
 from kernel_lab.core.errors import DataError
 from kernel_lab.core.memory import check_allocation
 from kernel_lab.core.params import ParamSpec

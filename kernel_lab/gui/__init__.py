@@ -21,7 +21,7 @@ def preload_for_threads() -> None:
                  "importlib.resources.readers",
                  "sklearn.svm", "scipy.io", "scipy.io.arff",
                  "scipy.io.matlab", "scipy.optimize", "kernel_lab.core.models",
-                 "kernel_lab.core.loaders", "kernel_lab.core.source",
+                 "kernel_lab.data.read", "kernel_lab.data.source",
                  "kernel_lab.core.playground", "kernel_lab.experiments",
                  # the worker process is (re)started from a thread: a queue, an event
                  # and a spawned process import these on first use

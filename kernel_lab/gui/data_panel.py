@@ -1,6 +1,6 @@
 """The Data panel: a generator (with its parameters), a bundled example, or a file (open
 dialog, target column, preview, summary). It describes a
-:class:`~kernel_lab.core.source.DataSource` and asks the lab model to load it; loading
+:class:`~kernel_lab.data.source.DataSource` and asks the lab model to load it; loading
 runs on a pool thread (:func:`qt_loader`); an error is shown in the panel in plain words
 and the previously loaded data stay in use."""
 
@@ -14,17 +14,18 @@ import numpy as np
 import shiboken6
 from PySide6 import QtCore, QtWidgets
 
-from kernel_lab.core.data import EXAMPLES, GENERATORS, Dataset
+from kernel_lab.core.dataset import Dataset
 from kernel_lab.core.errors import KernelLabError, name_controls
-from kernel_lab.core.loaders import FORMATS, peek_rows
 from kernel_lab.core.progress import Cancelled, Progress
-from kernel_lab.core.source import DataSource
+from kernel_lab.data.examples import EXAMPLES
+from kernel_lab.data.generators import GENERATORS
+from kernel_lab.data.read import FILE_PATTERNS, peek_rows
+from kernel_lab.data.source import DataSource
 from kernel_lab.gui.forms import ParamForm
 from kernel_lab.model import LabModel
 from kernel_lab.model.lab import LoadWatch
 
-#: The file dialog's filter: every suffix the loaders read (their one table of formats).
-FILE_FILTER = f"Data files ({' '.join('*' + s for s in FORMATS)});;All files (*)"
+FILE_FILTER = f"Data files ({' '.join(FILE_PATTERNS)});;All files (*)"
 SOURCES = ("Generator", "Example", "File")
 KINDS = ("generator", "example", "file")
 #: The labels of the widgets a message may point to (the widgets are made with them).

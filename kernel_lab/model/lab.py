@@ -20,11 +20,11 @@ from typing import Any
 
 import numpy as np
 
-from kernel_lab.core.data import Dataset
+from kernel_lab.core.dataset import Dataset
 from kernel_lab.core.errors import KernelLabError, name_controls
 from kernel_lab.core.memory import memory_budget_bytes
 from kernel_lab.core.progress import Cancelled, Progress
-from kernel_lab.core.source import DataSource
+from kernel_lab.data.source import DataSource
 from kernel_lab.engine.events import Event
 from kernel_lab.engine.handle import RunHandle
 from kernel_lab.engine.runner import RunResult

@@ -35,9 +35,9 @@ import numpy as np
 import scipy.linalg as sla
 from threadpoolctl import threadpool_limits
 
-from kernel_lab.core.data import load_data
 from kernel_lab.core.kernels import ExponentialKernel
 from kernel_lab.core.theory import DataSpectrum
+from kernel_lab.data.source import load_data
 from kernel_lab.engine import run_experiment
 
 DATA = "gaussian:n=400,p=200,cov=toeplitz,rho=0.4,noise=0.5,f=sin"

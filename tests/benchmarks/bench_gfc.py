@@ -19,9 +19,9 @@ import time
 
 import numpy as np
 
-from kernel_lab.core.data import load_data
 from kernel_lab.core.kernels import median_heuristic
 from kernel_lab.core.models.gfc import GreedyFeatureRegressor
+from kernel_lab.data.source import load_data
 from kernel_lab.engine.executors import ThreadExecutor
 from kernel_lab.experiments.gfc import BaselineTask, percent_rmse, range_scaling, run_baseline
 

@@ -20,8 +20,8 @@ import time
 import numpy as np
 from sklearn.kernel_approximation import Nystroem
 
-from kernel_lab.core.data import load_data
 from kernel_lab.core.kernels import GaussianKernel, median_heuristic
+from kernel_lab.data.source import load_data
 from kernel_lab.engine import run_experiment
 
 

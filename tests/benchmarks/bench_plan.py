@@ -14,7 +14,7 @@ measured time is the run's own ``total_s``, data loading included).
 
 from __future__ import annotations
 
-from kernel_lab.core.source import DataSource
+from kernel_lab.data.source import DataSource
 from kernel_lab.engine.handle import InlineLauncher
 from kernel_lab.experiments import list_experiments
 from kernel_lab.model import LabModel, RunState

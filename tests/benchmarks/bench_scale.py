@@ -35,7 +35,7 @@ import numpy as np
 CHILD = r"""
 import json, resource, sys, time
 import numpy as np
-from kernel_lab.core import loaders
+from kernel_lab.data import read as loaders, text as _text
 kind, path = sys.argv[1], sys.argv[2]
 t0 = time.perf_counter()
 try:  # imported before the clock starts for both readers (once per process: reported apart)
@@ -56,7 +56,7 @@ if kind == "pandas":
 elif kind == "strict":
     from pathlib import Path
     p = Path(path)
-    out = loaders._read_csv(p, p.read_bytes(), None, fast=False)
+    out = _text._read_csv(p, p.read_bytes(), None, fast=False)
 else:
     out = loaders.load_table(path)
 seconds = time.perf_counter() - t0
@@ -92,7 +92,7 @@ print(json.dumps({"seconds": seconds, "returncode": out.returncode,
 
 PLAN = r"""
 import json, sys
-from kernel_lab.core.source import DataSource
+from kernel_lab.data.source import DataSource
 from kernel_lab.engine.handle import InlineLauncher
 from kernel_lab.model import LabModel
 model = LabModel(InlineLauncher())

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from kernel_lab.cli import main
-from kernel_lab.core.source import DataSource
+from kernel_lab.data.source import DataSource
 from kernel_lab.engine.handle import InlineLauncher
 from kernel_lab.model import LabModel
 

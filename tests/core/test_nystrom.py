@@ -7,7 +7,6 @@ import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from kernel_lab.core.approx_error import effective_dimension, spectral_error, trace_error
-from kernel_lab.core.data import generate
 from kernel_lab.core.errors import MemoryBudgetError, ParameterError
 from kernel_lab.core.kernels import GaussianKernel
 from kernel_lab.core.models import CenteredKernelRidge
@@ -18,6 +17,7 @@ from kernel_lab.core.samplers import (
     RecursiveRLSSampler,
     make_sampler,
 )
+from kernel_lab.data.generators import generate
 
 
 @pytest.fixture(scope="module")

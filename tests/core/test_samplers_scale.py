@@ -86,8 +86,8 @@ def test_accelerated_rp_cholesky_is_chosen_by_size_and_exhausts_the_residual(mon
 def test_accelerated_rp_cholesky_approximates_like_the_stored_form():
     """Same law, so on clusters the mean error of the two forms agrees (20 draws each)."""
     from kernel_lab.core.approx_error import residual_norm
-    from kernel_lab.core.data import generate
     from kernel_lab.core.models.nystrom import nystrom_factor
+    from kernel_lab.data.generators import generate
 
     X = generate("clusters", {"n": 1500, "p": 2, "k": 6, "imbalance": 3.0, "spread": 0.05},
                  seed=0).X_train

@@ -8,7 +8,7 @@ import itertools
 import numpy as np
 import pytest
 
-from kernel_lab.core.data import generate, make_target
+from kernel_lab.core.dataset import make_target
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.kernels import (
     ExponentialKernel,
@@ -29,6 +29,7 @@ from kernel_lab.core.theory.ckrr import (
     optimal_lam,
     theorem2_mean,
 )
+from kernel_lab.data.generators import generate
 
 PAPER_KERNELS = [LinearKernel(1, 1), PolynomialKernel(1, 1, 2), SigmoidKernel(1, -1),
                  ExponentialKernel(1, 0)]
@@ -306,8 +307,8 @@ def test_spectrum_density_matches_histogram_for_two_level_sigma():
 def test_eq26_closed_form_optimum_equals_the_numeric_search(spec, scale):
     from scipy.optimize import minimize_scalar
 
-    from kernel_lab.core.data import load_data
     from kernel_lab.core.theory.ckrr import DataSpectrum
+    from kernel_lab.data.source import load_data
 
     d = load_data(spec, seed=1)
     sp = DataSpectrum.from_data(d.X_train, d.y_train)

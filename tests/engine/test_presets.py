@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from kernel_lab.cli import main
-from kernel_lab.core.source import DataSource
+from kernel_lab.data.source import DataSource
 from kernel_lab.engine import run
 from kernel_lab.engine.presets import load_preset, preset_names
 from kernel_lab.engine.session import SessionError

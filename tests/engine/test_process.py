@@ -9,7 +9,7 @@ import time
 import numpy as np
 import pytest
 
-from kernel_lab.core.source import DataSource
+from kernel_lab.data.source import DataSource
 from kernel_lab.engine import run_experiment
 from kernel_lab.engine.process import ProcessRunner
 from kernel_lab.engine.spec import RunSpec

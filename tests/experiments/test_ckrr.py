@@ -9,7 +9,7 @@ import pytest
 
 from kernel_lab.cli import main
 from kernel_lab.core.errors import ParameterError
-from kernel_lab.core.source import DataSource
+from kernel_lab.data.source import DataSource
 from kernel_lab.engine import run_experiment
 from kernel_lab.experiments import get_experiment
 
@@ -75,7 +75,7 @@ def test_checked_values_within_monte_carlo_error():
     np.testing.assert_allclose(r.table["R_test_limit[exponential]"],
                                [spec_limit[0], spec_limit[-1]], rtol=0.01)
 
-    from kernel_lab.core.data import load_data
+    from kernel_lab.data.source import load_data
     from kernel_lab.experiments.ckrr_risk import TrialTask, paper_kernels, run_trial
 
     trials = 30
@@ -237,7 +237,7 @@ def test_communities_example_is_the_documented_cleaned_table():
     are the UCI file's: its first row, and means / SDs its documentation prints."""
     from importlib import resources
 
-    from kernel_lab.core.data import EXAMPLES
+    from kernel_lab.data.examples import EXAMPLES
 
     table = EXAMPLES["communities"][1]()
     assert table.X.shape == (1994, 99) and table.y.shape == (1994,)
@@ -273,7 +273,7 @@ def test_real_data_training_size_against_ridge_regression():
     x/√p: one trial's risks equal scikit-learn's Ridge on the same split and noise."""
     from sklearn.linear_model import Ridge
 
-    from kernel_lab.core.data import load_data
+    from kernel_lab.data.source import load_data
 
     data = load_data("diabetes", seed=0)
     n, noise, seed = 30, 100.0, 4
@@ -403,8 +403,8 @@ def test_an_indefinite_kernel_is_said_and_its_unreliable_points_marked():
     """The sigmoid kernel is not positive definite: K_c has negative eigenvalues, so
     K_c + λI is singular somewhere in λ ≤ |e_min|. The least eigenvalue is found, said in
     the summaries, and the risks at those λ are flagged; the PSD kernels are not."""
-    from kernel_lab.core.data import load_data
     from kernel_lab.core.models import CenteredKernelRidge
+    from kernel_lab.data.source import load_data
     from kernel_lab.experiments.ckrr_risk import paper_kernels
 
     params = {"trials": 3, "n_lams": 12, "kernels": "linear,sigmoid", "noise": 100.0}

@@ -7,11 +7,11 @@ import json
 import numpy as np
 import pytest
 
-from kernel_lab.core.data import load_data
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.models import CenteredKernelRidge, KernelRidge
 from kernel_lab.core.params import ParamSpec, resolve_params
 from kernel_lab.core.progress import Cancelled, Progress
+from kernel_lab.data.source import load_data
 from kernel_lab.engine import run_experiment
 from kernel_lab.experiments import get_experiment, list_experiments
 
@@ -150,7 +150,7 @@ def _shifted_target_data():
     """A target far from 0 compared with its spread (as CASchools' test scores, about
     650 ± 19), on inputs where the kernel's test rows are small: plain KRR shrinks towards
     0 and does worse than predicting the training mean."""
-    from kernel_lab.core.data import Dataset
+    from kernel_lab.core.dataset import Dataset
 
     rng = np.random.default_rng(0)
     X, Xt = rng.normal(size=(150, 30)), rng.normal(size=(200, 30))

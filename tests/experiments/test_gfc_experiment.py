@@ -172,7 +172,7 @@ def test_spectrum_inputs_are_named_by_the_tables_own_columns(tmp_path):
     """A table's inputs are named as the loader names them (a text column by its one-hot
     parts, ``cut=…``), even when it has columns called x and y; the same numbers without
     names fall back to x1 … xp, and both runs pick the same two inputs."""
-    from kernel_lab.core.loaders import load_table
+    from kernel_lab.data.read import load_table
 
     rng = np.random.default_rng(5)
     n = 300

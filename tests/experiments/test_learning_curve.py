@@ -67,9 +67,9 @@ def test_same_seed_same_curve():
 def test_the_references_minimise_dsgs_own_objective():
     """DSG fits y − ȳ without an intercept: its limit is plain KRR on y − ȳ with λ = nν,
     and the random-feature baselines are plain ridge on the same targets."""
-    from kernel_lab.core.data import load_data
     from kernel_lab.core.kernels import resolve_bandwidth
     from kernel_lab.core.models import KernelRidge
+    from kernel_lab.data.source import load_data
 
     spec, nu = "friedman:n=300,n_test=150", 1e-2
     r = run_experiment("learning-curve", {"n_iter": 8, "points": 3, "rff_max": 200,
@@ -89,9 +89,9 @@ def test_the_references_minimise_dsgs_own_objective():
 def test_dsg_converges_to_the_floor_like_one_over_t():
     """Dai et al., Theorem 4: E|f_t(x) − f*(x)|² = O(1/t). Squared distance of DSG's
     predictions to the exact minimiser over two decades of iterations: slope ≤ −0.8."""
-    from kernel_lab.core.data import load_data
     from kernel_lab.core.kernels import resolve_bandwidth
     from kernel_lab.core.models import DSGRegressor, KernelRidge
+    from kernel_lab.data.source import load_data
 
     d = load_data("friedman:n=200,n_test=100", seed=0)
     X, y, Xt = d.X_train, d.y_train, d.X_test
@@ -131,10 +131,10 @@ def _cholesky_floor(X, Xt, labels, nu, sigma, n_classes=None):
 def test_classification_floor_and_baselines_use_dsgs_logistic_objective():
     from sklearn.linear_model import LogisticRegression
 
-    from kernel_lab.core.data import load_data
     from kernel_lab.core.kernels import resolve_bandwidth
     from kernel_lab.core.models import RandomFourierFeatures
     from kernel_lab.core.validation import check_seed
+    from kernel_lab.data.source import load_data
 
     spec, nu = "breast-cancer", 1e-2
     d = load_data(spec)
@@ -175,8 +175,8 @@ def test_classification_excess_objective_falls_like_one_over_t():
 
 
 def test_multiclass_digits_uses_the_softmax_floor():
-    from kernel_lab.core.data import load_data
     from kernel_lab.core.kernels import resolve_bandwidth
+    from kernel_lab.data.source import load_data
 
     data = "digits"
     d = load_data(data, overrides={"test_fraction": 0.5})
@@ -211,12 +211,12 @@ def test_at_scale_the_baselines_come_from_sums_over_row_blocks(monkeypatch):
     ΦᵀΦ and Φᵀy summed over row blocks, and a test set beyond TEST_CAP is subsampled —
     forced here at a small size and checked against the dense fit of the same features
     on the same test points."""
-    from kernel_lab.core.data import load_data
     from kernel_lab.core.kernels import resolve_bandwidth
     from kernel_lab.core.models import streaming
     from kernel_lab.core.models.regularised import fit_regularised
     from kernel_lab.core.models.rff import RandomFourierFeatures, cos_features
     from kernel_lab.core.validation import check_seed
+    from kernel_lab.data.source import load_data
     from kernel_lab.experiments import learning_curve as lc
 
     monkeypatch.setattr(lc, "DENSE_BYTES", 1000)
@@ -313,10 +313,10 @@ def test_two_classes_with_the_softmax_loss_map_labels_to_class_codes():
     minimised at f₀ = −f₁ (the loss depends on d = f₁ − f₀ only, and ‖f₀‖² + ‖f₁‖² is least
     at f₁ = −f₀ = d/2), so d* is the binary logistic minimiser with ν/2 in place of ν —
     scikit-learn's LogisticRegression with C = 2/(nν) on a Cholesky factor of K."""
-    from kernel_lab.core.data import load_data
     from kernel_lab.core.kernels import make_kernel, resolve_bandwidth
     from kernel_lab.core.models import DSGClassifier
     from kernel_lab.core.validation import check_seed
+    from kernel_lab.data.source import load_data
 
     spec, nu = "breast-cancer", 1e-2
     d = load_data(spec)

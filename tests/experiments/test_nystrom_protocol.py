@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kernel_lab.core.data import generate
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.models import CenteredKernelRidge
 from kernel_lab.core.models.feature_ridge import feature_ridge
 from kernel_lab.core.models.nystrom import NystromFeatures
+from kernel_lab.data.generators import generate
 from kernel_lab.engine import run_experiment
 from kernel_lab.experiments import get_experiment
 from kernel_lab.experiments.base import build_kernel

@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kernel_lab.core.data import generate
 from kernel_lab.core.kernels import GaussianKernel
 from kernel_lab.core.models.streaming import StreamedRidge
+from kernel_lab.data.generators import generate
 from kernel_lab.engine import run_experiment
 from kernel_lab.experiments import get_experiment
 from kernel_lab.experiments import nystrom as ny

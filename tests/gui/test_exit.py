@@ -54,7 +54,7 @@ def _file_session(tmp_path: Path) -> Path:
         enumerate(zip(X[:, 0], X[:, 1], X[:, 2], y, strict=True))]
     csv = tmp_path / "table.csv"
     csv.write_text("\n".join(lines) + "\n")
-    from kernel_lab.core.source import DataSource
+    from kernel_lab.data.source import DataSource
     from kernel_lab.engine import RunSpec
     from kernel_lab.engine.session import Session, save_session
 

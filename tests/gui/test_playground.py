@@ -221,7 +221,7 @@ def test_a_playground_session_file_opens_in_the_playground(qtbot, tmp_path):
 
 
 def test_two_columns_of_a_loaded_table_go_to_the_playground(qtbot, tmp_path):
-    from kernel_lab.core.source import DataSource
+    from kernel_lab.data.source import DataSource
     from kernel_lab.gui.app import MainWindow
 
     main = MainWindow(QtCore.QSettings(str(tmp_path / "s.ini"),
@@ -266,7 +266,7 @@ def test_worker_threads_import_nothing_after_the_window_preloads(tmp_path):
     code = f"""
 import sys, threading
 import kernel_lab.gui.app, kernel_lab.gui.playground
-from kernel_lab.core.source import DataSource
+from kernel_lab.data.source import DataSource
 from kernel_lab.engine.process import ProcessRunner
 from kernel_lab.gui import preload_for_threads
 from kernel_lab.model.playground import PlaygroundModel

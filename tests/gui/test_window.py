@@ -353,7 +353,7 @@ def test_screenshot_command_runs_a_session_and_saves_the_window(qtbot, tmp_path)
     from PySide6 import QtGui
 
     from kernel_lab.cli import main
-    from kernel_lab.core.source import DataSource
+    from kernel_lab.data.source import DataSource
     from kernel_lab.engine import RunSpec
     from kernel_lab.engine.session import Session, save_session
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kernel_lab.core.source import DataSource
+from kernel_lab.data.source import DataSource
 from kernel_lab.engine import RunSpec, run
 from kernel_lab.engine.handle import InlineLauncher, RunHandle
 from kernel_lab.engine.session import Session, load_session, save_session

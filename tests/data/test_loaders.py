@@ -9,10 +9,10 @@ import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.datasets import load_svmlight_file
 
-from kernel_lab.core.data import load_data
 from kernel_lab.core.errors import DataError
-from kernel_lab.core.loaders import load_table
-from tests.core.filebytes import mat_bytes, npy_bytes, npz_bytes
+from kernel_lab.data.read import load_table
+from kernel_lab.data.source import load_data
+from tests.data.filebytes import mat_bytes, npy_bytes, npz_bytes
 
 ABC = b"a,b,c\n1,2,3\n4,5,6\n7,8,9\n"
 

@@ -5,14 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kernel_lab.core.data import (
-    EXAMPLES,
-    GENERATORS,
-    generate,
-    load_data,
-    train_test_split,
-)
+from kernel_lab.core.dataset import train_test_split
 from kernel_lab.core.errors import DataError, ParameterError
+from kernel_lab.data.examples import EXAMPLES
+from kernel_lab.data.generators import GENERATORS, generate
+from kernel_lab.data.source import load_data
 
 
 def test_gaussian_toeplitz_covariance_and_target():
@@ -130,7 +127,7 @@ def test_every_generator_has_documented_parameters():
 
 
 def test_data_sources_round_trip_and_name_themselves_briefly(tmp_path):
-    from kernel_lab.core.source import DataSource
+    from kernel_lab.data.source import DataSource
 
     odd = str(tmp_path / "dir:with,colon.csv")  # not there: never read as options
     assert DataSource.from_spec(odd).name == odd

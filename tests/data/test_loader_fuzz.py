@@ -3,13 +3,17 @@ either loads or ends in a DataError that names the file (the CLI's exit 2)."""
 
 from __future__ import annotations
 
+import gzip
+import io
+import zipfile
+
 import numpy as np
 import pytest
 
 from kernel_lab.cli import main
 from kernel_lab.core.errors import DataError, KernelLabError
-from kernel_lab.core.source import DataSource
-from tests.core.filebytes import npy_bytes, npz_bytes
+from kernel_lab.data.source import DataSource
+from tests.data.filebytes import npy_bytes, npz_bytes
 
 RNG = np.random.default_rng(0)
 M = np.round(RNG.normal(size=(12, 4)), 3)
@@ -18,6 +22,31 @@ M = np.round(RNG.normal(size=(12, 4)), 3)
 def _text(delim: str) -> bytes:
     head = delim.join(["a", "b", "c", "y"])
     return ("\n".join([head] + [delim.join(f"{v:g}" for v in row) for row in M]) + "\n").encode()
+
+
+def _zipped(raw: bytes) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr(zipfile.ZipInfo("data.csv", date_time=(2020, 1, 1, 0, 0, 0)), raw,
+                   compress_type=zipfile.ZIP_DEFLATED)
+    return buf.getvalue()
+
+
+def _xlsx() -> bytes:
+    """A workbook written by openpyxl, its timestamps fixed (the same bytes every run)."""
+    import datetime
+
+    from openpyxl import Workbook
+
+    book = Workbook()
+    when = datetime.datetime(2020, 1, 1)
+    book.properties.created = book.properties.modified = when
+    book.active.append(["a", "b", "c", "y"])
+    for row in M:
+        book.active.append([float(v) for v in row])
+    buf = io.BytesIO()
+    book.save(buf)
+    return buf.getvalue()
 
 
 def _fixed_header(raw: bytes) -> bytes:
@@ -40,6 +69,9 @@ def _mat(compress: bool) -> bytes:
 FIXTURES = {
     "data.csv": _text(","),
     "data.tsv": _text("\t"),
+    "data.csv.gz": gzip.compress(_text(","), mtime=0),
+    "data.zip": _zipped(_text(",")),
+    "data.xlsx": _xlsx(),
     "data.npy": npy_bytes(M),
     "data.npz": npz_bytes(X=M[:, :3], y=M[:, 3]),
     "data.mat": _mat(False),

@@ -5,6 +5,14 @@ A :class:`DataSource` is what the window's data panel, the command line, session
 worker pass around; its text form (``gaussian:n=200,p=100``, ``data.csv:target=price``)
 is what a user types after ``--data``, and :meth:`DataSource.from_spec` /
 :meth:`DataSource.to_spec` are the only places that read and write it.
+
+A data *specification* is one string, used by the command line and stored in sessions:
+
+- a file path, optionally followed by options: ``data/housing.csv``,
+  ``data/housing.csv:target=price,test_fraction=0.2``;
+- a bundled example: ``diabetes``, ``breast-cancer``, ``digits``;
+- a generator with parameters: ``gaussian:n=200,p=100,cov=toeplitz,rho=0.4``,
+  ``friedman:n=2000``, ``gaussian:p=5,f="sin(x1) + x2^2"``.
 """
 
 from __future__ import annotations
@@ -15,13 +23,45 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
+
+from kernel_lab.core.dataset import Dataset
 from kernel_lab.core.errors import DataError, ParameterError
-from kernel_lab.core.params import parse_assignments
+from kernel_lab.core.params import ParamSpec, parse_assignments, resolve_params
 from kernel_lab.core.progress import Progress
+from kernel_lab.data.examples import EXAMPLES
+from kernel_lab.data.generators import GENERATORS, generate
+from kernel_lab.data.read import load_table
+from kernel_lab.data.split import dataset_from_table, subsample_table
 
 Kind = Literal["generator", "example", "file"]
 #: Options of examples and files (generators take parameters instead).
 LOAD_OPTIONS = ("target", "test_fraction", "standardize", "drop_nan", "format")
+
+
+FILE_OPTIONS = (
+    ParamSpec("target", "str", "", help="target column: header name or 0-based index "
+                                        "(default: the last column)"),
+    ParamSpec("test_fraction", "float", 0.25, low=0.0, high=0.95,
+              help="fraction of rows held out for testing"),
+    ParamSpec("standardize", "bool", True, help="scale features to zero mean, unit variance"),
+    ParamSpec("drop_nan", "bool", False, help="drop rows with missing or non-finite values "
+                                              "instead of stopping with an error"),
+    ParamSpec("format", "choice", "auto",
+              choices=("auto", "csv", "xlsx", "npy", "npz", "svmlight", "arff", "mat"),
+              help="file format (default: from the extension)"),
+    ParamSpec("text_features", "choice", "onehot", choices=("onehot", "drop"),
+              help="text (category) columns: one 0/1 column per value, or dropped; text "
+                   "with more than 50 values or one per row is dropped either way"),
+    ParamSpec("keep_index", "bool", False,
+              help="keep a first column that is a row index (R's row names, pandas' "
+                   "'Unnamed: 0', an id of 1 … n); dropped by default"),
+    ParamSpec("sheet", "str", "", help="worksheet of an .xlsx file: name or number "
+                                       "(default: the first)"),
+    ParamSpec("subsample", "int", 0, low=0,
+              help="use this many random rows (seeded; 0: all) — a way to run the exact "
+                   "methods on a table too large for them"),
+)
 
 
 def split_spec(spec: str) -> tuple[str, str]:
@@ -49,8 +89,6 @@ def _quote(value: Any) -> str:
 def _typed_options(values: Mapping[str, Any]) -> dict[str, Any]:
     """Load options converted to their declared types where they parse (``"false"`` →
     False); what does not parse is kept as written, for loading to name the problem."""
-    from kernel_lab.core.data import FILE_OPTIONS
-
     specs = {s.name: s for s in FILE_OPTIONS}
     out = {}
     for key, value in values.items():
@@ -94,8 +132,6 @@ class DataSource:
         ParameterError
             Malformed ``key=value`` list.
         """
-        from kernel_lab.core.data import EXAMPLES, GENERATORS
-
         if not isinstance(spec, str) or not spec.strip():
             raise DataError("no data given", "name a file, an example "
                             f"({', '.join(EXAMPLES)}) or a generator ({', '.join(GENERATORS)})")
@@ -122,8 +158,6 @@ class DataSource:
         options that have their default values (``diabetes``, ``data.csv:target=price``)."""
         if self.kind == "generator":
             return self.to_spec()
-        from kernel_lab.core.data import FILE_OPTIONS
-
         defaults = {s.name: s.default for s in FILE_OPTIONS}
         kept = {k: v for k, v in self.options.items() if defaults.get(k, object()) != v}
         return DataSource(self.kind, self.name, {}, kept).to_spec()
@@ -151,8 +185,8 @@ class DataSource:
         return DataSource(self.kind, self.name, {}, {**self.options, **options})
 
     def load(self, seed: int = 0, progress: Callable[[float, str], None] | None = None
-             ) -> Any:
-        """Draw or read the data set (a :class:`~kernel_lab.core.data.Dataset`).
+             ) -> Dataset:
+        """Draw or read the data set (a :class:`~kernel_lab.core.dataset.Dataset`).
 
         ``seed`` drives a generator's draws or the train/test split of a table.
         ``progress(fraction, message)`` is told how reading a file goes; it may raise
@@ -165,25 +199,11 @@ class DataSource:
         ParameterError
             Invalid generator parameter or load option.
         """
-        import numpy as np
-
-        from kernel_lab.core.data import (
-            EXAMPLES,
-            FILE_OPTIONS,
-            dataset_from_table,
-            generate,
-            subsample_table,
-        )
-        from kernel_lab.core.loaders import load_table
-        from kernel_lab.core.params import resolve_params
-
         if self.kind == "generator":
             ds = generate(self.name, self.params, seed=seed)
             ds.name = self.label()
             return ds
         if self.kind == "file" and not (os.path.exists(self.name) or Path(self.name).suffix):
-            from kernel_lab.core.data import GENERATORS
-
             raise DataError(
                 f"{self.name!r} is neither a file nor a known data source",
                 f"give a file path, an example ({', '.join(EXAMPLES)}) or a generator "
@@ -210,3 +230,43 @@ class DataSource:
                                   test_fraction=opts["test_fraction"],
                                   rng=np.random.default_rng(seed),
                                   standardize=opts["standardize"])
+
+
+def load_data(
+    spec: str,
+    *,
+    seed: int = 0,
+    overrides: Mapping[str, Any] | None = None,
+) -> Dataset:
+    """Build a :class:`Dataset` from a specification (see the module docstring).
+
+    Parameters
+    ----------
+    spec : str
+        File path, bundled example name, or generator, each optionally with
+        ``:key=value,…`` options (see :class:`DataSource`).
+    seed : int
+        Seed of the generator draws or of the train/test split.
+    overrides : mapping, optional
+        Options that take precedence over those in ``spec`` (e.g. ``target`` from a
+        command-line flag).
+
+    Raises
+    ------
+    DataError
+        Unknown source, unreadable or invalid file.
+    ParameterError
+        Invalid generator or file option.
+    """
+    return DataSource.from_spec(spec, overrides).load(seed)
+
+
+def data_sources() -> dict[str, Any]:
+    """Examples, generators and file options, for ``kernel-lab list`` and the window."""
+    return {
+        "examples": {k: v[0] for k, v in EXAMPLES.items()},
+        "generators": {g.name: {"title": g.title, "description": g.description,
+                                "params": [s.to_dict() for s in g.params]}
+                       for g in GENERATORS.values()},
+        "file_options": [s.to_dict() for s in FILE_OPTIONS],
+    }

@@ -12,10 +12,10 @@ import pytest
 from numpy.testing import assert_array_equal
 
 from kernel_lab.cli import main
-from kernel_lab.core.data import load_data
 from kernel_lab.core.errors import DataError, ParameterError
-from kernel_lab.core.loaders import MAX_LEVELS, load_table
-from kernel_lab.core.source import DataSource
+from kernel_lab.data.read import load_table
+from kernel_lab.data.source import DataSource, load_data
+from kernel_lab.data.table import MAX_LEVELS
 
 IRIS_LIKE = ("sepal,petal,species\n"
              "5.1,1.4,setosa\n7.0,4.7,versicolor\n6.3,6.0,virginica\n"
@@ -143,7 +143,8 @@ def test_an_id_that_is_not_a_row_number_and_a_counter_named_x_are_kept(tmp_path)
 # -- xlsx ----------------------------------------------------------------------------------
 def xlsx_bytes(sheets: dict[str, list[list[object]]]) -> bytes:
     """A minimal .xlsx workbook written by hand: shared strings, inline strings, numbers,
-    empty cells left out (as spreadsheet programs do)."""
+    empty cells left out (as spreadsheet programs do), and the package parts every
+    workbook has (the content types and the root relationship)."""
     shared: list[str] = []
 
     def col(i: int) -> str:
@@ -187,6 +188,21 @@ def xlsx_bytes(sheets: dict[str, list[list[object]]]) -> bytes:
     parts["xl/sharedStrings.xml"] = (
         '<sst xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main">'
         + "".join(f"<si><t>{s}</t></si>" for s in shared) + "</sst>")
+    # the package's manifest and root relationship, which every spreadsheet program writes
+    kinds = "application/vnd.openxmlformats-officedocument.spreadsheetml"
+    parts["[Content_Types].xml"] = (
+        '<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">'
+        '<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.'
+        'relationships+xml"/><Default Extension="xml" ContentType="application/xml"/>'
+        f'<Override PartName="/xl/workbook.xml" ContentType="{kinds}.sheet.main+xml"/>'
+        + "".join(f'<Override PartName="/xl/worksheets/sheet{k}.xml" '
+                  f'ContentType="{kinds}.worksheet+xml"/>' for k in range(1, len(sheets) + 1))
+        + f'<Override PartName="/xl/sharedStrings.xml" '
+          f'ContentType="{kinds}.sharedStrings+xml"/></Types>')
+    parts["_rels/.rels"] = (
+        '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
+        '<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/'
+        'relationships/officeDocument" Target="xl/workbook.xml"/></Relationships>')
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as z:
         for name, text in parts.items():
@@ -203,7 +219,8 @@ def test_an_xlsx_workbook_loads_like_the_same_csv(tmp_path):
     for sheet in ("data", "2"):
         a = load_table(book, sheet=sheet, nan_policy="drop")
         b = load_table(csv, nan_policy="drop")
-        assert_array_equal(a.X, b.X) and assert_array_equal(a.y, b.y)
+        assert_array_equal(a.X, b.X)
+        assert_array_equal(a.y, b.y)
         assert a.feature_names == b.feature_names
         assert_array_equal(a.lines, [2, 4, 5])  # spreadsheet row numbers
         assert a.notes == [*b.notes[:-1], "read worksheet 'data' of 2", b.notes[-1]]
@@ -226,7 +243,8 @@ def test_subsample_is_seeded_noted_and_reproducible(tmp_path):
     src = DataSource.from_spec(f"{path}:subsample=120")
     one, two = src.load(seed=3), src.load(seed=3)
     assert one.n_train + one.n_test == 120
-    assert_array_equal(one.X_train, two.X_train) and assert_array_equal(one.y_test, two.y_test)
+    assert_array_equal(one.X_train, two.X_train)
+    assert_array_equal(one.y_test, two.y_test)
     assert "used a random 120 of 500 rows (subsample=120, seed 3)" in one.notes
     other = src.load(seed=4)
     assert not np.array_equal(np.sort(other.y_train), np.sort(one.y_train))
@@ -296,28 +314,24 @@ FAST_CASES = {
 }
 
 
-@pytest.fixture(params=["pandas", "numpy"])
-def parser(request, monkeypatch):
-    """The fast reader's two C parsers: pandas' (when installed) and numpy's."""
-    from kernel_lab.core import loaders
-
-    if request.param == "numpy":
-        monkeypatch.setattr(loaders, "_pandas", lambda: None)
-    elif loaders._pandas() is None:
-        pytest.skip("pandas is not installed")
-    return request.param
+@pytest.fixture
+def parser():
+    """The fast reader's C parser: pandas' (numpy's loadtxt fallback is gone: pandas reads
+    every text table now, so it is always installed)."""
+    return "pandas"
 
 
 @pytest.mark.parametrize("name", sorted(FAST_CASES))
 def test_the_fast_reader_gives_the_strict_readers_table(tmp_path, name, parser):
-    from kernel_lab.core import loaders
+    from kernel_lab.data import text as loaders
 
     path = write(tmp_path, name, FAST_CASES[name])
     raw = path.read_bytes()
     target = "y" if name == "target-first.csv" else None
     fast = loaders._read_csv(path, raw, target)
     strict = loaders._read_csv(path, raw, target, fast=False)
-    assert_array_equal(fast.X, strict.X) and assert_array_equal(fast.y, strict.y)
+    assert_array_equal(fast.X, strict.X)
+    assert_array_equal(fast.y, strict.y)
     assert fast.feature_names == strict.feature_names and fast.notes == strict.notes
     assert fast.target_name == strict.target_name
     assert_array_equal(fast.lines, strict.lines)
@@ -328,10 +342,8 @@ def test_a_large_file_is_parsed_from_its_head_into_the_strict_readers_table(
         tmp_path, monkeypatch, name):
     """Above BIG_TEXT only the file's head is read in Python (pandas parses the file): the
     table is the strict reader's, or the head path declines and the text is read."""
-    from kernel_lab.core import loaders
+    from kernel_lab.data import text as loaders
 
-    if loaders._pandas() is None:
-        pytest.skip("pandas is not installed")
     monkeypatch.setattr(loaders, "BIG_TEXT", 0)
     path = write(tmp_path, name, FAST_CASES[name])
     raw = path.read_bytes()
@@ -342,17 +354,16 @@ def test_a_large_file_is_parsed_from_its_head_into_the_strict_readers_table(
     assert (head is None) == declined
     table = load_table(path, target=target)  # reads the head only, then as needed
     strict = loaders._read_csv(path, raw, target, fast=False)
-    assert_array_equal(table.X, strict.X) and assert_array_equal(table.y, strict.y)
+    assert_array_equal(table.X, strict.X)
+    assert_array_equal(table.y, strict.y)
     assert table.feature_names == strict.feature_names and table.notes == strict.notes
     assert_array_equal(table.lines, strict.lines)
 
 
 def test_the_head_path_leaves_blank_lines_comments_and_text_to_the_full_read(
         tmp_path, monkeypatch):
-    from kernel_lab.core import loaders
+    from kernel_lab.data import text as loaders
 
-    if loaders._pandas() is None:
-        pytest.skip("pandas is not installed")
     monkeypatch.setattr(loaders, "BIG_TEXT", 0)
     for text in ("a,b,y\n1,2,3\n\n4,5,6\n", "a,b,y\n1,2,3\n4,5,6\n\n",
                  "a,b,y\n1,2,3\n# x\n4,5,6\n", "a,b,y\n1,2,3\n4,5,oops\n",
@@ -369,7 +380,7 @@ def test_the_head_path_leaves_blank_lines_comments_and_text_to_the_full_read(
 def test_the_fast_reader_parses_every_digit_as_the_strict_one(tmp_path, parser):
     """Round-trip numbers over 60 decades, written with 17 significant digits: both C
     parsers give the float Python's float() gives, to the last bit."""
-    from kernel_lab.core import loaders
+    from kernel_lab.data import text as loaders
 
     rng = np.random.default_rng(3)
     A = rng.normal(size=(3000, 4)) * 10.0 ** rng.integers(-30, 30, size=(3000, 4))
@@ -377,14 +388,15 @@ def test_the_fast_reader_parses_every_digit_as_the_strict_one(tmp_path, parser):
     np.savetxt(path, A, delimiter=",", fmt="%.17g", header="a,b,c,y", comments="")
     raw = path.read_bytes()
     fast = loaders._read_csv(path, raw, None)
-    assert_array_equal(fast.X, A[:, :3]) and assert_array_equal(fast.y, A[:, 3])
+    assert_array_equal(fast.X, A[:, :3])
+    assert_array_equal(fast.y, A[:, 3])
     strict = loaders._read_csv(path, raw, None, fast=False)
     assert_array_equal(fast.X, strict.X)
 
 
 def test_the_fast_reader_leaves_text_missing_values_and_ragged_rows_to_the_strict_one(
         tmp_path, monkeypatch, parser):
-    from kernel_lab.core import loaders
+    from kernel_lab.data import text as loaders
 
     taken = []
     real = loaders._read_numeric_fast
@@ -410,7 +422,8 @@ def test_a_headerless_file_with_a_class_column_keeps_its_first_row(tmp_path):
                                         "6.3,3.3,virginica\n")
     table = load_table(path)
     assert table.feature_names == ["x1", "x2"] and len(table.y) == 4
-    assert_array_equal(table.X[0], [5.1, 3.5]) and table.classes == ["setosa", "versicolor",
+    assert_array_equal(table.X[0], [5.1, 3.5])
+    assert table.classes == ["setosa", "versicolor",
                                                                      "virginica"]
     # a header above text still is one
     named = load_table(write(tmp_path, "h.csv", "a,b,kind\n1,2,x\n3,4,y\n5,6,x\n"))
@@ -458,7 +471,7 @@ def test_subsample_keeps_every_class(tmp_path):
     three = write(tmp_path, "three.csv", "x,k\n" + "".join(
         f"{i},{'abc'[min(i // 30, 2)] if i < 61 else 'c'}\n" for i in range(90)))
     table = load_table(three)
-    from kernel_lab.core.data import subsample_table
+    from kernel_lab.data.split import subsample_table
 
     small = subsample_table(table, 10, 0)
     assert set(small.y) == {0.0, 1.0, 2.0} and len(small.y) == 10
@@ -481,7 +494,7 @@ def test_xlsx_styled_empty_cells_phonetic_runs_and_cells_without_a_reference(tmp
     sheet = _re.sub(r'<c r="B3">', '<c>', sheet)
     parts["xl/worksheets/sheet1.xml"] = sheet
     parts["xl/sharedStrings.xml"] = parts["xl/sharedStrings.xml"].replace(
-        "<si><t>a</t></si>", "<si><t>a</t><rPh><t>エー</t></rPh></si>")
+        "<si><t>a</t></si>", '<si><t>a</t><rPh sb="0" eb="1"><t>エー</t></rPh></si>')
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as z:
         for n, t in parts.items():
@@ -497,14 +510,16 @@ def test_an_npy_array_is_memory_mapped_not_copied(tmp_path):
     path = tmp_path / "m.npy"
     np.save(path, M)
     table = load_table(path)
-    assert_array_equal(table.X, M[:, :-1]) and assert_array_equal(table.y, M[:, -1])
+    assert_array_equal(table.X, M[:, :-1])
+    assert_array_equal(table.y, M[:, -1])
     base = table.X
     while getattr(base, "base", None) is not None and not isinstance(base, np.memmap):
         base = base.base
     assert isinstance(base, np.memmap)  # a view of the file's pages …
     assert not table.X.flags.writeable  # … read-only
     first = load_table(path, target=0)  # a target on the left: the rest is still a view
-    assert_array_equal(first.X, M[:, 1:]) and not first.X.flags.writeable
+    assert_array_equal(first.X, M[:, 1:])
+    assert not first.X.flags.writeable
     middle = load_table(path, target=2)  # in the middle: one copy of the features
     assert_array_equal(middle.X, M[:, [0, 1, 3, 4, 5]])
     ints = tmp_path / "i.npy"
@@ -525,7 +540,8 @@ def test_an_npz_archive_reads_only_the_arrays_it_uses(tmp_path):
     X, y = np.arange(12.0).reshape(4, 3), np.arange(4.0)
     np.savez(path, X=X, y=y, notes=np.array([{"made": "by hand"}], dtype=object))
     table = load_table(path)
-    assert_array_equal(table.X, X) and assert_array_equal(table.y, y)
+    assert_array_equal(table.X, X)
+    assert_array_equal(table.y, y)
     np.savez(tmp_path / "o.npz", X=np.array([[1, "a"]], dtype=object), y=np.array([1.0]))
     with pytest.raises(DataError, match="holds Python objects"):
         load_table(tmp_path / "o.npz")
@@ -551,7 +567,7 @@ def test_reading_row_by_row_reports_progress_and_can_be_cancelled(tmp_path):
 
 
 def test_a_preview_of_the_first_rows_as_written(tmp_path):
-    from kernel_lab.core.loaders import peek_rows
+    from kernel_lab.data.read import peek_rows
 
     names, rows = peek_rows(write(tmp_path, "h.csv", "# note\na;b;kind\n1,5;2;x\n3;4;y\n"))
     assert names == ["a", "b", "kind"] and rows == [["1,5", "2", "x"], ["3", "4", "y"]]
@@ -570,7 +586,7 @@ def test_a_preview_of_the_first_rows_as_written(tmp_path):
 def test_the_preview_never_fails_and_shows_whole_rows_only(tmp_path):
     """Found in review: a 3-D or 0-d .npy made the preview raise (and the load never
     started); a wide file's 64 KB head ended in a cut number."""
-    from kernel_lab.core.loaders import peek_rows
+    from kernel_lab.data.read import peek_rows
 
     np.save(tmp_path / "cube.npy", np.zeros((4, 2, 3)))
     np.save(tmp_path / "scalar.npy", np.float64(3))

@@ -1,0 +1,319 @@
+"""The data a run uses: a :class:`Dataset` (train and test arrays, names, notes) and, for
+synthetic data, its generating process (:class:`InputLaw`, :class:`TargetFunction`,
+:class:`SyntheticSource`), which the theory reads; the seeded train/test split.
+
+Reading files, the generators and the bundled examples live in :mod:`kernel_lab.data`.
+
+References
+----------
+K. Elkhalil et al., "Risk convergence of centered kernel ridge regression with large
+dimensional data" (Gaussian/Bernoulli models, target sin(1ᵀx/√p)).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from kernel_lab.core.errors import DataError, ParameterError
+from kernel_lab.core.formula import Formula
+
+
+# ======================================================================================
+# Input laws and target functions
+# ======================================================================================
+@dataclass(frozen=True)
+class InputLaw:
+    """The distribution of the inputs of a synthetic data set.
+
+    Attributes
+    ----------
+    kind : str
+        ``"gaussian"`` (``x = Σ^{1/2} z``, z standard normal), ``"bernoulli"``
+        (``x = Σ^{1/2} z``, ``z_j = ±1``), ``"clusters"``, ``"uniform"`` (on
+        ``[0, 1]^p``) or ``"breiman"``.
+    p : int
+        Dimension.
+    cov_eigvals : ndarray, shape (p,), optional
+        Eigenvalues σ_j of Σ (ascending), for the Gaussian and Bernoulli laws.
+    cov_eigvecs : ndarray, shape (p, p), optional
+        Eigenvectors of Σ as columns; ``None`` means Σ is diagonal.
+    centers, weights, scale : cluster model (centres (k, p), mixing weights, spread).
+    """
+
+    kind: str
+    p: int
+    cov_eigvals: np.ndarray | None = None
+    cov_eigvecs: np.ndarray | None = None
+    centers: np.ndarray | None = None
+    weights: np.ndarray | None = None
+    scale: float = 1.0
+
+    @property
+    def cov(self) -> np.ndarray | None:
+        """Σ as a dense (p, p) matrix (Gaussian and Bernoulli laws)."""
+        if self.cov_eigvals is None:
+            return None
+        if self.cov_eigvecs is None:
+            return np.diag(self.cov_eigvals)
+        U = self.cov_eigvecs
+        return (U * self.cov_eigvals) @ U.T
+
+    @cached_property
+    def _cov_sqrt(self) -> np.ndarray:
+        """Σ^{1/2} = U diag(√σ) Uᵀ (only for a non-diagonal Σ)."""
+        U = self.cov_eigvecs
+        return (U * np.sqrt(self.cov_eigvals)) @ U.T
+
+    def _sqrt_apply(self, Z: np.ndarray) -> np.ndarray:
+        if self.cov_eigvecs is None:
+            return Z * np.sqrt(self.cov_eigvals)
+        return Z @ self._cov_sqrt  # rows z_iᵀ Σ^{1/2} (Σ^{1/2} is symmetric)
+
+    def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        """Draw n inputs, shape (n, p)."""
+        p = self.p
+        if self.kind == "gaussian":
+            return self._sqrt_apply(rng.standard_normal((n, p)))
+        if self.kind == "bernoulli":
+            return self._sqrt_apply(rng.choice(np.array([-1.0, 1.0]), size=(n, p)))
+        if self.kind == "uniform":
+            return rng.random((n, p))
+        if self.kind == "breiman":
+            X = rng.integers(-1, 2, size=(n, p)).astype(np.float64)
+            X[:, 0] = rng.choice(np.array([-1.0, 1.0]), size=n)
+            return X
+        if self.kind == "clusters":
+            labels = rng.choice(len(self.weights), size=n, p=self.weights)
+            return self.centers[labels] + self.scale * rng.standard_normal((n, p))
+        raise AssertionError(self.kind)
+
+
+@dataclass(frozen=True)
+class TargetFunction:
+    """A noiseless target ``f``; callable on (n, p) arrays.
+
+    Attributes
+    ----------
+    kind : str
+        ``"sin"``: ``sin(aᵀx)``; ``"linear"``: ``aᵀx``; ``"quadratic"``: ``(aᵀx)²``;
+        ``"formula"``: a user formula; ``"friedman"``, ``"breiman"``.
+        For the first three ``a = 1/√p · 1``, as in Elkhalil et al.
+    p : int
+    a : ndarray, shape (p,), optional
+    formula : Formula, optional
+    """
+
+    kind: str
+    p: int
+    a: np.ndarray | None = None
+    formula: Formula | None = None
+
+    @property
+    def text(self) -> str:
+        return {
+            "sin": "sin(1ᵀx/√p)",
+            "linear": "1ᵀx/√p",
+            "quadratic": "(1ᵀx/√p)²",
+            "friedman": "10 sin(π x1 x2) + 20 (x3 − 0.5)² + 10 x4 + 5 x5",
+            "breiman": "3 + 3x2 + 2x3 + x4 if x1 = 1 else −3 + 3x5 + 2x6 + x7",
+        }.get(self.kind, self.formula.text if self.formula is not None else self.kind)
+
+    def __call__(self, X: np.ndarray) -> np.ndarray:
+        X = np.asarray(X, dtype=np.float64)
+        if self.kind == "sin":
+            return np.sin(X @ self.a)
+        if self.kind == "linear":
+            return X @ self.a
+        if self.kind == "quadratic":
+            return (X @ self.a) ** 2
+        if self.kind == "formula":
+            return self.formula(X)
+        if self.kind == "friedman":
+            return (10 * np.sin(np.pi * X[:, 0] * X[:, 1]) + 20 * (X[:, 2] - 0.5) ** 2
+                    + 10 * X[:, 3] + 5 * X[:, 4])
+        if self.kind == "breiman":
+            return np.where(X[:, 0] > 0, 3 + 3 * X[:, 1] + 2 * X[:, 2] + X[:, 3],
+                            -3 + 3 * X[:, 4] + 2 * X[:, 5] + X[:, 6])
+        raise AssertionError(self.kind)
+
+
+TARGETS = ("sin", "linear", "quadratic")
+
+
+def make_target(spec: str, p: int) -> TargetFunction:
+    """``"sin"``, ``"linear"``, ``"quadratic"`` or a formula over x1…xp."""
+    key = str(spec).strip()
+    if key.lower() in TARGETS:
+        return TargetFunction(key.lower(), p, a=np.full(p, 1.0 / math.sqrt(p)))
+    return TargetFunction("formula", p, formula=Formula(key, p))
+
+
+@dataclass(frozen=True)
+class SyntheticSource:
+    """A data-generating process ``y = f(x) + N(0, noise)``, ``x ~ law``."""
+
+    law: InputLaw
+    truth: TargetFunction
+    noise: float
+
+    def sample(self, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Draw ``(X, f(X), y)`` with X of shape (n, p)."""
+        X = self.law.sample(n, rng)
+        f = self.truth(X)
+        if not np.isfinite(f).all():
+            raise ParameterError(
+                f"the target function {self.truth.text} gives non-finite values on the generated "
+                "inputs (e.g. log or sqrt of a negative number)")
+        y = f + math.sqrt(self.noise) * rng.standard_normal(n)
+        return X, f, y
+
+
+# ======================================================================================
+# Dataset
+# ======================================================================================
+@dataclass
+class Dataset:
+    """Train and test arrays with their names and, for synthetic data, the truth.
+
+    Attributes
+    ----------
+    X_train : ndarray, shape (n, p)
+    y_train : ndarray, shape (n,)
+    X_test : ndarray, shape (m, p)
+    y_test : ndarray, shape (m,)
+    feature_names : list of str
+    target_name : str
+    name : str
+        The specification the data came from.
+    f_train, f_test : ndarray, optional
+        Noiseless target values (synthetic data only).
+    source : SyntheticSource, optional
+        The generating process, for fresh draws and for the theory.
+    notes : list of str
+        What was done to the data (rows dropped, standardisation, …).
+    """
+
+    X_train: np.ndarray
+    y_train: np.ndarray
+    X_test: np.ndarray
+    y_test: np.ndarray
+    feature_names: list[str]
+    target_name: str
+    name: str = ""
+    f_train: np.ndarray | None = None
+    f_test: np.ndarray | None = None
+    source: SyntheticSource | None = None
+    notes: list[str] = field(default_factory=list)
+    #: Class names when the target holds class codes 0 … K−1 (more than two classes).
+    classes: list[str] | None = None
+    #: A table's own column names before encoding (a text column before one-hot).
+    columns: list[str] | None = None
+
+    @property
+    def n_train(self) -> int:
+        return int(self.X_train.shape[0])
+
+    @property
+    def n_test(self) -> int:
+        return int(self.X_test.shape[0])
+
+    @property
+    def p(self) -> int:
+        return int(self.X_train.shape[1])
+
+    @property
+    def task(self) -> str:
+        """``"multiclass"`` for a target of class codes (``classes`` set, more than two),
+        ``"classification"`` if the target takes exactly two values, else ``"regression"``."""
+        if self.classes is not None and len(self.classes) > 2:
+            return "multiclass"
+        values = np.unique(np.concatenate([self.y_train, self.y_test]))
+        return "classification" if values.size == 2 else "regression"
+
+    def summary(self) -> dict[str, Any]:
+        """JSON-serialisable description (sizes, target range, notes)."""
+        y = np.concatenate([self.y_train, self.y_test])
+        return {
+            "name": self.name,
+            "n_train": self.n_train,
+            "n_test": self.n_test,
+            "p": self.p,
+            "target": self.target_name,
+            "target_min": float(y.min()),
+            "target_max": float(y.max()),
+            "task": self.task,
+            "classes": None if self.classes is None else list(self.classes),
+            "synthetic": self.source is not None,
+            "truth": None if self.source is None else self.source.truth.text,
+            "notes": list(self.notes),
+        }
+
+    def standardized(self, *, inplace: bool = False) -> Dataset:
+        """Features scaled to zero mean and unit variance using the training statistics.
+
+        Constant features keep scale 1. The generating process (if any) is dropped,
+        since its law no longer describes the scaled inputs. ``inplace``: scale this
+        data set's arrays themselves (no copy: for arrays no one else holds, as those of
+        a fresh split).
+        """
+        mean, scale = _column_stats(self.X_train)
+        scale[scale < 1e-12] = 1.0
+        if inplace:
+            X_train, X_test = self.X_train, self.X_test
+            for A in (X_train, X_test):
+                A -= mean
+                A /= scale
+        else:
+            X_train, X_test = (self.X_train - mean) / scale, (self.X_test - mean) / scale
+        return replace(
+            self,
+            X_train=X_train,
+            X_test=X_test,
+            source=None,
+            notes=[*self.notes, "features standardised with the training mean and std"],
+        )
+
+
+def _column_stats(X: np.ndarray, rows: int = 1 << 16) -> tuple[np.ndarray, np.ndarray]:
+    """Column means and standard deviations, over blocks of rows (no temporary the size
+    of X); the two-pass formula, as ``X.std``."""
+    n = X.shape[0]
+    mean = np.zeros(X.shape[1])
+    for start in range(0, n, rows):
+        mean += X[start:start + rows].sum(axis=0)
+    mean /= max(n, 1)
+    var = np.zeros(X.shape[1])
+    for start in range(0, n, rows):
+        block = X[start:start + rows] - mean
+        var += np.einsum("ij,ij->j", block, block)
+    return mean, np.sqrt(var / max(n, 1))
+
+
+def train_test_split(
+    X: np.ndarray, y: np.ndarray, test_fraction: float, rng: np.random.Generator,
+    source: str | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Seeded random split; returns ``X_train, y_train, X_test, y_test``.
+
+    At least two training points and (for a positive fraction) one test point are kept;
+    ``source`` (the file or data set) is named in the error otherwise.
+    """
+    n = X.shape[0]
+    if not 0.0 <= test_fraction < 1.0:
+        raise ParameterError(f"test fraction must be in [0, 1), got {test_fraction}")
+    n_test = round(test_fraction * n)
+    if test_fraction > 0:
+        n_test = max(n_test, 1)
+    if n - n_test < 2:
+        rows = "row" if n == 1 else "rows"
+        held = f" with {n_test} held out for testing" if n_test else ""
+        raise DataError(f"only {n} {rows}{held}: too few to keep at least two for training",
+                        "use a larger data set or a smaller test fraction", path=source)
+    perm = rng.permutation(n)
+    test, train = perm[:n_test], perm[n_test:]
+    return X[train], y[train], X[test], y[test]

@@ -1,0 +1,116 @@
+"""Excel ``.xlsx`` workbooks, read by openpyxl (read-only mode): one worksheet as a text
+table — the same header detection, checks and messages as CSV, rows numbered by their
+spreadsheet row. Old ``.xls`` files are not read."""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from kernel_lab.core.errors import DataError, data_option
+from kernel_lab.data import raw as raw_bytes
+from kernel_lab.data.raw import expect_magic
+from kernel_lab.data.table import ReadOptions, Table, table_from_rows
+
+
+def read_xlsx(path: Path, raw: bytes, target: str | int | None,
+              options: ReadOptions | None = None) -> Table:
+    """The first worksheet (or ``options.sheet``: a name or 1-based number)."""
+    options = options or ReadOptions()
+    expect_magic(path, raw, b"PK\x03\x04", "an Excel .xlsx workbook")
+    try:
+        with zipfile.ZipFile(path) as book:
+            parts = book.infolist()
+    except (zipfile.BadZipFile, OSError):
+        raise DataError("the .xlsx workbook is damaged (not a readable zip archive)",
+                        "save it again from the spreadsheet program", path=path) from None
+    if "xl/workbook.xml" not in {p.filename for p in parts}:
+        raise DataError("this zip archive is not an .xlsx workbook (no xl/workbook.xml); "
+                        "old .xls files are not supported",
+                        "save it as .xlsx or CSV from the spreadsheet program", path=path)
+    cap = 2 * raw_bytes.MAX_EXPANDED  # a decompression bomb: refused by its declared sizes
+    if sum(p.file_size for p in parts) > cap:
+        raise DataError(f"the workbook expands to more than {cap / 2**20:,.0f} MB",
+                        "save the sheet as CSV, or split the workbook", path=path)
+    book = _open(path)
+    try:
+        return _read_sheet(path, book, target, options)
+    finally:
+        book.close()
+
+
+def _open(path: Path) -> Any:
+    import warnings
+
+    from openpyxl import load_workbook
+
+    try:
+        with warnings.catch_warnings():  # "unknown extension", "no default style": noise
+            warnings.simplefilter("ignore")
+            return load_workbook(path, read_only=True, data_only=True)
+    except Exception as exc:  # a damaged part inside openpyxl's parser: say so, by name
+        detail = " ".join(str(exc).split())[:120]
+        raise DataError(f"the .xlsx workbook is damaged ({type(exc).__name__}: {detail})",
+                        "save it again from the spreadsheet program", path=path) from None
+
+
+def _read_sheet(path: Path, book: Any, target: str | int | None,
+                options: ReadOptions) -> Table:
+    names = list(book.sheetnames)
+    if not names:
+        raise DataError("the workbook has no worksheets", "add a sheet with data", path=path)
+    pick = options.sheet.strip()
+    if not pick:
+        chosen = names[0]
+    elif pick in names:
+        chosen = pick
+    elif pick.isdigit() and 1 <= int(pick) <= len(names):
+        chosen = names[int(pick) - 1]
+    else:
+        raise DataError(f"there is no worksheet {pick!r}",
+                        f"choose one of: {', '.join(names)} (or its number)", path=path)
+    sheet = book[chosen]
+    rows: list[list[str]] = []
+    line_nos: list[int] = []
+    try:
+        for r, cells in enumerate(sheet.iter_rows(), start=1):
+            row = [_text(c) for c in cells]
+            while row and not row[-1].strip():  # a styled empty cell is no column
+                row.pop()
+            if row:
+                rows.append(row)
+                line_nos.append(getattr(next((c for c in cells if hasattr(c, "row")),
+                                             None), "row", r))
+            if len(rows) % 65536 == 0 and rows:
+                options.report(0.1, f"read {len(rows):,} rows of {chosen!r}")
+    except DataError:
+        raise
+    except Exception as exc:
+        detail = " ".join(str(exc).split())[:120]
+        raise DataError(f"the worksheet {chosen!r} cannot be read ({type(exc).__name__}: "
+                        f"{detail})", "save it again from the spreadsheet program",
+                        path=path) from None
+    if not rows:
+        raise DataError(f"the worksheet {chosen!r} is empty",
+                        f"choose the sheet with the data ({data_option('sheet', 'NAME')})",
+                        path=path)
+    width = max(len(r) for r in rows)
+    rows = [r + [""] * (width - len(r)) for r in rows]
+    used = [j for j in range(width) if any(r[j].strip() for r in rows)]
+    rows = [[r[j] for j in used] for r in rows]  # columns empty from top to bottom: none
+    table = table_from_rows(path, rows, line_nos, target, options, "cell")
+    if len(names) > 1:
+        table.notes.append(f"read worksheet {chosen!r} of {len(names)}")
+    return table
+
+
+def _text(cell: object) -> str:
+    """A cell as the text a CSV would hold: numbers as Python writes them (17 digits at
+    most), errors (#DIV/0!, #N/A) and empty cells as missing."""
+    value = getattr(cell, "value", None)
+    if value is None or getattr(cell, "data_type", "") == "e":
+        return ""
+    if isinstance(value, bool):
+        return str(value).upper()
+    return repr(value) if isinstance(value, float) else str(value)

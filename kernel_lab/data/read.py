@@ -1,0 +1,176 @@
+"""Reading a data file: :func:`load_table` picks the reader by the file's extension (or a
+forced format) — text tables (:mod:`~kernel_lab.data.text`, also compressed as ``.gz``,
+``.bz2`` or ``.zip``), Excel (:mod:`~kernel_lab.data.excel`), NumPy
+(:mod:`~kernel_lab.data.npy`), svmlight (:mod:`~kernel_lab.data.svmlight`), ARFF
+(:mod:`~kernel_lab.data.arff`), MATLAB (:mod:`~kernel_lab.data.matlab`) — and returns a
+:class:`~kernel_lab.data.table.Table` or raises a
+:class:`~kernel_lab.core.errors.DataError` naming the file, the line and column where
+that applies, the problem and the fix. Missing or non-finite values are an error unless
+``nan_policy="drop"``, which drops the affected rows and records how many.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from kernel_lab.core.errors import DataError
+from kernel_lab.core.progress import Cancelled
+from kernel_lab.data import arff, excel, matlab, npy, svmlight, text
+from kernel_lab.data.raw import COMPRESSED, expand, read_head
+from kernel_lab.data.table import (
+    NAN_POLICIES,
+    TEXT_FEATURES,
+    ReadOptions,
+    Table,
+    apply_nan_policy,
+)
+
+#: File formats by extension.
+FORMATS: dict[str, str] = {
+    ".csv": "csv", ".tsv": "csv", ".tab": "csv", ".txt": "csv", ".dat": "csv",
+    ".data": "csv",
+    ".npy": "npy", ".npz": "npz",
+    ".svm": "svmlight", ".svmlight": "svmlight", ".libsvm": "svmlight",
+    ".arff": "arff", ".mat": "mat", ".xlsx": "xlsx",
+}
+#: Extensions of text tables (what a .gz, .bz2 or .zip file may hold).
+TEXT_SUFFIXES = frozenset(k for k, v in FORMATS.items() if v == "csv")
+#: Glob patterns of every file :func:`load_table` reads (for an open dialog).
+FILE_PATTERNS = tuple([f"*{s}" for s in FORMATS]
+                      + [f"*{s}{c}" for s in sorted(TEXT_SUFFIXES) for c in (".gz", ".bz2")]
+                      + ["*.zip"])
+
+
+def load_table(
+    path: str | os.PathLike[str],
+    *,
+    target: str | int | None = None,
+    nan_policy: str = "error",
+    fmt: str | None = None,
+    text_features: str = "onehot",
+    keep_index: bool = False,
+    sheet: str = "",
+    progress: Callable[[float, str], None] | None = None,
+) -> Table:
+    """Read a data file into a :class:`~kernel_lab.data.table.Table`.
+
+    Parameters
+    ----------
+    path : path-like
+    target : str or int, optional
+        Target column: a header name, or a 0-based index (negative counts from the
+        end). Default: the last column (for NPZ/MAT, the variable ``y``).
+    nan_policy : {"error", "drop"}
+        What to do with missing or non-finite values.
+    fmt : str, optional
+        Force a format (``csv``, ``xlsx``, ``npy``, ``npz``, ``svmlight``, ``arff``,
+        ``mat``) instead of guessing from the extension.
+    text_features, keep_index, sheet
+        Text columns, a row-index first column and the worksheet of an .xlsx file (text
+        tables only; see :class:`~kernel_lab.data.table.ReadOptions`).
+    progress : callable, optional
+        ``progress(fraction, message)``, told as the reading goes on; it may raise
+        :class:`~kernel_lab.core.progress.Cancelled` to stop the reading. It travels with
+        the read options to the readers (no global or per-thread state).
+    """
+    path = Path(path)
+    options = ReadOptions(text_features, bool(keep_index), str(sheet or ""), progress)
+    if options.text_features not in TEXT_FEATURES:
+        raise DataError(f"unknown text-feature handling {options.text_features!r}",
+                        f"use one of: {', '.join(TEXT_FEATURES)}")
+    if nan_policy not in NAN_POLICIES:
+        raise DataError(f"unknown missing-value policy {nan_policy!r}",
+                        f"use one of: {', '.join(NAN_POLICIES)}")
+    if not path.exists():
+        raise DataError("the file does not exist", "check the path", path=path)
+    if path.is_dir():
+        raise DataError("this is a folder, not a data file", "choose a file", path=path)
+    if fmt is not None and fmt not in set(FORMATS.values()):
+        raise DataError(f"unknown file format {fmt!r}",
+                        f"use one of: {', '.join(sorted(set(FORMATS.values())))}")
+    suffix = path.suffix.lower()
+    packed = suffix in COMPRESSED and fmt in (None, "csv") and (
+        suffix == ".zip" or fmt == "csv" or Path(path.stem).suffix.lower() in TEXT_SUFFIXES)
+    kind = "csv" if packed else fmt or FORMATS.get(suffix)
+    if kind is None:
+        raise DataError(
+            f"unknown file type {path.suffix or '(no extension)'!r}",
+            "use .csv, .tsv, .txt, .xlsx, .npy, .npz, .svm/.libsvm, .arff or .mat",
+            path=path,
+        )
+    options.report(0.0, f"reading {path.name} ({path.stat().st_size / 2**20:,.0f} MB)")
+    note = None
+    try:
+        # a .npy file is memory-mapped, not read: its head is enough for the checks; of a
+        # large text table the head, too, while the C parser reads the file itself
+        size = path.stat().st_size
+        if packed:
+            raw, note = expand(path, TEXT_SUFFIXES)
+            size = len(raw)
+        elif kind in ("npy", "npz"):
+            raw = read_head(path)
+        elif kind == "csv" and size > text.BIG_TEXT:
+            raw = read_head(path, text.HEAD_BYTES)
+        else:
+            raw = path.read_bytes()
+    except OSError as exc:
+        raise DataError(f"the file cannot be read ({exc.strerror})",
+                        "check its permissions", path=path) from None
+    if not raw or (raw.isspace() and len(raw) >= size):
+        raise DataError("the file is empty", "choose a file with data in it", path=path)
+    try:
+        if kind == "csv":
+            table = text.read_text_table(path, raw, target, options, complete=packed or None)
+        elif kind == "xlsx":
+            table = excel.read_xlsx(path, raw, target, options)
+        elif kind == "arff":
+            table = arff.read_arff(path, raw, target, options)
+        else:
+            reader = {"npy": npy.read_npy, "npz": npy.read_npz,
+                      "svmlight": svmlight.read_svmlight, "mat": matlab.read_mat}[kind]
+            table = reader(path, raw, target)
+    except (DataError, Cancelled):
+        raise
+    except MemoryError:
+        raise DataError(f"reading it as {kind} needs more memory than this machine has; "
+                        "the file may be damaged (its header claims a huge array)",
+                        "check the file, or use a smaller one", path=path) from None
+    except Exception as exc:  # a damaged file inside a library's parser: say so, by name
+        detail = " ".join(str(exc).split())[:160]
+        raise DataError(f"it cannot be read as {kind}: the file looks damaged or is not "
+                        f"what its extension says ({type(exc).__name__}: {detail})",
+                        f"save it again as {kind}, or choose the format explicitly",
+                        path=path) from None
+    if note:
+        table.notes.insert(0, note)
+    options.report(0.95, "checking for missing values")
+    return apply_nan_policy(table, nan_policy, path)
+
+
+def peek_rows(path: str | os.PathLike[str], rows: int = 8
+              ) -> tuple[list[str], list[list[str]]] | None:
+    """Column names and the first ``rows`` rows of a text table or ``.npy`` array as
+    written, from its first bytes (a preview to show at once while the whole file
+    loads); None for other formats or anything unreadable — the load itself then says
+    what is wrong."""
+    path = Path(path)
+    try:
+        kind = FORMATS.get(path.suffix.lower())
+        if kind == "npy":
+            A = np.load(path, mmap_mode="r", allow_pickle=False)
+            if A.ndim not in (1, 2) or A.dtype.kind not in "biuf":
+                return None  # the load says what is wrong with it
+            block = np.atleast_2d(np.asarray(A[:rows]))
+            if A.ndim == 1:
+                block = block.T
+            return ([f"column {j + 1}" for j in range(block.shape[1])],
+                    [[f"{v:.6g}" for v in row] for row in block])
+        if kind != "csv":
+            return None
+        return text.peek_text(path, rows)
+    except Exception:  # a preview only: whatever is wrong, the load will say it
+        return None

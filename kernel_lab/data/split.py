@@ -1,0 +1,57 @@
+"""From a table to a data set: a seeded subsample of a table too large for the exact
+methods, and the seeded train/test split (with standardisation)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from kernel_lab.core.dataset import Dataset, train_test_split
+from kernel_lab.core.errors import DataError
+from kernel_lab.data.table import Table
+
+
+def subsample_table(table: Table, n: int, seed: int) -> Table:
+    """At most ``n`` rows of the table, a seeded random subset in file order (a note says
+    so); the table itself when it is not larger. A class target is sampled class by class
+    (each class keeps its share, and at least one row), so no class disappears."""
+    total = len(table.y)
+    if n <= 0:
+        return table
+    if total <= n:
+        return replace(table, notes=[*table.notes, f"subsample={n}: all {total:,} rows "
+                                                   "used (no more in the table)"])
+    rng = np.random.default_rng([seed, 0x5AB5])
+    values, codes = np.unique(table.y, return_inverse=True)
+    if table.classes is not None or values.size == 2:  # classes: stratified
+        if values.size > n:
+            raise DataError(f"subsample={n} rows cannot hold the {values.size} classes of "
+                            "the target", f"use at least {values.size} rows")
+        counts = np.bincount(codes)
+        share = np.maximum(1, np.floor(counts * n / total)).astype(int)
+        for k in np.argsort(-(counts * n / total - share))[: max(0, n - share.sum())]:
+            share[k] += 1  # the remainder to the largest fractions
+        while share.sum() > n:  # minimum-one shares pushed over: trim the largest
+            share[np.argmax(share)] -= 1
+        keep = np.sort(np.concatenate([rng.choice(np.flatnonzero(codes == k), s,
+                                                  replace=False)
+                                       for k, s in enumerate(share)]))
+    else:
+        keep = np.sort(rng.choice(total, n, replace=False))
+    return replace(table, X=table.X[keep], y=table.y[keep],
+                   lines=None if table.lines is None else table.lines[keep],
+                   notes=[*table.notes, f"used a random {n:,} of {total:,} rows "
+                                        f"(subsample={n}, seed {seed})"])
+
+
+def dataset_from_table(table: Table, *, name: str, test_fraction: float,
+                       rng: np.random.Generator, standardize: bool) -> Dataset:
+    """Split (and optionally standardise) a loaded table."""
+    Xtr, ytr, Xte, yte = train_test_split(table.X, table.y, test_fraction, rng, name)
+    ds = Dataset(Xtr, ytr, Xte, yte, list(table.feature_names), table.target_name,
+                 name=name, notes=list(table.notes),
+                 classes=None if table.classes is None else list(table.classes),
+                 columns=None if table.columns is None else list(table.columns))
+    # the split made fresh copies: standardised in place
+    return ds.standardized(inplace=True) if standardize else ds

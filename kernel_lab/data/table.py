@@ -1,0 +1,461 @@
+"""A table read from a file, and the pipeline every text table goes through: the header
+row, the type of each column (numbers, or text read as categories), a row-index column
+dropped, the target split off, text encoded (a text target as classes, text features
+one-hot), missing values checked — each step said in the table's notes, each problem a
+:class:`~kernel_lab.core.errors.DataError` naming the file, line and column.
+
+The readers of the formats (:mod:`kernel_lab.data.text`, :mod:`~kernel_lab.data.excel`,
+:mod:`~kernel_lab.data.arff`, …) end here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from kernel_lab.core.errors import DataError, data_option
+
+NAN_POLICIES = ("error", "drop")
+#: Cells read as missing values (compared lower-case, stripped).
+MISSING = {"", "na", "nan", "n/a", "null", "none", "?", "-nan", "inf", "+inf", "-inf",
+           "infinity", "-infinity"}
+
+
+@dataclass
+class Table:
+    """Features and target read from a file, before splitting.
+
+    Attributes
+    ----------
+    X : ndarray, shape (n, p)
+    y : ndarray, shape (n,)
+    feature_names : list of str, length p
+    target_name : str
+    notes : list of str
+        What the loader did that the user should know (rows dropped, …).
+    """
+
+    X: np.ndarray
+    y: np.ndarray
+    feature_names: list[str]
+    target_name: str
+    notes: list[str] = field(default_factory=list)
+    #: 1-based file line of each row, where the format has lines.
+    lines: np.ndarray | None = None
+    #: Class names when y holds class codes 0 … K−1.
+    classes: list[str] | None = None
+    #: The file's own column names, before encoding (what ``target=`` can name).
+    columns: list[str] | None = None
+
+
+#: Text feature columns with more distinct values than this are dropped, not encoded.
+MAX_LEVELS = 50
+TEXT_FEATURES = ("onehot", "drop")
+#: Header names of a row-index column (as R's write.csv and pandas' to_csv write it).
+INDEX_NAMES = {"", "rownames", "row.names", "unnamed: 0", "index"}
+#: Header names of an identifier column, dropped when it holds 0 … n−1 or 1 … n.
+ID_NAMES = {"id", "row", "row_id", "rowid", "no", "#"}
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """How a table with text is read (text tables only: CSV/TSV, xlsx, ARFF).
+
+    text_features : ``"onehot"`` (each text column becomes one 0/1 column per value) or
+        ``"drop"``; text columns with more than :data:`MAX_LEVELS` distinct values (or one
+        per row) are dropped either way.
+    keep_index : keep a first column that is a row index (dropped by default).
+    sheet : the worksheet of an ``.xlsx`` file (name or 1-based number; default: first).
+    progress : the load's progress callback (see :meth:`report`).
+    """
+
+    text_features: str = "onehot"
+    keep_index: bool = False
+    sheet: str = ""
+    #: ``progress(fraction, message)`` of this load, told as the reading goes on (it may
+    #: raise :class:`~kernel_lab.core.progress.Cancelled`); passed along with the options,
+    #: not kept anywhere else.
+    progress: Callable[[float, str], None] | None = field(default=None, compare=False,
+                                                          repr=False)
+
+    def report(self, fraction: float, message: str) -> None:
+        """Tell the progress callback, if there is one."""
+        if self.progress is not None:
+            self.progress(fraction, message)
+
+
+def pick_target(names: list[str], target: str | int | None, path: Path,
+                 header: bool) -> int:
+    p = len(names)
+    if target is None or (isinstance(target, str) and not target.strip()):
+        return p - 1
+    if isinstance(target, str):
+        text = target.strip()
+        hits = [i for i, n in enumerate(names) if n == text]
+        if len(hits) > 1:
+            cols = " and ".join(str(i + 1) for i in hits)
+            raise DataError(f"the target column {text!r} appears more than once (columns {cols})",
+                            "rename the duplicate columns so the target is unambiguous",
+                            path=path)
+        if hits:
+            return hits[0]
+        try:
+            target = int(text)
+        except ValueError:
+            shown = ", ".join(names)  # every column: the one meant may be the last
+            extra = "" if header else " (the file has no header row)"
+            raise DataError(f"there is no column named {text!r}{extra}",
+                            f"choose one of: {shown}, or give a 0-based column index",
+                            path=path) from None
+    idx = int(target)
+    if not -p <= idx < p:
+        raise DataError(f"target column index {idx} is out of range: the data have {p} columns",
+                        f"use an index from 0 to {p - 1} (or -1 for the last)", path=path)
+    return idx % p
+
+
+def split_target(path: Path, M: np.ndarray, names: list[str], target: str | int | None,
+                  header: bool) -> Table:
+    if M.shape[1] < 2:
+        raise DataError(
+            "the data have only one column",
+            "a data set needs at least one feature column and one target column", path=path)
+    j = pick_target(names, target, path, header)
+    keep = [i for i in range(M.shape[1]) if i != j]
+    # the features left of or right of the target: a view, not a copy (a memory-mapped
+    # array stays on its pages)
+    X = M[:, 1:] if j == 0 else M[:, :-1] if j == M.shape[1] - 1 else M[:, keep]
+    return Table(X, np.array(M[:, j]), [names[i] for i in keep], names[j])
+
+
+def apply_nan_policy(table: Table, policy: str, path: Path) -> Table:
+    bad = ~np.isfinite(table.y)
+    step = 1 << 16  # in row blocks: no n × p temporary
+    for start in range(0, len(bad), step):
+        bad[start:start + step] |= ~np.isfinite(table.X[start:start + step]).all(axis=1)
+    if not bad.any():
+        return table
+    if policy == "drop":
+        kept = int((~bad).sum())
+        if kept == 0:
+            raise DataError("every row has a missing or non-finite value", "clean the file",
+                            path=path)
+        table.notes.append(f"dropped {int(bad.sum())} of {bad.size} rows with missing or "
+                           "non-finite values")
+        table.X, table.y = table.X[~bad], table.y[~bad]
+        if table.lines is not None:
+            table.lines = table.lines[~bad]
+        return table
+    row = int(np.flatnonzero(bad)[0])
+    line_no = int(table.lines[row]) if table.lines is not None else None
+    where = f"row {row + 1}: " if line_no is None else ""
+    k, n = int(bad.sum()), bad.size
+    raise DataError(
+        f"{where}missing or non-finite values in {k} of {n} rows "
+        f"({'the first here' if k > 1 else 'here'}); rows per column: "
+        f"{_missing_by_column(table)}",
+        "clean the file, or choose to drop rows with missing values "
+        f"({data_option('drop_nan', 'true')})",
+        path=path, line=line_no,
+    )
+
+
+#: At most this many columns are named in the missing-value message.
+MAX_NAMED_COLUMNS = 20
+
+
+def _missing_by_column(table: Table) -> str:
+    """``'a' 2, 'c' 1, target 't' 4``: each column with missing or non-finite values and
+    its own count of them, in file order (at most :data:`MAX_NAMED_COLUMNS`)."""
+    counts = np.zeros(table.X.shape[1], dtype=np.int64)
+    step = 1 << 16  # in row blocks: no n × p temporary
+    for start in range(0, table.X.shape[0], step):
+        counts += (~np.isfinite(table.X[start:start + step])).sum(axis=0)
+    parts = [f"{table.feature_names[j]!r} {int(counts[j])}" for j in np.flatnonzero(counts)]
+    y_bad = int((~np.isfinite(table.y)).sum())
+    if y_bad:
+        parts.append(f"target {table.target_name!r} {y_bad}")
+    more = len(parts) - MAX_NAMED_COLUMNS
+    return ", ".join(parts[:MAX_NAMED_COLUMNS]) + (f", … ({more} more columns)"
+                                                   if more > 0 else "")
+
+
+# ------------------------------------------------------------------------------------
+# CSV / TSV / whitespace text
+# ------------------------------------------------------------------------------------
+def is_number(cell: str) -> bool:
+    try:
+        float(cell)
+        return True
+    except ValueError:
+        return cell.strip().lower() in MISSING
+
+
+def finish_matrix(path: Path, names: list[str], M: np.ndarray, first_name: str,
+                   header: bool, target: str | int | None, options: ReadOptions,
+                   lines: np.ndarray) -> Table:
+    """:func:`_finish_table` for an all-numeric matrix, without splitting it into columns
+    (one copy of the features, whatever the size)."""
+    cols = np.arange(M.shape[1])
+    note = _index_note(names, M[:, 0], first_name, header, target, options)
+    notes = [] if note is None else [note]
+    if note is not None:
+        cols = cols[1:]
+    kept = [names[c] for c in cols]
+    if len(kept) < 2:
+        raise DataError(
+            "the data have only one column",
+            "a data set needs at least one feature column and one target column", path=path)
+    j = cols[pick_target(kept, target, path, header)]
+    feats = cols[cols != j]
+    contiguous = feats.size and feats[-1] - feats[0] + 1 == feats.size
+    X = M[:, feats[0]:feats[-1] + 1] if contiguous else M[:, feats]  # a view: no copy
+    return Table(X, M[:, j].copy(), [names[c] for c in feats], names[j], notes, lines=lines,
+                 columns=kept)
+
+
+def is_header(first: list[str], below: list[list[str]]) -> bool:
+    """Whether the first row names the columns: every cell of it is text, or one of its
+    text cells stands above a column of numbers. A file without a header whose first
+    row holds a class name (``5.1,3.5,setosa``) has text below that cell too."""
+    text = [not is_number(c) for c in first]
+    if not any(text):
+        return False
+    if all(text) or not below:
+        return True
+    for j, is_text in enumerate(text):
+        cells = [row[j].strip() for row in below if j < len(row)]
+        if is_text and cells and sum(is_number(c) for c in cells) > len(cells) / 2:
+            return True
+    return False
+
+
+def table_from_rows(path: Path, rows: list[list[str]], line_nos: list[int],
+                     target: str | int | None, options: ReadOptions, delim: str) -> Table:
+    """A table from rows of text cells (a header row when the first row names the
+    columns, :func:`is_header`): number columns as they are, text columns as categories
+    (see :class:`ReadOptions`), a row-index first column dropped."""
+    first = [c.strip() for c in rows[0]]
+    header = is_header(first, rows[1:21])
+    if header:
+        names = [c or f"column {i + 1}" for i, c in enumerate(first)]
+        body, body_lines = rows[1:], line_nos[1:]
+        if not body:
+            raise DataError("the file has a header row but no data rows",
+                            "add data rows below the header", path=path)
+    else:
+        names = [f"x{i + 1}" for i in range(len(first) - 1)] + ["y"]
+        body, body_lines = rows, line_nos
+    width = len(names)
+    for row, line in zip(body, body_lines, strict=True):
+        if len(row) != width:
+            raise DataError(
+                f"this row has {len(row)} field{'s' if len(row) != 1 else ''} but the "
+                f"{'header' if header else 'first row'} has {width}",
+                "every row needs the same number of fields; check for a missing or extra "
+                f"delimiter {delim!r}", path=path, line=line)
+    try:
+        M = np.array(body, dtype=np.float64)
+        columns: list[np.ndarray] = list(M.T)
+    except ValueError:
+        columns = _typed_columns(path, body, body_lines, names, options)
+    return _finish_table(path, names, columns, first[0], header, target, options,
+                         np.asarray(body_lines))
+
+
+def _finish_table(path: Path, names: list[str], columns: list[np.ndarray], first_name: str,
+                  header: bool, target: str | int | None, options: ReadOptions,
+                  lines: np.ndarray) -> Table:
+    """Drop a row-index first column, split off the target and encode text (both
+    readers end here)."""
+    note = _index_note(names, columns[0], first_name, header, target, options)
+    if note is not None:
+        names, columns = names[1:], columns[1:]
+    table = encode_columns(path, names, columns, target, options, header)
+    table.notes[:0] = [] if note is None else [note]
+    table.lines = lines
+    table.columns = list(names)
+    return table
+
+
+def _index_note(names: list[str], first: np.ndarray, first_name: str, header: bool,
+                target: str | int | None, options: ReadOptions) -> str | None:
+    """The note when the first column is a row index to drop, else None (both readers).
+    Never the column the user named as the target; a target given by number counts the
+    columns after a dropped index, as the note says."""
+    named = isinstance(target, str) and target.strip() == first_name.strip() != ""
+    if not header or options.keep_index or len(names) <= 2 or named \
+            or not _is_index_column(first_name.lower(), first):
+        return None
+    return (f"dropped the first column {first_name or '(no name)'!r}: a row index (load "
+            "with keep_index=true to use it as a feature; a target given by number counts "
+            "the columns after it)")
+
+
+def _is_index_column(name: str, column: np.ndarray) -> bool:
+    """A row index: named like one (R's empty header, ``rownames``, pandas' ``Unnamed:
+    0``, ``index``), or named like an identifier and holding 0 … n−1 or 1 … n."""
+    if name in INDEX_NAMES:
+        return True
+    if name in ID_NAMES and column.dtype.kind == "f":
+        n = len(column)
+        values = np.sort(column)
+        return bool(np.array_equal(values, np.arange(n)) or
+                    np.array_equal(values, np.arange(1, n + 1)))
+    return False
+
+
+def _typed_columns(path: Path, body: list[list[str]], lines: list[int],
+                   names: list[str], options: ReadOptions) -> list[np.ndarray]:
+    """Each column as float64 (numbers; missing values NaN) or, when most of its filled
+    cells are not numbers, as an object array of stripped strings (None: missing). A
+    column of numbers with a few text cells is an error at the first of them (a typo, not
+    categories)."""
+    columns: list[np.ndarray] = []
+    for c, name in enumerate(names):
+        options.report(0.6 + 0.3 * c / len(names), f"column {c + 1} of {len(names)}: {name}")
+        cells = [row[c] for row in body]
+        try:
+            columns.append(np.array(cells, dtype=np.float64))
+            continue
+        except ValueError:
+            pass
+        values = np.empty(len(cells))
+        text_at: list[int] = []
+        for r, cell in enumerate(cells):
+            try:
+                values[r] = float(cell)
+            except ValueError:
+                if cell.strip().lower() in MISSING:
+                    values[r] = np.nan
+                else:
+                    values[r] = np.nan
+                    text_at.append(r)
+        filled = int(np.isfinite(values).sum()) + len(text_at)
+        if not text_at:  # numbers and missing values
+            columns.append(values)
+            continue
+        if 2 * len(text_at) > filled:  # mostly text: categories …
+            odd = [r for r in text_at if _looks_numeric(cells[r])]
+            if 2 * len(odd) > len(text_at):  # … unless they are numbers written oddly
+                r = odd[0]
+                raise DataError(
+                    f"{cells[r].strip()!r} in column {name!r} looks like a number written "
+                    "with a decimal comma, a thousands separator or a percent sign",
+                    "save the table with '.' as the decimal point and no separators or "
+                    "% signs (in a spreadsheet: plain number format)",
+                    path=path, line=lines[r], column=c + 1)
+            col = np.empty(len(cells), dtype=object)
+            for r, cell in enumerate(cells):
+                v = cell.strip()
+                col[r] = None if v.lower() in MISSING else v
+            columns.append(col)
+            continue
+        r = text_at[0]
+        raise DataError(
+            f"{cells[r].strip()!r} in column {name!r} is not a number",
+            "Kernel Lab needs numeric columns; remove or encode text columns, or fix this "
+            "cell if it is a typo (a column of mostly text is read as categories)",
+            path=path, line=lines[r], column=c + 1)
+    return columns
+
+
+_ODD_NUMBERS = (
+    re.compile(r"^[+-]?\d*,\d+([eE][+-]?\d+)?$"),                # 0,5  (decimal comma)
+    re.compile(r"^[+-]?\d{1,3}([,.\u00a0' ]\d{3})+([.,]\d+)?$"),  # 1,200  1.200.000,5
+    re.compile(r"^[+-]?(\d+([.,]\d*)?|[.,]\d+)\s*%$"),            # 12%  12,5 %
+)
+
+
+def _looks_numeric(cell: str) -> bool:
+    """A number with a decimal comma (``0,5``), thousands separators (``1,200``,
+    ``1.200.000``) or a percent sign (``12%``) — not codes, dates or versions."""
+    v = cell.strip()
+    return any(p.match(v) for p in _ODD_NUMBERS)
+
+
+def _levels(col: np.ndarray) -> list[str]:
+    return sorted({v for v in col if v is not None})
+
+
+def encode_columns(path: Path, names: list[str], columns: list[np.ndarray],
+                    target: str | int | None, options: ReadOptions, header: bool) -> Table:
+    """Split off the target and turn text columns into numbers: a text target into
+    classes (two: ±1; more: codes 0 … K−1 with their names), text features into one 0/1
+    column per value (or dropped), each said in the table's notes."""
+    if len(names) < 2:
+        raise DataError(
+            "the data have only one column",
+            "a data set needs at least one feature column and one target column", path=path)
+    j = pick_target(names, target, path, header)
+    notes: list[str] = []
+    y, classes = columns[j], None
+    if y.dtype == object:
+        y, classes, note = _encode_target(path, names[j], y)
+        notes.append(note)
+    feats, feat_names = [], []
+    for i, (name, col) in enumerate(zip(names, columns, strict=True)):
+        if i == j:
+            continue
+        if col.dtype != object:
+            feats.append(col)
+            feat_names.append(name)
+            continue
+        levels = _levels(col)
+        if options.text_features == "drop":
+            notes.append(f"dropped text column {name!r} (text_features=drop)")
+        elif len(levels) > MAX_LEVELS or (len(levels) == len(col) and len(col) > 2):
+            why = "one per row" if len(levels) == len(col) else f"more than {MAX_LEVELS}"
+            notes.append(f"dropped text column {name!r}: {len(levels)} distinct values "
+                         f"({why}), too many to encode")
+        else:
+            missing = np.array([v is None for v in col])
+            for level in levels:
+                feats.append(np.array([v == level for v in col], dtype=np.float64))
+                feat_names.append(f"{name}={level}")
+            extra = ""
+            if missing.any():  # an empty category cell is a category of its own
+                feats.append(missing.astype(np.float64))
+                feat_names.append(f"{name}=(missing)")
+                extra = f" and one for its {int(missing.sum())} empty cells"
+            notes.append(f"one-hot encoded text column {name!r} into {len(levels)} columns "
+                         f"({_shown(levels)}){extra}")
+    if not feats:
+        raise DataError("no feature column is left: every column besides the target is "
+                        "text that was dropped",
+                        f"load with {data_option('text_features', 'onehot')}, or add numeric "
+                        "columns"
+                        if options.text_features == "drop" else
+                        f"add numeric columns (text with one value per row or more than "
+                        f"{MAX_LEVELS} values is not encoded)", path=path)
+    X = np.column_stack(feats)
+    return Table(X, np.asarray(y, dtype=np.float64), feat_names, names[j], notes,
+                 classes=classes)
+
+
+def _encode_target(path: Path, name: str, col: np.ndarray
+                   ) -> tuple[np.ndarray, list[str] | None, str]:
+    levels = _levels(col)
+    if len(levels) < 2:
+        raise DataError(f"the target column {name!r} holds text with "
+                        f"{'one value' if levels else 'no values'}"
+                        f"{' (' + repr(levels[0]) + ')' if levels else ''}: nothing to learn",
+                        f"choose another target column ({data_option('target', 'NAME')})",
+                        path=path)
+    code = {level: k for k, level in enumerate(levels)}
+    codes = np.array([np.nan if v is None else code[v] for v in col], dtype=np.float64)
+    if len(levels) == 2:
+        return (2.0 * codes - 1.0, None,
+                f"text target {name!r}: {levels[1]!r} is +1, {levels[0]!r} is −1")
+    return (codes, levels,
+            f"text target {name!r}: {len(levels)} classes coded 0 … {len(levels) - 1} "
+            f"({_shown(levels)})")
+
+
+def _shown(values: list[str], k: int = 6) -> str:
+    return ", ".join(values[:k]) + (", …" if len(values) > k else "")
+
