@@ -104,6 +104,7 @@ class ProcessLauncher:
         self.worker_pid: int | None = None
         self._runner: Any = None
         self._refusal = ""
+        self._closing = False
         self._post = post or (lambda fn: fn())
         self.worker = Worker(self._run, name="run-worker", post=post,
                              setup=self._open, teardown=self._close)
@@ -113,6 +114,7 @@ class ProcessLauncher:
 
     def close(self) -> None:
         """Cancel the run and stop the thread and the worker process."""
+        self._closing = True
         self.worker.cancel()
         self.worker.close()
 
@@ -137,7 +139,7 @@ class ProcessLauncher:
 
     def _announce(self) -> None:
         pid = self._runner.pid
-        if pid != self.worker_pid:
+        if pid != self.worker_pid and not self._closing:
             self.worker_pid = pid
             self._post(lambda: self.worker_started.emit(int(pid or 0)))
 
@@ -150,6 +152,8 @@ class ProcessLauncher:
         self._announce()
         while True:
             if job.superseded():
+                if self._closing:
+                    return  # the window is closing: the teardown stops the process
                 killed = runner.cancel()
                 self._announce()
                 job.emit("cancelled", killed)

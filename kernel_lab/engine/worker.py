@@ -37,13 +37,14 @@ API
     :class:`~kernel_lab.engine.handle.RunHandle` can be given as ``ticket``).
 ``worker.cancel()``
     Cancel the current request without starting another.
-``worker.generation``, ``worker.current``
-    The latest generation id handed out, and the ticket being computed (or None).
+``worker.generation``, ``worker.current``, ``worker.closed``
+    The latest generation id handed out, the ticket being computed (or None), and
+    whether :meth:`Worker.close` was called.
 ``worker.wait_idle(timeout=None) -> bool``
     True once nothing is pending or being computed (for tests and screenshots).
 ``worker.close()``, ``worker.join(timeout=None)``
     Supersede everything and end the thread (after the computation in progress returns:
-    a long numpy call finishes first); join waits for it.
+    a long numpy call finishes first; nothing it sends is delivered); join waits for it.
 
 Inside ``compute(job)``: ``job.request``, ``job.generation``, ``job.superseded()`` (a
 newer request, a cancel or close), ``job.emit(kind, *payload)``, and ``job.quiet(seconds)``
@@ -72,6 +73,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
+
+from kernel_lab.core.errors import KernelLabError
+from kernel_lab.core.progress import Cancelled
 
 #: Messages after which a ticket delivers nothing more.
 TERMINAL = ("finished", "failed")
@@ -158,7 +162,10 @@ class Job:
         return self._worker._closed or self._ticket.superseded()
 
     def emit(self, kind: str, *payload: Any) -> None:
-        """Send a message to the receiver (dropped there if this request is stale)."""
+        """Send a message to the receiver (dropped there if this request is stale; after
+        :meth:`Worker.close` nothing is sent at all: the receiver may be gone)."""
+        if self._worker._closed:
+            return
         ticket = self._ticket
         self._worker._post(lambda: ticket.deliver(kind, *payload))
 
@@ -252,12 +259,18 @@ class Worker:
         if self.current is ticket:
             self.current = None
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
     def wait_idle(self, timeout: float | None = None) -> bool:
         """True once nothing is pending or being computed (False after ``timeout``)."""
         return self._idle.wait(timeout)
 
     def close(self) -> None:
-        """Supersede every request and let the thread end."""
+        """Supersede every request and let the thread end; nothing is delivered after
+        this (call it from the requester's thread)."""
+        self.cancel()
         with self._cond:
             self._closed = True
             self._pending = None
@@ -296,9 +309,6 @@ class Worker:
                 self._idle.set()
 
     def _execute(self, ticket: Ticket) -> None:
-        from kernel_lab.core.errors import KernelLabError
-        from kernel_lab.core.progress import Cancelled
-
         job = Job(self, ticket)
         if job.superseded():
             return  # superseded before the thread reached it: never computed

@@ -441,12 +441,12 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def closeEvent(self, event: QtGui.QCloseEvent) -> None:
         self._save_settings()
+        for worker in self.workers:  # first: a cancel at exit starts no fresh process
+            worker.close()
         self.model.cancel_run()
         self.model.drop_pending_load()
         if getattr(self, "playground", None) is not None:
             self.playground.shutdown()
-        for worker in self.workers:
-            worker.close()
         self.runs.join(3.0)  # the worker process is stopped with its thread
         super().closeEvent(event)
 

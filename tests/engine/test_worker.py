@@ -199,3 +199,23 @@ def test_a_cancelled_progress_check_is_silent():
     worker = Worker(compute, inline=True)
     worker.submit(1, lambda kind, *p: got.append(kind))
     assert got == ["progress"]
+
+
+
+def test_nothing_is_delivered_after_close():
+    """A computation that ends after the worker was closed (its receiver may be gone: the
+    window closing) sends nothing, not even a result it computed without asking."""
+    gate, inside, got = threading.Event(), threading.Event(), []
+
+    def compute(job):  # one long step with no superseded() check, like one numpy call
+        inside.set()
+        gate.wait(WAIT)
+        job.emit("fit", job.request)
+
+    worker = Worker(compute)
+    worker.submit(1, lambda kind, *p: got.append((kind, p)))
+    assert inside.wait(WAIT)
+    worker.close()
+    gate.set()
+    assert worker.join(WAIT)
+    assert got == []
