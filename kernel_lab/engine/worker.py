@@ -17,9 +17,12 @@ dropped**: a ticket that was cancelled, superseded, or has ended (a ``finished``
 ``failed`` message) delivers nothing more, except the one ``cancelled`` notice a
 computation may send after it stopped (e.g. "the process had to be killed").
 
-The pattern is superqt's thread workers and ndv's "latest request" loaders; no Qt here,
-so it is tested and used without a GUI. Users: the window's runs
-(:class:`kernel_lab.engine.handle.ProcessLauncher`: the compute function drives the
+The pattern follows superqt's thread workers (a worker with an abort flag its function
+checks); no Qt here, so it is tested and used without a GUI. ``submit``, ``cancel`` and
+``close`` are called from one thread, the requester's (the GUI thread in the window).
+
+Users: the window's runs (:class:`kernel_lab.engine.handle.ProcessLauncher`: the compute
+function drives the
 worker *process* and kills it when a run is cancelled inside a long LAPACK call), the
 window's data loading (:mod:`kernel_lab.model.lab`), and the Playground's fits.
 
@@ -50,8 +53,9 @@ Inside ``compute(job)``: ``job.request``, ``job.generation``, ``job.superseded()
 newer request, a cancel or close), ``job.emit(kind, *payload)``, and ``job.quiet(seconds)``
 — wait up to ``seconds`` and say whether no newer request came meanwhile: a follow-up
 computation after a pause (the Playground completes a quick answer this way once the user
-has stopped dragging for 0.15 s). An exception other than a cancellation becomes a
-``failed`` message: ``(str(exc), True)`` for a
+has stopped dragging for 0.15 s). An exception raised once the job is superseded (a
+computation's own way of giving up) ends it silently; any other becomes a ``failed``
+message: ``(str(exc), True)`` for a
 :class:`~kernel_lab.core.errors.KernelLabError` (the user's to fix), else
 ``("Type: message", False)``.
 
