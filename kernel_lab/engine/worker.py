@@ -22,9 +22,9 @@ checks); no Qt here, so it is tested and used without a GUI. ``submit``, ``cance
 ``close`` are called from one thread, the requester's (the GUI thread in the window).
 
 Users: the window's runs (:class:`kernel_lab.engine.handle.ProcessLauncher`: the compute
-function drives the
-worker *process* and kills it when a run is cancelled inside a long LAPACK call), the
-window's data loading (:mod:`kernel_lab.model.lab`), and the Playground's fits.
+function drives the worker *process* and kills it when a run is cancelled inside a long
+LAPACK call), the window's data loading (:mod:`kernel_lab.model.lab`), and the
+Playground's fits.
 
 API
 ---
