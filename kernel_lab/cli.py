@@ -417,7 +417,7 @@ def _with_rows_that_fit(message: str, spec: RunSpec) -> str:
     from kernel_lab.core.errors import data_option
     from kernel_lab.core.memory import memory_budget_bytes
     from kernel_lab.experiments import get_experiment
-    from kernel_lab.model.lab import probe_flops_per_second, rows_that_fit, uncalibrated_seconds
+    from kernel_lab.model.plan import probe_flops_per_second, rows_that_fit, uncalibrated_seconds
 
     source = spec.data_source()
     if source.kind == "generator":

@@ -128,7 +128,7 @@ def run_self_test(out: Callable[[str], None] = print) -> int:
             if window.run_blocking(120) is None:
                 raise RuntimeError(f"no result from the worker process: "
                                    f"{window.status.text()}")
-            pid = window.relay.worker_pid
+            pid = window.runs.worker_pid
         finally:
             window.close()
         return f"worker process {pid}"

@@ -1,5 +1,6 @@
-"""Runs experiments. ``runner`` is plain Python; ``qt`` (the only Qt module here) wraps a
-run for the window."""
+"""Runs experiments. ``runner`` is plain Python; ``worker`` is the one background worker
+(the latest request wins) that runs, loading and the Playground use; ``qt`` (the only Qt
+module here) carries a worker's messages to the window's GUI thread."""
 
 from __future__ import annotations
 

@@ -1,12 +1,13 @@
-"""One handle per run: its id, its :class:`RunSpec`, its own events and ``cancel()``.
+"""One handle per run, and the launchers that make them (``launch(spec) -> RunHandle``).
 
-Whoever executes runs (the window's worker process through
-:class:`kernel_lab.engine.qt.RunRelay`, or :class:`InlineLauncher` in this thread) delivers
-each message of a run to that run's handle with :meth:`RunHandle.deliver`. That is the one
-place where late messages are dropped: once a handle has ended (finished, failed) or was
-cancelled, it delivers nothing more (except the one ``cancelled`` notice that says whether
-the worker had to be killed). Observers connect to a handle's events and never compare run
-ids themselves.
+A :class:`RunHandle` is the :class:`~kernel_lab.engine.worker.Ticket` of a run: its id (the
+generation id of the worker that runs it), its :class:`RunSpec`, ``cancel()`` and its own
+events. Both launchers are a :class:`~kernel_lab.engine.worker.Worker`:
+:class:`ProcessLauncher` (the window) drives the worker process from the worker's thread,
+:class:`InlineLauncher` (scripts, tests, the CLI's model) runs in the caller's thread.
+Late messages of a cancelled or superseded run are dropped where the worker delivers
+them, :meth:`Ticket.deliver <kernel_lab.engine.worker.Ticket.deliver>`; observers connect
+to a handle's events and never compare run ids themselves.
 """
 
 from __future__ import annotations
@@ -16,11 +17,12 @@ from typing import Any
 
 from kernel_lab.engine.events import Event
 from kernel_lab.engine.spec import RunSpec
+from kernel_lab.engine.worker import Job, Post, Ticket, Worker
 
 TERMINAL = ("finished", "failed", "cancelled")
 
 
-class RunHandle:
+class RunHandle(Ticket):
     """A run that was prepared (:meth:`start` submits it) and can be cancelled.
 
     Events
@@ -29,48 +31,27 @@ class RunHandle:
     failed(message, is_user_error), cancelled(worker_killed)
     """
 
-    def __init__(self, run_id: int, spec: RunSpec, *, submit: Callable[[RunHandle], None],
-                 cancel: Callable[[RunHandle], None]) -> None:
-        self.run_id = run_id
-        self.spec = spec
-        self._submit, self._cancel = submit, cancel
-        self.status = "prepared"  # → running → finished | failed | cancelled
-        self.progressed = Event()
-        self.partial_arrived = Event()
-        self.finished = Event()
-        self.failed = Event()
-        self.cancelled = Event()
-        self._cancel_told = False
+    def __init__(self, run_id: int, spec: RunSpec, *, submit: Callable[[Ticket], None],
+                 cancel: Callable[[Ticket], None]) -> None:
+        super().__init__(run_id, spec, submit=submit, cancel=cancel)
+        self.progressed: Event = Event()
+        self.partial_arrived: Event = Event()
+        self.finished: Event = Event()
+        self.failed: Event = Event()
+        self.cancelled: Event = Event()
 
     @property
-    def active(self) -> bool:
-        return self.status in ("prepared", "running")
+    def run_id(self) -> int:
+        return self.generation
 
-    def start(self) -> None:
-        if self.status == "prepared":
-            self.status = "running"
-            self._submit(self)
+    @property
+    def spec(self) -> RunSpec:
+        return self.request  # type: ignore[no-any-return]
 
-    def cancel(self) -> None:
-        """Stop the run; from now on its results are dropped."""
-        if self.active:
-            was_running = self.status == "running"
-            self.status = "cancelled"
-            if was_running:
-                self._cancel(self)
-
-    def deliver(self, kind: str, *payload: Any) -> None:
-        """Hand a message of this run to its observers, unless the run has ended."""
+    def _receive(self, kind: str, *payload: Any) -> None:
         if kind == "cancelled":
-            if not self._cancel_told:
-                self._cancel_told = True
-                self.status = "cancelled"
-                self.cancelled.emit(bool(payload[0]) if payload else False)
+            self.cancelled.emit(bool(payload[0]) if payload else False)
             return
-        if self.status != "running":
-            return
-        if kind in TERMINAL:
-            self.status = kind
         {"progress": self.progressed, "partial": self.partial_arrived,
          "finished": self.finished, "failed": self.failed}[kind].emit(*payload)
 
@@ -81,31 +62,105 @@ class InlineLauncher:
     ended. Cancelling from an observer stops the run at its next progress report."""
 
     def __init__(self) -> None:
-        self._next = 0
+        self.worker = Worker(self._run, inline=True)
 
     def __call__(self, spec: RunSpec) -> RunHandle:
-        self._next += 1
-        return RunHandle(self._next, spec, submit=self._execute, cancel=lambda h: None)
+        return self.worker.prepare(spec, RunHandle)
 
     @staticmethod
-    def _execute(handle: RunHandle) -> None:
-        from kernel_lab.core.errors import KernelLabError
+    def _run(job: Job) -> None:
         from kernel_lab.core.progress import Cancelled
         from kernel_lab.engine.runner import run
 
         try:
-            result = run(handle.spec,
-                         on_progress=lambda f, m: handle.deliver("progress", f, m),
-                         on_partial=lambda p: handle.deliver("partial", p),
-                         is_cancelled=lambda: not handle.active)
+            result = run(job.request,
+                         on_progress=lambda f, m: job.emit("progress", f, m),
+                         on_partial=lambda p: job.emit("partial", p),
+                         is_cancelled=job.superseded)
         except Cancelled:
-            handle.deliver("cancelled", False)
-        except KernelLabError as exc:
-            handle.deliver("failed", str(exc), True)
+            job.emit("cancelled", False)
         except MemoryError:
-            handle.deliver("failed", "out of memory: use fewer points or an approximate "
-                                     "method", False)
-        except Exception as exc:  # reported as the worker process reports it
-            handle.deliver("failed", f"{type(exc).__name__}: {exc}", False)
+            job.emit("failed", "out of memory: use fewer points or an approximate "
+                               "method", False)
         else:
-            handle.deliver("finished", result)
+            job.emit("finished", result)
+
+
+class ProcessLauncher:
+    """Runs each started handle in the worker process (:mod:`kernel_lab.engine.process`),
+    driven from a :class:`~kernel_lab.engine.worker.Worker` thread, so the caller never
+    waits for it. The thread starts the process at once (a warm worker for the first
+    run), submits each run, polls its messages and emits them; when the run is cancelled
+    or superseded it asks the process to stop and kills it after
+    :data:`~kernel_lab.engine.process.GRACE_S` if it sits in one long LAPACK call (the
+    ``cancelled`` notice says whether it had to). ``post`` carries messages to the
+    receiver's thread (the window: :func:`kernel_lab.engine.qt.gui_poster`).
+
+    Events: ``worker_started(pid)`` — a (new) worker process started.
+    """
+
+    def __init__(self, post: Post | None = None) -> None:
+        self.worker_started: Event = Event()
+        self.worker_pid: int | None = None
+        self._runner: Any = None
+        self._refusal = ""
+        self._closing = False
+        self._post = post or (lambda fn: fn())
+        self.worker = Worker(self._run, name="run-worker", post=post,
+                             setup=self._open, teardown=self._close)
+
+    def __call__(self, spec: RunSpec) -> RunHandle:
+        return self.worker.prepare(spec, RunHandle)
+
+    def close(self) -> None:
+        """Cancel the run and stop the thread and the worker process."""
+        self._closing = True
+        self.worker.cancel()
+        self.worker.close()
+
+    def join(self, timeout: float | None = None) -> bool:
+        return self.worker.join(timeout)
+
+    # -- the worker thread ---------------------------------------------------------------
+    def _open(self) -> None:
+        from kernel_lab.engine.process import ProcessRunner
+
+        try:
+            self._runner = ProcessRunner()
+        except Exception as exc:  # e.g. no process can be started here: said per run
+            self._refusal = (f"the compute worker process could not start "
+                             f"({type(exc).__name__}: {str(exc).strip().splitlines()[0]})")
+            return
+        self._announce()
+
+    def _close(self) -> None:
+        if self._runner is not None:
+            self._runner.close()
+
+    def _announce(self) -> None:
+        pid = self._runner.pid
+        if pid != self.worker_pid and not self._closing:
+            self.worker_pid = pid
+            self._post(lambda: self.worker_started.emit(int(pid or 0)))
+
+    def _run(self, job: Job) -> None:
+        runner = self._runner
+        if runner is None:
+            job.emit("failed", self._refusal, False)
+            return
+        runner.submit(job.generation, job.request)
+        self._announce()
+        while True:
+            if job.superseded():
+                if self._closing:
+                    return  # the window is closing: the teardown stops the process
+                killed = runner.cancel()
+                self._announce()
+                job.emit("cancelled", killed)
+                return
+            event = runner.poll(0.02)
+            self._announce()  # restarted after a crash
+            if event is not None:
+                job.emit(event[0], *event[2:])
+                if event[0] in TERMINAL:
+                    return

@@ -47,10 +47,11 @@ def collect_garbage_on_the_gui_thread() -> None:
     own threshold (as the automatic collector would, a little later).
 
     Python collects cyclic garbage in whichever thread happens to allocate. A closed
-    window's Qt objects in a reference cycle were destroyed by the relay thread (pickling
-    a run for the worker process), and the destructor, holding a Qt lock, waited for the
-    GIL held by the GUI thread, which waited for that lock to build a menu: a deadlock CI
-    caught twice. Qt objects must die on the GUI thread. Installed once per application."""
+    window's Qt objects in a reference cycle were destroyed by the run worker's thread
+    (pickling a run for the worker process), and the destructor, holding a Qt lock,
+    waited for the GIL held by the GUI thread, which waited for that lock to build a
+    menu: a deadlock CI caught twice. Qt objects must die on the GUI thread. Installed
+    once per application."""
     import gc
 
     from PySide6 import QtCore, QtWidgets
@@ -104,8 +105,8 @@ def bypass_import_hook_in_threads() -> None:
     builtins.__import__ = __import__
 
 
-#: The longest the end of the program waits for a window's threads (the run relay, the
-#: data loader) to finish before it deletes the window (ms).
+#: The longest the end of the program waits for a window's threads (its workers: runs
+#: and data loading) to finish before it deletes the window (ms).
 EXIT_WAIT_MS = 30_000
 
 
@@ -130,9 +131,9 @@ def tear_down(*windows: object, existing: set[int] | None = None) -> bool:
     already gone, and shiboken6 crashes reporting that error from inside the handler
     (see "Threads and Qt objects" in docs/architecture.md). Here, in order: the windows
     are closed (``closeEvent`` saves the settings, cancels the run and tells the threads
-    to stop); their threads and the loader pool are waited for; the answers already
-    posted are delivered; the windows are deleted (deferred deletes sent now, Python's
-    cycles collected on this thread; no timer fires, as no event loop runs). Hidden
+    to stop); their threads (``window.workers`` and any ``QThread``) are waited for; the
+    answers already posted are delivered; the windows are deleted (deferred deletes sent
+    now, Python's cycles collected on this thread; no timer fires, as no event loop runs). Hidden
     top-level widgets that were not in ``existing`` (all, when None) go too: pyqtgraph's
     context menus have no parent.
 
@@ -152,6 +153,8 @@ def tear_down(*windows: object, existing: set[int] | None = None) -> bool:
     deadline = QtCore.QDeadlineTimer(EXIT_WAIT_MS)
     finished = all(thread.wait(deadline) for window in live
                    for thread in window.findChildren(QtCore.QThread))
+    finished &= all(worker.join(max(0, deadline.remainingTime()) / 1000)
+                    for window in live for worker in getattr(window, "workers", ()))
     finished &= QtCore.QThreadPool.globalInstance().waitForDone(
         max(0, deadline.remainingTime()))
     QtCore.QCoreApplication.sendPostedEvents()  # answers on their way, receivers alive

@@ -2,8 +2,10 @@
 
 Only lays out, draws and dispatches: the state lives in a Qt-free
 :class:`~kernel_lab.model.LabModel` that the panels are bound to. Runs go to a worker
-process through :class:`kernel_lab.engine.qt.RunRelay` (so Cancel works even inside one
-long LAPACK call); data load on a pool thread.
+process through :class:`kernel_lab.engine.handle.ProcessLauncher` (so Cancel works even
+inside one long LAPACK call); data load on a thread of their own. Both are a
+:class:`kernel_lab.engine.worker.Worker` whose messages reach the GUI thread through
+:func:`kernel_lab.engine.qt.gui_poster`.
 """
 
 from __future__ import annotations
@@ -23,17 +25,20 @@ from PySide6 import QtCore, QtGui, QtWidgets
 
 from kernel_lab import __version__
 from kernel_lab.core.errors import KernelLabError
-from kernel_lab.engine.executors import BACKENDS
-from kernel_lab.engine.qt import RunRelay
+from kernel_lab.engine.handle import ProcessLauncher
+from kernel_lab.engine.qt import gui_poster
 from kernel_lab.engine.runner import RunResult
 from kernel_lab.engine.session import Session
+from kernel_lab.engine.worker import Worker
 from kernel_lab.experiments import Experiment
 from kernel_lab.gui import preload_for_threads, tear_down, top_level_widgets
-from kernel_lab.gui.data_panel import DataPanel, qt_loader
+from kernel_lab.gui.backend_menu import BackendMenu
+from kernel_lab.gui.data_panel import DataPanel
 from kernel_lab.gui.experiment_panel import ExperimentPanel
 from kernel_lab.gui.files import FileActions
 from kernel_lab.gui.plot_panel import PlotPanel
 from kernel_lab.model import LabModel, RunState
+from kernel_lab.model.lab import load_source
 from kernel_lab.plotting.view import PlotView
 
 #: One paragraph on what Kernel Lab covers (the window's About box).
@@ -41,10 +46,6 @@ ABOUT = ("Scalable kernel methods, live: recursive ridge-leverage-score Nyström
          "(Musco & Musco), doubly stochastic functional gradients (Dai et al.), greedy "
          "feature construction (Oglic & Gärtner) and the random-matrix theory of centered "
          "kernel ridge regression (Elkhalil et al.).")
-BACKEND_MENU = (("threads", "In-process threads (default)"),
-                ("processes", "Local process pool"),
-                ("dask", "Dask: local cluster"),
-                ("dask-scheduler", "Dask: connect to a scheduler…"))
 
 
 def _fmt(value: Any) -> str:
@@ -74,10 +75,13 @@ class MainWindow(QtWidgets.QMainWindow):
         self.presentation = False
         pg.setConfigOptions(antialias=True, background="w", foreground="k")
 
-        self.relay = RunRelay(self)
-        self.relay.worker_started.connect(
+        post = gui_poster(self)  # the workers' messages, on this thread
+        self.runs = ProcessLauncher(post)
+        self.runs.worker_started.connect(
             lambda pid: self.log(f"compute worker process started (pid {pid})"))
-        self.model = model = LabModel(self.relay, qt_loader)
+        self.loader = Worker(load_source, name="data-loader", post=post)
+        self.model = model = LabModel(self.runs, self.loader)
+        self.workers = (self.runs, self.loader)  # the window's threads (tear_down waits)
         self.plot_panel = PlotPanel(model)
         self.setCentralWidget(self.plot_panel)
         self.playground: Any = None  # the Playground window, made on first use
@@ -92,7 +96,6 @@ class MainWindow(QtWidgets.QMainWindow):
         model.experiment_changed.connect(self._explain)
         model.session_applied.connect(lambda session: self._explain(model.experiment))
         model.state_changed.connect(self._state_changed)
-        self.relay.start()
         self._restore_settings()
 
     # -- layout -------------------------------------------------------------------------
@@ -159,14 +162,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.run_action = self._action(run, "&Run", self.start_run, "Ctrl+R")
         self.cancel_action = self._action(run, "&Cancel", self.cancel_run, "Esc")
         run.addSeparator()
-        backends = run.addMenu("Compute &backend")
-        self.backend_group = QtGui.QActionGroup(self)
-        for key, text in BACKEND_MENU:
-            act = backends.addAction(text)
-            act.setCheckable(True)
-            act.setData(key)
-            self.backend_group.addAction(act)
-        self.backend_group.triggered.connect(self._backend_chosen)
+        self.backends = BackendMenu(run, self.model, self.settings, self.log)
         play = bar.addMenu("Play&ground")
         self.playground_action = self._action(play, "Open the &Playground",
                                               self.open_playground, "Ctrl+G")
@@ -285,34 +281,7 @@ class MainWindow(QtWidgets.QMainWindow):
         return self.model.backend
 
     def set_backend(self, key: str, scheduler: str | None = None) -> None:
-        self.settings.setValue("backend", key)
-        if scheduler is not None:
-            self.settings.setValue("scheduler", scheduler)
-        self._apply_backend()
-        self.log(f"compute backend: {key}" + (f" at {scheduler}" if scheduler else ""))
-
-    def _apply_backend(self) -> None:
-        key = self.settings.value("backend", "threads")
-        scheduler = self.settings.value("scheduler", "") or None
-        if key == "dask-scheduler":
-            self.model.backend = ("dask", scheduler)
-        else:
-            self.model.backend = (key if key in BACKENDS else "threads", None)
-        for act in self.backend_group.actions():
-            act.setChecked(act.data() == key)
-
-    def _backend_chosen(self, action: QtGui.QAction) -> None:
-        key = action.data()
-        if key == "dask-scheduler":
-            address, ok = QtWidgets.QInputDialog.getText(
-                self, "Dask scheduler", "Scheduler address (tcp://host:8786):",
-                text=self.settings.value("scheduler", "tcp://127.0.0.1:8786"))
-            if not ok or not address.strip():
-                self.set_backend(self.settings.value("backend", "threads"))
-                return
-            self.set_backend(key, address.strip())
-        else:
-            self.set_backend(key)
+        self.backends.set_backend(key, scheduler)
 
     # -- settings -----------------------------------------------------------------------
     def _saved_params(self, name: str) -> dict[str, Any]:
@@ -324,7 +293,7 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def _restore_settings(self) -> None:
         s = self.settings
-        self._apply_backend()
+        self.backends.apply()
         log_y = s.value("log_y", "false") == "true"
         self.log_y_action.setChecked(log_y)
         if log_y:
@@ -473,11 +442,13 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def closeEvent(self, event: QtGui.QCloseEvent) -> None:
         self._save_settings()
+        for worker in self.workers:  # first: a cancel at exit starts no fresh process
+            worker.close()
         self.model.cancel_run()
         self.model.drop_pending_load()
         if getattr(self, "playground", None) is not None:
             self.playground.shutdown()
-        self.relay.stop()
+        self.runs.join(3.0)  # the worker process is stopped with its thread
         super().closeEvent(event)
 
 

@@ -1,14 +1,14 @@
 """The Data panel: a generator (with its parameters), a bundled example, or a file (open
 dialog, target column, preview, summary). It describes a
 :class:`~kernel_lab.data.source.DataSource` and asks the lab model to load it; loading
-runs on a pool thread (:func:`qt_loader`); an error is shown in the panel in plain words
+runs on the window's loader thread (the model's :class:`~kernel_lab.engine.worker.Worker`);
+an error is shown in the panel in plain words
 and the previously loaded data stay in use."""
 
 from __future__ import annotations
 
 import html
-from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 import shiboken6
@@ -16,14 +16,12 @@ from PySide6 import QtCore, QtWidgets
 
 from kernel_lab.core.dataset import Dataset
 from kernel_lab.core.errors import KernelLabError, name_controls
-from kernel_lab.core.progress import Cancelled, Progress
 from kernel_lab.data.examples import EXAMPLES
 from kernel_lab.data.generators import GENERATORS
 from kernel_lab.data.read import FILE_PATTERNS, peek_rows
 from kernel_lab.data.source import DataSource
 from kernel_lab.gui.forms import ParamForm
 from kernel_lab.model import LabModel
-from kernel_lab.model.lab import LoadWatch
 
 FILE_FILTER = f"Data files ({' '.join(FILE_PATTERNS)});;All files (*)"
 SOURCES = ("Generator", "Example", "File")
@@ -43,74 +41,6 @@ WINDOW_CONTROLS = {
     "sheet": "'Sheet' in the Data panel",
     "test_fraction": "'Test fraction' in the Data panel",
 }
-
-
-class _LoadSignals(QtCore.QObject):
-    loaded = QtCore.Signal(object)
-    failed = QtCore.Signal(str)
-    progressed = QtCore.Signal(float, str)
-
-
-class _LoadTask(QtCore.QRunnable):
-    def __init__(self, source: DataSource, watch: LoadWatch) -> None:
-        super().__init__()
-        self.source = source
-        self.watch = watch
-        self.signals = _LoadSignals()
-
-    def run(self) -> None:
-        try:
-            ds = self.source.load(progress=Progress(self.signals.progressed.emit,
-                                                    self.watch.cancelled))
-        except Cancelled:  # the model has moved on; the answer only releases _Answer
-            self.signals.failed.emit("loading cancelled")
-        except KernelLabError as exc:
-            self.signals.failed.emit(str(exc))
-        except MemoryError:
-            self.signals.failed.emit("the data do not fit in memory")
-        except Exception as exc:  # shown in the panel, never fatal
-            self.signals.failed.emit(f"{type(exc).__name__}: {exc}")
-        else:
-            self.signals.loaded.emit(ds)
-
-
-class _Answer(QtCore.QObject):
-    """Lives on the GUI thread: the pool thread's signals reach the callbacks there."""
-
-    pending: ClassVar[set[_Answer]] = set()  # kept alive until answered
-
-    def __init__(self, done: Callable[[Dataset], None], failed: Callable[[str], None],
-                 report: Callable[[float, str], None]) -> None:
-        super().__init__()
-        self.done, self.failed, self.report = done, failed, report
-        _Answer.pending.add(self)
-
-    @QtCore.Slot(float, str)
-    def progressed(self, fraction: float, message: str) -> None:
-        self.report(fraction, message)
-
-    @QtCore.Slot(object)
-    def loaded(self, ds: Dataset) -> None:
-        _Answer.pending.discard(self)
-        self.done(ds)
-
-    @QtCore.Slot(str)
-    def refused(self, message: str) -> None:
-        _Answer.pending.discard(self)
-        self.failed(message)
-
-
-def qt_loader(source: DataSource, done: Callable[[Dataset], None],
-              failed: Callable[[str], None], watch: LoadWatch) -> None:
-    """The model's loader in the window: load on a pool thread, answer and report
-    progress on the GUI thread (the model keeps only the latest request; a cancelled or
-    replaced load stops at its next progress report)."""
-    task = _LoadTask(source, watch)
-    answer = _Answer(done, failed, watch.report)
-    task.signals.loaded.connect(answer.loaded)
-    task.signals.failed.connect(answer.refused)
-    task.signals.progressed.connect(answer.progressed)
-    QtCore.QThreadPool.globalInstance().start(task)
 
 
 class DataPanel(QtWidgets.QWidget):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
-from kernel_lab.model.lab import LabModel, Pin, Plan, RunState
+from kernel_lab.model.lab import LabModel, Pin, RunState
+from kernel_lab.model.plan import Plan
 
 __all__ = ["LabModel", "Pin", "Plan", "RunState"]

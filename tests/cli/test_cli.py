@@ -121,8 +121,8 @@ def test_no_display_prints_headless_help(capsys, monkeypatch):
 def test_self_test_passes_and_reports_each_check(capsys):
     pytest.importorskip("pytestqt")
     assert main(["--self-test"]) == 0
-    from kernel_lab.experiments import list_experiments
     from kernel_lab.engine.presets import playground_preset_names
+    from kernel_lab.experiments import list_experiments
 
     lines = capsys.readouterr().out.splitlines()
     # one per experiment and Playground preset, the Playground window, CSV tables, four more

@@ -10,6 +10,7 @@ from kernel_lab.data.source import DataSource
 from kernel_lab.engine import RunSpec, run
 from kernel_lab.engine.handle import InlineLauncher, RunHandle
 from kernel_lab.engine.session import Session, load_session, save_session
+from kernel_lab.engine.worker import Worker
 from kernel_lab.experiments import PartialResult
 from kernel_lab.model import LabModel, RunState
 from tests.model.qtfree import run_without_qt
@@ -236,17 +237,16 @@ def test_an_unexpected_error_in_an_inline_run_is_a_failure(monkeypatch):
 
 
 def test_a_load_answered_after_the_window_closed_is_dropped():
-    pending = []
-    model = LabModel(InlineLauncher(), load=lambda source, done, failed, watch: pending.append(
-        (source, done, failed)))
+    pending = []  # the loads in flight, answered by hand
+    model = LabModel(InlineLauncher(), loader=Worker(pending.append, inline=True))
     seen = recorder(model)
     loaded = []
     model.data_loaded.connect(loaded.append)
     model.load_data(DataSource.from_spec(DATA))
     assert model.loading
     model.drop_pending_load()  # the window closes with the load in flight
-    source, done, _ = pending[-1]
-    done(source.load())  # its answer arrives afterwards
+    job = pending[-1]
+    job.emit("finished", job.request.load())  # its answer arrives afterwards
     assert not model.loading and loaded == [] and seen["log"] == []
 
 
@@ -280,7 +280,7 @@ def test_a_table_too_large_for_the_exact_method_is_offered_the_rows_that_fit(
 
 
 def test_time_model_through_finished_runs():
-    from kernel_lab.model.lab import fit_time
+    from kernel_lab.model.plan import fit_time
 
     runs = [(1e9, 0.3 + 2e-9 * 1e9), (4e9, 0.3 + 2e-9 * 4e9), (2e10, 0.3 + 2e-9 * 2e10)]
     a, b = fit_time(runs)
@@ -321,11 +321,11 @@ def _table_with_text(path, rows):
 def test_loading_reports_progress_and_a_cancelled_load_keeps_the_data(tmp_path):
     """A load in flight reports how far it is; cancelling it stops the reader at its next
     report, ignores its answer and keeps the data loaded before."""
-    pending = []
-    model = LabModel(InlineLauncher(), load=lambda *args: pending.append(args))
+    pending = []  # the loads in flight, answered by hand
+    model = LabModel(InlineLauncher(), loader=Worker(pending.append, inline=True))
     model.set_experiment("krr-path", {})
-    source, done, failed, watch = pending[-1]
-    done(source.load())  # the experiment's own data, loaded
+    job = pending[-1]
+    job.emit("finished", job.request.load())  # the experiment's own data, loaded
     before = model.loaded_source
     seen = {"progress": [], "cancelled": [], "loaded": []}
     model.data_progress.connect(lambda f, m: seen["progress"].append((f, m)))
@@ -333,26 +333,26 @@ def test_loading_reports_progress_and_a_cancelled_load_keeps_the_data(tmp_path):
     model.data_loaded.connect(seen["loaded"].append)
     path = _table_with_text(tmp_path / "colours.csv", 200_000)  # the strict reader
     model.load_data(DataSource.from_spec(str(path)))
-    source, done, failed, watch = pending[-1]
+    job = pending[-1]
     reports = []
 
     def report(fraction, message):
         reports.append(fraction)
-        watch.report(fraction, message)
+        job.emit("progress", fraction, message)
         if fraction > 0.2:
             model.cancel_load()  # the user presses Cancel while it reads
 
     from kernel_lab.core.progress import Cancelled, Progress
 
     with pytest.raises(Cancelled):
-        source.load(progress=Progress(report, watch.cancelled))
+        job.request.load(progress=Progress(report, job.superseded))
     assert reports == sorted(reports) and 0.2 < reports[-1] < 0.85  # stopped while reading
     assert seen["progress"] and all(0 <= f <= 1 for f, _ in seen["progress"])
     assert seen["cancelled"] and "still using" in seen["cancelled"][0]
     assert not model.loading and model.loaded_source == before
     assert model.run_source() == before and model.dataset is not None
-    done(DataSource.from_spec(DATA).load())  # a late answer is ignored
-    failed("loading cancelled")
+    job.emit("finished", DataSource.from_spec(DATA).load())  # a late answer is ignored
+    job.emit("failed", "loading cancelled", True)
     assert seen["loaded"] == [] and model.loaded_source == before
 
 
@@ -369,14 +369,47 @@ def test_the_inline_loader_reports_progress_to_the_end(tmp_path):
 def test_a_speed_probe_taken_during_a_load_is_taken_again_after_it():
     """A large file parsed next to the matrix-product probe makes the machine look slow;
     such a probe is not kept as the only one."""
+    from kernel_lab.model.plan import Planner
+
+    planner = Planner()
+    planner.machine_rate(loading=True)
+    first = planner._probed
+    planner.machine_rate(loading=True)
+    assert planner._probed > first  # still loading: probed again
+    planner.machine_rate(loading=False)
+    settled = planner._probed
+    planner.machine_rate(loading=False)
+    assert planner._probed == settled  # a quiet probe stands for 3 s
+
+
+def test_the_plan_and_time_estimate_live_in_their_own_module():
+    """Plan, the time model and the rows offered are model/plan.py's; the lab model holds
+    one :class:`Planner` and asks it for the plan line."""
+    from kernel_lab.model import plan
+
     model = LabModel(InlineLauncher())
-    model.loading = True
-    model._machine_rate()
-    first = model._probed
-    model._machine_rate()
-    assert model._probed > first  # still loading: probed again
-    model.loading = False
-    model._machine_rate()
-    settled = model._probed
-    model._machine_rate()
-    assert model._probed == settled  # a quiet probe stands for 3 s
+    assert isinstance(model.planner, plan.Planner)
+    for name in ("Plan", "fit_time", "rows_that_fit", "uncalibrated_seconds",
+                 "probe_flops_per_second"):
+        assert getattr(plan, name).__module__ == "kernel_lab.model.plan"
+
+
+def test_the_models_events_are_declared_with_their_type():
+    """Each event is an attribute assigned with a type annotation in ``__init__`` (what
+    IDEs and type checkers see), not made by a loop of ``setattr``."""
+    import ast
+    import inspect
+    import textwrap
+
+    from kernel_lab.engine.events import Event
+
+    model = LabModel(InlineLauncher())
+    events = {k for k, v in vars(model).items() if isinstance(v, Event)}
+    assert {"experiment_changed", "data_loaded", "state_changed", "logged"} <= events
+    tree = ast.parse(textwrap.dedent(inspect.getsource(LabModel.__init__)))
+    annotated = {node.target.attr for node in ast.walk(tree)
+                 if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Attribute)
+                 and ast.unparse(node.annotation) == "Event"}
+    assert events <= annotated
+    assert not any(isinstance(n, ast.Call) and ast.unparse(n.func) == "setattr"
+                   for n in ast.walk(tree))
