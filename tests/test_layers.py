@@ -311,6 +311,64 @@ def test_checker_reports_a_forbidden_import(tmp_path, target, source, rule):
     assert any(m.startswith(where) and m.endswith(rule) for m in new), (where, rule, new)
 
 
+# the one worker primitive: no other module starts a thread of its own
+THREAD_HOME = "engine/worker.py"
+THREAD_CLASSES = {"Thread", "Timer", "QThread", "QRunnable", "start_new_thread", "start_new"}
+
+
+def _final_name(node: ast.AST) -> str | None:
+    return node.attr if isinstance(node, ast.Attribute) else \
+        node.id if isinstance(node, ast.Name) else None
+
+
+def thread_starters(package_dir: Path) -> list[str]:
+    """``file:line name`` for every thread started, subclassed or imported by name in a
+    module of the package other than :data:`THREAD_HOME`: ``threading.Thread`` / ``Timer``,
+    ``_thread.start_new_thread``, ``QThread``, a ``QRunnable`` or anything handed to
+    ``QThreadPool…start``. (Waiting for threads, as ``tear_down`` does, is no start.)"""
+    found = []
+    for path in sorted(package_dir.rglob("*.py")):
+        rel = path.relative_to(package_dir).as_posix()
+        if rel == THREAD_HOME:
+            continue
+        for node in ast.walk(_parse(path.read_text(encoding="utf-8"))):
+            names: list[str | None] = []
+            if isinstance(node, ast.Call):
+                names.append(_final_name(node.func))
+                if names[0] == "start" and "QThreadPool" in ast.dump(node.func):
+                    names.append("QThreadPool")
+            elif isinstance(node, ast.ClassDef):
+                names.extend(_final_name(b) for b in node.bases)
+            elif isinstance(node, ast.ImportFrom):
+                names.extend(a.name for a in node.names)
+            for name in names:
+                if name in THREAD_CLASSES or name == "QThreadPool":
+                    found.append(f"{package_dir.name}/{rel}:{node.lineno} {name}")
+    return found
+
+
+def test_only_the_one_worker_primitive_starts_threads():
+    found = thread_starters(PACKAGE_DIR)
+    assert not found, (f"threads started outside {THREAD_HOME} (use "
+                       "kernel_lab.engine.worker.Worker):\n" + "\n".join(found))
+
+
+@pytest.mark.parametrize("source", [
+    "import threading\nthreading.Thread(target=print).start()",
+    "from threading import Thread",
+    "def _lazy():\n    from PySide6 import QtCore as Q\n"
+    "    Q.QThreadPool.globalInstance().start(print)",
+    "class _Load(QtCore.QRunnable):\n    pass",
+])
+def test_thread_check_names_a_new_thread(tmp_path, source):
+    pkg = tmp_path / PACKAGE_DIR.name
+    shutil.copytree(PACKAGE_DIR, pkg, ignore=shutil.ignore_patterns("__pycache__"))
+    path = pkg / "gui" / "forms.py"
+    path.write_text(path.read_text(encoding="utf-8") + "\n" + source + "\n", encoding="utf-8")
+    new = set(thread_starters(pkg)) - set(thread_starters(PACKAGE_DIR))
+    assert any(m.startswith(f"{pkg.name}/gui/forms.py:") for m in new), new
+
+
 def test_core_and_experiments_do_not_import_qt():
     extra = ", kernel_lab.model" if importlib.util.find_spec("kernel_lab.model") else ""
     code = (

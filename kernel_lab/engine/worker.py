@@ -59,7 +59,7 @@ message: ``(str(exc), True)`` for a
 :class:`~kernel_lab.core.errors.KernelLabError` (the user's to fix), else
 ``("Type: message", False)``.
 
-Example — the Playground's worker::
+Example — the Playground's worker (:func:`kernel_lab.model.playground.worker.fit_job`)::
 
     def compute(job):
         fit = engine.compute(job.request, cancelled=job.superseded)

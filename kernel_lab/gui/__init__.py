@@ -131,11 +131,11 @@ def tear_down(*windows: object, existing: set[int] | None = None) -> bool:
     already gone, and shiboken6 crashes reporting that error from inside the handler
     (see "Threads and Qt objects" in docs/architecture.md). Here, in order: the windows
     are closed (``closeEvent`` saves the settings, cancels the run and tells the threads
-    to stop); their threads (``window.workers`` and any ``QThread``) are waited for; the
-    answers already posted are delivered; the windows are deleted (deferred deletes sent
-    now, Python's cycles collected on this thread; no timer fires, as no event loop runs). Hidden
-    top-level widgets that were not in ``existing`` (all, when None) go too: pyqtgraph's
-    context menus have no parent.
+    to stop); their threads (``window.workers``, those of the main windows they made, and
+    any ``QThread``) are waited for; the answers already posted are delivered; the windows
+    are deleted (deferred deletes sent now, Python's cycles collected on this thread; no
+    timer fires, as no event loop runs). Hidden top-level widgets that were not in
+    ``existing`` (all, when None) go too: pyqtgraph's context menus have no parent.
 
     Returns False, deleting nothing, if a thread did not finish within
     :data:`EXIT_WAIT_MS` (deleting a running ``QThread`` aborts the process)."""
@@ -153,8 +153,10 @@ def tear_down(*windows: object, existing: set[int] | None = None) -> bool:
     deadline = QtCore.QDeadlineTimer(EXIT_WAIT_MS)
     finished = all(thread.wait(deadline) for window in live
                    for thread in window.findChildren(QtCore.QThread))
+    owners = [*live, *(child for window in live  # e.g. the Playground the main window made
+                       for child in window.findChildren(QtWidgets.QMainWindow))]
     finished &= all(worker.join(max(0, deadline.remainingTime()) / 1000)
-                    for window in live for worker in getattr(window, "workers", ()))
+                    for owner in owners for worker in getattr(owner, "workers", ()))
     finished &= QtCore.QThreadPool.globalInstance().waitForDone(
         max(0, deadline.remainingTime()))
     QtCore.QCoreApplication.sendPostedEvents()  # answers on their way, receivers alive

@@ -396,7 +396,8 @@ class MainWindow(QtWidgets.QMainWindow):
         if session.playground is not None:  # checked before anything changes
             from kernel_lab.model.playground import PlaygroundModel
 
-            PlaygroundModel(launch=lambda _r: None).apply(session.playground)
+            PlaygroundModel(worker=Worker(lambda _job: None, inline=True)  # no fit
+                            ).apply(session.playground)
         if session.spec is not None:  # not a Playground session alone
             self.remember_form()
             self.model.apply_session(session)

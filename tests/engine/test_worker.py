@@ -20,7 +20,7 @@ class Superseded(Exception):
 
 
 class FitLike:
-    """Drives the primitive the way the Playground's FitWorker does: requests are
+    """Drives the primitive the way the Playground's fit worker does: requests are
     numbers, a fit is computed in chunks that ask ``superseded()`` between them, a quick
     answer is completed by a follow-up once no new request came for a pause, and the
     receiver keeps only what arrives (the ticket drops stale fits)."""

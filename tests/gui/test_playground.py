@@ -432,6 +432,26 @@ def test_a_window_given_a_model_computes_off_the_gui_thread_and_hands_it_back(qt
     assert model.latest.serial == model._serial and threads[-1] == "MainThread"
 
 
+def test_the_window_fits_on_the_one_worker_and_tear_down_can_join_it(qtbot):
+    """The fits go through engine.worker.Worker (named in window.workers for tear_down),
+    its answers reach the model on the GUI thread, and closing ends its thread."""
+    import threading
+
+    from kernel_lab.engine.worker import Worker
+
+    w = PlaygroundWindow()
+    qtbot.addWidget(w)
+    assert isinstance(w.worker, Worker) and w.model.worker is w.worker
+    assert w.workers == (w.worker,)
+    received = []
+    w.model.fit_ready.connect(lambda fit: received.append(threading.current_thread().name))
+    w.model.set_params(lam=0.5)
+    settle(w, qtbot)
+    assert received and set(received) == {"MainThread"}
+    w.close()
+    assert w.worker.closed and w.worker.join(10)
+
+
 def test_answers_arriving_after_the_window_closed_are_dropped(qtbot):
     w = PlaygroundWindow()
     w.model.set_dataset("moons", n=800)

@@ -14,10 +14,11 @@ from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.kernels import make_kernel
 from kernel_lab.core.models import NystromRidge, RFFRidge
 from kernel_lab.engine.presets import load_preset, playground_preset_names
+from kernel_lab.engine.worker import Worker
 from kernel_lab.model.playground import (
     FitEngine,
-    FitWorker,
     PlaygroundModel,
+    fit_worker,
 )
 from tests.model.qtfree import run_without_qt
 
@@ -113,7 +114,7 @@ def test_leverage_scores_are_the_ridge_leverage_scores(model):
 
 def test_the_quick_answer_then_the_complete_one():
     engine = FitEngine(quick=True)
-    m = PlaygroundModel(engine=engine, launch=lambda r: None)
+    m = PlaygroundModel(engine=engine, worker=Worker(lambda job: None, inline=True))
     m.set_dataset("sine")
     req = m.request()
     quick = engine.compute(req)
@@ -133,15 +134,46 @@ def test_worker_computes_the_latest_request_only():
             return super().compute(req, **kw)
 
     done: list[int] = []
-    worker = FitWorker(Slow(), lambda fit: done.append(fit.serial), lambda s, m: None)
-    m = PlaygroundModel(launch=worker.submit, engine=worker.engine)
+    engine = Slow()
+    worker = fit_worker(engine)
+    m = PlaygroundModel(worker=worker, engine=engine)
+    m.fit_ready.connect(lambda fit: done.append(fit.serial))
     for lam in np.logspace(-3, 1, 10):
         m.set_params(lam=float(lam))
     release.set()
     assert worker.wait_idle(10)
     worker.close()
+    assert worker.join(10)
     assert computed[-1] == m._serial and len(computed) <= 3  # the first, maybe one, the last
     assert done[-1] == m._serial
+
+
+def test_fits_go_through_the_one_worker_and_stale_ones_are_dropped_by_their_ticket():
+    """The model sends its requests to an engine.worker.Worker; a fit of a superseded
+    request arriving late is dropped by Ticket.deliver (the model compares nothing)."""
+    engine = FitEngine()
+    m = PlaygroundModel(engine=engine)
+    assert isinstance(m.worker, Worker)  # by default an inline one: fits at once
+    m.set_params(lam=0.5)
+    assert m.latest is not None and m.latest.serial == m._serial
+    jobs = []
+    m.worker = Worker(jobs.append, inline=True)  # holds the jobs: the test answers by hand
+    m.set_params(lam=0.25)
+    m.set_params(lam=0.125)
+    old, new = jobs
+    assert old.superseded() and not new.superseded()
+    before = m.latest
+    old.emit("fit", engine.compute(old.request))  # late: dropped
+    old.emit("failed", "boom", True)              # late: dropped too
+    assert m.latest is before and m.error == ""
+    fit = engine.compute(new.request)
+    new.emit("fit", fit)
+    assert m.latest is fit and fit.serial == m._serial
+    new.emit("failed", "the latest request failed", True)
+    assert m.error == "the latest request failed"
+    m.worker.close()
+    new.emit("fit", fit)  # nothing is delivered after close
+    assert m.error == "the latest request failed"
 
 
 def test_bad_values_get_clear_messages(model):
@@ -357,7 +389,7 @@ def test_stepping_needs_a_stepped_method_two_points_and_no_failure(model):
     assert r.extra["done"] and not model.can_step()  # GFC has no more features to add
     model.reset_steps()
     assert model.can_step()
-    model.fail(model._serial, "boom")
+    model.worker.current.deliver("failed", "boom", True)  # the latest request failed
     assert not model.can_step()
     model.steps = 100_000
     model.refit()

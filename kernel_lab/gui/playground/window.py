@@ -1,8 +1,10 @@
 """The Playground window: paint data, move a slider, see the fitted function at once.
 
 A view over :class:`kernel_lab.model.playground.PlaygroundModel`: widgets send gestures
-to the model, the model's fits (computed in its worker thread, latest request wins) come
-back through a Qt signal and are drawn here. Nothing is computed on the GUI thread. The
+to the model, the model's fits (computed by the window's
+:class:`~kernel_lab.engine.worker.Worker`, latest request wins) come back to the GUI
+thread through :func:`~kernel_lab.engine.qt.gui_poster` and are drawn here. Nothing is
+computed on the GUI thread. The
 controls are built in :mod:`~kernel_lab.gui.playground.controls`, the view box that paints
 in :mod:`~kernel_lab.gui.playground.canvas`, the function view is
 :class:`~kernel_lab.plotting.function_view.FunctionView`.
@@ -20,20 +22,14 @@ from PySide6 import QtCore, QtGui, QtWidgets
 from kernel_lab.core.errors import KernelLabError
 from kernel_lab.core.playground import SETS, STEPPED
 from kernel_lab.engine.presets import load_preset, playground_preset_names
+from kernel_lab.engine.qt import gui_poster
 from kernel_lab.gui import preload_for_threads
 from kernel_lab.gui.forms import LogSlider
 from kernel_lab.gui.playground.canvas import PaintBox, error_axis
 from kernel_lab.gui.playground.controls import PlaygroundControls
 from kernel_lab.gui.playground.words import ERROR_LABEL, METHOD_TEXT, SIZE_WORD, STEP_WORD, USES
-from kernel_lab.model.playground import Fit, FitEngine, FitWorker, PlaygroundModel
+from kernel_lab.model.playground import Fit, FitEngine, PlaygroundModel, fit_worker
 from kernel_lab.plotting.function_view import FunctionView
-
-
-class _Relay(QtCore.QObject):
-    """Carries the worker thread's answers to the GUI thread."""
-
-    done = QtCore.Signal(object)
-    error = QtCore.Signal(int, str)
 
 
 def _number(text: str) -> float | None:
@@ -52,15 +48,15 @@ class PlaygroundWindow(PlaygroundControls, QtWidgets.QMainWindow):
         super().__init__(parent)
         preload_for_threads()
         self.setWindowTitle("Kernel Lab — Playground")
-        self.relay = _Relay(self)  # deleted with the window: no answer outlives it
         engine = model.engine if model is not None else FitEngine(quick=True)
-        self.worker = FitWorker(engine, self.relay.done.emit, self.relay.error.emit)
-        self.model = model or PlaygroundModel(launch=self.worker.submit, engine=engine)
-        self._given_launch = self.model.launch  # restored when this window goes away
-        self.model.launch = self.worker.submit  # a given model computes off this thread too
+        # the fits' messages reach the model on this thread (the poster is deleted with
+        # the window: no answer outlives it)
+        self.worker = fit_worker(engine, post=gui_poster(self))
+        self.workers = (self.worker,)  # the window's threads (tear_down waits)
+        self._given_worker = model.worker if model is not None else None
+        self.model = model or PlaygroundModel(worker=self.worker, engine=engine)
+        self.model.worker = self.worker  # a given model computes off this thread too
         self._shut = False
-        self.relay.done.connect(self.model.deliver, QtCore.Qt.ConnectionType.QueuedConnection)
-        self.relay.error.connect(self.model.fail, QtCore.Qt.ConnectionType.QueuedConnection)
         self.fits_drawn = 0
         self.drawn_serial = 0  # the request whose fit is on screen
         self._sized = False  # points sized by leverage scores
@@ -404,16 +400,11 @@ class PlaygroundWindow(PlaygroundControls, QtWidgets.QMainWindow):
         self.hide()
         self.play_timer.stop()
         self.regenerate_timer.stop()
-        self.worker.close()
+        self.worker.close()  # nothing it computes is delivered any more
         self.worker.join(2.0)
-        if self.model.launch == self.worker.submit:
-            self.model.launch = self._given_launch if self._given_launch != self.worker.submit \
-                else self.model._compute_now
-        for signal in (self.relay.done, self.relay.error):
-            try:
-                signal.disconnect()
-            except (RuntimeError, TypeError):  # nothing connected any more
-                pass
+        if self.model.worker is self.worker:  # the model computes by itself from now on
+            self.model.worker = self._given_worker or \
+                fit_worker(self.model.engine, inline=True)
         for event, slot in ((self.model.fit_ready, self.draw),
                             (self.model.data_changed, self.draw_points),
                             (self.model.failed, self._failed),

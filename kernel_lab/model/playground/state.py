@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from kernel_lab.core import playground as pg
-from kernel_lab.core.errors import KernelLabError, ParameterError
+from kernel_lab.core.errors import ParameterError
 from kernel_lab.engine.events import Event
 from kernel_lab.engine.playground.fit import Fit, FitEngine, Request
 from kernel_lab.engine.playground.params import DEFAULTS, MAX_STEPS, resolve_fit_params
@@ -23,23 +23,29 @@ from kernel_lab.engine.playground.state import (
     points_of,
     shape_of,
 )
+from kernel_lab.engine.worker import Worker
+from kernel_lab.model.playground.worker import fit_worker
 
 UNDO_LIMIT = 200
 
 
 class PlaygroundModel:
-    """State and gestures of the Playground. ``launch(request)`` sends a request to be
-    computed (default: synchronously here — the window passes its worker's ``submit``);
-    :meth:`deliver` takes the answer and publishes it if it is the latest.
+    """State and gestures of the Playground. Each change sends a :class:`Request` to
+    :attr:`worker`, a :class:`~kernel_lab.engine.worker.Worker` computing the latest
+    request only (default: :func:`~kernel_lab.model.playground.worker.fit_worker` inline,
+    synchronously here — the window sets its threaded one). Its answers come back as
+    ``("fit", fit)`` / ``("failed", message, …)`` messages; those of a superseded request
+    are dropped by their ticket (:meth:`~kernel_lab.engine.worker.Ticket.deliver`), so
+    whatever arrives here is published.
 
     Every change of the data (a painted point, a new data set, a loaded table, a restored
     session) is one undo step; the undo entry keeps the data set's name, the points and
     the note about them."""
 
-    def __init__(self, launch: Callable[[Request], Any] | None = None,
+    def __init__(self, worker: Worker | None = None,
                  engine: FitEngine | None = None) -> None:
         self.engine = engine or FitEngine()
-        self.launch = launch or self._compute_now
+        self.worker: Worker = worker or fit_worker(self.engine, inline=True)
         self.data_changed = Event()      # ()
         self.params_changed = Event()    # (dict of changed parameters)
         self.fit_ready = Event()         # (Fit)
@@ -49,7 +55,7 @@ class PlaygroundModel:
         self.params: dict[str, Any] = dict(DEFAULTS)
         self.steps = 0
         self.note = ""
-        self._serial = 0
+        self._serial = 0  # requests made (a fit carries its request's number)
         self._version = 0
         self._undo: list[_Snapshot] = []
         self._redo: list[_Snapshot] = []
@@ -239,29 +245,21 @@ class PlaygroundModel:
     def refit(self) -> None:
         self.error = ""
         if self.points.n == 0:  # nothing to fit: any fit still computing is stale
-            self._serial += 1
+            self.worker.cancel()
             self.latest = None
             return
-        self.launch(self.request())
+        self.worker.submit(self.request(), self._receive)
 
-    def _compute_now(self, req: Request) -> None:
-        try:
-            self.deliver(self.engine.compute(req))
-        except KernelLabError as exc:
-            self.fail(req.serial, str(exc))
-
-    def deliver(self, fit: Fit) -> None:
-        """Publish a computed fit unless a newer request has been made since."""
-        if fit.serial != self._serial:
-            return
-        self.latest = fit
-        self.error = ""
-        self.fit_ready.emit(fit)
-
-    def fail(self, serial: int, message: str) -> None:
-        if serial == self._serial:
-            self.error = message
-            self.failed.emit(message)
+    def _receive(self, kind: str, *payload: Any) -> None:
+        """A message of the latest request (stale ones never get here): a fit is
+        published, a failure shown."""
+        if kind == "fit":
+            self.latest = payload[0]
+            self.error = ""
+            self.fit_ready.emit(payload[0])
+        elif kind == "failed":
+            self.error = payload[0]
+            self.failed.emit(payload[0])
 
     # -- sessions -------------------------------------------------------------------------
     def state(self) -> PlaygroundState:

@@ -1,94 +1,49 @@
-"""The Playground's worker: one thread computing the latest request only."""
+"""The Playground's fits on the one worker primitive (:mod:`kernel_lab.engine.worker`):
+what a fit job computes, and the worker that computes them.
+
+The worker computes the latest request only; a long DSG/GFC replay gives way between
+chunks (the engine raises :class:`~kernel_lab.core.playground.Superseded` once the job
+is superseded); a quick exact answer is completed (the eigendecomposition the λ slider
+needs) once no new request came for :data:`FOLLOWUP_DELAY`. Stale answers are dropped
+by the request's :class:`~kernel_lab.engine.worker.Ticket`, nowhere else.
+"""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
-from typing import Any
 
-from kernel_lab.core.errors import KernelLabError
-from kernel_lab.core.playground import Superseded
-from kernel_lab.engine.playground.fit import Fit, FitEngine, Request
+from kernel_lab.engine.playground.fit import Fit, FitEngine
+from kernel_lab.engine.worker import Job, Post, Worker
 
 #: Seconds without a new request before a quick exact answer is completed.
 FOLLOWUP_DELAY = 0.15
 
 
-class FitWorker:
-    """One background thread computing the latest :class:`Request` only (intermediate
-    ones are dropped, a long DSG/GFC replay is given up when a newer request arrives);
-    ``on_done(fit)`` / ``on_error(serial, message)`` are called from that thread. numpy
-    releases the GIL, so the GUI thread stays free meanwhile."""
+def _wants_followup(fit: Fit) -> bool:
+    return bool(fit.primary.extra.get("followup")
+                or (fit.compare is not None and fit.compare.extra.get("followup")))
 
-    def __init__(self, engine: FitEngine, on_done: Callable[[Fit], Any],
-                 on_error: Callable[[int, str], Any]) -> None:
-        self.engine = engine
-        self.on_done, self.on_error = on_done, on_error
-        self._pending: Request | None = None
-        self._cond = threading.Condition()
-        self._stop = False
-        self._idle = threading.Event()
-        self._idle.set()
-        self._thread = threading.Thread(target=self._loop, name="playground-fit", daemon=True)
-        self._thread.start()
 
-    def submit(self, req: Request) -> None:
-        with self._cond:
-            self._pending = req
-            self._idle.clear()
-            self._cond.notify()
+def fit_job(engine: FitEngine) -> Callable[[Job], None]:
+    """``compute(job)`` for a :class:`Worker`: the fit of ``job.request`` (a
+    :class:`~kernel_lab.engine.playground.fit.Request`) sent as ``("fit", fit)``, then,
+    after a quick answer and a quiet :data:`FOLLOWUP_DELAY`, the complete one."""
 
-    def wait_idle(self, timeout: float | None = None) -> bool:
-        return self._idle.wait(timeout)
+    def compute(job: Job) -> None:
+        fit = engine.compute(job.request, cancelled=job.superseded)
+        job.emit("fit", fit)  # not terminal: a follow-up may come
+        if _wants_followup(fit) and job.quiet(FOLLOWUP_DELAY):
+            # complete the answer once the user has paused: a σ drag keeps getting
+            # quick answers meanwhile
+            job.emit("fit", engine.compute(job.request, followup=True,
+                                           cancelled=job.superseded))
 
-    def close(self) -> None:
-        with self._cond:
-            self._stop = True
-            self._cond.notify()
+    return compute
 
-    def join(self, timeout: float | None = None) -> None:
-        """Wait for the thread to end after :meth:`close` (a long numpy call finishes
-        first)."""
-        self._thread.join(timeout)
 
-    def _superseded(self) -> bool:
-        return self._stop or self._pending is not None
-
-    def _report(self, serial: int, message: str) -> None:
-        if not self._stop:  # after close the receiver may be gone
-            self.on_error(serial, message)
-
-    def _loop(self) -> None:
-        while True:
-            with self._cond:
-                self._cond.wait_for(lambda: self._pending is not None or self._stop)
-                if self._stop:
-                    return
-                req, self._pending = self._pending, None
-            try:
-                fit = self.engine.compute(req, cancelled=self._superseded)
-                if self._stop:
-                    return
-                self.on_done(fit)
-                quick = fit.primary.extra.get("followup") or (
-                    fit.compare is not None and fit.compare.extra.get("followup"))
-                if quick:
-                    # complete the answer (eigendecomposition for the λ slider) once the
-                    # user has paused: a σ drag keeps getting quick answers meanwhile
-                    with self._cond:
-                        self._cond.wait_for(self._superseded, timeout=FOLLOWUP_DELAY)
-                        paused = not self._superseded()
-                    if paused:
-                        fit = self.engine.compute(req, followup=True,
-                                                  cancelled=self._superseded)
-                        if not self._stop:
-                            self.on_done(fit)
-            except Superseded:
-                pass
-            except KernelLabError as exc:
-                self._report(req.serial, str(exc))
-            except Exception as exc:
-                self._report(req.serial, f"{type(exc).__name__}: {exc}")
-            with self._cond:
-                if self._pending is None:
-                    self._idle.set()
+def fit_worker(engine: FitEngine, *, post: Post | None = None,
+               inline: bool = False) -> Worker:
+    """The Playground's worker over ``engine``: a thread named ``playground-fit`` (the
+    window passes ``post=gui_poster(window)``), or ``inline`` (computed at once in the
+    caller's thread: scripts, tests, a model without a window)."""
+    return Worker(fit_job(engine), name="playground-fit", post=post, inline=inline)
