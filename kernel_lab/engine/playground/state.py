@@ -76,8 +76,23 @@ def points_of(name: str, n: int, noise: float, seed: int) -> Points:
     return Points(*generate(name, n, noise, seed))
 
 
+class OfDataset:
+    """The dimension and task of whatever holds a Playground data set name (a state, the
+    model)."""
+
+    dataset: str
+
+    @property
+    def dim(self) -> int:
+        return shape_of(self.dataset)[0]
+
+    @property
+    def task(self) -> str:
+        return shape_of(self.dataset)[1]
+
+
 @dataclass(frozen=True)
-class PlaygroundState:
+class PlaygroundState(OfDataset):
     """A checked Playground document. ``points`` None: generated from ``dataset``, ``n``,
     ``noise`` and the seed (:meth:`make_points`)."""
 
@@ -88,14 +103,6 @@ class PlaygroundState:
     steps: int = 0
     points: Points | None = None
     note: str = ""
-
-    @property
-    def dim(self) -> int:
-        return shape_of(self.dataset)[0]
-
-    @property
-    def task(self) -> str:
-        return shape_of(self.dataset)[1]
 
     def make_points(self) -> Points:
         """The stored points, or the generated set's."""

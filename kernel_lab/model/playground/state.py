@@ -18,6 +18,7 @@ from kernel_lab.engine.events import Event
 from kernel_lab.engine.playground.fit import Fit, FitEngine, Request
 from kernel_lab.engine.playground.params import DEFAULTS, MAX_STEPS, resolve_fit_params
 from kernel_lab.engine.playground.state import (
+    OfDataset,
     PlaygroundState,
     Points,
     points_of,
@@ -29,7 +30,7 @@ from kernel_lab.model.playground.worker import fit_worker
 UNDO_LIMIT = 200
 
 
-class PlaygroundModel:
+class PlaygroundModel(OfDataset):
     """State and gestures of the Playground. Each change sends a :class:`Request` to
     :attr:`worker`, a :class:`~kernel_lab.engine.worker.Worker` computing the latest
     request only (default: :func:`~kernel_lab.model.playground.worker.fit_worker` inline,
@@ -65,14 +66,6 @@ class PlaygroundModel:
         self.set_dataset("sine", push=False)
 
     # -- data -------------------------------------------------------------------------
-    @property
-    def dim(self) -> int:
-        return shape_of(self.dataset)[0]
-
-    @property
-    def task(self) -> str:
-        return shape_of(self.dataset)[1]
-
     @property
     def truth(self) -> Callable[[np.ndarray], np.ndarray] | None:
         return pg.SETS[self.dataset].truth if self.dataset in pg.SETS else None
