@@ -8,6 +8,14 @@ import pytest
 # Qt tests and plot rendering run without a display.
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
+# Under pytest-xdist (the README's command: one process per core), each process gets its
+# share of the cores for BLAS, set before numpy loads it (and inherited by the processes a
+# test starts), instead of every process spinning a thread per core.
+if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
+    _share = max(1, (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))
+    for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_var, str(_share))
+
 
 @pytest.fixture(autouse=True)
 def _collect_garbage_here():

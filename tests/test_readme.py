@@ -43,3 +43,6 @@ def test_the_readme_command_leaves_the_slow_checks_to_ci():
     assert slow and slow[0] > readme_at  # after the README's command has built the venv
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     assert "-m slow" in text.split("## Set up", 1)[1].split("\n## ", 1)[0]
+    if " -n " in _commands()[1]:  # parallel: the test extra installs pytest-xdist
+        extra = options["project"]["optional-dependencies"]["test"]
+        assert any(d.startswith("pytest-xdist") for d in extra)
