@@ -41,6 +41,18 @@ def preload_for_threads() -> None:
 GC_INTERVAL_MS = 250
 
 
+def collect_due_generation() -> None:
+    """Collect the oldest generation whose count has passed Python's threshold, as the
+    automatic collector would (called on the GUI thread, with automatic collection off)."""
+    import gc
+
+    counts, thresholds = gc.get_count(), gc.get_threshold()
+    for generation in (2, 1, 0):
+        if counts[generation] > thresholds[generation]:
+            gc.collect(generation)
+            return
+
+
 def collect_garbage_on_the_gui_thread() -> None:
     """Collect garbage on the GUI thread only: automatic collection is switched off and a
     timer of the application's collects each generation when its count passes Python's
@@ -59,18 +71,9 @@ def collect_garbage_on_the_gui_thread() -> None:
     app = QtWidgets.QApplication.instance()
     if app is None or app.property("kernel_lab_gc"):
         return
-    thresholds = gc.get_threshold()
-
-    def collect() -> None:
-        counts = gc.get_count()
-        for generation in (2, 1, 0):
-            if counts[generation] > thresholds[generation]:
-                gc.collect(generation)
-                return
-
     timer = QtCore.QTimer(app)
     timer.setInterval(GC_INTERVAL_MS)
-    timer.timeout.connect(collect)
+    timer.timeout.connect(collect_due_generation)
     timer.start()
     app.setProperty("kernel_lab_gc", True)
     gc.disable()

@@ -2,6 +2,8 @@
 "What you will see" is checked against the run, with the tolerance its words imply
 ("about 9 %" a band, "below" strict, a quoted number to its last digit). Each test first
 checks that the text still quotes the numbers it checks, so text and test change together.
+The full runs are ``slow`` (``pytest -m slow``; CI runs them); the default run checks the
+quotes here and every preset's headline at reduced size in test_presets.py.
 
 nystrom-paper, dsg-digits, dsg-classification, gfc-paper and ckrr-real-wide have their
 full-size checks beside their experiments' tests and in test_presets.py."""
@@ -20,10 +22,67 @@ NONLINEAR = KERNELS[1:]
 RFF = ("rff-gaussian", "rff-laplace", "rff-cauchy")
 
 
-def _run(name, *quoted):
-    """The full preset's run, after checking that its text quotes ``quoted``."""
+#: each preset's numbers and words, as its text quotes them, that its full run checks below
+QUOTED = {
+    "ckrr-fig1": (
+        "within 5 % from λ = 1 on", "up to 14 % above", "0.363 in the limit, 0.369 to 0.371",
+        "from 1.2 (sigmoid) to 6.2 (polynomial)", "about 9 % below", "about +1 %",
+    ),
+    "ckrr-fig2-bernoulli": (
+        "within 2 % from λ = 1 on and within 9 % everywhere",
+        "0.363 in the limit, 0.364 to 0.365 measured",
+    ),
+    "ckrr-fig2-wide": (
+        "within 2.5 % of the limits", "0.430, against 0.363", "by a factor 1.5 to 1.8",
+        "8 to 15 % below", "0.27 at λ = 0.01", "the test risk is 1.10", "+109 %",
+        "costs 4 to 6 %",
+    ),
+    "ckrr-real": (
+        "(332 for training, 110 for testing)", "about 5 % below", "differ by 2 %", "+0.5 %",
+        "+5 % (polynomial) and +44 % (exponential)", "below λ ≈ 3",
+        "kept above it (λ ≈ 3.7), where it costs +6 %",
+    ),
+    "mp-spectrum": (
+        "(c = p/n = 0.3)", "about one in ten", "from 0.21 to 2.34", "[0.20, 2.40]", "about 7 %",
+    ),
+    "nystrom-real": (
+        "427 training points, 30 features", "within a factor of two",
+        "at 10, uniform sampling is even the best", "2.6 to 4.9 times lower",
+        "RP-Cholesky's 11 times lower", "within 1.5 % of exact kernel ridge (0.435)",
+    ),
+    "nystrom-leverage": (
+        "2015, 640, 217, 85, 23, 17 and 3 points", "2.5 times the median",
+        "at 11 from 80 landmarks on", "0.005 and 10⁻⁷", "11 at 80, 2.9 at 160", "92 at 160",
+    ),
+    "dsg-regression": (
+        "from about 23 to 5.0 after 1,000 iterations of 16",
+        "about 30 % above the exact kernel ridge floor (3.8)", "within 1 % at 16,000",
+        "within 1 % from 400 landmarks", "slope of about −0.8", "about −0.5",
+    ),
+    "gfc-friedman": (
+        "stops at 27 learned cosine features with an error of 4.2", "15 % below",
+        "Laplace, 5.0", "already with 18", "floor at 3.9", "x1 and x2", "92 %",
+    ),
+    "gfc-breiman": (
+        "a handful of features (9)", "Gaussian, 5.00 against GFC's 5.03",
+        "with 56 the best of them has 5.30", "within 2 %", "(4.96)",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(QUOTED))
+def test_the_text_still_quotes_what_the_full_run_checks(name):
+    """Quick, in the default run: a text edited without its check fails here at once (the
+    full runs below are ``slow``; the reduced-size run of every preset is test_presets.py)."""
+    about = load_preset(name).about
+    for words in QUOTED[name]:
+        assert words in about, (name, words)
+
+
+def _run(name):
+    """The full preset's run, after checking that its text quotes ``QUOTED[name]``."""
     preset = load_preset(name)
-    for words in quoted:
+    for words in QUOTED[name]:
         assert words in preset.about, (name, words)
     return run(preset.spec)
 
@@ -52,13 +111,12 @@ def _common_minimum(s, limit, low, high):
         assert low <= s[f"R_test_min_emp[{k}]"] <= high, k
 
 
+@pytest.mark.slow
 def test_ckrr_fig1_shows_what_its_text_says():
     """About 3 s. Dots on the lines within 5 % for λ ≥ 1, non-linear kernels up to 14 %
     above at small λ; one minimum (0.363 limit, 0.369–0.371 measured) at λ* from 1.2 to
     6.2; Theorem 2's minimum about 9 % low at nearly the right λ, its choice about +1 %."""
-    r = _run("ckrr-fig1", "within 5 % from λ = 1 on", "up to 14 % above",
-             "0.363 in the limit, 0.369 to 0.371", "from 1.2 (sigmoid) to 6.2 (polynomial)",
-             "about 9 % below", "about +1 %")
+    r = _run("ckrr-fig1")
     s, t = r.summaries, r.table
     assert r.params["trials"] == 50 and (s["n"], s["p"], s["noise"]) == (200, 100, 0.5)
     big = t["lam"] >= 1
@@ -81,11 +139,11 @@ def test_ckrr_fig1_shows_what_its_text_says():
         assert 0.5 <= s[f"thm2_choice_cost_pct[{k}]"] < 1.5, k
 
 
+@pytest.mark.slow
 def test_ckrr_fig2_bernoulli_shows_what_its_text_says():
     """About 3 s. The Gaussian setting's limits exactly; dots within 2 % of them for λ ≥ 1
     and 9 % everywhere; one minimum (0.363 limit, 0.364–0.365 measured)."""
-    r = _run("ckrr-fig2-bernoulli", "within 2 % from λ = 1 on and within 9 % everywhere",
-             "0.363 in the limit, 0.364 to 0.365 measured")
+    r = _run("ckrr-fig2-bernoulli")
     s, t = r.summaries, r.table
     assert r.data["name"].startswith("bernoulli:") and (s["n"], s["p"]) == (200, 100)
     gaussian = _fig1_limits(r.params, n_lams=r.params["n_lams"])
@@ -98,14 +156,13 @@ def test_ckrr_fig2_bernoulli_shows_what_its_text_says():
     _common_minimum(s, 0.363, 0.3635, 0.3655)
 
 
+@pytest.mark.slow
 def test_ckrr_fig2_wide_shows_what_its_text_says():
     """About 2 s. Dots within 2.5 % of the limits everywhere; the minimum 0.430 against
     0.363 (Fig. 1), λ* 1.5–1.8 times smaller; Theorem 2 8–15 % low except for the linear
     kernel at small λ (0.27 against 1.10 at λ = 0.01, its choice on the edge, +109 %);
     the other kernels' choices cost 4–6 %."""
-    r = _run("ckrr-fig2-wide", "within 2.5 % of the limits", "0.430, against 0.363",
-             "by a factor 1.5 to 1.8", "8 to 15 % below", "0.27 at λ = 0.01",
-             "the test risk is 1.10", "+109 %", "costs 4 to 6 %")
+    r = _run("ckrr-fig2-wide")
     s, t = r.summaries, r.table
     lam = t["lam"]
     assert (s["n"], s["p"], s["c"]) == (100, 200, 2.0)
@@ -129,14 +186,13 @@ def test_ckrr_fig2_wide_shows_what_its_text_says():
         assert 3.5 <= s[f"thm2_choice_cost_pct[{k}]"] < 6.5, k
 
 
+@pytest.mark.slow
 def test_ckrr_real_shows_what_its_text_says():
     """About 2 s. One Theorem 2 minimum about 5 % below the empirical minima, which
     differ by 2 %; the linear kernel tracked everywhere (+0.5 %); flat estimates where the
     polynomial and exponential risks climb (+5 %, +44 %); the sigmoid risk exploding
     below λ ≈ 3, Theorem 2's choice kept above the flagged region (λ ≈ 3.7, +6 %)."""
-    r = _run("ckrr-real", "(332 for training, 110 for testing)", "about 5 % below",
-             "differ by 2 %", "+0.5 %", "+5 % (polynomial) and +44 % (exponential)",
-             "below λ ≈ 3", "kept above it (λ ≈ 3.7), where it costs +6 %")
+    r = _run("ckrr-real")
     s, t = r.summaries, r.table
     lam = t["lam"]
     assert s["mode"] == "real data" and (s["n"], s["n_test"], s["p"]) == (332, 110, 10)
@@ -182,13 +238,13 @@ def _mp_cdf(x, c):
     return np.interp(x, grid, cdf)
 
 
+@pytest.mark.slow
 def test_mp_spectrum_shows_what_its_text_says():
     """About 3 s. The eigenvalues of XᵀX/n spread from 0.21 to 2.34 over [0.20, 2.40],
     about one in ten within 10 % of 1, on the Marchenko–Pastur law (a Kolmogorov distance
     of 0.009 from the closed form); the centred exponential-kernel matrix against its
     linearisation: about 7 % in spectral norm, both spectra recomputed here."""
-    r = _run("mp-spectrum", "(c = p/n = 0.3)", "about one in ten", "from 0.21 to 2.34",
-             "[0.20, 2.40]", "about 7 %")
+    r = _run("mp-spectrum")
     s, t = r.summaries, r.table
     X = load_preset("mp-spectrum").spec.data_source().load(r.seed).X_train
     n, p = X.shape
@@ -225,13 +281,12 @@ def _errors(t, samplers, key="spectral_median"):
     return {m: _finite(t[f"{key}[{m}]"]) for m in samplers}
 
 
+@pytest.mark.slow
 def test_nystrom_real_shows_what_its_text_says():
     """About 2 s. Up to 50 landmarks every sampler within a factor of two of the others
     (uniform the best at 10); at 200 the RLS samplers 2.6–4.9 and RP-Cholesky 11 times
     below uniform; from 100 landmarks every test RMSE within 1.5 % of exact ridge (0.435)."""
-    r = _run("nystrom-real", "427 training points, 30 features", "within a factor of two",
-             "at 10, uniform sampling is even the best", "2.6 to 4.9 times lower",
-             "RP-Cholesky's 11 times lower", "within 1.5 % of exact kernel ridge (0.435)")
+    r = _run("nystrom-real")
     s, t = r.summaries, r.table
     assert (r.data["n_train"], r.data["p"]) == (427, 30)
     samplers = r.params["samplers"]
@@ -252,14 +307,13 @@ def test_nystrom_real_shows_what_its_text_says():
                       & (rmse[sizes >= 100] < 1.015 * s["rmse_exact"])), m
 
 
+@pytest.mark.slow
 def test_nystrom_leverage_shows_what_its_text_says():
     """About 5 s. Clusters of 2015, 640, 217, 85, 23, 17, 3 and 0 points; the three small
     ones score highest, 2.5 times the median; uniform sampling stalls at 11 from 80
     landmarks on while recursive RLS and RP-Cholesky keep falling, to 0.005 and 1e-7 at
     160; the fast variant 11 at 80 and 2.9 at 160; random features 92 at 160."""
-    r = _run("nystrom-leverage", "2015, 640, 217, 85, 23, 17 and 3 points",
-             "2.5 times the median", "at 11 from 80 landmarks on", "0.005 and 10⁻⁷",
-             "11 at 80, 2.9 at 160", "92 at 160")
+    r = _run("nystrom-leverage")
     t = r.table
     data = load_preset("nystrom-leverage").spec.data_source().load(r.seed)
     X, centers = data.X_train, data.source.law.centers
@@ -295,9 +349,7 @@ def test_dsg_regression_shows_what_its_text_says():
     about 30 % above the floor (3.8); random features within 1 % of it at 16,000, Nyström
     within 1 % from 400 landmarks; distance-to-floor slope about −0.8, excess-objective
     slope about −0.5."""
-    r = _run("dsg-regression", "from about 23 to 5.0 after 1,000 iterations of 16",
-             "about 30 % above the exact kernel ridge floor (3.8)", "within 1 % at 16,000",
-             "within 1 % from 400 landmarks", "slope of about −0.8", "about −0.5")
+    r = _run("dsg-regression")
     s, t = r.summaries, r.table
     assert (r.data["n_train"], s["loss"], r.params["nu"]) == (3000, "squared", 1e-3)
     assert (t["iteration"][-1], t["n_features"][-1]) == (1000, 16_000)
@@ -329,6 +381,7 @@ def _best_rff(s):
     return min(RFF, key=lambda m: s[f"error[{m}]"])
 
 
+@pytest.mark.slow
 def test_gfc_friedman_shows_what_its_text_says():
     """About 8 s. GFC stops at 27 features with 4.2, 15 % below the best random features
     at 100 (Laplace, 5.0), below them already with 18; noise floor 3.9. The learned
@@ -338,9 +391,7 @@ def test_gfc_friedman_shows_what_its_text_says():
     from kernel_lab.core.validation import check_seed
     from kernel_lab.experiments.gfc import main_inputs, range_scaling
 
-    r = _run("gfc-friedman", "stops at 27 learned cosine features with an error of 4.2",
-             "15 % below", "Laplace, 5.0", "already with 18", "floor at 3.9",
-             "x1 and x2", "92 %")
+    r = _run("gfc-friedman")
     s, t, params = r.summaries, r.table, r.params
     best = _best_rff(s)
     assert (best, round(s[f"error[{best}]"], 1)) == ("rff-laplace", 5.0)
@@ -368,12 +419,12 @@ def test_gfc_friedman_shows_what_its_text_says():
     assert round(100 * mass[:5].sum() / mass.sum()) == 92
 
 
+@pytest.mark.slow
 def test_gfc_breiman_shows_what_its_text_says():
     """About 6 s. GFC stops at 9 features and matches the best random features at 100
     (Gaussian, 5.00 against 5.03), which with 56 have 5.30; every method within 2 % of
     the noise floor (4.96)."""
-    r = _run("gfc-breiman", "a handful of features (9)", "Gaussian, 5.00 against GFC's 5.03",
-             "with 56 the best of them has 5.30", "within 2 %", "(4.96)")
+    r = _run("gfc-breiman")
     s, t = r.summaries, r.table
     best = _best_rff(s)
     assert best == "rff-gaussian" and s["features_built[gfc]"] == 9

@@ -7,16 +7,21 @@ import subprocess
 import sys
 from pathlib import Path
 
+#: the start of a program in which importing Qt (or anything built on it) raises
+BLOCK_QT = (
+    "import sys, importlib.abc\n"
+    "class Block(importlib.abc.MetaPathFinder):\n"
+    "    def find_spec(self, name, path=None, target=None):\n"
+    "        if name.split('.')[0] in ('PySide6', 'shiboken6', 'pyqtgraph', 'superqt'):\n"
+    "            raise ImportError(f'{name} blocked: the model must not need Qt')\n"
+    "sys.meta_path.insert(0, Block())\n"
+)
+
 
 def run_without_qt(test_file: str) -> None:
     code = (
-        "import sys, importlib.abc\n"
-        "class Block(importlib.abc.MetaPathFinder):\n"
-        "    def find_spec(self, name, path=None, target=None):\n"
-        "        if name.split('.')[0] in ('PySide6', 'shiboken6', 'pyqtgraph', 'superqt'):\n"
-        "            raise ImportError(f'{name} blocked: the model must not need Qt')\n"
-        "sys.meta_path.insert(0, Block())\n"
-        "import pytest\n"
+        BLOCK_QT
+        + "import pytest\n"
         f"sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', {test_file!r}, "
         "'-k', 'not without_qt']))\n"
     )

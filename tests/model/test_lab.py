@@ -193,6 +193,7 @@ def test_session_without_data_uses_the_experiments_own():
     assert model.loaded_source.to_spec() == "gaussian:n=800,p=400,cov=identity"
 
 
+@pytest.mark.slow  # quick import check in the default run: test_qtfree_imports.py
 def test_without_qt():
     """The model and this file's tests run with Qt not importable at all."""
     run_without_qt(__file__)

@@ -483,6 +483,7 @@ def test_zero_contour_end_points_lie_where_the_interpolant_is_zero():
     assert pg.zero_contour(np.ones((10, 10)), pg.ticks(10)).shape == (0, 2)
 
 
+@pytest.mark.slow  # quick import check in the default run: test_qtfree_imports.py
 def test_without_qt():
     """The Playground model and this file's tests run with Qt not importable at all."""
     run_without_qt(__file__)
