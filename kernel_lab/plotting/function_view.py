@@ -6,6 +6,7 @@ playground-…`` renders one to ``plot.png`` (:func:`render_function_view`)."""
 
 from __future__ import annotations
 
+import html
 import math
 import os
 from collections.abc import Callable, Mapping
@@ -16,7 +17,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore
 
-from kernel_lab.core.playground import EXTENT
+from kernel_lab.core.playground import EXTENT, SETS
 
 CLASS_COLOURS = {1.0: (214, 39, 40), -1.0: (31, 119, 180)}
 PRIMARY, SECOND, TRUTH = (0, 0, 0), (120, 120, 120), (44, 160, 44, 110)
@@ -131,12 +132,18 @@ def render_function_view(doc: Mapping[str, Any], path: str | os.PathLike[str], *
     maybe ``compare``, drawn dashed) as a PNG of its function view."""
     from pyqtgraph.exporters import ImageExporter
 
-    from kernel_lab.core.playground import SETS, zero_contour
+    from kernel_lab.core.playground import zero_contour
     from kernel_lab.plotting.render import ensure_app
 
     ensure_app()
     pg.setConfigOptions(antialias=True, background="w", foreground="k")
-    widget = pg.PlotWidget(background="w", title=title or None)
+    caption = _caption(doc, title)
+    widget = pg.PlotWidget(background="w", title=caption)
+    # pyqtgraph fixes the title's row at one line (30 px): make room for every line
+    rows = caption.count("<br>") + 1
+    item = widget.getPlotItem()
+    item.titleLabel.setMaximumHeight(18 * rows + 8)
+    item.layout.setRowFixedHeight(0, 18 * rows + 8)
     widget.resize(size, size)
     view = FunctionView(widget)
     dim, task = int(doc["data"]["dim"]), doc["data"]["task"]
@@ -178,3 +185,28 @@ def render_function_view(doc: Mapping[str, Any], path: str | os.PathLike[str], *
     widget.close()
     widget.deleteLater()
     return path
+
+
+def _caption(doc: Mapping[str, Any], title: str) -> str:
+    """The PNG's title and, below it, what a reader needs without the window: each fit's
+    method and errors, and what the marks are."""
+    task, dim = doc["data"]["task"], int(doc["data"]["dim"])
+    word = "misclassified" if task == "classification" else "mse"
+    lines = [f"<b>{html.escape(title)}</b>"] if title else []
+    for key, how in (("fit", ""), ("compare", " (dashed)")):
+        fit = doc.get(key)
+        if fit is not None:
+            lines.append(html.escape(
+                f"{fit['method']}{how}: train {word} {fit['train_error']:.3g}, "
+                f"test {word} {fit['test_error']:.3g}"))
+    marks = ["filled: train points", "hollow: test points"]
+    if doc["fit"].get("landmarks") is not None:
+        marks.append("rings: landmarks")
+    if dim == 1 and doc["data"]["dataset"] in SETS:
+        marks.append("green: the true function")
+    elif dim == 2 and task == "classification":
+        marks.append("line: the class boundary")
+    lines.append(html.escape(" · ".join(marks)))
+    return ("<p align='center' style='font-size:9pt'>" + "<br>".join(lines) + "</p>")
+
+

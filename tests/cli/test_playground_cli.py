@@ -78,6 +78,25 @@ def test_the_plot_is_the_function_view(xor_run):
     assert len(reds) > 10 and len(blues) > 10
 
 
+
+def test_the_plot_says_which_fit_and_which_points(xor_run):
+    """plot.png is read without the window: its caption names the method and its errors
+    (as result.json has them) and what filled and hollow points are, and the title row is
+    tall enough for every line (pyqtgraph fixes it at one line)."""
+    from kernel_lab.plotting.function_view import _caption
+
+    doc = json.loads((xor_run / "result.json").read_text(encoding="utf-8"))
+    text = _caption(doc, "XOR")
+    fit = doc["fit"]
+    assert f"krr: train misclassified {fit['train_error']:.3g}" in text
+    assert f"test misclassified {fit['test_error']:.3g}" in text
+    assert "filled: train points" in text and "hollow: test points" in text
+    assert "the class boundary" in text and "landmarks" not in text
+    regression = {**doc, "data": {**doc["data"], "task": "regression", "dim": 1,
+                                  "dataset": "sine"}}
+    assert "train mse" in _caption(regression, "") and "true function" in _caption(
+        regression, "")
+
 def test_report_takes_the_playground_run_folder(xor_run, tmp_path):
     html = tmp_path / "r.html"
     assert main(["report", str(xor_run), "--out", str(html), "-q"]) == 0
