@@ -8,8 +8,8 @@ import threading
 
 import numpy as np
 import pytest
-from kernel_lab.data.source import DataSource
 
+from kernel_lab.data.source import DataSource
 from kernel_lab.engine import RunSpec
 from kernel_lab.engine.handle import InlineLauncher, ProcessLauncher
 
