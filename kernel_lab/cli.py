@@ -97,6 +97,7 @@ def _build_parser() -> argparse.ArgumentParser:
     p_rep.add_argument("--out", metavar="HTML", default="report.html",
                        help="the report file (default report.html)")
     p_rep.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
+    p_rep.add_argument("--debug", action="store_true", help="show tracebacks of failures")
 
     p_run.add_argument("experiment", nargs="?",
                        help="experiment name (optional with --preset)")
@@ -337,6 +338,12 @@ def _run_spec(args: argparse.Namespace) -> RunSpec:
     return RunSpec(name, params, source, args.workers, args.backend, args.scheduler)
 
 
+def _number(value: float | None) -> str:
+    """An error of a Playground fit; None when there are no such points (no test points
+    among painted ones)."""
+    return "– (no points)" if value is None else f"{value:.4g}"
+
+
 def _cmd_run_playground(args: argparse.Namespace) -> int:
     """A Playground preset, headless: its fit (``--set``, ``--seed`` override its
     parameters, checked by their declarations) as result.json and the function view as
@@ -347,10 +354,24 @@ def _cmd_run_playground(args: argparse.Namespace) -> int:
     from kernel_lab.engine.playground.run import run_playground, write_playground_result
     from kernel_lab.engine.presets import load_preset
 
-    if args.experiment or args.data:
+    if args.experiment:
         raise UsageError(f"preset {args.preset!r} is a Playground preset: it has no "
-                         "experiment, and its data are its own (leave out "
-                         f"{'the experiment' if args.experiment else '--data'})")
+                         "experiment (leave it out)")
+    # the Playground's data are its own: an option that would change a data file or where
+    # tasks run is refused, not silently dropped
+    given = [flag for flag, value in (
+        ("--data", args.data), ("--target", args.target),
+        ("--test-fraction", args.test_fraction),
+        ("--standardize/--no-standardize", args.standardize), ("--drop-nan", args.drop_nan),
+        ("--text-features", args.text_features), ("--keep-index", args.keep_index),
+        ("--sheet", args.sheet), ("--subsample", args.subsample),
+        ("--workers", args.workers), ("--scheduler", args.scheduler),
+        ("--backend", None if args.backend == "threads" else args.backend))
+        if value is not None]
+    if given:
+        raise UsageError(f"preset {args.preset!r} is a Playground preset: its data are its "
+                         f"own and it runs in this process (leave out {', '.join(given)}; "
+                         "--set, --seed, --out, --no-plot and --quiet apply)")
     session = load_preset(args.preset)
     assert session.playground is not None
     params = _parse_sets(args.sets)
@@ -370,8 +391,8 @@ def _cmd_run_playground(args: argparse.Namespace) -> int:
         render_function_view(doc, out / "plot.png", title=session.title)
     if not args.quiet:
         fit = doc["fit"]
-        sys.stderr.write(f"  {fit['method']}: train error {fit['train_error']:.4g}, "
-                         f"test error {fit['test_error']:.4g}\n")
+        sys.stderr.write(f"  {fit['method']}: train error {_number(fit['train_error'])}, "
+                         f"test error {_number(fit['test_error'])}\n")
     print(out)
     return 0
 

@@ -196,9 +196,10 @@ def _caption(doc: Mapping[str, Any], title: str) -> str:
     for key, how in (("fit", ""), ("compare", " (dashed)")):
         fit = doc.get(key)
         if fit is not None:
-            lines.append(html.escape(
-                f"{fit['method']}{how}: train {word} {fit['train_error']:.3g}, "
-                f"test {word} {fit['test_error']:.3g}"))
+            train, test = (("no points" if fit[k] is None else f"{fit[k]:.3g}")
+                           for k in ("train_error", "test_error"))
+            lines.append(html.escape(f"{fit['method']}{how}: train {word} {train}, "
+                                     f"test {word} {test}"))
     marks = ["filled: train points", "hollow: test points"]
     if doc["fit"].get("landmarks") is not None:
         marks.append("rings: landmarks")

@@ -97,6 +97,37 @@ def test_the_plot_says_which_fit_and_which_points(xor_run):
     assert "train mse" in _caption(regression, "") and "true function" in _caption(
         regression, "")
 
+
+def test_a_playground_with_only_painted_training_points_reports(tmp_path, capsys):
+    """Painted points are training points: no test error, which the report and the plot
+    say instead of failing on it (a TypeError before)."""
+    from kernel_lab.engine.session import Session, save_session
+    from kernel_lab.model.playground import PlaygroundModel
+
+    model = PlaygroundModel()
+    model.set_dataset("paint-1d")
+    xs = np.linspace(-2, 2, 12)
+    model.add_points(xs[:, None], np.sin(xs))
+    assert not model.points.test.any()
+    path = save_session(Session(None, playground=model.state()), tmp_path / "painted.json")
+    html = tmp_path / "painted.html"
+    assert main(["report", str(path), "--out", str(html), "-q"]) == 0, capsys.readouterr()
+    assert "data:image/png;base64," in html.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("flags", [["--target", "y"], ["--drop-nan"], ["--subsample", "50"],
+                                   ["--test-fraction", "0.5"], ["--backend", "processes"]])
+def test_data_and_backend_options_are_refused_for_a_playground_preset(flags, tmp_path,
+                                                                      capsys):
+    """A Playground preset's data are its own: an option that would change them is
+    refused by name, not dropped silently (it exited 0 before)."""
+    code = main(["run", "--preset", "playground-xor", *flags, "--out", str(tmp_path / "x"),
+                 "-q"])
+    assert code == 2
+    assert flags[0] in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()
+
+
 def test_report_takes_the_playground_run_folder(xor_run, tmp_path):
     html = tmp_path / "r.html"
     assert main(["report", str(xor_run), "--out", str(html), "-q"]) == 0
