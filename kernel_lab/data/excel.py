@@ -73,9 +73,11 @@ def _read_sheet(path: Path, book: Any, target: str | int | None,
     sheet = book[chosen]
     rows: list[list[str]] = []
     line_nos: list[int] = []
+    epoch = getattr(book, "epoch", None)
+    dated: set[int] = set()  # columns (0-based) holding a date, time or duration
     try:
         for r, cells in enumerate(sheet.iter_rows(), start=1):
-            row = [_text(c) for c in cells]
+            row = [_text(c, epoch, dated, j) for j, c in enumerate(cells)]
             while row and not row[-1].strip():  # a styled empty cell is no column
                 row.pop()
             if row:
@@ -100,17 +102,43 @@ def _read_sheet(path: Path, book: Any, target: str | int | None,
     used = [j for j in range(width) if any(r[j].strip() for r in rows)]
     rows = [[r[j] for j in used] for r in rows]  # columns empty from top to bottom: none
     table = table_from_rows(path, rows, line_nos, target, options, "cell")
+    if dated:
+        from openpyxl.utils import get_column_letter
+
+        letters = [get_column_letter(j + 1) for j in sorted(dated)]
+        start = "1904-01-01" if _is_1904(epoch) else "1899-12-30"
+        table.notes.append(f"read the dates and times of column{'s' if len(letters) > 1 else ''}"
+                           f" {', '.join(letters)} as Excel day numbers (days since {start}, "
+                           "a time of day as a fraction of a day)")
     if len(names) > 1:
         table.notes.append(f"read worksheet {chosen!r} of {len(names)}")
     return table
 
 
-def _text(cell: object) -> str:
+def _is_1904(epoch: object) -> bool:
+    from openpyxl.utils.datetime import CALENDAR_MAC_1904
+
+    return epoch == CALENDAR_MAC_1904
+
+
+def _text(cell: object, epoch: object = None, dated: set[int] | None = None,
+          column: int = 0) -> str:
     """A cell as the text a CSV would hold: numbers as Python writes them (17 digits at
-    most), errors (#DIV/0!, #N/A) and empty cells as missing."""
+    most), errors (#DIV/0!, #N/A) and empty cells as missing. A date, time or duration is
+    the number Excel stores (days since the workbook's epoch: 45292.0 is 2024-01-01 in the
+    1900 system; its column is added to ``dated``), a boolean 1 or 0."""
+    import datetime as dt
+
     value = getattr(cell, "value", None)
     if value is None or getattr(cell, "data_type", "") == "e":
         return ""
     if isinstance(value, bool):
-        return str(value).upper()
+        return "1" if value else "0"
+    if isinstance(value, dt.date | dt.time | dt.timedelta):
+        from openpyxl.utils.datetime import WINDOWS_EPOCH, to_excel
+
+        if dated is not None:
+            dated.add(column)
+        value = float(to_excel(value, epoch if isinstance(epoch, dt.datetime)
+                               else WINDOWS_EPOCH))
     return repr(value) if isinstance(value, float) else str(value)

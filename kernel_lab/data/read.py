@@ -45,6 +45,15 @@ FILE_PATTERNS = tuple([f"*{s}" for s in FORMATS]
                       + ["*.zip"])
 
 
+def known_types() -> str:
+    """The extensions :func:`load_table` reads, for a message (from :data:`FORMATS` and
+    the compressions in :data:`FILE_PATTERNS`: one list to keep up to date)."""
+    packed = sorted({"." + p.rsplit(".", 1)[1] for p in FILE_PATTERNS
+                     if p.count(".") > 1 or p == "*.zip"})
+    return (f"{', '.join(FORMATS)}, or a text table compressed as "
+            f"{', '.join(packed[:-1])} or {packed[-1]} (e.g. data.csv{packed[0]})")
+
+
 def load_table(
     path: str | os.PathLike[str],
     *,
@@ -99,7 +108,7 @@ def load_table(
     if kind is None:
         raise DataError(
             f"unknown file type {path.suffix or '(no extension)'!r}",
-            "use .csv, .tsv, .txt, .xlsx, .npy, .npz, .svm/.libsvm, .arff or .mat",
+            f"use {known_types()}",
             path=path,
         )
     options.report(0.0, f"reading {path.name} ({path.stat().st_size / 2**20:,.0f} MB)")

@@ -20,9 +20,13 @@ import numpy as np
 from kernel_lab.core.errors import DataError, data_option
 
 NAN_POLICIES = ("error", "drop")
+#: A spreadsheet's error values (lower-case), as exported to CSV: missing cells, not text
+#: and not comments, wherever they stand.
+SPREADSHEET_ERRORS = frozenset({"#n/a", "#na", "#value!", "#div/0!", "#num!", "#ref!",
+                                "#name?", "#null!", "#spill!", "#calc!"})
 #: Cells read as missing values (compared lower-case, stripped).
 MISSING = {"", "na", "nan", "n/a", "null", "none", "?", "-nan", "inf", "+inf", "-inf",
-           "infinity", "-infinity"}
+           "infinity", "-infinity", *SPREADSHEET_ERRORS}
 
 
 @dataclass

@@ -21,6 +21,7 @@ import numpy as np
 from kernel_lab.core.errors import DataError
 from kernel_lab.data.raw import decode_text
 from kernel_lab.data.table import (
+    SPREADSHEET_ERRORS,
     ReadOptions,
     Table,
     finish_matrix,
@@ -40,6 +41,33 @@ HEAD_BYTES = 1 << 20
 BLOCK_ROWS = 1 << 16
 _NON_SPACE = re.compile(r"\S")
 _WIDTH = re.compile(r"Expected (\d+) fields in line (\d+), saw (\d+)")
+_DELIMS = re.compile(r"[,;\t]")
+#: A spreadsheet error value standing as a cell (pandas' comment="#" would cut it off).
+_ERROR_CELL = re.compile("|".join(re.escape(e) for e in sorted(SPREADSHEET_ERRORS)),
+                         re.IGNORECASE)
+
+
+def _is_comment(line: str) -> bool:
+    """Whether a line is a comment: it starts with ``#`` (after white space), and its first
+    field is not a spreadsheet error value (``#N/A``, ``#DIV/0!`` …: a missing cell of a
+    data row)."""
+    text = line.lstrip()
+    if not text.startswith("#"):
+        return False
+    first = _DELIMS.split(text, maxsplit=1)[0].strip()
+    if not _DELIMS.search(text):  # white space between the fields
+        first = text.split()[0]
+    return first.lower() not in SPREADSHEET_ERRORS
+
+
+def _comment_note(lines: list[int]) -> str | None:
+    """The note for comment lines skipped (their 1-based numbers), or None for none."""
+    if not lines:
+        return None
+    where = ", ".join(map(str, lines[:5])) + (", …" if len(lines) > 5 else "")
+    if len(lines) == 1:
+        return f"skipped a comment line (starting with '#'): line {where}"
+    return f"skipped {len(lines)} comment lines (starting with '#'): lines {where}"
 
 
 def read_text_table(path: Path, raw: bytes, target: str | int | None,
@@ -85,7 +113,7 @@ def _read_csv(path: Path, raw: bytes, target: str | int | None,
     if table is None:
         options.report(0.1, f"parsing {path.name} to text cells (text, quotes or missing "
                             "values)")
-        numbered, dropped = _text_rows(path, text, delim, head, options)
+        numbered, dropped, comments = _text_rows(path, text, delim, head, options)
         if not numbered:  # delimiters and white space only
             raise DataError("the file has no data lines (only blank or comment lines)",
                             "choose a file with data in it", path=path)
@@ -93,16 +121,19 @@ def _read_csv(path: Path, raw: bytes, target: str | int | None,
                                 [n for n, _ in numbered], target, options, delim or "space")
         if dropped:
             table.notes.insert(0, dropped)
+        if comments:
+            table.notes.insert(0, comments)
     if note:
         table.notes.insert(0, note)
     return table
 
 
 def _text_rows(path: Path, text: str, delim: str | None, head: list[str],
-               options: ReadOptions) -> tuple[list[tuple[int, list[str]]], str | None]:
+               options: ReadOptions
+               ) -> tuple[list[tuple[int, list[str]]], str | None, str | None]:
     """(1-based line number, fields) of the data rows, parsed by pandas, without blank and
-    comment lines, and a note when empty columns at the end of the rows (a delimiter at
-    the end of each line) were dropped.
+    comment lines; a note when empty columns at the end of the rows (a delimiter at the
+    end of each line) were dropped; a note naming the comment lines skipped.
 
     A quoted field may span lines; its row is numbered by the line it starts on. Every
     row keeps its own number of fields (pandas pads short rows), so that the pipeline
@@ -152,8 +183,9 @@ def _text_rows(path: Path, text: str, delim: str | None, head: list[str],
     blank[spaced] = [not any(c.strip() for c in cells[i]) for i in spaced]
     comment = np.zeros(n, dtype=bool)
     if "#" in text:
-        comment = np.frompyfunc(lambda c: c.lstrip().startswith("#"), 1, 1)(
-            cells[:, 0]).astype(bool)
+        comment = np.frompyfunc(
+            lambda c: c.lstrip().startswith("#") and c.strip().lower() not in
+            SPREADSHEET_ERRORS, 1, 1)(cells[:, 0]).astype(bool)
     keep = np.flatnonzero(~blank & ~comment)
     extent = np.where(filled.any(axis=1), width - np.argmax(filled[:, ::-1], axis=1), 0)
     used = int(extent[keep].max()) if keep.size else width
@@ -171,7 +203,7 @@ def _text_rows(path: Path, text: str, delim: str | None, head: list[str],
             segment = "\n".join(lines[starts[i] - 1: starts[i] - 1 + spans[i]])
             body[k] = body[k][: min(len(_split(segment, delim)), used)]
     rows = list(zip(starts[keep].tolist(), body, strict=True))
-    return rows, dropped
+    return rows, dropped, _comment_note(starts[comment & ~blank].tolist())
 
 
 def _split(line: str, delim: str | None) -> list[str]:
@@ -302,8 +334,13 @@ def _read_large_numeric(path: Path, head_bytes: bytes, target: str | int | None,
         return None  # blank or comment lines were skipped: the row numbers need the text
     names = ([c or f"column {i + 1}" for i, c in enumerate(first)] if header else
              [f"x{i + 1}" for i in range(len(first) - 1)] + ["y"])
-    return finish_matrix(path, names, M, first[0], header, target, options,
+    table = finish_matrix(path, names, M, first[0], header, target, options,
                           np.arange(data_start, data_start + M.shape[0]))
+    note = _comment_note([i for i, line in enumerate(text.split("\n")[: first_no - 1],
+                                                     start=1) if _is_comment(line)])
+    if note:  # comment lines above the header
+        table.notes.insert(0, note)
+    return table
 
 
 def _count_lines(path: Path) -> int:
@@ -329,7 +366,7 @@ def _head_lines(text: str, count: int = 20) -> tuple[list[str], int]:
         end = len(text) if end < 0 else end
         line = text[pos:end].rstrip("\r")
         line_no += 1
-        if line.strip() and not line.lstrip().startswith("#"):
+        if line.strip() and not _is_comment(line):
             head.append(line)
             first = first or line_no
         pos = end + 1
@@ -351,7 +388,8 @@ def _read_numeric_fast(source: Path | bytes, path: Path, text: str, first_line: 
             end = text.find("\n", body_start)
             body_start = len(text) if end < 0 else end + 1
     if text.find('"', body_start) >= 0 or text.find("'", body_start) >= 0 \
-            or _NON_SPACE.search(text, body_start) is None:
+            or _NON_SPACE.search(text, body_start) is None \
+            or _ERROR_CELL.search(text, body_start) is not None:
         return None
     M = _parse_numeric(source, delim, first_no if header else 0,
                        comments=text.find("#", body_start) >= 0, encoding=encoding)
@@ -367,8 +405,14 @@ def _read_numeric_fast(source: Path | bytes, path: Path, text: str, first_line: 
     below = text.count("\n", body_start) + (not text.endswith("\n"))
     if below != M.shape[0]:
         lines = np.array([i for i, line in enumerate(text.splitlines(), start=1)
-                          if line.strip() and not line.lstrip().startswith("#")])
+                          if line.strip() and not _is_comment(line)])
         lines = lines[1:] if header else lines
     else:
         lines = np.arange(data_start, data_start + M.shape[0])
-    return finish_matrix(path, names, M, first[0], header, target, options, lines)
+    table = finish_matrix(path, names, M, first[0], header, target, options, lines)
+    if "#" in text:
+        note = _comment_note([i for i, line in enumerate(text.split("\n"), start=1)
+                             if _is_comment(line)])
+        if note:
+            table.notes.insert(0, note)
+    return table

@@ -246,3 +246,92 @@ def test_delimiters_only_and_classic_mac_line_ends(tmp_path):
     mixed = load_table(write(tmp_path, "m.csv", "a,k,y\r1,u,3\r4,v,6\r7,u,9\r"))
     assert mixed.feature_names == ["a", "k=u", "k=v"]
     assert_array_equal(mixed.lines, [2, 3, 4])
+
+
+# -- found by review: cells openpyxl types, '#' cells, the hint for unknown types -------------
+def _serial(value, epoch):
+    """Days since the workbook's epoch as Excel stores them (the 1900 system counts from
+    1899-12-30, its phantom 29 February 1900 included for every date after it)."""
+    import datetime as dt
+
+    if isinstance(value, dt.time):
+        return (value.hour * 3600 + value.minute * 60 + value.second) / 86400
+    if not isinstance(value, dt.datetime):
+        value = dt.datetime(value.year, value.month, value.day)
+    return (value - epoch).total_seconds() / 86400
+
+
+@pytest.mark.parametrize("mac", [False, True])
+def test_xlsx_dates_times_and_booleans_are_read_as_the_numbers_excel_stores(tmp_path, mac):
+    import datetime as dt
+
+    from openpyxl import Workbook
+    from openpyxl.utils.datetime import CALENDAR_MAC_1904
+
+    days = [dt.date(2024, 1, 1) + dt.timedelta(days=37 * i) for i in range(12)]
+    stamps = [dt.datetime(2023, 3, 5, 6) + dt.timedelta(hours=29 * i) for i in range(12)]
+    times = [dt.time(i, 15 * (i % 4)) for i in range(12)]
+    flags = [i % 3 == 0 for i in range(12)]
+    book = Workbook()
+    if mac:
+        book.epoch = CALENDAR_MAC_1904
+    sheet = book.active
+    sheet.append(["day", "stamp", "clock", "flag", "y"])
+    for i in range(12):
+        sheet.append([days[i], stamps[i], times[i], flags[i], 0.5 * i])
+    book.save(tmp_path / "d.xlsx")
+    epoch = dt.datetime(1904, 1, 1) if mac else dt.datetime(1899, 12, 30)
+    table = load_table(tmp_path / "d.xlsx")
+    assert table.feature_names == ["day", "stamp", "clock", "flag"]
+    assert_allclose(table.X[:, 0], [_serial(d, epoch) for d in days], rtol=0, atol=0)
+    assert_allclose(table.X[:, 1], [_serial(s, epoch) for s in stamps], rtol=1e-15)
+    assert_allclose(table.X[:, 2], [_serial(t, epoch) for t in times], rtol=1e-15)
+    assert_array_equal(table.X[:, 3], np.array(flags, dtype=float))
+    assert_array_equal(table.y, 0.5 * np.arange(12))
+    assert any("day" in n and "Excel" in n for n in table.notes), table.notes
+
+
+SPREADSHEET_ERRORS = ["#N/A", "#NA", "#VALUE!", "#DIV/0!", "#NUM!", "#REF!", "#NAME?",
+                      "#NULL!"]
+
+
+@pytest.mark.parametrize("error", SPREADSHEET_ERRORS)
+def test_spreadsheet_error_values_are_missing_cells_wherever_they_stand(tmp_path, error):
+    text = f"a,b,y\n{error},2,3\n4,5,6\n7,{error},9\n10,11,12\n"
+    path = write(tmp_path, "e.csv", text)
+    with pytest.raises(DataError, match=r"missing or non-finite values in 2 of 4 rows"):
+        load_table(path)
+    table = load_table(path, nan_policy="drop")
+    assert_array_equal(table.X, [[4, 5], [10, 11]])
+    assert_array_equal(table.y, [6, 12])
+    assert_array_equal(table.lines, [3, 5])
+    assert table.notes == ["dropped 2 of 4 rows with missing or non-finite values"]
+    # first in a row without a header, and in a whitespace-delimited table
+    bare = load_table(write(tmp_path, "e.txt", f"{error} 2 3\n4 5 6\n7 8 9\n"),
+                      nan_policy="drop")
+    assert_array_equal(bare.X, [[4, 5], [7, 8]])
+    assert_array_equal(bare.lines, [2, 3])
+
+
+def test_comment_lines_are_skipped_with_a_note_saying_how_many(tmp_path):
+    text = "# made by hand\na,b,y\n1,2,3\n# a note\n  # indented\n4,5,6\n"
+    table = load_table(write(tmp_path, "c.csv", text))
+    assert_array_equal(table.X, [[1, 2], [4, 5]])
+    assert_array_equal(table.lines, [3, 6])
+    assert table.notes == ["skipped 3 comment lines (starting with '#'): lines 1, 4, 5"]
+    quoted = load_table(write(tmp_path, "q.csv", text.replace("1,2,3", '"1",2,3')))
+    assert_array_equal(quoted.X, table.X)  # (quotes: read by the text-cell path)
+    assert quoted.notes == table.notes
+    one = load_table(write(tmp_path, "o.csv", "a,y\n# gone\n1,2\n3,4\n"))
+    assert one.notes == ["skipped a comment line (starting with '#'): line 2"]
+
+
+def test_the_unknown_type_hint_names_every_readable_extension(tmp_path):
+    from kernel_lab.data.read import FILE_PATTERNS
+
+    with pytest.raises(DataError) as info:
+        load_table(write(tmp_path, "d.weird", "1,2\n"))
+    message = str(info.value)
+    for pattern in FILE_PATTERNS:
+        for part in pattern.lstrip("*").split(".")[1:]:
+            assert f".{part}" in message, (pattern, message)
