@@ -15,7 +15,9 @@ the message is delivered from the worker thread; the window passes
 its ticket's :meth:`Ticket.deliver` there, **the one place where late messages are
 dropped**: a ticket that was cancelled, superseded, or has ended (a ``finished`` or
 ``failed`` message) delivers nothing more, except the one ``cancelled`` notice a
-computation may send after it stopped (e.g. "the process had to be killed").
+computation may send after it stopped (e.g. "the process had to be killed"); once its
+worker is closed a ticket delivers nothing at all, that notice included (even one
+already posted before :meth:`Worker.close`).
 
 The pattern follows superqt's thread workers (a worker with an abort flag its function
 checks); no Qt here, so it is tested and used without a GUI. ``submit``, ``cancel`` and
@@ -57,7 +59,11 @@ has stopped dragging for 0.15 s). An exception raised once the job is superseded
 computation's own way of giving up) ends it silently; any other becomes a ``failed``
 message: ``(str(exc), True)`` for a
 :class:`~kernel_lab.core.errors.KernelLabError` (the user's to fix), else
-``("Type: message", False)``.
+``("Type: message", False)``. An exception raised by the *receiver* (an observer)
+while a message is delivered is not the computation's: when it reaches the worker (the
+default ``post`` delivers at once) it is raised to the caller of ``submit``/``start`` in
+inline mode, and handed to :func:`threading.excepthook` in the worker's thread (which
+goes on with the next request); it never becomes a ``failed`` message nor is dropped.
 
 Example — the Playground's worker (:func:`kernel_lab.model.playground.worker.fit_job`)::
 
@@ -95,6 +101,10 @@ def _call_now(fn: Callable[[], None]) -> None:
     fn()
 
 
+def _never() -> bool:
+    return False
+
+
 class Ticket:
     """One request: its generation id, its status, and :meth:`deliver`.
 
@@ -112,6 +122,8 @@ class Ticket:
         self._submit, self._cancel, self._receive_fn = submit, cancel, receive
         self.status = "prepared"
         self._cancel_told = False
+        #: Whether the worker that made this ticket was closed (:meth:`Worker.prepare`).
+        self._worker_closed: Callable[[], bool] = _never
 
     @property
     def active(self) -> bool:
@@ -136,7 +148,10 @@ class Ticket:
 
     def deliver(self, kind: str, *payload: Any) -> None:
         """Hand a message to the receiver unless this request was cancelled, superseded
-        or has ended: the one place where late messages are dropped."""
+        or has ended, or its worker was closed: the one place where late messages are
+        dropped."""
+        if self._worker_closed():
+            return  # the receiver may be gone: not even the ``cancelled`` notice
         if kind == CANCELLED:
             if not self._cancel_told:
                 self._cancel_told = True
@@ -161,6 +176,8 @@ class Job:
         self._worker, self._ticket = worker, ticket
         self.request = ticket.request
         self.generation = ticket.generation
+        #: What the receiver raised while a message was delivered (not a compute error).
+        self._delivery_error: BaseException | None = None
 
     def superseded(self) -> bool:
         return self._worker._closed or self._ticket.superseded()
@@ -171,7 +188,15 @@ class Job:
         if self._worker._closed:
             return
         ticket = self._ticket
-        self._worker._post(lambda: ticket.deliver(kind, *payload))
+
+        def deliver() -> None:
+            try:
+                ticket.deliver(kind, *payload)
+            except Exception as exc:  # the receiver's: told apart in Worker._execute
+                self._delivery_error = exc
+                raise
+
+        self._worker._post(deliver)
 
     def quiet(self, seconds: float) -> bool:
         """Wait up to ``seconds``; True when no newer request (nor a cancel) came."""
@@ -224,8 +249,10 @@ class Worker:
                 **kwargs: Any) -> T:
         """A ticket for ``request`` with the next generation id; ``start()`` submits it."""
         self.generation += 1
-        return ticket(self.generation, request, submit=self._start, cancel=self._stopped,
-                      **kwargs)
+        t = ticket(self.generation, request, submit=self._start, cancel=self._stopped,
+                   **kwargs)
+        t._worker_closed = lambda: self._closed
+        return t
 
     def submit(self, request: Any, receive: Receive | None = None) -> Ticket:
         """Compute ``request`` (the previous request is superseded)."""
@@ -317,12 +344,21 @@ class Worker:
         if job.superseded():
             return  # superseded before the thread reached it: never computed
         try:
-            self._compute(job)
-        except Cancelled:
-            pass
-        except KernelLabError as exc:
-            if not job.superseded():
-                job.emit("failed", str(exc), True)
-        except Exception as exc:  # reported to the receiver, never fatal to the thread
-            if not job.superseded():  # e.g. a computation's own "superseded" exception
-                job.emit("failed", f"{type(exc).__name__}: {exc}", False)
+            try:
+                self._compute(job)
+            except Exception as exc:
+                if exc is job._delivery_error or isinstance(exc, Cancelled) \
+                        or job.superseded():  # e.g. a computation's own "superseded"
+                    raise
+                if isinstance(exc, KernelLabError):  # reported, never fatal to the thread
+                    job.emit("failed", str(exc), True)
+                else:
+                    job.emit("failed", f"{type(exc).__name__}: {exc}", False)
+        except Exception as exc:
+            if exc is not job._delivery_error:
+                return  # a computation that gave up: ends silently
+            # the receiver's, not the computation's (also while "failed" is delivered)
+            if self._thread is None:
+                raise  # inline: to the caller of submit()/start()
+            threading.excepthook(threading.ExceptHookArgs(  # type: ignore[call-arg]
+                (type(exc), exc, exc.__traceback__, self._thread)))

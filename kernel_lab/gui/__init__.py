@@ -134,7 +134,8 @@ def tear_down(*windows: object, existing: set[int] | None = None) -> bool:
     already gone, and shiboken6 crashes reporting that error from inside the handler
     (see "Threads and Qt objects" in docs/architecture.md). Here, in order: the windows
     are closed (``closeEvent`` saves the settings, cancels the run and tells the threads
-    to stop); their threads (``window.workers``, those of the main windows they made, and
+    to stop; a window never shown gets no close event: its workers are closed here);
+    their threads (``window.workers``, those of the main windows they made, and
     any ``QThread``) are waited for; the answers already posted are delivered; the windows
     are deleted (deferred deletes sent now, Python's cycles collected on this thread; no
     timer fires, as no event loop runs). Hidden top-level widgets that were not in
@@ -153,11 +154,14 @@ def tear_down(*windows: object, existing: set[int] | None = None) -> bool:
     for window in live:
         if window.isVisible():
             window.close()
+    owners = [*live, *(child for window in live  # e.g. the Playground the main window made
+                       for child in window.findChildren(QtWidgets.QMainWindow))]
+    for owner in owners:  # hidden windows had no closeEvent (closing twice is harmless)
+        for worker in getattr(owner, "workers", ()):
+            worker.close()
     deadline = QtCore.QDeadlineTimer(EXIT_WAIT_MS)
     finished = all(thread.wait(deadline) for window in live
                    for thread in window.findChildren(QtCore.QThread))
-    owners = [*live, *(child for window in live  # e.g. the Playground the main window made
-                       for child in window.findChildren(QtWidgets.QMainWindow))]
     finished &= all(worker.join(max(0, deadline.remainingTime()) / 1000)
                     for owner in owners for worker in getattr(owner, "workers", ()))
     finished &= QtCore.QThreadPool.globalInstance().waitForDone(

@@ -93,3 +93,17 @@ def test_a_new_run_supersedes_the_one_in_progress(launcher):
     assert done2.wait(WAIT) and seen2["finished"] and not seen2["failed"]
     assert not seen1["finished"] and not seen1["failed"]
     assert second.run_id == first.run_id + 1
+
+
+def test_an_inline_observer_that_raises_after_finished_raises_from_start():
+    """An observer's failure is the caller's to see (a test's assertion in an observer,
+    say), not a run failure the worker drops once the run has ended."""
+    handle = InlineLauncher()(RunSpec("krr-path", {"n_lams": 4},
+                                      DataSource.from_spec("diabetes")))
+
+    def observer(result):
+        raise AssertionError("observer saw the result")
+
+    handle.finished.connect(observer)
+    with pytest.raises(AssertionError, match="observer saw the result"):
+        handle.start()

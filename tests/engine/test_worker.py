@@ -219,3 +219,119 @@ def test_nothing_is_delivered_after_close():
     gate.set()
     assert worker.join(WAIT)
     assert got == []
+
+
+def test_an_inline_receiver_that_raises_after_finished_raises_to_the_caller():
+    """A receiver's (observer's) exception is not the computation's: inline it reaches
+    whoever started the request, even once the ticket has ended (``finished``)."""
+    def compute(job):
+        job.emit("finished", job.request)
+
+    def receive(kind, *payload):
+        raise AssertionError(f"observer of {kind}")
+
+    worker = Worker(compute, inline=True)
+    with pytest.raises(AssertionError, match="observer of finished"):
+        worker.submit(1, receive)
+
+
+def test_an_inline_computation_error_still_becomes_a_failed_message():
+    got = []
+
+    def compute(job):
+        raise ValueError("bad step")
+
+    Worker(compute, inline=True).submit(1, lambda kind, *p: got.append((kind, p)))
+    assert got == [("failed", ("ValueError: bad step", False))]
+
+
+def test_a_threaded_receiver_that_raises_goes_to_the_excepthook_and_the_thread_stays(
+        monkeypatch):
+    hooked, got = [], []
+    monkeypatch.setattr(threading, "excepthook", hooked.append)
+
+    def compute(job):
+        job.emit("finished", job.request)
+
+    def receive(kind, *payload):
+        if payload[0] == 1:
+            raise AssertionError("observer failed")
+        got.append((kind, payload))
+
+    worker = Worker(compute)
+    worker.submit(1, receive)
+    assert worker.wait_idle(WAIT)
+    worker.submit(2, receive)
+    assert worker.wait_idle(WAIT)
+    worker.close()
+    assert worker.join(WAIT)
+    assert [(type(a.exc_value), str(a.exc_value), a.thread) for a in hooked] == \
+        [(AssertionError, "observer failed", worker._thread)]
+    assert got == [("finished", (2,))]  # not turned into a "failed" message; thread alive
+
+
+def test_a_cancelled_notice_already_posted_is_not_delivered_after_close():
+    """The one ``cancelled`` notice a stopped computation may send is dropped too once the
+    worker is closed, even when it was posted before ``close``."""
+    posted, got = [], []
+    gate, inside = threading.Event(), threading.Event()
+
+    def compute(job):
+        inside.set()
+        gate.wait(WAIT)
+        job.emit("cancelled", True)  # "the process had to be killed"
+
+    worker = Worker(compute, post=posted.append)
+    worker.submit(1, lambda kind, *p: got.append((kind, p)))
+    assert inside.wait(WAIT)
+    worker.cancel()
+    gate.set()
+    assert worker.wait_idle(WAIT)
+    assert len(posted) == 1  # queued on the receiver's side, not yet run
+    worker.close()
+    assert worker.join(WAIT)
+    for fn in posted:
+        fn()
+    assert got == []
+
+
+def test_a_cancelled_notice_is_delivered_while_the_worker_is_open():
+    posted, got = [], []
+
+    def compute(job):
+        worker.cancel()
+        job.emit("cancelled", True)
+
+    worker = Worker(compute, post=posted.append)
+    worker.submit(1, lambda kind, *p: got.append((kind, p)))
+    assert worker.wait_idle(WAIT)
+    for fn in posted:
+        fn()
+    assert got == [("cancelled", (True,))]
+    worker.close()
+    assert worker.join(WAIT)
+
+
+def test_a_threaded_receiver_that_raises_on_failed_goes_to_the_excepthook(monkeypatch):
+    hooked, got = [], []
+    monkeypatch.setattr(threading, "excepthook", hooked.append)
+
+    def compute(job):
+        if job.request == 1:
+            raise ValueError("bad step")
+        job.emit("finished", job.request)
+
+    def receive(kind, *payload):
+        if kind == "failed":
+            raise AssertionError(f"observer of {payload[0]}")
+        got.append((kind, payload))
+
+    worker = Worker(compute)
+    worker.submit(1, receive)
+    assert worker.wait_idle(WAIT)
+    worker.submit(2, receive)
+    assert worker.wait_idle(WAIT)
+    worker.close()
+    assert worker.join(WAIT)
+    assert [str(a.exc_value) for a in hooked] == ["observer of ValueError: bad step"]
+    assert got == [("finished", (2,))]  # the thread went on

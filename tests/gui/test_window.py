@@ -594,3 +594,20 @@ def test_the_main_window_class_is_at_most_400_lines():
 
     lines, _ = inspect.getsourcelines(MainWindow)
     assert len(lines) <= 400
+
+
+def test_tear_down_stops_the_workers_of_a_window_never_shown(qtbot, settings):
+    """A window made but never shown (a script, a failed start) gets no close event from
+    tear_down's closing of visible windows; its worker threads must stop all the same,
+    or tear_down waits for them in vain and leaves the window to the exit."""
+    import threading
+
+    from kernel_lab.gui import tear_down
+
+    before = set(threading.enumerate())
+    w = MainWindow(settings)
+    assert not w.isVisible()
+    threads = [t for t in threading.enumerate() if t not in before]
+    assert {t.name for t in threads} >= {"run-worker", "data-loader"}
+    assert tear_down(w)
+    assert [t.name for t in threads if t.is_alive()] == []

@@ -185,6 +185,31 @@ def test_a_failed_load_keeps_the_data_in_use(tmp_path):
     assert model.run_source() == before
 
 
+def test_an_observer_that_raises_reaches_the_caller_of_load_data_and_run():
+    """With the inline loader and launcher, an observer's failure (a test's assertion, a
+    bug in a view) is raised where the load or the run was asked for, not dropped as a
+    late message of a load or run that has already ended."""
+    model = LabModel(InlineLauncher())
+    model.set_experiment("krr-path", {"n_lams": 4})
+
+    def loaded(dataset):
+        raise AssertionError("observer of data_loaded")
+
+    model.data_loaded.connect(loaded)
+    with pytest.raises(AssertionError, match="observer of data_loaded"):
+        model.load_data(DataSource.from_spec("diabetes"))
+    model.data_loaded.disconnect(loaded)
+    model.load_data(DataSource.from_spec("diabetes"))
+
+    def finished(state):
+        if state is RunState.DONE:
+            raise AssertionError("observer of the finished run")
+
+    model.state_changed.connect(finished)
+    with pytest.raises(AssertionError, match="observer of the finished run"):
+        model.start_run()
+
+
 def test_session_without_data_uses_the_experiments_own():
     session = Session(RunSpec("spectrum", {"seed": 2}))
     model = LabModel(InlineLauncher())
