@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 from pathlib import Path
+from typing import Any
 
 from kernel_lab.core.errors import DataError
 
@@ -109,21 +110,10 @@ def expand(path: Path, suffixes: Collection[str]) -> tuple[bytes, str | None]:
     try:
         if kind == "zip":
             with zipfile.ZipFile(path) as archive:
-                files = [i for i in archive.infolist()
-                         if not i.is_dir() and not i.filename.startswith("__MACOSX/")]
-                tables = [i for i in files if Path(i.filename).suffix.lower() in suffixes]
-                shown = ", ".join(i.filename for i in (tables or files)[:6]) or "nothing"
-                if not tables:
-                    raise DataError(f"the zip archive holds no text table (it has: {shown})",
-                                    "put one .csv, .tsv or .txt table in it", path=path)
-                if len(tables) > 1:
-                    raise DataError(f"the zip archive holds {len(tables)} tables ({shown}), "
-                                    "and which one to read is not clear",
-                                    "keep one table in the archive, or extract the one to "
-                                    "load", path=path)
-                with archive.open(tables[0]) as fh:
+                table = _zip_table(archive, path, suffixes)
+                with archive.open(table) as fh:
                     raw = _capped(fh, path, kind)
-                note = f"read {tables[0].filename!r} from the zip archive"
+                note = f"read {table.filename!r} from the zip archive"
         else:
             with (gzip.open if kind == "gzip" else bz2.open)(path, "rb") as fh:
                 raw = _capped(fh, path, kind)
@@ -136,6 +126,54 @@ def expand(path: Path, suffixes: Collection[str]) -> tuple[bytes, str | None]:
                         f"{kind} ({detail})", f"compress the table again with {kind}, or "
                         "load the uncompressed file", path=path) from None
     return raw, note
+
+
+def _zip_table(archive: Any, path: Path, suffixes: Collection[str]) -> Any:
+    """The one table member of a zip archive (its ZipInfo), or a DataError saying why
+    there is none to read."""
+    files = [i for i in archive.infolist()
+             if not i.is_dir() and not i.filename.startswith("__MACOSX/")]
+    tables = [i for i in files if Path(i.filename).suffix.lower() in suffixes]
+    shown = ", ".join(i.filename for i in (tables or files)[:6]) or "nothing"
+    if not tables:
+        raise DataError(f"the zip archive holds no text table (it has: {shown})",
+                        "put one .csv, .tsv or .txt table in it", path=path)
+    if len(tables) > 1:
+        raise DataError(f"the zip archive holds {len(tables)} tables ({shown}), "
+                        "and which one to read is not clear",
+                        "keep one table in the archive, or extract the one to load",
+                        path=path)
+    return tables[0]
+
+
+def text_head(path: Path, suffixes: Collection[str], size: int = 1 << 16) -> str:
+    """At most ``size`` bytes from the start of a text table — inside its ``.gz``, ``.bz2``
+    or ``.zip`` file when it is compressed (never more is expanded) — as text: UTF-8, or
+    Windows-1252 as :func:`decode_text` reads it. Whole lines only when more follows. For
+    a preview: errors are the caller's to ignore (the load says what is wrong)."""
+    kind = COMPRESSED.get(path.suffix.lower())
+    if kind == "zip":
+        import zipfile
+
+        with zipfile.ZipFile(path) as archive, \
+                archive.open(_zip_table(archive, path, suffixes)) as fh:
+            raw = fh.read(size)
+    elif kind is not None:
+        import bz2
+        import gzip
+
+        with (gzip.open if kind == "gzip" else bz2.open)(path, "rb") as fh:
+            raw = fh.read(size)
+    else:
+        raw = read_head(path, size)
+    more = len(raw) == size
+    if more:  # a line cut at the end could also cut a character: keep whole lines
+        raw = raw[: raw.rfind(b"\n") + 1]
+    body = raw[3:] if raw.startswith(b"\xef\xbb\xbf") else raw
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError:
+        return body.decode("cp1252", errors="replace")
 
 
 def _capped(fh: object, path: Path, kind: str) -> bytes:

@@ -101,10 +101,8 @@ def load_table(
     if fmt is not None and fmt not in set(FORMATS.values()):
         raise DataError(f"unknown file format {fmt!r}",
                         f"use one of: {', '.join(sorted(set(FORMATS.values())))}")
-    suffix = path.suffix.lower()
-    packed = suffix in COMPRESSED and fmt in (None, "csv") and (
-        suffix == ".zip" or fmt == "csv" or Path(path.stem).suffix.lower() in TEXT_SUFFIXES)
-    kind = "csv" if packed else fmt or FORMATS.get(suffix)
+    packed = _packed(path, fmt)
+    kind = "csv" if packed else fmt or FORMATS.get(path.suffix.lower())
     if kind is None:
         raise DataError(
             f"unknown file type {path.suffix or '(no extension)'!r}",
@@ -160,6 +158,13 @@ def load_table(
     return apply_nan_policy(table, nan_policy, path)
 
 
+def _packed(path: Path, fmt: str | None = None) -> bool:
+    """Whether ``path`` is a text table inside a ``.gz``, ``.bz2`` or ``.zip`` file."""
+    suffix = path.suffix.lower()
+    return suffix in COMPRESSED and fmt in (None, "csv") and (
+        suffix == ".zip" or fmt == "csv" or Path(path.stem).suffix.lower() in TEXT_SUFFIXES)
+
+
 def peek_rows(path: str | os.PathLike[str], rows: int = 8
               ) -> tuple[list[str], list[list[str]]] | None:
     """Column names and the first ``rows`` rows of a text table or ``.npy`` array as
@@ -178,8 +183,8 @@ def peek_rows(path: str | os.PathLike[str], rows: int = 8
                 block = block.T
             return ([f"column {j + 1}" for j in range(block.shape[1])],
                     [[f"{v:.6g}" for v in row] for row in block])
-        if kind != "csv":
+        if kind != "csv" and not _packed(path):
             return None
-        return text.peek_text(path, rows)
+        return text.peek_text(path, rows, TEXT_SUFFIXES)
     except Exception:  # a preview only: whatever is wrong, the load will say it
         return None

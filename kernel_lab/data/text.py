@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from kernel_lab.core.errors import DataError
-from kernel_lab.data.raw import decode_text
+from kernel_lab.data.raw import COMPRESSED, decode_text, text_head
 from kernel_lab.data.table import (
     SPREADSHEET_ERRORS,
     ReadOptions,
@@ -239,18 +239,17 @@ def _quote_line(text: str, delim: str | None, width: int, exc: Exception) -> int
     return 1 + row + sum(c.count("\n") for r in before for c in r)
 
 
-def peek_text(path: Path, rows: int) -> tuple[list[str], list[list[str]]] | None:
+def peek_text(path: Path, rows: int, suffixes: frozenset[str]
+              ) -> tuple[list[str], list[list[str]]] | None:
     """Column names and the first ``rows`` rows of a text table as written, from its
-    first 64 KB; None when nothing can be shown."""
-    with open(path, "rb") as fh:
-        head_bytes = fh.read(1 << 16)
-    text = head_bytes.decode("utf-8", errors="replace").lstrip("\ufeff")
-    if len(head_bytes) == 1 << 16:  # more follows: whole lines only
-        text = text[: text.rfind("\n") + 1]
+    first 64 KB (of the table inside a compressed file; Windows-1252 text decoded as the
+    load decodes it); None when nothing can be shown."""
+    text = text_head(path, suffixes)  # suffixes: of a table a zip archive may hold
     head, _ = _head_lines(text, rows + 2)
     if not head:
         return None
-    delim = _detect_delimiter(path, head)
+    inner = Path(path.stem) if path.suffix.lower() in COMPRESSED else path  # a.tsv.gz: tabs
+    delim = _detect_delimiter(inner, head)
     cells = [[c.strip() for c in _split(line, delim)] for line in head]
     if is_header(cells[0], cells[1:]):
         names, body = cells[0], cells[1:]

@@ -335,3 +335,28 @@ def test_the_unknown_type_hint_names_every_readable_extension(tmp_path):
     for pattern in FILE_PATTERNS:
         for part in pattern.lstrip("*").split(".")[1:]:
             assert f".{part}" in message, (pattern, message)
+
+
+# -- the preview shown at once while a table loads ----------------------------------------
+def test_the_preview_reads_compressed_and_windows_1252_tables_as_the_load_does(tmp_path):
+    """The data panel's instant preview (peek_rows) showed nothing for a compressed table
+    and 'M\ufffdller' for a Windows-1252 one until the load finished; now it shows the
+    cells the load reads, and of a bomb it expands no more than its 64 KB head."""
+    from kernel_lab.data.read import peek_rows
+
+    text = "name\tcity\ty\nMüller\tZürich\t1\nÅse\tOslo\t2\n"
+    expected = (["name", "city", "y"], [["Müller", "Zürich", "1"], ["Åse", "Oslo", "2"]])
+    files = {
+        "a.tsv.gz": gzip.compress(text.encode("utf-8")),
+        "b.csv": text.replace("\t", ",").encode("cp1252"),
+        "c.zip": zipped({"t.csv": text.replace("\t", ",").encode("utf-8")}),
+        "d.csv.bz2": bz2.compress(text.replace("\t", ";").encode("utf-8")),
+    }
+    for name, data in files.items():
+        path = write(tmp_path, name, data)
+        assert peek_rows(path) == expected, name
+        table = load_table(path, target="y")
+        assert table.y.tolist() == [1.0, 2.0], name
+    bomb = write(tmp_path, "bomb.csv.gz", gzip.compress(b"a,y\n" + b"1,2\n" * 2**24))
+    names, rows = peek_rows(bomb, rows=3)
+    assert names == ["a", "y"] and rows == [["1", "2"]] * 3
