@@ -14,7 +14,8 @@ Messages from the worker are tuples ``(kind, run_id, *payload)``:
 - ``("failed", id, message, is_user_error)``
 - ``("cancelled", id)``
 
-No Qt here; :mod:`kernel_lab.engine.qt` relays the messages as signals.
+No Qt here; :class:`kernel_lab.engine.handle.ProcessLauncher` drives it from its worker
+thread and hands the messages to the runs' tickets.
 """
 
 from __future__ import annotations
@@ -100,7 +101,7 @@ class ProcessRunner:
     """One worker process that runs experiments on request, one at a time.
 
     Not thread-safe: call :meth:`submit`, :meth:`cancel` and :meth:`poll` from one thread
-    (the relay in :mod:`kernel_lab.engine.qt` does).
+    (the worker thread of :class:`kernel_lab.engine.handle.ProcessLauncher` does).
     """
 
     def __init__(self) -> None:

@@ -17,7 +17,9 @@ dropped**: a ticket that was cancelled, superseded, or has ended (a ``finished``
 ``failed`` message) delivers nothing more, except the one ``cancelled`` notice a
 computation may send after it stopped (e.g. "the process had to be killed"); once its
 worker is closed a ticket delivers nothing at all, that notice included (even one
-already posted before :meth:`Worker.close`).
+already posted before :meth:`Worker.close`). (A computation's own source may keep rules of
+its protocol: the worker process's queue discards what a previous run left in it,
+:meth:`kernel_lab.engine.process.ProcessRunner.poll`.)
 
 The pattern follows superqt's thread workers (a worker with an abort flag its function
 checks); no Qt here, so it is tested and used without a GUI. ``submit``, ``cancel`` and

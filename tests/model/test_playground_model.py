@@ -4,6 +4,7 @@ shows."""
 
 from __future__ import annotations
 
+import re
 import threading
 
 import numpy as np
@@ -531,3 +532,24 @@ def test_one_declaration_of_the_playgrounds_choices_and_limits():
     model = PlaygroundModel()
     model.set_params(method="nystrom", sampler="recursive-rls-fast", s=10)
     assert model.latest is not None and len(model.latest.primary.landmarks) == 10
+
+
+@pytest.mark.parametrize(("values", "words"), [
+    ({"n": 2.7}, "parameter n must be a whole number, got 2.7"),
+    ({"n": 1}, "parameter n must be ≥ 2, got 1"),
+    ({"noise": 11}, "parameter noise must be ≤ 10, got 11"),
+    ({"noise": float("nan")}, "parameter noise"),
+])
+def test_a_data_set_gesture_is_checked_by_the_declarations_a_session_is(values, words):
+    """One validator: n and noise from a slider or a script are refused as a session's
+    are (before, set_dataset truncated n = 2.7 to 2 and the generator said it in its own
+    words), and a refusal changes nothing."""
+    from kernel_lab.engine.playground.params import resolve_state
+
+    with pytest.raises(ParameterError, match=re.escape(words)):
+        resolve_state({"dataset": "xor", **values})
+    m = PlaygroundModel(worker=Worker(lambda _job: None, inline=True))
+    before = (m.dataset, m.n, m.noise, m.points)
+    with pytest.raises(ParameterError, match=re.escape(words)):
+        m.set_dataset("xor", **values)
+    assert (m.dataset, m.n, m.noise, m.points) == before

@@ -27,6 +27,7 @@ from kernel_lab.core.playground.contour import zero_contour
 from kernel_lab.core.playground.datasets import (
     BLANK,
     EXTENT,
+    MAX_NOISE,
     MAX_POINTS,
     SETS,
     PlaygroundSet,
@@ -54,7 +55,7 @@ from kernel_lab.core.playground.fits import (
 )
 from kernel_lab.core.playground.steppers import DSGStepper, GFCStepper, gfc_model
 
-__all__ = ["BLANK", "EXTENT", "KERNELS", "MAX_POINTS", "METHODS", "SETS", "STEPPED",
+__all__ = ["BLANK", "EXTENT", "KERNELS", "MAX_NOISE", "MAX_POINTS", "METHODS", "SETS", "STEPPED",
            "DSGStepper", "ExactCache", "FeatureRidge", "FitResult", "GFCStepper",
            "PlaygroundSet", "Problem", "Superseded", "error", "exact_direct", "generate",
            "gfc_model", "grid", "kernel_spectrum", "lam_grid", "nystrom_features",

@@ -16,6 +16,8 @@ EXTENT = 3.0
 #: Points the Playground holds (generated, painted or sent from a table), and the
 #: largest landmark or feature count.
 MAX_POINTS = 5000
+#: The largest noise level a generated set is drawn with.
+MAX_NOISE = 10.0
 
 Array = np.ndarray
 
@@ -145,10 +147,12 @@ def generate(name: str, n: int, noise: float, seed: int, test_fraction: float = 
     if name not in SETS:
         raise ParameterError(f"unknown Playground data set {name!r}; choose one of: "
                              f"{', '.join(SETS)}")
+    # the Playground checks n and noise by their declarations first
+    # (engine.playground.params.STATE, the same limits); this guards a script's call
     if not 2 <= n <= MAX_POINTS:
         raise ParameterError(f"the Playground draws 2 to {MAX_POINTS} points, not {n}")
-    if not (math.isfinite(noise) and 0 <= noise <= 10):
-        raise ParameterError(f"the noise level must be from 0 to 10, not {noise}")
+    if not (math.isfinite(noise) and 0 <= noise <= MAX_NOISE):
+        raise ParameterError(f"the noise level must be from 0 to {MAX_NOISE:g}, not {noise}")
     rng = np.random.default_rng([seed, 11])
     X, y = SETS[name].sample(int(n), float(noise), rng)
     test = np.zeros(len(y), dtype=bool)

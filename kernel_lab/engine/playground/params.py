@@ -9,7 +9,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from kernel_lab.core.params import ParamSpec, resolve_params
-from kernel_lab.core.playground import BLANK, KERNELS, MAX_POINTS, METHODS, SETS, STEPPED
+from kernel_lab.core.playground import (
+    BLANK,
+    KERNELS,
+    MAX_NOISE,
+    MAX_POINTS,
+    METHODS,
+    SETS,
+    STEPPED,
+)
 from kernel_lab.core.samplers import SAMPLERS
 from kernel_lab.experiments.base import SEED
 
@@ -44,7 +52,7 @@ PARAMS: tuple[ParamSpec, ...] = (
 STATE: tuple[ParamSpec, ...] = (
     ParamSpec("dataset", "choice", "sine", choices=(*SETS, *BLANK), label="data set"),
     ParamSpec("n", "int", 60, low=2, high=MAX_POINTS, label="points n"),
-    ParamSpec("noise", "float", 0.3, low=0.0, high=10.0),
+    ParamSpec("noise", "float", 0.3, low=0.0, high=MAX_NOISE),
     ParamSpec("steps", "int", 0, low=0, high=MAX_STEPS,
               help="DSG iterations or GFC features"),
 )

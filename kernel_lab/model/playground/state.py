@@ -16,7 +16,12 @@ from kernel_lab.core import playground as pg
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.engine.events import Event
 from kernel_lab.engine.playground.fit import Fit, FitEngine, Request
-from kernel_lab.engine.playground.params import DEFAULTS, MAX_STEPS, resolve_fit_params
+from kernel_lab.engine.playground.params import (
+    DEFAULTS,
+    MAX_STEPS,
+    resolve_fit_params,
+    resolve_state,
+)
 from kernel_lab.engine.playground.state import (
     OfDataset,
     PlaygroundState,
@@ -91,10 +96,12 @@ class PlaygroundModel(OfDataset):
                     push: bool = True) -> None:
         """Choose a generated set (or ``paint-1d`` / ``paint-2d`` for a blank canvas) and
         draw it with the current n and noise."""
-        shape_of(name)
-        n = self.n if n is None else int(n)
-        noise = self.noise if noise is None else float(noise)
-        points = points_of(name, n, noise, int(self.params["seed"]))  # may refuse: no change
+        shape_of(name)  # an unknown name: the message lists the sets and the canvases
+        # n and noise: checked by the declarations sessions and presets are checked by
+        state = resolve_state({"dataset": name, "n": self.n if n is None else n,
+                               "noise": self.noise if noise is None else noise})
+        n, noise = state["n"], state["noise"]
+        points = points_of(name, n, noise, int(self.params["seed"]))
         if push:
             self._push()
         self.dataset, self.n, self.noise, self.note = name, n, noise, ""
