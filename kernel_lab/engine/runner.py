@@ -15,10 +15,10 @@ import numpy as np
 
 from kernel_lab import __version__
 from kernel_lab.core.dataset import Dataset
-from kernel_lab.core.jsonable import jsonable
 from kernel_lab.core.progress import Progress
 from kernel_lab.data.source import DataSource
 from kernel_lab.engine.executors import make_executor
+from kernel_lab.engine.jsonable import jsonable
 from kernel_lab.engine.spec import RunSpec
 from kernel_lab.experiments import PartialResult, check_task, get_experiment
 

@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from kernel_lab.core.errors import KernelLabError
-from kernel_lab.core.jsonable import jsonable
 from kernel_lab.data.source import LOAD_OPTIONS, DataSource
+from kernel_lab.engine.jsonable import jsonable
 from kernel_lab.engine.playground.state import PlaygroundState, state_from_dict
 from kernel_lab.engine.spec import RunSpec
 from kernel_lab.experiments import get_experiment

@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from kernel_lab.core.jsonable import jsonable
 from kernel_lab.core.playground import FitResult
+from kernel_lab.engine.jsonable import jsonable
 from kernel_lab.engine.playground.fit import FitEngine, Request
 from kernel_lab.engine.playground.state import PlaygroundState
 from kernel_lab.engine.runner import versions

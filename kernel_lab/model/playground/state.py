@@ -52,10 +52,14 @@ class PlaygroundModel(OfDataset):
                  engine: FitEngine | None = None) -> None:
         self.engine = engine or FitEngine()
         self.worker: Worker = worker or fit_worker(self.engine, inline=True)
-        self.data_changed = Event()      # ()
-        self.params_changed = Event()    # (dict of changed parameters)
-        self.fit_ready = Event()         # (Fit)
-        self.failed = Event()            # (message)
+        #: () the points or the data set changed
+        self.data_changed: Event = Event()
+        #: (dict of changed parameters)
+        self.params_changed: Event = Event()
+        #: (Fit) the latest request's fit arrived
+        self.fit_ready: Event = Event()
+        #: (str) the latest request failed: the message
+        self.failed: Event = Event()
         self.dataset = "sine"
         self.n, self.noise = 60, 0.3
         self.params: dict[str, Any] = dict(DEFAULTS)
