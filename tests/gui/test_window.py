@@ -603,12 +603,16 @@ def test_tear_down_stops_the_workers_of_a_window_never_shown(qtbot, settings):
     or tear_down waits for them in vain and leaves the window to the exit."""
     import threading
 
-    from kernel_lab.gui import tear_down
+    from kernel_lab.gui import tear_down, top_level_widgets
 
+    # what other tests of this process left is theirs: tear_down deletes only what was
+    # made here (without `existing` it deletes every hidden top-level widget, as at exit,
+    # and deleting another test's live widgets crashed a pytest-xdist process)
+    existing = top_level_widgets()
     before = set(threading.enumerate())
     w = MainWindow(settings)
     assert not w.isVisible()
     threads = [t for t in threading.enumerate() if t not in before]
     assert {t.name for t in threads} >= {"run-worker", "data-loader"}
-    assert tear_down(w)
+    assert tear_down(w, existing=existing)
     assert [t.name for t in threads if t.is_alive()] == []
