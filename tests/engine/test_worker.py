@@ -258,17 +258,21 @@ def test_a_threaded_receiver_that_raises_goes_to_the_excepthook_and_the_thread_s
             raise AssertionError("observer failed")
         got.append((kind, payload))
 
-    worker = Worker(compute)
-    worker.submit(1, receive)
-    assert worker.wait_idle(WAIT)
-    worker.submit(2, receive)
-    assert worker.wait_idle(WAIT)
-    worker.close()
-    assert worker.join(WAIT)
+    worker = _two_requests_then_close(compute, receive)
     assert [(type(a.exc_value), str(a.exc_value), a.thread) for a in hooked] == \
         [(AssertionError, "observer failed", worker._thread)]
     assert got == [("finished", (2,))]  # not turned into a "failed" message; thread alive
 
+
+def _two_requests_then_close(compute, receive) -> Worker:
+    """A threaded worker given request 1, then (once idle) request 2, then closed."""
+    worker = Worker(compute)
+    for request in (1, 2):
+        worker.submit(request, receive)
+        assert worker.wait_idle(WAIT)
+    worker.close()
+    assert worker.join(WAIT)
+    return worker
 
 def test_a_cancelled_notice_already_posted_is_not_delivered_after_close():
     """The one ``cancelled`` notice a stopped computation may send is dropped too once the
@@ -326,12 +330,6 @@ def test_a_threaded_receiver_that_raises_on_failed_goes_to_the_excepthook(monkey
             raise AssertionError(f"observer of {payload[0]}")
         got.append((kind, payload))
 
-    worker = Worker(compute)
-    worker.submit(1, receive)
-    assert worker.wait_idle(WAIT)
-    worker.submit(2, receive)
-    assert worker.wait_idle(WAIT)
-    worker.close()
-    assert worker.join(WAIT)
+    _two_requests_then_close(compute, receive)
     assert [str(a.exc_value) for a in hooked] == ["observer of ValueError: bad step"]
     assert got == [("finished", (2,))]  # the thread went on
