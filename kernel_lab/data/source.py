@@ -28,9 +28,11 @@ import numpy as np
 from kernel_lab.core.dataset import Dataset
 from kernel_lab.core.errors import DataError, ParameterError
 from kernel_lab.core.params import ParamSpec, parse_assignments, resolve_params
+from kernel_lab.core.parts import PartitionedData
 from kernel_lab.core.progress import Progress
 from kernel_lab.data.examples import EXAMPLES
 from kernel_lab.data.generators import GENERATORS, generate
+from kernel_lab.data.lazy import MakeParts, is_partitioned_path, open_run_data
 from kernel_lab.data.read import load_table
 from kernel_lab.data.split import dataset_from_table, subsample_table
 
@@ -61,6 +63,10 @@ FILE_OPTIONS = (
     ParamSpec("subsample", "int", 0, low=0,
               help="use this many random rows (seeded; 0: all) — a way to run the exact "
                    "methods on a table too large for them"),
+    ParamSpec("partitions", "choice", "auto", choices=("auto", "keep", "load"),
+              help="a Parquet folder or Zarr store: keep the rows in their partitions "
+                   "(keep), read them into one table (load), or read them whole when they "
+                   "fit in memory and the run is not on a Dask cluster (auto)"),
 )
 
 
@@ -184,6 +190,24 @@ class DataSource:
             return DataSource(self.kind, self.name, {**self.params, **options})
         return DataSource(self.kind, self.name, {}, {**self.options, **options})
 
+    def partitioned(self) -> bool:
+        """Whether this is a Parquet folder or a Zarr store (see :mod:`kernel_lab.data.lazy`)."""
+        return self.kind == "file" and is_partitioned_path(self.name)
+
+    def open(self, seed: int = 0, progress: Callable[[float, str], None] | None = None, *,
+             on_cluster: bool = False, make_parts: MakeParts | None = None
+             ) -> Dataset | PartitionedData:
+        """:meth:`load`, except that a Parquet folder or Zarr store too large to read whole
+        (or on a cluster, ``on_cluster``) stays in its partitions: a
+        :class:`~kernel_lab.core.parts.PartitionedData` whose computations run on
+        ``make_parts(parts)`` (default: this process, one partition at a time)."""
+        if not self.partitioned():
+            return self.load(seed, progress)
+        opts = resolve_params(FILE_OPTIONS, self.options, owner=f"data source {self.name!r}")
+        return open_run_data(self.name, opts, seed=seed, name=self.label(),
+                             on_cluster=on_cluster, make_parts=make_parts,
+                             progress=None if progress is None else Progress(progress))
+
     def load(self, seed: int = 0, progress: Callable[[float, str], None] | None = None
              ) -> Dataset:
         """Draw or read the data set (a :class:`~kernel_lab.core.dataset.Dataset`).
@@ -199,6 +223,15 @@ class DataSource:
         ParameterError
             Invalid generator parameter or load option.
         """
+        if self.partitioned():
+            data = self.open(seed, progress)
+            if isinstance(data, PartitionedData):
+                raise DataError(
+                    f"{data.n_train + data.n_test:,} rows in {len(data.parts.parts)} "
+                    "partitions are too many to read into memory",
+                    "run nystrom or learning-curve on them (they stay in their partitions), "
+                    "or use a seeded sample (subsample=N)", path=self.name)
+            return data
         if self.kind == "generator":
             ds = generate(self.name, self.params, seed=seed)
             ds.name = self.label()

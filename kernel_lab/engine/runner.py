@@ -15,7 +15,10 @@ import numpy as np
 
 from kernel_lab import __version__
 from kernel_lab.core.dataset import Dataset
+from kernel_lab.core.errors import ParameterError
+from kernel_lab.core.parts import PartitionedData
 from kernel_lab.core.progress import Progress
+from kernel_lab.data.lazy import MakeParts
 from kernel_lab.data.source import DataSource
 from kernel_lab.engine.executors import make_executor
 from kernel_lab.engine.jsonable import jsonable
@@ -67,10 +70,40 @@ class RunResult:
         return json.dumps(self.to_dict(), indent=2, ensure_ascii=False, allow_nan=False)
 
 
+def parts_runner(executor: Any) -> MakeParts | None:
+    """Where the computations on a partitioned source run: on the Dask cluster of a
+    ``dask`` executor, else (None) in this process, one partition at a time."""
+    client = getattr(executor, "client", None)
+    if client is None:
+        return None
+
+    def on_cluster(parts: Any) -> Any:
+        from kernel_lab.engine.cluster import DaskParts
+
+        return DaskParts(parts, client)
+
+    return on_cluster
+
+
+def check_partitioned(experiment: Any, data: Any) -> None:
+    """Refuse data kept in partitions for an experiment that needs all rows in memory
+    (an exact n × n matrix), naming the ones that can and the seeded sample."""
+    if not isinstance(data, PartitionedData) or getattr(experiment, "partitioned", False):
+        return
+    from kernel_lab.experiments import list_experiments
+
+    able = [cls.name for cls in list_experiments() if getattr(cls, "partitioned", False)]
+    raise ParameterError(
+        f"experiment {experiment.name!r} needs all {data.n_train:,} training rows in memory "
+        f"(an exact n × n kernel matrix), and the data stay in their "
+        f"{len(data.parts.parts)} partitions; use a seeded sample of the rows "
+        f"(subsample=N, e.g. --subsample 2000) or run {' or '.join(able)} on all of them")
+
+
 def run(
     spec: RunSpec,
     *,
-    dataset: Dataset | None = None,
+    dataset: Dataset | PartitionedData | None = None,
     on_progress: Callable[[float, str], None] | None = None,
     on_partial: Callable[[PartialResult], None] | None = None,
     is_cancelled: Callable[[], bool] | None = None,
@@ -103,18 +136,21 @@ def run(
     started = datetime.now(UTC).isoformat(timespec="seconds")
     t0 = time.perf_counter()
     progress(0.0, "loading data")
-    if dataset is None:
-        dataset = spec.data_source().load(seed)
-    t_data = time.perf_counter() - t0
-    check_task(experiment, dataset)
-    resolved, fitted = experiment.fit_to_data(resolved, dataset)  # defaults too big: clamped
-    summary = dataset.summary()
-    summary["notes"] = [*summary["notes"], *fitted]
-    result = RunResult(spec.experiment, resolved, seed, summary, started=started)
-    run_progress = progress.sub(0.02, 1.0)
-    t1 = time.perf_counter()
     executor = make_executor(spec.workers, spec.backend, spec.scheduler)
     try:
+        if dataset is None:
+            dataset = spec.data_source().open(
+                seed, progress.sub(0.0, 0.02), on_cluster=spec.backend == "dask",
+                make_parts=parts_runner(executor))
+        t_data = time.perf_counter() - t0
+        check_partitioned(experiment, dataset)
+        check_task(experiment, dataset)
+        resolved, fitted = experiment.fit_to_data(resolved, dataset)  # too big: clamped
+        summary = dataset.summary()
+        summary["notes"] = [*summary["notes"], *fitted]
+        result = RunResult(spec.experiment, resolved, seed, summary, started=started)
+        run_progress = progress.sub(0.02, 1.0)
+        t1 = time.perf_counter()
         for partial in experiment.run(resolved, dataset, run_progress, executor):
             run_progress(partial.fraction, partial.message)
             if partial.table is not None:
@@ -139,7 +175,7 @@ def run_experiment(
     name: str,
     params: Mapping[str, Any] | None = None,
     *,
-    data: str | DataSource | Dataset | None = None,
+    data: str | DataSource | Dataset | PartitionedData | None = None,
     data_options: Mapping[str, Any] | None = None,
     workers: int | None = 1,
     backend: str = "threads",
@@ -153,7 +189,7 @@ def run_experiment(
     experiment's own); ``data_options`` override the specification's options;
     ``callbacks`` are :func:`run`'s ``on_progress``, ``on_partial``, ``is_cancelled``.
     """
-    dataset = data if isinstance(data, Dataset) else None
+    dataset = data if isinstance(data, Dataset | PartitionedData) else None
     if isinstance(data, str):
         source: DataSource | None = DataSource.from_spec(data, data_options)
     elif isinstance(data, DataSource):
