@@ -202,6 +202,10 @@ class MainWindow(QtWidgets.QMainWindow):
         if ds is None:
             self.status.setText("Load data first, then send two of its columns.")
             return False
+        if not hasattr(ds, "X_train"):  # kept in partitions: not read into memory
+            self.status.setText("These data stay in their partitions: use a random N rows "
+                                "(subsample) to send two of its columns to the Playground.")
+            return False
         names = list(ds.feature_names)
         if columns is None:
             dialog = QtWidgets.QDialog(self)

@@ -16,6 +16,7 @@ from PySide6 import QtCore, QtWidgets
 
 from kernel_lab.core.dataset import Dataset
 from kernel_lab.core.errors import KernelLabError, name_controls
+from kernel_lab.core.parts import PartitionedData
 from kernel_lab.data.examples import EXAMPLES
 from kernel_lab.data.generators import GENERATORS
 from kernel_lab.data.read import FILE_PATTERNS, peek_rows
@@ -211,6 +212,17 @@ class DataPanel(QtWidgets.QWidget):
             self.target.clear()
             self._user_load()
 
+    def browse_folder(self) -> None:
+        """Pick a folder of Parquet files or a Zarr store (data that may not fit memory)."""
+        path = QtWidgets.QFileDialog.getExistingDirectory(
+            self, "Open a folder of Parquet files or a Zarr store", self.path.text())
+        if path:
+            self.source.setCurrentIndex(SOURCES.index("File"))
+            self.path.setText(path)
+            self._format = "auto"
+            self.target.clear()
+            self._user_load()
+
     def _use_default_toggled(self, on: bool) -> None:
         self.model.use_default_data = on
 
@@ -357,32 +369,43 @@ class DataPanel(QtWidgets.QWidget):
         self.status.setText(html.escape(message))
         self._restore_preview()
 
-    def _loaded_ok(self, ds: Dataset) -> None:
+    def _loaded_ok(self, ds: Dataset | PartitionedData) -> None:
         self._done_loading()
         s = ds.summary()
         notes = "".join(f"<br>note: {html.escape(n)}" for n in s["notes"])
         self.status.setStyleSheet("")
+        if isinstance(ds, PartitionedData):
+            where = (f"kept in {s['partitions']} partitions (too large to read whole: "
+                     "nystrom and learning-curve run on all rows, the others on a seeded "
+                     "sample — 'Use a random N rows')")
+        else:
+            where = (f"from {s['target_min']:.4g} to {s['target_max']:.4g}")
         self.status.setText(
             f"<b>{_breakable(str(s['name']))}</b>: n = {s['n_train']} training + "
             f"{s['n_test']} test points, p = {s['p']} features; target "
-            f"“{html.escape(str(s['target']))}” "
-            f"from {s['target_min']:.4g} to {s['target_max']:.4g} ({s['task']}){notes}")
+            f"“{html.escape(str(s['target']))}” {where} ({s['task']}){notes}")
         if self.source.currentText() == "File":
             self._fill_targets(ds)
         self._fill_preview(ds)
 
-    def _fill_targets(self, ds: Dataset) -> None:
+    def _fill_targets(self, ds: Dataset | PartitionedData) -> None:
         current = self.target.currentText()
         self.target.blockSignals(True)
         self.target.clear()
         # the file's own columns (a text column once, not its one-hot parts)
-        self.target.addItems(ds.columns or [*ds.feature_names, ds.target_name])
+        self.target.addItems(getattr(ds, "columns", None)
+                             or [*ds.feature_names, ds.target_name])
         self.target.setEditText(current or ds.target_name)
         self.target.blockSignals(False)
 
-    def _fill_preview(self, ds: Dataset, rows: int = 8) -> None:
+    def _fill_preview(self, ds: Dataset | PartitionedData, rows: int = 8) -> None:
         names = [*ds.feature_names, ds.target_name]
-        data = np.column_stack([ds.X_train[:rows], ds.y_train[:rows]])
+        if isinstance(ds, PartitionedData):
+            head = ds.first_rows(rows)  # read by the load, off this thread
+            X, y = head.X, head.y
+        else:
+            X, y = ds.X_train[:rows], ds.y_train[:rows]
+        data = np.column_stack([X, y])
         self._fill_cells([*names[:-1], f"{names[-1]} (target)"],
                          [[f"{v:.4g}" for v in row] for row in data])
         self.preview.setToolTip("the first training rows, as the methods see them")

@@ -31,6 +31,8 @@ class FileActions:
         w = self.window
         file = bar.addMenu("&File")
         w._action(file, "Open &data…", w.data_panel.browse_file, "Ctrl+O")
+        w._action(file, "Open data &folder (Parquet, Zarr)…", w.data_panel.browse_folder,
+                  "Ctrl+Alt+O")
         w._action(file, "&Open session…", self.open_session_dialog, "Ctrl+Shift+O")
         self.recent_menu = file.addMenu("Recent sessions")
         w._action(file, "&Save session…", self.save_session_dialog, "Ctrl+S")

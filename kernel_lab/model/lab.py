@@ -24,6 +24,7 @@ import numpy as np
 
 from kernel_lab.core.dataset import Dataset
 from kernel_lab.core.errors import KernelLabError, name_controls
+from kernel_lab.core.parts import PartitionedData
 from kernel_lab.core.progress import Progress
 from kernel_lab.data.source import DataSource
 from kernel_lab.engine.events import Event
@@ -60,11 +61,15 @@ class Pin:
 def load_source(job: Job) -> None:
     """Load ``job.request`` (a :class:`DataSource`): the compute function of the lab's
     loading :class:`~kernel_lab.engine.worker.Worker`. Emits ``progress(fraction,
-    message)``, then ``finished(Dataset)`` or ``failed(message, is_user_error)``; a
-    superseded load stops at its next progress report."""
+    message)``, then ``finished(Dataset)`` — or ``finished(PartitionedData)`` for a Parquet
+    folder or Zarr store too large to read whole, whose runs then keep it in its
+    partitions — or ``failed(message, is_user_error)``; a superseded load stops at its next
+    progress report."""
     try:
-        dataset = job.request.load(progress=Progress(
+        dataset = job.request.open(progress=Progress(
             lambda f, m: job.emit("progress", f, m), job.superseded))
+        if isinstance(dataset, PartitionedData):
+            dataset.first_rows()  # the preview's rows, read here (not on the GUI thread)
     except MemoryError:
         job.emit("failed", "the data do not fit in memory", False)
     else:
@@ -118,7 +123,8 @@ class LabModel:
         self.values: dict[str, Any] = {}
         self.use_default_data = True
         self.source: DataSource | None = None     # the data loaded (or being loaded)
-        self.dataset: Dataset | None = None       # the data last loaded successfully
+        # the data last loaded successfully (kept in partitions when too large to read)
+        self.dataset: Dataset | PartitionedData | None = None
         self.loaded_source: DataSource | None = None
         self.loading = False
         self.backend: tuple[str, str | None] = ("threads", None)
@@ -201,7 +207,7 @@ class LabModel:
         if kind == "progress":
             self.data_progress.emit(*payload)
         elif kind == "finished":
-            dataset: Dataset = payload[0]
+            dataset: Dataset | PartitionedData = payload[0]
             self.loading, self.dataset, self.loaded_source = False, dataset, source
             s = dataset.summary()
             self.logged.emit(f"data loaded: {s['name']} (n = {s['n_train']} + "

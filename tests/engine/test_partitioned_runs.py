@@ -9,17 +9,19 @@ import pytest
 pytest.importorskip("pyarrow")
 pytest.importorskip("distributed")
 
-import pandas as pd  # noqa: E402
+import itertools
 
-from kernel_lab.core.errors import DataError, ParameterError  # noqa: E402
-from kernel_lab.core.parts import (  # noqa: E402
+import pandas as pd
+
+from kernel_lab.core.errors import DataError, ParameterError
+from kernel_lab.core.parts import (
     LocalParts,
     PartitionedData,
     RowPlan,
     array_parts,
     standardize_plan,
 )
-from kernel_lab.engine.runner import run_experiment  # noqa: E402
+from kernel_lab.engine.runner import run_experiment
 
 N, P = 1500, 4
 NYSTROM = {"samplers": ["uniform", "recursive-rls", "rp-cholesky", "rff"], "sizes": "10,30",
@@ -42,7 +44,7 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> str:
     path = tmp_path_factory.mktemp("parquet") / "rows"
     path.mkdir()
     cuts = [0, 170, 500, 800, 1234, N]
-    for k, (a, b) in enumerate(zip(cuts[:-1], cuts[1:], strict=True)):
+    for k, (a, b) in enumerate(itertools.pairwise(cuts)):
         frame = pd.DataFrame(X[a:b], columns=[f"x{j + 1}" for j in range(P)])
         frame["y"] = y[a:b]
         frame.to_parquet(path / f"part-{k:02d}.parquet")
@@ -126,5 +128,5 @@ def test_a_text_column_in_one_file_is_named(tmp_path) -> None:
         if k == 1:
             frame["x2"] = "text"
         frame.to_parquet(tmp_path / f"f{k}.parquet")
-    with pytest.raises(DataError, match="f1.parquet"):
+    with pytest.raises(DataError, match=r"f1\.parquet"):
         run_experiment("nystrom", NYSTROM, data=f"{tmp_path}:partitions=keep")

@@ -344,6 +344,8 @@ class PartitionedData:
     notes: list[str] = field(default_factory=list)
     #: "regression" or "classification" (a target with two values), from the source.
     task: str = "regression"
+    #: The first training rows (for a preview), once :meth:`first_rows` has read them.
+    head: Rows | None = None
 
     @property
     def n_train(self) -> int:
@@ -356,6 +358,20 @@ class PartitionedData:
     @property
     def p(self) -> int:
         return len(self.feature_names)
+
+    def first_rows(self, rows: int = 8) -> Rows:
+        """The first ``rows`` training rows (standardised), read from the first partitions
+        that have any, and kept in :attr:`head`."""
+        if self.head is None or self.head.index.size < rows:
+            got: list[Rows] = []
+            for part in self.parts.parts:
+                got.append(part_rows(part, self.plan))
+                if sum(r.index.size for r in got) >= rows:
+                    break
+            self.head = Rows(np.concatenate([r.X for r in got])[:rows],
+                             np.concatenate([r.y for r in got])[:rows],
+                             np.concatenate([r.index for r in got])[:rows])
+        return self.head
 
     def summary(self) -> dict[str, Any]:
         return {"name": self.name, "n_train": self.n_train, "n_test": self.n_test,

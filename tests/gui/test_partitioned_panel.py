@@ -1,0 +1,67 @@
+"""A folder of Parquet files too large to read whole, opened in the Data panel: it stays in
+its partitions, the panel says so and previews its first training rows, nystrom runs on
+all of it and an exact experiment is refused with the seeded sample offered."""
+
+from __future__ import annotations
+
+import html
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pytestqt")
+pytest.importorskip("pyarrow")
+
+import pandas as pd
+
+from kernel_lab.core.parts import PartitionedData
+from kernel_lab.engine.handle import InlineLauncher
+from kernel_lab.gui.data_panel import DataPanel
+from kernel_lab.model import LabModel
+from kernel_lab.model.lab import RunState
+
+
+@pytest.fixture
+def folder(tmp_path):
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(600, 3))
+    y = X[:, 0] - 2 * X[:, 2] + 0.1 * rng.normal(size=600)
+    for k in range(3):
+        frame = pd.DataFrame(X[200 * k:200 * (k + 1)], columns=["a", "b", "c"])
+        frame["target"] = y[200 * k:200 * (k + 1)]
+        frame.to_parquet(tmp_path / f"rows-{k}.parquet")
+    return tmp_path
+
+
+@pytest.fixture
+def panel(qtbot, monkeypatch):
+    monkeypatch.setenv("KERNEL_LAB_MEMORY_MB", "0.01")  # nothing fits: kept in partitions
+    model = LabModel(InlineLauncher())
+    model.use_default_data = False
+    panel = DataPanel(model)
+    qtbot.addWidget(panel)
+    return panel
+
+
+def test_a_large_folder_stays_in_partitions_and_runs(panel, folder):
+    panel.set_spec(str(folder))
+    ds = panel.dataset
+    assert isinstance(ds, PartitionedData)
+    shown = html.unescape(panel.status.text())
+    assert "kept in 3 partitions" in shown and "n = 450 training + 150 test" in shown
+    assert panel.preview.rowCount() == 8 and panel.preview.columnCount() == 4
+    first = ds.first_rows(1)
+    assert panel.preview.item(0, 0).text() == f"{first.X[0, 0]:.4g}"
+
+    said: list[str] = []
+    panel.model.status.connect(said.append)
+    panel.model.set_experiment("krr-path")
+    panel.model.start_run()
+    assert any("subsample" in s for s in said), said
+
+    panel.model.set_experiment("nystrom")
+    panel.model.set_params({"samplers": ["uniform"], "sizes": "5,10", "trials": 1,
+                            "eval_points": 100})
+    panel.model.start_run()
+    assert panel.model.state is RunState.DONE, said
+    assert np.isfinite(panel.model.table["spectral_median[uniform]"]).all()
