@@ -35,6 +35,7 @@ SPLIT = 1             # the train/test split
 TEST_SUBSET = 2       # the test rows an error is measured on, when capped
 EVAL_SUBSET = 3       # the training rows the spectral error is measured on
 VIEW_SUBSET = 4       # the training rows a picture shows
+BANDWIDTH = 5         # the training rows the median-heuristic bandwidth is computed on
 LANDMARKS = 16        # + sampler-specific offsets (uniform landmarks, RLS levels, …)
 RPC_ROUND = 1 << 20   # + round number: RP-Cholesky's pivot draws
 DSG_EPOCH = 1 << 30   # + epoch number: DSG's order within a block of rows
