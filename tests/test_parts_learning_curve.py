@@ -5,6 +5,7 @@ one part or six give the same numbers, and the in-memory references agree."""
 from __future__ import annotations
 
 import collections
+import pickle
 
 import numpy as np
 import pytest
@@ -31,7 +32,7 @@ from kernel_lab.core.parts.normal import (
     target_mean,
     uniform_landmarks,
 )
-from kernel_lab.core.progress import Progress
+from kernel_lab.core.progress import Cancelled, Progress
 from kernel_lab.experiments.learning_curve import LearningCurveExperiment
 from kernel_lab.experiments.learning_curve_parts import run_on_parts
 
@@ -199,10 +200,20 @@ PARAMS = {"kernel": "gaussian", "sigma": None, "loss": "auto", "nu": 1e-3, "thet
           "rff_max": None, "exact_max": 4000, "seed": 4}
 
 
-def _partitioned(X: np.ndarray, y: np.ndarray, pieces: int, seed: int = 4
-                 ) -> PartitionedData:
+class PicklingParts(LocalParts):
+    """LocalParts that sends every call through pickle, as a cluster does: the function
+    must be a module-level one and its arguments picklable."""
+
+    def map(self, fn, *args, progress=None, message=""):
+        fn, args = pickle.loads(pickle.dumps((fn, args)))
+        return [pickle.loads(pickle.dumps(r)) for r in
+                super().map(fn, *args, progress=progress, message=message)]
+
+
+def _partitioned(X: np.ndarray, y: np.ndarray, pieces: int, seed: int = 4,
+                 kind: type[LocalParts] = LocalParts) -> PartitionedData:
     parts, plan = _split(X, y, pieces, seed=seed)
-    return PartitionedData(parts, plan, [f"x{j}" for j in range(X.shape[1])], "y",
+    return PartitionedData(kind(parts.parts), plan, [f"x{j}" for j in range(X.shape[1])], "y",
                            name="generated")
 
 
@@ -217,8 +228,8 @@ def test_the_driver_gives_the_same_curve_on_one_part_and_six(monkeypatch):
     monkeypatch.setattr(dsg, "MIN_BLOCK_ROWS", 64)
     X, y = _data(600)
     exp = LearningCurveExperiment()
-    runs = [_last(run_on_parts(exp, dict(PARAMS, rff_max=128), _partitioned(X, y, k),
-                               Progress())) for k in (1, 6)]
+    runs = [_last(run_on_parts(exp, dict(PARAMS, rff_max=128), _partitioned(X, y, k, kind=kind),
+                               Progress())) for k, kind in ((1, LocalParts), (6, PicklingParts))]
     a, b = runs
     assert set(a.table) == set(b.table)
     for key in a.table:
@@ -232,6 +243,24 @@ def test_the_driver_gives_the_same_curve_on_one_part_and_six(monkeypatch):
     assert np.isnan(t["krr_test_error"]).all() and "n × n" in a.summaries["floor_note"]
     assert a.summaries["sigma"] == pytest.approx(b.summaries["sigma"], rel=1e-12)
     assert a.summaries["dsg_block_rows"] == 128 and a.summaries["partitions"] == 1
+
+
+def test_the_driver_reports_progress_in_order_and_can_be_cancelled():
+    X, y = _data(600)
+    fractions = []
+    params = dict(PARAMS, rff_max=64)
+    results = list(run_on_parts(LearningCurveExperiment(), params, _partitioned(X, y, 3),
+                                Progress(lambda f, m: fractions.append(f))))
+    assert len(results) == 1 + results[-1].table["iteration"].size
+    assert np.all(np.diff(fractions) >= -1e-12) and fractions[-1] == pytest.approx(1.0)
+    assert [r.fraction for r in results] == sorted(r.fraction for r in results)
+    cancel: list[bool] = []
+    run = run_on_parts(LearningCurveExperiment(), dict(params, n_iter=100_000),
+                       _partitioned(X, y, 3), Progress(is_cancelled=lambda: bool(cancel)))
+    assert next(run).table["iteration"][-1] == 100_000  # the set-up's result
+    cancel.append(True)  # DSG stops at its next report, before the first curve point
+    with pytest.raises(Cancelled):
+        next(run)
 
 
 def test_the_driver_refuses_other_losses_and_says_what_it_supports():

@@ -178,7 +178,7 @@ def run_on_parts(experiment: Any, params: Mapping[str, Any], data: PartitionedDa
     done = 0
     for k, t in enumerate(pts):
         before = start + (float(steps[k - 1]) if k else 0.0)
-        message = f"iteration {done} of {pts[-1]}"
+        message = f"iterations {done + 1}–{t} of {pts[-1]}"
         losses = dsg.advance(int(t) - done, progress.sub(at(before), at(start + steps[k])),
                              message)
         done = int(t)

@@ -222,4 +222,6 @@ class BlockedDSG:
                                            self._theta, self._t0)
             out.append(value)
         self.model.coef_ = self.model._coef_view()
+        if progress is not None:
+            progress(1.0, message)
         return out
