@@ -51,29 +51,38 @@ def _split(X: np.ndarray, y: np.ndarray, pieces: int, seed: int = 5,
     return parts, plan
 
 
-def test_epoch_order_is_a_permutation_of_the_training_rows_whatever_the_partitioning():
+@pytest.mark.parametrize(("B", "block"), [(7, 128), (300, 64)])
+def test_epoch_order_is_a_permutation_of_the_training_rows_whatever_the_partitioning(B, block):
     X, y = _data(600)
     seen = []
     for pieces in (1, 6):
         parts, plan = _split(X, y, pieces)
-        stream = iter(BlockStream(parts, plan, seed=9, batch_size=7, block=128))
-        # 2 epochs and a bit: batches of 7 cross block and epoch boundaries
-        got = np.concatenate([next(stream).index for _ in range(2 * plan.n_train // 7 + 3)])
+        stream = iter(BlockStream(parts, plan, seed=9, batch_size=B, block=block))
+        # 2 epochs and a bit: batches cross block and epoch boundaries (and, of 300 rows,
+        # span several blocks of 64)
+        batches = [next(stream) for _ in range(2 * plan.n_train // B + 3)]
+        assert all(b.index.size == B for b in batches)
+        got = np.concatenate([b.index for b in batches])
         seen.append(got)
+        # the batches hold the rows themselves, standardised by the plan
+        whole = part_rows(array_parts(X, y, 1)[0], plan)
+        where = np.searchsorted(whole.index, got)
+        np.testing.assert_allclose(np.concatenate([b.X for b in batches]), whole.X[where],
+                                   rtol=1e-12)
+        np.testing.assert_array_equal(np.concatenate([b.y for b in batches]), whole.y[where])
         train = np.flatnonzero(~plan.is_test(np.arange(600)))
         m = plan.n_train
         for e in range(2):
             part = got[e * m:(e + 1) * m]
             np.testing.assert_array_equal(np.sort(part), train)  # each epoch: a permutation
-            # blocks of 128 rows in keyed order, rows within a block in keyed order
-            blocks = part // 128
-            assert np.count_nonzero(np.diff(blocks)) == 600 // 128  # each block once
+            # blocks of rows in keyed order, each visited once, rows within a block in
+            # the order of their keys
+            blocks = part // block
+            assert np.count_nonzero(np.diff(blocks)) == -(-600 // block) - 1
             for k in np.unique(blocks):
-                inside = part[blocks == k]
-                key = rowkeys.keys(9, rowkeys.DSG_EPOCH + e, inside)
-                assert np.all(np.diff(key.astype(np.float64)) > 0)
-            np.testing.assert_array_equal(part, epoch_rows(plan, 9, e, 128))
-        # the stream's rows are the rows of the data (standardised by the plan)
+                key = rowkeys.keys(9, rowkeys.DSG_EPOCH + e, part[blocks == k])
+                assert np.all(key[1:] > key[:-1])
+            np.testing.assert_array_equal(part, epoch_rows(plan, 9, e, block))
     np.testing.assert_array_equal(seen[0], seen[1])
     assert not np.array_equal(seen[0][:plan.n_train], seen[0][plan.n_train:2 * plan.n_train])
 

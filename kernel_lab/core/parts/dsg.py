@@ -136,20 +136,29 @@ class BlockStream:
                 self.blocks_read += 1
                 if rows.index.size:
                     order = row_order(self.seed, epoch, rows.index)
-                    yield Rows(rows.X[order], rows.y[order], rows.index[order])
+                    # rebound, so that the block in index order is freed: two blocks at most
+                    rows = Rows(rows.X[order], rows.y[order], rows.index[order])
+                    yield rows
+                del rows
             epoch += 1
 
     def __iter__(self) -> Iterator[Rows]:
         B = self.batch_size
-        carry: Rows | None = None
+        carry = Rows(np.zeros((0, 0)), np.zeros(0), np.zeros(0, dtype=np.int64))
         for rows in self._blocks():
-            if carry is not None and carry.index.size:
-                rows = Rows(np.concatenate([carry.X, rows.X]), np.concatenate([carry.y, rows.y]),
-                            np.concatenate([carry.index, rows.index]))
-            full = rows.index.size - rows.index.size % B
-            for s in range(0, full, B):
+            m, start = rows.index.size, 0
+            if carry.index.size:  # the batch that crosses into this block
+                start = min(B - carry.index.size, m)
+                carry = Rows(np.concatenate([carry.X, rows.X[:start]]),
+                             np.concatenate([carry.y, rows.y[:start]]),
+                             np.concatenate([carry.index, rows.index[:start]]))
+                if carry.index.size < B:
+                    continue
+                yield carry
+            full = start + (m - start) // B * B
+            for s in range(start, full, B):
                 yield Rows(rows.X[s:s + B], rows.y[s:s + B], rows.index[s:s + B])
-            # copies, so that the block itself is freed when the next one is read
+            # a copy, so that the block itself is freed when the next one is read
             carry = Rows(rows.X[full:].copy(), rows.y[full:].copy(), rows.index[full:].copy())
 
 
