@@ -17,7 +17,8 @@ from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.kernels import make_kernel, resolve_bandwidth
 from kernel_lab.core.losses import CLASSIFICATION_LOSSES, MULTICLASS_LOSSES, REGRESSION_LOSSES
 from kernel_lab.core.models import DSGClassifier, DSGRegressor, NystromFeatures
-from kernel_lab.core.models.nystrom import nystrom_factor
+from kernel_lab.core.models.dsg import PredictionSums as _TestSums
+from kernel_lab.core.models.dsg import checkpoints
 from kernel_lab.core.models.regularised import (
     SOLVABLE_LOSSES,
     fit_regularised,
@@ -29,20 +30,13 @@ from kernel_lab.core.models.streaming import (
     BLOCK_BYTES,
     NormalSums,
     accumulate,
-    solve_squared,
 )
 from kernel_lab.core.params import ParamSpec
+from kernel_lab.core.parts.normal import fit_first_features, fit_first_landmarks
 from kernel_lab.core.progress import Progress
 from kernel_lab.core.validation import check_seed
 from kernel_lab.experiments.base import SERIAL, Experiment, PartialResult, PlotSpec, TaskExecutor
 from kernel_lab.experiments.plotspec import Curve
-
-
-def checkpoints(n_iter: int, count: int) -> np.ndarray:
-    """About ``count`` log-spaced iteration numbers from 1 to ``n_iter`` (distinct)."""
-    pts = np.unique(np.round(np.logspace(0, math.log10(n_iter), count)).astype(int))
-    return pts[(pts >= 1) & (pts <= n_iter)]
-
 
 #: What each reported slope is compared with (Dai et al. 2014: the iterate converges to
 #: the optimum at O(1/t), the generalisation error at O(1/√t); both are upper bounds,
@@ -229,27 +223,6 @@ class _Targets:
         return float(np.mean((scores + self.shift - self.test) ** 2))
 
 
-class _TestSums:
-    """DSG's function on the test points, extended at each curve point by the iterations
-    since the last one (sums over consecutive ranges add up), not recomputed: the test
-    predictions cost O(m t) in all rather than at every curve point. Recomputed from
-    the start when DSG folded its scale into the coefficients."""
-
-    def __init__(self, Xt: np.ndarray) -> None:
-        self.Xt = Xt
-        self.total: np.ndarray | None = None
-        self.done = 0
-        self.rescales = -1
-
-    def __call__(self, model: Any) -> np.ndarray:
-        if self.total is None or model.n_rescales_ != self.rescales:
-            self.total = model.partial_sum(self.Xt, 0, model.n_iter_)
-        else:
-            self.total += model.partial_sum(self.Xt, self.done, model.n_iter_)
-        self.done, self.rescales = model.n_iter_, model.n_rescales_
-        return model.from_partial_sum(self.total)
-
-
 @dataclass(frozen=True)
 class _Fit:
     test_scores: np.ndarray
@@ -354,15 +327,11 @@ class _StreamedBaselines:
         self.nys_test = self.kernel(Xt, self.landmarks)
 
     def rff_fit(self, D: int, nu: float) -> _Fit:
-        scale = 2.0 / D
-        w, value = solve_squared(self.rff.restrict(D, scale=scale), nu)
-        return _Fit(self.rff_test[:, :D] @ (w * math.sqrt(scale)), value)
+        return _Fit(*fit_first_features(self.rff, self.rff_test, D, nu))
 
     def nystrom_fit(self, s: int, nu: float) -> _Fit:
-        s = min(s, self.landmarks.shape[0])
-        N = nystrom_factor(self.kernel(self.landmarks[:s]))
-        w, value = solve_squared(self.nys.restrict(s, N), nu)
-        return _Fit(self.nys_test[:, :s] @ (N @ w), value)
+        return _Fit(*fit_first_landmarks(self.nys, self.nys_test, self.kernel, self.landmarks,
+                                         s, nu))
 
 
 class _Twin:
@@ -484,6 +453,22 @@ class LearningCurveExperiment(Experiment):
                  ylabel="loss", logx=True, logy=True),
     )
     default_data = "friedman:n=3000,n_test=1000"
+    #: The columns measured at the curve points (NaN until measured), beside iteration,
+    #: samples_seen and n_features.
+    columns = ("dsg_test_error", "dsg_train_loss", "rff_test_error", "nystrom_test_error",
+               "krr_test_error", "dsg_floor_distance", "dsg_twin_excess_objective",
+               "nystrom_excess_objective", "rate_guide")
+
+    # The run on partitioned data (kernel_lab.experiments.learning_curve_parts) is given the
+    # experiment and reaches the rules it shares with run() through it: experiment modules
+    # do not import one another.
+    loss_for = staticmethod(_loss_for)
+    rff_cap = staticmethod(_rff_cap)
+
+    @staticmethod
+    def test_cap() -> int:
+        """At most this many test points are predicted (:data:`TEST_CAP`)."""
+        return TEST_CAP
 
     def estimate(self, params: Mapping[str, Any], n: int, p: int) -> dict[str, Any]:
         loss = params.get("loss", "auto")
@@ -534,9 +519,7 @@ class LearningCurveExperiment(Experiment):
         L = pts.size
         table = {"iteration": pts.astype(float), "samples_seen": pts * float(params[
             "batch_size"]), "n_features": pts * float(r)}
-        for key in ("dsg_test_error", "dsg_train_loss", "rff_test_error", "nystrom_test_error",
-                    "krr_test_error", "dsg_floor_distance", "dsg_twin_excess_objective",
-                    "nystrom_excess_objective", "rate_guide"):
+        for key in self.columns:
             table[key] = np.full(L, np.nan)
         summaries: dict[str, Any] = {"task": task, "loss": loss, "sigma": sigma,
                                      "lam_exact": n * nu, "theta": theta, "t0": t0}

@@ -489,3 +489,32 @@ class DSGClassifier(ClassifierMixin, _DSGBase):
         score = score - score.max(axis=1, keepdims=True)
         e = np.exp(score)
         return e / e.sum(axis=1, keepdims=True)
+
+
+def checkpoints(n_iter: int, count: int) -> np.ndarray:
+    """About ``count`` log-spaced iteration numbers from 1 to ``n_iter`` (distinct): where a
+    learning curve measures the model."""
+    pts = np.unique(np.round(np.logspace(0, math.log10(n_iter), count)).astype(int))
+    return pts[(pts >= 1) & (pts <= n_iter)]
+
+
+class PredictionSums:
+    """A DSG model's function on fixed points (a learning curve's test points), extended
+    at each curve point by the iterations since the last one (sums over consecutive ranges
+    add up), not recomputed: the predictions cost O(m t) in all rather than at every curve
+    point. Recomputed from the start when DSG folded its scale into the coefficients.
+    Calling it with the model gives f on the points (without the regression offset)."""
+
+    def __init__(self, Xt: np.ndarray) -> None:
+        self.Xt = Xt
+        self.total: np.ndarray | None = None
+        self.done = 0
+        self.rescales = -1
+
+    def __call__(self, model: _DSGBase) -> np.ndarray:
+        if self.total is None or model.n_rescales_ != self.rescales:
+            self.total = model.partial_sum(self.Xt, 0, model.n_iter_)
+        else:
+            self.total += model.partial_sum(self.Xt, self.done, model.n_iter_)
+        self.done, self.rescales = model.n_iter_, model.n_rescales_
+        return model.from_partial_sum(self.total)

@@ -1,0 +1,153 @@
+"""Normal sums of feature maps over partitioned rows: squared-loss ridge without the rows.
+
+The squared-loss fits of :mod:`kernel_lab.core.models.streaming` need only
+``ΦᵀΦ``, ``Φᵀy``, ``yᵀy`` and ``n`` (:class:`~kernel_lab.core.models.streaming.NormalSums`).
+Over partitions each part accumulates them on its own training rows, in row blocks as in
+memory (:func:`~kernel_lab.core.models.streaming.accumulate`), and the parts' sums are
+added in the fixed pairwise tree of :meth:`PartMap.reduce` — the same additions whether
+the rows are one array or sixteen files on a cluster, up to the order within the tree.
+
+The feature maps travel to the workers, so they are small picklable objects:
+:class:`CosineFeatures` (unscaled random Fourier features ``cos(XW + b)``; the first d of D
+are restricted and scaled afterwards) and :class:`KernelColumns` (``k(X, S)`` for landmarks
+S; Nyström features ``k(X, S) N`` are mapped by N afterwards). Landmarks for the Nyström
+baseline are a keyed uniform subset of the training rows (:func:`uniform_landmarks`).
+:func:`fit_first_features` and :func:`fit_first_landmarks` fit the squared loss on the
+first D features or s landmarks from such sums, wherever they were summed (the in-memory
+learning curve sums them over row blocks).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from kernel_lab.core import rowkeys
+from kernel_lab.core.kernels import Kernel
+from kernel_lab.core.models.nystrom import nystrom_factor
+from kernel_lab.core.models.rff import cos_features
+from kernel_lab.core.models.streaming import NormalSums, accumulate, solve_squared
+from kernel_lab.core.parts.base import (
+    Part,
+    PartMap,
+    RowPlan,
+    Rows,
+    keyed_subset,
+    part_rows,
+    take_rows,
+)
+from kernel_lab.core.progress import Progress
+
+
+class FeatureMap(Protocol):
+    """Rows (standardised) to ``width`` features; picklable."""
+
+    @property
+    def width(self) -> int: ...
+
+    def __call__(self, X: np.ndarray) -> np.ndarray: ...
+
+
+@dataclass(frozen=True)
+class CosineFeatures:
+    """``cos(X W + b)`` for frequencies W (p × D) and phases b (D,), unscaled."""
+
+    W: np.ndarray = field(repr=False)
+    b: np.ndarray = field(repr=False)
+
+    @property
+    def width(self) -> int:
+        return int(self.W.shape[1])
+
+    def __call__(self, X: np.ndarray) -> np.ndarray:
+        return cos_features(X, self.W, self.b, 1.0)
+
+
+@dataclass(frozen=True)
+class KernelColumns:
+    """``k(X, S)`` for landmarks S (s × p)."""
+
+    kernel: Kernel
+    landmarks: np.ndarray = field(repr=False)
+
+    @property
+    def width(self) -> int:
+        return int(self.landmarks.shape[0])
+
+    def __call__(self, X: np.ndarray) -> np.ndarray:
+        return self.kernel(X, self.landmarks)
+
+
+def add_sums(a: NormalSums, b: NormalSums) -> NormalSums:
+    """The sums over the rows of both."""
+    return NormalSums(a.G + b.G, a.b + b.b, a.yy + b.yy, a.n + b.n)
+
+
+def fit_first_features(sums: NormalSums, test: np.ndarray, D: int, nu: float
+                       ) -> tuple[np.ndarray, float]:
+    """Squared-loss ridge on the first ``D`` random Fourier features ``√(2/D) cos(xW + b)``
+    from the sums of the unscaled cosines: the predictions on the test rows (``test``:
+    their unscaled cosines, at least D columns) and J."""
+    scale = 2.0 / D
+    w, value = solve_squared(sums.restrict(D, scale=scale), nu)
+    return test[:, :D] @ (w * np.sqrt(scale)), value
+
+
+def fit_first_landmarks(sums: NormalSums, test: np.ndarray, kernel: Callable[..., np.ndarray],
+                        landmarks: np.ndarray, s: int, nu: float) -> tuple[np.ndarray, float]:
+    """Squared-loss ridge on the Nyström features ``k(x, S_s) N_s`` of the first ``s``
+    landmarks, from the sums of the kernel columns ``k(x, S)``: the predictions on the test
+    rows (``test``: their kernel columns) and J."""
+    s = min(s, landmarks.shape[0])
+    N = nystrom_factor(kernel(landmarks[:s]))
+    w, value = solve_squared(sums.restrict(s, N), nu)
+    return test[:, :s] @ (N @ w), value
+
+
+def _add_each(a: list[NormalSums], b: list[NormalSums]) -> list[NormalSums]:
+    return [add_sums(x, y) for x, y in zip(a, b, strict=True)]
+
+
+def _part_sums(part: Part, plan: RowPlan, maps: Sequence[Any], shift: float
+               ) -> list[NormalSums]:
+    rows = part_rows(part, plan, "train")
+    y = rows.y - shift
+    return [accumulate(f, rows.X, y, f.width) for f in maps]
+
+
+def normal_sums(parts: PartMap, plan: RowPlan, maps: Sequence[FeatureMap], shift: float = 0.0,
+                progress: Progress | None = None, message: str = "normal sums"
+                ) -> list[NormalSums]:
+    """:class:`NormalSums` of each feature map over the training rows, with targets
+    ``y − shift``; every part is read once for all the maps."""
+    return parts.reduce(_part_sums, plan, list(maps), float(shift), combine=_add_each,
+                        progress=progress, message=message)
+
+
+def _target_sum(part: Part, plan: RowPlan) -> tuple[int, float]:
+    y = part_rows(part, plan, "train").y
+    return int(y.size), float(y.sum())
+
+
+def _add_pairs(a: tuple[int, float], b: tuple[int, float]) -> tuple[int, float]:
+    return a[0] + b[0], a[1] + b[1]
+
+
+def target_mean(parts: PartMap, plan: RowPlan, progress: Progress | None = None) -> float:
+    """The mean of the training targets, reduced over the parts."""
+    n, total = parts.reduce(_target_sum, plan, combine=_add_pairs, progress=progress,
+                            message="mean of the targets")
+    return total / max(n, 1)
+
+
+def uniform_landmarks(parts: PartMap, plan: RowPlan, k: int,
+                      stream: int = rowkeys.LANDMARKS) -> Rows:
+    """``k`` training rows, a uniform subset keyed by ``(plan.seed, stream)``, in the order
+    of their keys — so the first ``s`` are the keyed uniform subset of ``s`` rows — gathered
+    to the client (:func:`keyed_subset` and :func:`take_rows`)."""
+    rows = take_rows(parts, plan, keyed_subset(parts, plan, stream, k), "train")
+    order = np.argsort(rowkeys.keys(plan.seed, stream, rows.index), kind="stable")
+    return Rows(rows.X[order], rows.y[order], rows.index[order])

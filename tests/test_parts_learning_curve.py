@@ -1,0 +1,312 @@
+"""The learning curve on partitioned data: DSG over keyed blocks of rows, the squared-loss
+baselines from normal sums reduced over the parts, and the driver — the same rows cut into
+one part or six give the same numbers, and the in-memory references agree."""
+
+from __future__ import annotations
+
+import collections
+import pickle
+
+import numpy as np
+import pytest
+
+from kernel_lab.core import rowkeys
+from kernel_lab.core.dataset import Dataset
+from kernel_lab.core.errors import ParameterError
+from kernel_lab.core.kernels import make_kernel
+from kernel_lab.core.models import DSGClassifier, DSGRegressor
+from kernel_lab.core.models.rff import cos_features
+from kernel_lab.core.parts import (
+    LocalParts,
+    PartitionedData,
+    RowPlan,
+    array_parts,
+    part_rows,
+    standardize_plan,
+)
+from kernel_lab.core.parts.dsg import BlockedDSG, BlockStream, epoch_rows, take_range
+from kernel_lab.core.parts.normal import (
+    CosineFeatures,
+    KernelColumns,
+    normal_sums,
+    target_mean,
+    uniform_landmarks,
+)
+from kernel_lab.core.progress import Cancelled, Progress
+from kernel_lab.experiments.learning_curve import LearningCurveExperiment
+from kernel_lab.experiments.learning_curve_parts import run_on_parts
+
+
+def _data(n: int = 600, p: int = 4, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, p)) * [1.0, 3.0, 0.5, 2.0][:p] + 1.0
+    y = np.sin(X[:, 0]) + 0.3 * X[:, 1] + 0.1 * rng.normal(size=n)
+    return X, y
+
+
+def _split(X: np.ndarray, y: np.ndarray, pieces: int, seed: int = 5,
+           fraction: float = 0.25) -> tuple[LocalParts, RowPlan]:
+    parts = LocalParts(array_parts(X, y, pieces))
+    plan = standardize_plan(parts, RowPlan.split(seed, X.shape[0], fraction))
+    return parts, plan
+
+
+@pytest.mark.parametrize(("B", "block"), [(7, 128), (300, 64)])
+def test_epoch_order_is_a_permutation_of_the_training_rows_whatever_the_partitioning(B, block):
+    X, y = _data(600)
+    seen = []
+    for pieces in (1, 6):
+        parts, plan = _split(X, y, pieces)
+        stream = iter(BlockStream(parts, plan, seed=9, batch_size=B, block=block))
+        # 2 epochs and a bit: batches cross block and epoch boundaries (and, of 300 rows,
+        # span several blocks of 64)
+        batches = [next(stream) for _ in range(2 * plan.n_train // B + 3)]
+        assert all(b.index.size == B for b in batches)
+        got = np.concatenate([b.index for b in batches])
+        seen.append(got)
+        # the batches hold the rows themselves, standardised by the plan
+        whole = part_rows(array_parts(X, y, 1)[0], plan)
+        where = np.searchsorted(whole.index, got)
+        np.testing.assert_allclose(np.concatenate([b.X for b in batches]), whole.X[where],
+                                   rtol=1e-12)
+        np.testing.assert_array_equal(np.concatenate([b.y for b in batches]), whole.y[where])
+        train = np.flatnonzero(~plan.is_test(np.arange(600)))
+        m = plan.n_train
+        for e in range(2):
+            part = got[e * m:(e + 1) * m]
+            np.testing.assert_array_equal(np.sort(part), train)  # each epoch: a permutation
+            # blocks of rows in keyed order, each visited once, rows within a block in
+            # the order of their keys
+            blocks = part // block
+            assert np.count_nonzero(np.diff(blocks)) == -(-600 // block) - 1
+            for k in np.unique(blocks):
+                key = rowkeys.keys(9, rowkeys.DSG_EPOCH + e, part[blocks == k])
+                assert np.all(key[1:] > key[:-1])
+            np.testing.assert_array_equal(part, epoch_rows(plan, 9, e, block))
+    np.testing.assert_array_equal(seen[0], seen[1])
+    assert not np.array_equal(seen[0][:plan.n_train], seen[0][plan.n_train:2 * plan.n_train])
+
+
+def test_a_block_straddling_parts_reads_only_the_parts_it_overlaps():
+    X, y = _data(600)
+    parts, plan = _split(X, y, 6)  # parts of 100 rows
+    read = []
+
+    class Counting:
+        def __init__(self, part):
+            self.part, self.index, self.start, self.rows = part, part.index, part.start, \
+                part.rows
+
+        def read(self):
+            read.append(self.index)
+            return self.part.read()
+
+        def describe(self):
+            return self.part.describe()
+
+    counting = LocalParts([Counting(p) for p in parts.parts])
+    rows = take_range(counting, plan, 150, 310)
+    assert sorted(read) == [1, 2, 3]
+    whole = part_rows(array_parts(X, y, 1)[0], plan)
+    keep = (whole.index >= 150) & (whole.index < 310)
+    np.testing.assert_array_equal(rows.index, whole.index[keep])
+    np.testing.assert_allclose(rows.X, whole.X[keep], rtol=1e-12)
+
+
+def _reference_batches(plan: RowPlan, seed: int, B: int, count: int) -> list[np.ndarray]:
+    """Global training rows of ``count`` batches with one block: each epoch the training
+    rows in the order of their keys, epochs one after the other."""
+    train = np.flatnonzero(~plan.is_test(np.arange(plan.n)))
+    stream = np.concatenate([train[np.argsort(rowkeys.keys(seed, rowkeys.DSG_EPOCH + e,
+                                                            train))] for e in range(4)])
+    return [stream[i * B:(i + 1) * B] for i in range(count)]
+
+
+def test_blocked_dsg_with_one_block_is_the_models_own_run_on_the_same_batches():
+    X, y = _data(400)
+    parts, plan = _split(X, y, 3)
+    B, T, seed = 16, 45, 11  # 45 × 16 = 720 rows: more than two epochs of 300
+    kw = {"sigma": 2.0, "nu": 1e-2, "batch_size": B, "n_features_per_iter": 4,
+          "cache_features": True, "random_state": 3}
+    whole = part_rows(array_parts(X, y, 1)[0], plan)  # training rows in index order
+    ybar = float(whole.y.mean())
+    dsg = BlockedDSG(DSGRegressor(**kw), parts, plan, seed=seed, offset=ybar, block=1 << 16)
+    losses = dsg.advance(20) + dsg.advance(T - 20)
+    assert len(losses) == T and dsg.model.n_iter_ == T
+
+    ref = DSGRegressor(**kw)
+    ref._check_params()
+    ref._initialise(whole.X)
+    ref.n_features_in_ = X.shape[1]
+    ref.offset_ = ybar
+    position = {int(i): k for k, i in enumerate(whole.index)}
+    batches = [np.array([position[int(i)] for i in b])
+               for b in _reference_batches(plan, seed, B, T)]
+    ref._run(whole.X, whole.y - ybar, iter(batches))
+    np.testing.assert_allclose(dsg.model.coef_, ref.coef_, rtol=1e-12, atol=1e-15)
+    assert dsg.model.scale_ == pytest.approx(ref.scale_, rel=1e-14)
+    np.testing.assert_allclose(dsg.model.predict(whole.X[:50]), ref.predict(whole.X[:50]),
+                               rtol=1e-12)
+
+
+def test_blocked_dsg_classifier_learns_two_classes():
+    X, y = _data(600)
+    labels = np.where(y > np.median(y), 3.0, 1.0)
+    parts, plan = _split(X, labels, 4)
+    dsg = BlockedDSG(DSGClassifier("logistic", sigma=2.0, nu=1e-3, batch_size=16,
+                                   n_features_per_iter=8, cache_features=True,
+                                   random_state=1),
+                     parts, plan, seed=2, classes=np.array([1.0, 3.0]), block=100)
+    dsg.advance(150)
+    test = part_rows(array_parts(X, labels, 1)[0], plan, "test")
+    assert np.mean(dsg.model.predict(test.X) != test.y) < 0.2
+
+
+def test_blocked_dsg_is_the_same_on_one_part_and_six():
+    X, y = _data(600)
+    out = []
+    for pieces in (1, 6):
+        parts, plan = _split(X, y, pieces)
+        ybar = target_mean(parts, plan)
+        dsg = BlockedDSG(DSGRegressor(sigma=2.0, nu=1e-3, batch_size=8,
+                                      n_features_per_iter=4, cache_features=True,
+                                      random_state=3),
+                         parts, plan, seed=1, offset=ybar, block=128)
+        dsg.advance(100)
+        out.append((dsg.model.coef_.copy(), ybar))
+    np.testing.assert_allclose(out[0][0], out[1][0], rtol=1e-8, atol=1e-12)
+    assert out[0][1] == pytest.approx(out[1][1], rel=1e-12)
+
+
+def test_normal_sums_over_parts_are_the_dense_products():
+    X, y = _data(500)
+    kernel = make_kernel("gaussian", {"sigma": 1.5})
+    rng = np.random.default_rng(2)
+    W, b = rng.normal(size=(4, 30)), rng.uniform(0, 2 * np.pi, 30)
+    for pieces in (1, 6):
+        parts, plan = _split(X, y, pieces)
+        marks = uniform_landmarks(parts, plan, 25)
+        whole = part_rows(array_parts(X, y, 1)[0], plan)
+        # landmarks: 25 training rows in the order of their keys (so the first s are the
+        # keyed uniform subset of s)
+        key = rowkeys.keys(plan.seed, rowkeys.LANDMARKS, whole.index)
+        first = whole.index[np.argsort(key)[:25]]
+        np.testing.assert_array_equal(marks.index, first)
+        np.testing.assert_allclose(marks.X, whole.X[np.argsort(key)[:25]], rtol=1e-12)
+        rff, nys = normal_sums(parts, plan, [CosineFeatures(W, b),
+                                             KernelColumns(kernel, marks.X)], shift=0.7)
+        for sums, F in ((rff, cos_features(whole.X, W, b, 1.0)), (nys, kernel(whole.X,
+                                                                               marks.X))):
+            yc = whole.y - 0.7
+            np.testing.assert_allclose(sums.G, F.T @ F, rtol=1e-10)
+            np.testing.assert_allclose(sums.b, F.T @ yc, rtol=1e-10)
+            assert sums.yy == pytest.approx(yc @ yc, rel=1e-10) and sums.n == whole.y.size
+        assert target_mean(parts, plan) == pytest.approx(whole.y.mean(), rel=1e-12)
+
+
+PARAMS = {"kernel": "gaussian", "sigma": None, "loss": "auto", "nu": 1e-3, "theta": None,
+          "t0": None, "n_iter": 120, "batch_size": 16, "features_per_iter": 8, "points": 6,
+          "rff_max": None, "exact_max": 4000, "seed": 4}
+
+
+class PicklingParts(LocalParts):
+    """LocalParts that sends every call through pickle, as a cluster does: the function
+    must be a module-level one and its arguments picklable."""
+
+    def map(self, fn, *args, progress=None, message=""):
+        fn, args = pickle.loads(pickle.dumps((fn, args)))
+        return [pickle.loads(pickle.dumps(r)) for r in
+                super().map(fn, *args, progress=progress, message=message)]
+
+
+def _partitioned(X: np.ndarray, y: np.ndarray, pieces: int, seed: int = 4,
+                 kind: type[LocalParts] = LocalParts) -> PartitionedData:
+    parts, plan = _split(X, y, pieces, seed=seed)
+    return PartitionedData(kind(parts.parts), plan, [f"x{j}" for j in range(X.shape[1])], "y",
+                           name="generated")
+
+
+def _last(results):
+    return collections.deque(results, maxlen=1)[0]
+
+
+def test_the_driver_gives_the_same_curve_on_one_part_and_six(monkeypatch):
+    from kernel_lab.core.parts import dsg
+
+    monkeypatch.setattr(dsg, "BLOCK_ROWS", 128)  # blocks straddling the parts of 100 rows
+    monkeypatch.setattr(dsg, "MIN_BLOCK_ROWS", 64)
+    X, y = _data(600)
+    exp = LearningCurveExperiment()
+    runs = [_last(run_on_parts(exp, dict(PARAMS, rff_max=128), _partitioned(X, y, k, kind=kind),
+                               Progress())) for k, kind in ((1, LocalParts), (6, PicklingParts))]
+    a, b = runs
+    assert set(a.table) == set(b.table)
+    for key in a.table:
+        np.testing.assert_allclose(a.table[key], b.table[key], rtol=1e-8, equal_nan=True)
+    t = a.table
+    has = t["n_features"] <= 128
+    assert np.isfinite(t["dsg_test_error"]).all()
+    assert np.isfinite(t["rff_test_error"][has]).all()
+    assert np.isfinite(t["nystrom_test_error"][has]).all()
+    assert np.isnan(t["rff_test_error"][~has]).all()
+    assert np.isnan(t["krr_test_error"]).all() and "n × n" in a.summaries["floor_note"]
+    assert a.summaries["sigma"] == pytest.approx(b.summaries["sigma"], rel=1e-12)
+    assert a.summaries["dsg_block_rows"] == 128 and a.summaries["partitions"] == 1
+
+
+def test_the_driver_reports_progress_in_order_and_can_be_cancelled():
+    X, y = _data(600)
+    fractions = []
+    params = dict(PARAMS, rff_max=64)
+    results = list(run_on_parts(LearningCurveExperiment(), params, _partitioned(X, y, 3),
+                                Progress(lambda f, m: fractions.append(f))))
+    assert len(results) == 1 + results[-1].table["iteration"].size
+    assert np.all(np.diff(fractions) >= -1e-12) and fractions[-1] == pytest.approx(1.0)
+    assert [r.fraction for r in results] == sorted(r.fraction for r in results)
+    cancel: list[bool] = []
+    run = run_on_parts(LearningCurveExperiment(), dict(params, n_iter=100_000),
+                       _partitioned(X, y, 3), Progress(is_cancelled=lambda: bool(cancel)))
+    assert next(run).table["iteration"][-1] == 100_000  # the set-up's result
+    cancel.append(True)  # DSG stops at its next report, before the first curve point
+    with pytest.raises(Cancelled):
+        next(run)
+
+
+def test_the_driver_refuses_other_losses_and_says_what_it_supports():
+    X, y = _data(200)
+    with pytest.raises(ParameterError, match="squared loss"):
+        _last(run_on_parts(LearningCurveExperiment(), dict(PARAMS, loss="quantile"),
+                           _partitioned(X, y, 2), Progress()))
+
+
+def test_the_driver_is_close_to_the_in_memory_experiment_on_the_same_rows():
+    """3000 × 5 generated rows: the same training and test rows in memory and in parts. The
+    RFF baseline is the same draw of features on the same rows, so equal to rounding; DSG
+    (random batches in memory, keyed epochs on parts) and the Nyström baseline (recursive
+    RLS in memory, keyed uniform landmarks on parts) are statistically close."""
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(3000, 5))
+    y = np.sin(2 * X[:, 0]) + X[:, 1] * X[:, 2] + 0.1 * rng.normal(size=3000)
+    data = _partitioned(X, y, 5)
+    whole = array_parts(X, y, 1)[0]
+    train, test = part_rows(whole, data.plan), part_rows(whole, data.plan, "test")
+    memory = Dataset(train.X, train.y, test.X, test.y, data.feature_names, "y")
+    params = dict(PARAMS, n_iter=600, rff_max=104, exact_max=0, sigma=2.0)  # 13 × 8
+    exp = LearningCurveExperiment()
+    a = _last(run_on_parts(exp, params, data, Progress()))
+    b = _last(exp.run(params, memory, Progress()))
+    has = np.isfinite(b.table["rff_test_error"])
+    assert has.sum() >= 3
+    np.testing.assert_allclose(a.table["rff_test_error"][has], b.table["rff_test_error"][has],
+                               rtol=1e-7)
+    var = np.var(test.y)
+    for key in ("dsg_test_error", "nystrom_test_error"):
+        last = np.flatnonzero(np.isfinite(b.table[key]))[-1]
+        assert abs(a.table[key][last] - b.table[key][last]) < 0.1 * var, key
+    # both learn: DSG's final error well below the variance and within 15 % of memory's
+    assert a.table["dsg_test_error"][-1] < 0.5 * var
+    assert a.table["dsg_test_error"][-1] == pytest.approx(b.table["dsg_test_error"][-1],
+                                                          rel=0.15)
+    assert a.summaries["dsg_test_error"] == a.table["dsg_test_error"][-1]
+    for key in ("task", "loss", "sigma", "lam_exact", "theta", "t0"):
+        assert a.summaries[key] == b.summaries[key]
