@@ -15,7 +15,6 @@ import numpy as np
 
 from kernel_lab import __version__
 from kernel_lab.core.dataset import Dataset
-from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.parts import PartitionedData
 from kernel_lab.core.progress import Progress
 from kernel_lab.data.lazy import MakeParts
@@ -23,7 +22,7 @@ from kernel_lab.data.source import DataSource
 from kernel_lab.engine.executors import make_executor
 from kernel_lab.engine.jsonable import jsonable
 from kernel_lab.engine.spec import RunSpec
-from kernel_lab.experiments import PartialResult, check_task, get_experiment
+from kernel_lab.experiments import PartialResult, check_task, get_experiment, run_on
 
 
 def versions() -> dict[str, str]:
@@ -85,21 +84,6 @@ def parts_runner(executor: Any) -> MakeParts | None:
     return on_cluster
 
 
-def check_partitioned(experiment: Any, data: Any) -> None:
-    """Refuse data kept in partitions for an experiment that needs all rows in memory
-    (an exact n × n matrix), naming the ones that can and the seeded sample."""
-    if not isinstance(data, PartitionedData) or getattr(experiment, "partitioned", False):
-        return
-    from kernel_lab.experiments import list_experiments
-
-    able = [cls.name for cls in list_experiments() if getattr(cls, "partitioned", False)]
-    raise ParameterError(
-        f"experiment {experiment.name!r} needs all {data.n_train:,} training rows in memory "
-        f"(an exact n × n kernel matrix), and the data stay in their "
-        f"{len(data.parts.parts)} partitions; use a seeded sample of the rows "
-        f"(subsample=N, e.g. --subsample 2000) or run {' or '.join(able)} on all of them")
-
-
 def run(
     spec: RunSpec,
     *,
@@ -143,7 +127,6 @@ def run(
                 seed, progress.sub(0.0, 0.02), on_cluster=spec.backend == "dask",
                 make_parts=parts_runner(executor))
         t_data = time.perf_counter() - t0
-        check_partitioned(experiment, dataset)
         check_task(experiment, dataset)
         resolved, fitted = experiment.fit_to_data(resolved, dataset)  # too big: clamped
         summary = dataset.summary()
@@ -151,7 +134,7 @@ def run(
         result = RunResult(spec.experiment, resolved, seed, summary, started=started)
         run_progress = progress.sub(0.02, 1.0)
         t1 = time.perf_counter()
-        for partial in experiment.run(resolved, dataset, run_progress, executor):
+        for partial in run_on(experiment, resolved, dataset, run_progress, executor):
             run_progress(partial.fraction, partial.message)
             if partial.table is not None:
                 result.table = {k: np.asarray(v, dtype=np.float64)

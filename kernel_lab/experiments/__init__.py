@@ -12,6 +12,7 @@ from kernel_lab.experiments.registry import (
     get_experiment,
     list_experiments,
     register,
+    run_on,
 )
 
 __all__ = [
@@ -24,4 +25,5 @@ __all__ = [
     "get_experiment",
     "list_experiments",
     "register",
+    "run_on",
 ]

@@ -72,10 +72,7 @@ class Experiment:
     default_data: ClassVar[str] = "gaussian"
     #: The data tasks (``Dataset.task``) the experiment can run on.
     tasks: ClassVar[tuple[str, ...]] = ("regression", "classification")
-    #: Whether :meth:`run` also takes data kept in partitions
-    #: (:class:`~kernel_lab.core.parts.PartitionedData`, never gathered); the others need
-    #: all rows in memory and get a seeded sample instead.
-    partitioned: ClassVar[bool] = False
+
 
     @classmethod
     def param_specs(cls) -> tuple[ParamSpec, ...]:

@@ -6,12 +6,21 @@ no experiment module imports the registry back."""
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
 
 from kernel_lab.core.dataset import Dataset
 from kernel_lab.core.errors import ParameterError
-from kernel_lab.experiments.base import Experiment
+from kernel_lab.core.executor import TaskExecutor
+from kernel_lab.core.parts import PartitionedData
+from kernel_lab.core.progress import Progress
+from kernel_lab.experiments.base import Experiment, PartialResult
 
 _REGISTRY: dict[str, type[Experiment]] = {}
+#: The experiments that also run on data kept in partitions (a PartitionedData, never
+#: gathered), with the function that runs them there: ``fn(experiment, params, data,
+#: progress)`` yielding the partial results :meth:`Experiment.run` would.
+_ON_PARTS: dict[str, Callable[..., Iterator[PartialResult]]] = {}
 
 
 def register(cls: type[Experiment]) -> type[Experiment]:
@@ -41,17 +50,42 @@ def list_experiments() -> list[type[Experiment]]:
     return [_REGISTRY[k] for k in sorted(_REGISTRY)]
 
 
-def check_task(experiment: Experiment, data: Dataset) -> None:
+def check_task(experiment: Experiment, data: Dataset | PartitionedData) -> None:
     """Raise a ParameterError naming the experiments that can run on ``data`` when
-    ``experiment`` cannot (e.g. more than two classes)."""
+    ``experiment`` cannot (e.g. more than two classes, or data kept in partitions for an
+    experiment that needs all rows in memory)."""
+    if isinstance(data, PartitionedData):
+        _check_partitions(experiment, data)
     task = data.task
     if task in experiment.tasks:
         return
     able = [cls.name for cls in list_experiments() if task in cls.tasks]
-    what = {"multiclass": f"{len(data.classes or ())} classes"}.get(task, f"a {task} task")
+    what = {"multiclass": f"{len(getattr(data, 'classes', None) or ())} classes"}.get(task, f"a {task} task")
     where = f"; {', '.join(able)} can" if able else ""
     raise ParameterError(f"experiment {experiment.name!r} cannot run on {data.name or 'the data'} "
                          f"({what}){where}")
+
+
+def run_on(experiment: Experiment, params: Mapping[str, Any], data: Dataset | PartitionedData,
+           progress: Progress, executor: TaskExecutor) -> Iterator[PartialResult]:
+    """The experiment's partial results on ``data``: :meth:`Experiment.run` on a data set in
+    memory, its partitioned half on data kept in partitions (:func:`check_task` refuses
+    those for the experiments that need all rows in memory)."""
+    if not isinstance(data, PartitionedData):
+        return experiment.run(params, data, progress, executor)
+    check_task(experiment, data)
+    return _ON_PARTS[experiment.name](experiment, params, data, progress)
+
+
+def _check_partitions(experiment: Experiment, data: PartitionedData) -> None:
+    _load_builtin()
+    if experiment.name not in _ON_PARTS:
+        raise ParameterError(
+            f"experiment {experiment.name!r} needs all {data.n_train:,} training rows in "
+            f"memory (an exact n × n kernel matrix), and the data stay in their "
+            f"{len(data.parts.parts)} partitions; use a seeded sample of the rows "
+            f"(subsample=N, e.g. --subsample 2000) or run {' or '.join(sorted(_ON_PARTS))} "
+            "on all of them")
 
 
 def _load_builtin() -> None:
@@ -67,3 +101,7 @@ def _load_builtin() -> None:
     for cls in (CkrrRiskExperiment, GFCExperiment, KrrPathExperiment, LearningCurveExperiment,
                 NystromExperiment, SpectrumExperiment):
         register(cls)
+    if not _ON_PARTS:
+        from kernel_lab.experiments.learning_curve_parts import run_on_parts as curve_on_parts
+
+        _ON_PARTS["learning-curve"] = curve_on_parts
