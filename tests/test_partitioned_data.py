@@ -173,6 +173,28 @@ def test_the_task_is_classification_for_a_two_valued_target(tmp_path):
     assert open_partitioned(write_folder(tmp_path / "s", same, [30])).task == "regression"
 
 
+def test_a_regression_target_is_told_by_the_column_statistics_without_reading(
+        tmp_path, monkeypatch):
+    import pyarrow.parquet as pq
+
+    table = open_partitioned(write_folder(tmp_path / "r", frame(30), [10, 10, 10]))
+    calls = []
+    original = pq.ParquetFile.read
+
+    def spy(self, *args, **kwargs):
+        calls.append(kwargs.get("columns"))
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(pq.ParquetFile, "read", spy)
+    assert table.task == "regression"
+    assert calls == []  # three files' minima and maxima: more than two values
+    df = frame(30)
+    df["y"] = np.where(df["size"] > 0, 1.0, -1.0)
+    two = open_partitioned(write_folder(tmp_path / "c", df, [10, 10, 10]))
+    assert two.task == "classification"
+    assert calls  # the statistics cannot tell two values from more: the column is read
+
+
 def test_a_small_folder_reads_into_an_ordinary_table(tmp_path):
     df = frame(15)
     table = open_partitioned(write_folder(tmp_path / "d", df, [5, 5, 5]))

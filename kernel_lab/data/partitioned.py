@@ -132,6 +132,28 @@ class ParquetPart:
         """The target column alone."""
         return _float_columns(self._read([self.target]), [self.target], self.rows)[:, 0]
 
+    def target_bounds(self) -> set[float]:
+        """The target's minimum and maximum of each row group, where the file's footer
+        holds them (its column statistics; no data read)."""
+        import pyarrow.parquet as pq
+
+        found: set[float] = set()
+        with pq.ParquetFile(self.path) as f:
+            meta = f.metadata
+            for g in range(meta.num_row_groups):
+                group = meta.row_group(g)
+                for c in range(group.num_columns):
+                    column = group.column(c)
+                    stats = column.statistics
+                    if (column.path_in_schema != self.target or stats is None
+                            or not stats.has_min_max):
+                        continue
+                    try:
+                        found.update(float(v) for v in (stats.min, stats.max))
+                    except (TypeError, ValueError):
+                        continue
+        return {v for v in found if np.isfinite(v)}
+
     def describe(self) -> str:
         return (f"{Path(self.path).name} (rows {self.start:,}–"
                 f"{self.start + self.rows - 1:,})")
@@ -235,11 +257,20 @@ class PartitionedTable:
         """``"classification"`` when the target takes exactly two values (as for a
         :class:`~kernel_lab.core.dataset.Dataset`), else ``"regression"``.
 
-        Parquet's column statistics (minimum, maximum per row group) cannot tell two
-        values from many, so this reads the target column, part by part, and stops at the
-        first part that shows a third value: a regression target costs one part's target
-        column; a two-valued one, the whole target column (8 bytes a row, one part in
-        memory at a time). Computed once, when first asked."""
+        First the Parquet files' column statistics (the target's minimum and maximum in
+        each row group, from the footers): more than two distinct bounds prove more than
+        two values, with no data read — the usual answer for a regression target stored in
+        several files or row groups. Bounds cannot prove two values (a third may lie
+        between them), so otherwise the target column is read, part by part, stopping at
+        the first part that shows a third value: a two-valued target costs the whole
+        target column (8 bytes a row, one part in memory at a time). Computed once, when
+        first asked."""
+        if self.kind == "parquet":
+            bounds: set[float] = set()
+            for part in self.parts:
+                bounds |= part.target_bounds()
+                if len(bounds) > 2:
+                    return "regression"
         seen: np.ndarray = np.zeros(0)
         for part in self.parts:
             y = part.read_target()
