@@ -403,6 +403,20 @@ def test_missing_values_in_a_parquet_file_follow_the_nan_policy_of_csv(tmp_path)
     assert pq.notes == csv.notes
 
 
+def test_the_window_preview_of_a_parquet_file_shows_the_cells_of_its_csv(tmp_path):
+    from kernel_lab.data.read import peek_rows
+
+    df = mixed_frame()
+    df.loc[1, "bill"] = np.nan
+    df.to_csv(tmp_path / "t.csv", index=False)
+    df.to_parquet(tmp_path / "t.parquet", index=False)
+    csv = peek_rows(tmp_path / "t.csv", 5)
+    assert csv is not None and len(csv[1]) == 5
+    assert peek_rows(tmp_path / "t.parquet", 5) == csv
+    df.set_index("island").to_parquet(tmp_path / "i.parquet")  # an index: not a column
+    assert peek_rows(tmp_path / "i.parquet", 2)[0] == ["rownames", "bill", "mass", "species"]
+
+
 def test_booleans_in_a_parquet_file_are_zero_and_one(tmp_path):
     frame(5).to_parquet(tmp_path / "b.parquet", index=False)
     table = load_table(tmp_path / "b.parquet")
@@ -443,3 +457,22 @@ def test_the_extras_that_bring_dask_bring_pyarrow_and_zarr_too():
     for extra in ("dask", "test"):
         names = {re.split(r"[<>=\[ ]", d, maxsplit=1)[0].lower() for d in extras[extra]}
         assert {"pyarrow", "zarr", "dask"} <= names, (extra, names)
+
+
+def test_parts_are_read_by_a_dask_worker_process_as_here(tmp_path):
+    distributed = pytest.importorskip("distributed")
+    df = frame(20)
+    folder = write_folder(tmp_path / "d", df, [6, 7, 7])
+    store = write_zarr(tmp_path / "s.zarr", 20, 3, 8)[0]
+    plan = RowPlan.split(seed=2, n=20, test_fraction=0.25)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                                  host="127.0.0.1", dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        for source in (folder, store):
+            parts = open_partitioned(source).parts
+            remote = client.gather(client.map(part_rows, parts, plan=plan, pure=False))
+            for part, got in zip(parts, remote, strict=True):
+                here = part_rows(part, plan)
+                assert_array_equal(got.index, here.index)
+                assert_array_equal(got.X, here.X)
+                assert_array_equal(got.y, here.y)

@@ -68,6 +68,33 @@ def read_parquet(path: Path, raw: bytes, target: str | int | None,
     return finish_table(path, names, columns, names[0], True, target, options, None)
 
 
+def pandas_index(schema: Any) -> list[str]:
+    """Columns of a pyarrow schema that pandas stored as a frame's index (its metadata
+    says so): not data, as :func:`read_parquet` reads them."""
+    try:
+        meta = schema.pandas_metadata or {}
+    except Exception:  # metadata not pandas' or not JSON: no index columns
+        return []
+    return [c for c in meta.get("index_columns", []) if isinstance(c, str)
+            and c in schema.names]
+
+
+def peek_parquet(path: Path, rows: int) -> tuple[list[str], list[list[str]]]:
+    """Column names and the first ``rows`` rows as text (as a CSV of the same data
+    writes them), from the file's first row group; pandas' index columns left out."""
+    import pyarrow.parquet as pq
+
+    with pq.ParquetFile(path) as f:
+        index = set(pandas_index(f.schema_arrow))
+        names = [n for n in f.schema_arrow.names if n not in index]
+        batch = next(f.iter_batches(batch_size=max(rows, 1), columns=names), None)
+    if batch is None:
+        return names, []
+    columns = [batch.column(j).to_pylist()[:rows] for j in range(len(names))]
+    return names, [["" if v is None or v != v else str(v) for v in row]
+                   for row in zip(*columns, strict=True)]
+
+
 def _column(path: Path, series: Any, name: str, number: int) -> np.ndarray:
     """A column as float64 (numbers and booleans; nulls NaN) or, for anything else, its
     values as text typed as a CSV's cells are (:func:`typed_column`)."""

@@ -40,7 +40,7 @@ import numpy as np
 
 from kernel_lab.core.errors import DataError, data_option
 from kernel_lab.core.memory import check_allocation, format_bytes, memory_budget_bytes
-from kernel_lab.data.parquet import INSTALL, need_pyarrow
+from kernel_lab.data.parquet import INSTALL, need_pyarrow, pandas_index
 from kernel_lab.data.table import INDEX_NAMES, Table, apply_nan_policy, pick_target
 
 __all__ = ["ParquetPart", "PartitionedTable", "ZarrPart", "is_partitioned",
@@ -447,7 +447,7 @@ def _open_parquet(folder: Path, target: str | int | None, features: list[str] | 
     notes = [f"{len(files)} Parquet {_plural(files, 'file')}, {sum(counts):,} rows, read "
              "part by part"]
     columns = list(first_types)
-    index_cols = _pandas_index(schema)
+    index_cols = pandas_index(schema)
     if index_cols:
         columns = [c for c in columns if c not in index_cols]
         notes.append(f"left out the index {_plural(index_cols)} pandas stored "
@@ -508,16 +508,6 @@ def _open_parquet(folder: Path, target: str | int | None, features: list[str] | 
         notes.append(f"skipped {len(empty)} {_plural(empty, 'file')} without rows "
                      f"({_listed(empty, 5)})")
     return PartitionedTable(parts, feature_names, target_name, str(folder), notes, "parquet")
-
-
-def _pandas_index(schema: Any) -> list[str]:
-    """Columns pandas stored as the frame's index (its metadata says so)."""
-    try:
-        meta = schema.pandas_metadata or {}
-    except Exception:  # metadata not pandas' or not JSON: no index columns
-        return []
-    return [c for c in meta.get("index_columns", []) if isinstance(c, str)
-            and c in schema.names]
 
 
 def _check_features(path: Path, features: list[str], columns: list[str], target: str

@@ -172,13 +172,15 @@ def _packed(path: Path, fmt: str | None = None) -> bool:
 
 def peek_rows(path: str | os.PathLike[str], rows: int = 8
               ) -> tuple[list[str], list[list[str]]] | None:
-    """Column names and the first ``rows`` rows of a text table or ``.npy`` array as
-    written, from its first bytes (a preview to show at once while the whole file
-    loads); None for other formats or anything unreadable — the load itself then says
-    what is wrong."""
+    """Column names and the first ``rows`` rows of a text table, ``.npy`` array or
+    Parquet file as written, from its first bytes (a preview to show at once while the
+    whole file loads); None for other formats or anything unreadable — the load itself
+    then says what is wrong."""
     path = Path(path)
     try:
         kind = FORMATS.get(path.suffix.lower())
+        if kind == "parquet":
+            return parquet.peek_parquet(path, rows)
         if kind == "npy":
             A = np.load(path, mmap_mode="r", allow_pickle=False)
             if A.ndim not in (1, 2) or A.dtype.kind not in "biuf":
