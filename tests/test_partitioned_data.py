@@ -417,6 +417,40 @@ def test_the_window_preview_of_a_parquet_file_shows_the_cells_of_its_csv(tmp_pat
     assert peek_rows(tmp_path / "i.parquet", 2)[0] == ["rownames", "bill", "mass", "species"]
 
 
+PEAK_SCRIPT = """
+import resource, sys
+import numpy as np, pyarrow as pa, pyarrow.parquet as pq
+from kernel_lab.data.read import load_table
+load_table(sys.argv[2])  # the libraries loaded and warmed up on a small file
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+table = load_table(sys.argv[1])
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+print((after - before) / (table.X.nbytes + table.y.nbytes))
+"""
+
+
+def test_a_numeric_parquet_file_loads_with_one_copy_of_its_numbers(tmp_path):
+    """The table is the only matrix built: the file is read column by column into it
+    (pandas' frame, its column copies and their stack were 4 times the table, for a
+    file of several row groups, as written by Dask or Spark)."""
+    import subprocess
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(0)
+    n, p = 1_000_000, 12
+    columns = {f"c{j}": rng.normal(size=n) for j in range(p)}
+    pq.write_table(pa.table(columns), tmp_path / "m.parquet", row_group_size=100_000)
+    pq.write_table(pa.table({k: v[:10] for k, v in columns.items()}), tmp_path / "s.parquet")
+    del columns
+    out = subprocess.run([sys.executable, "-c", PEAK_SCRIPT, str(tmp_path / "m.parquet"),
+                          str(tmp_path / "s.parquet")], capture_output=True, text=True,
+                         check=True)
+    growth = float(out.stdout.split()[-1])  # peak memory growth per byte of the table
+    assert growth < 1.6, growth
+
+
 def test_booleans_in_a_parquet_file_are_zero_and_one(tmp_path):
     frame(5).to_parquet(tmp_path / "b.parquet", index=False)
     table = load_table(tmp_path / "b.parquet")
@@ -466,7 +500,7 @@ def test_parts_are_read_by_a_dask_worker_process_as_here(tmp_path):
     store = write_zarr(tmp_path / "s.zarr", 20, 3, 8)[0]
     plan = RowPlan.split(seed=2, n=20, test_fraction=0.25)
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
-                                  host="127.0.0.1", dashboard_address=None) as cluster, \
+                                  host="127.0.0.1", dashboard_address=":0") as cluster, \
             distributed.Client(cluster) as client:
         for source in (folder, store):
             parts = open_partitioned(source).parts

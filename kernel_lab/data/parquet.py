@@ -1,10 +1,11 @@
-"""A single Apache Parquet file, read by pandas (with pyarrow) into the same table a CSV of
-the same data gives: number and boolean columns as numbers (booleans 0/1), text columns
-through the table pipeline (:func:`~kernel_lab.data.table.typed_column`,
-:func:`~kernel_lab.data.table.finish_table`: categories one-hot, a text target as classes,
-a row-index first column dropped), missing values to the load's NaN policy, rows named by
-number. pyarrow is optional (the ``dask`` extra; the standalone app leaves it out):
-without it, a :class:`~kernel_lab.core.errors.DataError` says what to install.
+"""A single Apache Parquet file as an ordinary table: the same table a CSV of the same data
+gives. Number and boolean columns are read by pyarrow as numbers (booleans 0/1, nulls
+missing), any other column as pandas gives it, its values then typed as a CSV's cells
+(:func:`~kernel_lab.data.table.typed_column`); every table ends in the CSV pipeline
+(:func:`~kernel_lab.data.table.finish_table`: categories one-hot, a text target as
+classes, a row-index first column dropped), missing values to the load's NaN policy, rows
+named by number. pyarrow is optional (the ``dask`` extra; the standalone app leaves it
+out): without it, a :class:`~kernel_lab.core.errors.DataError` says what to install.
 
 A folder of Parquet files is partitioned data: :mod:`kernel_lab.data.partitioned`.
 """
@@ -18,8 +19,15 @@ from typing import Any
 import numpy as np
 
 from kernel_lab.core.errors import DataError
+from kernel_lab.core.progress import Cancelled
 from kernel_lab.data.raw import expect_magic
-from kernel_lab.data.table import ReadOptions, Table, finish_table, typed_column
+from kernel_lab.data.table import (
+    ReadOptions,
+    Table,
+    finish_matrix,
+    finish_table,
+    typed_column,
+)
 
 #: The first (and last) bytes of every Parquet file.
 MAGIC = b"PAR1"
@@ -38,33 +46,79 @@ def need_pyarrow(path: str | os.PathLike[str] | None = None) -> None:
 
 def read_parquet(path: Path, raw: bytes, target: str | int | None,
                  options: ReadOptions | None = None) -> Table:
-    """The table of a Parquet file (``raw``: its first bytes, for the magic number)."""
+    """The table of a Parquet file (``raw``: its first bytes, for the magic number).
+
+    Read column by column: a file of numbers goes straight into the table's matrix (one
+    copy of the data, whatever the row groups; pandas' frame, its column copies and their
+    stack took four times that); another column becomes a pandas Series, as
+    ``pandas.read_parquet`` gives it, and its values go through the CSV pipeline as text.
+    """
     options = options or ReadOptions()
     expect_magic(path, raw, MAGIC, "an Apache Parquet file")
     need_pyarrow(path)
-    import pandas as pd
+    import pyarrow.parquet as pq
 
     options.report(0.1, f"reading {path.name} (Parquet)")
     try:
-        frame = pd.read_parquet(path, engine="pyarrow")
-    except MemoryError:
+        with pq.ParquetFile(path) as f:
+            return _read_columns(path, f, target, options)
+    except (DataError, MemoryError, Cancelled):
         raise
     except Exception as exc:  # a damaged file inside pyarrow: say so, by name
         detail = " ".join(str(exc).split())[:160]
         raise DataError(f"the Parquet file is damaged or unreadable ({type(exc).__name__}: "
                         f"{detail})", "write it again, or choose another file",
                         path=path) from None
-    names = [str(c) for c in frame.columns]
+
+
+def is_numeric_type(kind: Any) -> bool:
+    """Whether an arrow type holds numbers (read as float64): integers, floats,
+    decimals, booleans, or nothing but nulls."""
+    import pyarrow.types as pt
+
+    return bool(pt.is_integer(kind) or pt.is_floating(kind) or pt.is_boolean(kind)
+                or pt.is_decimal(kind) or pt.is_null(kind))
+
+
+def float_column(column: Any) -> np.ndarray:
+    """An arrow column of numbers as float64, nulls NaN (integers beyond 2⁵³ rounded, as
+    pandas converts them)."""
+    import pyarrow as pa
+
+    return column.cast(pa.float64(), safe=False).to_numpy()
+
+
+def _read_columns(path: Path, f: Any, target: str | int | None, options: ReadOptions
+                  ) -> Table:
+    schema = f.schema_arrow
+    index = set(pandas_index(schema))
+    names = [n for n in schema.names if n not in index]  # pandas' index: not data
     if not names:
         raise DataError("the Parquet file has no columns", "choose a file with data in it",
                         path=path)
-    if len(frame) == 0:
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise DataError(f"the column names {', '.join(map(repr, twice))} appear more than "
+                        "once", "give every column its own name", path=path)
+    n = int(f.metadata.num_rows)
+    if n == 0:
         raise DataError(f"the Parquet file has columns ({', '.join(names)}) but no rows",
                         "choose a file with data in it", path=path)
-    columns = []
+    numeric = [is_numeric_type(schema.field(name).type) for name in names]
+    matrix = np.empty((n, len(names))) if all(numeric) else None
+    columns: list[np.ndarray] = []
     for c, name in enumerate(names):
-        options.report(0.3 + 0.6 * c / len(names), f"column {c + 1} of {len(names)}: {name}")
-        columns.append(_column(path, frame.iloc[:, c], name, c + 1))
+        options.report(0.15 + 0.75 * c / len(names), f"column {c + 1} of {len(names)}: {name}")
+        column = f.read(columns=[name]).column(0)
+        if matrix is not None:
+            matrix[:, c] = float_column(column)
+        elif numeric[c]:
+            columns.append(float_column(column))
+        else:
+            columns.append(_column(path, column.to_pandas(), name, c + 1))
+        del column
+    if matrix is not None:
+        return finish_matrix(path, names, matrix, names[0], True, target, options, None)
     return finish_table(path, names, columns, names[0], True, target, options, None)
 
 

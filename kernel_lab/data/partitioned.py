@@ -40,7 +40,13 @@ import numpy as np
 
 from kernel_lab.core.errors import DataError, data_option
 from kernel_lab.core.memory import check_allocation, format_bytes, memory_budget_bytes
-from kernel_lab.data.parquet import INSTALL, need_pyarrow, pandas_index
+from kernel_lab.data.parquet import (
+    INSTALL,
+    float_column,
+    is_numeric_type,
+    need_pyarrow,
+    pandas_index,
+)
 from kernel_lab.data.table import INDEX_NAMES, Table, apply_nan_policy, pick_target
 
 __all__ = ["ParquetPart", "PartitionedTable", "ZarrPart", "is_partitioned",
@@ -82,12 +88,9 @@ def is_partitioned(path: str | os.PathLike[str]) -> bool:
 
 def _float_columns(table: Any, names: Sequence[str], rows: int) -> np.ndarray:
     """Columns of a pyarrow table as one float64 array (rows × len(names)), nulls NaN."""
-    import pyarrow as pa
-
     out = np.empty((rows, len(names)))
     for j, name in enumerate(names):
-        column = table.column(name).cast(pa.float64())
-        out[:, j] = column.to_numpy()  # nulls of a float64 column: NaN
+        out[:, j] = float_column(table.column(name))
     return out
 
 
@@ -409,13 +412,6 @@ def _check_same_schema(path: Path, types: dict[str, Any], first: Path,
                         path=path)
 
 
-def _is_numeric(kind: Any) -> bool:
-    import pyarrow.types as pt
-
-    return bool(pt.is_integer(kind) or pt.is_floating(kind) or pt.is_boolean(kind)
-                or pt.is_decimal(kind) or pt.is_null(kind))
-
-
 def _open_parquet(folder: Path, target: str | int | None, features: list[str] | None
                   ) -> PartitionedTable:
     entries = sorted(p.name for p in folder.iterdir() if not p.name.startswith("."))
@@ -474,12 +470,12 @@ def _open_parquet(folder: Path, target: str | int | None, features: list[str] | 
     else:
         feature_names = _check_features(first, features, list(first_types), target_name)
     kind = first_types[target_name]
-    if not _is_numeric(kind):
+    if not is_numeric_type(kind):
         raise DataError(f"the target column {target_name!r} holds {kind} values, not numbers: "
                         "text is not read from partitioned data",
                         "encode the target as numbers in the files (two classes as −1 and "
                         "+1), or open a single file as an ordinary table", path=first)
-    text = [c for c in feature_names if not _is_numeric(first_types[c])]
+    text = [c for c in feature_names if not is_numeric_type(first_types[c])]
     if text:
         said = ", ".join(f"{c!r} ({first_types[c]})" for c in text[:5])
         numeric = [c for c in feature_names if c not in text]

@@ -201,7 +201,7 @@ def is_number(cell: str) -> bool:
 
 def finish_matrix(path: Path, names: list[str], M: np.ndarray, first_name: str,
                    header: bool, target: str | int | None, options: ReadOptions,
-                   lines: np.ndarray) -> Table:
+                   lines: np.ndarray | None) -> Table:
     """:func:`finish_table` for an all-numeric matrix, without splitting it into columns
     (one copy of the features, whatever the size)."""
     cols = np.arange(M.shape[1])
