@@ -510,3 +510,44 @@ def test_parts_are_read_by_a_dask_worker_process_as_here(tmp_path):
                 assert_array_equal(got.index, here.index)
                 assert_array_equal(got.X, here.X)
                 assert_array_equal(got.y, here.y)
+
+
+def test_large_integers_and_decimals_are_read_as_pandas_converts_them(tmp_path):
+    import decimal
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    big = [2**60 + 1, -(2**55) - 3, 7]
+    amounts = [decimal.Decimal("1.25"), decimal.Decimal("-3.5"), decimal.Decimal("0.1")]
+    data = pa.table({"big": pa.array(big, pa.int64()),
+                     "amount": pa.array(amounts, pa.decimal128(10, 2)),
+                     "y": pa.array([1.0, 2.0, 3.0])})
+    (tmp_path / "d").mkdir()
+    pq.write_table(data, tmp_path / "d" / "a.parquet")
+    pq.write_table(data, tmp_path / "one.parquet")
+    want = pd.DataFrame({"big": big, "amount": amounts}).astype(np.float64).to_numpy()
+    assert_array_equal(open_partitioned(tmp_path / "d").parts[0].read()[0], want)
+    assert_array_equal(load_table(tmp_path / "one.parquet").X, want)
+
+
+def test_a_file_changed_after_opening_is_named_when_read(tmp_path):
+    df = frame(10)
+    folder = write_folder(tmp_path / "d", df, [5, 5])
+    table = open_partitioned(folder)
+    df.iloc[:3].to_parquet(folder / "part.1.parquet", index=False)
+    with pytest.raises(DataError, match=r"^part\.1\.parquet: the file has 3 rows, not the 5"):
+        table.parts[1].read()
+
+
+def test_a_zarr_store_of_format_2_opens_too(tmp_path):
+    rng = np.random.default_rng(4)
+    X, y = rng.normal(size=(9, 2)), rng.normal(size=9)
+    group = zarr.open_group(str(tmp_path / "v2.zarr"), mode="w", zarr_format=2)
+    group.create_array("X", data=X, chunks=(5, 2))
+    group.create_array("y", data=y, chunks=(5,))
+    group.attrs["feature_names"] = ["u", "v"]
+    assert is_partitioned(tmp_path / "v2.zarr")
+    table = open_partitioned(tmp_path / "v2.zarr")
+    assert [p.rows for p in table.parts] == [5, 4] and table.feature_names == ["u", "v"]
+    assert_array_equal(gathered(table)[0], X)
