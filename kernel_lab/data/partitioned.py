@@ -47,7 +47,13 @@ from kernel_lab.data.parquet import (
     need_pyarrow,
     pandas_index,
 )
-from kernel_lab.data.table import INDEX_NAMES, Table, apply_nan_policy, pick_target
+from kernel_lab.data.table import (
+    INDEX_NAMES,
+    NAN_POLICIES,
+    Table,
+    apply_nan_policy,
+    pick_target,
+)
 
 __all__ = ["ParquetPart", "PartitionedTable", "ZarrPart", "is_partitioned",
            "open_partitioned"]
@@ -292,6 +298,9 @@ class PartitionedTable:
         (refused by a :class:`~kernel_lab.core.errors.MemoryBudgetError` when it does not
         fit the budget). Missing values: ``"error"`` names the file and row of the first,
         ``"drop"`` drops their rows with a note."""
+        if nan_policy not in NAN_POLICIES:
+            raise DataError(f"unknown missing-value policy {nan_policy!r}",
+                            f"use one of: {', '.join(NAN_POLICIES)}")
         check_allocation(self.nbytes, f"reading all {self.n:,} rows of {self.name} into "
                          f"memory ({format_bytes(self.nbytes)})",
                          "Keep the data partitioned (the dask backend) or use a sample",
@@ -313,9 +322,11 @@ def _refuse_missing(part: Any, X: np.ndarray, y: np.ndarray) -> None:
     bad = ~(np.isfinite(X).all(axis=1) & np.isfinite(y))
     if bad.any():
         first = int(np.flatnonzero(bad)[0])
-        where = "file" if isinstance(part, ParquetPart) else "chunk"
-        raise DataError(f"row {part.start + first:,} (row {first + 1:,} of this {where}) has "
-                        f"a missing or non-finite value; {int(bad.sum()):,} such rows here",
+        file = isinstance(part, ParquetPart)
+        where = "" if file else f"chunk {part.index}: "
+        raise DataError(f"{where}row {part.start + first:,} (row {first + 1:,} of this "
+                        f"{'file' if file else 'chunk'}) has a missing or non-finite value; "
+                        f"{int(bad.sum()):,} such rows here",
                         "clean the data, or choose to drop rows with missing values "
                         f"({data_option('drop_nan', 'true')})",
                         path=part.path)
@@ -389,6 +400,16 @@ def _footer(path: Path) -> tuple[int, Any]:
                         path=path) from None
 
 
+def _column_types(path: Path, schema: Any) -> dict[str, Any]:
+    """Each column's arrow type, by name (a name used twice refused)."""
+    twice = sorted({n for n in schema.names if schema.names.count(n) > 1})
+    if twice:
+        raise DataError(f"the column {_plural(twice, 'name')} {_quoted(twice)} "
+                        f"{'appears' if len(twice) == 1 else 'appear'} more than once",
+                        "give every column its own name", path=path)
+    return {name: schema.field(name).type for name in schema.names}
+
+
 def _check_same_schema(path: Path, types: dict[str, Any], first: Path,
                        first_types: dict[str, Any]) -> None:
     missing = [c for c in first_types if c not in types]
@@ -428,17 +449,10 @@ def _open_parquet(folder: Path, target: str | int | None, features: list[str] | 
     first = files[0]
     rows, schema = _footer(first)
     counts = [rows]
-    first_types = {name: schema.field(name).type for name in schema.names}
-    if len(first_types) != len(schema.names):
-        twice = sorted({n for n in schema.names if schema.names.count(n) > 1})
-        raise DataError(f"{_plural(twice)} {_quoted(twice)} appear more than once",
-                        "give every column its own name", path=first)
+    first_types = _column_types(first, schema)
     for path in files[1:]:
         rows, other = _footer(path)
-        types = {name: other.field(name).type for name in other.names}
-        if len(types) != len(other.names):
-            types = {}
-        _check_same_schema(path, types, first, first_types)
+        _check_same_schema(path, _column_types(path, other), first, first_types)
         counts.append(rows)
     notes = [f"{len(files)} Parquet {_plural(files, 'file')}, {sum(counts):,} rows, read "
              "part by part"]
@@ -567,6 +581,9 @@ def _open_zarr(path: Path, target: str | int | None, features: list[str] | None
     names = group.attrs.get("feature_names")
     if names is None:
         names = [f"x{k + 1}" for k in range(p)]
+    if isinstance(names, str) or not isinstance(names, list | tuple):
+        raise DataError(f"the attribute feature_names is {names!r}, not a list of names",
+                        "store one name per column of X, as a list", path=path)
     names = [str(v) for v in names]
     if len(names) != p:
         raise DataError(f"the attribute feature_names has {len(names)} names but 'X' has {p} "
