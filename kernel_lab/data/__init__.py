@@ -9,7 +9,10 @@
   format (:mod:`~kernel_lab.data.text` for CSV/TSV, compressed too;
   :mod:`~kernel_lab.data.excel`, :mod:`~kernel_lab.data.svmlight`,
   :mod:`~kernel_lab.data.arff`, :mod:`~kernel_lab.data.npy`,
-  :mod:`~kernel_lab.data.matlab`), the bytes themselves in :mod:`~kernel_lab.data.raw`;
+  :mod:`~kernel_lab.data.matlab`, :mod:`~kernel_lab.data.parquet`), the bytes themselves in
+  :mod:`~kernel_lab.data.raw`;
+- :mod:`~kernel_lab.data.partitioned` — a folder of Parquet files or a Zarr store opened as
+  parts (:mod:`kernel_lab.core.parts`), read where they are used, never gathered;
 - :mod:`~kernel_lab.data.table` — the table and the pipeline every text table goes
   through (header, column types, encoding, missing values);
 - :mod:`~kernel_lab.data.split` — subsample and train/test split.

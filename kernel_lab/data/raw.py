@@ -16,6 +16,7 @@ _MAGIC = [
     (b"PK\x03\x04", "a zip archive (for example a NumPy .npz file or a spreadsheet)"),
     (b"MATLAB 5.0", "a MATLAB .mat file"),
     (b"\x89HDF", "an HDF5 file (for example a MATLAB v7.3 .mat file)"),
+    (b"PAR1", "an Apache Parquet file"),
     (b"%PDF", "a PDF document"),
     (b"\x89PNG", "a PNG image"),
     (b"\xff\xd8\xff", "a JPEG image"),

@@ -2,7 +2,9 @@
 forced format) — text tables (:mod:`~kernel_lab.data.text`, also compressed as ``.gz``,
 ``.bz2`` or ``.zip``), Excel (:mod:`~kernel_lab.data.excel`), NumPy
 (:mod:`~kernel_lab.data.npy`), svmlight (:mod:`~kernel_lab.data.svmlight`), ARFF
-(:mod:`~kernel_lab.data.arff`), MATLAB (:mod:`~kernel_lab.data.matlab`) — and returns a
+(:mod:`~kernel_lab.data.arff`), MATLAB (:mod:`~kernel_lab.data.matlab`), Parquet
+(:mod:`~kernel_lab.data.parquet`, one file; a folder of them is partitioned data,
+:mod:`~kernel_lab.data.partitioned`) — and returns a
 :class:`~kernel_lab.data.table.Table` or raises a
 :class:`~kernel_lab.core.errors.DataError` naming the file, the line and column where
 that applies, the problem and the fix. Missing or non-finite values are an error unless
@@ -19,7 +21,7 @@ import numpy as np
 
 from kernel_lab.core.errors import DataError
 from kernel_lab.core.progress import Cancelled
-from kernel_lab.data import arff, excel, matlab, npy, svmlight, text
+from kernel_lab.data import arff, excel, matlab, npy, parquet, svmlight, text
 from kernel_lab.data.raw import COMPRESSED, expand, read_head
 from kernel_lab.data.table import (
     NAN_POLICIES,
@@ -35,7 +37,7 @@ FORMATS: dict[str, str] = {
     ".data": "csv",
     ".npy": "npy", ".npz": "npz",
     ".svm": "svmlight", ".svmlight": "svmlight", ".libsvm": "svmlight",
-    ".arff": "arff", ".mat": "mat", ".xlsx": "xlsx",
+    ".arff": "arff", ".mat": "mat", ".xlsx": "xlsx", ".parquet": "parquet",
 }
 #: Extensions of text tables (what a .gz, .bz2 or .zip file may hold).
 TEXT_SUFFIXES = frozenset(k for k, v in FORMATS.items() if v == "csv")
@@ -77,10 +79,10 @@ def load_table(
         What to do with missing or non-finite values.
     fmt : str, optional
         Force a format (``csv``, ``xlsx``, ``npy``, ``npz``, ``svmlight``, ``arff``,
-        ``mat``) instead of guessing from the extension.
+        ``mat``, ``parquet``) instead of guessing from the extension.
     text_features, keep_index, sheet
         Text columns, a row-index first column and the worksheet of an .xlsx file (text
-        tables only; see :class:`~kernel_lab.data.table.ReadOptions`).
+        tables and Parquet only; see :class:`~kernel_lab.data.table.ReadOptions`).
     progress : callable, optional
         ``progress(fraction, message)``, told as the reading goes on; it may raise
         :class:`~kernel_lab.core.progress.Cancelled` to stop the reading. It travels with
@@ -113,12 +115,13 @@ def load_table(
     note = None
     try:
         # a .npy file is memory-mapped, not read: its head is enough for the checks; of a
-        # large text table the head, too, while the C parser reads the file itself
+        # large text table the head, too, while the C parser reads the file itself; pyarrow
+        # reads a Parquet file itself
         size = path.stat().st_size
         if packed:
             raw, note = expand(path, TEXT_SUFFIXES)
             size = len(raw)
-        elif kind in ("npy", "npz"):
+        elif kind in ("npy", "npz", "parquet"):
             raw = read_head(path)
         elif kind == "csv" and size > text.BIG_TEXT:
             raw = read_head(path, text.HEAD_BYTES)
@@ -136,6 +139,8 @@ def load_table(
             table = excel.read_xlsx(path, raw, target, options)
         elif kind == "arff":
             table = arff.read_arff(path, raw, target, options)
+        elif kind == "parquet":
+            table = parquet.read_parquet(path, raw, target, options)
         else:
             reader = {"npy": npy.read_npy, "npz": npy.read_npz,
                       "svmlight": svmlight.read_svmlight, "mat": matlab.read_mat}[kind]
@@ -167,13 +172,15 @@ def _packed(path: Path, fmt: str | None = None) -> bool:
 
 def peek_rows(path: str | os.PathLike[str], rows: int = 8
               ) -> tuple[list[str], list[list[str]]] | None:
-    """Column names and the first ``rows`` rows of a text table or ``.npy`` array as
-    written, from its first bytes (a preview to show at once while the whole file
-    loads); None for other formats or anything unreadable — the load itself then says
-    what is wrong."""
+    """Column names and the first ``rows`` rows of a text table, ``.npy`` array or
+    Parquet file as written, from its first bytes (a preview to show at once while the
+    whole file loads); None for other formats or anything unreadable — the load itself
+    then says what is wrong."""
     path = Path(path)
     try:
         kind = FORMATS.get(path.suffix.lower())
+        if kind == "parquet":
+            return parquet.peek_parquet(path, rows)
         if kind == "npy":
             A = np.load(path, mmap_mode="r", allow_pickle=False)
             if A.ndim not in (1, 2) or A.dtype.kind not in "biuf":

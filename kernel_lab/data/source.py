@@ -50,7 +50,8 @@ FILE_OPTIONS = (
     ParamSpec("drop_nan", "bool", False, help="drop rows with missing or non-finite values "
                                               "instead of stopping with an error"),
     ParamSpec("format", "choice", "auto",
-              choices=("auto", "csv", "xlsx", "npy", "npz", "svmlight", "arff", "mat"),
+              choices=("auto", "csv", "xlsx", "npy", "npz", "svmlight", "arff", "mat",
+                       "parquet"),
               help="file format (default: from the extension)"),
     ParamSpec("text_features", "choice", "onehot", choices=("onehot", "drop"),
               help="text (category) columns: one 0/1 column per value, or dropped; text "

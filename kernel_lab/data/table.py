@@ -11,7 +11,7 @@ The readers of the formats (:mod:`kernel_lab.data.text`, :mod:`~kernel_lab.data.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -201,8 +201,8 @@ def is_number(cell: str) -> bool:
 
 def finish_matrix(path: Path, names: list[str], M: np.ndarray, first_name: str,
                    header: bool, target: str | int | None, options: ReadOptions,
-                   lines: np.ndarray) -> Table:
-    """:func:`_finish_table` for an all-numeric matrix, without splitting it into columns
+                   lines: np.ndarray | None) -> Table:
+    """:func:`finish_table` for an all-numeric matrix, without splitting it into columns
     (one copy of the features, whatever the size)."""
     cols = np.arange(M.shape[1])
     note = _index_note(names, M[:, 0], first_name, header, target, options)
@@ -267,15 +267,16 @@ def table_from_rows(path: Path, rows: list[list[str]], line_nos: list[int],
         columns: list[np.ndarray] = list(M.T)
     except ValueError:
         columns = _typed_columns(path, body, body_lines, names, options)
-    return _finish_table(path, names, columns, first[0], header, target, options,
-                         np.asarray(body_lines))
+    return finish_table(path, names, columns, first[0], header, target, options,
+                        np.asarray(body_lines))
 
 
-def _finish_table(path: Path, names: list[str], columns: list[np.ndarray], first_name: str,
-                  header: bool, target: str | int | None, options: ReadOptions,
-                  lines: np.ndarray) -> Table:
-    """Drop a row-index first column, split off the target and encode text (both
-    readers end here)."""
+def finish_table(path: Path, names: list[str], columns: list[np.ndarray], first_name: str,
+                 header: bool, target: str | int | None, options: ReadOptions,
+                 lines: np.ndarray | None) -> Table:
+    """Drop a row-index first column, split off the target and encode text (the text
+    readers and :mod:`~kernel_lab.data.parquet` end here; ``lines`` None: the format has
+    no lines, rows are named by number)."""
     note = _index_note(names, columns[0], first_name, header, target, options)
     if note is not None:
         names, columns = names[1:], columns[1:]
@@ -315,57 +316,66 @@ def _is_index_column(name: str, column: np.ndarray) -> bool:
 
 def _typed_columns(path: Path, body: list[list[str]], lines: list[int],
                    names: list[str], options: ReadOptions) -> list[np.ndarray]:
-    """Each column as float64 (numbers; missing values NaN) or, when most of its filled
-    cells are not numbers, as an object array of stripped strings (None: missing). A
-    column of numbers with a few text cells is an error at the first of them (a typo, not
-    categories)."""
+    """Each column typed by :func:`typed_column`."""
     columns: list[np.ndarray] = []
     for c, name in enumerate(names):
         options.report(0.6 + 0.3 * c / len(names), f"column {c + 1} of {len(names)}: {name}")
-        cells = [row[c] for row in body]
-        try:
-            columns.append(np.array(cells, dtype=np.float64))
-            continue
-        except ValueError:
-            pass
-        values = np.empty(len(cells))
-        text_at: list[int] = []
-        for r, cell in enumerate(cells):
-            try:
-                values[r] = float(cell)
-            except ValueError:
-                if cell.strip().lower() in MISSING:
-                    values[r] = np.nan
-                else:
-                    values[r] = np.nan
-                    text_at.append(r)
-        filled = int(np.isfinite(values).sum()) + len(text_at)
-        if not text_at:  # numbers and missing values
-            columns.append(values)
-            continue
-        if 2 * len(text_at) > filled:  # mostly text: categories …
-            odd = [r for r in text_at if _looks_numeric(cells[r])]
-            if 2 * len(odd) > len(text_at):  # … unless they are numbers written oddly
-                r = odd[0]
-                raise DataError(
-                    f"{cells[r].strip()!r} in column {name!r} looks like a number written "
-                    "with a decimal comma, a thousands separator or a percent sign",
-                    "save the table with '.' as the decimal point and no separators or "
-                    "% signs (in a spreadsheet: plain number format)",
-                    path=path, line=lines[r], column=c + 1)
-            col = np.empty(len(cells), dtype=object)
-            for r, cell in enumerate(cells):
-                v = cell.strip()
-                col[r] = None if v.lower() in MISSING else v
-            columns.append(col)
-            continue
-        r = text_at[0]
-        raise DataError(
-            f"{cells[r].strip()!r} in column {name!r} is not a number",
-            "Kernel Lab needs numeric columns; remove or encode text columns, or fix this "
-            "cell if it is a typo (a column of mostly text is read as categories)",
-            path=path, line=lines[r], column=c + 1)
+        columns.append(typed_column(path, [row[c] for row in body], lines, name, c + 1))
     return columns
+
+
+def typed_column(path: Path, cells: list[str], lines: Sequence[int] | None, name: str,
+                 column: int) -> np.ndarray:
+    """A column of text cells as float64 (numbers; missing values NaN) or, when most of
+    its filled cells are not numbers, as an object array of stripped strings (None:
+    missing). A column of numbers with a few text cells is an error at the first of them
+    (a typo, not categories), naming its line (``lines``: the 1-based file line of each
+    cell) or, without lines, its 1-based row, and the column (``column``: its number)."""
+    try:
+        return np.array(cells, dtype=np.float64)
+    except ValueError:
+        pass
+    values = np.empty(len(cells))
+    text_at: list[int] = []
+    for r, cell in enumerate(cells):
+        try:
+            values[r] = float(cell)
+        except ValueError:
+            if cell.strip().lower() in MISSING:
+                values[r] = np.nan
+            else:
+                values[r] = np.nan
+                text_at.append(r)
+    filled = int(np.isfinite(values).sum()) + len(text_at)
+    if not text_at:  # numbers and missing values
+        return values
+
+    def where(r: int) -> tuple[str, int | None]:
+        return ("", lines[r]) if lines is not None else (f"row {r + 1}: ", None)
+
+    if 2 * len(text_at) > filled:  # mostly text: categories …
+        odd = [r for r in text_at if _looks_numeric(cells[r])]
+        if 2 * len(odd) > len(text_at):  # … unless they are numbers written oddly
+            r = odd[0]
+            row, line = where(r)
+            raise DataError(
+                f"{row}{cells[r].strip()!r} in column {name!r} looks like a number written "
+                "with a decimal comma, a thousands separator or a percent sign",
+                "save the table with '.' as the decimal point and no separators or "
+                "% signs (in a spreadsheet: plain number format)",
+                path=path, line=line, column=column)
+        col = np.empty(len(cells), dtype=object)
+        for r, cell in enumerate(cells):
+            v = cell.strip()
+            col[r] = None if v.lower() in MISSING else v
+        return col
+    r = text_at[0]
+    row, line = where(r)
+    raise DataError(
+        f"{row}{cells[r].strip()!r} in column {name!r} is not a number",
+        "Kernel Lab needs numeric columns; remove or encode text columns, or fix this "
+        "cell if it is a typo (a column of mostly text is read as categories)",
+        path=path, line=line, column=column)
 
 
 _ODD_NUMBERS = (

@@ -155,7 +155,7 @@ CASES = [
     case("unknown-extension", "data.xls", b"\xd0\xcf\x11\xe0old excel",
          ["unknown file type '.xls'",
           "Use .csv, .tsv, .tab, .txt, .dat, .data, .npy, .npz, .svm, .svmlight, .libsvm, "
-          ".arff, .mat, .xlsx, or a text table compressed as .bz2, .gz or .zip"]),
+          ".arff, .mat, .xlsx, .parquet, or a text table compressed as .bz2, .gz or .zip"]),
     case("damaged-xlsx", "data.xlsx", b"PK\x03\x04not really a workbook",
          ["the .xlsx workbook is damaged (not a readable zip archive)",
           "Save it again from the spreadsheet program"]),

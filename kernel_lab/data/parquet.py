@@ -1,0 +1,171 @@
+"""A single Apache Parquet file as an ordinary table: the same table a CSV of the same data
+gives. Number and boolean columns are read by pyarrow as numbers (booleans 0/1, nulls
+missing), any other column as pandas gives it, its values then typed as a CSV's cells
+(:func:`~kernel_lab.data.table.typed_column`); every table ends in the CSV pipeline
+(:func:`~kernel_lab.data.table.finish_table`: categories one-hot, a text target as
+classes, a row-index first column dropped), missing values to the load's NaN policy, rows
+named by number. pyarrow is optional (the ``dask`` extra; the standalone app leaves it
+out): without it, a :class:`~kernel_lab.core.errors.DataError` says what to install.
+
+A folder of Parquet files is partitioned data: :mod:`kernel_lab.data.partitioned`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kernel_lab.core.errors import DataError
+from kernel_lab.core.progress import Cancelled
+from kernel_lab.data.raw import expect_magic
+from kernel_lab.data.table import (
+    ReadOptions,
+    Table,
+    finish_matrix,
+    finish_table,
+    typed_column,
+)
+
+#: The first (and last) bytes of every Parquet file.
+MAGIC = b"PAR1"
+#: What to install for Parquet (and Zarr): the optional extra that brings pyarrow.
+INSTALL = "pip install 'kernel-lab[dask]'"
+
+
+def need_pyarrow(path: str | os.PathLike[str] | None = None) -> None:
+    """Refuse to go on without pyarrow, saying what to install."""
+    try:
+        import pyarrow
+        import pyarrow.parquet  # noqa: F401
+    except ImportError:
+        raise DataError(f"reading Parquet needs pyarrow: {INSTALL}", path=path) from None
+
+
+def read_parquet(path: Path, raw: bytes, target: str | int | None,
+                 options: ReadOptions | None = None) -> Table:
+    """The table of a Parquet file (``raw``: its first bytes, for the magic number).
+
+    Read column by column: a file of numbers goes straight into the table's matrix (one
+    copy of the data, whatever the row groups; pandas' frame, its column copies and their
+    stack took four times that); another column becomes a pandas Series, as
+    ``pandas.read_parquet`` gives it, and its values go through the CSV pipeline as text.
+    """
+    options = options or ReadOptions()
+    expect_magic(path, raw, MAGIC, "an Apache Parquet file")
+    need_pyarrow(path)
+    import pyarrow.parquet as pq
+
+    options.report(0.1, f"reading {path.name} (Parquet)")
+    try:
+        with pq.ParquetFile(path) as f:
+            return _read_columns(path, f, target, options)
+    except (DataError, MemoryError, Cancelled):
+        raise
+    except Exception as exc:  # a damaged file inside pyarrow: say so, by name
+        detail = " ".join(str(exc).split())[:160]
+        raise DataError(f"the Parquet file is damaged or unreadable ({type(exc).__name__}: "
+                        f"{detail})", "write it again, or choose another file",
+                        path=path) from None
+
+
+def is_numeric_type(kind: Any) -> bool:
+    """Whether an arrow type holds numbers (read as float64): integers, floats,
+    decimals, booleans, or nothing but nulls."""
+    import pyarrow.types as pt
+
+    return bool(pt.is_integer(kind) or pt.is_floating(kind) or pt.is_boolean(kind)
+                or pt.is_decimal(kind) or pt.is_null(kind))
+
+
+def float_column(column: Any) -> np.ndarray:
+    """An arrow column of numbers as float64, nulls NaN (integers beyond 2⁵³ rounded, as
+    pandas converts them)."""
+    import pyarrow as pa
+
+    return column.cast(pa.float64(), safe=False).to_numpy()
+
+
+def _read_columns(path: Path, f: Any, target: str | int | None, options: ReadOptions
+                  ) -> Table:
+    schema = f.schema_arrow
+    index = set(pandas_index(schema))
+    names = [n for n in schema.names if n not in index]  # pandas' index: not data
+    if not names:
+        raise DataError("the Parquet file has no columns", "choose a file with data in it",
+                        path=path)
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise DataError(f"the column names {', '.join(map(repr, twice))} appear more than "
+                        "once", "give every column its own name", path=path)
+    n = int(f.metadata.num_rows)
+    if n == 0:
+        raise DataError(f"the Parquet file has columns ({', '.join(names)}) but no rows",
+                        "choose a file with data in it", path=path)
+    numeric = [is_numeric_type(schema.field(name).type) for name in names]
+    matrix = np.empty((n, len(names))) if all(numeric) else None
+    columns: list[np.ndarray] = []
+    for c, name in enumerate(names):
+        options.report(0.15 + 0.75 * c / len(names), f"column {c + 1} of {len(names)}: {name}")
+        column = f.read(columns=[name]).column(0)
+        if matrix is not None:
+            matrix[:, c] = float_column(column)
+        elif numeric[c]:
+            columns.append(float_column(column))
+        else:
+            columns.append(_column(path, column.to_pandas(), name, c + 1))
+        del column
+    if matrix is not None:
+        return finish_matrix(path, names, matrix, names[0], True, target, options, None)
+    return finish_table(path, names, columns, names[0], True, target, options, None)
+
+
+def pandas_index(schema: Any) -> list[str]:
+    """Columns of a pyarrow schema that pandas stored as a frame's index (its metadata
+    says so): not data, as :func:`read_parquet` reads them."""
+    try:
+        meta = schema.pandas_metadata or {}
+    except Exception:  # metadata not pandas' or not JSON: no index columns
+        return []
+    return [c for c in meta.get("index_columns", []) if isinstance(c, str)
+            and c in schema.names]
+
+
+def peek_parquet(path: Path, rows: int) -> tuple[list[str], list[list[str]]]:
+    """Column names and the first ``rows`` rows as text (as a CSV of the same data
+    writes them), from the file's first row group; pandas' index columns left out."""
+    import pyarrow.parquet as pq
+
+    with pq.ParquetFile(path) as f:
+        index = set(pandas_index(f.schema_arrow))
+        names = [n for n in f.schema_arrow.names if n not in index]
+        batch = next(f.iter_batches(batch_size=max(rows, 1), columns=names), None)
+    if batch is None:
+        return names, []
+    columns = [batch.column(j).to_pylist()[:rows] for j in range(len(names))]
+    return names, [["" if v is None or v != v else str(v) for v in row]
+                   for row in zip(*columns, strict=True)]
+
+
+def _column(path: Path, series: Any, name: str, number: int) -> np.ndarray:
+    """A column as float64 (numbers and booleans; nulls NaN) or, for anything else, its
+    values as text typed as a CSV's cells are (:func:`typed_column`)."""
+    import pandas as pd
+
+    if pd.api.types.is_bool_dtype(series.dtype) or pd.api.types.is_numeric_dtype(series.dtype):
+        return series.to_numpy(dtype=np.float64, na_value=np.nan)
+    cells = []
+    for value in series.to_numpy(dtype=object):
+        if isinstance(value, list | tuple | dict | np.ndarray):
+            raise DataError(f"column {name!r} holds lists or records, not single values",
+                            "write the file with one value per cell (flatten the column)",
+                            path=path, column=number)
+        if value is None or (not isinstance(value, str) and pd.isna(value)):
+            cells.append("")
+        elif isinstance(value, bytes):
+            cells.append(value.decode("utf-8", errors="replace"))
+        else:
+            cells.append(str(value))
+    return typed_column(path, cells, None, name, number)

@@ -1,0 +1,603 @@
+"""Partitioned data: a folder of Parquet files or a Zarr store, opened as parts
+(:class:`~kernel_lab.core.parts.base.Part`) that are read where they are used.
+
+- A folder of ``*.parquet`` files: one part per file, the files in the natural order of
+  their names (``part.2`` before ``part.10``; names starting with ``.`` or ``_`` are not
+  data). Opening reads each file's footer only (row count and schema), never its data:
+  a part's global rows start at the sum of the row counts before it. Every file must have
+  the first file's columns with the same types; a feature or target column must hold
+  numbers (integers, floats, decimals, booleans; all read as float64, nulls as NaN) — text
+  is not read from partitioned data (name the feature columns with ``features=`` to leave
+  it out). The target is chosen as for an ordinary table
+  (:func:`~kernel_lab.data.table.pick_target`): a name or 0-based index, by default the
+  last column. Index columns pandas stored (its metadata) are not data; a first column
+  named as a row index (R's ``rownames``, pandas' ``Unnamed: 0``) is dropped, as the text
+  tables do.
+- A Zarr store: a group with arrays ``X`` (n × p) and ``y`` (n,), one part per row chunk
+  (per shard, for a sharded array) of ``X``; the group's attributes ``feature_names`` and
+  ``target_name`` name the columns (default ``x1 … xp`` and ``y``).
+
+Each problem is a :class:`~kernel_lab.core.errors.DataError` naming the file (or store)
+and saying what to do. Missing values are not checked when opening (that would read the
+data): :func:`~kernel_lab.core.parts.base.part_rows` refuses them naming the part and row;
+constant columns are refused by :func:`~kernel_lab.core.parts.base.standardize_plan`.
+
+A small partitioned data set (:meth:`PartitionedTable.fits_memory`) reads into an ordinary
+:class:`~kernel_lab.data.table.Table` with :meth:`PartitionedTable.to_table`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kernel_lab.core.errors import DataError, data_option
+from kernel_lab.core.memory import check_allocation, format_bytes, memory_budget_bytes
+from kernel_lab.data.parquet import (
+    INSTALL,
+    float_column,
+    is_numeric_type,
+    need_pyarrow,
+    pandas_index,
+)
+from kernel_lab.data.table import (
+    INDEX_NAMES,
+    NAN_POLICIES,
+    Table,
+    apply_nan_policy,
+    pick_target,
+)
+
+__all__ = ["ParquetPart", "PartitionedTable", "ZarrPart", "is_partitioned",
+           "open_partitioned"]
+
+SUFFIX = ".parquet"
+#: Files that mark a directory as a Zarr store (format 3; format 2 group or array).
+ZARR_MARKERS = ("zarr.json", ".zgroup", ".zarray")
+_DIGITS = re.compile(r"(\d+)")
+
+
+def _natural(path: Path) -> list[Any]:
+    """Sort key: runs of digits compared as numbers (``part.2`` before ``part.10``)."""
+    return [int(t) if k % 2 else t for k, t in enumerate(_DIGITS.split(path.name))]
+
+
+def _parquet_files(folder: Path) -> list[Path]:
+    return sorted((p for p in folder.iterdir() if p.suffix.lower() == SUFFIX
+                   and not p.name.startswith((".", "_")) and p.is_file()), key=_natural)
+
+
+def _is_zarr(path: Path) -> bool:
+    return any((path / marker).is_file() for marker in ZARR_MARKERS)
+
+
+def is_partitioned(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is a folder holding ``.parquet`` files or a Zarr store (what
+    :func:`open_partitioned` opens; any other folder it refuses, saying why)."""
+    path = Path(path)
+    try:
+        return path.is_dir() and (_is_zarr(path) or bool(_parquet_files(path)))
+    except OSError:
+        return False
+
+
+# ---------------------------------------------------------------------------------------
+# Parts
+
+
+def _float_columns(table: Any, names: Sequence[str], rows: int) -> np.ndarray:
+    """Columns of a pyarrow table as one float64 array (rows × len(names)), nulls NaN."""
+    out = np.empty((rows, len(names)))
+    for j, name in enumerate(names):
+        out[:, j] = float_column(table.column(name))
+    return out
+
+
+@dataclass(frozen=True)
+class ParquetPart:
+    """One Parquet file of a folder: rows ``start … start + rows − 1`` of the data set.
+    Small and picklable (it travels to the worker that reads it); :meth:`read` reads only
+    its feature and target columns."""
+
+    index: int
+    start: int
+    rows: int
+    path: str
+    features: tuple[str, ...]
+    target: str
+
+    def _read(self, columns: list[str]) -> Any:
+        need_pyarrow(self.path)
+        import pyarrow.parquet as pq
+
+        try:
+            with pq.ParquetFile(self.path) as f:
+                table = f.read(columns=columns)
+        except Exception as exc:  # gone, changed or damaged since it was opened
+            detail = " ".join(str(exc).split())[:160]
+            raise DataError(f"the file cannot be read ({type(exc).__name__}: {detail})",
+                            "check that the folder was not changed while in use",
+                            path=self.path) from None
+        if table.num_rows != self.rows:
+            raise DataError(f"the file has {table.num_rows:,} rows, not the {self.rows:,} it "
+                            "had when the folder was opened",
+                            "open the folder again after changing its files", path=self.path)
+        return table
+
+    def read(self) -> tuple[np.ndarray, np.ndarray]:
+        """X (rows × p) and y (rows,) as float64, missing values NaN."""
+        table = self._read([*self.features, self.target])
+        X = _float_columns(table, self.features, self.rows)
+        return X, _float_columns(table, [self.target], self.rows)[:, 0]
+
+    def read_target(self) -> np.ndarray:
+        """The target column alone."""
+        return _float_columns(self._read([self.target]), [self.target], self.rows)[:, 0]
+
+    def target_bounds(self) -> set[float]:
+        """The target's minimum and maximum of each row group, where the file's footer
+        holds them (its column statistics; no data read)."""
+        import pyarrow.parquet as pq
+
+        found: set[float] = set()
+        with pq.ParquetFile(self.path) as f:
+            meta = f.metadata
+            for g in range(meta.num_row_groups):
+                group = meta.row_group(g)
+                for c in range(group.num_columns):
+                    column = group.column(c)
+                    stats = column.statistics
+                    if (column.path_in_schema != self.target or stats is None
+                            or not stats.has_min_max):
+                        continue
+                    try:
+                        found.update(float(v) for v in (stats.min, stats.max))
+                    except (TypeError, ValueError):
+                        continue
+        return {v for v in found if np.isfinite(v)}
+
+    def describe(self) -> str:
+        return (f"{Path(self.path).name} (rows {self.start:,}–"
+                f"{self.start + self.rows - 1:,})")
+
+
+def _need_zarr(path: str | os.PathLike[str]) -> Any:
+    try:
+        import zarr
+    except ImportError:
+        raise DataError(f"reading a Zarr store needs zarr: {INSTALL}", path=path) from None
+    return zarr
+
+
+@dataclass(frozen=True)
+class ZarrPart:
+    """A row chunk of a Zarr store's ``X`` (and the same rows of its target array)."""
+
+    index: int
+    start: int
+    rows: int
+    path: str
+    #: The columns of X used as features (None: all).
+    columns: tuple[int, ...] | None = None
+    target: str = "y"
+
+    def _group(self) -> Any:
+        zarr = _need_zarr(self.path)
+        try:
+            return zarr.open_group(self.path, mode="r")
+        except Exception as exc:
+            raise DataError(f"the Zarr store cannot be read ({type(exc).__name__}: {exc})",
+                            "check that the store was not changed while in use",
+                            path=self.path) from None
+
+    def read(self) -> tuple[np.ndarray, np.ndarray]:
+        group = self._group()
+        stop = self.start + self.rows
+        X = np.asarray(group["X"][self.start:stop], dtype=np.float64)
+        if self.columns is not None:
+            X = X[:, list(self.columns)]
+        y = np.asarray(group[self.target][self.start:stop], dtype=np.float64).reshape(-1)
+        return X, y
+
+    def read_target(self) -> np.ndarray:
+        group = self._group()
+        return np.asarray(group[self.target][self.start:self.start + self.rows],
+                          dtype=np.float64).reshape(-1)
+
+    def describe(self) -> str:
+        return (f"{Path(self.path).name}, chunk {self.index} (rows {self.start:,}–"
+                f"{self.start + self.rows - 1:,})")
+
+
+# ---------------------------------------------------------------------------------------
+# The table
+
+
+@dataclass
+class PartitionedTable:
+    """A data set in parts: what :func:`open_partitioned` returns.
+
+    Attributes
+    ----------
+    parts : list of ParquetPart or ZarrPart
+        In order; ``parts[k].start`` is the global index of its first row.
+    feature_names : list of str
+    target_name : str
+    source : str
+        The folder or store.
+    notes : list of str
+        What opening did that the user should know (the target chosen, columns left out).
+    kind : {"parquet", "zarr"}
+    """
+
+    parts: list[Any]
+    feature_names: list[str]
+    target_name: str
+    source: str
+    notes: list[str] = field(default_factory=list)
+    kind: str = "parquet"
+
+    @property
+    def name(self) -> str:
+        return Path(self.source).name
+
+    @property
+    def n(self) -> int:
+        return sum(part.rows for part in self.parts)
+
+    @property
+    def p(self) -> int:
+        return len(self.feature_names)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the whole data set as float64 (features and target)."""
+        return self.n * (self.p + 1) * 8
+
+    @cached_property
+    def task(self) -> str:
+        """``"classification"`` when the target takes exactly two values (as for a
+        :class:`~kernel_lab.core.dataset.Dataset`), else ``"regression"``.
+
+        First the Parquet files' column statistics (the target's minimum and maximum in
+        each row group, from the footers): more than two distinct bounds prove more than
+        two values, with no data read — the usual answer for a regression target stored in
+        several files or row groups. Bounds cannot prove two values (a third may lie
+        between them), so otherwise the target column is read, part by part, stopping at
+        the first part that shows a third value: a two-valued target costs the whole
+        target column (8 bytes a row, one part in memory at a time). Computed once, when
+        first asked."""
+        if self.kind == "parquet":
+            bounds: set[float] = set()
+            for part in self.parts:
+                bounds |= part.target_bounds()
+                if len(bounds) > 2:
+                    return "regression"
+        seen: np.ndarray = np.zeros(0)
+        for part in self.parts:
+            y = part.read_target()
+            seen = np.union1d(seen, np.unique(y[np.isfinite(y)]))
+            if seen.size > 2:
+                return "regression"
+        return "classification" if seen.size == 2 else "regression"
+
+    def fits_memory(self, budget: int | None = None) -> bool:
+        """Whether the whole data set as float64 fits the memory budget
+        (:func:`~kernel_lab.core.memory.memory_budget_bytes`, or ``budget`` bytes)."""
+        return self.nbytes <= (memory_budget_bytes() if budget is None else budget)
+
+    def to_table(self, nan_policy: str = "error", budget: int | None = None) -> Table:
+        """Every part read into one ordinary :class:`~kernel_lab.data.table.Table`
+        (refused by a :class:`~kernel_lab.core.errors.MemoryBudgetError` when it does not
+        fit the budget). Missing values: ``"error"`` names the file and row of the first,
+        ``"drop"`` drops their rows with a note."""
+        if nan_policy not in NAN_POLICIES:
+            raise DataError(f"unknown missing-value policy {nan_policy!r}",
+                            f"use one of: {', '.join(NAN_POLICIES)}")
+        check_allocation(self.nbytes, f"reading all {self.n:,} rows of {self.name} into "
+                         f"memory ({format_bytes(self.nbytes)})",
+                         "Keep the data partitioned (the dask backend) or use a sample",
+                         budget)
+        X = np.empty((self.n, self.p))
+        y = np.empty(self.n)
+        for part in self.parts:
+            Xk, yk = part.read()
+            if nan_policy == "error":
+                _refuse_missing(part, Xk, yk)
+            X[part.start:part.start + part.rows] = Xk
+            y[part.start:part.start + part.rows] = yk
+        table = Table(X, y, list(self.feature_names), self.target_name, list(self.notes),
+                      columns=[*self.feature_names, self.target_name])
+        return apply_nan_policy(table, nan_policy, Path(self.source))
+
+
+def _refuse_missing(part: Any, X: np.ndarray, y: np.ndarray) -> None:
+    bad = ~(np.isfinite(X).all(axis=1) & np.isfinite(y))
+    if bad.any():
+        first = int(np.flatnonzero(bad)[0])
+        file = isinstance(part, ParquetPart)
+        where = "" if file else f"chunk {part.index}: "
+        raise DataError(f"{where}row {part.start + first:,} (row {first + 1:,} of this "
+                        f"{'file' if file else 'chunk'}) has a missing or non-finite value; "
+                        f"{int(bad.sum()):,} such rows here",
+                        "clean the data, or choose to drop rows with missing values "
+                        f"({data_option('drop_nan', 'true')})",
+                        path=part.path)
+
+
+# ---------------------------------------------------------------------------------------
+# Opening
+
+
+def open_partitioned(path: str | os.PathLike[str], target: str | int | None = None,
+                     features: Sequence[str] | str | None = None) -> PartitionedTable:
+    """Open a folder of Parquet files or a Zarr store (see the module docstring).
+
+    Parameters
+    ----------
+    path : path-like
+        The folder or store.
+    target : str or int, optional
+        Target column: a name or a 0-based index (negative from the end); default the
+        last column (a Zarr store: its array ``y``, or another 1-D array named here).
+    features : sequence of str, or str, optional
+        The feature columns, in this order (a string: names separated by commas); default
+        every column but the target.
+
+    Raises
+    ------
+    DataError
+        Not such a folder or store, or a file in it that does not fit (named).
+    """
+    path = Path(path)
+    if isinstance(features, str):
+        features = [f.strip() for f in features.split(",") if f.strip()]
+    if features is not None:
+        features = [str(f) for f in features]
+        if not features:
+            raise DataError("no feature columns named", "name at least one feature column",
+                            path=path)
+    if not path.exists():
+        raise DataError("the folder does not exist", "check the path", path=path)
+    if not path.is_dir():
+        raise DataError("this is a file, not a folder of Parquet files or a Zarr store",
+                        "open a single file as an ordinary table", path=path)
+    if _is_zarr(path):
+        return _open_zarr(path, target, features)
+    return _open_parquet(path, target, features)
+
+
+def _listed(names: Sequence[str], k: int = 8) -> str:
+    return ", ".join(names[:k]) + (f", … ({len(names) - k} more)" if len(names) > k else "")
+
+
+def _quoted(names: Sequence[str]) -> str:
+    return ", ".join(repr(n) for n in names)
+
+
+def _plural(names: Sequence[str], word: str = "column") -> str:
+    return word if len(names) == 1 else word + "s"
+
+
+def _footer(path: Path) -> tuple[int, Any]:
+    """Row count and arrow schema of a Parquet file, from its footer."""
+    import pyarrow.parquet as pq
+
+    try:
+        with pq.ParquetFile(path) as f:
+            return int(f.metadata.num_rows), f.schema_arrow
+    except Exception as exc:  # not Parquet, or damaged
+        detail = " ".join(str(exc).split())[:160]
+        raise DataError(f"this is not a readable Parquet file ({type(exc).__name__}: "
+                        f"{detail})", "write it again, or move it out of the folder",
+                        path=path) from None
+
+
+def _column_types(path: Path, schema: Any) -> dict[str, Any]:
+    """Each column's arrow type, by name (a name used twice refused)."""
+    twice = sorted({n for n in schema.names if schema.names.count(n) > 1})
+    if twice:
+        raise DataError(f"the column {_plural(twice, 'name')} {_quoted(twice)} "
+                        f"{'appears' if len(twice) == 1 else 'appear'} more than once",
+                        "give every column its own name", path=path)
+    return {name: schema.field(name).type for name in schema.names}
+
+
+def _check_same_schema(path: Path, types: dict[str, Any], first: Path,
+                       first_types: dict[str, Any]) -> None:
+    missing = [c for c in first_types if c not in types]
+    if missing:
+        raise DataError(f"missing {_plural(missing)} {_quoted(missing)}, which {first.name} "
+                        f"has", "write every file of the folder with the same columns, or "
+                        "move this file out of it", path=path)
+    extra = [c for c in types if c not in first_types]
+    if extra:
+        raise DataError(f"{_plural(extra)} {_quoted(extra)} {'is' if len(extra) == 1 else 'are'}"
+                        f" not in {first.name} (the first file)",
+                        "write every file of the folder with the same columns, or move this "
+                        "file out of it", path=path)
+    differ = [c for c in first_types if types[c] != first_types[c]]
+    if differ:
+        said = "; ".join(f"{c!r} is {types[c]} here but {first_types[c]} in {first.name}"
+                         for c in differ[:5])
+        raise DataError(f"the column types differ from the first file's: {said}",
+                        "write every file with the same column types (e.g. cast the columns "
+                        "to float64 before writing), or move this file out of the folder",
+                        path=path)
+
+
+def _open_parquet(folder: Path, target: str | int | None, features: list[str] | None
+                  ) -> PartitionedTable:
+    entries = sorted(p.name for p in folder.iterdir() if not p.name.startswith("."))
+    if not entries:
+        raise DataError("the folder is empty",
+                        "choose a folder of .parquet files or a Zarr store (arrays X and y)",
+                        path=folder)
+    files = _parquet_files(folder)
+    if not files:
+        raise DataError(f"the folder holds no .parquet files (it has: {_listed(entries)})",
+                        "choose a folder of .parquet files or a Zarr store (arrays X and y); "
+                        "open a single data file as an ordinary table", path=folder)
+    need_pyarrow(folder)
+    first = files[0]
+    rows, schema = _footer(first)
+    counts = [rows]
+    first_types = _column_types(first, schema)
+    for path in files[1:]:
+        rows, other = _footer(path)
+        _check_same_schema(path, _column_types(path, other), first, first_types)
+        counts.append(rows)
+    notes = [f"{len(files)} Parquet {_plural(files, 'file')}, {sum(counts):,} rows, read "
+             "part by part"]
+    columns = list(first_types)
+    index_cols = pandas_index(schema)
+    if index_cols:
+        columns = [c for c in columns if c not in index_cols]
+        notes.append(f"left out the index {_plural(index_cols)} pandas stored "
+                     f"({_quoted(index_cols)})")
+    named = isinstance(target, str) and target.strip() == (columns[0] if columns else "")
+    if (features is None and len(columns) > 2 and not named
+            and columns[0].strip().lower() in INDEX_NAMES):
+        notes.append(f"dropped the first column {columns[0]!r}: a row index (name the feature "
+                     "columns to use it; a target given by number counts the columns "
+                     "after it)")
+        columns = columns[1:]
+    if len(columns) < 2 and features is None:
+        raise DataError(f"the files have {len(columns)} data {_plural(columns)} "
+                        f"({_quoted(columns)})",
+                        "a data set needs at least one feature column and one target column",
+                        path=first)
+    j = pick_target(columns, target, first, True)
+    target_name = columns[j]
+    if target is None or (isinstance(target, str) and not target.strip()):
+        notes.insert(0, f"target: the last column {target_name!r} (choose another with "
+                        f"{data_option('target', 'NAME')})")
+    if features is None:
+        feature_names = [c for c in columns if c != target_name]
+    else:
+        feature_names = _check_features(first, features, list(first_types), target_name)
+    kind = first_types[target_name]
+    if not is_numeric_type(kind):
+        raise DataError(f"the target column {target_name!r} holds {kind} values, not numbers: "
+                        "text is not read from partitioned data",
+                        "encode the target as numbers in the files (two classes as −1 and "
+                        "+1), or open a single file as an ordinary table", path=first)
+    text = [c for c in feature_names if not is_numeric_type(first_types[c])]
+    if text:
+        said = ", ".join(f"{c!r} ({first_types[c]})" for c in text[:5])
+        numeric = [c for c in feature_names if c not in text]
+        one = len(text) == 1
+        raise DataError(f"the feature {_plural(text)} {said} {'holds' if one else 'hold'} text "
+                        "or other values that are not numbers: text columns are not read "
+                        "from partitioned data",
+                        f"leave {'it' if one else 'them'} out by naming the feature columns "
+                        f"({data_option('features', 'NAMES')}, e.g. features="
+                        f"{','.join(numeric) or '…'}), or encode {'it' if one else 'them'} "
+                        "as numbers in the files", path=first)
+    parts: list[ParquetPart] = []
+    start = 0
+    empty = []
+    for path, rows in zip(files, counts, strict=True):
+        if rows == 0:
+            empty.append(path.name)
+            continue
+        parts.append(ParquetPart(len(parts), start, rows, str(path), tuple(feature_names),
+                                 target_name))
+        start += rows
+    if not parts:
+        raise DataError(f"the {len(files)} Parquet {_plural(files, 'file')} hold no rows",
+                        "choose a folder with data in it", path=folder)
+    if empty:
+        notes.append(f"skipped {len(empty)} {_plural(empty, 'file')} without rows "
+                     f"({_listed(empty, 5)})")
+    return PartitionedTable(parts, feature_names, target_name, str(folder), notes, "parquet")
+
+
+def _check_features(path: Path, features: list[str], columns: list[str], target: str
+                    ) -> list[str]:
+    unknown = [f for f in features if f not in columns]
+    if unknown:
+        raise DataError(f"there is no {_plural(unknown)} named {_quoted(unknown)}",
+                        f"name feature columns among: {_listed(columns, 40)}", path=path)
+    if target in features:
+        raise DataError(f"the target column {target!r} is also named as a feature",
+                        "leave the target out of the feature columns", path=path)
+    twice = sorted({f for f in features if features.count(f) > 1})
+    if twice:
+        raise DataError(f"the feature {_plural(twice)} {_quoted(twice)} "
+                        f"{'is' if len(twice) == 1 else 'are'} named twice",
+                        "name each feature column once", path=path)
+    return list(features)
+
+
+def _open_zarr(path: Path, target: str | int | None, features: list[str] | None
+               ) -> PartitionedTable:
+    zarr = _need_zarr(path)
+    try:
+        group = zarr.open_group(str(path), mode="r")
+        arrays = sorted(group.array_keys())
+    except Exception as exc:
+        detail = " ".join(str(exc).split())[:160]
+        raise DataError(f"this is not a readable Zarr group ({type(exc).__name__}: {detail})",
+                        "store the data as a Zarr group with arrays X (rows × features) and "
+                        "y (the target)", path=path) from None
+    target_array = "y"
+    if isinstance(target, str) and target.strip():
+        wanted = target.strip()
+        if wanted != str(group.attrs.get("target_name", "y")):
+            target_array = wanted
+    elif target is not None:
+        raise DataError(f"a Zarr store's target is an array, not column {target!r}",
+                        "name the target array (default: y)", path=path)
+    for name in ("X", target_array):
+        if name not in arrays:
+            raise DataError(f"the Zarr store has no array {name!r} (it has: "
+                            f"{', '.join(arrays) or 'none'})",
+                            "store the features as X (rows × features) and the target as y",
+                            path=path)
+    X, y = group["X"], group[target_array]
+    for label, A in (("X", X), (target_array, y)):
+        if np.dtype(A.dtype).kind not in "biuf":
+            raise DataError(f"the array {label!r} holds {A.dtype} values, not numbers",
+                            "store numeric arrays", path=path)
+    if len(X.shape) != 2 or 0 in X.shape:
+        raise DataError(f"the array 'X' has shape {tuple(X.shape)}; a non-empty 2-D array "
+                        "(rows × features) is needed", "store X as a 2-D array", path=path)
+    if len(y.shape) != 1 and not (len(y.shape) == 2 and y.shape[1] == 1):
+        raise DataError(f"the array {target_array!r} has shape {tuple(y.shape)}; it must be "
+                        "1-D (one target value per row)", "store a single target vector",
+                        path=path)
+    n, p = (int(s) for s in X.shape)
+    if int(y.shape[0]) != n:
+        raise DataError(f"'X' has {n:,} rows but {target_array!r} has {int(y.shape[0]):,} "
+                        "values", "both must have one entry per row", path=path)
+    names = group.attrs.get("feature_names")
+    if names is None:
+        names = [f"x{k + 1}" for k in range(p)]
+    if isinstance(names, str) or not isinstance(names, list | tuple):
+        raise DataError(f"the attribute feature_names is {names!r}, not a list of names",
+                        "store one name per column of X, as a list", path=path)
+    names = [str(v) for v in names]
+    if len(names) != p:
+        raise DataError(f"the attribute feature_names has {len(names)} names but 'X' has {p} "
+                        "columns", "store one name per column of X", path=path)
+    target_name = (str(group.attrs.get("target_name", "y")) if target_array == "y"
+                   else target_array)
+    columns = None
+    if features is not None:
+        picked = _check_features(path, features, names, target_name)
+        columns = tuple(names.index(f) for f in picked)
+        names = picked
+    step = int((getattr(X, "shards", None) or X.chunks)[0])
+    parts = [ZarrPart(k, a, min(step, n - a), str(path), columns, target_array)
+             for k, a in enumerate(range(0, n, step))]
+    notes = [f"Zarr store: {n:,} rows in {len(parts)} {_plural(parts, 'chunk')} of "
+             f"{step:,} rows, read chunk by chunk"]
+    return PartitionedTable(parts, names, target_name, str(path), notes, "zarr")
