@@ -43,6 +43,7 @@ Run an experiment headless instead, for example:
 #: :func:`~kernel_lab.core.errors.name_controls`): messages here name these, not the
 #: window's widgets.
 CLI_CONTROLS = {"drop_nan": "--drop-nan", "subsample": "--subsample {value}",
+                "features": "--features {value}", "partitions": "--partitions {value}",
                 "target": "--target {value}", "text_features": "--text-features {value}",
                 "sheet": "--sheet {value}", "keep_index": "--keep-index",
                 "test_fraction": "--test-fraction {value}"}
@@ -126,6 +127,13 @@ def _build_parser() -> argparse.ArgumentParser:
     p_run.add_argument("--subsample", type=int, metavar="N", default=None,
                        help="use N random rows of a data file (seeded), e.g. when the exact "
                             "methods need too much memory for all of them")
+    p_run.add_argument("--features", metavar="NAMES", default=None,
+                       help="a Parquet folder or Zarr store: the feature columns, "
+                            "comma-separated (default: all but the target)")
+    p_run.add_argument("--partitions", choices=("auto", "keep", "load"), default=None,
+                       help="a Parquet folder or Zarr store: keep the rows in their "
+                            "partitions, read them into memory, or (auto, the default) read "
+                            "them when they fit and --backend is not dask")
     p_run.add_argument("--set", dest="sets", action="append", default=[], metavar="NAME=VALUE",
                        help="set an experiment parameter (repeatable)")
     p_run.add_argument("--seed", type=int, help="random seed (default 0)")
@@ -315,7 +323,8 @@ def _run_spec(args: argparse.Namespace) -> RunSpec:
     options = {"target": args.target, "test_fraction": args.test_fraction,
                "standardize": args.standardize, "drop_nan": args.drop_nan,
                "text_features": args.text_features, "keep_index": args.keep_index,
-               "sheet": args.sheet, "subsample": args.subsample}
+               "sheet": args.sheet, "subsample": args.subsample,
+               "features": args.features, "partitions": args.partitions}
     source = DataSource.from_spec(args.data, options) if args.data else None
     name = args.experiment
     if args.preset:
@@ -365,6 +374,7 @@ def _cmd_run_playground(args: argparse.Namespace) -> int:
         ("--standardize/--no-standardize", args.standardize), ("--drop-nan", args.drop_nan),
         ("--text-features", args.text_features), ("--keep-index", args.keep_index),
         ("--sheet", args.sheet), ("--subsample", args.subsample),
+        ("--features", args.features), ("--partitions", args.partitions),
         ("--workers", args.workers), ("--scheduler", args.scheduler),
         ("--backend", None if args.backend == "threads" else args.backend))
         if value is not None]

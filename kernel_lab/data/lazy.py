@@ -27,7 +27,7 @@ import numpy as np
 
 from kernel_lab.core import rowkeys
 from kernel_lab.core.dataset import Dataset
-from kernel_lab.core.errors import DataError, ParameterError
+from kernel_lab.core.errors import DataError, ParameterError, data_option
 from kernel_lab.core.memory import format_bytes, memory_budget_bytes
 from kernel_lab.core.parts import (
     LocalParts,
@@ -69,7 +69,8 @@ def open_run_data(path: str, options: Mapping[str, Any], *, seed: int, name: str
     process, one partition at a time)."""
     from kernel_lab.data.partitioned import open_partitioned
 
-    source = open_partitioned(path, target=options.get("target") or None)
+    source = open_partitioned(path, target=options.get("target") or None,
+                              features=options.get("features") or None)
     how = options.get("partitions", "auto")
     if how not in PARTITION_CHOICES:
         raise ParameterError(f"partitions={how!r}: choose one of {', '.join(PARTITION_CHOICES)}")
@@ -83,9 +84,10 @@ def open_run_data(path: str, options: Mapping[str, Any], *, seed: int, name: str
             raise DataError(
                 f"{source.n:,} rows × {source.p + 1} columns ({format_bytes(source.nbytes)}) "
                 f"do not fit the memory budget ({format_bytes(memory_budget_bytes())}) "
-                f"{COPIES} times over", "keep the data in its partitions (partitions=keep) "
-                "or use a seeded sample (subsample=N)", path=path)
-        table = source.to_table()
+                f"{COPIES} times over", "keep the data in its partitions "
+                f"({data_option('partitions', 'keep')}) or use a seeded sample "
+                f"({data_option('subsample', 'N')})", path=path)
+        table = source.to_table(nan_policy="drop" if options.get("drop_nan") else "error")
     else:
         return partitioned_data(source, mapper, options, seed=seed, name=name,
                                 progress=progress)

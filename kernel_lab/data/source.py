@@ -26,7 +26,7 @@ from typing import Any, Literal
 import numpy as np
 
 from kernel_lab.core.dataset import Dataset
-from kernel_lab.core.errors import DataError, ParameterError
+from kernel_lab.core.errors import DataError, ParameterError, data_option
 from kernel_lab.core.params import ParamSpec, parse_assignments, resolve_params
 from kernel_lab.core.parts import PartitionedData
 from kernel_lab.core.progress import Progress
@@ -64,6 +64,9 @@ FILE_OPTIONS = (
     ParamSpec("subsample", "int", 0, low=0,
               help="use this many random rows (seeded; 0: all) — a way to run the exact "
                    "methods on a table too large for them"),
+    ParamSpec("features", "str", "", help="a Parquet folder or Zarr store: the feature "
+                                          "columns, comma-separated (default: all but the "
+                                          "target)"),
     ParamSpec("partitions", "choice", "auto", choices=("auto", "keep", "load"),
               help="a Parquet folder or Zarr store: keep the rows in their partitions "
                    "(keep), read them into one table (load), or read them whole when they "
@@ -231,7 +234,7 @@ class DataSource:
                     f"{data.n_train + data.n_test:,} rows in {len(data.parts.parts)} "
                     "partitions are too many to read into memory",
                     "run nystrom or learning-curve on them (they stay in their partitions), "
-                    "or use a seeded sample (subsample=N)", path=self.name)
+                    f"or use a seeded sample ({data_option('subsample', 'N')})", path=self.name)
             return data
         if self.kind == "generator":
             ds = generate(self.name, self.params, seed=seed)

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from kernel_lab.core.dataset import Dataset
-from kernel_lab.core.errors import ParameterError
+from kernel_lab.core.errors import ParameterError, data_option
 from kernel_lab.core.executor import TaskExecutor
 from kernel_lab.core.parts import PartitionedData
 from kernel_lab.core.progress import Progress
@@ -84,7 +84,7 @@ def _check_partitions(experiment: Experiment, data: PartitionedData) -> None:
             f"experiment {experiment.name!r} needs all {data.n_train:,} training rows in "
             f"memory (an exact n × n kernel matrix), and the data stay in their "
             f"{len(data.parts.parts)} partitions; use a seeded sample of the rows "
-            f"(subsample=N, e.g. --subsample 2000) or run {' or '.join(sorted(_ON_PARTS))} "
+            f"({data_option('subsample', 'N')}, e.g. 2000) or run {' or '.join(sorted(_ON_PARTS))} "
             "on all of them")
 
 

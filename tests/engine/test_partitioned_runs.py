@@ -105,7 +105,7 @@ def test_learning_curve_in_memory_parquet_and_cluster_agree(folder: str, cluster
 
 
 def test_an_exact_experiment_on_partitions_offers_a_seeded_sample(folder: str) -> None:
-    with pytest.raises(ParameterError, match="subsample"):
+    with pytest.raises(ParameterError, match="subsample=N"):
         run_experiment("krr-path", {}, data=f"{folder}:partitions=keep")
     # the seeded sample: the same rows wherever the data live
     a = run_experiment("krr-path", {"seed": 2}, data=f"{folder}:subsample=300")

@@ -485,7 +485,7 @@ def test_the_extras_that_bring_dask_bring_pyarrow_and_zarr_too():
     import tomllib
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     extras = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))[
         "project"]["optional-dependencies"]
     for extra in ("dask", "test"):
