@@ -60,7 +60,8 @@ def check_task(experiment: Experiment, data: Dataset | PartitionedData) -> None:
     if task in experiment.tasks:
         return
     able = [cls.name for cls in list_experiments() if task in cls.tasks]
-    what = {"multiclass": f"{len(getattr(data, 'classes', None) or ())} classes"}.get(task, f"a {task} task")
+    classes = len(getattr(data, "classes", None) or ())
+    what = {"multiclass": f"{classes} classes"}.get(task, f"a {task} task")
     where = f"; {', '.join(able)} can" if able else ""
     raise ParameterError(f"experiment {experiment.name!r} cannot run on {data.name or 'the data'} "
                          f"({what}){where}")
