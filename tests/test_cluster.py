@@ -38,6 +38,7 @@ from kernel_lab.engine.cluster import (  # noqa: E402  (after the importorskip)
     peak_memory,
     worker_memory_limit,
 )
+from kernel_lab.engine.executors import DaskExecutor  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -80,6 +81,10 @@ def _die_once(part, marker):
         os.kill(os.getpid(), signal.SIGKILL)
     X, y = part.read()
     return X.sum(axis=0) + y.sum()
+
+
+def _square(task):
+    return task * task
 
 
 def _die_always(part):
@@ -326,3 +331,13 @@ def test_a_cluster_left_without_workers_fails_clearly(data, tmp_path):
         err = out.get("error")
         assert isinstance(err, WorkerLost), out
         assert "no workers" in str(err)
+        # the Monte Carlo executor on the same cluster, still without workers: no hang
+        executor = DaskExecutor(c.address)
+        try:
+            thread, out = _in_thread(lambda: list(executor.map(_square, [1, 2, 3])))
+            thread.join(90)
+            assert not thread.is_alive()
+            assert isinstance(out.get("error"), WorkerLost), out
+            assert "no workers" in str(out["error"])
+        finally:
+            executor.close()

@@ -225,6 +225,48 @@ def reset_peak_memory(cluster: Any) -> bool:
     return here and all(there)
 
 
+def check_workers(client: Any, since: float | None, grace: float) -> float | None:
+    """Raise :class:`WorkerLost` when the connection to the scheduler is gone, or when the
+    cluster has had no worker since ``since`` for longer than ``grace`` seconds (a nanny
+    restarting a worker takes a second or two). Returns when the cluster was first seen
+    without workers (``time.monotonic()``), or None while it has some."""
+    if client.status not in ("running", "connecting"):
+        raise WorkerLost("the connection to the Dask scheduler was lost; the run is "
+                         "stopped — check that the scheduler is still running")
+    try:
+        workers = len(client.nthreads())
+    except OSError as exc:
+        raise WorkerLost(f"the Dask scheduler does not answer ({exc}); the run is "
+                         "stopped — check that the scheduler is still running") from None
+    if workers:
+        return None
+    now = time.monotonic()
+    if since is None:
+        return now
+    if now - since > grace:
+        raise WorkerLost(f"the Dask cluster has had no workers for {grace:g} s (they died "
+                         "or were stopped) and the run cannot go on; the run is stopped — "
+                         "start workers (dask worker ADDRESS) or use a local cluster")
+    return since
+
+
+def wait_result(future: Any, grace: float = 10.0) -> Any:
+    """``future.result()``, but a cluster left without workers (or a lost scheduler) raises
+    :class:`WorkerLost` instead of waiting for ever; so does a task that kept killing its
+    workers (``distributed.KilledWorker``)."""
+    from distributed import KilledWorker
+
+    since = None
+    while True:
+        try:
+            return future.result(timeout=1.0)
+        except TimeoutError:
+            since = check_workers(future.client, since, grace)
+        except KilledWorker as exc:
+            raise WorkerLost(f"Dask workers kept dying on a task ({exc}); the run is "
+                             "stopped — check the workers' memory") from None
+
+
 # ---------------------------------------------------------------------------------------
 # Computations over partitions
 
@@ -419,30 +461,8 @@ class DaskParts:
             now = time.monotonic()
             if pending and now >= next_poll:
                 next_poll = now + 1.0
-                no_workers_since = self._check_workers(no_workers_since, now)
-
-    def _check_workers(self, since: float | None, now: float) -> float | None:
-        """Fail when the connection is gone or the cluster has had no worker for longer
-        than the grace period; return since when it has had none."""
-        client = self.client
-        if client.status not in ("running", "connecting"):
-            raise WorkerLost("the connection to the Dask scheduler was lost; the run is "
-                             "stopped — check that the scheduler is still running")
-        try:
-            workers = len(client.nthreads())
-        except OSError as exc:
-            raise WorkerLost(f"the Dask scheduler does not answer ({exc}); the run is "
-                             "stopped — check that the scheduler is still running") from None
-        if workers:
-            return None
-        if since is None:
-            return now
-        if now - since > self.no_worker_grace:
-            raise WorkerLost(f"the Dask cluster has had no workers for "
-                             f"{self.no_worker_grace:g} s (they died or were stopped) and "
-                             "the run cannot go on; the run is stopped — start workers "
-                             "(dask worker ADDRESS) or use a local cluster")
-        return since
+                no_workers_since = check_workers(self.client, no_workers_since,
+                                                 self.no_worker_grace)
 
     def _error(self, fut: Any, what: dict[str, int | None]) -> BaseException:
         """The error to raise for a future that did not finish."""
@@ -470,5 +490,5 @@ class DaskParts:
 
 
 __all__ = ["CLIENT_RESERVE", "DASK_QUIET", "SHARE_BYTES", "Cluster", "DaskParts",
-           "WorkerLost", "connect", "default_workers", "peak_memory", "reset_peak_memory",
-           "worker_memory_limit"]
+           "WorkerLost", "check_workers", "connect", "default_workers", "peak_memory",
+           "reset_peak_memory", "wait_result", "worker_memory_limit"]
