@@ -313,6 +313,15 @@ class DaskParts:
     no_worker_grace : float
         Seconds a run waits for workers to come back when the cluster has none (a nanny
         restarting a worker takes a second or two) before it fails with :class:`WorkerLost`.
+
+    Notes
+    -----
+    ``progress`` (of :meth:`map` and :meth:`reduce`) is called once per partition done, as
+    :class:`~kernel_lab.core.parts.base.LocalParts` calls it; a
+    :class:`~kernel_lab.core.progress.Progress` is also checked for cancellation every
+    0.2 s while no partition finishes (another callable only when one does). On
+    cancellation, or any error, the run's futures are cancelled on the cluster before the
+    exception propagates: calls already running on a worker finish there, unused.
     """
 
     def __init__(self, parts: Sequence[Part], client: Any, retries: int = 2,
@@ -455,7 +464,7 @@ class DaskParts:
                 parts_done += 1
                 if progress is not None:
                     progress(parts_done / total,
-                             f"{message} ({parts_done}/{total} partitions)".lstrip())
+                             f"{message} ({parts_done}/{total} partitions)")
             if not new and callable(check):
                 check()
             now = time.monotonic()
