@@ -36,6 +36,7 @@ from kernel_lab.engine.cluster import (  # noqa: E402  (after the importorskip)
     WorkerLost,
     connect,
     peak_memory,
+    reset_peak_memory,
     worker_memory_limit,
 )
 from kernel_lab.engine.executors import DaskExecutor  # noqa: E402
@@ -81,6 +82,11 @@ def _die_once(part, marker):
         os.kill(os.getpid(), signal.SIGKILL)
     X, y = part.read()
     return X.sum(axis=0) + y.sum()
+
+
+def _touch_200mb():
+    a = np.ones(25 * 2**20)  # 200 MiB, touched, then freed
+    return float(a[-1])
 
 
 def _square(task):
@@ -261,6 +267,32 @@ def test_local_cluster_settings_and_peak_memory(cluster):
     assert set(peaks["workers"]) == set(info)
     assert peaks["max_worker"] == max(peaks["workers"].values()) > 10 * 2**20
     assert peaks["client"] > 10 * 2**20
+    # the peaks count from a reset: a worker's 200 MiB shows, then is forgotten
+    if reset_peak_memory(cluster):
+        before = peak_memory(cluster)["max_worker"]
+        cluster.client.run(_touch_200mb)
+        high = peak_memory(cluster)["max_worker"]
+        assert high >= before + 190 * 2**20
+        assert reset_peak_memory(cluster)
+        assert peak_memory(cluster)["max_worker"] < high - 150 * 2**20
+
+
+def test_cancel_during_a_reduction_cancels_the_tree(cluster, data):
+    X, y = data
+    plan, W = _plan_and_W(X, y)
+    reports = []
+
+    def report(fraction, message):
+        reports.append(fraction)
+        if len(reports) == 2:
+            raise Cancelled("cancelled")
+
+    dask = DaskParts(array_parts(X, y, 8), cluster.client)
+    with pytest.raises(Cancelled):
+        dask.reduce(_gram, plan, W, progress=report)
+    assert len(reports) == 2
+    assert _wait_for(lambda: not _scheduler_keys(cluster.client)), \
+        _scheduler_keys(cluster.client)
 
 
 # ---------------------------------------------------------------------------------------
