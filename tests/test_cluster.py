@@ -32,6 +32,7 @@ from kernel_lab.core.progress import Cancelled, Progress
 distributed = pytest.importorskip("distributed")
 
 from kernel_lab.engine.cluster import (  # noqa: E402  (after the importorskip)
+    SHARE_BYTES,
     DaskParts,
     WorkerLost,
     connect,
@@ -93,7 +94,7 @@ def _square(task):
     return task * task
 
 
-def _die_always(part):
+def _die_always(part, *args):
     os.kill(os.getpid(), signal.SIGKILL)
 
 
@@ -248,6 +249,15 @@ def test_a_partition_that_always_kills_its_worker_is_reported(cluster, data):
     assert isinstance(err, WorkerLost), out
     assert "kept dying" in str(err) and "partition" in str(err) and "memory" in str(err)
     # the cluster recovers its workers for later runs
+    assert _wait_for(lambda: cluster.workers() == 2, 60)
+    # with an argument sent to every worker, which may die with the workers holding it
+    big = np.ones(SHARE_BYTES // 8)
+    thread, out = _in_thread(lambda: dask.map(_die_always, big))
+    thread.join(120)
+    assert not thread.is_alive()
+    err = out.get("error")
+    assert isinstance(err, WorkerLost), out
+    assert "died" in str(err) and "partition" in str(err) and "memory" in str(err)
     assert _wait_for(lambda: cluster.workers() == 2, 60)
 
 

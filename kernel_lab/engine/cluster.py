@@ -370,7 +370,7 @@ class DaskParts:
                 pending[key].add_done_callback(done.put)
             results: dict[int, Any] = {}
             self._wait(pending, done, what, results, combine is None, total, progress,
-                       message)
+                       message, [f for f in shared if hasattr(f, "key")])
             out = client.gather(final) if final is not None else [
                 results[k] for k in range(total)]
             ok = True
@@ -423,10 +423,12 @@ class DaskParts:
 
     def _wait(self, pending: dict[str, Any], done: queue.SimpleQueue[Any],
               what: dict[str, int | None], results: dict[int, Any], keep: bool,
-              total: int, progress: Progress | None, message: str) -> None:
+              total: int, progress: Progress | None, message: str, inputs: list[Any]
+              ) -> None:
         """Wait for every pending future, reporting partitions done and checking for
         cancellation and for lost workers every :data:`TICK` seconds. ``keep``: collect the
-        partitions' results into ``results``."""
+        partitions' results into ``results``; ``inputs``: the futures of the arguments sent
+        to every worker."""
         parts_done = 0
         check = getattr(progress, "check", None)
         next_poll = time.monotonic() + 1.0
@@ -444,7 +446,7 @@ class DaskParts:
                 if pending.pop(fut.key, None) is None:
                     continue
                 if fut.status != "finished":
-                    error = self._error(fut, what)
+                    error = self._error(fut, what, inputs)
                     break
                 if what.get(fut.key) is not None:
                     finished.append(fut)
@@ -473,8 +475,10 @@ class DaskParts:
                 no_workers_since = check_workers(self.client, no_workers_since,
                                                  self.no_worker_grace)
 
-    def _error(self, fut: Any, what: dict[str, int | None]) -> BaseException:
-        """The error to raise for a future that did not finish."""
+    def _error(self, fut: Any, what: dict[str, int | None], inputs: Sequence[Any] = ()
+               ) -> BaseException:
+        """The error to raise for a future that did not finish (``inputs``: the futures of
+        the arguments sent to every worker)."""
         from distributed import KilledWorker
 
         k = what.get(fut.key)
@@ -493,9 +497,15 @@ class DaskParts:
                 return lost
             tb = fut.traceback()
             return exc.with_traceback(tb) if tb is not None else exc  # the task's own error
+        if any(f.status != "finished" for f in inputs):
+            return WorkerLost(f"the Dask workers holding the inputs of {task} all died at "
+                              "once (most often out of memory: a worker is killed past its "
+                              "memory limit), and the inputs were lost with them. The run "
+                              "is stopped — give the workers more memory, use fewer "
+                              "workers per machine, or cut the data into smaller partitions")
         return WorkerLost(f"the Dask cluster dropped the task {task} (status "
-                          f"{fut.status}: its workers or its inputs were lost, or another "
-                          "client cancelled it); the run is stopped — run it again")
+                          f"{fut.status}: its workers were lost, or another client "
+                          "cancelled it); the run is stopped — run it again")
 
 
 __all__ = ["CLIENT_RESERVE", "DASK_QUIET", "SHARE_BYTES", "Cluster", "DaskParts",
