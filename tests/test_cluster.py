@@ -237,6 +237,12 @@ def test_a_worker_killed_once_is_retried(cluster, data, tmp_path):
     want = LocalParts(array_parts(X, y, 4)).map(_die_once, str(marker))
     for a, b in zip(got, want, strict=True):
         np.testing.assert_array_equal(a, b)
+    # and in a reduction: the tree waits for the retry (the reference run: marker present)
+    again = tmp_path / "died again"
+    np.testing.assert_array_equal(
+        dask.reduce(_die_once, str(again)),
+        LocalParts(array_parts(X, y, 4)).reduce(_die_once, str(marker)))
+    assert again.exists()
 
 
 def test_a_partition_that_always_kills_its_worker_is_reported(cluster, data):
@@ -273,6 +279,7 @@ def test_local_cluster_settings_and_peak_memory(cluster):
     assert {w["memory_limit"] for w in info.values()} == {10**9}
     assert all(w["host"] == "127.0.0.1" for w in info.values())
     assert 256 * 2**20 <= worker_memory_limit(2)
+    assert cluster.describe().endswith("2 worker(s) × 1 thread(s), 1 GB each")
     peaks = peak_memory(cluster)
     assert set(peaks["workers"]) == set(info)
     assert peaks["max_worker"] == max(peaks["workers"].values()) > 10 * 2**20

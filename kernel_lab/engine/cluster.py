@@ -108,6 +108,18 @@ class Cluster:
         """Number of workers connected now."""
         return len(self.client.nthreads())
 
+    def describe(self) -> str:
+        """One line for logs and notes: where the cluster is, its workers, threads and
+        memory limits."""
+        info = self.client.scheduler_info(n_workers=-1)["workers"].values()
+        threads = sorted({int(w.get("nthreads", 0)) for w in info})
+        limits = sorted({int(w.get("memory_limit") or 0) for w in info})
+        kind = "local Dask cluster" if self.local is not None else "Dask cluster"
+        memory = ("no memory limit" if limits in ([], [0]) else
+                  " / ".join(f"{m / 1e9:.2g} GB" for m in limits) + " each")
+        return (f"{kind} at {self.address}: {len(info)} worker(s) × "
+                f"{'/'.join(map(str, threads)) or '0'} thread(s), {memory}")
+
     def parts(self, parts: Sequence[Part], retries: int = 2) -> DaskParts:
         """A :class:`DaskParts` over ``parts`` on this cluster."""
         return DaskParts(parts, self.client, retries=retries)
