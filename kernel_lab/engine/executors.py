@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from kernel_lab.core.errors import KernelLabError, ParameterError
+from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.executor import (
     SERIAL,
     SerialExecutor,
@@ -21,6 +21,11 @@ from kernel_lab.core.executor import (
     blas_controller,
     call_single_threaded,
 )
+from kernel_lab.engine.cluster import DASK_QUIET, SHARE_BYTES, WorkerLost, connect, wait_result
+
+# WorkerLost, DASK_QUIET and SHARE_BYTES (arrays at least this large that several tasks
+# share are sent to Dask workers once) live in kernel_lab.engine.cluster, with the code that
+# starts clusters; they are imported from here too.
 
 #: The backends a run can use (:func:`make_executor`); the command line and the window
 #: offer these.
@@ -154,10 +159,6 @@ def kill_pools() -> None:
 atexit.register(shutdown_pools)
 
 
-class WorkerLost(KernelLabError):
-    """A compute worker died and its task could not be completed."""
-
-
 class DaskExecutor:
     """Runs tasks on a Dask cluster: an existing scheduler (``address``) or a local cluster
     of ``workers`` single-threaded processes on 127.0.0.1 started for the run.
@@ -169,32 +170,13 @@ class DaskExecutor:
 
     def __init__(self, address: str | None = None, workers: int | None = None,
                  retries: int = 2) -> None:
-        try:
-            from distributed import Client, LocalCluster
-        except ImportError:
-            raise ParameterError("the dask backend needs Dask: pip install "
-                                 "'kernel-lab[dask]'") from None
         self.retries = retries
-        self.cluster = None
-        if address:
-            try:
-                self.client = Client(address, timeout=5)
-            except OSError as exc:
-                raise ParameterError(f"cannot reach the Dask scheduler at {address}: {exc}; "
-                                     "check the address (tcp://host:8786)") from None
-        else:
-            import dask
-
-            with dask.config.set(DASK_QUIET):
-                self.cluster = LocalCluster(
-                    n_workers=max(1, workers or os.cpu_count() or 1), threads_per_worker=1,
-                    processes=True, host="127.0.0.1", dashboard_address=None)
-            self.client = Client(self.cluster)
+        self.connection = connect(address, workers, timeout=5)
+        self.client = self.connection.client
+        self.cluster = self.connection.local
 
     def map(self, fn: Callable[[Any], Any], tasks: Iterable[Any]) -> Iterator[Any]:
         from functools import partial
-
-        from distributed import KilledWorker
 
         tasks = list(tasks)
         stripped, shared = _strip_shared(tasks)
@@ -207,35 +189,15 @@ class DaskExecutor:
             futures = self.client.map(partial(call_single_threaded, fn), tasks,
                                       pure=False, retries=self.retries)
         try:
-            for fut in futures:
-                try:
-                    yield fut.result()
-                except KilledWorker as exc:
-                    raise WorkerLost(f"Dask workers kept dying on a task ({exc}); the run is "
-                                     "stopped — check the workers' memory") from None
+            for fut in futures:  # a cluster left without workers fails, never hangs
+                yield wait_result(fut)
         finally:
             self.client.cancel(futures)
 
     def close(self) -> None:
-        self.client.close()
-        if self.cluster is not None:
-            self.cluster.close()
+        self.connection.close()
 
 
-#: Dask settings for the local clusters Kernel Lab starts (and advice for other clusters):
-#: - the statistical profiler samples every worker thread 100 times a second (~6 % here);
-#: - the nanny starts workers with MALLOC_TRIM_THRESHOLD_=64 KiB, which switches off glibc's
-#:   adaptive mmap threshold: every array above 128 KiB is then a fresh mmap, paid in page
-#:   faults on first touch — 15–20 % of a Monte Carlo trial's time. A large trim threshold
-#:   with a 64 MiB mmap threshold lets workers reuse their heap, as a plain process does.
-DASK_QUIET = {
-    "distributed.worker.profile.enabled": False,
-    "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": str(2**30),
-    "distributed.nanny.pre-spawn-environ.MALLOC_MMAP_THRESHOLD_": str(2**26),
-}
-
-#: Arrays at least this large that several tasks share are sent to Dask workers once.
-SHARE_BYTES = 256 * 1024
 
 
 def _strip_shared(tasks: list[Any]) -> tuple[list[Any], dict[str, Any]]:
@@ -283,5 +245,5 @@ def make_executor(workers: int | None, backend: str = "threads",
     raise ParameterError(f"unknown backend {backend!r}; choose one of: {', '.join(BACKENDS)}")
 
 
-__all__ = ["BACKENDS", "SERIAL", "DaskExecutor", "ProcessExecutor", "SerialExecutor",
-           "TaskExecutor", "ThreadExecutor", "WorkerLost", "make_executor"]
+__all__ = ["BACKENDS", "DASK_QUIET", "SERIAL", "SHARE_BYTES", "DaskExecutor", "ProcessExecutor",
+           "SerialExecutor", "TaskExecutor", "ThreadExecutor", "WorkerLost", "make_executor"]
