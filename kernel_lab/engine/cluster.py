@@ -120,7 +120,7 @@ class Cluster:
         return (f"{kind} at {self.address}: {len(info)} worker(s) × "
                 f"{'/'.join(map(str, threads)) or '0'} thread(s), {memory}")
 
-    def parts(self, parts: Sequence[Part], retries: int = 2) -> DaskParts:
+    def parts(self, parts: Sequence[Part], retries: int = 0) -> DaskParts:
         """A :class:`DaskParts` over ``parts`` on this cluster."""
         return DaskParts(parts, self.client, retries=retries)
 
@@ -320,8 +320,10 @@ class DaskParts:
     client : distributed.Client or Cluster
         The cluster to run on.
     retries : int
-        Times a task that raised is run again (a transient read error); a task whose worker
-        died is rescheduled by Dask up to the scheduler's ``allowed-failures``.
+        Times a task that raised is run again (default 0: a task's own error — a file that
+        cannot be read, a missing value — is the same every time and is reported at once,
+        not after reading the partition three times); a task whose worker died is
+        rescheduled by Dask regardless, up to the scheduler's ``allowed-failures``.
     no_worker_grace : float
         Seconds a run waits for workers to come back when the cluster has none (a nanny
         restarting a worker takes a second or two) before it fails with :class:`WorkerLost`.
@@ -336,7 +338,7 @@ class DaskParts:
     exception propagates: calls already running on a worker finish there, unused.
     """
 
-    def __init__(self, parts: Sequence[Part], client: Any, retries: int = 2,
+    def __init__(self, parts: Sequence[Part], client: Any, retries: int = 0,
                  no_worker_grace: float = 10.0) -> None:
         self.parts = list(parts)
         self.client = _client_of(client)

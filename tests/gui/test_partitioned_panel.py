@@ -57,7 +57,7 @@ def test_a_large_folder_stays_in_partitions_and_runs(panel, folder):
     panel.model.status.connect(said.append)
     panel.model.set_experiment("krr-path")
     panel.model.start_run()
-    assert any("subsample" in s for s in said), said
+    assert any("seeded sample of the rows ('Rows' in the Data panel" in s for s in said), said
 
     panel.model.set_experiment("nystrom")
     panel.model.set_params({"samplers": ["uniform"], "sizes": "5,10", "trials": 1,
