@@ -120,15 +120,21 @@ def predict_blocks(features: Callable[[np.ndarray], np.ndarray], X: np.ndarray,
     return out
 
 
+def columns_well_conditioned(N: np.ndarray) -> bool:
+    """Whether the Nyström normalisation ``N = V e^{-1/2}`` keeps eigenvalues of W spanning
+    at most :data:`GRAM_KAPPA_MAX`, so that sums of ``k(X, S)`` mapped by N are accurate."""
+    if N.shape[1] == 0:
+        return False
+    e = 1.0 / np.einsum("ij,ij->j", N, N)  # the kept eigenvalues of W (columns V e^{-1/2})
+    return bool(e.max() <= GRAM_KAPPA_MAX * e.min())
+
+
 def kernel_columns(features: Any) -> tuple[Any, np.ndarray] | None:
     """``(x ↦ k(x, S), N)`` for Nyström features ``F = k(X, S) N`` whose W is well conditioned
     (see :data:`GRAM_KAPPA_MAX`), else None (random features, or an ill-conditioned W):
     :class:`StreamedRidge` then sums the s columns of k(X, S) instead of the features."""
     N = getattr(features, "normalization_", None)
-    if N is None or N.shape[1] == 0:
-        return None
-    e = 1.0 / np.einsum("ij,ij->j", N, N)  # the kept eigenvalues of W (columns V e^{-1/2})
-    if e.max() > GRAM_KAPPA_MAX * e.min():
+    if N is None or not columns_well_conditioned(N):
         return None
     kernel, landmarks = features.kernel_, features.landmarks_
     return (lambda A: kernel(A, landmarks)), N
