@@ -5,6 +5,7 @@ tree-combined), and each piece equals an independent dense computation on the ro
 from __future__ import annotations
 
 import math
+import pickle
 
 import numpy as np
 import pytest
@@ -255,3 +256,45 @@ def test_rls_levels_scored_per_part_equal_the_gathered_ones(rows, gather_rows):
                                                        gather_rows=gather_rows)
     np.testing.assert_array_equal(gathered.index, on_parts.index)
     assert on_parts.lam == pytest.approx(gathered.lam, rel=1e-8)
+
+
+class PickledParts(LocalParts):
+    """LocalParts that sends every function, part and argument through pickle, as a Dask
+    worker gets them (a closure or an unpicklable argument fails here)."""
+
+    def map(self, fn, *args, progress=None, message=""):
+        out = []
+        for part in self.parts:
+            f, p, a = pickle.loads(pickle.dumps((fn, part, args)))
+            out.append(pickle.loads(pickle.dumps(f(p, *a))))
+        return out
+
+
+@pytest.mark.parametrize("name", (*SAMPLERS, "rff-orthogonal"))
+def test_work_sent_to_workers_pickles(rows, name):
+    X, y, plan, _, _ = rows
+    pickled = PickledParts(array_parts(X, y, 3))
+    one = LocalParts(array_parts(X, y, 3))          # the same arithmetic, in this process
+    got = parts_ridge.make_features(name, pickled, plan, KERNEL, 20, seed=8)
+    ref = parts_ridge.make_features(name, one, plan, KERNEL, 20, seed=8)
+    if got.sample is not None:
+        np.testing.assert_array_equal(got.sample.index, ref.sample.index)
+    fit = parts_ridge.fit_ridge(pickled, plan, got, None)
+    fit_ref = parts_ridge.fit_ridge(one, plan, ref, None)
+    assert fit.lam == fit_ref.lam and rel(fit.coef, fit_ref.coef) < 1e-8
+    if got.sample is not None:
+        N = got.normalization
+        coef, _, _ = parts_cg.nystrom_ridge_cg_parts(pickled, plan, KERNEL, got.landmarks, N,
+                                                      0.1, tol=1e-12)
+        coef_ref, _, _ = parts_cg.nystrom_ridge_cg_parts(one, plan, KERNEL, got.landmarks, N,
+                                                          0.1, tol=1e-12)
+        assert rel(coef, coef_ref) < 1e-8
+
+
+def test_paper_protocol_on_parts_chooses_lambda_by_leave_one_out():
+    X, y = clusters(900, p=3, seed=5)
+    params = dict(PARAMS, protocol="paper", samplers=["uniform"], sizes="20,60")
+    res = last(NystromExperiment().run(params, partitioned(X, y, 3), Progress()))
+    lams = res.table["ridge_lam_median[uniform]"][:2]
+    assert np.all(np.isfinite(lams)) and np.all(lams > 0)
+    assert res.summaries["trials"] == 10 and res.summaries["statistic"] == "mean"

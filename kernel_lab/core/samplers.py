@@ -103,11 +103,16 @@ class Sample:
 
 
 def _check(X: np.ndarray, s: int) -> int:
-    n = X.shape[0]
+    return check_budget(X.shape[0], s)
+
+
+def check_budget(n: int, s: int, what: str = "points") -> int:
+    """n, after checking that s is a whole number of landmarks from 1 to n (else a
+    ParameterError naming ``what`` the n are)."""
     if isinstance(s, bool) or int(s) != s or s < 1:
         raise ParameterError(f"the number of landmarks s must be a positive integer, got {s!r}")
     if s > n:
-        raise ParameterError(f"cannot choose s = {s} landmarks from n = {n} points; "
+        raise ParameterError(f"cannot choose s = {s} landmarks from n = {n} {what}; "
                              f"use s ≤ {n}")
     return n
 

@@ -59,6 +59,7 @@ from kernel_lab.core.samplers import (
     accelerated_level_size,
     accept_pivots,
     candidate_residual,
+    check_budget,
     lambda_for_budget,
     residual_rows,
 )
@@ -124,13 +125,7 @@ def row_seed(seed: Any) -> int:
 
 
 def _check(plan: RowPlan, s: int) -> int:
-    n = plan.n_train
-    if isinstance(s, bool) or int(s) != s or s < 1:
-        raise ParameterError(f"the number of landmarks s must be a positive integer, got {s!r}")
-    if s > n:
-        raise ParameterError(f"cannot choose s = {s} landmarks from n = {n} training rows; "
-                             f"use s ≤ {n}")
-    return n
+    return check_budget(plan.n_train, s, "training rows")
 
 
 def _gather(parts: PartMap, plan: RowPlan, index: np.ndarray) -> Rows:
