@@ -30,6 +30,7 @@ from kernel_lab.core.parts.base import (
 )
 from kernel_lab.core.progress import Progress
 from kernel_lab.experiments.nystrom import NystromExperiment
+from kernel_lab.experiments.nystrom_parts import run_on_parts
 
 SAMPLERS = ("uniform", "recursive-rls", "recursive-rls-fast", "rp-cholesky")
 
@@ -204,7 +205,7 @@ def test_the_experiment_runs_on_parts_like_in_memory():
     data = partitioned(X, y, 4)
     exp = NystromExperiment()
     params = dict(PARAMS)
-    res = last(exp.run(params, data, Progress()))
+    res = last(run_on_parts(exp, params, data, Progress()))
     tr = take_rows(data.parts, data.plan, np.arange(X.shape[0]))
     te = take_rows(data.parts, data.plan, np.arange(X.shape[0]), "test")
     mem = last(exp.run(params, Dataset(tr.X, tr.y, te.X, te.y, data.feature_names, "y"),
@@ -221,8 +222,8 @@ def test_the_experiment_runs_on_parts_like_in_memory():
     # the picture's landmarks: the smallest s of a leverage sampler
     assert np.isfinite(res.table["landmark_x"]).sum() == 10
     # the same data in one part: the same table
-    res1 = last(exp.run(dict(params, trials=1), partitioned(X, y, 1), Progress()))
-    res = last(exp.run(dict(params, trials=1), data, Progress()))
+    res1 = last(run_on_parts(exp, dict(params, trials=1), partitioned(X, y, 1), Progress()))
+    res = last(run_on_parts(exp, dict(params, trials=1), data, Progress()))
     for key in ("spectral_median[recursive-rls]", "rmse_median[rp-cholesky]",
                 "rmse_median[rff]", "evals_median[recursive-rls]"):
         np.testing.assert_allclose(res1.table[key][:3], res.table[key][:3], rtol=1e-8)
@@ -238,7 +239,7 @@ def test_unsupported_samplers_are_refused():
     data = partitioned(X, y, 2)
     params = dict(PARAMS, samplers=["exact-rls"])
     with pytest.raises(ParameterError, match="partitioned"):
-        last(NystromExperiment().run(params, data, Progress()))
+        last(run_on_parts(NystromExperiment(), params, data, Progress()))
 
 
 def test_recursion_depth_matches_the_in_memory_sampler():
@@ -294,7 +295,7 @@ def test_work_sent_to_workers_pickles(rows, name):
 def test_paper_protocol_on_parts_chooses_lambda_by_leave_one_out():
     X, y = clusters(900, p=3, seed=5)
     params = dict(PARAMS, protocol="paper", samplers=["uniform"], sizes="20,60")
-    res = last(NystromExperiment().run(params, partitioned(X, y, 3), Progress()))
+    res = last(run_on_parts(NystromExperiment(), params, partitioned(X, y, 3), Progress()))
     lams = res.table["ridge_lam_median[uniform]"][:2]
     assert np.all(np.isfinite(lams)) and np.all(lams > 0)
     assert res.summaries["trials"] == 10 and res.summaries["statistic"] == "mean"

@@ -31,7 +31,6 @@ from kernel_lab.core.models.nystrom import NystromFeatures, nystrom_factor
 from kernel_lab.core.models.rff import RFF_KERNELS, RandomFourierFeatures
 from kernel_lab.core.models.streaming import StreamedRidge, kernel_columns
 from kernel_lab.core.params import ParamSpec
-from kernel_lab.core.parts.base import PartitionedData
 from kernel_lab.core.progress import Progress
 from kernel_lab.core.samplers import (
     BLOCK_ENTRIES,
@@ -490,13 +489,8 @@ class NystromExperiment(Experiment):
             note += f"; test RMSE on {TEST_MAX} test points"
         return {"memory_bytes": memory, "flops": flops, "note": note}
 
-    def run(self, params: Mapping[str, Any], data: Dataset | PartitionedData,
-            progress: Progress,
+    def run(self, params: Mapping[str, Any], data: Dataset, progress: Progress,
             executor: TaskExecutor = SERIAL) -> Iterator[PartialResult]:
-        if isinstance(data, PartitionedData):  # rows that stay in their partitions
-            from kernel_lab.experiments.nystrom_parts import run_on_parts
-            yield from run_on_parts(self, params, data, progress)
-            return
         X, y, Xt, yt = data.X_train, data.y_train, data.X_test, data.y_test
         n = data.n_train
         if data.n_test < 1:
