@@ -28,7 +28,7 @@ from kernel_lab.core.parts.base import (
     standardize_plan,
     take_rows,
 )
-from kernel_lab.core.progress import Progress
+from kernel_lab.core.progress import Cancelled, Progress
 from kernel_lab.experiments.nystrom import NystromExperiment
 from kernel_lab.experiments.nystrom_parts import run_on_parts
 
@@ -299,3 +299,21 @@ def test_paper_protocol_on_parts_chooses_lambda_by_leave_one_out():
     lams = res.table["ridge_lam_median[uniform]"][:2]
     assert np.all(np.isfinite(lams)) and np.all(lams > 0)
     assert res.summaries["trials"] == 10 and res.summaries["statistic"] == "mean"
+
+
+def test_cancel_stops_the_run_within_a_cell():
+    """Cancel is checked inside a cell (before each recursion level and pass over the
+    partitions), not only between cells."""
+    X, y = clusters(900, p=3, seed=5)
+    calls = []
+
+    def report(fraction, message):
+        calls.append((fraction, message))
+
+    progress = Progress(report, is_cancelled=lambda: any("level" in m for _, m in calls))
+    params = dict(PARAMS, samplers=["recursive-rls"], sizes="20", trials=1)
+    with pytest.raises(Cancelled):
+        last(run_on_parts(NystromExperiment(), params, partitioned(X, y, 3), progress))
+    assert "level" in calls[-1][1]
+    fractions = [f for f, _ in calls]
+    assert fractions == sorted(fractions)

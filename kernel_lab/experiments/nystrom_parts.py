@@ -74,13 +74,14 @@ def _check_samplers(samplers: list[str]) -> None:
 
 def _cell(name: str, s: int, seed: np.random.SeedSequence, data: PartitionedData,
           kernel: Kernel, lam: float | None, diag: float, K_eval: np.ndarray,
-          X_eval: np.ndarray, X_test: np.ndarray, y_test: np.ndarray, view: np.ndarray
-          ) -> dict[str, Any]:
-    """One (sampler, s, trial) cell: the measures of :func:`nystrom.run_cell`."""
+          X_eval: np.ndarray, X_test: np.ndarray, y_test: np.ndarray, view: np.ndarray,
+          progress: Progress) -> dict[str, Any]:
+    """One (sampler, s, trial) cell: the measures of :func:`nystrom.run_cell`; ``progress``
+    covers the cell (the landmarks its first half, the pass over the partitions the rest)."""
     t0 = time.perf_counter()
     features: FeatureMap = make_features(name, data.parts, data.plan, kernel, s, seed,
-                                         view=view)
-    fit = fit_ridge(data.parts, data.plan, features, lam)
+                                         view=view, progress=progress.sub(0.0, 0.5))
+    fit = fit_ridge(data.parts, data.plan, features, lam, progress.sub(0.5, 1.0))
     seconds = time.perf_counter() - t0
     sample = features.sample
     return {"spectral": spectral_error(K_eval, features, X_eval, exact_max=EXACT_MAX),
@@ -150,17 +151,19 @@ def run_on_parts(experiment: Any, params: Mapping[str, Any], data: PartitionedDa
     cost = np.cumsum([float(sizes[i]) ** 2 + 1.0 for i, _ in cells])
     results: dict[tuple[int, str], list[dict[str, Any]]] = {}
     view_scores = view_marks = None
+    fraction = 0.03
     for done, (i, name) in enumerate(cells, start=1):
         s = int(sizes[i])
+        end = 0.03 + 0.97 * float(cost[done - 1] / cost[-1])
         res = _cell(name, s, next(seeds), data, kernel, ridge_lam, diag, K_eval, X_eval,
-                    test.X, test.y, view_index)
+                    test.X, test.y, view_index, progress.sub(fraction, end))
+        fraction = end
         scores, marks = res.pop("scores"), res.pop("marks")
         results.setdefault((i, name), []).append(res)
         experiment._fill(table, results, i, name, stat, paper)
         if view_scores is None and scores is not None and name != "rp-cholesky":
             view_scores, view_marks = scores, marks
         summaries[f"evals_per_point_max_s[{name}]"] = table[f"evals_{stat}[{name}]"][i] / n
-        fraction = 0.03 + 0.97 * float(cost[done - 1] / cost[-1])
         progress(fraction, f"{name}, s = {s} ({done}/{len(cells)})")
         yield PartialResult(fraction, f"{name}, s = {s} ({done}/{len(cells)})",
                             _with_view(table, view, view_scores, None, n, view_marks),

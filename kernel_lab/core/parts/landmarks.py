@@ -47,6 +47,7 @@ from kernel_lab.core.parts.base import (
     take_rows,
     tree_combine,
 )
+from kernel_lab.core.progress import Progress
 from kernel_lab.core.samplers import (
     BLOCK_ENTRIES,
     LEVEL_CAP,
@@ -251,10 +252,12 @@ def _level_part(part: Any, plan: RowPlan, step: LevelStep) -> dict[str, Any]:
 def recursive_rls_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel, s: int,
                             seed: Any, *, accelerated: bool = False,
                             view: np.ndarray | None = None,
-                            gather_rows: int = GATHER_ROWS) -> Landmarks:
+                            gather_rows: int = GATHER_ROWS,
+                            progress: Progress | None = None) -> Landmarks:
     """Recursive ridge-leverage-score landmarks with a budget s (Musco & Musco, Alg. 3 as
     :class:`~kernel_lab.core.samplers.RecursiveRLSSampler` runs it), over partitions; see
-    the module docstring. ``view``: global row indices whose top-level scores to return."""
+    the module docstring. ``view``: global row indices whose top-level scores to return;
+    ``progress`` is told before every level (and may cancel)."""
     n = _check(plan, s)
     seed = row_seed(seed)
     view = None if view is None else np.unique(np.asarray(view, dtype=np.int64))
@@ -279,6 +282,9 @@ def recursive_rls_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel, s: in
     evaluations = 0
     for level in range(levels - 1, -1, -1):
         top = level == 0
+        if progress is not None:
+            progress(1.0 - (level + 1) / (levels + 1),
+                     f"recursive RLS: level {level} of {levels - 1}")
         SKS = kernel(XS)
         evaluations += SKS.size
         lam = lambda_for_budget(SKS, w, s_rec)
@@ -353,10 +359,11 @@ def _uniform_fill(parts: PartMap, plan: RowPlan, seed: int, chosen: np.ndarray, 
     return _gather(parts, plan, index)
 
 
-def rp_cholesky_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel, s: int, seed: Any
-                          ) -> Landmarks:
+def rp_cholesky_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel, s: int, seed: Any,
+                          progress: Progress | None = None) -> Landmarks:
     """Blocked, accelerated RP-Cholesky over partitions (see the module docstring): one
-    map over the partitions per round, memory on the client O(s² + parts · b)."""
+    map over the partitions per round, memory on the client O(s² + parts · b);
+    ``progress`` is told before every round (and may cancel)."""
     _check(plan, s)
     seed = row_seed(seed)
     counter = CountingKernel(kernel)
@@ -368,6 +375,8 @@ def rp_cholesky_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel, s: int,
     rnd = 0
     while index.size < s:
         k, need = index.size, s - index.size
+        if progress is not None:
+            progress(k / s, f"RP-Cholesky: round {rnd + 1}, {k} of {s} pivots")
         b = min(RPC_MAX_PROPOSALS, max(need, math.ceil(1.25 * need / rate)))
         Linv_T = _lower_inverse(L[:k, :k]).T if k else np.zeros((0, 0))
         p = 0 if XS is None else XS.shape[1]
@@ -403,14 +412,17 @@ def rp_cholesky_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel, s: int,
 
 
 def choose_landmarks(name: str, parts: PartMap, plan: RowPlan, kernel: Kernel, s: int,
-                     seed: Any, *, view: np.ndarray | None = None) -> Landmarks:
-    """s landmarks by the named sampler (one of :data:`PART_SAMPLERS`)."""
+                     seed: Any, *, view: np.ndarray | None = None,
+                     progress: Progress | None = None) -> Landmarks:
+    """s landmarks by the named sampler (one of :data:`PART_SAMPLERS`); ``view`` and
+    ``progress`` as :func:`recursive_rls_landmarks` takes them."""
     if name == "uniform":
         return uniform_landmarks(parts, plan, s, seed)
     if name in ("recursive-rls", "recursive-rls-fast"):
         return recursive_rls_landmarks(parts, plan, kernel, s, seed, view=view,
-                                       accelerated=name == "recursive-rls-fast")
+                                       accelerated=name == "recursive-rls-fast",
+                                       progress=progress)
     if name == "rp-cholesky":
-        return rp_cholesky_landmarks(parts, plan, kernel, s, seed)
+        return rp_cholesky_landmarks(parts, plan, kernel, s, seed, progress)
     raise ParameterError(f"the sampler {name!r} does not run on partitioned data; "
                          f"choose one of: {', '.join(PART_SAMPLERS)}")

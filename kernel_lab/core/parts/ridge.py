@@ -95,7 +95,8 @@ def nystrom_map(kernel: Kernel, landmarks: Landmarks) -> NystromMap:
 
 
 def make_features(name: str, parts: PartMap, plan: RowPlan, kernel: Kernel, s: int,
-                  seed: Any, *, view: np.ndarray | None = None) -> FeatureMap:
+                  seed: Any, *, view: np.ndarray | None = None,
+                  progress: Progress | None = None) -> FeatureMap:
     """s features of the named kind: landmarks of a sampler of :data:`PART_SAMPLERS`
     (``.sample`` holds them) or random Fourier features (``rff``, ``rff-orthogonal``)
     drawn from ``seed`` as the in-memory experiment draws them."""
@@ -112,7 +113,7 @@ def make_features(name: str, parts: PartMap, plan: RowPlan, kernel: Kernel, s: i
         raise ParameterError(f"{name!r} does not run on partitioned data; choose among "
                              f"{', '.join((*PART_SAMPLERS, *RANDOM_FEATURES))}")
     return nystrom_map(kernel, choose_landmarks(name, parts, plan, kernel, s, seed,
-                                                view=view))
+                                                view=view, progress=progress))
 
 
 def _columns(parts: PartMap, plan: RowPlan) -> int:
