@@ -53,7 +53,10 @@ def rows():
     one = LocalParts(array_parts(X, y, 1))
     five = LocalParts(array_parts(X, y, [100, 400, 150, 350, 200]))
     plan = standardize_plan(one, plan)
-    return X, y, plan, one, five
+    # a partition holding one test row and no training row, and one of a single row
+    i = int(np.flatnonzero(plan.is_test(np.arange(X.shape[0])))[3])
+    ragged = LocalParts(array_parts(X, y, [i, 1, 1, X.shape[0] - i - 2]))
+    return X, y, plan, one, five, ragged
 
 
 KERNEL = GaussianKernel(1.2)
@@ -66,12 +69,14 @@ def rel(a, b):
 
 @pytest.mark.parametrize("name", SAMPLERS)
 def test_landmarks_do_not_depend_on_the_partitioning(rows, name):
-    _, _, plan, one, five = rows
+    _, _, plan, one, five, ragged = rows
     a = parts_landmarks.choose_landmarks(name, one, plan, KERNEL, 40, seed=11)
     b = parts_landmarks.choose_landmarks(name, five, plan, KERNEL, 40, seed=11)
     assert a.index.size == 40 and np.unique(a.index).size == 40
     np.testing.assert_array_equal(a.index, b.index)
     np.testing.assert_allclose(a.X, b.X, rtol=1e-12)
+    c = parts_landmarks.choose_landmarks(name, ragged, plan, KERNEL, 40, seed=11)
+    np.testing.assert_array_equal(a.index, c.index)
     assert not plan.is_test(a.index).any()           # landmarks are training rows
     # another seed gives other landmarks
     c = parts_landmarks.choose_landmarks(name, five, plan, KERNEL, 40, seed=12)
@@ -79,7 +84,7 @@ def test_landmarks_do_not_depend_on_the_partitioning(rows, name):
 
 
 def test_uniform_landmarks_are_the_keyed_smallest(rows):
-    X, _, plan, _, five = rows
+    X, _, plan, _, five, _ = rows
     got = parts_landmarks.choose_landmarks("uniform", five, plan, KERNEL, 30, seed=5)
     train = np.flatnonzero(~plan.is_test(np.arange(X.shape[0])))
     key = rowkeys.keys(5, rowkeys.LANDMARKS + parts_landmarks.UNIFORM, train)
@@ -90,7 +95,7 @@ def test_uniform_landmarks_are_the_keyed_smallest(rows):
 
 
 def test_recursive_rls_top_scores_are_the_ridge_leverage_formula(rows):
-    X, _, plan, _, five = rows
+    X, _, plan, _, five, _ = rows
     train = np.flatnonzero(~plan.is_test(np.arange(X.shape[0])))
     got = parts_landmarks.choose_landmarks("recursive-rls", five, plan, KERNEL, 40, seed=3,
                                            view=train)
@@ -112,7 +117,7 @@ def test_recursive_rls_top_scores_are_the_ridge_leverage_formula(rows):
 def test_rp_cholesky_pivots_explain_the_kernel(rows):
     """The blocked RP-Cholesky's pivots: distinct training rows, with a trace error far
     below uniform landmarks' on clustered data (the residual steers the draws)."""
-    X, _, plan, _, five = rows
+    X, _, plan, _, five, _ = rows
     train = np.flatnonzero(~plan.is_test(np.arange(X.shape[0])))
     Xs = plan.scaled(X)[train]
     diag = KERNEL.diag(Xs).sum()
@@ -130,9 +135,9 @@ def test_rp_cholesky_pivots_explain_the_kernel(rows):
 
 @pytest.mark.parametrize("name", (*SAMPLERS, "rff"))
 def test_errors_do_not_depend_on_the_partitioning(rows, name):
-    _, _, plan, one, five = rows
+    _, _, plan, one, five, ragged = rows
     out = []
-    for parts in (one, five):
+    for parts in (one, five, ragged):
         features = parts_ridge.make_features(name, parts, plan, KERNEL, 30, seed=4)
         evalX = take_rows(parts, plan, keyed_subset(parts, plan, rowkeys.EVAL_SUBSET, 200)).X
         test = take_rows(parts, plan, keyed_subset(parts, plan, rowkeys.TEST_SUBSET, 250,
@@ -142,13 +147,14 @@ def test_errors_do_not_depend_on_the_partitioning(rows, name):
         trace = parts_ridge.diag_sum(parts, plan, KERNEL) - fit.squared_norm
         rmse = parts_ridge.test_rmse(fit, features, test.X, test.y)
         out.append((spectral, trace, rmse, fit.coef))
-    for a, b in zip(out[0], out[1], strict=True):
-        np.testing.assert_allclose(a, b, rtol=1e-8)
+    for other in out[1:]:
+        for a, b in zip(out[0], other, strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-8)
 
 
 @pytest.mark.parametrize("name", ("uniform", "rff"))
 def test_ridge_sums_equal_the_dense_features(rows, name):
-    X, _, plan, _, five = rows
+    X, _, plan, _, five, _ = rows
     features = parts_ridge.make_features(name, five, plan, KERNEL, 25, seed=2)
     tr = take_rows(five, plan, np.arange(X.shape[0]))
     F = features.transform(tr.X)
@@ -165,7 +171,7 @@ def test_ridge_sums_equal_the_dense_features(rows, name):
 
 
 def test_cg_over_parts_equals_the_dense_solution(rows):
-    X, y, plan, _, five = rows
+    X, y, plan, _, five, _ = rows
     marks = parts_landmarks.choose_landmarks("uniform", five, plan, KERNEL, 40, seed=1)
     N = nystrom_factor(KERNEL(marks.X))
     tr = take_rows(five, plan, np.arange(X.shape[0]))
@@ -251,7 +257,7 @@ def test_recursion_depth_matches_the_in_memory_sampler():
 def test_rls_levels_scored_per_part_equal_the_gathered_ones(rows, gather_rows):
     """Where a recursion level runs (gathered on the client, or per partition) does not
     change the landmarks: with few rows gathered, the middle levels run on the parts."""
-    _, _, plan, one, five = rows
+    _, _, plan, one, five, _ = rows
     gathered = parts_landmarks.recursive_rls_landmarks(one, plan, KERNEL, 20, 9)
     on_parts = parts_landmarks.recursive_rls_landmarks(five, plan, KERNEL, 20, 9,
                                                        gather_rows=gather_rows)
@@ -273,7 +279,7 @@ class PickledParts(LocalParts):
 
 @pytest.mark.parametrize("name", (*SAMPLERS, "rff-orthogonal"))
 def test_work_sent_to_workers_pickles(rows, name):
-    X, y, plan, _, _ = rows
+    X, y, plan, _, _, _ = rows
     pickled = PickledParts(array_parts(X, y, 3))
     one = LocalParts(array_parts(X, y, 3))          # the same arithmetic, in this process
     got = parts_ridge.make_features(name, pickled, plan, KERNEL, 20, seed=8)
