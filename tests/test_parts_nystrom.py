@@ -184,6 +184,12 @@ def test_cg_over_parts_equals_the_dense_solution(rows):
     got1, _, info1 = parts_cg.nystrom_ridge_cg_parts(one, plan, KERNEL, marks.X, N, 0.05,
                                                       tol=1e-13, max_iter=300)
     assert info1.converged and rel(got1, got) < 1e-8
+    # without an intercept (plain Nyström KRR)
+    coef0, c0 = feature_ridge(KERNEL(tr.X, marks.X) @ N, tr.y, 0.05, intercept=False)
+    got0, got_c0, _ = parts_cg.nystrom_ridge_cg_parts(five, plan, KERNEL, marks.X, N, 0.05,
+                                                       intercept=False, tol=1e-13,
+                                                       max_iter=300)
+    assert rel(got0, coef0) < 1e-8 and got_c0 == c0 == 0.0
 
 
 PARAMS = {"kernel": "gaussian", "sigma": None, "samplers": ["uniform", "recursive-rls",
