@@ -47,6 +47,8 @@ NO_THREADS = {"core"}
 # the experiments' shared modules; every other module in experiments/ is one experiment and
 # imports no other module of experiments/ but these (the registry imports the experiments)
 EXPERIMENT_HELPERS = {"base", "plotspec"}
+# an experiment's run on partitioned data, module <name>_parts, is part of experiment <name>
+PARTS_SUFFIX = "_parts"
 MAX_LINES = 800
 
 
@@ -100,7 +102,9 @@ def _experiment_of(module: str, root: str) -> str | None:
     name = module.removeprefix(f"{root}.experiments.")
     if not _is_experiments(module, root) or name == module or "." in name:
         return None
-    return None if name in EXPERIMENT_HELPERS | {"registry"} else name
+    if name in EXPERIMENT_HELPERS | {"registry"}:
+        return None
+    return name.removesuffix(PARTS_SUFFIX)
 
 
 def _modules(package_dir: Path) -> dict[str, tuple[Path, bool]]:
@@ -139,7 +143,8 @@ def violations(package_dir: Path) -> list[str]:
                 elif layer in LAZY_QT and tlayer in QT_LAYERS and not lazy:
                     rule = f"{layer} may load Qt only inside functions"
                 elif (experiment := _experiment_of(module, root)) and _is_experiments(
-                        target, root) and target.rpartition(".")[2] not in EXPERIMENT_HELPERS:
+                        target, root) and target.rpartition(".")[2] not in EXPERIMENT_HELPERS \
+                        and _experiment_of(target, root) != experiment:
                     rule = (f"experiment {experiment} may import only "
                             f"{' and '.join(sorted(EXPERIMENT_HELPERS))} from experiments")
             elif top in THREADS and layer in NO_THREADS:
@@ -288,6 +293,10 @@ FORBIDDEN = [  # (file below the package, appended source, expected rule)
      "experiment gfc may import only base and plotspec from experiments"),
     ("experiments/krr_path.py", "from kernel_lab.experiments import get_experiment",
      "experiment krr_path may import only base and plotspec from experiments"),
+    ("experiments/nystrom_parts.py", "from kernel_lab.experiments import gfc",
+     "experiment nystrom may import only base and plotspec from experiments"),
+    ("experiments/gfc.py", "from kernel_lab.experiments import nystrom_parts",
+     "experiment gfc may import only base and plotspec from experiments"),
     ("gui/app.py", "import kernel_lab.cli", "gui may not import cli"),
     ("cli.py", "import pyqtgraph", "cli may load Qt only inside functions"),
 ]

@@ -103,11 +103,16 @@ class Sample:
 
 
 def _check(X: np.ndarray, s: int) -> int:
-    n = X.shape[0]
+    return check_budget(X.shape[0], s)
+
+
+def check_budget(n: int, s: int, what: str = "points") -> int:
+    """n, after checking that s is a whole number of landmarks from 1 to n (else a
+    ParameterError naming ``what`` the n are)."""
     if isinstance(s, bool) or int(s) != s or s < 1:
         raise ParameterError(f"the number of landmarks s must be a positive integer, got {s!r}")
     if s > n:
-        raise ParameterError(f"cannot choose s = {s} landmarks from n = {n} points; "
+        raise ParameterError(f"cannot choose s = {s} landmarks from n = {n} {what}; "
                              f"use s ≤ {n}")
     return n
 
@@ -512,28 +517,8 @@ def _rpc_rounds(X: np.ndarray, counter: CountingKernel, first: np.ndarray, s: in
         b = min(RPC_MAX_PROPOSALS, max(need, math.ceil(1.25 * need / rate)))
         T = rng.choice(n, size=b, p=d / total)
         u = rng.random(b)
-        XT = X[T]
-        H = counter(XT)                                   # residual on the candidates
-        FT = np.zeros((b, 0))
-        if k:
-            FT = counter(XT, X[chosen]) @ _lower_inverse(L[:k, :k]).T
-            H -= FT @ FT.T
-        cols = np.zeros((b, need))
-        acc: list[int] = []
-        taken: set[int] = set()
-        tried = 0
-        for j in range(b):
-            if len(acc) == need:
-                break
-            tried += 1
-            h = H[j, j]
-            if int(T[j]) in taken or not h > u[j] * d[T[j]]:
-                continue
-            col = H[j:, j] / math.sqrt(h)
-            H[j:, j:] -= np.outer(col, col)
-            cols[j:, len(acc)] = col
-            acc.append(j)
-            taken.add(int(T[j]))
+        H, FT = candidate_residual(counter, X[T], X[chosen], L[:k, :k])
+        acc, cols, tried = accept_pivots(H, T, u, d[T], need)
         a = len(acc)
         rate = max(a / tried, 1.0 / 16.0)
         if not a:
@@ -548,6 +533,54 @@ def _rpc_rounds(X: np.ndarray, counter: CountingKernel, first: np.ndarray, s: in
         if len(chosen) < s:
             d = _rpc_residual(X, counter, first, chosen, L[:k + a, :k + a])
     return chosen
+
+
+def candidate_residual(counter: CountingKernel, XT: np.ndarray, XS: np.ndarray,
+                       L: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The residual kernel matrix ``H = K_TT − F_T F_Tᵀ`` on proposed pivots T after the
+    pivots S (``L`` the Cholesky factor of K_SS), and ``F_T = K_TS L⁻ᵀ``."""
+    H = counter(XT)
+    FT = np.zeros((XT.shape[0], 0))
+    if XS.shape[0]:
+        FT = counter(XT, XS) @ _lower_inverse(L).T
+        H -= FT @ FT.T
+    return H, FT
+
+
+def accept_pivots(H: np.ndarray, T: np.ndarray, u: np.ndarray, d_T: np.ndarray, need: int
+                  ) -> tuple[list[int], np.ndarray, int]:
+    """The rejection step of accelerated RP-Cholesky on one block of proposals: going
+    through the candidates ``T`` in order, accept candidate j when its current residual
+    ``H_jj`` exceeds ``u_j · d_T[j]`` (``d_T`` the residual diagonal the proposals were drawn
+    by), then update the candidates' residual ``H`` (b × b, changed in place) by a Schur
+    complement. Returns the accepted positions, the new Cholesky columns on the candidates
+    (b × need, column a for the a-th acceptance) and the candidates tried."""
+    b = T.size
+    cols = np.zeros((b, need))
+    acc: list[int] = []
+    taken: set[int] = set()
+    tried = 0
+    for j in range(b):
+        if len(acc) == need:
+            break
+        tried += 1
+        h = H[j, j]
+        if int(T[j]) in taken or not h > u[j] * d_T[j]:
+            continue
+        col = H[j:, j] / math.sqrt(h)
+        H[j:, j:] -= np.outer(col, col)
+        cols[j:, len(acc)] = col
+        acc.append(j)
+        taken.add(int(T[j]))
+    return acc, cols, tried
+
+
+def residual_rows(counter: CountingKernel, X: np.ndarray, first: np.ndarray, XS: np.ndarray,
+                  Linv_T: np.ndarray) -> np.ndarray:
+    """``k(x, x) − ‖k(x, S) L⁻ᵀ‖²`` for the rows of X (``first`` their k(x, x)), clipped
+    at 0: RP-Cholesky's residual diagonal on one block of rows."""
+    F = counter(X, XS) @ Linv_T
+    return np.clip(first - np.einsum("ij,ij->i", F, F), 0.0, None)
 
 
 def _lower_inverse(L: np.ndarray) -> np.ndarray:
@@ -566,9 +599,8 @@ def _rpc_residual(X: np.ndarray, counter: CountingKernel, first: np.ndarray,
     d = np.empty(n)
     rows = max(1, BLOCK_ENTRIES // len(chosen))
     for start in range(0, n, rows):
-        F = counter(X[start:start + rows], XS) @ Linv_T
-        d[start:start + rows] = first[start:start + rows] - np.einsum("ij,ij->i", F, F)
-    np.clip(d, 0.0, None, out=d)
+        d[start:start + rows] = residual_rows(counter, X[start:start + rows],
+                                              first[start:start + rows], XS, Linv_T)
     d[chosen] = 0.0
     return d
 

@@ -263,7 +263,10 @@ class View:
         """Coordinates of the training points ``idx`` (the landmarks, say)."""
         if self.rows is None:
             return self.x[idx], self.y[idx]
-        A = self.X[idx]
+        return self.project(self.X[idx])
+
+    def project(self, A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Coordinates of any rows A (on the principal axes when the view has them)."""
         if A.shape[1] == 1:
             return A[:, 0], np.zeros(A.shape[0])
         if self.axes is None:
@@ -500,31 +503,13 @@ class NystromExperiment(Experiment):
             check_allocation(3 * 8.0 * n * n, f"exact leverage scores on {n} points",
                              "Leave out the exact-rls sampler (use recursive-rls).")
         kernel = build_kernel(params, X)
-        if "rff-orthogonal" in samplers and kernel.name not in ("gaussian", "matern32",
-                                                                "matern52"):
-            raise ParameterError(f"orthogonal random features need a rotation-invariant "
-                                 f"kernel (gaussian, matern32, matern52), not {kernel.name}; "
-                                 "leave rff-orthogonal out")
-        if any(s in RANDOM_FEATURES for s in samplers) and kernel.name not in RFF_KERNELS:
-            raise ParameterError(f"random features need a shift-invariant kernel, not "
-                                 f"{kernel.name}")
-        paper = params["protocol"] == "paper"
-        trials = PAPER_TRIALS if paper else params["trials"]
-        stat = "mean" if paper else "median"
-        ridge_lam = None if paper else params["lam"]
+        check_random_features(samplers, kernel)
+        paper, trials, stat, ridge_lam, m = protocol_settings(params, n)
         rng = np.random.default_rng(np.random.SeedSequence(params["seed"]).spawn(1)[0])
-        m = min(n, PAPER_EVAL_POINTS if paper else params["eval_points"])
         eval_rows = np.sort(rng.choice(n, size=m, replace=False)) if m < n else np.arange(n)
         where = (f"a random subset of {m} of the {n} training points" if m < n
                  else f"all {n} training points")
-        summaries: dict[str, Any] = {
-            "kernel": kernel.spec(), "n": n, "eval_points": m, "protocol": params["protocol"],
-            "trials": trials, "statistic": stat,
-            "protocol_note": (
-                f"{params['protocol']} protocol: ‖K − K̃‖₂ on {where}, {stat} of {trials} "
-                f"trial{'s' if trials > 1 else ''}, downstream "
-                + (CV_TEXT + ", chosen per trial and sampler" if paper
-                   else f"λ = {params['lam']:g} (fixed)"))}
+        summaries = protocol_summaries(params, kernel, n, m, where)
         if m < n:
             summaries["note"] = (f"spectral error measured on {where}; the trace error "
                                  f"and the downstream ridge use all {n}")
@@ -546,14 +531,7 @@ class NystromExperiment(Experiment):
                          "Lower eval_points." if not paper else
                          "Use the light protocol with fewer evaluation points.")
         K_eval = kernel(X[eval_rows])
-        table: dict[str, np.ndarray] = {"s": sizes.astype(float)}
-        for name in samplers:
-            rows = lams.size if name == FIXED_LAMBDA else sizes.size
-            for key in (*(f"{k}_{stat}" for k in CELL_KEYS), "spectral_q25", "spectral_q75",
-                        "s", "time", *(("ridge_lam_median",) if paper else ())):
-                table[f"{key}[{name}]"] = np.full(rows, np.nan)
-            if name != FIXED_LAMBDA:
-                table[f"s[{name}]"] = sizes.astype(float)
+        table = empty_table(samplers, sizes, lams, stat, paper)
         if lams.size:
             table[f"lam_bound[{FIXED_LAMBDA}]"] = lams.copy()
         if n <= (EXACT_CV_MAX_N if paper else EXACT_MAX_N):
@@ -625,6 +603,57 @@ class NystromExperiment(Experiment):
             table[f"ridge_lam_median[{name}]"][i] = np.median([r["ridge_lam"] for r in cell])
 
 
+def check_random_features(samplers: list[str], kernel: Kernel) -> None:
+    """Random features need a shift-invariant kernel, orthogonal ones a rotation-invariant
+    one: a ParameterError saying so otherwise."""
+    if "rff-orthogonal" in samplers and kernel.name not in ("gaussian", "matern32",
+                                                            "matern52"):
+        raise ParameterError(f"orthogonal random features need a rotation-invariant "
+                             f"kernel (gaussian, matern32, matern52), not {kernel.name}; "
+                             "leave rff-orthogonal out")
+    if any(s in RANDOM_FEATURES for s in samplers) and kernel.name not in RFF_KERNELS:
+        raise ParameterError(f"random features need a shift-invariant kernel, not "
+                             f"{kernel.name}")
+
+
+def protocol_settings(params: Mapping[str, Any], n: int
+                      ) -> tuple[bool, int, str, float | None, int]:
+    """Of the protocol: whether it is the paper's, the trials, the statistic over them,
+    the downstream λ (None: by leave-one-out) and the number of evaluation points."""
+    paper = params["protocol"] == "paper"
+    trials = PAPER_TRIALS if paper else params["trials"]
+    m = min(n, PAPER_EVAL_POINTS if paper else params["eval_points"])
+    return (paper, trials, "mean" if paper else "median", None if paper else params["lam"],
+            m)
+
+
+def protocol_summaries(params: Mapping[str, Any], kernel: Kernel, n: int, m: int,
+                       where: str) -> dict[str, Any]:
+    """The summaries every run starts with (kernel, sizes, the protocol in words)."""
+    paper, trials, stat, _, _ = protocol_settings(params, n)
+    return {"kernel": kernel.spec(), "n": n, "eval_points": m, "protocol": params["protocol"],
+            "trials": trials, "statistic": stat,
+            "protocol_note": (
+                f"{params['protocol']} protocol: ‖K − K̃‖₂ on {where}, {stat} of {trials} "
+                f"trial{'s' if trials > 1 else ''}, downstream "
+                + (CV_TEXT + ", chosen per trial and sampler" if paper
+                   else f"λ = {params['lam']:g} (fixed)"))}
+
+
+def empty_table(samplers: list[str], sizes: np.ndarray, lams: np.ndarray, stat: str,
+                paper: bool) -> dict[str, np.ndarray]:
+    """The result table before any cell ran: NaN per sampler and size (or λ)."""
+    table: dict[str, np.ndarray] = {"s": sizes.astype(float)}
+    for name in samplers:
+        rows = lams.size if name == FIXED_LAMBDA else sizes.size
+        for key in (*(f"{k}_{stat}" for k in CELL_KEYS), "spectral_q25", "spectral_q75",
+                    "s", "time", *(("ridge_lam_median",) if paper else ())):
+            table[f"{key}[{name}]"] = np.full(rows, np.nan)
+        if name != FIXED_LAMBDA:
+            table[f"s[{name}]"] = sizes.astype(float)
+    return table
+
+
 def _cell_cost(s: int | None, n: int, p: int, m: int) -> float:
     """Multiply-adds of one cell, as :meth:`NystromExperiment.estimate` counts them: the
     sampler and the sums over the rows (n s², n s kernel entries at about 200 each), the
@@ -669,13 +698,18 @@ def _fixed_lambda_summaries(table: dict[str, np.ndarray],
 
 
 def _with_view(table: dict[str, np.ndarray], view: View, scores: np.ndarray | None,
-               marks: np.ndarray | None) -> dict[str, np.ndarray]:
+               marks: np.ndarray | None, total: int | None = None,
+               mark_rows: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """The result table plus the 2-D picture's columns (its points' coordinates and scores,
-    the landmarks' coordinates), padded to one length."""
+    the landmarks' coordinates — of the training points ``marks``, or of the rows
+    ``mark_rows``), padded to one length; ``total``: the points the drawn ones are of
+    (default all of the view's X)."""
     columns = dict(table)
     columns["view_x"], columns["view_y"] = view.x, view.y
-    columns["view_total"] = np.array([float(view.X.shape[0])])  # the points drawn are of it
+    columns["view_total"] = np.array([float(view.X.shape[0] if total is None else total)])
     columns["view_score"] = np.full(view.x.size, np.nan) if scores is None else scores
-    lx, ly = view.coordinates(marks) if marks is not None else (np.zeros(0), np.zeros(0))
+    lx, ly = (view.coordinates(marks) if marks is not None
+              else view.project(mark_rows) if mark_rows is not None
+              else (np.zeros(0), np.zeros(0)))
     columns["landmark_x"], columns["landmark_y"] = lx, ly
     return pad_columns(columns)

@@ -164,12 +164,20 @@ def _preconditioner(kernel: Callable[..., np.ndarray], X: np.ndarray, landmarks:
                     rng: np.random.Generator) -> tuple[np.ndarray, int]:
     """Lower Cholesky factor of ``P = (n/m) Σ_rows (f_i − μ)(f_i − μ)ᵀ + λI`` over the
     landmarks and ``extra`` random rows of X (all of X when that is as many), and m."""
-    n, (s, r) = X.shape[0], N.shape
+    n, s = X.shape[0], N.shape[0]
     if s + extra >= n:
         R, weight = X, 1.0
     else:
         R = np.concatenate([landmarks, X[np.sort(rng.choice(n, size=extra, replace=False))]])
         weight = n / R.shape[0]
+    return preconditioner_factor(kernel, R, landmarks, N, mu, lam, weight), R.shape[0]
+
+
+def preconditioner_factor(kernel: Callable[..., np.ndarray], R: np.ndarray,
+                          landmarks: np.ndarray, N: np.ndarray, mu: np.ndarray, lam: float,
+                          weight: float) -> np.ndarray:
+    """Lower Cholesky factor of ``weight · Σ_{rows of R} (f_i − μ)(f_i − μ)ᵀ + λI``."""
+    s, r = N.shape
     G = np.zeros((r, r))
     for _, C in kernel_blocks(kernel, R, landmarks, rows_per_block(s + r)):
         Fb = C @ N
@@ -181,7 +189,7 @@ def _preconditioner(kernel: Callable[..., np.ndarray], X: np.ndarray, landmarks:
     scale = max(float(np.trace(G)) / r, lam)
     while True:  # P ⪰ λI in exact arithmetic; rounding can still break a tiny λ
         try:
-            return np.linalg.cholesky(G), R.shape[0]
+            return np.linalg.cholesky(G)
         except np.linalg.LinAlgError:
             step = 1e-12 * scale if jitter == 0.0 else 9.0 * jitter
             G.flat[:: r + 1] += step
@@ -248,7 +256,7 @@ def nystrom_ridge_cg(kernel: Callable[..., np.ndarray], X: np.ndarray, y: np.nda
     y = np.asarray(y, dtype=np.float64).ravel()
     landmarks = np.asarray(landmarks, dtype=np.float64)
     N = np.asarray(normalization, dtype=np.float64)
-    n, (s, r) = X.shape[0], N.shape
+    n, s = X.shape[0], N.shape[0]
     if y.shape[0] != n or landmarks.shape[0] != s:
         raise ValueError(f"X has {n} rows, y {y.shape[0]}; landmarks have {landmarks.shape[0]} "
                          f"rows and the normalization {s}: they must agree")
@@ -274,13 +282,34 @@ def nystrom_ridge_cg(kernel: Callable[..., np.ndarray], X: np.ndarray, y: np.nda
         acc = np.zeros(s)
         t_sum = 0.0
         for _, C in kernel_blocks(kernel, X, landmarks, rows):
-            t = C @ u
-            t -= shift                      # F_c v on the block
-            acc += C.T @ t
-            t_sum += float(t.sum())
+            a, t = product_terms(C, u, shift)
+            acc += a
+            t_sum += t
         return N.T @ acc - mu * t_sum + lam * v
 
     L, m = _preconditioner(kernel, X, landmarks, N, mu, lam, extra, check_generator(random_state))
+    w, history = preconditioned_cg(normal_product, b, L, tol, max_iter, progress)
+    info = cg_info(history, tol, max_iter, rows, m)
+    return w, y_mean - float(mu @ w), info
+
+
+def product_terms(C: np.ndarray, u: np.ndarray, shift: float) -> tuple[np.ndarray, float]:
+    """One block's share of ``F_cᵀF_c v``: with ``t = C u − μᵀv`` (``F_c v`` on the block's
+    rows, ``u = N v``, ``shift = μᵀv``), ``(Cᵀ t, Σ t)``; summed over the blocks (or parts),
+    ``F_cᵀF_c v = Nᵀ Σ Cᵀt − μ Σ t``."""
+    t = C @ u
+    t -= shift
+    return C.T @ t, float(t.sum())
+
+
+def preconditioned_cg(normal_product: Callable[[np.ndarray], np.ndarray], b: np.ndarray,
+                      L: np.ndarray, tol: float, max_iter: int,
+                      progress: Progress | None = None) -> tuple[np.ndarray, list[float]]:
+    """Conjugate gradients on ``A w = b`` with ``A v = normal_product(v)`` (one pass over the
+    rows, in memory or over partitions) and the preconditioner ``P = L Lᵀ``; stops when
+    ``√(rᵀP⁻¹r / bᵀP⁻¹b) ≤ tol`` or after ``max_iter`` iterations, warning
+    (:class:`~sklearn.exceptions.ConvergenceWarning`) when the tolerance was not met.
+    Returns w and the relative residual after every iteration."""
 
     def precondition(v: np.ndarray) -> np.ndarray:
         # two O(r²) solves with one right-hand side: they leave scipy's OpenBLAS threads
@@ -289,7 +318,7 @@ def nystrom_ridge_cg(kernel: Callable[..., np.ndarray], X: np.ndarray, y: np.nda
         z = solve_triangular(L, v, lower=True, check_finite=False)
         return solve_triangular(L, z, lower=True, trans="T", check_finite=False)
 
-    w = np.zeros(r)
+    w = np.zeros(b.shape[0])
     res = b.copy()
     z = precondition(res)
     rz = float(res @ z)
@@ -318,14 +347,18 @@ def nystrom_ridge_cg(kernel: Callable[..., np.ndarray], X: np.ndarray, y: np.nda
         direction *= rz_new / rz
         direction += z
         rz = rz_new
-
-    converged = relres <= tol
-    if not converged:
+    if relres > tol:
         warnings.warn(f"Nyström CG stopped after {iterations} iterations at a relative "
                       f"residual of {relres:.2e}, above the tolerance {tol:.0e}: the "
                       f"solution is not accurate. Raise max_iter or λ, or use the direct "
-                      f"solver.", ConvergenceWarning, stacklevel=2)
-    info = CGInfo(iterations=iterations, residual=relres, converged=converged, tol=float(tol),
-                  max_iter=int(max_iter), block_rows=rows, preconditioner_rows=m,
-                  history=tuple(history))
-    return w, y_mean - float(mu @ w), info
+                      f"solver.", ConvergenceWarning, stacklevel=3)
+    return w, history
+
+
+def cg_info(history: list[float], tol: float, max_iter: int, block_rows: int,
+            preconditioner_rows: int) -> CGInfo:
+    """The :class:`CGInfo` of a run with the given residual history."""
+    relres = history[-1] if history else 0.0
+    return CGInfo(iterations=len(history), residual=relres, converged=relres <= tol,
+                  tol=float(tol), max_iter=int(max_iter), block_rows=block_rows,
+                  preconditioner_rows=preconditioner_rows, history=tuple(history))

@@ -18,8 +18,9 @@ The dense solver (:func:`kernel_lab.core.models.regularised.fit_regularised`) gi
 same w to rounding; the tests compare the two.
 
 :class:`StreamedRidge` is the same idea for ridge with an unpenalised intercept (Nyström
-CKRR downstream of the nystrom experiment): centred sums from one shifted pass, and λ by
-exact leave-one-out from a second pass.
+CKRR downstream of the nystrom experiment): :class:`CentredSums` from one pass (combined
+over blocks and partitions alike), and λ by exact leave-one-out from a second pass
+(:class:`LooGrid`).
 """
 
 from __future__ import annotations
@@ -119,32 +120,132 @@ def predict_blocks(features: Callable[[np.ndarray], np.ndarray], X: np.ndarray,
     return out
 
 
+def columns_well_conditioned(N: np.ndarray) -> bool:
+    """Whether the Nyström normalisation ``N = V e^{-1/2}`` keeps eigenvalues of W spanning
+    at most :data:`GRAM_KAPPA_MAX`, so that sums of ``k(X, S)`` mapped by N are accurate."""
+    if N.shape[1] == 0:
+        return False
+    e = 1.0 / np.einsum("ij,ij->j", N, N)  # the kept eigenvalues of W (columns V e^{-1/2})
+    return bool(e.max() <= GRAM_KAPPA_MAX * e.min())
+
+
 def kernel_columns(features: Any) -> tuple[Any, np.ndarray] | None:
     """``(x ↦ k(x, S), N)`` for Nyström features ``F = k(X, S) N`` whose W is well conditioned
     (see :data:`GRAM_KAPPA_MAX`), else None (random features, or an ill-conditioned W):
     :class:`StreamedRidge` then sums the s columns of k(X, S) instead of the features."""
     N = getattr(features, "normalization_", None)
-    if N is None or N.shape[1] == 0:
-        return None
-    e = 1.0 / np.einsum("ij,ij->j", N, N)  # the kept eigenvalues of W (columns V e^{-1/2})
-    if e.max() > GRAM_KAPPA_MAX * e.min():
+    if N is None or not columns_well_conditioned(N):
         return None
     kernel, landmarks = features.kernel_, features.landmarks_
     return (lambda A: kernel(A, landmarks)), N
 
 
+@dataclass(frozen=True)
+class CentredSums:
+    """What the downstream ridge with an unpenalised intercept needs of features F and
+    targets y over ``n`` rows, kept centred so that sums over parts combine exactly:
+    the column means ``mean`` and ``y_mean``, ``gram = F_cᵀF_c`` and ``rhs = F_cᵀ(y − ȳ)``.
+    ``a + b`` is the sums over both sets of rows (Chan et al.'s pairwise update), so
+    blocks of rows and partitions are combined by one rule (in a fixed tree over parts)."""
+
+    n: int
+    mean: np.ndarray
+    y_mean: float
+    gram: np.ndarray
+    rhs: np.ndarray
+
+    @classmethod
+    def of(cls, F: np.ndarray, y: np.ndarray) -> CentredSums:
+        """The sums of one block of rows (any number, none included)."""
+        n, r = F.shape
+        if n == 0:
+            return cls(0, np.zeros(r), 0.0, np.zeros((r, r)), np.zeros(r))
+        mean, y_mean = F.mean(axis=0), float(y.mean())
+        Fc = F - mean
+        return cls(n, mean, y_mean, Fc.T @ Fc, Fc.T @ (y - y_mean))
+
+    def __add__(self, other: CentredSums) -> CentredSums:
+        if other.n == 0:
+            return self
+        if self.n == 0:
+            return other
+        n = self.n + other.n
+        delta, delta_y = other.mean - self.mean, other.y_mean - self.y_mean
+        w = self.n * other.n / n
+        return CentredSums(n, self.mean + delta * (other.n / n),
+                           self.y_mean + delta_y * (other.n / n),
+                           self.gram + other.gram + w * np.outer(delta, delta),
+                           self.rhs + other.rhs + w * delta * delta_y)
+
+    def mapped(self, N: np.ndarray) -> CentredSums:
+        """The sums of the features ``F N`` (from those of F)."""
+        return CentredSums(self.n, self.mean @ N, self.y_mean, N.T @ self.gram @ N,
+                           N.T @ self.rhs)
+
+    @property
+    def squared_norm(self) -> float:
+        """``‖F‖_F²``."""
+        return float(np.trace(self.gram) + self.n * (self.mean @ self.mean))
+
+    def solve(self, lam: float) -> tuple[np.ndarray, float]:
+        """Coefficients and intercept of the ridge at λ (a Cholesky solve)."""
+        A = self.gram.copy()
+        A.flat[:: A.shape[0] + 1] += lam
+        L = np.linalg.cholesky(A)
+        coef = np.linalg.solve(L.T, np.linalg.solve(L, self.rhs))
+        return coef, self.y_mean - float(self.mean @ coef)
+
+
+@dataclass(frozen=True)
+class LooGrid:
+    """Exact leave-one-out of the ridge on centred sums, over
+    :func:`~kernel_lab.core.models.feature_ridge.ridge_loo`'s grid without refinement:
+    with ``F_c = U S Vᵀ`` from ``F_cᵀF_c = V S² Vᵀ`` (directions below :data:`GRAM_RCOND`
+    dropped), the rows of U are ``F_c V S⁻¹``, recomputed from the features of any block of
+    rows (:meth:`sse`, summed over blocks or parts) to add up the leave-one-out residuals."""
+
+    sums: CentredSums
+    e: np.ndarray
+    V: np.ndarray
+    Uty: np.ndarray
+    nus: np.ndarray
+
+    @classmethod
+    def of(cls, sums: CentredSums) -> LooGrid:
+        e, V = np.linalg.eigh(sums.gram)
+        keep = e > GRAM_RCOND * max(float(e.max(initial=0.0)), 1e-300)
+        e, V = e[keep], V[:, keep]
+        Uty = (V.T @ sums.rhs) / np.sqrt(e)
+        return cls(sums, e, V, Uty, float(e.max(initial=1.0)) * np.logspace(-10, 1, 61))
+
+    def sse(self, F: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """Sum of squared leave-one-out residuals of the rows (F, y), per grid value."""
+        s = np.sqrt(self.e)
+        D = self.e[:, None] / (self.e[:, None] + self.nus[None, :])     # (r, G)
+        U = (F - self.sums.mean) @ (self.V / s)
+        h = 1.0 / self.sums.n + (U * U) @ D
+        resid = ((y - self.sums.y_mean)[:, None] - U @ (D * self.Uty[:, None])) \
+            / np.maximum(1.0 - h, 1e-12)
+        return np.einsum("ij,ij->j", resid, resid)
+
+    def solve(self, sse: np.ndarray) -> tuple[np.ndarray, float, float]:
+        """Coefficients, intercept and λ at the grid value of least ``sse``."""
+        nu = float(self.nus[int(np.argmin(sse))])
+        coef = self.V @ (np.sqrt(self.e) / (self.e + nu) * self.Uty)
+        return coef, self.sums.y_mean - float(self.sums.mean @ coef), nu
+
+
 class StreamedRidge:
     """The downstream ridge on features F = ``transform(X)`` streamed over row blocks.
 
-    One pass accumulates, with every column shifted by its mean over the first block (so
-    the centring that follows cancels little): ``Σ (F − c)ᵀ(F − c)``, ``Σ (F − c)ᵀ(y − c_y)``
-    and the column sums; from them the centred ``F_cᵀF_c``, ``F_cᵀ(y − ȳ)``, the means and
-    ``‖F‖_F²``. With ``columns = (C, N)`` the sums are those of ``C(X)`` and are mapped by N
-    (``F = C(X) N``, see :func:`kernel_columns`). :meth:`solve` then fits at a given λ
-    exactly as :func:`~kernel_lab.core.models.feature_ridge.feature_ridge` does, or, with
-    ``lam=None``, picks λ by exact leave-one-out on
-    :func:`~kernel_lab.core.models.feature_ridge.ridge_loo`'s grid (without refinement),
-    from the eigendecomposition of ``F_cᵀF_c`` and a second pass over the blocks.
+    One pass adds up the :class:`CentredSums` of the blocks (the centred ``F_cᵀF_c``,
+    ``F_cᵀ(y − ȳ)``, the means and so ``‖F‖_F²``). With ``columns = (C, N)`` the sums are
+    those of ``C(X)`` and are mapped by N (``F = C(X) N``, see :func:`kernel_columns`).
+    :meth:`solve` then fits at a given λ exactly as
+    :func:`~kernel_lab.core.models.feature_ridge.feature_ridge` does, or, with
+    ``lam=None``, picks λ by exact leave-one-out (:class:`LooGrid`) from a second pass over
+    the blocks. The partitioned path (:mod:`kernel_lab.core.parts.ridge`) adds the same
+    sums over parts.
 
     Parameters
     ----------
@@ -161,65 +262,27 @@ class StreamedRidge:
     def __init__(self, transform: Any, X: np.ndarray, y: np.ndarray, rows: int,
                  columns: tuple[Any, np.ndarray] | None = None) -> None:
         self.transform, self.X, self.y, self.rows = transform, X, y, rows
-        n = X.shape[0]
         block = transform if columns is None else columns[0]
-        for start in range(0, n, rows):
-            F = block(X[start:start + rows])
-            yb = y[start:start + rows]
-            if start == 0:
-                shift, y_shift = F.mean(axis=0), float(yb.mean())
-                r = F.shape[1]
-                G, b, f, y_sum = np.zeros((r, r)), np.zeros(r), np.zeros(r), 0.0
-            F -= shift
-            yb = yb - y_shift
-            G += F.T @ F
-            b += F.T @ yb
-            f += F.sum(axis=0)
-            y_sum += float(yb.sum())
-        delta, delta_y = f / n, y_sum / n
-        gram = G - n * np.outer(delta, delta)               # F_cᵀ F_c (or C_cᵀ C_c)
-        rhs = b - n * delta * delta_y                       # F_cᵀ (y − ȳ)
-        f_mean = shift + delta
+        sums = None
+        for start in range(0, X.shape[0], rows):
+            part = CentredSums.of(block(X[start:start + rows]), y[start:start + rows])
+            sums = part if sums is None else sums + part
+        assert sums is not None, "no rows"
         if columns is not None:
-            N = columns[1]
-            gram, rhs, f_mean = N.T @ gram @ N, N.T @ rhs, f_mean @ N
-        self.gram, self.rhs, self.f_mean = gram, rhs, f_mean
-        self.y_mean = y_shift + delta_y
-        self.squared_norm = float(np.trace(gram) + n * (f_mean @ f_mean))
+            sums = sums.mapped(columns[1])
+        self.sums = sums
+        self.gram, self.rhs, self.f_mean = sums.gram, sums.rhs, sums.mean
+        self.y_mean = sums.y_mean
+        self.squared_norm = sums.squared_norm
 
     def solve(self, lam: float | None) -> tuple[np.ndarray, float, float]:
         """Coefficients, intercept and the λ used (``lam=None``: chosen by leave-one-out)."""
         if lam is None:
-            return self._loo()
-        A = self.gram.copy()
-        A.flat[:: A.shape[0] + 1] += lam
-        L = np.linalg.cholesky(A)
-        coef = np.linalg.solve(L.T, np.linalg.solve(L, self.rhs))
-        return coef, self.y_mean - float(self.f_mean @ coef), float(lam)
-
-    def _loo(self) -> tuple[np.ndarray, float, float]:
-        """``ridge_loo(F, y, refine=False)`` over row blocks: with ``F_c = U S Vᵀ`` from
-        ``F_cᵀF_c = V S² Vᵀ`` (directions below :data:`GRAM_RCOND` dropped), the rows of U
-        are ``F_c V S⁻¹``, recomputed block by block to sum the leave-one-out residuals."""
-        e, V = np.linalg.eigh(self.gram)
-        keep = e > GRAM_RCOND * max(float(e.max(initial=0.0)), 1e-300)
-        e, V = e[keep], V[:, keep]
-        s = np.sqrt(e)
-        Uty = (V.T @ self.rhs) / s
-        nus = float(e.max(initial=1.0)) * np.logspace(-10, 1, 61)
-        D = e[:, None] / (e[:, None] + nus[None, :])                 # (r, G)
-        DU = D * Uty[:, None]
-        P = V / s
-        n = self.X.shape[0]
-        sse = np.zeros(nus.size)
-        for start in range(0, n, self.rows):
-            F = self.transform(self.X[start:start + self.rows])
-            F -= self.f_mean
-            U = F @ P
-            yc = self.y[start:start + self.rows] - self.y_mean
-            h = 1.0 / n + (U * U) @ D
-            resid = (yc[:, None] - U @ DU) / np.maximum(1.0 - h, 1e-12)
-            sse += np.einsum("ij,ij->j", resid, resid)
-        nu = float(nus[int(np.argmin(sse))])
-        coef = V @ (s / (e + nu) * Uty)
-        return coef, self.y_mean - float(self.f_mean @ coef), nu
+            grid = LooGrid.of(self.sums)
+            sse = np.zeros(grid.nus.size)
+            for start in range(0, self.X.shape[0], self.rows):
+                sse += grid.sse(self.transform(self.X[start:start + self.rows]),
+                                self.y[start:start + self.rows])
+            return grid.solve(sse)
+        coef, intercept = self.sums.solve(lam)
+        return coef, intercept, float(lam)

@@ -302,21 +302,22 @@ def take_rows(parts: PartMap, plan: RowPlan, index: np.ndarray, which: str = "tr
                 np.concatenate([r.index for r in got]))
 
 
-def _smallest_keys(part: Part, plan: RowPlan, which: str, stream: int, k: int
-                   ) -> tuple[np.ndarray, np.ndarray]:
+def _smallest_keys(part: Part, plan: RowPlan, which: str, stream: int, k: int,
+                   seed: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     index = np.arange(part.start, part.start + part.rows)
     test = plan.is_test(index)
     index = index[test] if which == "test" else index[~test]
-    key = rowkeys.keys(plan.seed, stream, index)
+    key = rowkeys.keys(plan.seed if seed is None else seed, stream, index)
     pick = rowkeys.smallest(key, index, k)
     return key[pick], index[pick]
 
 
-def keyed_subset(parts: PartMap, plan: RowPlan, stream: int, k: int, which: str = "train"
-                 ) -> np.ndarray:
+def keyed_subset(parts: PartMap, plan: RowPlan, stream: int, k: int, which: str = "train",
+                 seed: int | None = None) -> np.ndarray:
     """Global indices (sorted) of ``k`` rows of the training or test rows, a uniform random
-    subset defined per row by ``(plan.seed, stream)`` — no row is read, only indices."""
-    got = parts.map(_smallest_keys, plan, which, stream, k)
+    subset defined per row by ``(plan.seed, stream)`` — no row is read, only indices.
+    ``seed`` replaces ``plan.seed`` in the keys (a trial's own draws; the split stays)."""
+    got = parts.map(_smallest_keys, plan, which, stream, k, seed)
     key = np.concatenate([g[0] for g in got])
     index = np.concatenate([g[1] for g in got])
     return np.sort(index[rowkeys.smallest(key, index, k)])

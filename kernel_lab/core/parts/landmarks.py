@@ -1,0 +1,428 @@
+"""Nyström landmarks among the training rows of partitioned data.
+
+Every random choice about a row is keyed by ``(seed, stream, global row index)``
+(:mod:`kernel_lab.core.rowkeys`), and each partition's work depends on its own rows only, so
+the same rows in one part or in many give the same landmarks:
+
+- **uniform**: the s training rows with the smallest keys;
+- **recursive RLS** (Musco & Musco, Algorithm 3 with a budget s, and its accelerated
+  variant): the nested uniform levels are defined by keys — level ℓ holds the rows whose
+  uniform is below 2^-ℓ, together with the ``⌈n / 2^L⌉`` rows of smallest key that form the
+  deepest level L — so they are nested as the in-memory sampler's prefixes of one
+  permutation are. Levels of at most :data:`GATHER_ROWS` rows are gathered once and run in
+  memory; the larger ones, the top level with every training row included, are scored per
+  partition. Each level's λ, scores (Lemma 6), oversampling and cap are those of
+  :class:`~kernel_lab.core.samplers.RecursiveRLSSampler` (its functions are called); the
+  Bernoulli keeps are ``u_i < p_i`` and the top level's s landmarks are drawn without
+  replacement ∝ the scores by weighted keys, each partition proposing its s smallest;
+- **RP-Cholesky**, blocked and accelerated (Epperly, Tropp & Webber): each round every
+  partition recomputes its residual diagonal from the pivots so far and proposes its b
+  smallest weighted keys (b draws without replacement ∝ the residual); the client keeps the
+  global b smallest, in key order (the order of sequential draws), and accepts them by
+  rejection against the candidates' exact residual (the in-memory sampler's
+  :func:`~kernel_lab.core.samplers.accept_pivots`).
+
+The in-memory samplers draw from one generator walking the rows, so their landmarks differ
+from these for the same seed; the laws are the same (for RP-Cholesky: proposals without
+replacement instead of i.i.d., accepted by the same rule).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from kernel_lab.core import rowkeys
+from kernel_lab.core.errors import ParameterError
+from kernel_lab.core.kernels import Kernel
+from kernel_lab.core.parts.base import (
+    PartMap,
+    RowPlan,
+    Rows,
+    keyed_subset,
+    part_rows,
+    take_rows,
+    tree_combine,
+)
+from kernel_lab.core.progress import Progress
+from kernel_lab.core.samplers import (
+    BLOCK_ENTRIES,
+    LEVEL_CAP,
+    RPC_EMPTY_ROUNDS,
+    RPC_MAX_PROPOSALS,
+    CountingKernel,
+    _lower_inverse,
+    _ridge_factor,
+    _scores_of_rows,
+    accelerated_level_size,
+    accept_pivots,
+    candidate_residual,
+    check_budget,
+    lambda_for_budget,
+    residual_rows,
+)
+
+#: Offsets of :data:`~kernel_lab.core.rowkeys.LANDMARKS`: the streams of the samplers' draws.
+UNIFORM = 0        # uniform landmarks
+RLS_LEVELS = 1     # recursive RLS: the nested uniform levels
+RLS_DRAW = 2       # recursive RLS: the top level's s landmarks ∝ scores
+FILL = 3           # a uniform fill when the scores or the residual are exhausted
+RLS_LEVEL = 8      # + 4·level + {0: the Bernoulli keeps, 1: thinning to the cap, 2: fallback}
+
+#: Acceptance uniforms of RP-Cholesky round r are stream ``RPC_ACCEPT + r`` (proposals:
+#: ``RPC_ROUND + r``); rounds stay far below 2^19.
+RPC_ACCEPT = rowkeys.RPC_ROUND + (1 << 19)
+
+#: Recursion levels of recursive RLS with at most this many (expected) rows are gathered
+#: to the client once and run in memory; larger levels are scored per partition.
+GATHER_ROWS = 20_000
+
+#: The samplers available on partitioned data.
+PART_SAMPLERS = ("uniform", "recursive-rls", "recursive-rls-fast", "rp-cholesky")
+
+#: Stand-in weighted key of a row of weight 0 (its draw comes after every positive weight's,
+#: in the uniform order of its own key).
+_ZERO_WEIGHT = 1e300
+
+
+@dataclass(frozen=True)
+class Landmarks:
+    """Landmarks chosen among the training rows.
+
+    Attributes
+    ----------
+    index : ndarray of int, shape (s,)
+        Global row indices, increasing.
+    X : ndarray, shape (s, p)
+        The landmark rows (standardised by the plan), in the order of ``index``.
+    evaluations : int
+        Kernel entries the sampler evaluated (on all partitions).
+    scores : ndarray or None
+        The sampler's scores of the ``view`` rows asked for (sorted distinct global
+        indices; NaN for rows that are not training rows), None when it has none.
+    lam : float or None
+        The ridge λ of the top level's scores (recursive RLS).
+    sample : (ndarray, ndarray) or None
+        The weighted sample the top level's scores came from: global indices and weights
+        (recursive RLS), for checks.
+    """
+
+    index: np.ndarray
+    X: np.ndarray
+    evaluations: int
+    scores: np.ndarray | None = None
+    lam: float | None = None
+    sample: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
+
+
+def row_seed(seed: Any) -> int:
+    """An integer seed for row keys: ``seed`` itself, or one drawn from a SeedSequence."""
+    if isinstance(seed, np.random.SeedSequence):
+        return int(seed.generate_state(1, np.uint64)[0])
+    return int(seed)
+
+
+def _check(plan: RowPlan, s: int) -> int:
+    return check_budget(plan.n_train, s, "training rows")
+
+
+def _gather(parts: PartMap, plan: RowPlan, index: np.ndarray) -> Rows:
+    rows = take_rows(parts, plan, index)
+    if rows.index.size != np.unique(index).size:
+        raise AssertionError("landmark rows missing from the partitions")
+    return rows
+
+
+def _by_weight(seed: int, stream: int, index: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Weighted keys (:func:`rowkeys.weighted_keys`), rows of weight 0 after all others in
+    the order of a uniform key."""
+    value = rowkeys.weighted_keys(seed, stream, index, weights)
+    zero = ~np.isfinite(value)
+    value[zero] = _ZERO_WEIGHT * (1.0 + rowkeys.uniforms(seed, stream, index[zero]))
+    return value
+
+
+def _union(got: list[tuple[np.ndarray, ...]], k: int) -> tuple[np.ndarray, ...]:
+    """The k smallest (value, index) of the parts' candidates ``(value, index, X, …)``, in
+    increasing order of value, with their other columns."""
+    got = [g for g in got if g[1].size]
+    columns = [np.concatenate([g[j] for g in got]) for j in range(len(got[0]))]
+    pick = rowkeys.smallest(columns[0], columns[1], k)
+    return tuple(c[pick] for c in columns)
+
+
+def _sorted(index: np.ndarray, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    order = np.argsort(index)
+    return index[order].astype(np.int64), X[order]
+
+
+# ---------------------------------------------------------------------------------------
+# uniform
+
+
+def uniform_landmarks(parts: PartMap, plan: RowPlan, s: int, seed: Any) -> Landmarks:
+    """The s training rows with the smallest keys of stream ``LANDMARKS + UNIFORM``."""
+    _check(plan, s)
+    index = keyed_subset(parts, plan, rowkeys.LANDMARKS + UNIFORM, s, seed=row_seed(seed))
+    rows = _gather(parts, plan, index)
+    return Landmarks(rows.index, rows.X, 0)
+
+
+# ---------------------------------------------------------------------------------------
+# recursive RLS
+
+
+def rls_levels(n: int, s_rec: int) -> int:
+    """Halvings of recursive RLS: ``⌈log2(n / s_rec)⌉`` (as the in-memory sampler)."""
+    return math.ceil(math.log2(n / s_rec))
+
+
+def _in_level(index: np.ndarray, seed: int, level: int, deep_cut: int) -> np.ndarray:
+    """Whether each row is in recursion level ``level``: its uniform is below 2^-level or
+    its key is among the deepest level's (``≤ deep_cut``)."""
+    stream = rowkeys.LANDMARKS + RLS_LEVELS
+    return ((rowkeys.uniforms(seed, stream, index) < 0.5**level)
+            | (rowkeys.keys(seed, stream, index) <= np.uint64(deep_cut)))
+
+
+def _level_rows(part: Any, plan: RowPlan, seed: int, level: int, deep_cut: int) -> Rows:
+    rows = part_rows(part, plan)
+    keep = _in_level(rows.index, seed, level, deep_cut)
+    return Rows(rows.X[keep], rows.y[keep], rows.index[keep])
+
+
+@dataclass(frozen=True)
+class LevelStep:
+    """One level of recursive RLS applied to some of its rows (a partition's, or the
+    gathered ones): the Lemma 6 scores from the weighted sample below, then the Bernoulli
+    keeps (``top=False``) or the s smallest weighted keys (``top=True``)."""
+
+    kernel: Kernel
+    XS: np.ndarray
+    Linv: np.ndarray
+    lam: float
+    q: float
+    seed: int
+    level: int
+    deep_cut: int
+    top: bool
+    s: int
+    fallback: int
+    view: np.ndarray | None
+
+    def stream(self, which: int) -> int:
+        return rowkeys.LANDMARKS + RLS_LEVEL + 4 * self.level + which
+
+    def run(self, rows: Rows) -> dict[str, Any]:
+        counter = CountingKernel(self.kernel)
+        keep = _in_level(rows.index, self.seed, self.level, self.deep_cut)
+        X, index = rows.X[keep], rows.index[keep]
+        raw = np.empty(index.size)
+        step = max(1, BLOCK_ENTRIES // max(self.XS.shape[0], 1))
+        for start in range(0, index.size, step):
+            Xb = X[start:start + step]
+            raw[start:start + step] = _scores_of_rows(counter.diag(Xb), counter(Xb, self.XS),
+                                                      self.Linv, self.lam)
+        scores = np.minimum(1.0, self.q * raw)
+        out: dict[str, Any] = {"count": index.size, "evaluations": counter.evaluations}
+        if self.view is not None:
+            seen = np.isin(index, self.view)
+            out["view"] = (index[seen], scores[seen])
+        if self.top:
+            value = _by_weight(self.seed, rowkeys.LANDMARKS + RLS_DRAW, index, scores)
+            pick = rowkeys.smallest(value, index, self.s)
+            out["candidates"] = (value[pick], index[pick], X[pick])
+            return out
+        kept = rowkeys.uniforms(self.seed, self.stream(0), index) < scores
+        out["kept"] = (index[kept], X[kept], scores[kept])
+        fall = rowkeys.smallest(rowkeys.keys(self.seed, self.stream(2), index), index,
+                                self.fallback)
+        out["fallback"] = (rowkeys.keys(self.seed, self.stream(2), index[fall]), index[fall],
+                           X[fall])
+        return out
+
+
+def _level_part(part: Any, plan: RowPlan, step: LevelStep) -> dict[str, Any]:
+    return step.run(part_rows(part, plan))
+
+
+def recursive_rls_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel, s: int,
+                            seed: Any, *, accelerated: bool = False,
+                            view: np.ndarray | None = None,
+                            gather_rows: int = GATHER_ROWS,
+                            progress: Progress | None = None) -> Landmarks:
+    """Recursive ridge-leverage-score landmarks with a budget s (Musco & Musco, Alg. 3 as
+    :class:`~kernel_lab.core.samplers.RecursiveRLSSampler` runs it), over partitions; see
+    the module docstring. ``view``: global row indices whose top-level scores to return;
+    ``progress`` is told before every level (and may cancel)."""
+    n = _check(plan, s)
+    seed = row_seed(seed)
+    view = None if view is None else np.unique(np.asarray(view, dtype=np.int64))
+    if s == n:
+        index = keyed_subset(parts, plan, rowkeys.LANDMARKS + UNIFORM, n, seed=seed)
+        rows = _gather(parts, plan, index)
+        scores = None if view is None else np.where(plan.is_test(view), np.nan, 1.0)
+        return Landmarks(rows.index, rows.X, 0, scores)
+    s_rec = accelerated_level_size(n, s) if accelerated else s
+    s_rec = max(1, min(s_rec, s))
+    levels = rls_levels(n, s_rec)
+    deep = keyed_subset(parts, plan, rowkeys.LANDMARKS + RLS_LEVELS,
+                        math.ceil(n / 2**levels), seed=seed)
+    deep_cut = int(rowkeys.keys(seed, rowkeys.LANDMARKS + RLS_LEVELS, deep).max())
+    # the first level small enough to gather (the deepest one at least), read once
+    gathered = min(levels, max(1, math.ceil(math.log2(max(n / gather_rows, 1.0)))))
+    got = [r for r in parts.map(_level_rows, plan, seed, gathered, deep_cut) if r.index.size]
+    local = Rows(np.concatenate([r.X for r in got]), np.concatenate([r.y for r in got]),
+                 np.concatenate([r.index for r in got]))
+    keep = _in_level(local.index, seed, levels, deep_cut)
+    sample, XS, w = local.index[keep], local.X[keep], np.ones(int(keep.sum()))
+    evaluations = 0
+    for level in range(levels - 1, -1, -1):
+        top = level == 0
+        if progress is not None:
+            progress(1.0 - (level + 1) / (levels + 1),
+                     f"recursive RLS: level {level} of {levels - 1}")
+        SKS = kernel(XS)
+        evaluations += SKS.size
+        lam = lambda_for_budget(SKS, w, s_rec)
+        q = 1.0 if top else math.log(max(s_rec, 2))
+        step = LevelStep(kernel, XS, _ridge_factor(SKS, w, lam), lam, q, seed, level,
+                         deep_cut, top, s, min(s_rec, n), view if top else None)
+        outs = ([step.run(local)] if level >= gathered
+                else parts.map(_level_part, plan, step))
+        evaluations += sum(o["evaluations"] for o in outs)
+        if top:
+            _, index, X = _union([o["candidates"] for o in outs], s)
+            index, X = _sorted(index, X)
+            scores = None
+            if view is not None:
+                scores = np.full(view.size, np.nan)
+                for o in outs:
+                    scores[np.searchsorted(view, o["view"][0])] = o["view"][1]
+            return Landmarks(index, X, evaluations, scores, lam, (sample, w))
+        kept_index = np.concatenate([o["kept"][0] for o in outs])
+        kept_X = np.concatenate([o["kept"][1] for o in outs])
+        prob = np.concatenate([o["kept"][2] for o in outs])
+        cap = max(s_rec, math.ceil(LEVEL_CAP * q * s_rec))
+        if kept_index.size > cap:
+            # thinned uniformly to the cap, inclusion probabilities scaled alike (Kernel
+            # Lab's own, see samplers.LEVEL_CAP)
+            pick = rowkeys.smallest(rowkeys.keys(seed, step.stream(1), kept_index),
+                                    kept_index, cap)
+            prob = prob[pick] * (cap / kept_index.size)
+            kept_index, kept_X = kept_index[pick], kept_X[pick]
+        if not kept_index.size:
+            count = sum(o["count"] for o in outs)
+            _, kept_index, kept_X = _union([o["fallback"] for o in outs], min(s_rec, count))
+            prob = np.ones(kept_index.size)
+        order = np.argsort(kept_index)
+        sample, XS, w = kept_index[order], kept_X[order], 1.0 / np.sqrt(prob[order])
+    raise AssertionError("unreachable: the recursion has at least one level")
+
+
+# ---------------------------------------------------------------------------------------
+# RP-Cholesky, blocked
+
+
+def _rpc_part(part: Any, plan: RowPlan, kernel: Kernel, XS: np.ndarray, Linv_T: np.ndarray,
+              chosen: np.ndarray, seed: int, stream: int, b: int) -> dict[str, Any]:
+    """A partition's residual diagonal after the pivots ``XS`` and its b smallest weighted
+    keys by it."""
+    rows = part_rows(part, plan)
+    counter = CountingKernel(kernel)
+    first = counter.diag(rows.X)
+    d = first.copy()
+    if XS.shape[0]:
+        step = max(1, BLOCK_ENTRIES // XS.shape[0])
+        for start in range(0, d.size, step):
+            d[start:start + step] = residual_rows(counter, rows.X[start:start + step],
+                                                  first[start:start + step], XS, Linv_T)
+    d[np.isin(rows.index, chosen)] = 0.0
+    value = rowkeys.weighted_keys(seed, stream, rows.index, d)
+    pick = rowkeys.smallest(value, rows.index, b)
+    pick = pick[np.isfinite(value[pick])]
+    return {"total": float(d.sum()), "first": float(first.sum()),
+            "candidates": (value[pick], rows.index[pick], rows.X[pick], d[pick]),
+            "evaluations": counter.evaluations}
+
+
+def _uniform_fill(parts: PartMap, plan: RowPlan, seed: int, chosen: np.ndarray, need: int
+                  ) -> Rows:
+    """``need`` training rows not in ``chosen``, the smallest keys of stream FILL."""
+    stream = rowkeys.LANDMARKS + FILL
+    index = keyed_subset(parts, plan, stream, need + chosen.size, seed=seed)
+    index = index[~np.isin(index, chosen)]
+    index = index[rowkeys.smallest(rowkeys.keys(seed, stream, index), index, need)]
+    return _gather(parts, plan, index)
+
+
+def rp_cholesky_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel, s: int, seed: Any,
+                          progress: Progress | None = None) -> Landmarks:
+    """Blocked, accelerated RP-Cholesky over partitions (see the module docstring): one
+    map over the partitions per round, memory on the client O(s² + parts · b);
+    ``progress`` is told before every round (and may cancel)."""
+    _check(plan, s)
+    seed = row_seed(seed)
+    counter = CountingKernel(kernel)
+    index = np.zeros(0, dtype=np.int64)
+    XS: np.ndarray | None = None
+    L = np.zeros((s, s))
+    rate, empty, evaluations = 1.0, 0, 0
+    first_total = 0.0
+    rnd = 0
+    while index.size < s:
+        k, need = index.size, s - index.size
+        if progress is not None:
+            progress(k / s, f"RP-Cholesky: round {rnd + 1}, {k} of {s} pivots")
+        b = min(RPC_MAX_PROPOSALS, max(need, math.ceil(1.25 * need / rate)))
+        Linv_T = _lower_inverse(L[:k, :k]).T if k else np.zeros((0, 0))
+        p = 0 if XS is None else XS.shape[1]
+        outs = parts.map(_rpc_part, plan, kernel, XS if k else np.zeros((0, p)), Linv_T,
+                         index, seed, rowkeys.RPC_ROUND + rnd, b)
+        evaluations += sum(o["evaluations"] for o in outs)
+        total = tree_combine([o["total"] for o in outs])
+        if rnd == 0:
+            first_total = tree_combine([o["first"] for o in outs])
+        if total <= 1e-12 * first_total or empty == RPC_EMPTY_ROUNDS:
+            fill = _uniform_fill(parts, plan, seed, index, need)
+            index = np.concatenate([index, fill.index])
+            XS = fill.X if XS is None else np.concatenate([XS, fill.X])
+            break
+        _, T, XT, d_T = _union([o["candidates"] for o in outs], b)
+        u = rowkeys.uniforms(seed, RPC_ACCEPT + rnd, T)
+        H, FT = candidate_residual(counter, XT, XS[:k] if k else XT[:0], L[:k, :k])
+        acc, cols, tried = accept_pivots(H, T, u, d_T, need)
+        rnd += 1
+        a = len(acc)
+        rate = max(a / max(tried, 1), 1.0 / 16.0)
+        if not a:
+            empty += 1
+            continue
+        empty = 0
+        L[k:k + a, :k] = FT[acc]
+        L[k:k + a, k:k + a] = cols[acc, :a]
+        index = np.concatenate([index, T[acc]])
+        XS = XT[acc] if XS is None else np.concatenate([XS, XT[acc]])
+    assert XS is not None
+    index, XS = _sorted(index, XS)
+    return Landmarks(index, XS, evaluations + counter.evaluations)
+
+
+def choose_landmarks(name: str, parts: PartMap, plan: RowPlan, kernel: Kernel, s: int,
+                     seed: Any, *, view: np.ndarray | None = None,
+                     progress: Progress | None = None) -> Landmarks:
+    """s landmarks by the named sampler (one of :data:`PART_SAMPLERS`); ``view`` and
+    ``progress`` as :func:`recursive_rls_landmarks` takes them."""
+    if name == "uniform":
+        return uniform_landmarks(parts, plan, s, seed)
+    if name in ("recursive-rls", "recursive-rls-fast"):
+        return recursive_rls_landmarks(parts, plan, kernel, s, seed, view=view,
+                                       accelerated=name == "recursive-rls-fast",
+                                       progress=progress)
+    if name == "rp-cholesky":
+        return rp_cholesky_landmarks(parts, plan, kernel, s, seed, progress)
+    raise ParameterError(f"the sampler {name!r} does not run on partitioned data; "
+                         f"choose one of: {', '.join(PART_SAMPLERS)}")
