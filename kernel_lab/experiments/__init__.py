@@ -11,6 +11,7 @@ from kernel_lab.experiments.registry import (
     check_task,
     get_experiment,
     list_experiments,
+    partitioned_experiments,
     register,
     run_on,
 )
@@ -24,6 +25,7 @@ __all__ = [
     "check_task",
     "get_experiment",
     "list_experiments",
+    "partitioned_experiments",
     "register",
     "run_on",
 ]

@@ -67,6 +67,12 @@ def check_task(experiment: Experiment, data: Dataset | PartitionedData) -> None:
                          f"({what}){where}")
 
 
+def partitioned_experiments() -> list[str]:
+    """Names of the experiments that also run on data kept in partitions."""
+    _load_builtin()
+    return sorted(_ON_PARTS)
+
+
 def run_on(experiment: Experiment, params: Mapping[str, Any], data: Dataset | PartitionedData,
            progress: Progress, executor: TaskExecutor) -> Iterator[PartialResult]:
     """The experiment's partial results on ``data``: :meth:`Experiment.run` on a data set in
@@ -85,7 +91,8 @@ def _check_partitions(experiment: Experiment, data: PartitionedData) -> None:
             f"experiment {experiment.name!r} needs all {data.n_train:,} training rows in "
             f"memory (an exact n × n kernel matrix), and the data stay in their "
             f"{len(data.parts.parts)} partitions; use a seeded sample of the rows "
-            f"({data_option('subsample', 'N')}, e.g. 2000) or run {' or '.join(sorted(_ON_PARTS))} "
+            f"({data_option('subsample', 'N')}, e.g. 2000) or run "
+            f"{' or '.join(partitioned_experiments())} "
             "on all of them")
 
 

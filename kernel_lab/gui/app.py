@@ -54,6 +54,12 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
+#: Why no columns can be sent to the Playground: no data (True), or data kept in partitions.
+NO_COLUMNS = {True: "Load data first, then send two of its columns.",
+              False: "These data stay in their partitions: load a random N of their rows "
+                     "('Rows' in the Data panel) to send two of its columns."}
+
+
 class MainWindow(QtWidgets.QMainWindow):
     """Kernel Lab's main window.
 
@@ -199,12 +205,8 @@ class MainWindow(QtWidgets.QMainWindow):
         """Send one input column (with the target: 1-D regression) or two (with a
         two-class target: 2-D classification) of the loaded data to the Playground."""
         ds = self.model.dataset
-        if ds is None:
-            self.status.setText("Load data first, then send two of its columns.")
-            return False
-        if not hasattr(ds, "X_train"):  # kept in partitions: not read into memory
-            self.status.setText("These data stay in their partitions: use a random N rows "
-                                "(subsample) to send two of its columns to the Playground.")
+        if ds is None or not hasattr(ds, "X_train"):  # none, or kept in partitions
+            self.status.setText(NO_COLUMNS[ds is None])
             return False
         names = list(ds.feature_names)
         if columns is None:

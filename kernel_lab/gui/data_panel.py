@@ -21,6 +21,7 @@ from kernel_lab.data.examples import EXAMPLES
 from kernel_lab.data.generators import GENERATORS
 from kernel_lab.data.read import FILE_PATTERNS, peek_rows
 from kernel_lab.data.source import DataSource
+from kernel_lab.experiments import partitioned_experiments
 from kernel_lab.gui.forms import ParamForm
 from kernel_lab.model import LabModel
 
@@ -376,8 +377,8 @@ class DataPanel(QtWidgets.QWidget):
         self.status.setStyleSheet("")
         if isinstance(ds, PartitionedData):
             where = (f"kept in {s['partitions']} partitions (too large to read whole: "
-                     "nystrom and learning-curve run on all rows, the others on a seeded "
-                     "sample — 'Use a random N rows')")
+                     f"{' and '.join(partitioned_experiments())} run on all rows, the others "
+                     "on a seeded sample — 'Rows')")
         else:
             where = (f"from {s['target_min']:.4g} to {s['target_max']:.4g}")
         self.status.setText(
