@@ -451,8 +451,8 @@ def _with_rows_that_fit(message: str, spec: RunSpec) -> str:
     from kernel_lab.model.plan import probe_flops_per_second, rows_that_fit, uncalibrated_seconds
 
     source = spec.data_source()
-    if source.kind == "generator":
-        return message
+    if source.kind == "generator" or source.partitioned():
+        return message  # a folder: reading it here to count rows would be a whole pass
     experiment = get_experiment(spec.experiment)
     params = experiment.resolve(spec.params)
     try:

@@ -4,8 +4,9 @@ kept in its partitions.
 :func:`open_run_data` decides, from the source's ``partitions`` option:
 
 - ``auto`` (default): the rows are read into one ordinary table — every experiment then
-  works on them — when they fit the memory budget several times over and the run is not
-  on a Dask cluster; otherwise they stay in their partitions;
+  works on them — when they take at most :data:`WHOLE_BYTES`; otherwise they stay in their
+  partitions. The rule is the data's size alone, so a command gives the same numbers on
+  every machine, under any load and on every backend;
 - ``keep``: they stay in their partitions (a :class:`~kernel_lab.core.parts.PartitionedData`:
   the split is defined per row by the seed, the standardisation uses column statistics
   reduced over the partitions, and the computations run where ``make_parts`` says — this
@@ -45,6 +46,8 @@ from kernel_lab.data.table import Table
 #: A partitioned source is read whole only if this many copies of it fit the budget (the
 #: table, the split's copies and the standardised arrays).
 COPIES = 4
+#: ``partitions=auto`` reads a source whole up to this size (rows × (columns + 1) × 8).
+WHOLE_BYTES = 256 * 2**20
 
 PARTITION_CHOICES = ("auto", "keep", "load")
 
@@ -59,7 +62,7 @@ def is_partitioned_path(path: str) -> bool:
 
 
 def open_run_data(path: str, options: Mapping[str, Any], *, seed: int, name: str,
-                  on_cluster: bool, make_parts: MakeParts | None = None,
+                  make_parts: MakeParts | None = None,
                   progress: Progress | None = None) -> Dataset | PartitionedData:
     """The data of a run from a Parquet folder or Zarr store (see the module docstring).
 
@@ -79,7 +82,7 @@ def open_run_data(path: str, options: Mapping[str, Any], *, seed: int, name: str
     fits = COPIES * source.nbytes <= memory_budget_bytes()
     if subsample > 0:
         table = sample_table(source, mapper, subsample, seed, progress)
-    elif how == "load" or (how == "auto" and fits and not on_cluster):
+    elif how == "load" or (how == "auto" and source.nbytes <= WHOLE_BYTES):
         if not fits:
             raise DataError(
                 f"{source.n:,} rows × {source.p + 1} columns ({format_bytes(source.nbytes)}) "
@@ -100,6 +103,12 @@ def partitioned_data(source: Any, parts: PartMap, options: Mapping[str, Any], *,
                      name: str, progress: Progress | None = None) -> PartitionedData:
     """The source kept in its partitions: the keyed split and (optionally) the training
     rows' column statistics, reduced over the partitions."""
+    if options.get("drop_nan"):
+        raise ParameterError(
+            f"dropping rows with missing values is not done on data kept in their "
+            f"{len(source.parts)} partitions (the rows' global indices would shift): drop or "
+            f"fill them in the files, or read the data whole "
+            f"({data_option('partitions', 'load')}) if they fit")
     plan = RowPlan.split(seed, source.n, float(options["test_fraction"]), source=name)
     notes = [*source.notes, f"kept in {len(source.parts)} partitions ({source.n:,} rows, "
                             f"{format_bytes(source.nbytes)}): the split is chosen per row "

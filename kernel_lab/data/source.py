@@ -199,18 +199,18 @@ class DataSource:
         return self.kind == "file" and is_partitioned_path(self.name)
 
     def open(self, seed: int = 0, progress: Callable[[float, str], None] | None = None, *,
-             on_cluster: bool = False, make_parts: MakeParts | None = None
-             ) -> Dataset | PartitionedData:
+             make_parts: MakeParts | None = None) -> Dataset | PartitionedData:
         """:meth:`load`, except that a Parquet folder or Zarr store too large to read whole
-        (or on a cluster, ``on_cluster``) stays in its partitions: a
+        (see :mod:`kernel_lab.data.lazy`) stays in its partitions: a
         :class:`~kernel_lab.core.parts.PartitionedData` whose computations run on
         ``make_parts(parts)`` (default: this process, one partition at a time)."""
         if not self.partitioned():
             return self.load(seed, progress)
         opts = resolve_params(FILE_OPTIONS, self.options, owner=f"data source {self.name!r}")
         return open_run_data(self.name, opts, seed=seed, name=self.label(),
-                             on_cluster=on_cluster, make_parts=make_parts,
-                             progress=None if progress is None else Progress(progress))
+                             make_parts=make_parts,
+                             progress=progress if isinstance(progress, Progress) or progress is None
+                             else Progress(progress))
 
     def load(self, seed: int = 0, progress: Callable[[float, str], None] | None = None
              ) -> Dataset:
@@ -246,6 +246,10 @@ class DataSource:
                 f"give a file path, an example ({', '.join(EXAMPLES)}) or a generator "
                 f"({', '.join(GENERATORS)}), e.g. gaussian:n=200,p=100")
         opts = resolve_params(FILE_OPTIONS, self.options, owner=f"data source {self.name!r}")
+        for name in ("features", "partitions"):
+            if self.options.get(name) not in (None, "", "auto"):
+                raise ParameterError(f"the data option {name}= applies to a folder of Parquet "
+                                     f"files or a Zarr store, not to {self.name!r}")
         if self.kind == "example":
             if opts["target"]:
                 raise ParameterError(f"the example {self.name!r} has a fixed target; "

@@ -310,6 +310,18 @@ def _name(fn: Callable[..., Any]) -> str:
     return str(getattr(fn, "__name__", "task")).strip("_<>") or "task"
 
 
+#: The share of a worker's memory limit it may fill with the partitions it has read.
+KEEP_SHARE = 0.15
+
+
+def _keep_partitions(dask_worker: Any = None) -> None:
+    """On a worker: keep up to :data:`KEEP_SHARE` of its memory limit of partitions read."""
+    from kernel_lab.core.parts.base import set_read_cache
+
+    limit = getattr(getattr(dask_worker, "memory_manager", None), "memory_limit", None)
+    set_read_cache(int(KEEP_SHARE * (limit or worker_memory_limit(1))))
+
+
 class DaskParts:
     """:class:`~kernel_lab.core.parts.base.PartMap` on a Dask cluster.
 
@@ -344,6 +356,10 @@ class DaskParts:
         self.client = _client_of(client)
         self.retries = int(retries)
         self.no_worker_grace = float(no_worker_grace)
+        try:  # each worker keeps a share of the partitions it reads (the later passes)
+            self.client.run(_keep_partitions)
+        except Exception:  # an optimisation only: without it every pass reads the files
+            pass
 
     def map(self, fn: Callable[..., Any], *args: Any, progress: Progress | None = None,
             message: str = "") -> list[Any]:

@@ -15,7 +15,8 @@ import numpy as np
 
 from kernel_lab import __version__
 from kernel_lab.core.dataset import Dataset
-from kernel_lab.core.parts import PartitionedData
+from kernel_lab.core.parts import LocalParts, PartitionedData
+from kernel_lab.core.parts.base import run_cache_bytes
 from kernel_lab.core.progress import Progress
 from kernel_lab.data.lazy import MakeParts
 from kernel_lab.data.source import DataSource
@@ -71,10 +72,11 @@ class RunResult:
 
 def parts_runner(executor: Any) -> MakeParts | None:
     """Where the computations on a partitioned source run: on the Dask cluster of a
-    ``dask`` executor, else (None) in this process, one partition at a time."""
+    ``dask`` executor, else in this process, one partition at a time (keeping a share of
+    the memory budget of what it reads, for the run's later passes)."""
     client = getattr(executor, "client", None)
     if client is None:
-        return None
+        return lambda parts: LocalParts(parts, cache=run_cache_bytes())
 
     def on_cluster(parts: Any) -> Any:
         from kernel_lab.engine.cluster import DaskParts
@@ -124,8 +126,7 @@ def run(
     try:
         if dataset is None:
             dataset = spec.data_source().open(
-                seed, progress.sub(0.0, 0.02), on_cluster=spec.backend == "dask",
-                make_parts=parts_runner(executor))
+                seed, progress.sub(0.0, 0.02), make_parts=parts_runner(executor))
         t_data = time.perf_counter() - t0
         check_task(experiment, dataset)
         resolved, fitted = experiment.fit_to_data(resolved, dataset)  # too big: clamped

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from kernel_lab.core.errors import KernelLabError
-from kernel_lab.data.source import LOAD_OPTIONS, DataSource
+from kernel_lab.data.source import FILE_OPTIONS, LOAD_OPTIONS, DataSource
 from kernel_lab.engine.jsonable import jsonable
 from kernel_lab.engine.playground.state import PlaygroundState, state_from_dict
 from kernel_lab.engine.spec import RunSpec
@@ -43,7 +43,18 @@ FORMAT = "kernel-lab-session"
 OLD_PLAYGROUND_FORMAT = "kernel-lab-playground"
 VERSION = 1
 MAX_BYTES = 50 * 2**20
-_DATA_OPTIONS = set(LOAD_OPTIONS)
+#: Every option a data source can hold (a folder's features and partitions, a subsample, …).
+_OPTION_SPECS = {spec.name: spec for spec in FILE_OPTIONS}
+_DATA_OPTIONS = set(LOAD_OPTIONS) | set(_OPTION_SPECS)
+
+
+def _declared_option(name: str, value: Any) -> bool:
+    """Whether ``value`` is valid for the data option ``name`` as the option declares it."""
+    try:
+        _OPTION_SPECS[name].coerce(value)
+    except KernelLabError:
+        return False
+    return True
 
 
 class SessionError(KernelLabError):
@@ -170,10 +181,11 @@ def session_from_dict(doc: Any, where: str = "session") -> Session:
               "drop_nan": lambda v: isinstance(v, bool),
               "format": lambda v: isinstance(v, str)}
     for key, value in options.items():
-        if not checks[key](value):
+        if not checks.get(key, lambda v, k=key: _declared_option(k, v))(value):
             raise SessionError(f"{where}: data option {key} = {value!r} is not valid "
                                "(test_fraction: a number in [0, 0.95]; standardize, "
-                               "drop_nan: true/false; target, format: text)")
+                               "drop_nan: true/false; target, format: text; "
+                               f"{key}: {_OPTION_SPECS[key].help})")
     pinned = doc.get("pinned", [])
     if not isinstance(pinned, list) or not all(
             isinstance(p, dict) and isinstance(p.get("table"), dict) for p in pinned):

@@ -259,7 +259,9 @@ class LabModel:
         self._update_plan(params)
         ds = self.dataset
         try:
-            preview = None if ds is None else self.experiment.preview(params, ds)
+            # a preview reads the data in memory; none for data kept in partitions
+            preview = (None if ds is None or isinstance(ds, PartitionedData)
+                       else self.experiment.preview(params, ds))
         except KernelLabError:
             preview = None
         if preview is None and self.preview is None:

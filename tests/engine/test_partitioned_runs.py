@@ -84,7 +84,8 @@ def test_nystrom_in_memory_parquet_and_cluster_agree(folder: str, cluster) -> No
     assert local.data["notes"] and "partitions" in " ".join(local.data["notes"])
     keys = _keys(memory.table, "spectral", "trace", "rmse", "s[", "evals")
     _same_tables(memory.table, local.table, keys)
-    remote = run_experiment("nystrom", NYSTROM, data=folder, backend="dask",
+    remote = run_experiment("nystrom", NYSTROM, data=f"{folder}:partitions=keep",
+                            backend="dask",
                             scheduler=cluster.client.scheduler.address)
     _same_tables(memory.table, remote.table, keys)
     # and the spectral error falls as landmarks are added (the runs measure something)
@@ -96,7 +97,8 @@ def test_nystrom_in_memory_parquet_and_cluster_agree(folder: str, cluster) -> No
 def test_learning_curve_in_memory_parquet_and_cluster_agree(folder: str, cluster) -> None:
     memory = run_experiment("learning-curve", CURVE, data=_in_memory(3))
     local = run_experiment("learning-curve", CURVE, data=f"{folder}:partitions=keep")
-    remote = run_experiment("learning-curve", CURVE, data=folder, backend="dask",
+    remote = run_experiment("learning-curve", CURVE, data=f"{folder}:partitions=keep",
+                            backend="dask",
                             scheduler=cluster.client.scheduler.address)
     keys = [k for k in memory.table if "error" in k or "rff" in k or "nystrom" in k]
     assert keys
@@ -130,3 +132,55 @@ def test_a_text_column_in_one_file_is_named(tmp_path) -> None:
         frame.to_parquet(tmp_path / f"f{k}.parquet")
     with pytest.raises(DataError, match=r"f1\.parquet"):
         run_experiment("nystrom", NYSTROM, data=f"{tmp_path}:partitions=keep")
+
+
+def test_a_zarr_store_gives_the_numbers_of_the_same_rows_in_memory(tmp_path) -> None:
+    zarr = pytest.importorskip("zarr")
+    X, y = _rows()
+    group = zarr.open_group(str(tmp_path / "rows.zarr"), mode="w")
+    group.create_array("X", data=X, chunks=(400, P))  # 4 chunks: 400, 400, 400, 300 rows
+    group.create_array("y", data=y, chunks=(400,))
+    memory = run_experiment("nystrom", NYSTROM, data=_in_memory(3))
+    store = run_experiment("nystrom", NYSTROM,
+                           data=f"{tmp_path / 'rows.zarr'}:partitions=keep")
+    assert store.summaries["partitions"] == 4
+    _same_tables(memory.table, store.table,
+                 _keys(memory.table, "spectral", "trace", "rmse", "s[", "evals"))
+
+
+def test_a_file_rewritten_between_runs_is_read_again(tmp_path) -> None:
+    """A run keeps the partitions it reads for its later passes; a file rewritten since (same
+    rows, other values) is read afresh by the next run, never served from what was kept."""
+    X, y = _rows()
+    for k in range(2):
+        frame = pd.DataFrame(X[k * 700:(k + 1) * 700], columns=[f"x{j + 1}" for j in range(P)])
+        frame["y"] = y[k * 700:(k + 1) * 700]
+        frame.to_parquet(tmp_path / f"f{k}.parquet")
+    params = {"samplers": ["uniform"], "sizes": "10", "trials": 1, "eval_points": 100}
+    first = run_experiment("nystrom", params, data=f"{tmp_path}:partitions=keep,standardize=0")
+    frame = pd.read_parquet(tmp_path / "f0.parquet") * 3.0
+    frame.to_parquet(tmp_path / "f0.parquet")
+    second = run_experiment("nystrom", params, data=f"{tmp_path}:partitions=keep,standardize=0")
+    assert second.table["trace_median[uniform]"][0] != first.table["trace_median[uniform]"][0]
+
+
+def test_folder_options_are_refused_where_they_do_not_apply(folder: str, tmp_path) -> None:
+    X, y = _rows()
+    path = tmp_path / "t.csv"
+    pd.DataFrame({"a": X[:50, 0], "b": X[:50, 1], "y": y[:50]}).to_csv(path, index=False)
+    with pytest.raises(ParameterError, match="features= applies to a folder"):
+        run_experiment("krr-path", {}, data=f"{path}:features=a")
+    with pytest.raises(ParameterError, match="missing values is not done on data kept"):
+        run_experiment("nystrom", NYSTROM, data=f"{folder}:partitions=keep,drop_nan=1")
+
+
+def test_a_session_keeps_a_folders_options(folder: str, tmp_path) -> None:
+    from kernel_lab.data.source import DataSource
+    from kernel_lab.engine.session import Session, load_session, save_session
+    from kernel_lab.engine.spec import RunSpec
+
+    source = DataSource.from_spec(f'{folder}:partitions=keep,features="x1,x2"')
+    spec = RunSpec("nystrom", {"seed": 4}, source)
+    path = save_session(Session(spec=spec), tmp_path / "s.json")
+    again = load_session(path).spec.data_source()
+    assert again.options["partitions"] == "keep" and again.options["features"] == "x1,x2"

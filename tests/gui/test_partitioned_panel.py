@@ -36,7 +36,7 @@ def folder(tmp_path):
 @pytest.fixture
 def panel(qtbot, monkeypatch):
     # as if the folder were larger than memory many times over: kept in partitions
-    monkeypatch.setattr("kernel_lab.data.lazy.COPIES", 10**12)
+    monkeypatch.setattr("kernel_lab.data.lazy.WHOLE_BYTES", 0)
     model = LabModel(InlineLauncher())
     model.use_default_data = False
     panel = DataPanel(model)

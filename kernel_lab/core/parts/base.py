@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import itertools
 import operator
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
@@ -36,6 +37,7 @@ import numpy as np
 from kernel_lab.core import rowkeys
 from kernel_lab.core.errors import DataError, ParameterError
 from kernel_lab.core.executor import call_single_threaded
+from kernel_lab.core.memory import memory_budget_bytes
 from kernel_lab.core.progress import Progress
 
 
@@ -117,10 +119,16 @@ def tree_combine(values: Sequence[Any], combine: Callable[[Any, Any], Any] = ope
 
 
 class LocalParts:
-    """:class:`PartMap` in this process: one part at a time, one BLAS thread per call."""
+    """:class:`PartMap` in this process: one part at a time, one BLAS thread per call.
 
-    def __init__(self, parts: Sequence[Part]) -> None:
+    ``cache``: bytes of the partitions read that this process may keep for the later
+    passes of a run (:func:`set_read_cache`; default none — the window's loader, say, makes
+    one pass); runs ask for a share of the memory budget (:func:`run_cache_bytes`)."""
+
+    def __init__(self, parts: Sequence[Part], cache: int = 0) -> None:
         self.parts = list(parts)
+        if not all(isinstance(p, ArrayPart) for p in self.parts):
+            set_read_cache(cache)
 
     def map(self, fn: Callable[..., Any], *args: Any, progress: Progress | None = None,
             message: str = "") -> list[Any]:
@@ -216,11 +224,79 @@ class Rows:
     index: np.ndarray
 
 
+class _ReadCache:
+    """Partitions read by this process, kept while they fit in ``limit`` bytes.
+
+    A computation passes over the same partitions many times (statistics, landmarks,
+    sums, subsets); a worker that keeps the partitions it has read answers the later
+    passes from memory — the data stay spread over the workers, each holding a share.
+    What does not fit is read again each time: the cache never evicts, since under
+    repeated scans in one order an evicting (LRU) cache would miss every time while one
+    that keeps its first entries hits on that share of them. In-memory parts
+    (:class:`ArrayPart`) are not copied."""
+
+    def __init__(self) -> None:
+        self.limit = 0
+        self.used = 0
+        self.entries: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+    def configure(self, limit: int) -> None:
+        """Set the size limit; entries beyond a smaller limit are dropped."""
+        self.limit = max(int(limit), 0)
+        if self.used > self.limit:
+            self.entries.clear()
+            self.used = 0
+
+    def read(self, part: Part) -> tuple[np.ndarray, np.ndarray]:
+        if isinstance(part, ArrayPart) or self.limit <= 0:
+            return part.read()
+        key = _cache_key(part)
+        hit = self.entries.get(key)
+        if hit is not None:
+            return hit
+        X, y = part.read()
+        size = X.nbytes + y.nbytes
+        if self.used + size <= self.limit:
+            X.flags.writeable = False  # shared by later passes: never changed in place
+            y.flags.writeable = False
+            self.entries[key] = (X, y)
+            self.used += size
+        return X, y
+
+
+def _cache_key(part: Part) -> str:
+    """The part and, for a part read from a file, the file's size and modification time:
+    a file rewritten since it was kept is read again."""
+    path = getattr(part, "path", None)
+    stamp = ""
+    if isinstance(path, str):
+        try:
+            st = os.stat(path)
+            stamp = f"{st.st_size}:{st.st_mtime_ns}"
+        except OSError:
+            stamp = "?"
+    return f"{part!r}@{stamp}"
+
+
+READ_CACHE = _ReadCache()
+
+
+def run_cache_bytes() -> int:
+    """What a run in this process may keep of the partitions it reads: a quarter of the
+    memory budget."""
+    return memory_budget_bytes() // 4
+
+
+def set_read_cache(limit: int) -> None:
+    """Let this process keep up to ``limit`` bytes of the partitions it reads (0: none)."""
+    READ_CACHE.configure(limit)
+
+
 def part_rows(part: Part, plan: RowPlan, which: str = "train") -> Rows:
     """The training (``which="train"``) or test rows of a partition, standardised by the
     plan. Raw values are checked: a non-finite value is a :class:`DataError` naming the
     partition and the row."""
-    X, y = part.read()
+    X, y = READ_CACHE.read(part)
     index = np.arange(part.start, part.start + X.shape[0])
     bad = ~(np.isfinite(X).all(axis=1) & np.isfinite(y))
     if bad.any():

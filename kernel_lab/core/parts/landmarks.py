@@ -212,6 +212,10 @@ class LevelStep:
     s: int
     fallback: int
     view: np.ndarray | None
+    #: At most this many kept rows return (those with the smallest thinning keys, which
+    #: hold the level's ``cap`` smallest over all partitions): a level's keeps never travel
+    #: whole to the client.
+    cap: int = 0
 
     def stream(self, which: int) -> int:
         return rowkeys.LANDMARKS + RLS_LEVEL + 4 * self.level + which
@@ -236,7 +240,11 @@ class LevelStep:
             pick = rowkeys.smallest(value, index, self.s)
             out["candidates"] = (value[pick], index[pick], X[pick])
             return out
-        kept = rowkeys.uniforms(self.seed, self.stream(0), index) < scores
+        kept = np.flatnonzero(rowkeys.uniforms(self.seed, self.stream(0), index) < scores)
+        out["kept_count"] = kept.size
+        if self.cap and kept.size > self.cap:
+            kept = kept[rowkeys.smallest(rowkeys.keys(self.seed, self.stream(1), index[kept]),
+                                         index[kept], self.cap)]
         out["kept"] = (index[kept], X[kept], scores[kept])
         fall = rowkeys.smallest(rowkeys.keys(self.seed, self.stream(2), index), index,
                                 self.fallback)
@@ -289,8 +297,9 @@ def recursive_rls_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel, s: in
         evaluations += SKS.size
         lam = lambda_for_budget(SKS, w, s_rec)
         q = 1.0 if top else math.log(max(s_rec, 2))
+        cap = max(s_rec, math.ceil(LEVEL_CAP * q * s_rec))
         step = LevelStep(kernel, XS, _ridge_factor(SKS, w, lam), lam, q, seed, level,
-                         deep_cut, top, s, min(s_rec, n), view if top else None)
+                         deep_cut, top, s, min(s_rec, n), view if top else None, cap)
         outs = ([step.run(local)] if level >= gathered
                 else parts.map(_level_part, plan, step))
         evaluations += sum(o["evaluations"] for o in outs)
@@ -306,13 +315,13 @@ def recursive_rls_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel, s: in
         kept_index = np.concatenate([o["kept"][0] for o in outs])
         kept_X = np.concatenate([o["kept"][1] for o in outs])
         prob = np.concatenate([o["kept"][2] for o in outs])
-        cap = max(s_rec, math.ceil(LEVEL_CAP * q * s_rec))
-        if kept_index.size > cap:
+        kept_total = sum(o["kept_count"] for o in outs)
+        if kept_total > cap:
             # thinned uniformly to the cap, inclusion probabilities scaled alike (Kernel
-            # Lab's own, see samplers.LEVEL_CAP)
+            # Lab's own, see samplers.LEVEL_CAP); each partition sent its cap smallest keys
             pick = rowkeys.smallest(rowkeys.keys(seed, step.stream(1), kept_index),
                                     kept_index, cap)
-            prob = prob[pick] * (cap / kept_index.size)
+            prob = prob[pick] * (cap / kept_total)
             kept_index, kept_X = kept_index[pick], kept_X[pick]
         if not kept_index.size:
             count = sum(o["count"] for o in outs)

@@ -117,9 +117,14 @@ def make_features(name: str, parts: PartMap, plan: RowPlan, kernel: Kernel, s: i
 
 
 def _columns(parts: PartMap, plan: RowPlan) -> int:
+    """The number of input columns (read on a worker when the plan does not hold it)."""
     if plan.mean is not None:
         return int(np.asarray(plan.mean).size)
-    return int(parts.parts[0].read()[0].shape[1])
+    return int(parts.map(_width)[0])
+
+
+def _width(part: Any) -> int:
+    return int(part.read()[0].shape[1]) if part.rows else -1
 
 
 def _block_rows(width: int) -> int:
