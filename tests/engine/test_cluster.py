@@ -330,17 +330,23 @@ def _external(workers: int, nanny: bool = True):
     address = f"tcp://127.0.0.1:{port}"
     procs = []
     try:
+        # scheduler and workers unpickle this module's functions by its name: its folder on
+        # their path
+        here = os.path.dirname(os.path.abspath(__file__))
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+            p for p in (here, os.environ.get("PYTHONPATH", "")) if p)}
         procs.append(subprocess.Popen(
             [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
              "--port", str(port), "--no-dashboard"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True))
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+            env=env))
         for _ in range(workers):
             procs.append(subprocess.Popen(
                 [sys.executable, "-m", "distributed.cli.dask_worker", address, "--nthreads",
                  "1", "--memory-limit", "1GB", "--host", "127.0.0.1", "--no-dashboard",
                  "--nanny" if nanny else "--no-nanny"],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                start_new_session=True))
+                start_new_session=True, env=env))
         with connect(scheduler=address, timeout=30) as c:
             assert _wait_for(lambda: c.workers() == workers, 60)
             yield c, procs
