@@ -19,8 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from kernel_lab.core.errors import DataError, ParameterError
+from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.formula import Formula
+from kernel_lab.core.parts.base import test_count
 
 
 # ======================================================================================
@@ -304,16 +305,7 @@ def train_test_split(
     ``source`` (the file or data set) is named in the error otherwise.
     """
     n = X.shape[0]
-    if not 0.0 <= test_fraction < 1.0:
-        raise ParameterError(f"test fraction must be in [0, 1), got {test_fraction}")
-    n_test = round(test_fraction * n)
-    if test_fraction > 0:
-        n_test = max(n_test, 1)
-    if n - n_test < 2:
-        rows = "row" if n == 1 else "rows"
-        held = f" with {n_test} held out for testing" if n_test else ""
-        raise DataError(f"only {n} {rows}{held}: too few to keep at least two for training",
-                        "use a larger data set or a smaller test fraction", path=source)
+    n_test = test_count(n, test_fraction, source)
     perm = rng.permutation(n)
     test, train = perm[:n_test], perm[n_test:]
     return X[train], y[train], X[test], y[test]

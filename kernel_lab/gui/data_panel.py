@@ -206,6 +206,10 @@ class DataPanel(QtWidgets.QWidget):
     def browse_file(self) -> None:
         path, _ = QtWidgets.QFileDialog.getOpenFileName(self, "Open data", self.path.text(),
                                                         FILE_FILTER)
+        self._open_path(path)
+
+    def _open_path(self, path: str) -> None:
+        """Load a file or folder the user picked (nothing when the dialog was cancelled)."""
         if path:
             self.source.setCurrentIndex(SOURCES.index("File"))
             self.path.setText(path)
@@ -217,12 +221,7 @@ class DataPanel(QtWidgets.QWidget):
         """Pick a folder of Parquet files or a Zarr store (data that may not fit memory)."""
         path = QtWidgets.QFileDialog.getExistingDirectory(
             self, "Open a folder of Parquet files or a Zarr store", self.path.text())
-        if path:
-            self.source.setCurrentIndex(SOURCES.index("File"))
-            self.path.setText(path)
-            self._format = "auto"
-            self.target.clear()
-            self._user_load()
+        self._open_path(path)
 
     def _use_default_toggled(self, on: bool) -> None:
         self.model.use_default_data = on
