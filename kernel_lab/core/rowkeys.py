@@ -41,6 +41,9 @@ LANDMARKS = 16        # + sampler-specific offsets (uniform landmarks, RLS level
 RPC_ROUND = 1 << 20   # + round number: RP-Cholesky's pivot draws
 DSG_EPOCH = 1 << 30   # + epoch number: DSG's order within a block of rows
 
+#: The ranges of keys :func:`threshold` counts in (by their top 16 bits).
+BUCKETS = 1 << 16
+
 
 def _mix(x: np.ndarray) -> np.ndarray:
     """SplitMix64's finaliser (a bijection of uint64 with good avalanche)."""
@@ -100,18 +103,29 @@ def smallest(values: np.ndarray, rows: np.ndarray, k: int) -> np.ndarray:
 def threshold(seed: int, stream: int, n: int, k: int, chunk: int = 1 << 20) -> np.uint64:
     """The largest key among the ``k`` smallest keys of rows ``0 … n−1`` (so rows with
     ``keys ≤ threshold`` are exactly those ``k``; uint64 keys of distinct rows differ, the
-    map being a bijection), computed in chunks of rows with memory O(k + chunk).
-    ``k = 0`` gives a threshold below every key (no row)."""
+    map being a bijection).
+
+    Memory is bounded whatever ``n`` and ``k``: a first pass over the rows, in chunks,
+    counts the keys in each of the :data:`BUCKETS` ranges of their top 16 bits, which
+    names the range holding the ``k``-th key and its rank there; a second pass keeps the
+    keys of that range alone (about ``n / 65536``, the keys being uniform) and selects."""
     if k <= 0:
         raise ValueError("threshold needs k ≥ 1")
     if k > n:
         raise ValueError(f"cannot select {k} of {n} rows")
-    best = np.zeros(0, dtype=np.uint64)
+    top = np.uint64(64 - 16)
+    counts = np.zeros(BUCKETS, dtype=np.int64)
     for start in range(0, n, chunk):
         block = keys(seed, stream, np.arange(start, min(start + chunk, n)))
-        both = np.concatenate([best, block])
-        best = both if both.size <= k else np.partition(both, k - 1)[:k]
-    return np.uint64(best.max())
+        counts += np.bincount((block >> top).astype(np.intp), minlength=BUCKETS)
+    below = np.cumsum(counts)
+    bucket = int(np.searchsorted(below, k))          # the first range reaching k keys
+    rank = k - (int(below[bucket - 1]) if bucket else 0)
+    inside = []
+    for start in range(0, n, chunk):
+        block = keys(seed, stream, np.arange(start, min(start + chunk, n)))
+        inside.append(block[(block >> top) == np.uint64(bucket)])
+    return np.uint64(np.partition(np.concatenate(inside), rank - 1)[rank - 1])
 
 
 def is_selected(seed: int, stream: int, rows: np.ndarray, cut: np.uint64) -> np.ndarray:

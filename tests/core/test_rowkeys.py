@@ -1,0 +1,65 @@
+"""Keyed per-row random choices (kernel_lab.core.rowkeys) against brute force."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kernel_lab.core import rowkeys
+
+
+@pytest.mark.parametrize(("n", "k", "chunk"), [(1, 1, 8), (10, 1, 3), (10, 10, 3),
+                                               (1000, 250, 64), (5000, 4999, 1 << 20),
+                                               (70_000, 17, 4096), (70_000, 69_000, 4096)])
+def test_threshold_is_the_kth_smallest_key(n, k, chunk):
+    all_keys = rowkeys.keys(7, rowkeys.SPLIT, np.arange(n))
+    cut = rowkeys.threshold(7, rowkeys.SPLIT, n, k, chunk=chunk)
+    assert cut == np.sort(all_keys)[k - 1]
+    assert int(np.count_nonzero(all_keys <= cut)) == k
+    selected = rowkeys.is_selected(7, rowkeys.SPLIT, np.arange(n), cut)
+    assert int(selected.sum()) == k
+
+
+def test_threshold_refuses_impossible_counts():
+    with pytest.raises(ValueError):
+        rowkeys.threshold(0, rowkeys.SPLIT, 5, 0)
+    with pytest.raises(ValueError):
+        rowkeys.threshold(0, rowkeys.SPLIT, 5, 6)
+
+
+def test_keys_depend_on_the_row_index_alone():
+    rows = np.arange(10_000)
+    whole = rowkeys.keys(3, rowkeys.TEST_SUBSET, rows)
+    pieces = np.concatenate([rowkeys.keys(3, rowkeys.TEST_SUBSET, r)
+                             for r in np.array_split(rows, 7)])
+    np.testing.assert_array_equal(whole, pieces)
+    assert np.unique(whole).size == whole.size
+    assert not np.array_equal(whole, rowkeys.keys(3, rowkeys.EVAL_SUBSET, rows))
+    assert not np.array_equal(whole, rowkeys.keys(4, rowkeys.TEST_SUBSET, rows))
+
+
+def test_uniforms_are_uniform():
+    u = rowkeys.uniforms(11, rowkeys.LANDMARKS, np.arange(200_000))
+    assert u.min() >= 0.0 and u.max() < 1.0
+    counts = np.histogram(u, bins=20, range=(0, 1))[0]
+    expected = u.size / 20
+    chi2 = float(np.sum((counts - expected) ** 2 / expected))
+    assert chi2 < 43.8  # the 0.999 quantile of χ² with 19 degrees of freedom
+
+
+def test_smallest_breaks_ties_by_row():
+    values = np.array([3.0, 1.0, 2.0, 1.0, 5.0])
+    rows = np.array([10, 40, 20, 30, 0])
+    pos = rowkeys.smallest(values, rows, 3)
+    np.testing.assert_array_equal(pos, [3, 1, 2])  # 1.0 (row 30), 1.0 (row 40), 2.0
+    np.testing.assert_array_equal(rowkeys.smallest(values, rows, 9), [3, 1, 2, 0, 4])
+    assert rowkeys.smallest(values, rows, 0).size == 0
+
+
+def test_weighted_keys_follow_the_weights():
+    w = np.array([1.0, 3.0, 0.0])
+    firsts = np.zeros(3)
+    for seed in range(4000):
+        firsts[np.argmin(rowkeys.weighted_keys(seed, rowkeys.LANDMARKS, np.arange(3), w))] += 1
+    assert firsts[2] == 0
+    assert abs(firsts[1] / firsts.sum() - 0.75) < 0.03
