@@ -34,6 +34,7 @@ import time
 import numpy as np
 import scipy.linalg as sla
 from threadpoolctl import threadpool_limits
+from timing import probe  # this folder, first on the path of a script
 
 from kernel_lab.core.kernels import ExponentialKernel
 from kernel_lab.core.theory import DataSpectrum
@@ -69,6 +70,7 @@ def experiment(workers: int, data: object = DATA) -> float:
 
 
 def main() -> None:
+    probe()
     dataset = load_data(DATA)
     source = dataset.source
     rng = np.random.default_rng(0)

@@ -3,8 +3,8 @@
 Run: ``python tests/benchmarks/bench_cluster.py [--rows 4000000] [--files 16]
 [--reference-rows 1000000]``.
 
-- Prints the machine probe first (the fastest ``eigh`` of 1000 × 1000; the reference
-  machine's is 187 ms).
+- Prints the machine probe first (``timing.Machine``: matmul, exp, the fastest ``eigh``
+  of 1000 × 1000; the reference machine's is 187 ms).
 - Writes ``rows`` × 20 (+ target) as ``files`` Parquet files (the regression data of
   ``bench_scale.py``, each file written from its own seeded block of rows, so the writer
   never holds more than one file).
@@ -32,6 +32,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from timing import probe  # this folder, first on the path of a script
 
 NYSTROM: list[str] = []  # the defaults, as the in-memory figures
 CURVE: list[str] = []
@@ -45,18 +46,6 @@ print(json.dumps({"seconds": time.perf_counter() - t0, "returncode": out.returnc
                   "peak_kb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,
                   "tail": out.stderr[-800:]}))
 """
-
-
-def probe() -> float:
-    """The fastest of five ``eigh`` of a 1000 × 1000 symmetric matrix, in seconds."""
-    A = np.random.default_rng(0).normal(size=(1000, 1000))
-    A = A + A.T
-    best = float("inf")
-    for _ in range(5):
-        t0 = time.perf_counter()
-        np.linalg.eigh(A)
-        best = min(best, time.perf_counter() - t0)
-    return best
 
 
 def rows_of(start: int, stop: int, p: int = 20) -> tuple[np.ndarray, np.ndarray]:
@@ -155,7 +144,7 @@ def main() -> None:
     parser.add_argument("--reference-rows", type=int, default=1_000_000)
     parser.add_argument("--skip-reference", action="store_true")
     args = parser.parse_args()
-    print(f"machine probe: eigh 1000 × 1000 in {1000 * probe():.0f} ms (reference 187 ms)")
+    probe()
 
     import dask
     from distributed import Client, LocalCluster

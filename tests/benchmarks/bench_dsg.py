@@ -25,12 +25,13 @@ from kernel_lab.core.models.dsg import DSGRegressor
 from kernel_lab.core.models.rff import RandomFourierFeatures
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from timing import best_of  # this folder, first on the path of a script
+from timing import best_of, probe  # this folder, first on the path of a script
 
 from tests.core.test_dsg import literal_dsg
 
 
 def main() -> None:
+    probe()
     rng = np.random.default_rng(0)
     X = rng.normal(size=(2000, 5))
     y = np.sin(X[:, 0]) + 0.1 * rng.normal(size=2000)

@@ -18,6 +18,7 @@ import sys
 import time
 
 import numpy as np
+from timing import probe  # this folder, first on the path of a script
 
 from kernel_lab.core.kernels import median_heuristic
 from kernel_lab.core.models.gfc import GreedyFeatureRegressor
@@ -29,6 +30,7 @@ RFF = ("rff-gaussian", "rff-laplace", "rff-cauchy")
 
 
 def main(seeds: int = 1) -> None:
+    probe()
     rows = []
     for seed in range(seeds):
         ds = load_data("friedman:n=8192,n_test=4096", seed=seed)

@@ -20,13 +20,14 @@ import argparse
 import numpy as np
 import scipy.linalg as sla
 from sklearn.kernel_ridge import KernelRidge as SkKernelRidge
-from timing import best_of  # this folder, first on the path of a script
+from timing import best_of, probe  # this folder, first on the path of a script
 
 from kernel_lab.core.kernels import GaussianKernel
 from kernel_lab.core.models import CenteredKernelRidge
 
 
 def main() -> None:
+    probe()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=2000)
     parser.add_argument("--p", type=int, default=50)

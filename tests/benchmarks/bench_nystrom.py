@@ -19,6 +19,7 @@ import time
 
 import numpy as np
 from sklearn.kernel_approximation import Nystroem
+from timing import probe  # this folder, first on the path of a script
 
 from kernel_lab.core.kernels import GaussianKernel, median_heuristic
 from kernel_lab.data.source import load_data
@@ -78,5 +79,6 @@ def quality() -> None:
 
 
 if __name__ == "__main__":
+    probe()
     speed()
     quality()

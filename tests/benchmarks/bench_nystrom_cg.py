@@ -25,6 +25,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+from timing import probe  # this folder, first on the path of a script
 
 CHILD = r"""
 import json, sys, time
@@ -91,6 +92,7 @@ def child(solver: str, data: str, rows: int, s: int, lam: float, sampler: str,
 
 
 def main() -> None:
+    probe()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=200_000)
     parser.add_argument("--landmarks", type=int, default=2000)

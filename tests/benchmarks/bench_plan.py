@@ -14,6 +14,8 @@ measured time is the run's own ``total_s``, data loading included).
 
 from __future__ import annotations
 
+from timing import probe  # this folder, first on the path of a script
+
 from kernel_lab.data.source import DataSource
 from kernel_lab.engine.handle import InlineLauncher
 from kernel_lab.experiments import list_experiments
@@ -26,6 +28,7 @@ PARAMS = {"learning-curve": {"n_iter": 600}, "ckrr-risk": {"trials": 20}}
 
 
 def main() -> None:
+    probe()
     rows = []
     for exp in list_experiments():
         model = LabModel(InlineLauncher())

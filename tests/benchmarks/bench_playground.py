@@ -6,13 +6,19 @@ Run: ``QT_QPA_PLATFORM=offscreen python tests/benchmarks/bench_playground.py``
 The Playground window on 2-D data with n = 1000 training points and a 100 × 100 grid,
 measured on the GUI thread (the fits run in the Playground's worker thread):
 
+The machine probe is printed first; every target is the reference machine's (eigh of
+1000 × 1000 in 187 ms) scaled to this one (``timing.Machine``).
+
 1. λ slider → redrawn fit, exact KRR / CKRR (one cached eigendecomposition per σ) and
    Nyström / RFF (cached features): p95 latency over 30 moves. Target ≤ 50 ms.
 2. σ drag (5 moves 30 ms apart), s and D moves, a painted point → the new fit on screen,
-   from the last move: p95 over the repetitions. Target ≤ 300 ms.
+   from the last move: p95 over the repetitions. Target ≤ 50 ms. The picture drawn is the
+   exact one at full resolution. For exact KRR / CKRR, printed for information: when the
+   λ-error curve of the new σ (its eigendecomposition, made once the hand rests) is on
+   screen, from the last move.
 3. GUI-thread stall (a 5 ms timer's delay beyond its period) during a 20-step σ drag and
    during DSG Play: p99. Target ≤ 16 ms.
-4. DSG Play: frames drawn per second over 5 s. Target ≥ 20.
+4. DSG Play: frames drawn per second over 5 s. Target ≥ 30.
 """
 
 from __future__ import annotations
@@ -22,12 +28,14 @@ import sys
 import time
 
 import numpy as np
+from timing import probe  # this folder, first on the path of a script
 
 PERIOD_MS = 5
 
 
 def main() -> int:
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    machine = probe()
     from PySide6 import QtCore, QtWidgets
 
     from kernel_lab.gui.playground import PlaygroundWindow
@@ -37,7 +45,8 @@ def main() -> int:
     w.resize(1300, 850)
     w.show()
     ticks: list[float] = []
-    probe = QtCore.QTimer(interval=PERIOD_MS, timeout=lambda: ticks.append(time.perf_counter()))
+    tick_timer = QtCore.QTimer(interval=PERIOD_MS,
+                               timeout=lambda: ticks.append(time.perf_counter()))
 
     def wait_until(done, timeout: float = 30.0) -> float:
         """Run the event loop (idle in Qt, as the application does — no busy polling that
@@ -64,6 +73,10 @@ def main() -> int:
         """The time at which the fit of request ``serial`` is on screen."""
         return wait_until(lambda: w.drawn_serial >= serial, timeout)
 
+    def complete(serial: int, timeout: float = 30.0) -> float:
+        """The time at which the complete fit of request ``serial`` is on screen."""
+        return wait_until(lambda: w.drawn_serial >= serial and w.drawn_complete, timeout)
+
     def settle() -> None:
         shown(w.model._serial)
         wait_until(lambda: w.worker.wait_idle(0))
@@ -85,36 +98,40 @@ def main() -> int:
             t0 = time.perf_counter()
             lat.append(shown(w.model._serial) - t0)
             settle()
-        rows.append((f"λ move → redrawn ({method})", float(np.percentile(lat, 95)) * 1e3, 50,
-                     "p95 ms"))
+        rows.append((f"λ move → redrawn ({method})", float(np.percentile(lat, 95)) * 1e3,
+                     machine.latency(50), "p95 ms"))
 
     # 2. σ drags, s and D moves, a painted point
-    def drag(widget_move, steps: int, gap: float) -> tuple[float, list[float]]:
+    def drag(widget_move, steps: int, gap: float) -> tuple[float, list[float], float]:
+        """(first answer, stalls, complete answer) from the last move."""
         ticks.clear()
-        probe.start()
+        tick_timer.start()
         for k in range(steps):
             widget_move(k)
             t_last = time.perf_counter()
             if k < steps - 1:
                 pump(gap)
         t = shown(w.model._serial) - t_last
-        probe.stop()
+        t_full = complete(w.model._serial) - t_last
+        tick_timer.stop()
         settle()
         stalls = np.maximum(np.diff(ticks) * 1e3 - PERIOD_MS, 0.0) if len(ticks) > 1 else []
-        return t, list(stalls)
+        return t, list(stalls), t_full
 
     for method in ("krr", "ckrr"):
         w.model.set_params(method=method)
         settle()
-        lat, stalls = [], []
+        lat, full = [], []
         for rep in range(6):
             base = w.sigma.slider.value()
-            t, st = drag(lambda k, b=base, r=rep: w.sigma.slider.setValue(
+            t, _, t_full = drag(lambda k, b=base, r=rep: w.sigma.slider.setValue(
                 b + (1 if r % 2 == 0 else -1) * (k + 1)), 5, 0.03)
             lat.append(t)
-            stalls += st
+            full.append(t_full)
         rows.append((f"σ drag → new fit ({method})", float(np.percentile(lat, 95)) * 1e3,
-                     300, "p95 ms"))
+                     machine.latency(50), "p95 ms"))
+        rows.append((f"σ drag → its λ curve ({method})",
+                     float(np.percentile(full, 95)) * 1e3, None, "p95 ms"))
     for method, slider, start, spacing, what in (
             ("nystrom", w.s_slider, 60, 10, "s move → new fit (Nyström)"),
             ("rff", w.D_slider, 150, 20, "D move → new fit (RFF)")):
@@ -122,7 +139,8 @@ def main() -> int:
         settle()
         lat = [drag(lambda k, r=rep, sl=slider, a=start, d=spacing: sl.setValue(a + d * r + k),
                     3, 0.03)[0] for rep in range(6)]
-        rows.append((what, float(np.percentile(lat, 95)) * 1e3, 300, "p95 ms"))
+        rows.append((what, float(np.percentile(lat, 95)) * 1e3, machine.latency(50),
+                     "p95 ms"))
     w.model.set_params(method="krr")
     settle()
     lat = []
@@ -131,13 +149,14 @@ def main() -> int:
         w.model.add_points(np.array([[0.1 * rep - 0.3, 2.5]]), 1.0)
         lat.append(shown(w.model._serial) - t0)
         settle()
-    rows.append(("painted point → new fit (KRR)", float(np.percentile(lat, 95)) * 1e3, 300,
-                 "p95 ms"))
+    rows.append(("painted point → new fit (KRR)", float(np.percentile(lat, 95)) * 1e3,
+                 machine.latency(50), "p95 ms"))
 
     # 3. stall during a 20-step σ drag (exact KRR: every step a new kernel)
-    _, stalls = drag(lambda k: w.sigma.slider.setValue(w.sigma.slider.value() + 1), 20, 0.03)
-    rows.append(("GUI stall during a 20-step σ drag", float(np.percentile(stalls, 99)), 16,
-                 "p99 ms"))
+    _, stalls, _ = drag(lambda k: w.sigma.slider.setValue(w.sigma.slider.value() + 1), 20,
+                        0.03)
+    rows.append(("GUI stall during a 20-step σ drag", float(np.percentile(stalls, 99)),
+                 machine.latency(16, "stall"), "p99 ms"))
 
     # 4. DSG Play
     w.model.set_params(method="dsg")
@@ -145,24 +164,28 @@ def main() -> int:
     settle()
     drawn0 = w.fits_drawn
     ticks.clear()
-    probe.start()
+    tick_timer.start()
     w.play_button.setChecked(True)
     t0 = time.perf_counter()
     pump(5.0)
     fps = (w.fits_drawn - drawn0) / (time.perf_counter() - t0)
     w.play_button.setChecked(False)
-    probe.stop()
+    tick_timer.stop()
     stalls = np.maximum(np.diff(ticks) * 1e3 - PERIOD_MS, 0.0)
-    rows.append(("GUI stall during DSG Play", float(np.percentile(stalls, 99)), 16, "p99 ms"))
-    rows.append(("DSG Play frames per second", fps, 20, "fps (≥)"))
+    rows.append(("GUI stall during DSG Play", float(np.percentile(stalls, 99)),
+                 machine.latency(16, "stall"), "p99 ms"))
+    rows.append(("DSG Play frames per second", fps, machine.rate(30), "fps (≥)"))
     print(f"DSG reached iteration {w.model.steps} in 5 s")
 
     print(f"{'measure':<40} {'value':>9} {'target':>8}  unit")
     ok = True
     for name, value, target, unit in rows:
+        if target is None:
+            print(f"{name:<40} {value:9.1f} {'':>8}  {unit} (information)")
+            continue
         good = value >= target if unit.startswith("fps") else value <= target
         ok &= good
-        print(f"{name:<40} {value:9.1f} {target:8.0f}  {unit} {'' if good else ' ← MISSED'}")
+        print(f"{name:<40} {value:9.1f} {target:8.1f}  {unit} {'' if good else ' ← MISSED'}")
     w.close()
     return 0 if ok else 1
 

@@ -31,6 +31,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+from timing import probe  # this folder, first on the path of a script
 
 CHILD = r"""
 import json, resource, sys, time
@@ -179,6 +180,7 @@ def write_data(folder: Path, rows: int) -> tuple[Path, Path, Path, Path]:
 
 
 def main() -> None:
+    probe()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--skip-runs", action="store_true",

@@ -1,10 +1,24 @@
-"""The benchmarks' timer: the best of a few runs (the least disturbed by other work)."""
+"""The benchmarks' timer (the best of a few runs: the least disturbed by other work) and
+the machine probe every benchmark prints first, with latency targets scaled to it.
+
+Targets are stated for a reference machine on which the fastest ``eigh`` of a 1000 × 1000
+symmetric matrix takes :data:`REFERENCE_EIGH_MS`. On a machine where it takes t ms a
+latency target is multiplied by t / 187 — a faster machine gets a stricter target, but
+never below :data:`FLOOR_MS` (8 ms for a stall, 16 ms for a gesture) — and a rate floor
+(frames per second) divided by it."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
 from typing import Any
+
+import numpy as np
+
+#: The reference machine's fastest eigh of 1000 × 1000, in ms.
+REFERENCE_EIGH_MS = 187.0
+#: The lowest a scaled latency target goes, by kind.
+FLOOR_MS = {"stall": 8.0, "gesture": 16.0, "run": 0.0}
 
 
 def best_of(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
@@ -15,3 +29,43 @@ def best_of(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
         out = fn()
         times.append(time.perf_counter() - t0)
     return min(times), out
+
+
+class Machine:
+    """The machine probe: matmul GFLOPS (2000 × 2000), exponentials per second (10⁷
+    float64) and the fastest ``eigh`` of 1000 × 1000 — each the best of five."""
+
+    def __init__(self) -> None:
+        rng = np.random.default_rng(0)
+        A = rng.normal(size=(2000, 2000))
+        t, _ = best_of(lambda: A @ A, 5)
+        self.gflops = 2 * 2000**3 / t / 1e9
+        x = rng.normal(size=10_000_000)
+        t, _ = best_of(lambda: np.exp(x), 5)
+        self.exp_per_s = x.size / t
+        S = rng.normal(size=(1000, 1000))
+        S = S + S.T
+        t, _ = best_of(lambda: np.linalg.eigh(S), 5)
+        self.eigh_ms = 1e3 * t
+        #: t / 187: latency targets are multiplied by it, rate floors divided by it
+        self.scale = self.eigh_ms / REFERENCE_EIGH_MS
+
+    def line(self) -> str:
+        return (f"machine probe: matmul {self.gflops:.0f} GFLOPS, exp {self.exp_per_s / 1e6:.0f}"
+                f" M/s, eigh 1000 × 1000 in {self.eigh_ms:.0f} ms (reference machine "
+                f"{REFERENCE_EIGH_MS:.0f} ms: targets × {self.scale:.2f})")
+
+    def latency(self, target_ms: float, kind: str = "gesture") -> float:
+        """A latency target of the reference machine, scaled to this one."""
+        return max(target_ms * self.scale, FLOOR_MS[kind])
+
+    def rate(self, floor: float) -> float:
+        """A rate floor (per second) of the reference machine, scaled to this one."""
+        return floor / self.scale
+
+
+def probe() -> Machine:
+    """Probe the machine and print its line (call first, on a quiet machine)."""
+    machine = Machine()
+    print(machine.line(), flush=True)
+    return machine

@@ -463,7 +463,7 @@ def test_dsg_before_its_first_iteration_predicts_the_target_mean(model):
 
 def test_ckrr_at_tiny_lambda_keeps_alpha_centred():
     X, y, _ = pg.generate("sinc", 300, 0.1, seed=1)
-    cache = pg.ExactCache(X, y, X[:5], pg.grid(1, 50), "gaussian", 0.2, True)
+    cache = pg.ExactCache(X, y, X[:5], pg.GridMap(1, 50), "gaussian", 0.2, True)
     _, A = cache.alphas(np.array([1e-9, 1e-6, 1.0]))
     assert np.abs(A.sum(axis=0)).max() <= 1e-9 * np.abs(A).max()
 

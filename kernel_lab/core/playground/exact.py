@@ -8,19 +8,21 @@ from collections.abc import Callable
 import numpy as np
 
 from kernel_lab.core.kernels import make_kernel
-from kernel_lab.core.playground.fits import Problem, Superseded, error
+from kernel_lab.core.playground.fits import Problem, error
+from kernel_lab.core.playground.gridmap import GridMap
 
 Array = np.ndarray
 
 
 class ExactCache:
     """Exact KRR (``centered=False``) or CKRR (``True``) for every λ from one
-    eigendecomposition; see the module docstring. The kernel blocks of the grid and the
-    test points are kept, so a λ costs ``α(λ) = U (w / (e + λ))`` and one product per
-    point set; training predictions need no product at all: ``f(X) = y − λ α(λ)`` (from
-    ``(K_c + λI) α = P y`` and ``1ᵀα = 0`` for CKRR; ``(K + λI) α = y`` for KRR)."""
+    eigendecomposition; see the module docstring. The test points' kernel block and the
+    grid's map (:class:`~kernel_lab.core.playground.gridmap.GridMap`) are kept, so a λ
+    costs ``α(λ) = U (w / (e + λ))`` and one product per point set; training predictions
+    need no product at all: ``f(X) = y − λ α(λ)`` (from ``(K_c + λI) α = P y`` and
+    ``1ᵀα = 0`` for CKRR; ``(K + λI) α = y`` for KRR)."""
 
-    def __init__(self, X: Array, y: Array, X_test: Array, G: Array, kernel: str,
+    def __init__(self, X: Array, y: Array, X_test: Array, G: GridMap, kernel: str,
                  sigma: float, centered: bool) -> None:
         k = make_kernel(kernel, {"sigma": sigma})
         K = k(X)
@@ -36,7 +38,7 @@ class ExactCache:
         self.shift = float(y.mean()) if centered else 0.0
         self.w = self.U.T @ (y - self.shift)
         self.K_test = k(X_test, X) if len(X_test) else np.zeros((0, len(y)))
-        self.K_grid = k(G, X)
+        self.K_grid = G.kernel(kernel, sigma, X)  # c ↦ K(G, X) c
 
     def alphas(self, lam: float | Array) -> tuple[Array, Array]:
         lams = np.atleast_1d(np.asarray(lam, dtype=np.float64))
@@ -47,8 +49,8 @@ class ExactCache:
             A -= A.mean(axis=0, keepdims=True)
         return lams, A
 
-    def _apply(self, K: Array, A: Array) -> Array:
-        out = K @ A
+    def _apply(self, K: Array | Callable[[Array], Array], A: Array) -> Array:
+        out = K(A) if callable(K) else K @ A
         if self.centered:
             out += self.shift - self.col_means @ A
         return out
@@ -82,21 +84,15 @@ class ExactCache:
                 "test": np.array([error(test[:, j], y_test, task) for j in range(len(lams))])}
 
 
-def exact_direct(problem: Problem, kernel: str, sigma: float, lam: float, centered: bool,
-                 cancelled: Callable[[], bool] | None = None) -> tuple[Array, Array, Array]:
+def exact_direct(problem: Problem, kernel: str, sigma: float, lam: float, centered: bool
+                 ) -> tuple[Array, Array, Array]:
     """One exact fit at λ by the library's estimator (a Cholesky factorisation): the quick
-    answer to a new σ or new data while the eigendecomposition is still to be made. The
-    grid — most of the cost — is predicted in blocks, and ``cancelled()`` asked between
-    them (:class:`Superseded`: a σ drag's stale answers stop within a block)."""
+    answer to a new σ or new data while the eigendecomposition is still to be made; the
+    grid's values through its map (the grid, train and test predictions)."""
     from kernel_lab.core.models import CenteredKernelRidge, KernelRidge
 
     est = (CenteredKernelRidge if centered else KernelRidge)(
         lam, kernel=kernel, kernel_params={"sigma": sigma}).fit(problem.X, problem.y)
     test = est.predict(problem.X_test) if len(problem.X_test) else np.zeros(0)
-    G = problem.G
-    grid = np.empty(len(G))
-    for start in range(0, len(G), 2000):
-        if cancelled is not None and cancelled():
-            raise Superseded
-        grid[start:start + 2000] = est.predict(G[start:start + 2000])
+    grid = problem.grid.kernel(kernel, sigma, problem.X)(est.dual_coef_) + est.intercept_
     return grid, est.predict(problem.X), test

@@ -4,6 +4,7 @@ the exact ridge leverage scores."""
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -14,6 +15,7 @@ import numpy as np
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.kernels import make_kernel
 from kernel_lab.core.models import NystromFeatures, RandomFourierFeatures
+from kernel_lab.core.playground.gridmap import GridMap
 from kernel_lab.core.samplers import SAMPLERS
 
 Array = np.ndarray
@@ -70,9 +72,11 @@ def lam_grid(lam: float) -> Array:
 class FeatureRidge:
     """Ridge with an unpenalised intercept on features F, as the library's Nyström and RFF
     ridge estimators (``centered=True``), for every λ from one eigendecomposition of the
-    small r × r matrix FcᵀFc (Fc: F with its column means removed)."""
+    small r × r matrix FcᵀFc (Fc: F with its column means removed). ``F_grid``: the map
+    ``w ↦ F(G) w`` onto the grid (:mod:`~kernel_lab.core.playground.gridmap`)."""
 
-    def __init__(self, F: Array, F_test: Array, F_grid: Array, y: Array) -> None:
+    def __init__(self, F: Array, F_test: Array, F_grid: Callable[[Array], Array],
+                 y: Array) -> None:
         self.F, self.F_test, self.F_grid = F, F_test, F_grid
         self.f_mean = F.mean(axis=0)
         self.y_mean = float(y.mean())
@@ -84,7 +88,7 @@ class FeatureRidge:
         """Grid, train and test predictions at λ."""
         w = self.V @ (self.r / (np.clip(self.e, 0.0, None) + lam))
         b = self.y_mean - float(self.f_mean @ w)
-        return self.F_grid @ w + b, self.F @ w + b, self.F_test @ w + b
+        return self.F_grid(w) + b, self.F @ w + b, self.F_test @ w + b
 
 
 @dataclass(frozen=True)
@@ -95,12 +99,18 @@ class Problem:
     y: Array
     X_test: Array
     y_test: Array
-    G: Array
+    grid: GridMap
     task: str
+
+    @property
+    def G(self) -> Array:
+        """The grid's points."""
+        return self.grid.points
 
 
 def nystrom_features(problem: Problem, kernel: str, sigma: float, s: int, sampler: str,
-                     seed: int) -> tuple[NystromFeatures, Array, Array, Array]:
+                     seed: int) -> tuple[NystromFeatures, Array, Array,
+                                         Callable[[Array], Array]]:
     n = len(problem.y)
     if not 1 <= s <= n:
         raise ParameterError(f"s = {s} landmarks: choose 1 to n = {n} (the training points)")
@@ -108,23 +118,27 @@ def nystrom_features(problem: Problem, kernel: str, sigma: float, s: int, sample
         raise ParameterError(f"unknown sampler {sampler!r}")
     nf = NystromFeatures(kernel, kernel_params={"sigma": sigma}, n_components=s,
                          sampler=sampler, random_state=seed).fit(problem.X)
-    return (nf, *_features(nf, problem))
+    # F(G) w = K(G, Z) (N w): the grid map of the landmarks Z, N the normalisation
+    on_landmarks = problem.grid.kernel(kernel, sigma, nf.landmarks_)
+    N = nf.normalization_
+    return (nf, *_features(nf, problem), lambda w: on_landmarks(N @ w))
 
 
 def rff_features(problem: Problem, kernel: str, sigma: float, D: int, orthogonal: bool,
-                 seed: int) -> tuple[Array, Array, Array]:
+                 seed: int) -> tuple[Array, Array, Callable[[Array], Array]]:
     rff = RandomFourierFeatures(kernel, sigma=sigma, n_components=D, orthogonal=orthogonal,
                                 random_state=seed).fit(problem.X)
-    return _features(rff, problem)
+    # z(x) = √(2/D) cos(Wᵀx + b)
+    on_grid = problem.grid.cosines(rff.weights_, rff.offsets_, math.sqrt(2.0 / D))
+    return (*_features(rff, problem), on_grid)
 
 
-def _features(model: Any, problem: Problem) -> tuple[Array, Array, Array]:
-    """A fitted feature map on the training points, the test points (maybe none) and the
-    grid."""
+def _features(model: Any, problem: Problem) -> tuple[Array, Array]:
+    """A fitted feature map on the training points and the test points (maybe none)."""
     F = model.transform(problem.X)
     F_test = model.transform(problem.X_test) if len(problem.X_test) else \
         np.zeros((0, F.shape[1]))
-    return F, F_test, model.transform(problem.G)
+    return F, F_test
 
 
 def kernel_spectrum(problem: Problem, kernel: str, sigma: float) -> tuple[Array, Array]:

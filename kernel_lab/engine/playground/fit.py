@@ -85,7 +85,7 @@ class FitEngine:
         p = req.params
         train = ~req.points.test
         problem = pg.Problem(req.points.X[train], req.points.y[train], req.points.X[~train],
-                             req.points.y[~train], pg.grid(req.dim, int(p["resolution"])),
+                             req.points.y[~train], pg.GridMap(req.dim, int(p["resolution"])),
                              req.task)
         resolve_fit_params(p)  # a request made by hand is checked as a session is
         if len(problem.y) < 2:
@@ -116,10 +116,10 @@ class FitEngine:
                 # a new σ or new data: answer at once by one Cholesky solve; the worker
                 # then makes the eigendecomposition for the λ slider and the λ curve
                 (grid, tr, te), t = pg.timed(lambda: pg.exact_direct(
-                    problem, kern, sigma, lam, method == "ckrr", self._cancelled))
+                    problem, kern, sigma, lam, method == "ckrr"))
                 return pg.FitResult(method, grid, tr, te, t, extra={"followup": True})
             cache, t_cache = pg.timed(lambda: self._cached(key, lambda: pg.ExactCache(
-                problem.X, problem.y, problem.X_test, problem.G, kern, sigma,
+                problem.X, problem.y, problem.X_test, problem.grid, kern, sigma,
                 method == "ckrr")))
             (grid, tr, te), t = pg.timed(lambda: cache.predict(lam))
             curve = cache.curve(pg.lam_grid(lam), problem.y_test, problem.task)
@@ -198,7 +198,7 @@ class FitEngine:
                                    "history": np.array(stepper.history).reshape(-1, 3)})
 
 
-def _with_ridge(features: tuple[Any, np.ndarray, np.ndarray, np.ndarray], y: np.ndarray
+def _with_ridge(features: tuple[Any, np.ndarray, np.ndarray, Any], y: np.ndarray
                 ) -> tuple[Any, pg.FeatureRidge]:
     model, F, Ft, Fg = features
     return model, pg.FeatureRidge(F, Ft, Fg, y)

@@ -59,6 +59,7 @@ class PlaygroundWindow(PlaygroundControls, QtWidgets.QMainWindow):
         self._shut = False
         self.fits_drawn = 0
         self.drawn_serial = 0  # the request whose fit is on screen
+        self.drawn_complete = False
         self._sized = False  # points sized by leverage scores
         self._syncing = False
         self._build()
@@ -356,6 +357,9 @@ class PlaygroundWindow(PlaygroundControls, QtWidgets.QMainWindow):
         self.readout.setText(self._readout(fit))
         self.fits_drawn += 1
         self.drawn_serial = fit.serial
+        # whether this is the complete answer (no follow-up to come for this request)
+        self.drawn_complete = not any(x is not None and x.extra.get("followup")
+                                      for x in (fit.primary, fit.compare))
 
     def _failed(self, message: str) -> None:
         self.readout.setText(f"⚠ {message}")
