@@ -58,3 +58,41 @@ def test_every_two_dimensional_picture_is_the_estimators_prediction(kernel):
                                          dict(params, method=method), 0))
             np.testing.assert_allclose(fit.primary.grid, expected, rtol=0, atol=1e-8,
                                        err_msg=f"{method}, quick={quick}")
+
+
+@pytest.mark.parametrize("centered", [False, True])
+def test_a_bordered_factor_is_the_factor_of_the_extended_data(centered):
+    X, y, test = pg.generate("surface", 300, 0.2, seed=6)
+    Xtr, ytr, Xte = X[~test], y[~test], X[test]
+    first = pg.Factor(Xtr[:-3], Xte, "laplace", 0.8, 0.03)
+    assert first.extends(Xtr, Xte) and not first.extends(Xtr[:-3], Xte)
+    assert not first.extends(Xtr[::-1], Xte)
+    bordered = first.bordered(Xtr)
+    direct = pg.Factor(Xtr, Xte, "laplace", 0.8, 0.03)
+    np.testing.assert_allclose(np.tril(bordered.L), np.tril(direct.L), atol=1e-12)
+    np.testing.assert_allclose(bordered.K_test, direct.K_test, atol=1e-15)
+    ref = (CenteredKernelRidge if centered else KernelRidge)(
+        0.03, kernel="laplace", kernel_params={"sigma": 0.8}).fit(Xtr, ytr)
+    alpha, b = bordered.solve(ytr, centered)
+    np.testing.assert_allclose(alpha, ref.dual_coef_, rtol=0, atol=1e-9)
+    assert b == pytest.approx(ref.intercept_, abs=1e-9)
+
+
+def test_a_painted_point_borders_the_last_factor_and_draws_the_estimator(monkeypatch):
+    X, y, test = pg.generate("moons", 400, 0.2, seed=1)
+    params = resolve_fit_params({"method": "ckrr", "sigma": 0.6, "lam": 0.01})
+    engine = FitEngine(quick=True)
+    engine.compute(Request(1, 1, Points(X, y, test), 2, "classification", params, 0))
+    X2, y2 = np.vstack([X, [[0.5, 0.5]]]), np.append(y, 1.0)
+    test2 = np.append(test, False)
+    made = []
+    original = pg.Factor.__init__
+    monkeypatch.setattr(pg.Factor, "__init__",
+                        lambda self, *a: made.append(a) or original(self, *a))
+    fit = engine.compute(Request(2, 2, Points(X2, y2, test2), 2, "classification", params, 0))
+    assert made == []  # bordered, not factorised again
+    ref = CenteredKernelRidge(0.01, kernel="gaussian", kernel_params={"sigma": 0.6}).fit(
+        X2[~test2], y2[~test2])
+    np.testing.assert_allclose(fit.primary.grid, ref.predict(pg.grid(2, 100)), atol=1e-8)
+    np.testing.assert_allclose(fit.primary.test, ref.predict(X2[test2]), atol=1e-8)
+    np.testing.assert_allclose(fit.primary.train, ref.predict(X2[~test2]), atol=1e-8)

@@ -71,6 +71,16 @@ def check_lams(lams: Any) -> np.ndarray:
     return arr
 
 
+def center_gram(K: np.ndarray) -> np.ndarray:
+    """Centre a kernel matrix in place, ``K_c = P K P`` with ``P = I − 11ᵀ/n``; returns the
+    column means of the uncentred one (what a prediction's centring needs)."""
+    col_means = K.mean(axis=0)
+    K -= col_means[None, :]
+    K -= col_means[:, None]
+    K += col_means.mean()
+    return col_means
+
+
 def solve_regularised(K: np.ndarray, lam: float, y: np.ndarray) -> np.ndarray:
     """Solve ``(K + λI) α = y`` for symmetric K: Cholesky, or a general solve when
     ``K + λI`` is not positive definite (e.g. the sigmoid kernel).
@@ -126,12 +136,7 @@ class _KernelRidgeBase(RegressorMixin, BaseEstimator):
         """The training kernel matrix (centered in place, K_c = PKP, for CKRR) and the
         column means of the uncentered one."""
         K = self._kernel_matrix(X)
-        col_means = K.mean(axis=0)
-        if self._centered:
-            K -= col_means[None, :]
-            K -= col_means[:, None]
-            K += col_means.mean()
-        return K, col_means
+        return K, center_gram(K) if self._centered else K.mean(axis=0)
 
     def _prepare(self, X: Any, y: Any, check_input: bool = True
                  ) -> tuple[float, np.ndarray, np.ndarray]:

@@ -41,7 +41,7 @@ from kernel_lab.core.playground.datasets import (
     subsample,
     ticks,
 )
-from kernel_lab.core.playground.exact import ExactCache, exact_direct
+from kernel_lab.core.playground.exact import ExactCache, Factor, exact_direct
 from kernel_lab.core.playground.fits import (
     KERNELS,
     METHODS,
@@ -61,8 +61,39 @@ from kernel_lab.core.playground.fits import (
 from kernel_lab.core.playground.gridmap import GridMap
 from kernel_lab.core.playground.steppers import DSGStepper, GFCStepper, gfc_model
 
-__all__ = ["BLANK", "EXTENT", "KERNELS", "MAX_NOISE", "MAX_POINTS", "METHODS", "SETS", "STEPPED",
-           "DSGStepper", "ExactCache", "FeatureRidge", "FitResult", "GFCStepper", "GridMap",
-           "PlaygroundSet", "Problem", "Superseded", "error", "exact_direct", "generate",
-           "gfc_model", "grid", "kernel_spectrum", "lam_grid", "nystrom_features",
-           "rff_features", "ridge_leverage", "subsample", "ticks", "timed", "zero_contour"]
+__all__ = [
+    "BLANK",
+    "EXTENT",
+    "KERNELS",
+    "MAX_NOISE",
+    "MAX_POINTS",
+    "METHODS",
+    "SETS",
+    "STEPPED",
+    "DSGStepper",
+    "Differences",
+    "ExactCache",
+    "Factor",
+    "FeatureRidge",
+    "FitResult",
+    "GFCStepper",
+    "GridMap",
+    "PlaygroundSet",
+    "Problem",
+    "Superseded",
+    "error",
+    "exact_direct",
+    "exact_quick",
+    "generate",
+    "gfc_model",
+    "grid",
+    "kernel_spectrum",
+    "lam_grid",
+    "nystrom_features",
+    "rff_features",
+    "ridge_leverage",
+    "subsample",
+    "ticks",
+    "timed",
+    "zero_contour",
+]

@@ -6,8 +6,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
+import scipy.linalg as sla
 
 from kernel_lab.core.kernels import make_kernel
+from kernel_lab.core.models.krr import center_gram
 from kernel_lab.core.playground.fits import Problem, error
 from kernel_lab.core.playground.gridmap import GridMap
 
@@ -26,11 +28,7 @@ class ExactCache:
                  sigma: float, centered: bool) -> None:
         k = make_kernel(kernel, {"sigma": sigma})
         K = k(X)
-        self.col_means = K.mean(axis=0)
-        if centered:
-            K -= self.col_means[None, :]
-            K -= self.col_means[:, None]
-            K += self.col_means.mean()
+        self.col_means = center_gram(K) if centered else K.mean(axis=0)
         self.e, self.U = np.linalg.eigh(K)
         del K
         self.centered = centered
@@ -84,15 +82,86 @@ class ExactCache:
                 "test": np.array([error(test[:, j], y_test, task) for j in range(len(lams))])}
 
 
+class Factor:
+    """The Cholesky factor of ``K + λI`` for one data set, kernel, σ and λ, with the test
+    points' kernel block: the quick exact answer to a new σ, λ-less of any
+    eigendecomposition.
+
+    Exact KRR is ``α = A⁻¹y`` (A = K + λI). CKRR is KRR with an unpenalised intercept,
+    ``α = A⁻¹(y − b1)`` with ``b = 1ᵀA⁻¹y / 1ᵀA⁻¹1`` (so ``1ᵀα = 0``): the solution of
+    the centred system ``(PKP + λI) α = P y`` of
+    :class:`~kernel_lab.core.models.CenteredKernelRidge`, intercept included — so both
+    come from the same factor of the uncentred matrix, and a painted point (rows appended
+    to the training points) borders it in O(n²) (:meth:`bordered`) instead of a new
+    O(n³) factorisation. Raises ``numpy.linalg.LinAlgError`` when ``K + λI`` is not
+    numerically positive definite (the caller then uses the estimator)."""
+
+    def __init__(self, X: Array, X_test: Array, kernel: str, sigma: float, lam: float
+                 ) -> None:
+        self.X, self.X_test = X, X_test
+        self.kernel, self.sigma, self.lam = kernel, sigma, lam
+        k = make_kernel(kernel, {"sigma": sigma})
+        A = k(X)
+        A.flat[:: A.shape[0] + 1] += lam
+        self.L = sla.cho_factor(A, lower=True, overwrite_a=True, check_finite=False)[0]
+        self.K_test = k(X_test, X) if len(X_test) else np.zeros((0, len(X)))
+
+    def extends(self, X: Array, X_test: Array) -> bool:
+        """Whether ``X`` is this factor's training points with rows appended (same test
+        points): then :meth:`bordered` applies."""
+        n = len(self.X)
+        return (len(X) > n and X.shape[1:] == self.X.shape[1:] and np.array_equal(X[:n], self.X)
+                and np.array_equal(X_test, self.X_test))
+
+    def bordered(self, X: Array) -> Factor:
+        """The factor for ``X`` (:meth:`extends`): ``L₂₁ = K₂₁ L₁₁⁻ᵀ`` and ``L₂₂`` the
+        factor of ``K₂₂ + λI − L₂₁ L₂₁ᵀ``."""
+        n = len(self.X)
+        k = make_kernel(self.kernel, {"sigma": self.sigma})
+        new = X[n:]
+        out = Factor.__new__(Factor)
+        out.X, out.X_test = X, self.X_test
+        out.kernel, out.sigma, out.lam = self.kernel, self.sigma, self.lam
+        L21 = sla.solve_triangular(self.L, k(self.X, new), lower=True, check_finite=False).T
+        S = k(new)
+        S.flat[:: S.shape[0] + 1] += self.lam
+        S -= L21 @ L21.T
+        L = np.zeros((len(X), len(X)))
+        L[:n, :n] = self.L
+        L[n:, :n] = L21
+        L[n:, n:] = np.linalg.cholesky(S)
+        out.L = L
+        out.K_test = (np.hstack([self.K_test, k(self.X_test, new)]) if len(self.X_test)
+                      else np.zeros((0, len(X))))
+        return out
+
+    def solve(self, y: Array, centered: bool) -> tuple[Array, float]:
+        """α and the intercept of exact KRR (``centered=False``) or CKRR at this λ."""
+        B = np.column_stack([y, np.ones_like(y)]) if centered else y
+        B = sla.solve_triangular(self.L, B, lower=True, check_finite=False)
+        B = sla.solve_triangular(self.L, B, lower=True, trans="T", check_finite=False)
+        if not centered:
+            return B, 0.0
+        b = float(B[:, 0].sum() / B[:, 1].sum())
+        return B[:, 0] - b * B[:, 1], b
+
+    def predict(self, problem: Problem, centered: bool) -> tuple[Array, Array, Array]:
+        """The grid, train and test predictions."""
+        alpha, b = self.solve(problem.y, centered)
+        grid = problem.grid.kernel(self.kernel, self.sigma, self.X)(alpha) + b
+        # on the training points, as in ExactCache: f(X) = y − λα (+ b − b), no product
+        return grid, problem.y - self.lam * alpha, self.K_test @ alpha + b
+
+
 def exact_direct(problem: Problem, kernel: str, sigma: float, lam: float, centered: bool
                  ) -> tuple[Array, Array, Array]:
-    """One exact fit at λ by the library's estimator (a Cholesky factorisation): the quick
-    answer to a new σ or new data while the eigendecomposition is still to be made; the
-    grid's values through its map (the grid, train and test predictions)."""
+    """One exact fit at λ by the library's estimator (its Cholesky factorisation, or a
+    general solve): the grid's values through its map (the grid, train and test
+    predictions)."""
     from kernel_lab.core.models import CenteredKernelRidge, KernelRidge
 
     est = (CenteredKernelRidge if centered else KernelRidge)(
         lam, kernel=kernel, kernel_params={"sigma": sigma}).fit(problem.X, problem.y)
     test = est.predict(problem.X_test) if len(problem.X_test) else np.zeros(0)
     grid = problem.grid.kernel(kernel, sigma, problem.X)(est.dual_coef_) + est.intercept_
-    return grid, est.predict(problem.X), test
+    return grid, problem.y - lam * est.dual_coef_, test

@@ -113,10 +113,11 @@ class FitEngine:
         if method in ("krr", "ckrr"):
             key = (method, v, kern, sigma, res)
             if key not in self._cache and not self.slow_ok:
-                # a new σ or new data: answer at once by one Cholesky solve; the worker
-                # then makes the eigendecomposition for the λ slider and the λ curve
-                (grid, tr, te), t = pg.timed(lambda: pg.exact_direct(
-                    problem, kern, sigma, lam, method == "ckrr"))
+                # a new σ or new data: answer at once by one Cholesky solve (a painted
+                # point borders the last one); the worker then makes the
+                # eigendecomposition for the λ slider and the λ curve
+                (grid, tr, te), t = pg.timed(lambda: self._quick_exact(
+                    problem, v, kern, sigma, lam, method == "ckrr"))
                 return pg.FitResult(method, grid, tr, te, t, extra={"followup": True})
             cache, t_cache = pg.timed(lambda: self._cached(key, lambda: pg.ExactCache(
                 problem.X, problem.y, problem.X_test, problem.grid, kern, sigma,
@@ -156,6 +157,24 @@ class FitEngine:
                                                        seed))
         return self._stepped(("gfc", v, seed, res), req,
                              lambda: pg.GFCStepper(problem, seed))
+
+    def _quick_exact(self, problem: pg.Problem, v: int, kern: str, sigma: float, lam: float,
+                     centered: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Exact KRR / CKRR at λ from the Cholesky factor of K + λI (:class:`pg.Factor`):
+        kept per (data, kernel, σ, λ); for data that only appended training points to the
+        last factor's (a painted point), that factor bordered."""
+        key = ("factor", v, kern, sigma, lam)
+        try:
+            if key not in self._cache:
+                last = next((f for k, f in reversed(self._cache.items())
+                             if k[0] == "factor" and k[2:] == key[2:]), None)
+                if last is not None and last.extends(problem.X, problem.X_test):
+                    self._cached(key, lambda: last.bordered(problem.X))
+            factor = self._cached(key, lambda: pg.Factor(problem.X, problem.X_test, kern,
+                                                         sigma, lam))
+        except np.linalg.LinAlgError:  # not numerically positive definite: the estimator
+            return pg.exact_direct(problem, kern, sigma, lam, centered)
+        return factor.predict(problem, centered)
 
     def _spectrum(self, v: int, kern: str, sigma: float, problem: pg.Problem
                   ) -> tuple[np.ndarray, np.ndarray]:

@@ -40,6 +40,11 @@ def _number(text: str) -> float | None:
 
 
 
+#: Play's clock: a new frame is asked for at most this often (and only when the worker is
+#: idle), so the frame rate is what a frame costs, up to a 60 Hz display's.
+PLAY_TICK_MS = 15
+
+
 class PlaygroundWindow(PlaygroundControls, QtWidgets.QMainWindow):
     """The Playground. ``model`` holds every value; this class draws and dispatches."""
 
@@ -71,8 +76,8 @@ class PlaygroundWindow(PlaygroundControls, QtWidgets.QMainWindow):
         self.regenerate_timer.setSingleShot(True)
         self.regenerate_timer.setInterval(200)
         self.regenerate_timer.timeout.connect(self._regenerate)
-        self.play_timer = QtCore.QTimer(self)
-        self.play_timer.setInterval(40)
+        self.play_timer = QtCore.QTimer(self)  # Play: a frame per tick once the last is done
+        self.play_timer.setInterval(PLAY_TICK_MS)
         self.play_timer.timeout.connect(self._tick)
         self.sync_controls()
         self.draw_points()
