@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6 import QtCore
+from PySide6 import QtCore, QtWidgets
 
 from kernel_lab.core.playground import EXTENT, SETS
 
@@ -57,6 +57,9 @@ class FunctionView:
         self.landmark_scatter = pg.ScatterPlotItem(size=17, brush=pg.mkBrush(0, 0, 0, 0),
                                                    pen=pg.mkPen((0, 0, 0), width=2))
         for item in (*self.point_items.values(), self.landmark_scatter):
+            # drawn once per change of the points, then blitted: a new fit under them
+            # (every Play frame, every slider move) does not redraw a thousand symbols
+            item.setCacheMode(QtWidgets.QGraphicsItem.CacheMode.DeviceCoordinateCache)
             plot.addItem(item)
 
     def draw_points(self, X: np.ndarray, y: np.ndarray, test: np.ndarray, dim: int, task: str,

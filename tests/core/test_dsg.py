@@ -361,3 +361,15 @@ def test_two_class_softmax_dsg_maps_pm1_labels_to_codes():
                                  seed=model.seed_)
     np.testing.assert_allclose(model.coef_ * model.scale_, oracle, rtol=0, atol=1e-10)
     assert set(model.predict(X)) <= {-1.0, 1.0}
+
+
+def test_terms_are_the_partial_sums_cosines_and_coefficients():
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(120, 3))
+    y = np.sin(X[:, 0])
+    model = DSGRegressor(sigma=1.2, n_iter=30, batch_size=4, n_features_per_iter=3,
+                         random_state=2).fit(X, y)
+    W, b, coef = model.terms(7, 19)
+    assert W.shape == (3, 36) and b.shape == (36,) and coef.shape[0] == 36
+    np.testing.assert_allclose(np.cos(X @ W + b) @ coef, model.partial_sum(X, 7, 19),
+                               rtol=0, atol=1e-12)

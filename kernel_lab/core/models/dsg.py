@@ -193,6 +193,15 @@ class _DSGBase(BaseEstimator):
             out += Z @ self._coef_buf[first:last].reshape(-1, K)
         return out
 
+    def terms(self, start: int, stop: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The terms of :meth:`partial_sum` over iterations start+1 … stop: frequencies W
+        (p, m), phases b (m,) and the stored coefficients (m, K), so that
+        ``partial_sum(X, start, stop) = cos(X W + b) @ coefficients`` — for a caller that
+        evaluates the cosines its own way (the Playground's grid, by rows and columns)."""
+        K = self._coef_buf.shape[2]
+        W, b = self._features(start, stop)
+        return W, b, self._coef_buf[start:stop].reshape(-1, K)
+
     def _multi(self) -> bool:
         return self._loss_name() in MULTICLASS_LOSSES
 

@@ -84,7 +84,7 @@ class ExactCache:
 
 class Factor:
     """The Cholesky factor of ``K + λI`` for one data set, kernel, σ and λ, with the test
-    points' kernel block: the quick exact answer to a new σ, λ-less of any
+    points' kernel block: the quick exact answer to a new σ or new data, before any
     eigendecomposition.
 
     Exact KRR is ``α = A⁻¹y`` (A = K + λI). CKRR is KRR with an unpenalised intercept,

@@ -69,7 +69,13 @@ class DSGStepper:
         if rescales != m.n_rescales_ or total is None:
             done, total = 0, np.zeros((len(X), 1))
         if done < self.iterations:
-            total = total + m.partial_sum(X, done, self.iterations)
+            if which == 0:  # the grid: its cosines by rows and columns (gridmap)
+                W, b, coef = m.terms(done, self.iterations)
+                on_grid = self.problem.grid.cosines(W, b)
+                total = total + np.column_stack([on_grid(coef[:, j])
+                                                 for j in range(coef.shape[1])])
+            else:
+                total = total + m.partial_sum(X, done, self.iterations)
         self._sums[which] = (self.iterations, total, m.n_rescales_)
         f = total[:, 0] * (math.sqrt(2.0) * m.scale_)
         return f + getattr(m, "offset_", 0.0)

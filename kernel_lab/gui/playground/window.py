@@ -13,6 +13,7 @@ in :mod:`~kernel_lab.gui.playground.canvas`, the function view is
 from __future__ import annotations
 
 import math
+import time
 from typing import Any
 
 import numpy as np
@@ -43,6 +44,8 @@ def _number(text: str) -> float | None:
 #: Play's clock: a new frame is asked for at most this often (and only when the worker is
 #: idle), so the frame rate is what a frame costs, up to a 60 Hz display's.
 PLAY_TICK_MS = 15
+#: During Play the step plot's error curves are redrawn at most this often (seconds).
+HISTORY_PERIOD_S = 0.25
 
 
 class PlaygroundWindow(PlaygroundControls, QtWidgets.QMainWindow):
@@ -65,6 +68,8 @@ class PlaygroundWindow(PlaygroundControls, QtWidgets.QMainWindow):
         self.fits_drawn = 0
         self.drawn_serial = 0  # the request whose fit is on screen
         self.drawn_complete = False
+        self._pending_history: tuple[Any, bool] = (None, False)
+        self._history_due = 0.0
         self._sized = False  # points sized by leverage scores
         self._syncing = False
         self._build()
@@ -211,6 +216,8 @@ class PlaygroundWindow(PlaygroundControls, QtWidgets.QMainWindow):
         if on and self.model.params["method"] not in STEPPED:
             self._apply(method=next(iter(STEPPED)))
         (self.play_timer.start if on else self.play_timer.stop)()
+        if not on:
+            self._draw_history()
 
     def _tick(self) -> None:
         m = self.model
@@ -345,14 +352,9 @@ class PlaygroundWindow(PlaygroundControls, QtWidgets.QMainWindow):
                 ("ω (rad per unit of x)", "") if fit.dim == 1
                 else ("ω₁ (rad per unit of x₁)", "ω₂ (rad per unit of x₂)")))
             self.freq_plot.getPlotItem().showAxis("left", fit.dim > 1)
-        history = r.extra.get("history")
-        if history is not None and len(history):
-            errors = np.maximum(history[:, 1:], 1e-12) if log_error else history[:, 1:]
-            self.step_train.setData(history[:, 0], errors[:, 0])
-            self.step_test.setData(history[:, 0], errors[:, 1])
-        else:
-            self.step_train.setData([], [])
-            self.step_test.setData([], [])
+        self._pending_history = (r.extra.get("history"), log_error)
+        if not self.play_timer.isActive() or time.monotonic() >= self._history_due:
+            self._draw_history()
         freqs = r.extra.get("frequencies")
         if freqs is not None and len(freqs):
             self.freq_scatter.setData(pos=freqs[:, :2] if freqs.shape[1] > 1
@@ -365,6 +367,20 @@ class PlaygroundWindow(PlaygroundControls, QtWidgets.QMainWindow):
         # whether this is the complete answer (no follow-up to come for this request)
         self.drawn_complete = not any(x is not None and x.extra.get("followup")
                                       for x in (fit.primary, fit.compare))
+
+    def _draw_history(self) -> None:
+        """The step plot's error curves of the last fit drawn. During Play at most every
+        :data:`HISTORY_PERIOD_S` (a new point rescales its axes: redrawn at every frame
+        it cost the GUI thread as much as the function view); Pause draws the last."""
+        history, log_error = self._pending_history
+        self._history_due = time.monotonic() + HISTORY_PERIOD_S
+        if history is not None and len(history):
+            errors = np.maximum(history[:, 1:], 1e-12) if log_error else history[:, 1:]
+            self.step_train.setData(history[:, 0], errors[:, 0])
+            self.step_test.setData(history[:, 0], errors[:, 1])
+        else:
+            self.step_train.setData([], [])
+            self.step_test.setData([], [])
 
     def _failed(self, message: str) -> None:
         self.readout.setText(f"⚠ {message}")

@@ -93,8 +93,8 @@ class PlaygroundModel(OfDataset):
             self._push()
         self.points = points
         self._version += 1
+        self.refit()  # first: the worker fits while the view draws the new points
         self.data_changed.emit()
-        self.refit()
 
     def set_dataset(self, name: str, *, n: int | None = None, noise: float | None = None,
                     push: bool = True) -> None:
