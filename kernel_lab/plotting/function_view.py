@@ -54,6 +54,8 @@ class FunctionView:
                 size=8, brush=pg.mkBrush(*colour), pen=pg.mkPen("k", width=0.5))
             self.point_items[cls, True] = pg.ScatterPlotItem(
                 size=8, brush=pg.mkBrush(0, 0, 0, 0), pen=pg.mkPen(*colour, width=2))
+        #: the points drawn last (positions, group key, test mask)
+        self._points: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self.landmark_scatter = pg.ScatterPlotItem(size=17, brush=pg.mkBrush(0, 0, 0, 0),
                                                    pen=pg.mkPen((0, 0, 0), width=2))
         for item in (*self.point_items.values(), self.landmark_scatter):
@@ -70,9 +72,22 @@ class FunctionView:
         key = np.zeros(len(y)) if dim == 1 or task == "regression" else np.sign(y)
         key[key == 0] = 0.0
         train_rank = np.cumsum(~test) - 1  # a point's index among the training points
+        last = self._points
+        self._points = (where, key, test)
+        n = 0 if last is None else len(last[1])
+        # painted points appended to the last ones: only they are added (a repaint of a
+        # thousand symbols per click cost the GUI thread more than the fit)
+        appended = (last is not None and len(key) > n and last[0].shape[1:] == where.shape[1:]
+                    and np.array_equal(last[0], where[:n]) and np.array_equal(last[1], key[:n])
+                    and np.array_equal(last[2], test[:n]))
         for (cls, is_test), item in self.point_items.items():
             sel = (key == cls) & (test == is_test)
-            item.setData(pos=where[sel] if sel.any() else _EMPTY, size=8)
+            if appended:
+                new = sel[n:]
+                if new.any():
+                    item.addPoints(pos=where[n:][new], size=8)
+            else:
+                item.setData(pos=where[sel] if sel.any() else _EMPTY, size=8)
             self.groups[cls, is_test] = train_rank[sel]
         if dim == 1 and truth is not None:
             xs = np.linspace(-EXTENT, EXTENT, 300)

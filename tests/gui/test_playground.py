@@ -575,3 +575,28 @@ def test_the_gfc_preset_shows_the_test_error_creeping_up(window, qtbot):
     _k, test = w.step_test.getData()
     assert k[-1] == w.model.steps
     assert test[-1] > 1.3 * test.min() and train[-1] < train[1]
+
+
+def test_painted_points_are_added_to_the_drawn_ones_as_a_fresh_drawing_would(window, qtbot):
+    w = window
+    w.model.set_dataset("moons", n=60)
+    settle(w, qtbot)
+    before = {k: item.points() for k, item in w.point_items.items()}
+    w.model.add_points(np.array([[0.5, 0.5], [-1.0, 2.0]]), 1.0)
+    w.model.add_points(np.array([[1.5, -0.5]]), -1.0)
+    settle(w, qtbot)
+
+    def drawn():
+        return ({k: np.array([[p.pos().x(), p.pos().y()] for p in item.points()]).reshape(-1, 2)
+                 for k, item in w.point_items.items()},
+                {k: v.copy() for k, v in w.view.groups.items()})
+
+    added, groups = drawn()
+    assert len(added[1.0, False]) == len(before[1.0, False]) + 2
+    assert len(added[-1.0, False]) == len(before[-1.0, False]) + 1
+    w.view._points = None  # force a drawing from scratch
+    w.draw_points()
+    fresh, fresh_groups = drawn()
+    for k in fresh:
+        np.testing.assert_array_equal(added[k], fresh[k])
+        np.testing.assert_array_equal(groups[k], fresh_groups[k])
