@@ -296,6 +296,11 @@ class Worker:
     def closed(self) -> bool:
         return self._closed
 
+    @property
+    def inline(self) -> bool:
+        """Whether requests are computed at once in the caller's thread (no thread)."""
+        return self._thread is None
+
     def wait_idle(self, timeout: float | None = None) -> bool:
         """True once nothing is pending or being computed (False after ``timeout``)."""
         return self._idle.wait(timeout)

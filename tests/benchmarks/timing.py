@@ -4,8 +4,8 @@ the machine probe every benchmark prints first, with latency targets scaled to i
 Targets are stated for a reference machine on which the fastest ``eigh`` of a 1000 × 1000
 symmetric matrix takes :data:`REFERENCE_EIGH_MS`. On a machine where it takes t ms a
 latency target is multiplied by t / 187 — a faster machine gets a stricter target, but
-never below :data:`FLOOR_MS` (8 ms for a stall, 16 ms for a gesture) — and a rate floor
-(frames per second) divided by it."""
+never below :data:`FLOOR_MS` (8 ms for a stall, 16 ms for a gesture) — and a frame-rate
+floor divided by it, never above a 60 Hz display's 60 frames per second."""
 
 from __future__ import annotations
 
@@ -19,6 +19,8 @@ import numpy as np
 REFERENCE_EIGH_MS = 187.0
 #: The lowest a scaled latency target goes, by kind.
 FLOOR_MS = {"stall": 8.0, "gesture": 16.0, "run": 0.0}
+#: The highest a scaled frame-rate floor goes: a 60 Hz display shows no more frames.
+RATE_CEILING = 60.0
 
 
 def best_of(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
@@ -60,8 +62,9 @@ class Machine:
         return max(target_ms * self.scale, FLOOR_MS[kind])
 
     def rate(self, floor: float) -> float:
-        """A rate floor (per second) of the reference machine, scaled to this one."""
-        return floor / self.scale
+        """A frame-rate floor (per second) of the reference machine, scaled to this one
+        (at most :data:`RATE_CEILING`)."""
+        return min(floor / self.scale, RATE_CEILING)
 
 
 def probe() -> Machine:

@@ -140,3 +140,40 @@ def test_cli_backend_flag(tmp_path, cluster):
                  "trials=4", "--set", "n_lams=5", "--backend", "dask", "--scheduler",
                  cluster.scheduler_address, "--out", str(out), "--no-plot", "-q"]) == 0
     assert (out / "result.json").exists()
+
+
+def test_overlapping_single_blas_thread_limits_restore_the_original():
+    import threading
+
+    from kernel_lab.core.executor import blas_controller
+    from kernel_lab.engine.blas import single_blas_thread
+
+    def counts():  # the BLAS libraries (OpenMP's count is per thread)
+        return [lib["num_threads"] for lib in blas_controller().info()
+                if lib["user_api"] == "blas"]
+
+    original = counts()
+    a_in, b_in, a_out = threading.Event(), threading.Event(), threading.Event()
+    seen = {}
+
+    def first():
+        with single_blas_thread():
+            a_in.set()
+            b_in.wait(10)
+        a_out.set()
+
+    def second():
+        a_in.wait(10)
+        with single_blas_thread():
+            b_in.set()
+            a_out.wait(10)
+            threads[0].join(10)  # the first thread gone (not exiting while we restore)
+            seen["inside after the first left"] = counts()
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert seen["inside after the first left"] == [1] * len(original)
+    assert counts() == original

@@ -553,3 +553,36 @@ def test_a_data_set_gesture_is_checked_by_the_declarations_a_session_is(values, 
     with pytest.raises(ParameterError, match=re.escape(words)):
         m.set_dataset("xor", **values)
     assert (m.dataset, m.n, m.noise, m.points) == before
+
+
+def test_every_exported_playground_name_exists():
+    assert [name for name in pg.__all__ if not hasattr(pg, name)] == []
+
+
+def test_an_inline_model_announces_new_data_before_its_fit(model):
+    order = []
+    model.data_changed.connect(lambda *a: order.append("data"))
+    model.fit_ready.connect(lambda *a: order.append("fit"))
+    model.add_points(np.array([[0.2, 0.3]]), 1.0)
+    assert order[:2] == ["data", "fit"]
+
+
+def test_a_dsg_replay_draws_the_grid_in_blocks_of_bounded_memory():
+    import tracemalloc
+
+    X, y, test = pg.generate("moons", 120, 0.2, seed=3)
+    problem = pg.Problem(X[~test], y[~test], X[test], y[test], pg.GridMap(2, 200),
+                         "classification")
+    stepper = pg.DSGStepper(problem, "gaussian", 0.5, 1e-3, seed=1)
+    stepper.step(1500)
+    W, b, coef = stepper.model.terms(0, 1500)
+    expected = (np.cos(problem.G @ W + b) @ coef)[:, 0]
+    tracemalloc.start()
+    grid = stepper.predict()[0]  # the grid from step 0: all 12,000 features
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    model = stepper.model
+    np.testing.assert_allclose(grid, expected * (np.sqrt(2.0) * model.scale_)
+                               + getattr(model, "offset_", 0.0), atol=1e-9)
+    # 200 × 12,000 doubles per factor at once would be 19 MB each (seven of them)
+    assert peak < 12 * 2**20

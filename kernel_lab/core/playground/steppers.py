@@ -15,6 +15,9 @@ from kernel_lab.core.playground.fits import Problem, error
 
 Array = np.ndarray
 
+#: Entries of a grid map's factors per block of DSG iterations (2¹⁸ doubles: 2 MiB each).
+GRID_BLOCK = 1 << 18
+
 
 class DSGStepper:
     """A DSG run advanced k iterations at a time; the loss after each step is kept."""
@@ -69,11 +72,15 @@ class DSGStepper:
         if rescales != m.n_rescales_ or total is None:
             done, total = 0, np.zeros((len(X), 1))
         if done < self.iterations:
-            if which == 0:  # the grid: its cosines by rows and columns (gridmap)
-                W, b, coef = m.terms(done, self.iterations)
-                on_grid = self.problem.grid.cosines(W, b)
-                total = total + np.column_stack([on_grid(coef[:, j])
-                                                 for j in range(coef.shape[1])])
+            if which == 0:  # the grid: its cosines by rows and columns (gridmap), in
+                # blocks of iterations of bounded memory (a replay from step 0 has them all)
+                r = max(1, int(m.n_features_per_iter))
+                per = max(1, GRID_BLOCK // (4 * self.problem.grid.resolution * r))
+                for first in range(done, self.iterations, per):
+                    W, b, coef = m.terms(first, min(first + per, self.iterations))
+                    on_grid = self.problem.grid.cosines(W, b)
+                    total = total + np.column_stack([on_grid(coef[:, j])
+                                                     for j in range(coef.shape[1])])
             else:
                 total = total + m.partial_sum(X, done, self.iterations)
         self._sums[which] = (self.iterations, total, m.n_rescales_)

@@ -93,8 +93,12 @@ class PlaygroundModel(OfDataset):
             self._push()
         self.points = points
         self._version += 1
-        self.refit()  # first: the worker fits while the view draws the new points
-        self.data_changed.emit()
+        if self.worker.inline:  # the fit is computed at once: after the data's news
+            self.data_changed.emit()
+            self.refit()
+        else:  # first: the worker's thread fits while the view draws the new points
+            self.refit()
+            self.data_changed.emit()
 
     def set_dataset(self, name: str, *, n: int | None = None, noise: float | None = None,
                     push: bool = True) -> None:

@@ -12,19 +12,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from threadpoolctl import ThreadpoolController
-
+from kernel_lab.engine.blas import single_blas_thread
 from kernel_lab.engine.playground.fit import Fit, FitEngine
 from kernel_lab.engine.worker import Job, Post, Worker
 
 #: Seconds without a new request before a quick exact answer is completed.
 FOLLOWUP_DELAY = 0.15
 
-#: The fits run on one BLAS thread: on a two-core laptop the worker then has one core and
-#: the GUI thread the other, and numpy's and scipy's separate BLAS pools (a fit uses both)
-#: do not spin against each other — measured, alternating two-thread pools tripled a σ
-#: move's Cholesky solve.
-_BLAS = ThreadpoolController()
+# The fits run on one BLAS thread (single_blas_thread): on a two-core laptop the worker
+# then has one core and the GUI thread the other, and numpy's and scipy's separate BLAS
+# pools (a fit uses both) do not spin against each other — measured, alternating
+# two-thread pools tripled a σ move's Cholesky solve.
 
 
 def _wants_followup(fit: Fit) -> bool:
@@ -38,13 +36,13 @@ def fit_job(engine: FitEngine) -> Callable[[Job], None]:
     after a quick answer and a quiet :data:`FOLLOWUP_DELAY`, the complete one."""
 
     def compute(job: Job) -> None:
-        with _BLAS.limit(limits=1, user_api="blas"):
+        with single_blas_thread():
             fit = engine.compute(job.request, cancelled=job.superseded)
         job.emit("fit", fit)  # not terminal: a follow-up may come
         if _wants_followup(fit) and job.quiet(FOLLOWUP_DELAY):
             # complete the answer once the user has paused: a σ drag keeps getting
             # quick answers meanwhile
-            with _BLAS.limit(limits=1, user_api="blas"):
+            with single_blas_thread():
                 fit = engine.compute(job.request, followup=True, cancelled=job.superseded)
             job.emit("fit", fit)
 
