@@ -149,7 +149,7 @@ class Factor:
         """The grid, train and test predictions."""
         alpha, b = self.solve(problem.y, centered)
         grid = problem.grid.kernel(self.kernel, self.sigma, self.X)(alpha) + b
-        # on the training points, as in ExactCache: f(X) = y − λα (+ b − b), no product
+        # on the training points, as in ExactCache: f(X) = Kα + b = y − λα, no product
         return grid, problem.y - self.lam * alpha, self.K_test @ alpha + b
 
 

@@ -78,9 +78,7 @@ class DSGStepper:
                 per = max(1, GRID_BLOCK // (4 * self.problem.grid.resolution * r))
                 for first in range(done, self.iterations, per):
                     W, b, coef = m.terms(first, min(first + per, self.iterations))
-                    on_grid = self.problem.grid.cosines(W, b)
-                    total = total + np.column_stack([on_grid(coef[:, j])
-                                                     for j in range(coef.shape[1])])
+                    total = total + self.problem.grid.cosines(W, b)(coef)
             else:
                 total = total + m.partial_sum(X, done, self.iterations)
         self._sums[which] = (self.iterations, total, m.n_rescales_)

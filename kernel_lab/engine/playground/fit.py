@@ -164,14 +164,12 @@ class FitEngine:
         kept per (data, kernel, σ, λ); for data that only appended training points to the
         last factor's (a painted point), that factor bordered."""
         key = ("factor", v, kern, sigma, lam)
+        last = next((f for k, f in reversed(self._cache.items())
+                     if k[0] == "factor" and k[2:] == key[2:]), None)
+        border = last is not None and last.extends(problem.X, problem.X_test)
         try:
-            if key not in self._cache:
-                last = next((f for k, f in reversed(self._cache.items())
-                             if k[0] == "factor" and k[2:] == key[2:]), None)
-                if last is not None and last.extends(problem.X, problem.X_test):
-                    self._cached(key, lambda: last.bordered(problem.X))
-            factor = self._cached(key, lambda: pg.Factor(problem.X, problem.X_test, kern,
-                                                         sigma, lam))
+            factor = self._cached(key, lambda: last.bordered(problem.X) if border else
+                                  pg.Factor(problem.X, problem.X_test, kern, sigma, lam))
         except np.linalg.LinAlgError:  # not numerically positive definite: the estimator
             return pg.exact_direct(problem, kern, sigma, lam, centered)
         return factor.predict(problem, centered)
