@@ -505,6 +505,20 @@ class DaskParts:
                 no_workers_since = check_workers(self.client, no_workers_since,
                                                  self.no_worker_grace)
 
+    def _inputs_lost(self, inputs: Sequence[Any]) -> bool:
+        """Whether some argument sent to every worker is gone: by its future's status, or —
+        the status reaches the client later than the cancelled task that needed it — by
+        the scheduler, which then knows no worker holding it."""
+        if any(f.status != "finished" for f in inputs):
+            return True
+        if not inputs:
+            return False
+        try:
+            holders = self.client.who_has(list(inputs))
+        except Exception:  # the scheduler unreachable: the statuses are all there is
+            return False
+        return any(not holders.get(f.key) for f in inputs)
+
     def _error(self, fut: Any, what: dict[str, int | None], inputs: Sequence[Any] = ()
                ) -> BaseException:
         """The error to raise for a future that did not finish (``inputs``: the futures of
@@ -527,7 +541,7 @@ class DaskParts:
                 return lost
             tb = fut.traceback()
             return exc.with_traceback(tb) if tb is not None else exc  # the task's own error
-        if any(f.status != "finished" for f in inputs):
+        if self._inputs_lost(inputs):
             return WorkerLost(f"the Dask workers holding the inputs of {task} all died at "
                               "once (most often out of memory: a worker is killed past its "
                               "memory limit), and the inputs were lost with them. The run "
