@@ -14,9 +14,12 @@ from kernel_lab.model import LabModel
 from kernel_lab.plotting.view import PlotView
 
 REDRAW_MS = 60          # live curves are redrawn at most ~16 times a second
-#: A timer redraw creates new curve items (a first draw) only for this long, leaving the
-#: rest to the next tick, so that one redraw and the repaint after it fit in a frame.
-FIRST_DRAW_BUDGET_S = 0.004
+#: A timer redraw creates or changes curve items only for this long, leaving the rest to
+#: the next tick, so that one redraw and the repaint after it fit in a frame.
+DRAW_BUDGET_S = 0.004
+#: … and the next tick comes this soon while the rest waits (the window's other events
+#: in between).
+HELD_MS = 10
 
 
 class PlotPanel(QtWidgets.QWidget):
@@ -41,6 +44,7 @@ class PlotPanel(QtWidgets.QWidget):
         self.scale = 1.0
         self.log_y = False  # log y axes for risks and errors (View menu)
         self._dirty = False
+        self._table: dict[str, Any] | None = None
         self._fresh = False
         self._behind: set[int] = set()
         self._timer = QtCore.QTimer(self, interval=REDRAW_MS,
@@ -109,6 +113,7 @@ class PlotPanel(QtWidgets.QWidget):
     # -- drawing -------------------------------------------------------------------------
     def mark_dirty(self) -> None:
         self._dirty = True
+        self._table = None  # taken from the model again at the next redraw
 
     def _run_started(self) -> None:
         for view in self.views:  # emptied now; rebuilt only if the columns change
@@ -123,7 +128,10 @@ class PlotPanel(QtWidgets.QWidget):
             return
         self._dirty = False
         t0 = time.perf_counter()
-        table = self.model.shown_table()
+        # the same table object while a budgeted redraw finishes it (the views keep
+        # what they worked out from it)
+        same = self._table is not None
+        table = self._table = self._table or self.model.shown_table()
         if self._fresh and self.model.table:
             # first results of a run: keep the plot items when the columns are the same
             # (other kernels or methods than last time: start the plots afresh)
@@ -132,16 +140,24 @@ class PlotPanel(QtWidgets.QWidget):
                 if view.columns() - set(table):
                     view.clear()
         current = self.tabs.currentIndex()
-        budget = None if everything else FIRST_DRAW_BUDGET_S
+        budget = None if everything else DRAW_BUDGET_S
+        live = self.model.running  # the axes follow the data with slack until the end
+        held = False
         for i, view in enumerate(self.views):
             if everything or i == current:
-                view.update(table, budget)
+                view.update(table, budget, live=live, same=same)
                 self._behind.discard(i)
                 self._dirty |= not view.complete  # curves left for the next tick
+                # the picture on screen stays the last complete one until this table is
+                # drawn whole: one repaint per table, never a mix of two tables
+                held |= not view.complete
+                if self.widgets[i].updatesEnabled() == (not view.complete):
+                    self.widgets[i].setUpdatesEnabled(view.complete)
             else:
                 self._behind.add(i)
         cost_ms = 1e3 * (time.perf_counter() - t0)
-        self._timer.setInterval(int(min(500, max(REDRAW_MS, 6 * cost_ms))))
+        self._timer.setInterval(HELD_MS if held else
+                                int(min(500, max(REDRAW_MS, 6 * cost_ms))))
 
     def _tab_shown(self, index: int) -> None:
         if index in self._behind:

@@ -271,7 +271,12 @@ class LabModel:
 
     def refresh_plan(self) -> None:
         """Recompute the plan alone (the window asks again a few seconds after a load: a
-        speed probe taken while the machine was still busy with it is then replaced)."""
+        speed probe taken while the machine was still busy with it is then replaced).
+        Not while a run is going on: the probe would time the machine busy with the run
+        (and take the window's thread for it); a finished run teaches the planner its
+        speed anyway."""
+        if self.running:
+            return
         try:
             self._update_plan(self.resolved_params())
         except KernelLabError as exc:

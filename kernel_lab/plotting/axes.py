@@ -89,10 +89,12 @@ def _log_axis_class() -> type:
         def __init__(self, orientation: str) -> None:
             super().__init__(orientation)
             self.setStyle(maxTextLevel=0, hideOverlappingLabels=LABEL_OVERHANG)
-            self._ticks: tuple[tuple[float, float, float] | None, list] = (None, [])
+            #: ticks by (low, high, length): the axis and the grid (whose length is the
+            #: view box's, not the axis's) ask again at every repaint
+            self._ticks: dict[tuple[float, float, float], list] = {}
 
         def setTickFont(self, font: QtGui.QFont | None) -> None:
-            self._ticks = (None, [])
+            self._ticks.clear()
             super().setTickFont(font)
 
         def _metrics(self) -> QtGui.QFontMetricsF:
@@ -115,8 +117,8 @@ def _log_axis_class() -> type:
                 return super().tickValues(minVal, maxVal, size)
             lo, hi = sorted((float(minVal), float(maxVal)))
             key = (lo, hi, float(size))
-            if self._ticks[0] == key:  # the grid asks again at every repaint
-                return self._ticks[1]
+            if key in self._ticks:
+                return self._ticks[key]
             major = log_ticks(lo, hi, lambda ticks, labels: self._fits(
                 ticks, labels, lo, hi, size))
             if not major:
@@ -128,8 +130,10 @@ def _log_axis_class() -> type:
                 v = v[(v >= lo) & (v <= hi)]
                 minor = [x for x in v.tolist()
                          if not np.isclose(major, x, atol=1e-9, rtol=0.0).any()]
-            self._ticks = (key, [(None, major), (None, minor)])
-            return self._ticks[1]
+            if len(self._ticks) >= 4:  # the latest few ranges
+                del self._ticks[next(iter(self._ticks))]
+            self._ticks[key] = [(None, major), (None, minor)]
+            return self._ticks[key]
 
         def tickStrings(self, values, scale, spacing):
             if not self.logMode:

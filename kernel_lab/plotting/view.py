@@ -154,6 +154,7 @@ class PlotView:
             # log axes and a quarter of the cost of every repaint
             item.getAxis(side).setStyle(maxTickLevel=1)
         self.grid = grid_item(item)
+        item.vb.sigRangeChangedManually.connect(self._zoomed)
         self._holder = holder = layout.addLayout(row=row, col=1)
         holder.setFixedWidth(LEGEND_WIDTH * scale)
         self.legend = pg.LegendItem(verSpacing=-6, labelTextSize=f"{9 * scale:.0f}pt")
@@ -180,6 +181,11 @@ class PlotView:
         self._off_label: object | None = None
         self._cut_applied = False
         self._y_window: tuple[float, float] | None = None  # a fixed range (y_range_from)
+        self._waiting: set[str] = set()  # curves a budgeted update left for the next one
+        #: The last table :meth:`update` was given and what :meth:`_plan` made of it.
+        self._planned: tuple[object, ...] | None = None
+        #: The axes the view took from autoscaling while results stream in.
+        self._following: tuple[bool, bool] | None = None
 
     def _sync_legend(self, lines: list[CurveLine], colors: Mapping[str, str],
                      table: Mapping[str, Sequence[float] | np.ndarray]) -> None:
@@ -299,13 +305,20 @@ class PlotView:
         return int(ok.sum())
 
     def update(self, table: Mapping[str, Sequence[float] | np.ndarray],
-               budget_s: float | None = None) -> int:
+               budget_s: float | None = None, live: bool = False,
+               same: bool = False) -> int:
         """Show the current values of the plot's curves; returns how many have data.
 
-        With ``budget_s``, new curve items (what costs on a first draw) are created only
-        while the call has taken less than that; the others wait for the next call and
-        :attr:`complete` is False until every curve is drawn. The window uses it to keep
-        each redraw within a frame.
+        With ``budget_s``, curves are created or given new data only while the call has
+        taken less than that (at least one per call); the others wait for the next call,
+        first in line then, and :attr:`complete` is False until every curve shows the
+        table. The window uses it to keep each redraw, and the repaint after it, within
+        a frame.
+
+        ``live`` (results still streaming in): the axes follow the data with some slack
+        instead of fitting them exactly at every call (see :meth:`_follow_data`); the
+        first call that is not live fits them exactly again. ``same``: ``table`` is the
+        object of the last call, unchanged since (what was worked out from it is kept).
         """
         import pyqtgraph as pg
 
@@ -314,36 +327,36 @@ class PlotView:
         spec = self.spec
         if spec.kind == "scatter":
             return self._update_scatter(table)
-        lines = [ln for ln in resolve_curves(spec, table)
-                 if np.shape(table[ln.column]) == np.shape(table[ln.x])]
-        colors = assign_colors(lines, self.colors)
-        if self.columns() - {ln.column for ln in lines}:
-            self.clear()  # curves (a kernel, a method) that are no longer in the results
-        # risks and errors (declared positive) leave isolated spikes off the scale; a
-        # spectrum or a histogram keeps its peaks. Markers repeat points of lines: skipped
-        self._y_window = None
-        flags = [ln for ln in lines if ln.curve.role == "flag"]
-        drawn = [ln for ln in lines if ln.curve.role not in MARKERS]
-        marked = {ln.column: _flagged(table, ln, flags) for ln in drawn}
-        if spec.y_range_from:
-            cut = self._reference_range(table, drawn)
-        elif spec.positive:  # flagged points do not set the range (nor their crosses)
-            pairs = [_along_x(table, ln, marked[ln.column]) for ln in drawn]
-            cut = robust_range([y for y, _ in pairs], self.logy, [m for _, m in pairs])
-        else:
-            cut = None
+        if not (same and self._planned is not None and self._planned[0] is table):
+            self._planned = (table, *self._plan(table))
+        _, lines, colors, marked, cut = self._planned
         self.off_scale = cut
-        shown = made = 0
-        for line in lines:
+        shown = work = 0
+        waiting, self._waiting = self._waiting, set()
+        bounds: list[tuple[np.ndarray, np.ndarray]] = []  # what the axes must show
+        for line in sorted(lines, key=lambda ln: ln.column not in waiting):
             col, color = line.column, colors[line.group]
-            if col not in self.curves:
-                if made and budget_s is not None and time.perf_counter() - t0 > budget_s:
-                    self.complete = False  # at least one new item per call
-                    continue
-                made += 1
             x = np.asarray(table[line.x], dtype=np.float64)
             y = np.asarray(table[col], dtype=np.float64)
             mask = _positive_mask(x, spec.logx) & _positive_mask(y, self.logy)
+            shown += bool(mask.any())
+            err = (np.asarray(table[line.spread], dtype=np.float64)[mask]
+                   if line.spread is not None and not self.logy else None)
+            if err is not None and cut is not None and not (
+                    (y[mask] <= cut.high) & (y[mask] >= cut.low)).all():
+                err = np.full(err.shape, np.nan)  # a line off the scale: no band for it
+            if line.curve.role not in MARKERS:
+                bounds.append((x[mask], y[mask]))
+                if err is not None:
+                    bounds += [(x[mask], y[mask] - err), (x[mask], y[mask] + err)]
+            key = (x.tobytes(), y.tobytes(), None if err is None else err.tobytes())
+            if self._drawn.get(col) == key:
+                continue  # unchanged since the last call (e.g. theory curves during a run)
+            if work and budget_s is not None and time.perf_counter() - t0 > budget_s:
+                self.complete = False  # at least one curve per call; this one next time
+                self._waiting.add(col)
+                continue
+            work += 1
             if col not in self.curves:
                 style = curve_style(line.curve, color, self.scale)
                 self.curves[col] = curve = pg.PlotDataItem([], [], **style)
@@ -352,15 +365,6 @@ class PlotView:
                 self.item.addItem(curve, ignoreBounds=line.curve.role in MARKERS)
                 if line.curve.role in MARKERS:
                     curve.setZValue(25)  # a chosen point: above curves and stars
-            shown += bool(mask.any())
-            err = (np.asarray(table[line.spread], dtype=np.float64)[mask]
-                   if line.spread is not None and not self.logy else None)
-            if err is not None and cut is not None and not (
-                    (y[mask] <= cut.high) & (y[mask] >= cut.low)).all():
-                err = np.full(err.shape, np.nan)  # a line off the scale: no band for it
-            key = (x.tobytes(), y.tobytes(), None if err is None else err.tobytes())
-            if self._drawn.get(col) == key:
-                continue  # unchanged since the last call (e.g. theory curves during a run)
             self._drawn[col] = key
             self.curves[col].setData(x[mask], y[mask])
             if line.curve.star:
@@ -388,8 +392,35 @@ class PlotView:
                 lo.setData(xs[ok], mid - err[ok])
                 hi.setData(xs[ok], mid + err[ok])
         self._sync_legend([ln for ln in lines if ln.column in self.curves], colors, table)
-        self._fit_y_range()
+        self._fit_y_range(bounds if live else None)
         return shown
+
+    def _plan(self, table: Mapping[str, Sequence[float] | np.ndarray]
+              ) -> tuple[list[CurveLine], dict[str, str], dict[str, np.ndarray],
+                         OffScale | None]:
+        """What :meth:`update` works out from a table before drawing it (the lines, their
+        colours, the flagged points and the y range), once per table: a budgeted redraw
+        comes back with the same table until it is drawn whole (``same``)."""
+        spec = self.spec
+        lines = [ln for ln in resolve_curves(spec, table)
+                 if np.shape(table[ln.column]) == np.shape(table[ln.x])]
+        colors = assign_colors(lines, self.colors)
+        if self.columns() - {ln.column for ln in lines}:
+            self.clear()  # curves (a kernel, a method) that are no longer in the results
+        # risks and errors (declared positive) leave isolated spikes off the scale; a
+        # spectrum or a histogram keeps its peaks. Markers repeat points of lines: skipped
+        self._y_window = None
+        flags = [ln for ln in lines if ln.curve.role == "flag"]
+        drawn = [ln for ln in lines if ln.curve.role not in MARKERS]
+        marked = {ln.column: _flagged(table, ln, flags) for ln in drawn}
+        if spec.y_range_from:
+            cut = self._reference_range(table, drawn)
+        elif spec.positive:  # flagged points do not set the range (nor their crosses)
+            pairs = [_along_x(table, ln, marked[ln.column]) for ln in drawn]
+            cut = robust_range([y for y, _ in pairs], self.logy, [m for _, m in pairs])
+        else:
+            cut = None
+        return lines, colors, marked, cut
 
     def _reference_range(self, table: Mapping[str, Sequence[float] | np.ndarray],
                          lines: list[CurveLine]) -> OffScale | None:
@@ -419,10 +450,12 @@ class PlotView:
         worst = float(v[up].max()) if up.any() else float(v[down].min())
         return OffScale(float(lo), float(hi), int(up.sum()), int(down.sum()), worst)
 
-    def _fit_y_range(self) -> None:
+    def _fit_y_range(self, live: list[tuple[np.ndarray, np.ndarray]] | None = None) -> None:
         """Autoscale y, except when isolated spikes would flatten every other curve: then
         the range leaves them out and the view says how many points lie off the scale
-        (:func:`~kernel_lab.experiments.plotspec.robust_range`)."""
+        (:func:`~kernel_lab.experiments.plotspec.robust_range`). With ``live`` (the
+        curves' points, while results stream in) the autoscaled axes follow them with
+        slack instead (:meth:`_follow_data`)."""
         import pyqtgraph as pg
 
         cut = self.off_scale
@@ -436,11 +469,22 @@ class PlotView:
         if self._off_label is not None:
             self._off_label.setText(text)
             self._place_off_label()
-        if cut is None and self._y_window is None:
+        fixed_y = not (cut is None and self._y_window is None)
+        if live is not None:
+            self._follow_data(live, fixed_y)
+        elif self._following is not None:  # the run is over: exact autoscaling again
+            vb, (fx, fy) = self.item.vb, self._following
+            self._following = None
+            if fx:
+                vb.enableAutoRange(axis="x")
+            if fy and not fixed_y:
+                vb.enableAutoRange(axis="y")
+            vb.updateAutoRange()
+        if not fixed_y:
             if self._cut_applied:  # back to autoscaling (a user's zoom is left alone)
                 self._cut_applied = False
                 self.item.enableAutoRange(axis="y")
-            if self.item.vb.state["autoRange"][1] is not False:
+            if live is None and self.item.vb.state["autoRange"][1] is not False:
                 # now, not at the next paint: the axes take the room of their labels
                 # before a screenshot or an export
                 self.item.vb.updateAutoRange()
@@ -456,6 +500,55 @@ class PlotView:
         else:
             pad = 0.05 * (hi - lo) + 0.05 * max(abs(hi), abs(lo), 1e-12)
         self.item.setYRange(lo - pad, hi + pad, padding=0)
+
+    def _follow_data(self, points: list[tuple[np.ndarray, np.ndarray]],
+                     fixed_y: bool) -> None:
+        """While results stream in, each autoscaled axis keeps its range as long as the
+        points fit in it and fill at least half of it; otherwise it is set to theirs.
+        Fitting them exactly at every partial result re-laid out the axes, their ticks
+        and grid and every curve's path at each redraw (the biggest share of a redraw
+        and of the repaint after it); the last, complete picture is fitted exactly."""
+        vb = self.item.vb
+        if self._following is None:
+            auto = [vb.state["autoRange"][i] is not False for i in (0, 1)]
+            if not (auto[0] or auto[1]):
+                return  # the user's zoom
+            self._following = (auto[0], auto[1] and not fixed_y)
+            for axis in (0, 1):  # or pyqtgraph fits them again at every repaint
+                if self._following[axis]:
+                    vb.disableAutoRange(axis="xy"[axis])
+        follow = self._following
+        points = [(x, y) for x, y in points if x.size]
+        if not points:
+            return
+        ranges = vb.viewRange()
+        for axis, logged in ((0, self.spec.logx), (1, self.logy)):
+            if not follow[axis] or (axis == 1 and fixed_y):
+                continue
+            v = np.concatenate([p[axis] for p in points])
+            with np.errstate(divide="ignore", invalid="ignore"):
+                v = np.log10(v) if logged else v
+            v = v[np.isfinite(v)]
+            if not v.size:
+                continue
+            lo, hi = float(v.min()), float(v.max())
+            a, b = ranges[axis]
+            if a <= lo and hi <= b and hi - lo >= 0.5 * (b - a):
+                continue
+            # a single value (the first point of a curve): a range around it, as wide as
+            # a decade on a log axis, else as the value itself
+            pad = (0.1 * (hi - lo) if hi - lo > 1e-9 * max(1.0, abs(hi), abs(lo))
+                   else 0.5 if logged else 0.5 * max(abs(hi), 1e-9))
+            if axis == 0:
+                vb.setXRange(lo - pad, hi + pad, padding=0)
+            else:
+                vb.setYRange(lo - pad, hi + pad, padding=0)
+
+    def _zoomed(self, *_args: object) -> None:
+        """The user zoomed or panned while the axes followed the data: they stay where
+        the user put them, during the run and after."""
+        if self._following is not None:
+            self._following = (False, False)
 
     def legend_height(self) -> float:
         """The height the legend takes below the top of its row (pixels)."""
@@ -523,6 +616,7 @@ class PlotView:
         """Empty every curve but keep the items, for a new run that will draw the same
         columns (creating pyqtgraph items is what costs)."""
         self._drawn.clear()
+        self._waiting.clear()
         for group in (self.curves, self.minima):
             for item in group.values():
                 item.setData([], [])
@@ -541,6 +635,7 @@ class PlotView:
         """Remove every curve (and its legend entry), keeping the axes: a new run starts
         from an empty plot without the cost of building a new one. Pins stay."""
         self._drawn.clear()
+        self._waiting.clear()
         for group in (self.curves, self.error_bars, self.minima):
             for item in group.values():
                 self.item.removeItem(item)

@@ -88,3 +88,21 @@ def test_png_log_axes_label_at_least_two_ticks(qtbot):
             check_axis(views[0].item.getAxis("bottom"), "bottom, " + where, must="0.0001")
         finally:
             layout.close()
+
+
+def test_the_axis_and_the_grid_share_the_ticks_they_ask_for(qtbot, monkeypatch):
+    """The grid asks the axis for its ticks at every repaint with the view box's length,
+    the axis with its own: both answers are kept (one kept answer was worked out again
+    at every repaint, a tenth of it)."""
+    from kernel_lab.plotting import axes
+
+    calls = []
+    real = axes.log_ticks
+    monkeypatch.setattr(axes, "log_ticks", lambda *a: calls.append(a) or real(*a))
+    axis = axes.log_axis("bottom")
+    axis.setLogMode(True)
+    for _ in range(3):
+        for length in (600.0, 587.0):
+            ticks = axis.tickValues(-2.0, 2.0, length)
+            assert [round(10 ** v, 6) for v in ticks[0][1]][:2] == [0.01, 0.1]
+    assert len(calls) == 2

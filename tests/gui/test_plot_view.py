@@ -68,6 +68,74 @@ def test_a_budgeted_first_draw_completes_over_several_calls(view):
     np.testing.assert_allclose(ys, t["R_est[exponential]"])
 
 
+def test_a_budgeted_update_of_new_values_finishes_the_waiting_curves_first(view):
+    """Changed curves, not only new ones, wait for the next call when the budget is
+    spent; those that waited come first then, so none is left behind by a stream of
+    tables, and the result is the table drawn whole."""
+    t = table()
+    view.update(t)
+    t2 = {k: (v * 1.5 if k.startswith("R_emp") else v) for k, v in t.items()}
+    view.update(t2, budget_s=0.0, same=False)
+    assert not view.complete and len(view._waiting) == 1  # two changed: one drawn
+    waiting = set(view._waiting)
+    t3 = {k: (v * 2.0 if k.startswith("R_emp") else v) for k, v in t.items()}
+    view.update(t3, budget_s=0.0)
+    assert not view.complete and view._waiting.isdisjoint(waiting)
+    view.update(t3, budget_s=0.0, same=True)
+    assert view.complete
+    for k in ("linear", "exponential"):
+        np.testing.assert_allclose(view.curves[f"R_emp[{k}]"].getData()[1],
+                                   t3[f"R_emp[{k}]"])
+
+
+def test_live_axes_keep_their_range_while_the_points_fit_and_fit_exactly_after(view):
+    """While results stream in, the axes move only when the points leave the range or
+    fill less than half of it (a new range at every partial result re-laid out the
+    axes, the grid and every curve); the first update after the run fits them exactly."""
+    t = table()
+    view.update(t, live=True)
+    vb = view.item.vb
+    first = vb.viewRange()
+    assert vb.state["autoRange"] == [False, False]  # not fitted again at every repaint
+    t2 = {k: (v * 1.01 if k.startswith("R_emp") else v) for k, v in t.items()}
+    view.update(t2, live=True)
+    assert vb.viewRange() == first  # the points still fit: nothing moves
+    t3 = {k: (v * 30.0 if k.startswith("R_") else v) for k, v in t.items()}
+    view.update(t3, live=True)
+    (_, _), (lo, hi) = vb.viewRange()
+    ys = np.concatenate([t3[f"R_emp[{k}]"] for k in ("linear", "exponential")])
+    assert lo <= ys.min() and ys.max() <= hi and hi < 2 * ys.max()  # followed them
+    view.update(t3)  # the run is over
+    assert vb.autoRangeEnabled()[0] and vb.autoRangeEnabled()[1]
+    exact = vb.viewRange()
+    vb.enableAutoRange()
+    vb.updateAutoRange()
+    assert vb.viewRange() == exact
+
+
+def test_live_axes_leave_a_users_zoom_alone(view):
+    t = table()
+    view.update(t, live=True)
+    vb = view.item.vb
+    vb.setYRange(0.0, 1.0, padding=0)
+    vb.sigRangeChangedManually.emit(vb.state["mouseEnabled"])  # as a wheel or drag does
+    view.update({k: v * 50.0 if k.startswith("R_") else v for k, v in t.items()},
+                live=True)
+    assert vb.viewRange()[1] == [0.0, 1.0]
+    view.update(t)
+    assert vb.viewRange()[1] == [0.0, 1.0]  # and after the run
+
+
+def test_a_single_point_gets_a_readable_range(view):
+    """The first partial result of a curve may be one point: a range around it, not one
+    of zero width (curves mapped to 10^15 pixels broke the SVG export)."""
+    view.update({"lam": np.array([1.0]), "R_limit[linear]": np.array([2.0]),
+                 "R_emp[linear]": np.array([2.0]), "R_std[linear]": np.array([0.0]),
+                 "R_est[linear]": np.array([2.0])}, live=True)
+    (x0, x1), (y0, y1) = view.item.vb.viewRange()
+    assert 0.5 <= x1 - x0 <= 2 and 1 <= y1 - y0 <= 4
+
+
 def test_one_exploding_curve_does_not_flatten_the_others(qtbot):
     import dataclasses
 

@@ -616,3 +616,51 @@ def test_tear_down_stops_the_workers_of_a_window_never_shown(qtbot, settings):
     assert {t.name for t in threads} >= {"run-worker", "data-loader"}
     assert tear_down(w, existing=existing)
     assert [t.name for t in threads if t.is_alive()] == []
+
+
+def test_a_budgeted_redraw_holds_the_last_complete_picture(window, qtbot, monkeypatch):
+    """The timer's redraw spreads a table over several ticks; until it is drawn whole the
+    plot widget does not repaint, so the screen never shows curves of two tables."""
+    from kernel_lab.gui import plot_panel
+
+    select(window, "ckrr-risk")
+    panel = window.plot_panel
+    spec = panel.views[0].spec
+    lam = np.logspace(-2, 2, 20)
+    table = {"lam": lam}
+    for k in ("linear", "polynomial", "sigmoid", "exponential"):
+        for c in spec.curves:
+            table[f"{c.series}[{k}]"] = 1.0 + lam / (1 + len(table))
+            if c.spread:
+                table[f"{c.spread}[{k}]"] = np.full(lam.shape, 0.01)
+    monkeypatch.setattr(window.model, "shown_table", lambda: table)
+    monkeypatch.setattr(plot_panel, "DRAW_BUDGET_S", 0.0)  # one curve per tick
+    panel.mark_dirty()
+    panel.redraw(everything=False)
+    widget, view = panel.widgets[0], panel.views[0]
+    assert not view.complete and not widget.updatesEnabled()
+    ticks = 1
+    while not view.complete:
+        panel.redraw(everything=False)
+        ticks += 1
+        assert widget.updatesEnabled() == view.complete
+    assert ticks > 4 and panel._timer.interval() >= plot_panel.REDRAW_MS
+    ys = view.curves["R_test_emp_mean[sigmoid]"].getData()[1]
+    np.testing.assert_allclose(ys, table["R_test_emp_mean[sigmoid]"])
+
+
+def test_the_plan_is_not_probed_again_during_a_run(window, qtbot, monkeypatch):
+    """The plan's second look a few seconds after a load times matrix products on the
+    window's thread; during a run it would time the busy machine and stall the window."""
+    select(window, "krr-path")
+    use_data(window, qtbot, "gaussian:n=100,p=5")
+    calls = []
+    plan = window.model.planner.plan
+    counted = lambda *a, **k: calls.append(a) or plan(*a, **k)  # noqa: E731
+    monkeypatch.setattr(window.model.planner, "plan", counted)
+    with monkeypatch.context() as m:
+        m.setattr(type(window.model), "running", property(lambda self: True))
+        window.model.refresh_plan()
+    assert calls == []
+    window.model.refresh_plan()  # no run: planned again
+    assert len(calls) == 1
