@@ -64,9 +64,10 @@ def log_ticks(lo: float, hi: float,
             usable += [np.log10(v)] if v.size >= 2 else []
     if not usable:
         return [lo, hi]
-    good = [c for c in usable if c.size <= MAX_LABELS and fits(
-        c, _decimals((10.0 ** c).tolist()))]
-    return (good[-1] if good else usable[0]).tolist()
+    for c in reversed(usable):  # dense to sparse: the first that fits
+        if c.size <= MAX_LABELS and fits(c, _decimals((10.0 ** c).tolist())):
+            return c.tolist()
+    return usable[0].tolist()
 
 
 def log_axis(orientation: str) -> object:
@@ -128,8 +129,8 @@ def _log_axis_class() -> type:
                 m = np.log10(np.arange(1.0, 10.0))
                 v = (np.arange(np.floor(lo), np.ceil(hi) + 1)[:, None] + m).ravel()
                 v = v[(v >= lo) & (v <= hi)]
-                minor = [x for x in v.tolist()
-                         if not np.isclose(major, x, atol=1e-9, rtol=0.0).any()]
+                near = np.abs(v[:, None] - np.asarray(major)[None, :]) <= 1e-9
+                minor = v[~near.any(axis=1)].tolist()
             if len(self._ticks) >= 4:  # the latest few ranges
                 del self._ticks[next(iter(self._ticks))]
             self._ticks[key] = [(None, major), (None, minor)]

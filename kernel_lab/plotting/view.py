@@ -188,9 +188,13 @@ class PlotView:
         self._following: tuple[bool, bool] | None = None
 
     def _sync_legend(self, lines: list[CurveLine], colors: Mapping[str, str],
-                     table: Mapping[str, Sequence[float] | np.ndarray]) -> None:
+                     table: Mapping[str, Sequence[float] | np.ndarray],
+                     deadline: float | None = None, busy: bool = False) -> None:
         """Add the legend entries that are not there yet and update the texts of notes
-        (see :func:`~kernel_lab.experiments.plotspec.legend_entries`)."""
+        (see :func:`~kernel_lab.experiments.plotspec.legend_entries`); after
+        ``deadline`` (a ``perf_counter`` time) new entries wait for the next call, in
+        their order, and :attr:`complete` is False — but one is added if the call did
+        nothing else (``busy``: it drew curves)."""
         import html
 
         import pyqtgraph as pg
@@ -202,6 +206,10 @@ class PlotView:
                 if label is not None and label.text != text:
                     label.setText(text)
                 continue
+            if deadline is not None and busy and time.perf_counter() > deadline:
+                self.complete = False
+                break
+            busy = True
             self._legend_keys.add(entry.key)
             if entry.column:  # an ungrouped line or a note: its own curve is the sample
                 self.legend.addItem(self.curves[entry.column], text)
@@ -391,7 +399,8 @@ class PlotView:
                 mid = y[mask][ok]
                 lo.setData(xs[ok], mid - err[ok])
                 hi.setData(xs[ok], mid + err[ok])
-        self._sync_legend([ln for ln in lines if ln.column in self.curves], colors, table)
+        self._sync_legend([ln for ln in lines if ln.column in self.curves], colors, table,
+                          None if budget_s is None else t0 + budget_s, bool(work))
         self._fit_y_range(bounds if live else None)
         return shown
 

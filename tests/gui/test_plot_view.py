@@ -57,11 +57,11 @@ def test_a_budgeted_first_draw_completes_over_several_calls(view):
     t = table()
     calls = 0
     while True:
-        view.update(t, budget_s=0.0)  # one new item per call
+        view.update(t, budget_s=0.0)  # one new curve, else one legend entry, per call
         calls += 1
         if view.complete:
             break
-    assert calls == 6 and len(view.columns()) == 6
+    assert calls == 6 + 5 and len(view.columns()) == 6
     legend = [label.text for _, label in view.legend.items]
     assert legend == ["linear", "exponential", "limit", "empirical", "estimate"]
     ys = view.curves["R_est[exponential]"].getData()[1]
