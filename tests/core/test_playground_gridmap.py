@@ -96,3 +96,36 @@ def test_a_painted_point_borders_the_last_factor_and_draws_the_estimator(monkeyp
     np.testing.assert_allclose(fit.primary.grid, ref.predict(pg.grid(2, 100)), atol=1e-8)
     np.testing.assert_allclose(fit.primary.test, ref.predict(X2[test2]), atol=1e-8)
     np.testing.assert_allclose(fit.primary.train, ref.predict(X2[~test2]), atol=1e-8)
+
+
+@pytest.mark.parametrize("kernel", ["gaussian", "laplace", "cauchy"])
+def test_a_pair_kernel_is_the_kernel_at_every_sigma(kernel):
+    """The σ-free part kept per data set gives the library kernel's matrix at any σ."""
+    from kernel_lab.core.kernels import make_kernel
+
+    rng = np.random.default_rng(3)
+    X, Y = rng.normal(size=(70, 2)), rng.normal(size=(40, 2))
+    pair = pg.PairKernel(kernel, Y, X)
+    for sigma in (0.2, 0.9, 4.0):
+        np.testing.assert_allclose(pair(sigma), make_kernel(kernel, {"sigma": sigma})(Y, X),
+                                   rtol=1e-12, atol=1e-15)
+
+
+def test_a_sigma_move_evaluates_the_kernel_from_the_kept_distances(monkeypatch):
+    """The second σ on the same data makes no distances: one pass over the kept ones."""
+    from kernel_lab.core import kernels
+
+    X, y, test = pg.generate("moons", 300, 0.2, seed=4)
+    engine = FitEngine(quick=True)
+    params = resolve_fit_params({"method": "krr", "sigma": 0.6, "lam": 0.02})
+    engine.compute(Request(1, 1, Points(X, y, test), 2, "classification", params, 0))
+    calls = []
+    real = kernels.squared_distances
+    monkeypatch.setattr(kernels, "squared_distances", lambda *a: calls.append(1) or real(*a))
+    params = resolve_fit_params({"method": "krr", "sigma": 0.9, "lam": 0.02})
+    fit = engine.compute(Request(2, 1, Points(X, y, test), 2, "classification", params, 0))
+    assert calls == []
+    ref = KernelRidge(0.02, kernel="gaussian", kernel_params={"sigma": 0.9}).fit(
+        X[~test], y[~test])
+    np.testing.assert_allclose(fit.primary.grid, ref.predict(pg.grid(2, 100)), atol=1e-8)
+    np.testing.assert_allclose(fit.primary.test, ref.predict(X[test]), atol=1e-8)

@@ -41,7 +41,7 @@ from kernel_lab.core.playground.datasets import (
     subsample,
     ticks,
 )
-from kernel_lab.core.playground.exact import ExactCache, Factor, exact_direct
+from kernel_lab.core.playground.exact import ExactCache, Factor, PairKernel, exact_direct
 from kernel_lab.core.playground.fits import (
     KERNELS,
     METHODS,
@@ -73,6 +73,7 @@ __all__ = [
     "DSGStepper",
     "ExactCache",
     "Factor",
+    "PairKernel",
     "FeatureRidge",
     "FitResult",
     "GFCStepper",

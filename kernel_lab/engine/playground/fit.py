@@ -44,6 +44,10 @@ class Fit:
     task: str
 
 
+#: At most this much memory for the kept σ-free parts of the kernel (:meth:`FitEngine._pairs`).
+PAIRS_BYTES = 256 * 2**20
+
+
 class FitEngine:
     """Computes :class:`Fit` values, keeping the caches a slider does not invalidate:
     the exact eigendecomposition per (data, kernel, σ, centred), features per (data, σ, s
@@ -169,10 +173,23 @@ class FitEngine:
         border = last is not None and last.extends(problem.X, problem.X_test)
         try:
             factor = self._cached(key, lambda: last.bordered(problem.X) if border else
-                                  pg.Factor(problem.X, problem.X_test, kern, sigma, lam))
+                                  pg.Factor(problem.X, problem.X_test, kern, sigma, lam,
+                                            self._pairs(problem, v, kern)))
         except np.linalg.LinAlgError:  # not numerically positive definite: the estimator
             return pg.exact_direct(problem, kern, sigma, lam, centered)
         return factor.predict(problem, centered)
+
+    def _pairs(self, problem: pg.Problem, v: int, kern: str
+               ) -> tuple[pg.PairKernel, pg.PairKernel] | None:
+        """The kernel's σ-free parts (train–train, test–train) for this data, kept: the
+        next σ costs one pass over them (:class:`pg.PairKernel`). None when they would
+        take more than :data:`PAIRS_BYTES`."""
+        n, m, d = len(problem.X), len(problem.X_test), problem.X.shape[1]
+        if 8 * n * (n + m) * (d if kern == "cauchy" else 1) > PAIRS_BYTES:
+            return None
+        return self._cached(("pairs", v, kern), lambda: (
+            pg.PairKernel(kern, problem.X, problem.X),
+            pg.PairKernel(kern, problem.X_test, problem.X)))
 
     def _spectrum(self, v: int, kern: str, sigma: float, problem: pg.Problem
                   ) -> tuple[np.ndarray, np.ndarray]:
