@@ -24,6 +24,53 @@ PRIMARY, SECOND, TRUTH = (0, 0, 0), (120, 120, 120), (44, 160, 44, 110)
 _EMPTY = np.zeros((0, 2))
 
 
+#: The heatmap's colour map by task: diverging around 0 for classes, else viridis.
+COLOUR_MAPS = {"classification": "CET-D1", "regression": "viridis"}
+
+
+def _levels(img: np.ndarray, task: str) -> tuple[float, float]:
+    """The heatmap's colour range: symmetric around 0 for classes, else the values'."""
+    if task == "classification":
+        lim = float(np.nanmax(np.abs(img))) or 1.0
+        return -lim, lim
+    return float(np.nanmin(img)), float(np.nanmax(img))
+
+
+def colour_tables() -> dict[str, np.ndarray]:
+    """The heatmap's colour table (256 RGBA rows) by task, from pyqtgraph's maps."""
+    return {task: pg.colormap.get(name).getLookupTable(0.0, 1.0, 256, alpha=True)
+            for task, name in COLOUR_MAPS.items()}
+
+
+def heatmap_colours(img: np.ndarray, task: str, tables: Mapping[str, np.ndarray]
+                    ) -> np.ndarray:
+    """The RGBA image of the heatmap values ``img`` as pyqtgraph colours them with the
+    task's table and levels (:func:`_levels`): numpy only, for any thread."""
+    lo, hi = _levels(img, task)
+    table = tables[task]
+    scale = len(table) / (hi - lo) if hi > lo else 0.0
+    index = np.nan_to_num((img - lo) * scale, nan=0.0)
+    np.clip(index, 0, len(table) - 1, out=index)
+    return table[index.astype(np.intp)]
+
+
+def picture_painter() -> Callable[[Any], None]:
+    """``paint(fit)``: sets ``fit.picture``, the 2-D primary fit as the RGBA image the
+    view draws (:meth:`FunctionView.draw_fit`), with the colour tables made here (on the
+    GUI thread) so that the function itself is numpy only: the Playground's worker runs
+    it, and the GUI thread only hands the image to Qt."""
+    tables = colour_tables()
+
+    def paint(fit: Any) -> None:
+        if fit.dim == 2:
+            res = round(math.sqrt(len(fit.primary.grid)))
+            # x₁ fastest in the grid: columns
+            fit.picture = heatmap_colours(fit.primary.grid.reshape(res, res).T, fit.task,
+                                          tables)
+
+    return paint
+
+
 class FunctionView:
     """The items of the function view, added to ``plot`` (a ``PlotWidget`` or
     ``PlotItem``), and the drawing of points and fits into them."""
@@ -32,6 +79,8 @@ class FunctionView:
         self.plot = plot
         plot.setRange(xRange=(-EXTENT, EXTENT), yRange=(-EXTENT, EXTENT), padding=0)
         self.image = pg.ImageItem()
+        #: The values the heatmap shows (rows x₂, columns x₁), None without one.
+        self.heatmap: np.ndarray | None = None
         self.image.setZValue(-10)
         plot.addItem(self.image)
         # the decision boundaries, computed with the fit (marching squares, off this thread)
@@ -101,6 +150,7 @@ class FunctionView:
         self.fit_curve.setData([], [])
         self.compare_curve.setData([], [])
         self.image.clear()
+        self.heatmap = None
         self.contour.setData([], [])
         self.compare_contour.setData([], [])
         self.landmark_scatter.setData([])
@@ -108,12 +158,15 @@ class FunctionView:
     def draw_fit(self, dim: int, task: str, G: np.ndarray, values: np.ndarray,
                  compare: np.ndarray | None = None, contour: np.ndarray | None = None,
                  compare_contour: np.ndarray | None = None,
-                 landmarks: np.ndarray | None = None) -> None:
+                 landmarks: np.ndarray | None = None,
+                 picture: np.ndarray | None = None) -> None:
         """A fit: ``values`` on the grid ``G`` (1-D: a curve; 2-D: a heatmap, diverging
         around 0 for classes), the comparison's values, the zero contours (segment end
-        points in pairs) and the landmarks' positions."""
+        points in pairs) and the landmarks' positions; ``picture``: the heatmap already
+        coloured (:func:`picture_painter`, made off the GUI thread)."""
         if dim == 1:
             self.image.clear()
+            self.heatmap = None
             self.plot.setYRange(-EXTENT, EXTENT, padding=0)
             self.fit_curve.setData(G[:, 0], values)
             self.compare_curve.setData(*((G[:, 0], compare) if compare is not None
@@ -123,14 +176,13 @@ class FunctionView:
             self.compare_curve.setData([], [])
             res = round(math.sqrt(len(values)))
             img = values.reshape(res, res).T  # x₁ fastest in the grid: columns
-            lim = float(np.nanmax(np.abs(img))) or 1.0
-            cmap = pg.colormap.get("CET-D1") if task == "classification" else \
-                pg.colormap.get("viridis")
-            if task == "classification":
-                self.image.setImage(img, levels=(-lim, lim))
+            self.heatmap = img
+            if picture is not None:  # coloured by the worker: Qt takes it as it is
+                self.image.setLookupTable(None)
+                self.image.setImage(picture, autoLevels=False, levels=None)
             else:
-                self.image.setImage(img, autoLevels=True)
-            self.image.setColorMap(cmap)
+                self.image.setImage(img, levels=_levels(img, task))
+                self.image.setColorMap(pg.colormap.get(COLOUR_MAPS[task]))
             # pixel centres on the grid points: the image reaches half a step beyond them
             half = EXTENT / (res - 1)
             size = 2 * (EXTENT + half)

@@ -47,6 +47,17 @@ def click(w, qtbot, x, y, button=QtCore.Qt.MouseButton.LeftButton):
     qtbot.mouseClick(w.plot.viewport(), button, pos=pos)
 
 
+def drawn_heatmap(w):
+    """The values the heatmap shows, after checking that the image on screen is exactly
+    their colours (the worker colours them: ``Fit.picture``)."""
+    from kernel_lab.plotting.function_view import colour_tables, heatmap_colours
+
+    img = w.view.heatmap
+    np.testing.assert_array_equal(w.image.image,
+                                  heatmap_colours(img, w.model.task, colour_tables()))
+    return img
+
+
 def training(w):
     pts = w.model.points
     return pts.X[~pts.test], pts.y[~pts.test]
@@ -108,7 +119,7 @@ def test_lambda_slider_redraws_exact_krr_and_ckrr(window, qtbot):
     lam, X, y = w.model.params["lam"], *training(w)
     ref = CenteredKernelRidge(lam, kernel="gaussian", kernel_params={"sigma": 0.6}).fit(X, y)
     res = w.model.params["resolution"]
-    img = w.image.image  # drawn as (x₁, x₂) columns
+    img = drawn_heatmap(w)  # drawn as (x₁, x₂) columns
     np.testing.assert_allclose(img.T.ravel(), ref.predict(core.grid(2, res)), atol=1e-8)
 
 
@@ -135,7 +146,7 @@ def test_dsg_steps_draw_the_estimator_after_k_iterations(window, qtbot):
     ref = DSGClassifier(sigma=0.5, nu=1e-3, n_iter=21, batch_size=8, n_features_per_iter=8,
                         random_state=2).fit(X, y)
     res = w.model.params["resolution"]
-    np.testing.assert_allclose(w.image.image.T.ravel(),
+    np.testing.assert_allclose(drawn_heatmap(w).T.ravel(),
                                ref.decision_function(core.grid(2, res)), atol=1e-10)
     assert "iteration 21" in w.readout.text()
 
@@ -600,3 +611,54 @@ def test_painted_points_are_added_to_the_drawn_ones_as_a_fresh_drawing_would(win
     for k in fresh:
         np.testing.assert_array_equal(added[k], fresh[k])
         np.testing.assert_array_equal(groups[k], fresh_groups[k])
+
+
+def _argb(image_item) -> np.ndarray:
+    """The pixels pyqtgraph hands Qt for ``image_item``, as ARGB32 (whatever its format)."""
+    from PySide6 import QtGui
+
+    image_item.render()
+    q = image_item.qimage.convertToFormat(QtGui.QImage.Format.Format_ARGB32)
+    raw = np.frombuffer(q.constBits(), dtype=np.uint8, count=q.sizeInBytes())
+    return raw.reshape(q.height(), q.bytesPerLine())[:, :4 * q.width()].copy()
+
+
+@pytest.mark.parametrize("dataset, task", [("moons", "classification"),
+                                           ("surface", "regression")])
+def test_the_worker_colours_the_heatmap_as_the_view_would(qtbot, dataset, task):
+    """The heatmap is coloured off the GUI thread (``Fit.picture``): the image Qt gets is
+    pixel for pixel the one the view's own colour map and levels make."""
+    import pyqtgraph as pg
+
+    from kernel_lab.engine.playground.fit import FitEngine, Request
+    from kernel_lab.engine.playground.params import resolve_fit_params
+    from kernel_lab.engine.playground.state import Points
+    from kernel_lab.plotting.function_view import FunctionView, picture_painter
+
+    X, y, test = core.generate(dataset, 300, 0.2, seed=1)
+    fit = FitEngine().compute(Request(1, 1, Points(X, y, test), 2, task,
+                                      resolve_fit_params({"method": "krr"}), 0))
+    picture_painter()(fit)
+    assert fit.picture.shape == (100, 100, 4) and fit.picture.dtype == np.uint8
+    images = []
+    for picture in (None, fit.picture):
+        plot = pg.PlotWidget()
+        qtbot.addWidget(plot)
+        view = FunctionView(plot)
+        view.draw_fit(2, task, fit.grid, fit.primary.grid, picture=picture)
+        images.append(_argb(view.image))
+    np.testing.assert_array_equal(images[0], images[1])
+
+
+def test_the_window_draws_the_workers_picture(window, qtbot):
+    window.model.set_dataset("moons", n=200, noise=0.2)
+    settle(window, qtbot)
+    drawn = []
+    window.model.fit_ready.connect(drawn.append)
+    window.model.set_params(sigma=0.8)
+    settle(window, qtbot)
+    assert drawn and drawn[-1].picture is not None
+    np.testing.assert_array_equal(window.view.image.image, drawn[-1].picture)
+    res = window.model.params["resolution"]
+    np.testing.assert_array_equal(drawn_heatmap(window).T.ravel(), drawn[-1].primary.grid)
+    assert drawn_heatmap(window).shape == (res, res)

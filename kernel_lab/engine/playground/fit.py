@@ -42,6 +42,9 @@ class Fit:
     grid: np.ndarray
     dim: int
     task: str
+    #: The 2-D primary fit as a ready-to-draw RGBA image (rows: x₂, columns: x₁), made
+    #: off the GUI thread by the worker's ``paint`` (None: the view colours it itself).
+    picture: np.ndarray | None = None
 
 
 #: At most this much memory for the kept σ-free parts of the kernel (:meth:`FitEngine._pairs`).

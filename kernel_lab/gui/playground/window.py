@@ -30,7 +30,7 @@ from kernel_lab.gui.playground.canvas import PaintBox, error_axis
 from kernel_lab.gui.playground.controls import PlaygroundControls
 from kernel_lab.gui.playground.words import ERROR_LABEL, METHOD_TEXT, SIZE_WORD, STEP_WORD, USES
 from kernel_lab.model.playground import Fit, FitEngine, PlaygroundModel, fit_worker
-from kernel_lab.plotting.function_view import FunctionView
+from kernel_lab.plotting.function_view import FunctionView, picture_painter
 
 
 def _number(text: str) -> float | None:
@@ -59,7 +59,7 @@ class PlaygroundWindow(PlaygroundControls, QtWidgets.QMainWindow):
         engine = model.engine if model is not None else FitEngine(quick=True)
         # the fits' messages reach the model on this thread (the poster is deleted with
         # the window: no answer outlives it)
-        self.worker = fit_worker(engine, post=gui_poster(self))
+        self.worker = fit_worker(engine, post=gui_poster(self), paint=picture_painter())
         self.workers = (self.worker,)  # the window's threads (tear_down waits)
         self._given_worker = model.worker if model is not None else None
         self.model = model or PlaygroundModel(worker=self.worker, engine=engine)
@@ -307,7 +307,8 @@ class PlaygroundWindow(PlaygroundControls, QtWidgets.QMainWindow):
             compare=fit.compare.grid if fit.compare is not None else None,
             contour=r.contour,
             compare_contour=fit.compare.contour if fit.compare is not None else None,
-            landmarks=where[r.landmarks] if r.landmarks is not None else None)
+            landmarks=where[r.landmarks] if r.landmarks is not None else None,
+            picture=fit.picture)
         # leverage scores
         for (cls, is_test), item in self.point_items.items():
             rows = self.view.groups.get((cls, is_test), np.zeros(0, dtype=int))

@@ -30,28 +30,37 @@ def _wants_followup(fit: Fit) -> bool:
                 or (fit.compare is not None and fit.compare.extra.get("followup")))
 
 
-def fit_job(engine: FitEngine) -> Callable[[Job], None]:
+def fit_job(engine: FitEngine, paint: Callable[[Fit], None] | None = None
+            ) -> Callable[[Job], None]:
     """``compute(job)`` for a :class:`Worker`: the fit of ``job.request`` (a
     :class:`~kernel_lab.engine.playground.fit.Request`) sent as ``("fit", fit)``, then,
-    after a quick answer and a quiet :data:`FOLLOWUP_DELAY`, the complete one."""
+    after a quick answer and a quiet :data:`FOLLOWUP_DELAY`, the complete one.
+    ``paint(fit)``, given by the view, makes what it draws (``Fit.picture``) here,
+    off the GUI thread."""
+
+    def done(fit: Fit) -> Fit:
+        if paint is not None:
+            paint(fit)
+        return fit
 
     def compute(job: Job) -> None:
         with single_blas_thread():
             fit = engine.compute(job.request, cancelled=job.superseded)
-        job.emit("fit", fit)  # not terminal: a follow-up may come
+        job.emit("fit", done(fit))  # not terminal: a follow-up may come
         if _wants_followup(fit) and job.quiet(FOLLOWUP_DELAY):
             # complete the answer once the user has paused: a σ drag keeps getting
             # quick answers meanwhile
             with single_blas_thread():
                 fit = engine.compute(job.request, followup=True, cancelled=job.superseded)
-            job.emit("fit", fit)
+            job.emit("fit", done(fit))
 
     return compute
 
 
-def fit_worker(engine: FitEngine, *, post: Post | None = None,
-               inline: bool = False) -> Worker:
+def fit_worker(engine: FitEngine, *, post: Post | None = None, inline: bool = False,
+               paint: Callable[[Fit], None] | None = None) -> Worker:
     """The Playground's worker over ``engine``: a thread named ``playground-fit`` (the
-    window passes ``post=gui_poster(window)``), or ``inline`` (computed at once in the
-    caller's thread: scripts, tests, a model without a window)."""
-    return Worker(fit_job(engine), name="playground-fit", post=post, inline=inline)
+    window passes ``post=gui_poster(window)`` and its view's ``paint``), or ``inline``
+    (computed at once in the caller's thread: scripts, tests, a model without a
+    window)."""
+    return Worker(fit_job(engine, paint), name="playground-fit", post=post, inline=inline)
