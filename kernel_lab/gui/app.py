@@ -48,6 +48,24 @@ ABOUT = ("Scalable kernel methods, live: recursive ridge-leverage-score Nyström
          "kernel ridge regression (Elkhalil et al.).")
 
 
+def show_results(table: QtWidgets.QTableWidget, summaries: Mapping[str, Any]) -> None:
+    """The results table, changed cell by cell (every partial result of a run comes
+    here: new items and a new column width each time cost the window's thread)."""
+    keys_changed = table.rowCount() != len(summaries)
+    table.setRowCount(len(summaries))
+    for row, (key, value) in enumerate(summaries.items()):
+        for col, text in ((0, key), (1, _fmt(value))):
+            item = table.item(row, col)
+            if item is None:
+                table.setItem(row, col, QtWidgets.QTableWidgetItem(text))
+                keys_changed = True
+            elif item.text() != text:
+                item.setText(text)
+                keys_changed |= col == 0
+    if keys_changed:
+        table.resizeColumnToContents(0)
+
+
 def _fmt(value: Any) -> str:
     if isinstance(value, float):
         return "—" if not math.isfinite(value) else f"{value:.6g}"
@@ -98,7 +116,7 @@ class MainWindow(QtWidgets.QMainWindow):
                             | QtWidgets.QMainWindow.DockOption.AllowTabbedDocks)
         self._default_state = self.saveState()
         model.logged.connect(self.log)
-        model.summaries_changed.connect(self._show_summaries)
+        model.summaries_changed.connect(lambda rows: show_results(self.results, rows))
         model.experiment_changed.connect(self._explain)
         model.session_applied.connect(lambda session: self._explain(model.experiment))
         model.state_changed.connect(self._state_changed)
@@ -362,13 +380,6 @@ class MainWindow(QtWidgets.QMainWindow):
     def _state_changed(self, state: RunState) -> None:
         if state is RunState.DONE:
             self.plot_panel.redraw(everything=False)
-
-    def _show_summaries(self, summaries: Mapping[str, Any]) -> None:
-        self.results.setRowCount(len(summaries))
-        for row, (key, value) in enumerate(summaries.items()):
-            self.results.setItem(row, 0, QtWidgets.QTableWidgetItem(key))
-            self.results.setItem(row, 1, QtWidgets.QTableWidgetItem(_fmt(value)))
-        self.results.resizeColumnToContents(0)
 
     def copy_results(self) -> None:
         """Selected result rows (all when none is selected) to the clipboard, as TSV."""

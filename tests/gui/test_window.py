@@ -664,3 +664,20 @@ def test_the_plan_is_not_probed_again_during_a_run(window, qtbot, monkeypatch):
     assert calls == []
     window.model.refresh_plan()  # no run: planned again
     assert len(calls) == 1
+
+
+def test_the_results_table_changes_only_what_changed(qtbot):
+    """Every partial result refreshes the table: items are kept and texts replaced."""
+    from PySide6 import QtWidgets
+
+    from kernel_lab.gui.app import show_results
+
+    table = QtWidgets.QTableWidget(0, 2)
+    qtbot.addWidget(table)
+    show_results(table, {"a": 1.0, "b": 2})
+    first = table.item(0, 1)
+    show_results(table, {"a": 1.5, "b": 2})
+    assert table.item(0, 1) is first and first.text() == "1.5"
+    show_results(table, {"c": "x"})
+    assert table.rowCount() == 1 and (table.item(0, 0).text(), table.item(0, 1).text()) \
+        == ("c", "x")
