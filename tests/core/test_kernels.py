@@ -117,8 +117,9 @@ def test_one_block_into_a_buffer_equals_the_matrix(XY, name):
 
 def test_gaussian_in_cache_sized_blocks_matches_sklearn_on_many_rows():
     """3000 × 500: the exponents and exponentials run over many row chunks of at most
-    CACHE_BLOCK_BYTES, also in blocks of one row; equal to scikit-learn's rbf_kernel, never above 1, and 1 on coincident points up to the
-    cancellation of ‖x‖² (here ≈ 90) that the distance formula has."""
+    CACHE_BLOCK_BYTES, also in blocks of one row; equal to scikit-learn's rbf_kernel,
+    never above 1, and 1 on coincident points up to the cancellation of ‖x‖² (here ≈ 90)
+    that the distance formula has."""
     rng = np.random.default_rng(7)
     X = rng.normal(size=(3000, 10)) * 3.0
     Y = X[rng.choice(3000, size=500, replace=False)]
