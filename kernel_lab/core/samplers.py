@@ -30,6 +30,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from kernel_lab.core.errors import ParameterError
+from kernel_lab.core.executor import one_blas_thread
 from kernel_lab.core.kernels import Kernel
 from kernel_lab.core.memory import check_allocation
 
@@ -40,6 +41,14 @@ FIXED_LAMBDA_BASE = 64
 #: Kernel entries of one row block (8 MiB of float64) that the scalable samplers evaluate at
 #: a time: the rows of n × |S| kernel matrices are streamed, never held whole.
 BLOCK_ENTRIES = 2**20
+
+#: Columns of L⁻ᵀ per product in :func:`_scores_of_rows`: L⁻¹ is lower triangular, so
+#: column block j of ``K_{i,S} L⁻ᵀ`` needs only the first columns of ``K_{i,S}`` up to its
+#: end; with m/128 blocks the product costs about (1 + 128/m)/2 of the full one.
+SCORE_PANEL = 128
+
+#: :func:`_lower_inverse` solves triangles of at most this many rows directly.
+TRIANGLE_BASE = 64
 
 #: RP-Cholesky keeps its n × s factor and pivots one point at a time (Chen et al.,
 #: Algorithm 1) while that factor fits in one block (n·s ≤ this); above, it proposes pivots
@@ -78,6 +87,13 @@ class CountingKernel:
         d = self.kernel.diag(X)
         self.evaluations += d.size
         return d
+
+    def block(self, X: np.ndarray, Y: np.ndarray, out: np.ndarray | None = None
+              ) -> np.ndarray:
+        """One block of rows without a memory check (:meth:`Kernel.block`)."""
+        K = self.kernel.block(X, Y, out)
+        self.evaluations += K.size
+        return K
 
 
 @dataclass(frozen=True)
@@ -165,7 +181,8 @@ def lambda_for_budget(SKS: np.ndarray, w: np.ndarray, s: int) -> float:
     if m <= k:
         return 1e-6
     M = (w[:, None] * SKS) * w[None, :]
-    top = np.linalg.eigvalsh(M)[m - k:]  # numpy's LAPACK, like the products around it
+    with one_blas_thread():  # small: a second thread costs more than it saves
+        top = np.linalg.eigvalsh(M)[m - k:]  # numpy's LAPACK, like the products around it
     lam = (float(np.trace(M)) - float(top.sum())) / k
     return max(lam, 1e-6)
 
@@ -180,26 +197,34 @@ def ridge_scores(Kii: np.ndarray, KS: np.ndarray, SKS: np.ndarray, w: np.ndarray
 def _scores_of_rows(Kii: np.ndarray, KS: np.ndarray, Linv: np.ndarray, lam: float
                     ) -> np.ndarray:
     """The scores of :func:`ridge_scores` for a block of rows, given ``L⁻¹`` of the
-    ridge-shifted sample matrix (:func:`_ridge_factor`)."""
-    B = KS @ Linv.T
-    return np.maximum(0.0, Kii - np.einsum("ij,ij->i", B, B)) / lam
+    ridge-shifted sample matrix (:func:`_ridge_factor`). ``‖L⁻¹ K_{S,i}‖²`` is summed over
+    column panels of ``K_{i,S} L⁻ᵀ``, each from the leading columns of K_{i,S} that the
+    triangular L⁻¹ reaches (:data:`SCORE_PANEL`): about half the product's work."""
+    m = Linv.shape[0]
+    quad = np.zeros(KS.shape[0])
+    for start in range(0, m, SCORE_PANEL):
+        stop = min(start + SCORE_PANEL, m)
+        B = KS[:, :stop] @ Linv[start:stop, :stop].T
+        quad += np.einsum("ij,ij->i", B, B)
+    return np.maximum(0.0, Kii - quad) / lam
 
 
 def _ridge_factor(SKS: np.ndarray, w: np.ndarray, lam: float) -> np.ndarray:
     """``L⁻¹`` for the Cholesky factor L of ``K_{S,S} + λ diag(w⁻²)`` (jittered if needed);
     the scores of any rows are then ``(K_ii − ‖L⁻¹ K_{S,i}‖²) / λ``."""
     A = SKS + lam * np.diag(1.0 / w**2)
-    try:
-        L = np.linalg.cholesky(A)
-    except np.linalg.LinAlgError:  # numerically indefinite: a small jitter
-        L = np.linalg.cholesky(A + 1e-10 * np.trace(A) / A.shape[0] * np.eye(A.shape[0]))
+    with one_blas_thread():  # small: a second thread costs more than it saves
+        try:
+            L = np.linalg.cholesky(A)
+        except np.linalg.LinAlgError:  # numerically indefinite: a small jitter
+            L = np.linalg.cholesky(A + 1e-10 * np.trace(A) / A.shape[0] * np.eye(A.shape[0]))
     # K_{i,S} A⁻¹ K_{S,i} = ‖L⁻¹ K_{S,i}‖². L⁻¹ is formed from the small triangular factor
     # (A carries the ridge λ diag(w⁻²), so L is well conditioned) and applied to all rows
-    # with one matrix product in numpy's BLAS, the library the kernel blocks use. Nothing
-    # here calls scipy: its wheel bundles a second OpenBLAS whose threads keep spinning
-    # after a call, and the large product right after it then ran at half speed (forming
-    # L⁻¹ with scipy's solve_triangular made the whole sampler 1.3–1.4× slower).
-    return np.linalg.solve(L, np.eye(L.shape[0]))
+    # with a few matrix products in numpy's BLAS, the library the kernel blocks use.
+    # Nothing here calls scipy: its wheel bundles a second OpenBLAS whose threads keep
+    # spinning after a call, and the large product right after it then ran at half speed
+    # (forming L⁻¹ with scipy's solve_triangular made the whole sampler 1.3–1.4× slower).
+    return _lower_inverse(L)
 
 
 def _level_scores(X: np.ndarray, pts: np.ndarray, inv: np.ndarray, sample: np.ndarray,
@@ -209,7 +234,8 @@ def _level_scores(X: np.ndarray, pts: np.ndarray, inv: np.ndarray, sample: np.nd
     ``inv``) from the weighted ``sample`` ⊂ pts, whose kernel matrix SKS is already
     evaluated: the sample's own rows from SKS, every other point's from its kernel row
     against the sample, in blocks of at most :data:`BLOCK_ENTRIES` entries taken in index
-    order (the n × |S| matrix is never held; each of its entries is evaluated once)."""
+    order, evaluated into one buffer (the n × |S| matrix is never held; each of its entries
+    is evaluated once)."""
     Linv = _ridge_factor(SKS, w, lam)
     XS = X[sample]
     raw = np.empty(pts.size)
@@ -219,10 +245,13 @@ def _level_scores(X: np.ndarray, pts: np.ndarray, inv: np.ndarray, sample: np.nd
     others[sample] = False
     others = np.flatnonzero(others)
     rows = max(1, BLOCK_ENTRIES // max(sample.size, 1))
-    for start in range(0, others.size, rows):
-        idx = others[start:start + rows]
-        Xb = X[idx]
-        raw[inv[idx]] = _scores_of_rows(counter.diag(Xb), counter(Xb, XS), Linv, lam)
+    buffer = np.empty((min(rows, others.size), sample.size))
+    with one_blas_thread():  # many block products: see the docstring of one_blas_thread
+        for start in range(0, others.size, rows):
+            idx = others[start:start + rows]
+            Xb = X[idx]
+            KS = counter.block(Xb, XS, buffer[:idx.size])
+            raw[inv[idx]] = _scores_of_rows(counter.diag(Xb), KS, Linv, lam)
     return raw
 
 
@@ -584,9 +613,27 @@ def residual_rows(counter: CountingKernel, X: np.ndarray, first: np.ndarray, XS:
 
 
 def _lower_inverse(L: np.ndarray) -> np.ndarray:
-    """``L⁻¹`` of a small lower-triangular factor, by numpy's solve (see ridge_scores on
-    why not scipy's triangular solve), to apply to many rows in one product."""
-    return np.linalg.solve(L, np.eye(L.shape[0]))
+    """``L⁻¹`` of a small lower-triangular factor, to apply to many rows in one product: by
+    halves, ``[[A, 0], [B, C]]⁻¹ = [[A⁻¹, 0], [−C⁻¹ B A⁻¹, C⁻¹]]`` (LAPACK's ``trtri`` by
+    blocks) in numpy's BLAS on one thread, down to :data:`TRIANGLE_BASE` rows solved
+    directly. About m³/3 operations where a general solve against the identity took 8/3 m³
+    (410 rows: 2.5 against 15 ms); see ridge_scores on why not scipy's."""
+    with one_blas_thread():
+        return _lower_inverse_halves(L)
+
+
+def _lower_inverse_halves(L: np.ndarray) -> np.ndarray:
+    m = L.shape[0]
+    if m <= TRIANGLE_BASE:
+        return np.linalg.solve(L, np.eye(m))
+    h = m // 2
+    A = _lower_inverse_halves(L[:h, :h])
+    C = _lower_inverse_halves(L[h:, h:])
+    inv = np.zeros((m, m))
+    inv[:h, :h] = A
+    inv[h:, h:] = C
+    inv[h:, :h] = -(C @ (L[h:, :h] @ A))
+    return inv
 
 
 def _rpc_residual(X: np.ndarray, counter: CountingKernel, first: np.ndarray,

@@ -103,6 +103,34 @@ def test_blockwise_equals_single_block(XY, name):
     np.testing.assert_allclose(k(X, Y, block_bytes=1), k(X, Y), rtol=1e-14, atol=1e-14)
 
 
+@pytest.mark.parametrize("name", list(KERNELS))
+def test_one_block_into_a_buffer_equals_the_matrix(XY, name):
+    """``Kernel.block`` (no blocking, no memory check; into a buffer or a new array) gives
+    the matrix ``__call__`` assembles from its blocks."""
+    X, Y = XY
+    k = make_kernel(name)
+    buffer = np.full((X.shape[0], Y.shape[0]), np.nan)
+    assert k.block(X, Y, buffer) is buffer
+    np.testing.assert_allclose(buffer, k(X, Y), rtol=1e-14, atol=1e-14)
+    np.testing.assert_allclose(k.block(X, Y), k(X, Y), rtol=1e-14, atol=1e-14)
+
+
+def test_gaussian_in_cache_sized_blocks_matches_sklearn_on_many_rows():
+    """3000 × 500: the exponents and exponentials run over many row chunks of at most
+    CACHE_BLOCK_BYTES, also in blocks of one row; equal to scikit-learn's rbf_kernel,
+    never above 1, and 1 on coincident points up to the cancellation of ‖x‖² (here ≈ 90)
+    that the distance formula has."""
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(3000, 10)) * 3.0
+    Y = X[rng.choice(3000, size=500, replace=False)]
+    K = GaussianKernel(2.0)(X, Y)
+    np.testing.assert_allclose(K, rbf_kernel(X, Y, gamma=1 / 8.0), atol=TOL, rtol=0)
+    np.testing.assert_allclose(GaussianKernel(2.0)(X[:50], Y, block_bytes=1), K[:50],
+                               atol=TOL, rtol=0)
+    assert K.max() <= 1.0
+    np.testing.assert_allclose(np.diag(GaussianKernel(2.0)(Y)), 1.0, atol=1e-13, rtol=0)
+
+
 @pytest.mark.parametrize("name", ["gaussian", "laplace", "cauchy", "matern32", "matern52"])
 def test_shift_invariant_kernels_are_psd(name):
     X = np.random.default_rng(1).standard_normal((60, 3))

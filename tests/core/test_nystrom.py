@@ -10,7 +10,12 @@ from kernel_lab.core.approx_error import effective_dimension, spectral_error, tr
 from kernel_lab.core.errors import MemoryBudgetError, ParameterError
 from kernel_lab.core.kernels import GaussianKernel
 from kernel_lab.core.models import CenteredKernelRidge
-from kernel_lab.core.models.nystrom import NystromFeatures, NystromRidge, nystrom_factor
+from kernel_lab.core.models.nystrom import (
+    NystromFeatures,
+    NystromRidge,
+    nystrom_factor,
+    nystrom_features,
+)
 from kernel_lab.core.samplers import (
     SAMPLERS,
     ExactRLSSampler,
@@ -104,6 +109,22 @@ def test_duplicate_points_and_singular_w_are_handled():
     W = GaussianKernel(1.0)(X[:3].repeat(2, axis=0))
     fac = nystrom_factor(W)
     np.testing.assert_allclose(W @ fac @ fac.T @ W, W, atol=1e-10)
+
+
+def test_features_in_row_blocks_equal_the_dense_product():
+    """transform evaluates k(X, S) block by block into one buffer: the features equal
+    k(X, S) · W^{-1/2} formed whole, also with more landmarks than fit one block."""
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(3001, 4))
+    kernel = GaussianKernel(1.5)
+    nf = NystromFeatures(kernel, n_components=300, sampler="recursive-rls",
+                         random_state=0).fit(X)
+    dense = kernel(X, nf.landmarks_) @ nf.normalization_
+    np.testing.assert_allclose(nf.transform(X), dense, rtol=0, atol=1e-12)
+    S = X[:2000]
+    N = rng.normal(size=(2000, 3))
+    np.testing.assert_allclose(nystrom_features(kernel, X[:70], S, N), kernel(X[:70], S) @ N,
+                               rtol=0, atol=1e-12)
 
 
 def test_trace_error_and_lanczos_match_dense_formulas():

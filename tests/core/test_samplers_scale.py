@@ -127,6 +127,40 @@ def test_level_scores_in_blocks_equal_the_dense_formula(monkeypatch):
     assert counter.evaluations == 500 * sample.size + 500
 
 
+@pytest.mark.parametrize("m", [0, 1, 5, 64, 65, 129, 410])
+def test_lower_inverse_by_halves_equals_a_dense_solve(m):
+    """L⁻¹ by halves (trtri's blocks) against numpy's general solve with the identity and
+    against the identity itself, for sizes around the directly solved base."""
+    rng = np.random.default_rng(m)
+    G = rng.normal(size=(m, m + 3))
+    L = np.linalg.cholesky(G @ G.T + m * np.eye(m)) if m else np.zeros((0, 0))
+    inv = samplers._lower_inverse(L)
+    assert inv.shape == (m, m)
+    if m:
+        np.testing.assert_allclose(inv, np.linalg.solve(L, np.eye(m)), rtol=0, atol=1e-14)
+        np.testing.assert_allclose(inv @ L, np.eye(m), rtol=0, atol=1e-13)
+        assert not np.triu(inv, 1).any()
+
+
+@pytest.mark.parametrize("panel", [7, 128, 1000])
+def test_ridge_scores_by_triangular_panels_equal_a_dense_solve(monkeypatch, panel):
+    """``(K_ii − K_{i,S} A⁻¹ K_{S,i}) / λ`` with ``A = K_SS + λ diag(w⁻²)``: the panels of
+    L⁻ᵀ that skip its zero triangle give the scores of one dense solve with A."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(400, 3))
+    kernel = GaussianKernel(0.8)
+    S = X[rng.choice(400, size=300, replace=False)]  # 300: panels of 128 leave 44
+    w = 1.0 / np.sqrt(rng.uniform(0.1, 1.0, size=300))
+    lam = 0.05
+    KS, SKS = kernel(X, S), kernel(S)
+    A = SKS + lam * np.diag(1.0 / w**2)
+    quad = np.einsum("ij,ji->i", KS, np.linalg.solve(A, KS.T))
+    dense = np.maximum(0.0, 1.0 - quad) / lam
+    monkeypatch.setattr(samplers, "SCORE_PANEL", panel)
+    np.testing.assert_allclose(ridge_scores(np.ones(400), KS, SKS, w, lam), dense,
+                               rtol=1e-10, atol=1e-10)
+
+
 @pytest.mark.parametrize("name", ["recursive-rls", "recursive-rls-fast", "rp-cholesky"])
 def test_samplers_never_hold_an_n_by_s_matrix(name):
     """n = 100 000, s = 200: an n × s matrix is 160 MB; the sampler's peak allocation stays

@@ -23,6 +23,7 @@ from sklearn.base import BaseEstimator, RegressorMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from kernel_lab.core.errors import ParameterError
+from kernel_lab.core.executor import one_blas_thread
 from kernel_lab.core.kernels import (
     KERNELS,
     Kernel,
@@ -31,6 +32,7 @@ from kernel_lab.core.kernels import (
     make_kernel,
     resolve_bandwidth,
 )
+from kernel_lab.core.memory import check_allocation, rows_per_block
 from kernel_lab.core.models.feature_ridge import feature_ridge
 from kernel_lab.core.models.nystrom_cg import (
     DEFAULT_MAX_ITER,
@@ -56,16 +58,44 @@ RCOND = 1e-12
 #: ``k(X, S)`` (8 n s bytes) would exceed this, the direct solve otherwise.
 CG_AUTO_BYTES = 256 * 2**20
 
+#: Bytes of one block of ``k(X, S)`` in :func:`nystrom_features` (8 MiB): few, large
+#: products with the normalization.
+FEATURE_BLOCK_BYTES = 8 * 2**20
+
 #: The solvers of :class:`NystromRidge`.
 SOLVERS = ("auto", "cg", "direct")
 
 
 def nystrom_factor(W: np.ndarray, rcond: float = RCOND) -> np.ndarray:
     """``W^{-1/2}`` restricted to the numerically non-null eigenspace of the symmetric W:
-    returns ``V diag(e^{-1/2})`` of shape (s, r), r ≤ s, so that ``F = C · result``."""
-    e, V = np.linalg.eigh(W)
+    returns ``V diag(e^{-1/2})`` of shape (s, r), r ≤ s, so that ``F = C · result``.
+    The eigendecomposition runs on one BLAS thread (see
+    :func:`~kernel_lab.core.executor.one_blas_thread`)."""
+    with one_blas_thread():
+        e, V = np.linalg.eigh(W)
     keep = e > rcond * max(float(e.max(initial=0.0)), 1e-300)
     return V[:, keep] / np.sqrt(e[keep])
+
+
+def nystrom_features(kernel: Kernel, X: np.ndarray, landmarks: np.ndarray,
+                     normalization: np.ndarray) -> np.ndarray:
+    """``F = k(X, S) · normalization``, shape (n, r), over row blocks of X: each block of
+    ``k(X, S)`` (at most :data:`FEATURE_BLOCK_BYTES`) is evaluated into one reused buffer
+    and multiplied at once, so the n × s kernel matrix is never held (nor its 8 n s bytes
+    freshly allocated, page by page). On one BLAS thread, as the samplers' row blocks."""
+    n, s = X.shape[0], landmarks.shape[0]
+    r = normalization.shape[1]
+    check_allocation(8.0 * n * r, f"the {n}×{r} Nyström features",
+                     "Use fewer points or fewer landmarks.")
+    F = np.empty((n, r))
+    rows = rows_per_block(s, FEATURE_BLOCK_BYTES)
+    buffer = np.empty((min(rows, n), s))
+    with one_blas_thread():  # many block products: see the docstring of one_blas_thread
+        for start in range(0, n, rows):
+            stop = min(start + rows, n)
+            C = kernel.block(X[start:stop], landmarks, buffer[:stop - start])
+            np.dot(C, normalization, out=F[start:stop])
+    return F
 
 
 class NystromFeatures(TransformerMixin, BaseEstimator):
@@ -131,7 +161,7 @@ class NystromFeatures(TransformerMixin, BaseEstimator):
         """Features F, shape (n, r)."""
         check_is_fitted(self, "normalization_")
         X = validate_data(self, X, reset=False, dtype=np.float64)
-        return self.kernel_(X, self.landmarks_) @ self.normalization_
+        return nystrom_features(self.kernel_, X, self.landmarks_, self.normalization_)
 
 
 class NystromRidge(RegressorMixin, BaseEstimator):
