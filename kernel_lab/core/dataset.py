@@ -70,18 +70,33 @@ class InputLaw:
         U = self.cov_eigvecs
         return (U * np.sqrt(self.cov_eigvals)) @ U.T
 
-    def _sqrt_apply(self, Z: np.ndarray) -> np.ndarray:
+    @property
+    def linear(self) -> bool:
+        """Whether inputs are ``x = Σ^{1/2} z`` of independent draws z (the Gaussian and
+        Bernoulli laws): see :meth:`sample_white`."""
+        return self.kind in ("gaussian", "bernoulli")
+
+    def sqrt_apply(self, Z: np.ndarray) -> np.ndarray:
+        """``Σ^{1/2}`` applied to each row of Z (shape (n, p), or one vector (p,))."""
         if self.cov_eigvecs is None:
             return Z * np.sqrt(self.cov_eigvals)
         return Z @ self._cov_sqrt  # rows z_iᵀ Σ^{1/2} (Σ^{1/2} is symmetric)
 
+    def sample_white(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        """The draws z behind n inputs of a :attr:`linear` law, shape (n, p):
+        ``sample(n, rng)`` is ``sqrt_apply(sample_white(n, rng))``, from the same
+        numbers of the generator."""
+        if self.kind == "gaussian":
+            return rng.standard_normal((n, self.p))
+        if self.kind == "bernoulli":
+            return rng.choice(np.array([-1.0, 1.0]), size=(n, self.p))
+        raise AssertionError(self.kind)
+
     def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """Draw n inputs, shape (n, p)."""
         p = self.p
-        if self.kind == "gaussian":
-            return self._sqrt_apply(rng.standard_normal((n, p)))
-        if self.kind == "bernoulli":
-            return self._sqrt_apply(rng.choice(np.array([-1.0, 1.0]), size=(n, p)))
+        if self.linear:
+            return self.sqrt_apply(self.sample_white(n, rng))
         if self.kind == "uniform":
             return rng.random((n, p))
         if self.kind == "breiman":
@@ -124,14 +139,26 @@ class TargetFunction:
             "breiman": "3 + 3x2 + 2x3 + x4 if x1 = 1 else −3 + 3x5 + 2x6 + x7",
         }.get(self.kind, self.formula.text if self.formula is not None else self.kind)
 
+    @property
+    def of_projection(self) -> bool:
+        """Whether f depends on x through ``aᵀx`` only (sin, linear, quadratic): see
+        :meth:`from_projection`."""
+        return self.kind in TARGETS
+
+    def from_projection(self, t: np.ndarray) -> np.ndarray:
+        """f at inputs whose projections ``aᵀx`` are ``t`` (targets :attr:`of_projection`)."""
+        if self.kind == "sin":
+            return np.sin(t)
+        if self.kind == "linear":
+            return t
+        if self.kind == "quadratic":
+            return t**2
+        raise AssertionError(self.kind)
+
     def __call__(self, X: np.ndarray) -> np.ndarray:
         X = np.asarray(X, dtype=np.float64)
-        if self.kind == "sin":
-            return np.sin(X @ self.a)
-        if self.kind == "linear":
-            return X @ self.a
-        if self.kind == "quadratic":
-            return (X @ self.a) ** 2
+        if self.of_projection:
+            return self.from_projection(X @ self.a)
         if self.kind == "formula":
             return self.formula(X)
         if self.kind == "friedman":
@@ -165,13 +192,33 @@ class SyntheticSource:
     def sample(self, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Draw ``(X, f(X), y)`` with X of shape (n, p)."""
         X = self.law.sample(n, rng)
-        f = self.truth(X)
+        f = self._checked(self.truth(X))
+        y = f + math.sqrt(self.noise) * rng.standard_normal(n)
+        return X, f, y
+
+    def sample_white(self, n: int, rng: np.random.Generator
+                     ) -> tuple[np.ndarray, np.ndarray] | None:
+        """n noiseless points without forming their inputs: ``(Z, f(X))`` with
+        ``X = Z Σ^{1/2}`` (:meth:`InputLaw.sqrt_apply`), for a :attr:`~InputLaw.linear`
+        law and a target :attr:`~TargetFunction.of_projection`; None otherwise.
+
+        What inner products with other inputs X' need, since ``X X'ᵀ = Z (X'Σ^{1/2})ᵀ``
+        (Σ^{1/2} is symmetric): an inner-product kernel on a fresh test sample then costs
+        one (n, p) product with the training inputs less (the map ``Z Σ^{1/2}``), and
+        ``aᵀx = (Σ^{1/2}a)ᵀz`` gives f. The generator advances as in :meth:`sample`
+        up to its last draw, the noise, which is not drawn.
+        """
+        if not (self.law.linear and self.truth.of_projection):
+            return None
+        Z = self.law.sample_white(n, rng)
+        return Z, self._checked(self.truth.from_projection(Z @ self.law.sqrt_apply(self.truth.a)))
+
+    def _checked(self, f: np.ndarray) -> np.ndarray:
         if not np.isfinite(f).all():
             raise ParameterError(
                 f"the target function {self.truth.text} gives non-finite values on the generated "
                 "inputs (e.g. log or sqrt of a negative number)")
-        y = f + math.sqrt(self.noise) * rng.standard_normal(n)
-        return X, f, y
+        return f
 
 
 # ======================================================================================

@@ -107,6 +107,21 @@ def test_path_without_test_points_and_reuses_eigendecomposition(data):
                                atol=1e-8)
 
 
+@pytest.mark.parametrize("cls", [KernelRidge, CenteredKernelRidge])
+def test_path_from_a_given_test_kernel_equals_the_one_from_test_points(data, cls):
+    X, y, Xt = data
+    lams = np.logspace(-2, 2, 5)
+    model = cls(1.0, kernel="exponential").fit(X, y)
+    from_points = model.path(lams, Xt)
+    from_kernel = model.path(lams, K_test=model.kernel_(Xt, X))
+    np.testing.assert_array_equal(from_kernel.test, from_points.test)
+    np.testing.assert_array_equal(from_kernel.train, from_points.train)
+    fitted = cls(1.0, kernel="exponential").fit_path(X, y, lams, K_test=model.kernel_(Xt, X))
+    np.testing.assert_allclose(fitted.test, from_points.test, rtol=0, atol=1e-10)
+    with pytest.raises(ValueError, match="not both"):
+        model.path(lams, Xt, K_test=model.kernel_(Xt, X))
+
+
 @pytest.mark.parametrize("lam", [0.0, -1.0, np.inf, np.nan, "1"])
 def test_bad_lambda_is_a_clear_error(data, lam):
     X, y, _ = data

@@ -31,6 +31,31 @@ def test_bernoulli_is_pm1_through_sqrt_sigma():
     np.testing.assert_allclose(np.abs(Z), 1.0, atol=1e-10)
 
 
+@pytest.mark.parametrize("spec", [
+    {"cov": "toeplitz", "rho": 0.4, "f": "sin"},
+    {"cov": "spectrum", "spectrum": "1;3", "f": "quadratic"},
+    {"cov": "identity", "f": "linear"},
+])
+@pytest.mark.parametrize("kind", ["gaussian", "bernoulli"])
+def test_white_sample_is_the_sample_before_sigma_sqrt(kind, spec):
+    """sample_white draws what sample draws (the generator advanced alike up to the noise),
+    without mapping the inputs by Σ^{1/2}; inner products with other inputs agree."""
+    source = generate(kind, {"n": 10, "p": 6, **spec}, seed=0).source
+    X, f, _ = source.sample(50, np.random.default_rng(7))
+    Z, f_white = source.sample_white(50, np.random.default_rng(7))
+    np.testing.assert_allclose(source.law.sqrt_apply(Z), X, rtol=0, atol=1e-13)
+    np.testing.assert_allclose(f_white, f, rtol=0, atol=1e-13)
+    other = source.sample(8, np.random.default_rng(8))[0]
+    np.testing.assert_allclose(Z @ source.law.sqrt_apply(other).T, X @ other.T, atol=1e-12)
+
+
+def test_no_white_sample_without_a_linear_law_and_a_projection_target():
+    assert generate("friedman", {"n": 10}, seed=0).source.sample_white(5, np.random.default_rng()) \
+        is None
+    formula = generate("gaussian", {"n": 10, "p": 3, "f": "x1*x2"}, seed=0).source
+    assert formula.sample_white(5, np.random.default_rng()) is None
+
+
 def test_spectrum_covariance():
     ds = generate("gaussian", {"n": 10, "p": 8, "cov": "spectrum", "spectrum": "1;3"}, seed=0)
     np.testing.assert_array_equal(ds.source.law.cov_eigvals, [1, 1, 1, 1, 3, 3, 3, 3])
