@@ -42,12 +42,9 @@ def call_single_threaded(fn: Callable[[Any], Any], task: Any) -> Any:
 
 def one_blas_thread() -> Any:
     """A context in which BLAS (and LAPACK) run on one thread: for small dense
-    factorisations (a few hundred rows) and for streams of many block products, which on a
-    busy machine wait for the second thread at every call. Measured on 2 shared cores
-    (load 5): ``eigvalsh`` of 410 × 410 took 9 ms (median) on one thread and 49 ms on two,
-    ``eigh`` of 500 × 500 42 and 260 ms; recursive RLS (n = 50,000, s = 500) 0.93 s and
-    2.1 s, the Nyström transform 0.58 s and 0.89 s. (Not measured on an idle machine,
-    where two threads can save part of the products' time.)"""
+    factorisations (a few hundred rows), which gain little from a second thread and on a
+    busy machine wait for it — measured on 2 shared cores, ``eigvalsh`` of 410 × 410 took
+    9 ms (median) on one thread and 49 ms on two, ``eigh`` of 500 × 500 42 and 260 ms."""
     return blas_controller().limit(limits=1)
 
 

@@ -246,12 +246,11 @@ def _level_scores(X: np.ndarray, pts: np.ndarray, inv: np.ndarray, sample: np.nd
     others = np.flatnonzero(others)
     rows = max(1, BLOCK_ENTRIES // max(sample.size, 1))
     buffer = np.empty((min(rows, others.size), sample.size))
-    with one_blas_thread():  # many block products: see the docstring of one_blas_thread
-        for start in range(0, others.size, rows):
-            idx = others[start:start + rows]
-            Xb = X[idx]
-            KS = counter.block(Xb, XS, buffer[:idx.size])
-            raw[inv[idx]] = _scores_of_rows(counter.diag(Xb), KS, Linv, lam)
+    for start in range(0, others.size, rows):
+        idx = others[start:start + rows]
+        Xb = X[idx]
+        KS = counter.block(Xb, XS, buffer[:idx.size])
+        raw[inv[idx]] = _scores_of_rows(counter.diag(Xb), KS, Linv, lam)
     return raw
 
 

@@ -59,7 +59,7 @@ RCOND = 1e-12
 CG_AUTO_BYTES = 256 * 2**20
 
 #: Bytes of one block of ``k(X, S)`` in :func:`nystrom_features` (8 MiB): few, large
-#: products with the normalization.
+#: products with the normalization (BLAS-3 at full speed, on all its threads).
 FEATURE_BLOCK_BYTES = 8 * 2**20
 
 #: The solvers of :class:`NystromRidge`.
@@ -82,7 +82,7 @@ def nystrom_features(kernel: Kernel, X: np.ndarray, landmarks: np.ndarray,
     """``F = k(X, S) · normalization``, shape (n, r), over row blocks of X: each block of
     ``k(X, S)`` (at most :data:`FEATURE_BLOCK_BYTES`) is evaluated into one reused buffer
     and multiplied at once, so the n × s kernel matrix is never held (nor its 8 n s bytes
-    freshly allocated, page by page). On one BLAS thread, as the samplers' row blocks."""
+    freshly allocated, page by page)."""
     n, s = X.shape[0], landmarks.shape[0]
     r = normalization.shape[1]
     check_allocation(8.0 * n * r, f"the {n}×{r} Nyström features",
@@ -90,11 +90,10 @@ def nystrom_features(kernel: Kernel, X: np.ndarray, landmarks: np.ndarray,
     F = np.empty((n, r))
     rows = rows_per_block(s, FEATURE_BLOCK_BYTES)
     buffer = np.empty((min(rows, n), s))
-    with one_blas_thread():  # many block products: see the docstring of one_blas_thread
-        for start in range(0, n, rows):
-            stop = min(start + rows, n)
-            C = kernel.block(X[start:stop], landmarks, buffer[:stop - start])
-            np.dot(C, normalization, out=F[start:stop])
+    for start in range(0, n, rows):
+        stop = min(start + rows, n)
+        C = kernel.block(X[start:stop], landmarks, buffer[:stop - start])
+        np.dot(C, normalization, out=F[start:stop])
     return F
 
 
