@@ -342,6 +342,7 @@ class PlotView:
         shown = work = 0
         waiting, self._waiting = self._waiting, set()
         bounds: list[tuple[np.ndarray, np.ndarray]] = []  # what the axes must show
+        line_values: list[np.ndarray] = []  # the lines' values (what the note counts)
         for line in sorted(lines, key=lambda ln: ln.column not in waiting):
             col, color = line.column, colors[line.group]
             x = np.asarray(table[line.x], dtype=np.float64)
@@ -355,6 +356,7 @@ class PlotView:
                 err = np.full(err.shape, np.nan)  # a line off the scale: no band for it
             if line.curve.role not in MARKERS:
                 bounds.append((x[mask], y[mask]))
+                line_values.append(y[mask])
                 if err is not None:
                     bounds += [(x[mask], y[mask] - err), (x[mask], y[mask] + err)]
             key = (x.tobytes(), y.tobytes(), None if err is None else err.tobytes())
@@ -401,7 +403,7 @@ class PlotView:
                 hi.setData(xs[ok], mid + err[ok])
         self._sync_legend([ln for ln in lines if ln.column in self.curves], colors, table,
                           None if budget_s is None else t0 + budget_s, bool(work))
-        self._fit_y_range(bounds if live else None)
+        self._fit_y_range(bounds if live else None, line_values)
         return shown
 
     def _plan(self, table: Mapping[str, Sequence[float] | np.ndarray]
@@ -459,12 +461,14 @@ class PlotView:
         worst = float(v[up].max()) if up.any() else float(v[down].min())
         return OffScale(float(lo), float(hi), int(up.sum()), int(down.sum()), worst)
 
-    def _fit_y_range(self, live: list[tuple[np.ndarray, np.ndarray]] | None = None) -> None:
+    def _fit_y_range(self, live: list[tuple[np.ndarray, np.ndarray]] | None = None,
+                     values: list[np.ndarray] | None = None) -> None:
         """Autoscale y, except when isolated spikes would flatten every other curve: then
         the range leaves them out and the view says how many points lie off the scale
         (:func:`~kernel_lab.experiments.plotspec.robust_range`). With ``live`` (the
         curves' points, while results stream in) the autoscaled axes follow them with
-        slack instead (:meth:`_follow_data`)."""
+        slack instead (:meth:`_follow_data`), and a range that leaves points out stays
+        while it may (:meth:`_keeps_cut`; ``values``: the lines' values)."""
         import pyqtgraph as pg
 
         cut = self.off_scale
@@ -475,7 +479,7 @@ class PlotView:
             self._off_label.setParentItem(self.item.vb)
             self.item.vb.sigResized.connect(self._place_off_label)
             self._place_off_label()
-        if self._off_label is not None:
+        if self._off_label is not None and self._off_label.toPlainText() != text:
             self._off_label.setText(text)
             self._place_off_label()
         fixed_y = not (cut is None and self._y_window is None)
@@ -508,7 +512,24 @@ class PlotView:
             pad = 0.05 * max(hi - lo, 0.1)
         else:
             pad = 0.05 * (hi - lo) + 0.05 * max(abs(hi), abs(lo), 1e-12)
+        if live is not None and self._keeps_cut(lo, hi, pad, values or []):
+            return
         self.item.setYRange(lo - pad, hi + pad, padding=0)
+
+    def _keeps_cut(self, lo: float, hi: float, pad: float, values: list[np.ndarray]) -> bool:
+        """While results stream in: whether the y range on screen may stay although the
+        range that leaves spikes out is now ``[lo, hi]`` (view coordinates, ``pad`` its
+        margin): it holds that range, is at most twice as tall with the margin, and shows
+        none of the ``values`` outside ``[lo, hi]`` — those the off-scale note counts. A
+        new range at every partial result re-laid out the axes and every curve."""
+        a, b = self.item.vb.viewRange()[1]
+        if not (a <= lo and hi <= b and (hi - lo + 2 * pad) >= 0.5 * (b - a)):
+            return False
+        v = np.concatenate(values) if values else np.array([])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            v = np.log10(v) if self.logy else v
+        v = v[np.isfinite(v) & ((v > hi) | (v < lo))]
+        return not ((v >= a) & (v <= b)).any()
 
     def _follow_data(self, points: list[tuple[np.ndarray, np.ndarray]],
                      fixed_y: bool) -> None:

@@ -160,6 +160,36 @@ def test_one_exploding_curve_does_not_flatten_the_others(qtbot):
     assert view.off_scale is None and view._off_label.toPlainText() == ""
 
 
+def test_a_live_range_that_leaves_spikes_out_stays_but_never_shows_them(qtbot):
+    """While results stream in, the range that leaves spikes off the scale stays while
+    the calm curves move within it, and a point the note counts as off the scale is
+    never inside the range on screen."""
+    import dataclasses
+
+    w = pg.GraphicsLayoutWidget()
+    qtbot.addWidget(w)
+    view = PlotView(w.ci, 0, dataclasses.replace(SPEC, positive=True), colors={})
+    t = table()
+    lam = t["lam"]
+    t["R_emp[exponential]"] = np.where(lam < 0.5, 1e9, t["R_emp[exponential]"])
+    view.update(t, live=True)
+    vb = view.item.vb
+    first = vb.viewRange()[1]
+    spikes = t["R_emp[exponential]"][lam < 0.5]
+    for step in range(1, 6):
+        t2 = {k: (v * (1 + 0.01 * step) if k.startswith("R_limit") else v)
+              for k, v in t.items()}
+        view.update(t2, live=True)
+        lo, hi = vb.viewRange()[1]
+        assert view.off_scale is not None and not ((spikes >= lo) & (spikes <= hi)).any()
+    assert vb.viewRange()[1] == first  # the calm curves stayed within it
+    t3 = dict(t2, **{"R_emp[linear]": t2["R_emp[linear]"] * 40})  # a calm curve grows
+    view.update(t3, live=True)
+    lo, hi = vb.viewRange()[1]
+    assert hi >= t3["R_emp[linear]"].max() and view.off_scale is not None
+    assert not ((spikes >= lo) & (spikes <= hi)).any()
+
+
 def test_a_spectrum_keeps_its_peaks(view):
     """Only risks and errors (declared positive) leave spikes off the scale: the leading
     eigenvalues of a spectrum are the point of the plot."""
