@@ -136,15 +136,22 @@ def test_a_single_point_gets_a_readable_range(view):
     assert 0.5 <= x1 - x0 <= 2 and 1 <= y1 - y0 <= 4
 
 
-def test_one_exploding_curve_does_not_flatten_the_others(qtbot):
+def exploding(qtbot):
+    """A plot of risks (declared positive) and a table whose exponential curve explodes
+    below λ = 0.5."""
     import dataclasses
 
     w = pg.GraphicsLayoutWidget()
     qtbot.addWidget(w)
     view = PlotView(w.ci, 0, dataclasses.replace(SPEC, positive=True), colors={})
+    view.widget = w
     t = table()
-    lam = t["lam"]
-    t["R_emp[exponential]"] = np.where(lam < 0.5, 1e9, t["R_emp[exponential]"])
+    t["R_emp[exponential]"] = np.where(t["lam"] < 0.5, 1e9, t["R_emp[exponential]"])
+    return view, t, t["lam"]
+
+
+def test_one_exploding_curve_does_not_flatten_the_others(qtbot):
+    view, t, lam = exploding(qtbot)
     t["R_std[exponential]"] = np.where(lam < 0.5, 5e8, 0.05)
     view.update(t)
     cut = view.off_scale
@@ -164,14 +171,7 @@ def test_a_live_range_that_leaves_spikes_out_stays_but_never_shows_them(qtbot):
     """While results stream in, the range that leaves spikes off the scale stays while
     the calm curves move within it, and a point the note counts as off the scale is
     never inside the range on screen."""
-    import dataclasses
-
-    w = pg.GraphicsLayoutWidget()
-    qtbot.addWidget(w)
-    view = PlotView(w.ci, 0, dataclasses.replace(SPEC, positive=True), colors={})
-    t = table()
-    lam = t["lam"]
-    t["R_emp[exponential]"] = np.where(lam < 0.5, 1e9, t["R_emp[exponential]"])
+    view, t, lam = exploding(qtbot)
     view.update(t, live=True)
     vb = view.item.vb
     first = vb.viewRange()[1]
