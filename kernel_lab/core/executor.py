@@ -40,13 +40,25 @@ def call_single_threaded(fn: Callable[[Any], Any], task: Any) -> Any:
         return fn(task)
 
 
+#: The context :func:`one_blas_thread` uses when set (by :mod:`kernel_lab.engine.blas`).
+ONE_BLAS_THREAD: Callable[[], Any] | None = None
+
+
 def one_blas_thread() -> Any:
     """A context in which BLAS (and LAPACK) run on one thread: for small dense
     factorisations (a few hundred rows), where waking a second thread costs more than it
     saves. Measured on 2 cores: ``eigvalsh`` of 410 × 410 took 9 ms (median) on one thread
     and 49 ms on two on a busy machine; on a quiet one, recursive RLS (n = 50,000,
     s = 500) took 0.85 s with its factorisations on one thread and 0.98-1.10 s with all on
-    two. The large block products keep both threads (on one, 1.19 s)."""
+    two. The large block products keep both threads (on one, 1.19 s).
+
+    threadpoolctl's limit is process-wide and restores on exit what it saw on entry, so
+    two threads whose limits overlap without nesting could leave the process at one
+    thread; the engine (:mod:`kernel_lab.engine.blas`) therefore sets
+    :data:`ONE_BLAS_THREAD` to its reference-counted limit (this layer starts no threads
+    and takes no locks)."""
+    if ONE_BLAS_THREAD is not None:
+        return ONE_BLAS_THREAD()
     return blas_controller().limit(limits=1)
 
 

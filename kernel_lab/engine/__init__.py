@@ -4,6 +4,7 @@ module here) carries a worker's messages to the window's GUI thread."""
 
 from __future__ import annotations
 
+from kernel_lab.engine import blas  # noqa: F401  (the core's one-BLAS-thread limit)
 from kernel_lab.engine.runner import RunResult, run, run_experiment
 from kernel_lab.engine.spec import RunSpec
 

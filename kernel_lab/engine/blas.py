@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from kernel_lab.core import executor
 from kernel_lab.core.executor import blas_controller
 
 _LOCK = threading.Lock()
@@ -40,3 +41,7 @@ def single_blas_thread() -> Iterator[None]:
             if _users == 0:
                 _limiter.restore_original_limits()
                 _limiter = None
+
+
+# the core's small factorisations (samplers, Nyström) take this counted limit too
+executor.ONE_BLAS_THREAD = single_blas_thread

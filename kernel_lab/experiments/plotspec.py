@@ -413,8 +413,10 @@ def robust_range(columns: Iterable[Any], logy: bool = False,
     lo, hi = float(inside.min()), float(inside.max())
     if not logy and doubt.size:  # small values are in view on a linear axis
         lo = min(lo, float(doubt.min()))
-    over, under = v[up].tolist() + doubt[doubt > hi].tolist(), \
-        v[down].tolist() + doubt[doubt < lo].tolist()
+    # a spike inside the range of the other points (a steadily rising curve may pass it)
+    # is drawn: only what lies beyond the range is off the scale
+    over, under = v[up & (v > hi)].tolist() + doubt[doubt > hi].tolist(), \
+        v[down & (v < lo)].tolist() + doubt[doubt < lo].tolist()
     if not (over or under):
         return None
     worst = max(over) if over else min(under)

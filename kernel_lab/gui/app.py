@@ -378,7 +378,8 @@ class MainWindow(QtWidgets.QMainWindow):
         self.explain.setHtml(text)
 
     def _state_changed(self, state: RunState) -> None:
-        if state is RunState.DONE:
+        if state in (RunState.DONE, RunState.CANCELLED, RunState.FAILED):
+            self.plot_panel.mark_dirty()  # no longer live: exact axes (PlotView.update)
             self.plot_panel.redraw(everything=False)
 
     def copy_results(self) -> None:

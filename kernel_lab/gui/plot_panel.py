@@ -20,6 +20,9 @@ DRAW_BUDGET_S = 0.004
 #: … and the next tick comes this soon while the rest waits (the window's other events
 #: in between).
 HELD_MS = 10
+#: A plot waits at most this long for a table to be drawn whole before it repaints anyway
+#: (tables that come faster than they are drawn would otherwise hold it for the run).
+HOLD_MAX_S = 0.25
 
 
 class PlotPanel(QtWidgets.QWidget):
@@ -47,6 +50,7 @@ class PlotPanel(QtWidgets.QWidget):
         self._table: dict[str, Any] | None = None
         self._fresh = False
         self._behind: set[int] = set()
+        self._held_since: dict[int, float] = {}  # plots held since (perf_counter), see _hold
         self._timer = QtCore.QTimer(self, interval=REDRAW_MS,
                                     timeout=lambda: self.redraw(everything=False))
         self.tabs.currentChanged.connect(self._tab_shown)
@@ -73,6 +77,7 @@ class PlotPanel(QtWidgets.QWidget):
                                    slot=lambda ev, v=view: self._moved(v, ev[0]))
             self._proxies.append(proxy)
         self._behind = set()
+        self._held_since = {}
         self._pins_changed()
 
     def _release(self) -> None:
@@ -123,7 +128,9 @@ class PlotPanel(QtWidgets.QWidget):
     def redraw(self, everything: bool = True) -> None:
         """Redraw when the model's table changed since the last call. The timer redraws
         only the visible tab (the others catch up when shown) and spaces its ticks so
-        that drawing takes at most ~15 % of the GUI thread, leaving the cores to the run."""
+        that drawing a table takes at most ~15 % of the GUI thread, leaving the cores to
+        the run; a table drawn in slices (:data:`DRAW_BUDGET_S`) gets its next slice
+        :data:`HELD_MS` later."""
         if not self._dirty:
             return
         self._dirty = False
@@ -148,21 +155,34 @@ class PlotPanel(QtWidgets.QWidget):
                 view.update(table, budget, live=live, same=same)
                 self._behind.discard(i)
                 self._dirty |= not view.complete  # curves left for the next tick
-                # the picture on screen stays the last complete one until this table is
-                # drawn whole: one repaint per table, never a mix of two tables
-                held |= not view.complete
-                if self.widgets[i].updatesEnabled() == (not view.complete):
-                    self.widgets[i].setUpdatesEnabled(view.complete)
+                held |= self._hold(i, not view.complete)
             else:
                 self._behind.add(i)
         cost_ms = 1e3 * (time.perf_counter() - t0)
         self._timer.setInterval(HELD_MS if held else
                                 int(min(500, max(REDRAW_MS, 6 * cost_ms))))
 
+    def _hold(self, index: int, hold: bool) -> bool:
+        """Keep the picture of plot ``index`` on screen (no repaint) while ``hold``: the
+        last complete table stays until the next is drawn whole — one repaint per table,
+        never a mix of two — but for at most :data:`HOLD_MAX_S`. Whether it is held."""
+        widget = self.widgets[index]
+        now = time.perf_counter()
+        if hold and self._held_since.setdefault(index, now) + HOLD_MAX_S < now:
+            hold = False  # tables come faster than they are drawn: show what there is
+            self._held_since[index] = now
+        elif not hold:
+            self._held_since.pop(index, None)
+        if widget.updatesEnabled() == hold:
+            widget.setUpdatesEnabled(not hold)
+        return hold
+
     def _tab_shown(self, index: int) -> None:
         if index in self._behind:
             self._behind.discard(index)
             self.views[index].update(self.model.shown_table())
+        if 0 <= index < len(self.views):
+            self._hold(index, not self.views[index].complete)
 
     def _moved(self, view: PlotView, pos: Any) -> None:
         vb = view.item.vb

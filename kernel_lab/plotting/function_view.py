@@ -51,7 +51,9 @@ def heatmap_colours(img: np.ndarray, task: str, tables: Mapping[str, np.ndarray]
     scale = len(table) / (hi - lo) if hi > lo else 0.0
     index = np.nan_to_num((img - lo) * scale, nan=0.0)
     np.clip(index, 0, len(table) - 1, out=index)
-    return table[index.astype(np.intp)]
+    out = table[index.astype(np.intp)]
+    out[np.isnan(img), 3] = 0  # no value: transparent, as pyqtgraph draws it
+    return out
 
 
 def picture_painter() -> Callable[[Any], None]:

@@ -182,6 +182,7 @@ class PlotView:
         self._cut_applied = False
         self._y_window: tuple[float, float] | None = None  # a fixed range (y_range_from)
         self._waiting: set[str] = set()  # curves a budgeted update left for the next one
+        self._user_zoomed = False  # since the last run started (see _zoomed)
         #: The last table :meth:`update` was given and what :meth:`_plan` made of it.
         self._planned: tuple[object, ...] | None = None
         #: The axes the view took from autoscaling while results stream in.
@@ -512,7 +513,8 @@ class PlotView:
             pad = 0.05 * max(hi - lo, 0.1)
         else:
             pad = 0.05 * (hi - lo) + 0.05 * max(abs(hi), abs(lo), 1e-12)
-        if live is not None and self._keeps_cut(lo, hi, pad, values or []):
+        if self._user_zoomed or (live is not None
+                                 and self._keeps_cut(lo, hi, pad, values or [])):
             return
         self.item.setYRange(lo - pad, hi + pad, padding=0)
 
@@ -539,6 +541,8 @@ class PlotView:
         and grid and every curve's path at each redraw (the biggest share of a redraw
         and of the repaint after it); the last, complete picture is fitted exactly."""
         vb = self.item.vb
+        if self.pins and self._following is None:
+            return  # pinned curves set the range too: pyqtgraph's autoscaling counts them
         if self._following is None:
             auto = [vb.state["autoRange"][i] is not False for i in (0, 1)]
             if not (auto[0] or auto[1]):
@@ -575,8 +579,9 @@ class PlotView:
                 vb.setYRange(lo - pad, hi + pad, padding=0)
 
     def _zoomed(self, *_args: object) -> None:
-        """The user zoomed or panned while the axes followed the data: they stay where
-        the user put them, during the run and after."""
+        """The user zoomed or panned: the axes stay where the user put them, during the
+        run and after (also a range that leaves spikes out), until the next run."""
+        self._user_zoomed = True
         if self._following is not None:
             self._following = (False, False)
 
@@ -647,6 +652,7 @@ class PlotView:
         columns (creating pyqtgraph items is what costs)."""
         self._drawn.clear()
         self._waiting.clear()
+        self._user_zoomed = False
         for group in (self.curves, self.minima):
             for item in group.values():
                 item.setData([], [])
@@ -666,6 +672,7 @@ class PlotView:
         from an empty plot without the cost of building a new one. Pins stay."""
         self._drawn.clear()
         self._waiting.clear()
+        self._user_zoomed = False
         for group in (self.curves, self.error_bars, self.minima):
             for item in group.values():
                 self.item.removeItem(item)

@@ -142,11 +142,16 @@ def test_cli_backend_flag(tmp_path, cluster):
     assert (out / "result.json").exists()
 
 
-def test_overlapping_single_blas_thread_limits_restore_the_original():
+@pytest.mark.parametrize("limit", ["engine", "core"])
+def test_overlapping_single_blas_thread_limits_restore_the_original(limit):
+    """Also the core's one_blas_thread (samplers, Nyström), which the engine makes the
+    same counted limit."""
     import threading
 
-    from kernel_lab.core.executor import blas_controller
+    from kernel_lab.core.executor import blas_controller, one_blas_thread
     from kernel_lab.engine.blas import single_blas_thread
+
+    limiter = one_blas_thread if limit == "core" else single_blas_thread
 
     def counts():  # the BLAS libraries (OpenMP's count is per thread)
         return [lib["num_threads"] for lib in blas_controller().info()
@@ -157,14 +162,14 @@ def test_overlapping_single_blas_thread_limits_restore_the_original():
     seen = {}
 
     def first():
-        with single_blas_thread():
+        with limiter():
             a_in.set()
             b_in.wait(10)
         a_out.set()
 
     def second():
         a_in.wait(10)
-        with single_blas_thread():
+        with limiter():
             b_in.set()
             a_out.wait(10)
             threads[0].join(10)  # the first thread gone (not exiting while we restore)

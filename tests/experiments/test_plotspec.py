@@ -201,3 +201,18 @@ def test_off_scale_text_says_what_is_left_out():
     assert OffScale(0.0, 1.0, 0, 40, -2.5).text == \
         "▼ 40 points below the scale (down to -2.5)"
     assert OffScale(0.0, 1.0, 0, 1, -2.5).text == "▼ 1 point below the scale (down to -2.5)"
+
+
+def test_a_spike_within_the_range_of_a_rising_curve_is_not_off_the_scale():
+    """The range keeps a steadily rising curve whole; an isolated spike lower than that
+    curve's top is drawn, so the note must not count it as off the scale."""
+    from kernel_lab.experiments.plotspec import robust_range
+
+    rising = np.geomspace(1.0, 729.0, 12)
+    spiky = np.ones(12)
+    spiky[5] = 500.0
+    flat = np.full(12, 1.2)
+    assert robust_range([rising, spiky, flat]) is None  # drawn: nothing off the scale
+    spiky[5] = 1e6  # above the rising curve's top: off the scale
+    cut = robust_range([rising, spiky, flat])
+    assert cut is not None and cut.above == 1 and cut.high == pytest.approx(729.0)

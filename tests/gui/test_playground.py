@@ -638,8 +638,10 @@ def test_the_worker_colours_the_heatmap_as_the_view_would(qtbot, dataset, task):
     X, y, test = core.generate(dataset, 300, 0.2, seed=1)
     fit = FitEngine().compute(Request(1, 1, Points(X, y, test), 2, task,
                                       resolve_fit_params({"method": "krr"}), 0))
+    fit.primary.grid[[0, 4321]] = np.nan  # no value there: transparent in both
     picture_painter()(fit)
     assert fit.picture.shape == (100, 100, 4) and fit.picture.dtype == np.uint8
+    assert fit.picture[0, 0, 3] == 0 and (fit.picture[..., 3] == 0).sum() == 2
     images = []
     for picture in (None, fit.picture):
         plot = pg.PlotWidget()

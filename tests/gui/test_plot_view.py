@@ -126,6 +126,36 @@ def test_live_axes_leave_a_users_zoom_alone(view):
     assert vb.viewRange()[1] == [0.0, 1.0]  # and after the run
 
 
+def test_a_users_zoom_stays_on_a_plot_with_spikes_off_the_scale(qtbot):
+    view, t, _lam = exploding(qtbot)
+    view.update(t, live=True)
+    vb = view.item.vb
+    vb.setYRange(0.5, 0.6, padding=0)
+    vb.sigRangeChangedManually.emit(vb.state["mouseEnabled"])
+    view.update({k: v * 1.3 if k.startswith("R_limit") else v for k, v in t.items()},
+                live=True)
+    assert vb.viewRange()[1] == [0.5, 0.6]
+    view.update(t)  # the run is over
+    assert vb.viewRange()[1] == [0.5, 0.6]
+    view.blank()  # a new run: the range is the data's again
+    view.update(t)
+    assert vb.viewRange()[1] != [0.5, 0.6]
+
+
+def test_pinned_curves_keep_their_part_in_the_range_while_results_stream_in(view):
+    """A pin is drawn into the view box and counts for autoscaling; following only the
+    run's curves would cut it off during the run."""
+    t = table()
+    pinned = {k: (v * 100 if k.startswith("R_") else v) for k, v in t.items()}
+    assert view.add_pin(pinned) > 0
+    view.update(t, live=True)
+    vb = view.item.vb
+    assert vb.autoRangeEnabled()[1]
+    vb.updateAutoRange()
+    top = max(pinned[f"R_limit[{k}]"].max() for k in ("linear", "exponential"))
+    assert vb.viewRange()[1][1] >= top
+
+
 def test_a_single_point_gets_a_readable_range(view):
     """The first partial result of a curve may be one point: a range around it, not one
     of zero width (curves mapped to 10^15 pixels broke the SVG export)."""

@@ -635,6 +635,7 @@ def test_a_budgeted_redraw_holds_the_last_complete_picture(window, qtbot, monkey
                 table[f"{c.spread}[{k}]"] = np.full(lam.shape, 0.01)
     monkeypatch.setattr(window.model, "shown_table", lambda: table)
     monkeypatch.setattr(plot_panel, "DRAW_BUDGET_S", 0.0)  # one curve per tick
+    monkeypatch.setattr(plot_panel, "HOLD_MAX_S", 60.0)  # (the cap: test_a_held_plot_…)
     panel.mark_dirty()
     panel.redraw(everything=False)
     widget, view = panel.widgets[0], panel.views[0]
@@ -681,3 +682,59 @@ def test_the_results_table_changes_only_what_changed(qtbot):
     show_results(table, {"c": "x"})
     assert table.rowCount() == 1 and (table.item(0, 0).text(), table.item(0, 1).text()) \
         == ("c", "x")
+
+
+def test_a_held_plot_repaints_again(window, qtbot, monkeypatch):
+    """A plot held while a table is drawn in slices repaints when shown again after a tab
+    switch, and does not stay held when tables come faster than they are drawn."""
+    from kernel_lab.gui import plot_panel
+
+    select(window, "ckrr-risk")
+    panel = window.plot_panel
+    lam = np.logspace(-2, 2, 20)
+    tables = []
+    for scale in (1.0, 2.0, 3.0, 4.0, 5.0, 6.0):
+        table = {"lam": lam}
+        for k in ("linear", "polynomial", "sigmoid", "exponential"):
+            for c in panel.views[0].spec.curves:
+                table[f"{c.series}[{k}]"] = scale * (1.0 + lam / (1 + len(table)))
+                if c.spread:
+                    table[f"{c.spread}[{k}]"] = np.full(lam.shape, 0.01)
+        tables.append(table)
+    current = [tables[0]]
+    monkeypatch.setattr(window.model, "shown_table", lambda: current[0])
+    monkeypatch.setattr(plot_panel, "DRAW_BUDGET_S", 0.0)
+    panel.mark_dirty()
+    panel.redraw(everything=False)
+    assert not panel.widgets[0].updatesEnabled()
+    panel.tabs.setCurrentIndex(1)
+    for _ in range(60):
+        panel.redraw(everything=False)
+    panel.tabs.setCurrentIndex(0)
+    assert panel.views[0].complete and panel.widgets[0].updatesEnabled()
+    monkeypatch.setattr(plot_panel, "HOLD_MAX_S", 0.0)
+    enabled = []
+    for table in tables[1:]:  # a new table at every tick: never drawn whole
+        current[0] = table
+        panel.mark_dirty()
+        panel.redraw(everything=False)
+        enabled.append(panel.widgets[0].updatesEnabled())
+    assert any(enabled)
+
+
+def test_a_cancelled_run_gives_the_axes_back_to_autoscaling(window, qtbot, monkeypatch):
+    from kernel_lab.model.lab import RunState
+
+    select(window, "krr-path")
+    use_data(window, qtbot, "gaussian:n=100,p=5")
+    window.form.set_values({"n_lams": 5})
+    run_and_wait(window, qtbot)
+    view = window.plot_views[0]
+    monkeypatch.setattr(type(window.model), "running", property(lambda self: True))
+    window.plot_panel.mark_dirty()
+    window.plot_panel.redraw(everything=False)
+    assert view._following is not None  # live: the axes follow the data
+    monkeypatch.undo()
+    window._state_changed(RunState.CANCELLED)
+    qtbot.waitUntil(lambda: view._following is None, timeout=5_000)
+    assert view.item.vb.autoRangeEnabled()[0]

@@ -94,8 +94,10 @@ class PairKernel:
         if name == "gaussian":
             self._parts = [squared_distances(X, Y)]
         elif name == "laplace":
-            self._parts = [np.sum([np.abs(X[:, j, None] - Y[None, :, j])
-                                   for j in range(X.shape[1])], axis=0)]
+            D = np.abs(X[:, 0, None] - Y[None, :, 0])
+            for j in range(1, X.shape[1]):
+                D += np.abs(X[:, j, None] - Y[None, :, j])
+            self._parts = [D]
         elif name == "cauchy":
             self._parts = [np.square(X[:, j, None] - Y[None, :, j]) for j in range(X.shape[1])]
         else:
