@@ -3,6 +3,8 @@ formulas, and every 2-D fit's picture against its estimator's predictions on the
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -71,11 +73,33 @@ def test_a_bordered_factor_is_the_factor_of_the_extended_data(centered):
     direct = pg.Factor(Xtr, Xte, "laplace", 0.8, 0.03)
     np.testing.assert_allclose(np.tril(bordered.L), np.tril(direct.L), atol=1e-12)
     np.testing.assert_allclose(bordered.K_test, direct.K_test, atol=1e-15)
+    _solves_as_the_estimator(bordered, Xtr, ytr, "laplace", centered)
+
+
+def _solves_as_the_estimator(system: pg.Solved, X: np.ndarray, y: np.ndarray, kernel: str,
+                             centered: bool) -> None:
+    """``system`` (σ = 0.8, λ = 0.03) gives the estimator's α and intercept on (X, y)."""
     ref = (CenteredKernelRidge if centered else KernelRidge)(
-        0.03, kernel="laplace", kernel_params={"sigma": 0.8}).fit(Xtr, ytr)
-    alpha, b = bordered.solve(ytr, centered)
+        0.03, kernel=kernel, kernel_params={"sigma": 0.8}).fit(X, y)
+    alpha, b = system.solve(y, centered)
     np.testing.assert_allclose(alpha, ref.dual_coef_, rtol=0, atol=1e-9)
     assert b == pytest.approx(ref.intercept_, abs=1e-9)
+
+
+def _paint_one_point(engine: FitEngine, X: np.ndarray, y: np.ndarray, test: np.ndarray,
+                     params: dict, serial: int, monkeypatch: pytest.MonkeyPatch
+                     ) -> tuple[Any, list, np.ndarray, np.ndarray, np.ndarray]:
+    """A painted training point (0.5, 0.5) of class 1 as data version 2: the fit, the
+    factorisations made for it and the new data."""
+    X2, y2 = np.vstack([X, [[0.5, 0.5]]]), np.append(y, 1.0)
+    test2 = np.append(test, False)
+    made: list = []
+    original = pg.Factor.__init__
+    monkeypatch.setattr(pg.Factor, "__init__",
+                        lambda self, *a: made.append(a) or original(self, *a))
+    fit = engine.compute(Request(serial, 2, Points(X2, y2, test2), 2, "classification",
+                                 params, 0))
+    return fit, made, X2, y2, test2
 
 
 def test_a_painted_point_borders_the_last_factor_and_draws_the_estimator(monkeypatch):
@@ -83,15 +107,50 @@ def test_a_painted_point_borders_the_last_factor_and_draws_the_estimator(monkeyp
     params = resolve_fit_params({"method": "ckrr", "sigma": 0.6, "lam": 0.01})
     engine = FitEngine(quick=True)
     engine.compute(Request(1, 1, Points(X, y, test), 2, "classification", params, 0))
-    X2, y2 = np.vstack([X, [[0.5, 0.5]]]), np.append(y, 1.0)
-    test2 = np.append(test, False)
-    made = []
-    original = pg.Factor.__init__
-    monkeypatch.setattr(pg.Factor, "__init__",
-                        lambda self, *a: made.append(a) or original(self, *a))
-    fit = engine.compute(Request(2, 2, Points(X2, y2, test2), 2, "classification", params, 0))
+    fit, made, X2, y2, test2 = _paint_one_point(engine, X, y, test, params, 2, monkeypatch)
     assert made == []  # bordered, not factorised again
     ref = CenteredKernelRidge(0.01, kernel="gaussian", kernel_params={"sigma": 0.6}).fit(
+        X2[~test2], y2[~test2])
+    np.testing.assert_allclose(fit.primary.grid, ref.predict(pg.grid(2, 100)), atol=1e-8)
+    np.testing.assert_allclose(fit.primary.test, ref.predict(X2[test2]), atol=1e-8)
+    np.testing.assert_allclose(fit.primary.train, ref.predict(X2[~test2]), atol=1e-8)
+
+
+@pytest.mark.parametrize("centered", [False, True])
+@pytest.mark.parametrize("base", ["factor", "eigen"])
+def test_a_system_bordered_twice_solves_the_extended_data(base, centered):
+    """Block elimination on a Cholesky factor or an eigendecomposition, bordered once and
+    then again (a painted stroke), is the estimator on the extended data."""
+    X, y, test = pg.generate("surface", 300, 0.2, seed=6)
+    Xtr, ytr, Xte = X[~test], y[~test], X[test]
+    n = len(Xtr) - 5
+    if base == "factor":
+        first: pg.Solved = pg.Factor(Xtr[:n], Xte, "cauchy", 0.8, 0.03)
+    else:
+        first = pg.ExactCache(Xtr[:n], ytr[:n], Xte, pg.GridMap(2, 20), "cauchy", 0.8,
+                              False).system(0.03)
+    once = pg.Bordered(first, Xtr[: n + 2])
+    assert once.extends(Xtr, Xte) and not once.extends(Xtr[: n + 2], Xte)
+    twice = once.bordered(Xtr)
+    np.testing.assert_allclose(twice.K_test, make_kernel("cauchy", {"sigma": 0.8})(Xte, Xtr),
+                               atol=1e-15)
+    _solves_as_the_estimator(twice, Xtr, ytr, "cauchy", centered)
+
+
+def test_a_painted_point_after_a_lambda_move_borders_the_eigendecomposition(monkeypatch):
+    """No factor at the new λ: the point borders exact KRR's eigendecomposition (any λ),
+    no O(n³) factorisation, and the picture is the estimator's."""
+    X, y, test = pg.generate("moons", 400, 0.2, seed=1)
+    params = resolve_fit_params({"method": "krr", "sigma": 0.6, "lam": 0.01})
+    engine = FitEngine(quick=True)
+    engine.compute(Request(1, 1, Points(X, y, test), 2, "classification", params, 0))
+    engine.compute(Request(1, 1, Points(X, y, test), 2, "classification", params, 0),
+                   followup=True)  # the eigendecomposition, made once the hand rests
+    params = dict(params, lam=0.003)  # a λ move: answered from it, no factor
+    engine.compute(Request(2, 1, Points(X, y, test), 2, "classification", params, 0))
+    fit, made, X2, y2, test2 = _paint_one_point(engine, X, y, test, params, 3, monkeypatch)
+    assert made == [] and fit.primary.extra.get("followup")
+    ref = KernelRidge(0.003, kernel="gaussian", kernel_params={"sigma": 0.6}).fit(
         X2[~test2], y2[~test2])
     np.testing.assert_allclose(fit.primary.grid, ref.predict(pg.grid(2, 100)), atol=1e-8)
     np.testing.assert_allclose(fit.primary.test, ref.predict(X2[test2]), atol=1e-8)

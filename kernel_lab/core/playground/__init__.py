@@ -41,7 +41,15 @@ from kernel_lab.core.playground.datasets import (
     subsample,
     ticks,
 )
-from kernel_lab.core.playground.exact import ExactCache, Factor, PairKernel, exact_direct
+from kernel_lab.core.playground.exact import (
+    Bordered,
+    EigenSystem,
+    ExactCache,
+    Factor,
+    PairKernel,
+    Solved,
+    exact_direct,
+)
 from kernel_lab.core.playground.fits import (
     KERNELS,
     METHODS,
@@ -70,7 +78,9 @@ __all__ = [
     "METHODS",
     "SETS",
     "STEPPED",
+    "Bordered",
     "DSGStepper",
+    "EigenSystem",
     "ExactCache",
     "Factor",
     "FeatureRidge",
@@ -80,6 +90,7 @@ __all__ = [
     "PairKernel",
     "PlaygroundSet",
     "Problem",
+    "Solved",
     "Superseded",
     "error",
     "exact_direct",

@@ -9,6 +9,7 @@ import numpy as np
 import scipy.linalg as sla
 
 from kernel_lab.core.kernels import make_kernel, squared_distances
+from kernel_lab.core.lapack import cholesky_lower, solve_lower
 from kernel_lab.core.models.krr import center_gram
 from kernel_lab.core.playground.fits import Problem, error
 from kernel_lab.core.playground.gridmap import GridMap
@@ -27,6 +28,7 @@ class ExactCache:
     def __init__(self, X: Array, y: Array, X_test: Array, G: GridMap, kernel: str,
                  sigma: float, centered: bool) -> None:
         k = make_kernel(kernel, {"sigma": sigma})
+        self.X, self.X_test, self.kernel, self.sigma = X, X_test, kernel, sigma
         K = k(X)
         self.col_means = center_gram(K) if centered else K.mean(axis=0)
         self.e, self.U = np.linalg.eigh(K)
@@ -37,6 +39,11 @@ class ExactCache:
         self.w = self.U.T @ (y - self.shift)
         self.K_test = k(X_test, X) if len(X_test) else np.zeros((0, len(y)))
         self.K_grid = G.kernel(kernel, sigma, X)  # c ↦ K(G, X) c
+
+    def system(self, lam: float) -> EigenSystem | None:
+        """``K + λI`` as a solved system (:class:`EigenSystem`) — for exact KRR: CKRR's
+        eigendecomposition is that of the centred matrix."""
+        return None if self.centered else EigenSystem(self, lam)
 
     def alphas(self, lam: float | Array) -> tuple[Array, Array]:
         lams = np.atleast_1d(np.asarray(lam, dtype=np.float64))
@@ -119,18 +126,58 @@ class PairKernel:
         return out
 
 
-class Factor:
-    """The Cholesky factor of ``K + λI`` for one data set, kernel, σ and λ, with the test
-    points' kernel block: the quick exact answer to a new σ or new data, before any
-    eigendecomposition.
+class Solved:
+    """A solved system ``K + λI`` of one data set, kernel, σ and λ, with the test points'
+    kernel block: the quick exact answer to a new σ or new data, before any
+    eigendecomposition. Subclasses give ``solve_block(R) = (K + λI)⁻¹ R``.
 
     Exact KRR is ``α = A⁻¹y`` (A = K + λI). CKRR is KRR with an unpenalised intercept,
     ``α = A⁻¹(y − b1)`` with ``b = 1ᵀA⁻¹y / 1ᵀA⁻¹1`` (so ``1ᵀα = 0``): the solution of
     the centred system ``(PKP + λI) α = P y`` of
     :class:`~kernel_lab.core.models.CenteredKernelRidge`, intercept included — so both
-    come from the same factor of the uncentred matrix, and a painted point (rows appended
-    to the training points) borders it in O(n²) (:meth:`bordered`) instead of a new
-    O(n³) factorisation.
+    come from a solve with the uncentred matrix, and a painted point (rows appended to
+    the training points) borders it in O(n²) (:meth:`bordered`) instead of a new O(n³)
+    factorisation."""
+
+    X: Array
+    X_test: Array
+    K_test: Array
+    kernel: str
+    sigma: float
+    lam: float
+
+    def solve_block(self, R: Array) -> Array:
+        raise NotImplementedError
+
+    def extends(self, X: Array, X_test: Array) -> bool:
+        """Whether ``X`` is this system's training points with rows appended (same test
+        points): then :meth:`bordered` applies."""
+        n = len(self.X)
+        return (len(X) > n and X.shape[1:] == self.X.shape[1:] and np.array_equal(X[:n], self.X)
+                and np.array_equal(X_test, self.X_test))
+
+    def bordered(self, X: Array) -> Solved:
+        """The system for ``X`` (:meth:`extends`), by block elimination (:class:`Bordered`)."""
+        return Bordered(self, X)
+
+    def solve(self, y: Array, centered: bool) -> tuple[Array, float]:
+        """α and the intercept of exact KRR (``centered=False``) or CKRR at this λ."""
+        B = self.solve_block(np.column_stack([y, np.ones_like(y)]) if centered else y)
+        if not centered:
+            return B, 0.0
+        b = float(B[:, 0].sum() / B[:, 1].sum())
+        return B[:, 0] - b * B[:, 1], b
+
+    def predict(self, problem: Problem, centered: bool) -> tuple[Array, Array, Array]:
+        """The grid, train and test predictions."""
+        alpha, b = self.solve(problem.y, centered)
+        grid = problem.grid.kernel(self.kernel, self.sigma, self.X)(alpha) + b
+        # on the training points, as in ExactCache: f(X) = Kα + b = y − λα, no product
+        return grid, problem.y - self.lam * alpha, self.K_test @ alpha + b
+
+
+class Factor(Solved):
+    """The Cholesky factor of ``K + λI`` (:class:`Solved`).
 
     ``pairs`` (train–train, test–train) evaluate the kernel from kept distances
     (:class:`PairKernel`). Raises ``numpy.linalg.LinAlgError`` when ``K + λI`` is not
@@ -147,16 +194,9 @@ class Factor:
         k = make_kernel(kernel, {"sigma": sigma})
         A = pairs[0](sigma) if pairs is not None else k(X)
         A.flat[:: A.shape[0] + 1] += lam
-        self.L = sla.cho_factor(A, lower=True, overwrite_a=True, check_finite=False)[0]
+        self.L = cholesky_lower(A, overwrite=True)  # lets the window's thread run
         self.K_test = (pairs[1](sigma) if pairs is not None else k(X_test, X)) \
             if len(X_test) else np.zeros((0, len(X)))
-
-    def extends(self, X: Array, X_test: Array) -> bool:
-        """Whether ``X`` is this factor's training points with rows appended (same test
-        points): then :meth:`bordered` applies."""
-        n = len(self.X)
-        return (len(X) > n and X.shape[1:] == self.X.shape[1:] and np.array_equal(X[:n], self.X)
-                and np.array_equal(X_test, self.X_test))
 
     def bordered(self, X: Array) -> Factor:
         """The factor for ``X`` (:meth:`extends`): ``L₂₁ = K₂₁ L₁₁⁻ᵀ`` and ``L₂₂`` the
@@ -167,7 +207,7 @@ class Factor:
         out = Factor.__new__(Factor)
         out.X, out.X_test = X, self.X_test
         out.kernel, out.sigma, out.lam = self.kernel, self.sigma, self.lam
-        L21 = sla.solve_triangular(self.L, k(self.X, new), lower=True, check_finite=False).T
+        L21 = solve_lower(self.L, k(self.X, new)).T
         S = k(new)
         S.flat[:: S.shape[0] + 1] += self.lam
         S -= L21 @ L21.T
@@ -176,26 +216,87 @@ class Factor:
         L[n:, :n] = L21
         L[n:, n:] = np.linalg.cholesky(S)
         out.L = L
-        out.K_test = (np.hstack([self.K_test, k(self.X_test, new)]) if len(self.X_test)
-                      else np.zeros((0, len(X))))
+        out.K_test = _test_block(self, k, new)
         return out
 
-    def solve(self, y: Array, centered: bool) -> tuple[Array, float]:
-        """α and the intercept of exact KRR (``centered=False``) or CKRR at this λ."""
-        B = np.column_stack([y, np.ones_like(y)]) if centered else y
-        B = sla.solve_triangular(self.L, B, lower=True, check_finite=False)
-        B = sla.solve_triangular(self.L, B, lower=True, trans="T", check_finite=False)
-        if not centered:
-            return B, 0.0
-        b = float(B[:, 0].sum() / B[:, 1].sum())
-        return B[:, 0] - b * B[:, 1], b
+    def solve_block(self, R: Array) -> Array:
+        return solve_lower(self.L, solve_lower(self.L, R), trans=True)
 
-    def predict(self, problem: Problem, centered: bool) -> tuple[Array, Array, Array]:
-        """The grid, train and test predictions."""
-        alpha, b = self.solve(problem.y, centered)
-        grid = problem.grid.kernel(self.kernel, self.sigma, self.X)(alpha) + b
-        # on the training points, as in ExactCache: f(X) = Kα + b = y − λα, no product
-        return grid, problem.y - self.lam * alpha, self.K_test @ alpha + b
+
+class EigenSystem(Solved):
+    """``K + λI`` from the eigendecomposition ``K = U diag(e) Uᵀ`` of an exact KRR cache
+    (:meth:`ExactCache.system`): ``(K + λI)⁻¹R = U (UᵀR / (e + λ))`` at any λ, so a
+    painted point after a λ or σ move borders it in O(n²) without a factorisation."""
+
+    def __init__(self, cache: ExactCache, lam: float) -> None:
+        self.X, self.X_test, self.K_test = cache.X, cache.X_test, cache.K_test
+        self.kernel, self.sigma, self.lam = cache.kernel, cache.sigma, lam
+        self._U, self._inv = cache.U, 1.0 / (cache.e + lam)
+
+    def solve_block(self, R: Array) -> Array:
+        W = self._U.T @ R
+        W *= self._inv if W.ndim == 1 else self._inv[:, None]
+        return self._U @ W
+
+
+class Bordered(Solved):
+    """A solved system (``base``, n₀ points) with rows appended, by block elimination:
+    with ``B = K(X₀, N)``, ``Z = A₀⁻¹B`` and the Schur complement
+    ``S = K(N, N) + λI − BᵀZ`` (its Cholesky factor kept), ``A⁻¹[r₀; r₁]`` is
+    ``x₁ = S⁻¹(r₁ − Bᵀu)``, ``x₀ = u − Z x₁`` with ``u = A₀⁻¹r₀`` — one solve with the
+    base and O(n₀ k) more. Bordering it again appends to B, Z and S's factor (O(n₀²) per
+    new row), so a painted stroke never nests. Raises ``numpy.linalg.LinAlgError`` when
+    S is not numerically positive definite."""
+
+    def __init__(self, base: Solved, X: Array) -> None:
+        self.base, self.X, self.X_test = base, X, base.X_test
+        self.kernel, self.sigma, self.lam = base.kernel, base.sigma, base.lam
+        n0 = len(base.X)
+        self._k = make_kernel(self.kernel, {"sigma": self.sigma})
+        new = X[n0:]
+        self._B = self._k(base.X, new)
+        self._Z = base.solve_block(self._B)
+        S = self._k(new)
+        S.flat[:: S.shape[0] + 1] += self.lam
+        S -= self._B.T @ self._Z
+        self._L = np.linalg.cholesky(S)
+        self.K_test = _test_block(base, self._k, new)
+
+    def bordered(self, X: Array) -> Bordered:
+        n, n0 = len(self.X), len(self.base.X)
+        new = X[n:]
+        out = Bordered.__new__(Bordered)
+        out.base, out.X, out.X_test = self.base, X, self.X_test
+        out.kernel, out.sigma, out.lam, out._k = self.kernel, self.sigma, self.lam, self._k
+        B2 = self._k(self.base.X, new)
+        Z2 = self.base.solve_block(B2)
+        S12 = self._k(self.X[n0:], new) - self._B.T @ Z2
+        S22 = self._k(new)
+        S22.flat[:: S22.shape[0] + 1] += self.lam
+        S22 -= B2.T @ Z2
+        L21 = sla.solve_triangular(self._L, S12, lower=True, check_finite=False).T
+        k_old = self._L.shape[0]
+        L = np.zeros((k_old + len(new), k_old + len(new)))
+        L[:k_old, :k_old] = self._L
+        L[k_old:, :k_old] = L21
+        L[k_old:, k_old:] = np.linalg.cholesky(S22 - L21 @ L21.T)
+        out._B, out._Z, out._L = np.hstack([self._B, B2]), np.hstack([self._Z, Z2]), L
+        out.K_test = _test_block(self, self._k, new)
+        return out
+
+    def solve_block(self, R: Array) -> Array:
+        n0 = len(self.base.X)
+        u = self.base.solve_block(R[:n0])
+        r1 = R[n0:] - self._B.T @ u
+        x1 = sla.cho_solve((self._L, True), r1, check_finite=False)
+        return np.concatenate([u - self._Z @ x1, x1])
+
+
+def _test_block(system: Solved, k: Callable[..., Array], new: Array) -> Array:
+    """The test block of ``system`` with the columns of the appended points ``new``."""
+    if not len(system.X_test):
+        return np.zeros((0, len(system.X) + len(new)))
+    return np.hstack([system.K_test, k(system.X_test, new)])
 
 
 def exact_direct(problem: Problem, kernel: str, sigma: float, lam: float, centered: bool

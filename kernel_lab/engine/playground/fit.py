@@ -167,15 +167,21 @@ class FitEngine:
 
     def _quick_exact(self, problem: pg.Problem, v: int, kern: str, sigma: float, lam: float,
                      centered: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Exact KRR / CKRR at λ from the Cholesky factor of K + λI (:class:`pg.Factor`):
-        kept per (data, kernel, σ, λ); for data that only appended training points to the
-        last factor's (a painted point), that factor bordered."""
+        """Exact KRR / CKRR at λ from a solved system ``K + λI`` (:class:`pg.Solved`), kept
+        per (data, kernel, σ, λ): the Cholesky factor (:class:`pg.Factor`), or, for data
+        that only appended training points to an earlier data set's (a painted point),
+        that set's factor at this σ and λ bordered — else its exact KRR
+        eigendecomposition at this σ (any λ) bordered. O(n²) either way."""
         key = ("factor", v, kern, sigma, lam)
-        last = next((f for k, f in reversed(self._cache.items())
+        base = next((f for k, f in reversed(self._cache.items())
                      if k[0] == "factor" and k[2:] == key[2:]), None)
-        border = last is not None and last.extends(problem.X, problem.X_test)
+        if base is None or not base.extends(problem.X, problem.X_test):
+            eig = next((c for k, c in reversed(self._cache.items())
+                        if k[0] == "krr" and k[2:4] == (kern, sigma)), None)
+            base = eig.system(lam) if eig is not None else None
+        border = base is not None and base.extends(problem.X, problem.X_test)
         try:
-            factor = self._cached(key, lambda: last.bordered(problem.X) if border else
+            factor = self._cached(key, lambda: base.bordered(problem.X) if border else
                                   pg.Factor(problem.X, problem.X_test, kern, sigma, lam,
                                             self._pairs(problem, v, kern)))
         except np.linalg.LinAlgError:  # not numerically positive definite: the estimator
