@@ -1,0 +1,84 @@
+"""The GIL-free Cholesky factor and triangular solves (kernel_lab.core.lapack) against
+SciPy's, and that another thread runs while they do."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+import scipy.linalg as sla
+
+from kernel_lab.core import lapack
+
+
+def _spd(n: int, seed: int = 0) -> np.ndarray:
+    A = np.random.default_rng(seed).normal(size=(n, n))
+    return A @ A.T + n * np.eye(n)
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 300])
+def test_the_factor_is_scipys(n):
+    A = _spd(n)
+    L = lapack.cholesky_lower(A)
+    ref = sla.cho_factor(A, lower=True, check_finite=False)[0]
+    np.testing.assert_allclose(np.tril(L), np.tril(ref), rtol=1e-11, atol=1e-12)
+    np.testing.assert_array_equal(A, _spd(n))  # not overwritten unless asked
+    if n:
+        np.testing.assert_allclose(np.tril(L) @ np.tril(L).T, A, rtol=1e-12)
+
+
+def test_overwrite_factors_in_place_and_a_non_positive_matrix_raises():
+    A = _spd(50)
+    L = lapack.cholesky_lower(A, overwrite=True)
+    assert L is A
+    B = _spd(20)
+    B[5, 5] = -1.0
+    with pytest.raises(np.linalg.LinAlgError):
+        lapack.cholesky_lower(B)
+
+
+@pytest.mark.parametrize("shape", [(200,), (200, 1), (200, 3)])
+@pytest.mark.parametrize("trans", [False, True])
+def test_the_solves_are_scipys(shape, trans):
+    L = lapack.cholesky_lower(_spd(200, 1))
+    B = np.random.default_rng(2).normal(size=shape)
+    X = lapack.solve_lower(L, B, trans)
+    ref = sla.solve_triangular(L, B, lower=True, trans="T" if trans else "N",
+                               check_finite=False)
+    assert X.shape == ref.shape
+    np.testing.assert_allclose(X, ref, rtol=1e-13, atol=1e-15)
+    T = np.tril(L)
+    np.testing.assert_allclose((T.T if trans else T) @ X, B, atol=1e-12)
+
+
+@pytest.mark.skipif(not lapack._LAPACK, reason="SciPy's LAPACK entry points not reachable")
+def test_another_thread_runs_during_a_factorisation():
+    """A thread counting while a factorisation runs in another counts on (the GIL is
+    free): SciPy's own call would stop it for the whole factorisation."""
+    A = _spd(1500)
+    counts = []
+    done = threading.Event()
+
+    def factor() -> None:
+        for _ in range(3):
+            lapack.cholesky_lower(A)
+        done.set()
+
+    t = threading.Thread(target=factor)
+    start = time.perf_counter()
+    t.start()
+    gaps = []
+    last = time.perf_counter()
+    while not done.is_set():
+        time.sleep(0.0005)
+        now = time.perf_counter()
+        gaps.append(now - last)
+        last = now
+        counts.append(1)
+    t.join()
+    elapsed = time.perf_counter() - start
+    # the factorisations took a while, and the counting thread woke up throughout
+    assert len(counts) >= 5
+    assert max(gaps) < 0.5 * elapsed
