@@ -82,6 +82,7 @@ Example — the Playground's worker (:func:`kernel_lab.model.playground.worker.f
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -210,6 +211,10 @@ class Job:
         return not self.superseded()
 
 
+#: The interpreter's thread switch interval while a worker thread runs (seconds).
+SWITCH_INTERVAL_S = 0.0005
+
+
 class Worker:
     """One thread computing the latest request only (see the module's docstring).
 
@@ -243,6 +248,11 @@ class Worker:
         self.current: Ticket | None = None
         self._thread: threading.Thread | None = None
         if not inline:
+            # The thread shares the interpreter with the requester (the GUI thread in the
+            # window): a thread waiting for the GIL gets it after at most this long
+            # (Python's default, 5 ms, is a third of a frame; measured in the Playground,
+            # the GUI's stalls during a σ drag waited for it).
+            sys.setswitchinterval(min(sys.getswitchinterval(), SWITCH_INTERVAL_S))
             self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
             self._thread.start()
 
