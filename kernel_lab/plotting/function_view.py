@@ -149,13 +149,11 @@ class FunctionView:
             self.clear_fit()
 
     def clear_fit(self) -> None:
-        self.fit_curve.setData([], [])
-        self.compare_curve.setData([], [])
+        for item in (self.fit_curve, self.compare_curve, self.contour, self.compare_contour):
+            _set_curve(item, None)
         self.image.clear()
         self.heatmap = None
-        self.contour.setData([], [])
-        self.compare_contour.setData([], [])
-        self.landmark_scatter.setData([])
+        _set_scatter(self.landmark_scatter, None)
 
     def draw_fit(self, dim: int, task: str, G: np.ndarray, values: np.ndarray,
                  compare: np.ndarray | None = None, contour: np.ndarray | None = None,
@@ -170,12 +168,11 @@ class FunctionView:
             self.image.clear()
             self.heatmap = None
             self.plot.setYRange(-EXTENT, EXTENT, padding=0)
-            self.fit_curve.setData(G[:, 0], values)
-            self.compare_curve.setData(*((G[:, 0], compare) if compare is not None
-                                         else ([], [])))
+            _set_curve(self.fit_curve, (G[:, 0], values))
+            _set_curve(self.compare_curve, None if compare is None else (G[:, 0], compare))
         else:
-            self.fit_curve.setData([], [])
-            self.compare_curve.setData([], [])
+            _set_curve(self.fit_curve, None)
+            _set_curve(self.compare_curve, None)
             res = round(math.sqrt(len(values)))
             img = values.reshape(res, res).T  # x₁ fastest in the grid: columns
             self.heatmap = img
@@ -188,14 +185,38 @@ class FunctionView:
             # pixel centres on the grid points: the image reaches half a step beyond them
             half = EXTENT / (res - 1)
             size = 2 * (EXTENT + half)
-            self.image.setRect(QtCore.QRectF(-EXTENT - half, -EXTENT - half, size, size))
+            rect = QtCore.QRectF(-EXTENT - half, -EXTENT - half, size, size)
+            if self.image.mapRectToParent(self.image.boundingRect()) != rect:
+                self.image.setRect(rect)
         for item, seg in ((self.contour, contour), (self.compare_contour, compare_contour)):
-            seg = _EMPTY if seg is None else seg
-            item.setData(seg[:, 0], seg[:, 1], connect="pairs")
-        if landmarks is not None:
-            self.landmark_scatter.setData(pos=landmarks)
-        else:
-            self.landmark_scatter.setData([])
+            _set_curve(item, None if seg is None or not len(seg) else (seg[:, 0], seg[:, 1]),
+                       connect="pairs")
+        _set_scatter(self.landmark_scatter, landmarks)
+
+
+# Only what changed is set: setting an item's data, even to nothing, makes Qt lay it out
+# and paint it again — on every Play frame and slider move.
+def _set_curve(item: Any, xy: tuple[np.ndarray, np.ndarray] | None, **kwargs: Any) -> None:
+    """``item.setData(x, y)``, or no data; nothing when it had none and gets none."""
+    if xy is None:
+        if getattr(item, "_kl_empty", False):
+            return
+        item.setData([], [], **kwargs)
+    else:
+        item.setData(*xy, **kwargs)
+    item._kl_empty = xy is None
+
+
+def _set_scatter(item: Any, pos: np.ndarray | None) -> None:
+    """``item.setData(pos=pos)``, or no points; nothing when it had none and gets none."""
+    if pos is None or not len(pos):
+        if getattr(item, "_kl_empty", False):
+            return
+        item.setData([])
+        item._kl_empty = True
+    else:
+        item.setData(pos=pos)
+        item._kl_empty = False
 
 
 def render_function_view(doc: Mapping[str, Any], path: str | os.PathLike[str], *,

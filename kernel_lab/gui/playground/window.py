@@ -42,8 +42,10 @@ def _number(text: str) -> float | None:
 
 
 #: Play's clock: a new frame is asked for at most this often (and only when the worker is
-#: idle), so the frame rate is what a frame costs, up to a 60 Hz display's.
-PLAY_TICK_MS = 15
+#: idle), so the frame rate is what a frame costs, up to a 60 Hz display's. The next frame
+#: is asked for as soon as the last is drawn and this period has passed (the clock's own
+#: ticks only catch a frame that finished between them).
+PLAY_TICK_MS = 14
 #: During Play the step plot's error curves are redrawn at most this often (seconds).
 HISTORY_PERIOD_S = 0.25
 
@@ -83,6 +85,10 @@ class PlaygroundWindow(PlaygroundControls, QtWidgets.QMainWindow):
         self.regenerate_timer.timeout.connect(self._regenerate)
         self.play_timer = QtCore.QTimer(self)  # Play: a frame per tick once the last is done
         self.play_timer.setInterval(PLAY_TICK_MS)
+        self._next_frame = 0.0  # time.monotonic() before which Play asks for no frame
+        self.frame_timer = QtCore.QTimer(self, singleShot=True,
+                                         timerType=QtCore.Qt.TimerType.PreciseTimer)
+        self.frame_timer.timeout.connect(self._tick)
         self.play_timer.timeout.connect(self._tick)
         self.sync_controls()
         self.draw_points()
@@ -128,6 +134,12 @@ class PlaygroundWindow(PlaygroundControls, QtWidgets.QMainWindow):
         for w in (self.lam_plot, self.step_plot, self.freq_plot):
             w.setMinimumHeight(150)
             small.addWidget(w)
+        for w in (self.plot, self.lam_plot, self.step_plot, self.freq_plot):
+            for side in ("left", "bottom"):
+                # drawn again only when its range or size changes, else blitted: a slider
+                # move or a Play frame repaints the plot under the axes, not the axes
+                w.getPlotItem().getAxis(side).setCacheMode(
+                    QtWidgets.QGraphicsItem.CacheMode.DeviceCoordinateCache)
         plots.addLayout(small, 1)
         self.readout = QtWidgets.QLabel("")
         self.readout.setTextInteractionFlags(
@@ -217,15 +229,20 @@ class PlaygroundWindow(PlaygroundControls, QtWidgets.QMainWindow):
             self._apply(method=next(iter(STEPPED)))
         (self.play_timer.start if on else self.play_timer.stop)()
         if not on:
+            self.frame_timer.stop()
             self._draw_history()
 
     def _tick(self) -> None:
         m = self.model
-        if not self.worker.wait_idle(0):  # one frame per finished fit: never a queue
+        # one frame per finished fit (never a queue), at most one per PLAY_TICK_MS (less
+        # the timers' millisecond)
+        now = time.monotonic()
+        if now < self._next_frame - 1e-3 or not self.worker.wait_idle(0):
             return
         if not m.can_step():
             self.play_button.setChecked(False)  # nothing (more) to step: Play stops
             return
+        self._next_frame = now + PLAY_TICK_MS / 1e3
         m.step(max(1, STEPPED[m.params["method"]] * self.speed.value()))
 
     def open_preset(self, name: str) -> None:
@@ -365,6 +382,8 @@ class PlaygroundWindow(PlaygroundControls, QtWidgets.QMainWindow):
         self.readout.setText(self._readout(fit))
         self.fits_drawn += 1
         self.drawn_serial = fit.serial
+        if self.play_timer.isActive():  # the next frame as soon as Play's clock allows
+            self.frame_timer.start(round(max(0.0, self._next_frame - time.monotonic()) * 1e3))
         # whether this is the complete answer (no follow-up to come for this request)
         self.drawn_complete = not any(x is not None and x.extra.get("followup")
                                       for x in (fit.primary, fit.compare))
@@ -425,6 +444,7 @@ class PlaygroundWindow(PlaygroundControls, QtWidgets.QMainWindow):
         self._shut = True
         self.hide()
         self.play_timer.stop()
+        self.frame_timer.stop()
         self.regenerate_timer.stop()
         self.worker.close()  # nothing it computes is delivered any more
         self.worker.join(2.0)
