@@ -52,6 +52,9 @@ ROLE_STYLES: dict[str, tuple[float, str, float]] = {
 ROLE_MARKERS: dict[str, tuple[str, str]] = {"choice": ("d", "k"), "flag": ("x", "k")}
 #: Roles drawn as markers over points of other lines.
 MARKERS = ("choice", "flag")
+#: A curve with points off the plot's scale has them clamped to this many view heights
+#: around the view (pyqtgraph's dynamic range limit, its default); see PlotView.update.
+RANGE_LIMIT = 1e6
 
 
 def curve_style(curve: Curve, color: str, scale: float = 1.0) -> dict[str, object]:
@@ -68,8 +71,11 @@ def curve_style(curve: Curve, color: str, scale: float = 1.0) -> dict[str, objec
         "pen": pg.mkPen(color, width=width * scale, style=pen_style) if width else None}
     if symbol:
         shape, outline = ROLE_MARKERS.get(curve.role, ("o", ""))
-        style.update(symbol=shape, symbolSize=symbol * scale, symbolBrush=color,
-                     symbolPen=pg.mkPen(outline, width=1.0) if outline else None)
+        # a brush and a pen object, not their descriptions: pyqtgraph keys its rendered
+        # symbols by these objects, so a colour string made a new one — and rendered the
+        # symbol again — at every setData
+        style.update(symbol=shape, symbolSize=symbol * scale, symbolBrush=pg.mkBrush(color),
+                     symbolPen=pg.mkPen(outline, width=1.0) if outline else pg.mkPen(None))
     else:
         style["symbol"] = None
     return style
@@ -340,6 +346,7 @@ class PlotView:
             self._planned = (table, *self._plan(table))
         _, lines, colors, marked, cut = self._planned
         self.off_scale = cut
+        window = self._y_window or ((cut.low, cut.high) if cut is not None else None)
         shown = work = 0
         waiting, self._waiting = self._waiting, set()
         bounds: list[tuple[np.ndarray, np.ndarray]] = []  # what the axes must show
@@ -377,7 +384,16 @@ class PlotView:
                 if line.curve.role in MARKERS:
                     curve.setZValue(25)  # a chosen point: above curves and stars
             self._drawn[col] = key
-            self.curves[col].setData(x[mask], y[mask])
+            # pyqtgraph clamps a curve's points to a band around the view (Qt mis-draws
+            # coordinates far outside it) and so re-makes the curve and its symbols at
+            # every change of the y range — most of a live redraw's cost. A curve inside
+            # the plot's range never needs it (zoomed in z times, its points are at most
+            # z heights of the view away); a curve with points off the scale keeps it.
+            ym = y[mask]
+            inside = window is None or not ym.size or bool(
+                (ym.min() >= window[0]) & (ym.max() <= window[1]))
+            self.curves[col].setDynamicRangeLimit(None if inside else RANGE_LIMIT)
+            self.curves[col].setData(x[mask], ym)
             if line.curve.star:
                 # the minimum among the trusted points: a flagged point (K + λI near
                 # singular) is no candidate, as in the experiments' own choice of λ

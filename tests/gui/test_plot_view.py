@@ -322,3 +322,25 @@ def test_the_png_keeps_a_method_s_colour_across_its_plots(qtbot):
     assert pen(v0, "nystrom_test_error") == pen(v1, "nystrom_excess_objective")
     first.close()
     second.close()
+
+
+def test_only_a_curve_off_the_scale_is_clamped_at_every_range_change(qtbot):
+    """pyqtgraph's dynamic range limit (points clamped near the view, the curve and its
+    symbols made again at every change of the y range) stays on for a curve with points
+    off the scale, and is off for the curves inside it; their symbols are drawn with the
+    same brush and pen objects from one table to the next (no symbol rendered again)."""
+    from kernel_lab.plotting.view import RANGE_LIMIT
+
+    view, t, _lam = exploding(qtbot)
+    view.update(t)
+    assert view.curves["R_emp[exponential]"].opts["dynamicRangeLimit"] == RANGE_LIMIT
+    calm = view.curves["R_emp[linear]"]
+    assert calm.opts["dynamicRangeLimit"] is None
+    assert calm.opts["symbol"]  # drawn with symbols
+    brush = calm.scatter.opts["brush"]
+    view.update({k: (v * 1.01 if k.startswith("R_emp[linear]") else v) for k, v in t.items()})
+    assert calm.scatter.opts["brush"] is brush  # the same object: its symbol is kept
+    np.testing.assert_allclose(calm.getData()[1], t["R_emp[linear]"] * 1.01)
+    t["R_emp[exponential]"] = t["R_limit[exponential]"] + 0.1  # calm again: no clamping
+    view.update(t)
+    assert view.curves["R_emp[exponential]"].opts["dynamicRangeLimit"] is None
