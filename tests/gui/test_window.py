@@ -738,3 +738,23 @@ def test_a_cancelled_run_gives_the_axes_back_to_autoscaling(window, qtbot, monke
     window._state_changed(RunState.CANCELLED)
     qtbot.waitUntil(lambda: view._following is None, timeout=5_000)
     assert view.item.vb.autoRangeEnabled()[0]
+
+
+def test_the_redraw_rate_counts_the_repaint(window, qtbot, monkeypatch):
+    """The redraw timer spaces its ticks by what a table costs the GUI thread: the
+    redraw and the last repaint of the tab (a repaint of ten curves costs more than
+    setting their data)."""
+    from kernel_lab.gui import plot_panel
+
+    select(window, "krr-path")
+    use_data(window, qtbot, "gaussian:n=100,p=5")
+    window.form.set_values({"n_lams": 5})
+    run_and_wait(window, qtbot)
+    panel = window.plot_panel
+    widget = panel.widgets[panel.tabs.currentIndex()]
+    assert isinstance(widget, plot_panel.PlotWidget)
+    qtbot.waitUntil(lambda: widget.paint_seconds > 0, timeout=5_000)  # it has painted
+    widget.paint_seconds = 0.05
+    panel.mark_dirty()
+    panel.redraw(everything=False)
+    assert panel._timer.interval() >= 6 * 50
