@@ -36,15 +36,16 @@ def _entry_points() -> dict[str, Any]:
     try:
         from scipy.linalg import cython_lapack
 
-        api = ctypes.pythonapi
-        api.PyCapsule_GetName.restype = ctypes.c_char_p
-        api.PyCapsule_GetName.argtypes = [ctypes.py_object]
-        api.PyCapsule_GetPointer.restype = ctypes.c_void_p
-        api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+        # private prototypes of the capsule functions (ctypes.pythonapi's own are shared
+        # with the rest of the process)
+        get_name = ctypes.PYFUNCTYPE(ctypes.c_char_p, ctypes.py_object)(
+            ("PyCapsule_GetName", ctypes.pythonapi))
+        get_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
+            ("PyCapsule_GetPointer", ctypes.pythonapi))
         out = {}
         for name, kind in _SIGNATURES.items():
             capsule = cython_lapack.__pyx_capi__[name]
-            out[name] = kind(api.PyCapsule_GetPointer(capsule, api.PyCapsule_GetName(capsule)))
+            out[name] = kind(get_pointer(capsule, get_name(capsule)))
         return out
     except Exception:  # another SciPy layout: its own functions (they hold the GIL)
         return {}
@@ -61,11 +62,11 @@ def cholesky_lower(A: np.ndarray, overwrite: bool = False) -> np.ndarray:
     """The lower Cholesky factor L of a symmetric positive definite ``A`` (A = LLᵀ), as
     ``scipy.linalg.cho_factor(A, lower=True)[0]``: L in the lower triangle, A's entries
     above it. Raises ``numpy.linalg.LinAlgError`` when A is not positive definite."""
-    if "dpotrf" not in _LAPACK:
-        return sla.cho_factor(A, lower=True, overwrite_a=overwrite, check_finite=False)[0]
-    n = A.shape[0]
+    n = A.shape[0] if A.ndim else 0
     if A.shape != (n, n):
         raise ValueError(f"a square matrix is needed, not {A.shape}")
+    if "dpotrf" not in _LAPACK:
+        return sla.cho_factor(A, lower=True, overwrite_a=overwrite, check_finite=False)[0]
     # a C-ordered symmetric matrix is its own transpose: LAPACK's upper factor U of the
     # column-major view (A = UᵀU) is, read row by row, the lower factor L = Uᵀ
     M = A if overwrite and A.dtype == np.float64 and A.flags.c_contiguous and \
@@ -86,11 +87,14 @@ def solve_lower(L: np.ndarray, B: np.ndarray, trans: bool = False) -> np.ndarray
     """``L⁻¹B`` (``trans``: ``L⁻ᵀB``) for the lower triangle of ``L`` (its upper
     triangle is not read), as ``scipy.linalg.solve_triangular(L, B, lower=True)``. B of
     shape (n,) or (n, k)."""
-    if "dtrtrs" not in _LAPACK or not (L.dtype == np.float64 and L.flags.c_contiguous):
-        return sla.solve_triangular(L, B, lower=True, trans="T" if trans else "N",
-                                    check_finite=False)
-    n = L.shape[0]
+    n = L.shape[0] if L.ndim else 0
     X = np.array(B, dtype=np.float64, order="F", ndmin=1)
+    if L.shape != (n, n) or X.ndim > 2 or X.shape[0] != n:
+        raise ValueError(f"a square L and n rows of B are needed, not {L.shape} and "
+                         f"{X.shape}")
+    if "dtrtrs" not in _LAPACK or not (L.dtype == np.float64 and L.flags.c_contiguous):
+        return sla.solve_triangular(L, X, lower=True, trans="T" if trans else "N",
+                                    check_finite=False)
     if n == 0 or X.size == 0:
         return X
     k = 1 if X.ndim == 1 else X.shape[1]

@@ -211,7 +211,9 @@ class Job:
         return not self.superseded()
 
 
-#: The interpreter's thread switch interval while a worker thread runs (seconds).
+#: The interpreter's thread switch interval (seconds), set by the first worker thread for
+#: the rest of the process (Python's is process-wide; a shorter one costs the threads
+#: nothing measurable and is harmless once they are gone).
 SWITCH_INTERVAL_S = 0.0005
 
 

@@ -26,15 +26,18 @@ HOLD_MAX_S = 0.25
 
 
 class PlotWidget(pg.GraphicsLayoutWidget):
-    """A plot tab's widget that times its own repaints (:attr:`paint_seconds`, the
-    last): the redraw rate counts what a table costs to paint, not only to set up."""
+    """A plot tab's widget that times its repaint after a redraw (:attr:`paint_seconds`;
+    set :attr:`timing` to time the next one — not a crosshair's small repaint): the
+    redraw rate counts what a table costs to paint, not only to set up."""
 
     paint_seconds = 0.0
+    timing = False
 
     def paintEvent(self, ev: Any) -> None:
         t0 = time.perf_counter()
         super().paintEvent(ev)
-        self.paint_seconds = time.perf_counter() - t0
+        if self.timing:
+            self.paint_seconds, self.timing = time.perf_counter() - t0, False
 
 
 class PlotPanel(QtWidgets.QWidget):
@@ -165,6 +168,7 @@ class PlotPanel(QtWidgets.QWidget):
         for i, view in enumerate(self.views):
             if everything or i == current:
                 view.update(table, budget, live=live, same=same)
+                self.widgets[i].timing = True  # the repaint this brings is timed
                 self._behind.discard(i)
                 self._dirty |= not view.complete  # curves left for the next tick
                 held |= self._hold(i, not view.complete)

@@ -181,6 +181,7 @@ class PlotView:
         self._legend_samples: list[object] = []
         self._note_labels: dict[str, object] = {}  # legend labels that follow the table
         self._drawn: dict[str, tuple[bytes, bytes, bytes | None]] = {}
+        self._extent: dict[str, tuple[float, float]] = {}  # each curve's lowest, highest y
         self.complete = True
         #: What the y range leaves out (None: nothing), after :meth:`update`.
         self.off_scale: OffScale | None = None
@@ -384,15 +385,9 @@ class PlotView:
                 if line.curve.role in MARKERS:
                     curve.setZValue(25)  # a chosen point: above curves and stars
             self._drawn[col] = key
-            # pyqtgraph clamps a curve's points to a band around the view (Qt mis-draws
-            # coordinates far outside it) and so re-makes the curve and its symbols at
-            # every change of the y range — most of a live redraw's cost. A curve inside
-            # the plot's range never needs it (zoomed in z times, its points are at most
-            # z heights of the view away); a curve with points off the scale keeps it.
             ym = y[mask]
-            inside = window is None or not ym.size or bool(
-                (ym.min() >= window[0]) & (ym.max() <= window[1]))
-            self.curves[col].setDynamicRangeLimit(None if inside else RANGE_LIMIT)
+            self._extent[col] = ((float(ym.min()), float(ym.max())) if ym.size
+                                 else (np.inf, -np.inf))
             self.curves[col].setData(x[mask], ym)
             if line.curve.star:
                 # the minimum among the trusted points: a flagged point (K + λI near
@@ -420,8 +415,26 @@ class PlotView:
                 hi.setData(xs[ok], mid + err[ok])
         self._sync_legend([ln for ln in lines if ln.column in self.curves], colors, table,
                           None if budget_s is None else t0 + budget_s, bool(work))
+        self._limit_ranges(window)
         self._fit_y_range(bounds if live else None, line_values)
         return shown
+
+    def _limit_ranges(self, window: tuple[float, float] | None) -> None:
+        """pyqtgraph clamps a curve's points to a band around the view (Qt mis-draws, or
+        drops, coordinates far outside it) and so makes the curve and its symbols again
+        at every change of the y range — most of a live redraw's cost. A curve within
+        the plot's range (``window``; None: the range is fitted to all the data) needs no
+        clamping: its points are at most as many view heights away as the user zoomed
+        in, so it is off for those and kept for a curve with points off the scale — for
+        every curve, whenever the window moves — and for all once the user zooms."""
+        for col, curve in self.curves.items():
+            if not hasattr(curve, "setDynamicRangeLimit"):
+                continue  # a scatter plot's points: drawn only where in view
+            lo, hi = self._extent.get(col, (np.inf, -np.inf))
+            inside = not self._user_zoomed and (lo > hi or (
+                np.isfinite(lo) and np.isfinite(hi)
+                and (window is None or (lo >= window[0] and hi <= window[1]))))
+            curve.setDynamicRangeLimit(None if inside else RANGE_LIMIT)
 
     def _plan(self, table: Mapping[str, Sequence[float] | np.ndarray]
               ) -> tuple[list[CurveLine], dict[str, str], dict[str, np.ndarray],
@@ -600,6 +613,7 @@ class PlotView:
         self._user_zoomed = True
         if self._following is not None:
             self._following = (False, False)
+        self._limit_ranges(None)  # zoomed in: every curve clamped near the view again
 
     def legend_height(self) -> float:
         """The height the legend takes below the top of its row (pixels)."""
@@ -667,6 +681,7 @@ class PlotView:
         """Empty every curve but keep the items, for a new run that will draw the same
         columns (creating pyqtgraph items is what costs)."""
         self._drawn.clear()
+        self._extent.clear()
         self._waiting.clear()
         self._user_zoomed = False
         for group in (self.curves, self.minima):
@@ -687,6 +702,7 @@ class PlotView:
         """Remove every curve (and its legend entry), keeping the axes: a new run starts
         from an empty plot without the cost of building a new one. Pins stay."""
         self._drawn.clear()
+        self._extent.clear()
         self._waiting.clear()
         self._user_zoomed = False
         for group in (self.curves, self.error_bars, self.minima):

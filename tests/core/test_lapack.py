@@ -23,7 +23,10 @@ def test_the_factor_is_scipys(n):
     A = _spd(n)
     L = lapack.cholesky_lower(A)
     ref = sla.cho_factor(A, lower=True, check_finite=False)[0]
-    np.testing.assert_allclose(np.tril(L), np.tril(ref), rtol=1e-11, atol=1e-12)
+    # the same routine on the transposed layout: equal up to rounding, entry by entry
+    # relative to the factor's scale (a tiny entry may differ in its leading digits)
+    scale = float(np.abs(ref).max(initial=1.0))
+    np.testing.assert_allclose(np.tril(L), np.tril(ref), rtol=0, atol=1e-13 * scale)
     np.testing.assert_array_equal(A, _spd(n))  # not overwritten unless asked
     if n:
         np.testing.assert_allclose(np.tril(L) @ np.tril(L).T, A, rtol=1e-12)
@@ -37,6 +40,18 @@ def test_overwrite_factors_in_place_and_a_non_positive_matrix_raises():
     B[5, 5] = -1.0
     with pytest.raises(np.linalg.LinAlgError):
         lapack.cholesky_lower(B)
+
+
+def test_a_right_hand_side_of_the_wrong_shape_is_refused():
+    """LAPACK would read past the end of the buffer: a ValueError instead."""
+    L = lapack.cholesky_lower(_spd(40))
+    for B in (np.ones(3), np.ones((41, 2)), np.ones((40, 2, 2))):
+        with pytest.raises(ValueError):
+            lapack.solve_lower(L, B)
+    with pytest.raises(ValueError):
+        lapack.solve_lower(L[:, :30].copy(), np.ones(40))
+    with pytest.raises(ValueError):
+        lapack.cholesky_lower(np.ones((3, 4)))
 
 
 @pytest.mark.parametrize("shape", [(200,), (200, 1), (200, 3)])

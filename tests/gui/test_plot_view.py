@@ -10,7 +10,7 @@ pytest.importorskip("pytestqt")
 import pyqtgraph as pg
 
 from kernel_lab.experiments import Curve, PlotSpec
-from kernel_lab.plotting.view import PlotView
+from kernel_lab.plotting.view import RANGE_LIMIT, PlotView
 
 SPEC = PlotSpec("risk", "lam",
                 (Curve("R_limit", "limit", "limit", star=True),
@@ -329,7 +329,6 @@ def test_only_a_curve_off_the_scale_is_clamped_at_every_range_change(qtbot):
     symbols made again at every change of the y range) stays on for a curve with points
     off the scale, and is off for the curves inside it; their symbols are drawn with the
     same brush and pen objects from one table to the next (no symbol rendered again)."""
-    from kernel_lab.plotting.view import RANGE_LIMIT
 
     view, t, _lam = exploding(qtbot)
     view.update(t)
@@ -344,3 +343,23 @@ def test_only_a_curve_off_the_scale_is_clamped_at_every_range_change(qtbot):
     t["R_emp[exponential]"] = t["R_limit[exponential]"] + 0.1  # calm again: no clamping
     view.update(t)
     assert view.curves["R_emp[exponential]"].opts["dynamicRangeLimit"] is None
+    view._zoomed()  # the user zooms in: every curve is clamped near the view again
+    assert all(c.opts["dynamicRangeLimit"] == RANGE_LIMIT for c in view.curves.values())
+
+
+def test_an_unchanged_curve_left_off_the_scale_by_the_others_is_clamped(qtbot):
+    """Every curve explodes at small λ (no isolated spikes: the range takes them in);
+    then all but one calm down and the range leaves that one's points out — although
+    its values did not change, it is clamped again."""
+    view, t, lam = exploding(qtbot)
+    wild = {k: (np.where(lam < 0.5, 1e20, v) if k.startswith(("R_emp", "R_limit")) else v)
+            for k, v in t.items()}
+    view.update(wild)
+    assert view.off_scale is None
+    assert all(c.opts["dynamicRangeLimit"] is None for c in view.curves.values())
+    calm = dict(t, **{"R_limit[exponential]": wild["R_limit[exponential]"]})
+    calm["R_emp[exponential]"] = t["R_limit[exponential]"] + 0.1
+    view.update(calm)
+    assert view.off_scale is not None
+    assert view.curves["R_limit[exponential]"].opts["dynamicRangeLimit"] == RANGE_LIMIT
+    assert view.curves["R_emp[linear]"].opts["dynamicRangeLimit"] is None
