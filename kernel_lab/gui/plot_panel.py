@@ -85,6 +85,7 @@ class PlotPanel(QtWidgets.QWidget):
             w = PlotWidget()
             view = PlotView(w.ci, 0, spec, colors=self.colors, scale=self.scale,
                             log_y=self.log_y)
+            view.cache_static()
             self.views.append(view)
             self.widgets.append(w)
             self.tabs.addTab(w, spec.title)

@@ -615,6 +615,17 @@ class PlotView:
             self._following = (False, False)
         self._limit_ranges(None)  # zoomed in: every curve clamped near the view again
 
+    def cache_static(self) -> None:
+        """Keep the grid, the axes and the title as pixmaps, painted again only when they
+        change (range, size, ticks): a window repaints them at every table, while a run
+        changes only the curves. (For the window: exports paint every item afresh.)"""
+        import pyqtgraph as pg
+
+        device = pg.QtWidgets.QGraphicsItem.CacheMode.DeviceCoordinateCache
+        for item in (self.grid, self.item.getAxis("left"), self.item.getAxis("bottom"),
+                     self.item.titleLabel):
+            item.setCacheMode(device)
+
     def legend_height(self) -> float:
         """The height the legend takes below the top of its row (pixels)."""
         return LEGEND_TOP * self.scale + self.legend.boundingRect().height()

@@ -758,3 +758,18 @@ def test_the_redraw_rate_counts_the_repaint(window, qtbot, monkeypatch):
     panel.mark_dirty()
     panel.redraw(everything=False)
     assert panel._timer.interval() >= 6 * 50
+
+
+def test_the_window_keeps_a_plots_grid_axes_and_title_as_pixmaps(window):
+    """Static parts of a live plot are blitted, not painted again at every table; the
+    curves are painted afresh (they change)."""
+    from PySide6 import QtWidgets
+
+    select(window, "ckrr-risk")
+    view = window.plot_panel.views[0]
+    device = QtWidgets.QGraphicsItem.CacheMode.DeviceCoordinateCache
+    for item in (view.grid, view.item.getAxis("left"), view.item.getAxis("bottom"),
+                 view.item.titleLabel):
+        assert item.cacheMode() == device
+    assert all(c.cacheMode() == QtWidgets.QGraphicsItem.CacheMode.NoCache
+               for c in view.curves.values())
