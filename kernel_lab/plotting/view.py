@@ -154,6 +154,10 @@ class PlotView:
         item.setLogMode(x=spec.logx, y=self.logy)
         item.setLabel("bottom", spec.xlabel or spec.x)
         item.setLabel("left", spec.ylabel)
+        for side in ("top", "right"):
+            # hidden, but linked to the view: with their SI prefix on, every range change
+            # set their (invisible) labels' HTML again (4 % of the GUI thread in a run)
+            item.getAxis(side).enableAutoSIPrefix(False)
         for side in ("left", "bottom"):
             item.getAxis(side).enableAutoSIPrefix(False)
             # major and minor ticks only: the third level adds dozens of grid lines on

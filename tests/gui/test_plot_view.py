@@ -363,3 +363,18 @@ def test_an_unchanged_curve_left_off_the_scale_by_the_others_is_clamped(qtbot):
     assert view.off_scale is not None
     assert view.curves["R_limit[exponential]"].opts["dynamicRangeLimit"] == RANGE_LIMIT
     assert view.curves["R_emp[linear]"].opts["dynamicRangeLimit"] is None
+
+
+def test_no_axis_sets_its_label_again_at_every_range_change(qtbot, monkeypatch):
+    """The hidden top and right axes are linked to the view too: none of the four
+    re-renders its label's HTML when the range moves."""
+    import pyqtgraph as pg
+
+    w = pg.GraphicsLayoutWidget()
+    qtbot.addWidget(w)
+    view = PlotView(w.ci, 0, SPEC, colors={})
+    calls = []
+    monkeypatch.setattr(pg.AxisItem, "_updateLabel", lambda self: calls.append(self))
+    view.item.vb.setYRange(0.0, 123.0, padding=0)
+    view.item.vb.setXRange(1.0, 7.0, padding=0)
+    assert calls == []
