@@ -111,6 +111,9 @@ class PlaygroundWindow(PlaygroundControls, QtWidgets.QMainWindow):
             v.truth_curve, v.fit_curve, v.compare_curve
         self.point_items, self.landmark_scatter = v.point_items, v.landmark_scatter
         self._label_axes(self.plot, "x", "y")
+        # room above and right of the view: the end labels of its fixed ±3 axes ("3")
+        # were cut in half by the widget's edge
+        self.plot.getPlotItem().setContentsMargins(0, 8, 10, 0)
         plots.addWidget(self.plot, 4)
         small = QtWidgets.QHBoxLayout()
         self.lam_plot = pg.PlotWidget(axisItems={"left": error_axis()}, background="w",
