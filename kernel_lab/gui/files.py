@@ -118,13 +118,19 @@ class FileActions:
     # -- exports ------------------------------------------------------------------------
     def export_plot(self, path: str | Path, index: int | None = None) -> Path:
         """The plot of tab ``index`` (default: the current one) as PNG or SVG."""
-        from pyqtgraph.exporters import ImageExporter
+        from kernel_lab.plotting.view import uncached
 
         panel = self.window.plot_panel
         panel.redraw()
         i = panel.tabs.currentIndex() if index is None else index
         view = panel.views[i]
-        path = Path(path)
+        with uncached(view.item.scene()):
+            return self._export_view(view, Path(path))
+
+    @staticmethod
+    def _export_view(view: Any, path: Path) -> Path:
+        from pyqtgraph.exporters import ImageExporter
+
         if path.suffix.lower() == ".svg":
             # Qt's own SVG painter: pyqtgraph's SVGExporter fails on some symbol paths
             from PySide6.QtSvg import QSvgGenerator

@@ -11,7 +11,9 @@ rule) large outlined diamonds.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
 
 import numpy as np
 
@@ -53,7 +55,8 @@ ROLE_MARKERS: dict[str, tuple[str, str]] = {"choice": ("d", "k"), "flag": ("x", 
 #: Roles drawn as markers over points of other lines.
 MARKERS = ("choice", "flag")
 #: A curve with points off the plot's scale has them clamped to this many view heights
-#: around the view (pyqtgraph's dynamic range limit, its default); see PlotView.update.
+#: around the view (pyqtgraph's dynamic range limit, its default); see
+#: PlotView._limit_ranges.
 RANGE_LIMIT = 1e6
 
 
@@ -620,14 +623,13 @@ class PlotView:
         self._limit_ranges(None)  # zoomed in: every curve clamped near the view again
 
     def cache_static(self) -> None:
-        """Keep the grid, the axes and the title as pixmaps, painted again only when they
-        change (range, size, ticks): a window repaints them at every table, while a run
-        changes only the curves. (For the window: exports paint every item afresh.)"""
+        """Keep the grid and the axes as pixmaps, painted again only when they change
+        (range, size, ticks): a window repaints them at every table, while a run changes
+        only the curves. For the window only; an export paints under :func:`uncached`."""
         import pyqtgraph as pg
 
         device = pg.QtWidgets.QGraphicsItem.CacheMode.DeviceCoordinateCache
-        for item in (self.grid, self.item.getAxis("left"), self.item.getAxis("bottom"),
-                     self.item.titleLabel):
+        for item in (self.grid, self.item.getAxis("left"), self.item.getAxis("bottom")):
             item.setCacheMode(device)
 
     def legend_height(self) -> float:
@@ -749,3 +751,24 @@ class PlotView:
         for ghost in self.pins:
             self.item.vb.removeItem(ghost)
         self.pins.clear()
+
+
+@contextmanager
+def uncached(scene: Any) -> Iterator[None]:
+    """Paint the items of ``scene`` afresh while the block runs (an export), their pixmap
+    caches (:meth:`PlotView.cache_static`, the Playground's points) off: Qt keeps one
+    "paint again" flag per item for all its paint targets, so an export through the
+    cache used up the window's repaint (stale ticks on screen) or reused an older
+    export's pixmap, and an SVG held the axes as images."""
+    import pyqtgraph as pg
+
+    none = pg.QtWidgets.QGraphicsItem.CacheMode.NoCache
+    cached = [(item, item.cacheMode()) for item in scene.items() if item.cacheMode() != none]
+    for item, _ in cached:
+        item.setCacheMode(none)
+    try:
+        yield
+    finally:
+        for item, mode in cached:
+            item.setCacheMode(mode)
+

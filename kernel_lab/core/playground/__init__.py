@@ -11,7 +11,9 @@ functions return. Speed comes by design, not from a fast machine:
   ``K(G, Z) c`` or ``cos(G W + b) c``; the 2-D grid is a tensor product and the kernels
   factor over the coordinates, so ``gridmap`` forms them at the cost of the grid's rows
   and columns (``2 r m`` kernel values and one product instead of ``r² m`` values);
-- exact KRR / CKRR: a new σ or new data is answered at once by one Cholesky solve; then
+- exact KRR / CKRR: a new σ or new data is answered at once by one Cholesky solve, a
+  painted point by bordering the last solved system (a factor, or exact KRR's
+  eigendecomposition at any λ) in O(n²); then
   one symmetric eigendecomposition ``K = U diag(e) Uᵀ`` (of K_c = PKP for CKRR) per data
   set, kernel and σ gives every λ: ``f(λ) = K_X (U (Uᵀ(y − shift)/(e + λ))) +
   intercept`` — the same numbers as :class:`~kernel_lab.core.models.KernelRidge` /

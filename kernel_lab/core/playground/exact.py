@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-import scipy.linalg as sla
 
 from kernel_lab.core.kernels import make_kernel, squared_distances
 from kernel_lab.core.lapack import cholesky_lower, solve_lower
@@ -274,7 +273,7 @@ class Bordered(Solved):
         S22 = self._k(new)
         S22.flat[:: S22.shape[0] + 1] += self.lam
         S22 -= B2.T @ Z2
-        L21 = sla.solve_triangular(self._L, S12, lower=True, check_finite=False).T
+        L21 = solve_lower(self._L, S12).T
         k_old = self._L.shape[0]
         L = np.zeros((k_old + len(new), k_old + len(new)))
         L[:k_old, :k_old] = self._L
@@ -288,7 +287,7 @@ class Bordered(Solved):
         n0 = len(self.base.X)
         u = self.base.solve_block(R[:n0])
         r1 = R[n0:] - self._B.T @ u
-        x1 = sla.cho_solve((self._L, True), r1, check_finite=False)
+        x1 = solve_lower(self._L, solve_lower(self._L, r1), trans=True)
         return np.concatenate([u - self._Z @ x1, x1])
 
 

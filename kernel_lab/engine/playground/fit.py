@@ -121,8 +121,8 @@ class FitEngine:
             key = (method, v, kern, sigma, res)
             if key not in self._cache and not self.slow_ok:
                 # a new σ or new data: answer at once by one Cholesky solve (a painted
-                # point borders the last one); the worker then makes the
-                # eigendecomposition for the λ slider and the λ curve
+                # point borders the last factor, or exact KRR's eigendecomposition); the
+                # worker then makes the eigendecomposition for the λ slider and λ curve
                 (grid, tr, te), t = pg.timed(lambda: self._quick_exact(
                     problem, v, kern, sigma, lam, method == "ckrr"))
                 return pg.FitResult(method, grid, tr, te, t, extra={"followup": True})

@@ -83,7 +83,7 @@ class PlaygroundWindow(PlaygroundControls, QtWidgets.QMainWindow):
         self.regenerate_timer.setSingleShot(True)
         self.regenerate_timer.setInterval(200)
         self.regenerate_timer.timeout.connect(self._regenerate)
-        self.play_timer = QtCore.QTimer(self)  # Play: a frame per tick once the last is done
+        self.play_timer = QtCore.QTimer(self)  # Play's clock; frame_timer: the next frame
         self.play_timer.setInterval(PLAY_TICK_MS)
         self._next_frame = 0.0  # time.monotonic() before which Play asks for no frame
         self.frame_timer = QtCore.QTimer(self, singleShot=True,
@@ -111,9 +111,9 @@ class PlaygroundWindow(PlaygroundControls, QtWidgets.QMainWindow):
             v.truth_curve, v.fit_curve, v.compare_curve
         self.point_items, self.landmark_scatter = v.point_items, v.landmark_scatter
         self._label_axes(self.plot, "x", "y")
-        # room above and right of the view: the end labels of its fixed ±3 axes ("3")
-        # were cut in half by the widget's edge
-        self.plot.getPlotItem().setContentsMargins(0, 8, 10, 0)
+        # room above the view: the top label of its fixed ±3 axis ("3") was cut in half
+        # by the widget's edge
+        self.plot.getPlotItem().setContentsMargins(0, 8, 0, 0)
         plots.addWidget(self.plot, 4)
         small = QtWidgets.QHBoxLayout()
         self.lam_plot = pg.PlotWidget(axisItems={"left": error_axis()}, background="w",
@@ -265,8 +265,11 @@ class PlaygroundWindow(PlaygroundControls, QtWidgets.QMainWindow):
     def export(self, path: str) -> None:
         from pyqtgraph.exporters import ImageExporter, SVGExporter
 
+        from kernel_lab.plotting.view import uncached
+
         exporter = SVGExporter if path.lower().endswith(".svg") else ImageExporter
-        exporter(self.plot.plotItem).export(path)
+        with uncached(self.plot.scene()):  # the cached points and axes painted afresh
+            exporter(self.plot.plotItem).export(path)
 
     # -- drawing --------------------------------------------------------------------------
     def sync_controls(self) -> None:
