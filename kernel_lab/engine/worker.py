@@ -185,6 +185,12 @@ class Job:
     def superseded(self) -> bool:
         return self._worker._closed or self._ticket.superseded()
 
+    @property
+    def inline(self) -> bool:
+        """Whether this request is computed in the requester's thread (no worker thread:
+        nobody is waiting for a quick answer, and idle time is the requester's)."""
+        return self._worker.inline
+
     def emit(self, kind: str, *payload: Any) -> None:
         """Send a message to the receiver (dropped there if this request is stale; after
         :meth:`Worker.close` nothing is sent at all: the receiver may be gone)."""

@@ -188,3 +188,49 @@ def test_a_sigma_move_evaluates_the_kernel_from_the_kept_distances(monkeypatch):
         X[~test], y[~test])
     np.testing.assert_allclose(fit.primary.grid, ref.predict(pg.grid(2, 100)), atol=1e-8)
     np.testing.assert_allclose(fit.primary.test, ref.predict(X[test]), atol=1e-8)
+
+
+def test_a_painted_point_after_a_ckrr_lambda_move_borders_the_prepared_factor(monkeypatch):
+    """CKRR's eigendecomposition (of the centred matrix) cannot border a painted point:
+    while the hand rests after a λ move the engine prepares the factor at the new λ, and
+    the point then makes no factorisation; the picture is the estimator's."""
+    X, y, test = pg.generate("moons", 400, 0.2, seed=1)
+    params = resolve_fit_params({"method": "ckrr", "sigma": 0.6, "lam": 0.01})
+    engine = FitEngine(quick=True)
+    req = Request(1, 1, Points(X, y, test), 2, "classification", params, 0)
+    engine.compute(req)
+    engine.compute(req, followup=True)
+    params = dict(params, lam=0.003)  # a λ move: answered from the eigendecomposition
+    moved = Request(2, 1, Points(X, y, test), 2, "classification", params, 0)
+    engine.compute(moved)
+    assert engine.wants_preparing(moved)
+    engine.prepare(moved)
+    assert not engine.wants_preparing(moved)
+    fit, made, X2, y2, test2 = _paint_one_point(engine, X, y, test, params, 3, monkeypatch)
+    assert made == []
+    ref = CenteredKernelRidge(0.003, kernel="gaussian", kernel_params={"sigma": 0.6}).fit(
+        X2[~test2], y2[~test2])
+    np.testing.assert_allclose(fit.primary.grid, ref.predict(pg.grid(2, 100)), atol=1e-8)
+    np.testing.assert_allclose(fit.primary.test, ref.predict(X2[test2]), atol=1e-8)
+
+
+def test_only_a_worker_thread_prepares_while_the_hand_rests():
+    """The worker thread prepares once the user has paused; an inline worker (scripts,
+    the headless run) does not spend the caller's time on it."""
+    from kernel_lab.model.playground.worker import fit_worker
+
+    X, y, test = pg.generate("moons", 200, 0.2, seed=2)
+    params = resolve_fit_params({"method": "ckrr", "sigma": 0.6, "lam": 0.01,
+                                 "resolution": 40})
+    for inline in (True, False):
+        engine = FitEngine(quick=True)
+        worker = fit_worker(engine, inline=inline)
+        base = Request(1, 1, Points(X, y, test), 2, "classification", params, 0)
+        worker.submit(base)
+        assert worker.wait_idle(10)
+        moved = Request(2, 1, Points(X, y, test), 2, "classification",
+                        dict(params, lam=0.003), 0)
+        worker.submit(moved)
+        assert worker.wait_idle(10)
+        assert engine.wants_preparing(moved) == inline
+        worker.close()

@@ -36,7 +36,8 @@ def fit_job(engine: FitEngine, paint: Callable[[Fit], None] | None = None
     :class:`~kernel_lab.engine.playground.fit.Request`) sent as ``("fit", fit)``, then,
     after a quick answer and a quiet :data:`FOLLOWUP_DELAY`, the complete one.
     ``paint(fit)``, given by the view, makes what it draws (``Fit.picture``) here,
-    off the GUI thread."""
+    off the GUI thread. Once the user has paused, a worker thread also makes what the
+    next gesture will need (:meth:`FitEngine.prepare`)."""
 
     def done(fit: Fit) -> Fit:
         if paint is not None:
@@ -53,6 +54,11 @@ def fit_job(engine: FitEngine, paint: Callable[[Fit], None] | None = None
             with single_blas_thread():
                 fit = engine.compute(job.request, followup=True, cancelled=job.superseded)
             job.emit("fit", done(fit))
+        if not job.inline and engine.wants_preparing(job.request) \
+                and job.quiet(FOLLOWUP_DELAY):
+            # while the hand rests, what the next gesture needs (nothing is sent)
+            with single_blas_thread():
+                engine.prepare(job.request)
 
     return compute
 
