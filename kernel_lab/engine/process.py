@@ -72,28 +72,45 @@ def _worker_main(requests: Any, events: Any, cancel: Any) -> None:
         rid, spec = request
         cancel.clear()
         last = [0.0]
+        held: list[tuple[float, str]] = []  # the last report left out by the rate limit
 
         def progress(fraction: float, message: str, rid: int = rid,
-                     last: list[float] = last) -> None:
+                     last: list[float] = last, held: list[tuple[float, str]] = held
+                     ) -> None:
             now = time.monotonic()
+            held.clear()
             if now - last[0] >= 0.03 or fraction >= 1.0:  # at most ~30 reports a second
                 last[0] = now
                 events.put(("progress", rid, fraction, message))
+            else:
+                held.append((fraction, message))
+
+        def flush(rid: int = rid, held: list[tuple[float, str]] = held) -> None:
+            """The last report before the end, if the rate limit left it out (a run
+            refused right after a report showed the report before it)."""
+            for fraction, message in held:
+                events.put(("progress", rid, fraction, message))
+            held.clear()
 
         try:
             result = run(spec, on_progress=progress,
                          on_partial=lambda p, rid=rid: events.put(("partial", rid, p)),
                          is_cancelled=cancel.is_set)
         except Cancelled:
+            flush()
             events.put(("cancelled", rid))
         except KernelLabError as exc:
+            flush()
             events.put(("failed", rid, str(exc), True))
         except MemoryError:
+            flush()
             events.put(("failed", rid, "out of memory: use fewer points or an approximate "
                                        "method", False))
         except Exception as exc:  # reported to the caller, never fatal to the worker
+            flush()
             events.put(("failed", rid, f"{type(exc).__name__}: {exc}", False))
         else:
+            flush()
             events.put(("finished", rid, result))
 
 
