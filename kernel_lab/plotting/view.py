@@ -746,6 +746,10 @@ class PlotView:
                 item.geometryChanged.disconnect()
             except (RuntimeError, TypeError):  # nothing connected, or already deleted
                 pass
+        # and the anchor forgets its holder, so that a signal still on its way does
+        # nothing (pyqtgraph's anchor returns at once without one; a CI run still met the
+        # error once after the disconnection)
+        self.legend._GraphicsWidgetAnchor__parent = None
 
     def clear_pins(self) -> None:
         for ghost in self.pins:

@@ -378,3 +378,17 @@ def test_no_axis_sets_its_label_again_at_every_range_change(qtbot, monkeypatch):
     view.item.vb.setYRange(0.0, 123.0, padding=0)
     view.item.vb.setXRange(1.0, 7.0, padding=0)
     assert calls == []
+
+
+def test_a_detached_legend_ignores_its_deleted_holder(qtbot):
+    """After detach the legend's anchor does nothing, even if a geometry change still
+    reaches it once its holder's C++ object is gone (a CI run met "Internal C++ object
+    (GraphicsLayout) already deleted" from such a late signal)."""
+    import shiboken6
+
+    w = pg.GraphicsLayoutWidget()
+    qtbot.addWidget(w)
+    view = PlotView(w.ci, 0, SPEC, colors={})
+    view.detach()
+    shiboken6.delete(view._holder)
+    view.legend._GraphicsWidgetAnchor__geometryChanged()  # the late signal: no error
