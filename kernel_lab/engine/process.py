@@ -96,22 +96,18 @@ def _worker_main(requests: Any, events: Any, cancel: Any) -> None:
             result = run(spec, on_progress=progress,
                          on_partial=lambda p, rid=rid: events.put(("partial", rid, p)),
                          is_cancelled=cancel.is_set)
+            end: tuple[Any, ...] = ("finished", rid, result)
         except Cancelled:
-            flush()
-            events.put(("cancelled", rid))
+            end = ("cancelled", rid)
         except KernelLabError as exc:
-            flush()
-            events.put(("failed", rid, str(exc), True))
+            end = ("failed", rid, str(exc), True)
         except MemoryError:
-            flush()
-            events.put(("failed", rid, "out of memory: use fewer points or an approximate "
-                                       "method", False))
+            end = ("failed", rid, "out of memory: use fewer points or an approximate method",
+                   False)
         except Exception as exc:  # reported to the caller, never fatal to the worker
-            flush()
-            events.put(("failed", rid, f"{type(exc).__name__}: {exc}", False))
-        else:
-            flush()
-            events.put(("finished", rid, result))
+            end = ("failed", rid, f"{type(exc).__name__}: {exc}", False)
+        flush()
+        events.put(end)
 
 
 class ProcessRunner:

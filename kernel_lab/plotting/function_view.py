@@ -198,25 +198,18 @@ class FunctionView:
 # and paint it again — on every Play frame and slider move.
 def _set_curve(item: Any, xy: tuple[np.ndarray, np.ndarray] | None, **kwargs: Any) -> None:
     """``item.setData(x, y)``, or no data; nothing when it had none and gets none."""
-    if xy is None:
-        if getattr(item, "_kl_empty", False):
-            return
-        item.setData([], [], **kwargs)
-    else:
-        item.setData(*xy, **kwargs)
-    item._kl_empty = xy is None
+    empty = xy is None
+    if not (empty and getattr(item, "_kl_empty", False)):
+        item.setData(*(([], []) if empty else xy), **kwargs)
+        item._kl_empty = empty
 
 
 def _set_scatter(item: Any, pos: np.ndarray | None) -> None:
     """``item.setData(pos=pos)``, or no points; nothing when it had none and gets none."""
-    if pos is None or not len(pos):
-        if getattr(item, "_kl_empty", False):
-            return
-        item.setData([])
-        item._kl_empty = True
-    else:
-        item.setData(pos=pos)
-        item._kl_empty = False
+    empty = pos is None or not len(pos)
+    if not (empty and getattr(item, "_kl_empty", False)):
+        item.setData(pos=_EMPTY if empty else pos)
+        item._kl_empty = empty
 
 
 def render_function_view(doc: Mapping[str, Any], path: str | os.PathLike[str], *,

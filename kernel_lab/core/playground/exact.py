@@ -248,18 +248,15 @@ class Bordered(Solved):
     S is not numerically positive definite."""
 
     def __init__(self, base: Solved, X: Array) -> None:
-        self.base, self.X, self.X_test = base, X, base.X_test
+        # the base bordered by no rows (B, Z and S's factor empty), then by X's new rows
+        self.base, self.X, self.X_test, self.K_test = base, base.X, base.X_test, base.K_test
         self.kernel, self.sigma, self.lam = base.kernel, base.sigma, base.lam
-        n0 = len(base.X)
         self._k = make_kernel(self.kernel, {"sigma": self.sigma})
-        new = X[n0:]
-        self._B = self._k(base.X, new)
-        self._Z = base.solve_block(self._B)
-        S = self._k(new)
-        S.flat[:: S.shape[0] + 1] += self.lam
-        S -= self._B.T @ self._Z
-        self._L = np.linalg.cholesky(S)
-        self.K_test = _test_block(base, self._k, new)
+        n0 = len(base.X)
+        self._B, self._Z, self._L = np.zeros((n0, 0)), np.zeros((n0, 0)), np.zeros((0, 0))
+        grown = self.bordered(X)
+        self.X, self.K_test = grown.X, grown.K_test
+        self._B, self._Z, self._L = grown._B, grown._Z, grown._L
 
     def bordered(self, X: Array) -> Bordered:
         n, n0 = len(self.X), len(self.base.X)

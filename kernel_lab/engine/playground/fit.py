@@ -170,11 +170,21 @@ class FitEngine:
                           req.points.y[~train],
                           pg.GridMap(req.dim, int(req.params["resolution"])), req.task)
 
+    @staticmethod
+    def _factor_key(v: int, kern: str, sigma: float, lam: float) -> tuple[Any, ...]:
+        return ("factor", v, kern, float(sigma), float(lam))
+
+    def _new_factor(self, problem: pg.Problem, v: int, kern: str, sigma: float, lam: float
+                    ) -> pg.Factor:
+        """The Cholesky factor of K + λI for this data, from its kept distances."""
+        return pg.Factor(problem.X, problem.X_test, kern, sigma, lam,
+                         self._pairs(problem, v, kern))
+
     def wants_preparing(self, req: Request) -> bool:
         """Whether :meth:`prepare` has something to make for ``req``."""
         p = req.params
         methods = {p["method"], p["compare"]} if p["compare"] else {p["method"]}
-        key = ("factor", req.version, p["kernel"], float(p["sigma"]), float(p["lam"]))
+        key = self._factor_key(req.version, p["kernel"], p["sigma"], p["lam"])
         return "ckrr" in methods and key not in self._cache
 
     def prepare(self, req: Request) -> None:
@@ -187,11 +197,10 @@ class FitEngine:
             return
         p = req.params
         problem = self._problem(req)
-        kern, sigma, lam = p["kernel"], float(p["sigma"]), float(p["lam"])
+        v, kern, sigma, lam = req.version, p["kernel"], float(p["sigma"]), float(p["lam"])
         try:
-            self._cached(("factor", req.version, kern, sigma, lam), lambda: pg.Factor(
-                problem.X, problem.X_test, kern, sigma, lam,
-                self._pairs(problem, req.version, kern)))
+            self._cached(self._factor_key(v, kern, sigma, lam),
+                         lambda: self._new_factor(problem, v, kern, sigma, lam))
         except np.linalg.LinAlgError:  # not positive definite: a painted point solves anew
             pass
 
@@ -202,7 +211,7 @@ class FitEngine:
         that only appended training points to an earlier data set's (a painted point),
         that set's factor at this σ and λ bordered — else its exact KRR
         eigendecomposition at this σ (any λ) bordered. O(n²) either way."""
-        key = ("factor", v, kern, sigma, lam)
+        key = self._factor_key(v, kern, sigma, lam)
         base = next((f for k, f in reversed(self._cache.items())
                      if k[0] == "factor" and k[2:] == key[2:]), None)
         if base is None or not base.extends(problem.X, problem.X_test):
@@ -212,8 +221,7 @@ class FitEngine:
         border = base is not None and base.extends(problem.X, problem.X_test)
         try:
             factor = self._cached(key, lambda: base.bordered(problem.X) if border else
-                                  pg.Factor(problem.X, problem.X_test, kern, sigma, lam,
-                                            self._pairs(problem, v, kern)))
+                                  self._new_factor(problem, v, kern, sigma, lam))
         except np.linalg.LinAlgError:  # not numerically positive definite: the estimator
             return pg.exact_direct(problem, kern, sigma, lam, centered)
         return factor.predict(problem, centered)
