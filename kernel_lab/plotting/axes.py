@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -156,6 +157,21 @@ def _log_axis_class() -> type:
     return LabelledLogAxis
 
 
+def grid_color(alpha: int, background: Any) -> tuple[int, int, int, int]:
+    """The grid's black at opacity ``alpha`` (0–255) as the opaque colour it makes over an
+    opaque ``background`` (a QColor); over a translucent one, the translucent black.
+
+    Qt's raster engine draws translucent one-pixel lines about 40 times slower than opaque
+    ones (measured: 110 lines over 450 × 620 pixels, 10–12 ms against 0.3 ms), which made
+    the grid most of a repaint while a run streams. Over an opaque background the two
+    look the same but where two grid lines cross (one pixel)."""
+    if background.alpha() < 255:
+        return (0, 0, 0, alpha)
+    keep = 1.0 - alpha / 255.0
+    return (round(background.red() * keep), round(background.green() * keep),
+            round(background.blue() * keep), 255)
+
+
 def grid_item(item: object) -> object:
     """The plot's grid (major and minor lines of both axes) as one item in its view box,
     drawn from the axes' current ticks at paint time.
@@ -200,9 +216,10 @@ def grid_item(item: object) -> object:
                     lines[level] += [QtCore.QLineF(v, y0, v, y1) if side == "bottom"
                                      else QtCore.QLineF(x0, v, x1, v) for v in values]
             p.setRenderHint(p.RenderHint.Antialiasing, False)
+            background = pg.mkColor(pg.getConfigOption("background"))
             for level, group in enumerate(lines):
-                pen = pg.mkPen((0, 0, 0, int(255 / (level + 1) * self.ALPHA
-                                             * density[level])), width=1)
+                alpha = int(255 / (level + 1) * self.ALPHA * density[level])
+                pen = pg.mkPen(grid_color(alpha, background), width=1)
                 pen.setCosmetic(True)
                 p.setPen(pen)
                 p.drawLines(group)

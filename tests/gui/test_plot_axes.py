@@ -106,3 +106,55 @@ def test_the_axis_and_the_grid_share_the_ticks_they_ask_for(qtbot, monkeypatch):
             ticks = axis.tickValues(-2.0, 2.0, length)
             assert [round(10 ** v, 6) for v in ticks[0][1]][:2] == [0.01, 0.1]
     assert len(calls) == 2
+
+
+def test_the_grid_draws_opaque_lines_that_look_as_the_translucent_ones(qtbot, monkeypatch):
+    """The grid's lines are the opaque grey that its translucent black makes over the
+    white background (Qt draws translucent lines about 40× slower): the picture is the
+    same but at the pixels where two grid lines cross, and no pen is translucent."""
+    from kernel_lab.plotting import axes
+
+    white = pg.mkColor("w")
+    assert axes.grid_color(64, white) == (191, 191, 191, 255)
+    assert axes.grid_color(0, white) == (255, 255, 255, 255)
+    assert axes.grid_color(64, pg.mkColor(0, 0, 0, 0)) == (0, 0, 0, 64)  # see-through
+
+    def picture() -> np.ndarray:
+        w = pg.GraphicsLayoutWidget()
+        qtbot.addWidget(w)
+        w.resize(500, 400)
+        view = PlotView(w.ci, 0, SPEC, colors={})
+        view.update(_table(0.01, 0.3))
+        for item in view.item.vb.addedItems:
+            if item is not view.grid:
+                item.hide()  # the grid alone
+        view.legend.hide()
+        pg.QtWidgets.QApplication.processEvents()
+        image = QtGui.QImage(500, 400, QtGui.QImage.Format.Format_RGB32)
+        image.fill(QtGui.QColor("white"))
+        painter = QtGui.QPainter(image)
+        w.render(painter)
+        painter.end()
+        pixels = np.frombuffer(image.constBits(), np.uint8).reshape(400, 500, 4)
+        w.close()
+        return pixels[:, :, :3].copy()
+
+    monkeypatch.setitem(pg.CONFIG_OPTIONS, "background", "w")  # as the application sets
+    monkeypatch.setitem(pg.CONFIG_OPTIONS, "foreground", "k")
+    pens = []
+    real_paint_color = axes.grid_color
+    monkeypatch.setattr(axes, "grid_color", lambda a, b: pens.append(real_paint_color(a, b))
+                        or pens[-1])
+    opaque = picture()
+    assert pens and all(c[3] == 255 for c in pens)
+    monkeypatch.setattr(axes, "grid_color", lambda a, b: (0, 0, 0, a))
+    translucent = picture()
+    grey = (opaque < 250).any(axis=2)
+    assert grey.sum() > 1000  # lines were drawn
+    differ = (np.abs(opaque.astype(int) - translucent.astype(int)) > 1).any(axis=2)
+    assert differ.sum() < 0.05 * grey.sum()
+    # where they differ, a horizontal and a vertical grid line cross (both pass through
+    # the pixel's row and column for a long way), and the double blend is darker
+    r, c = np.nonzero(differ)
+    assert (grey.sum(axis=1)[r] > 100).all() and (grey.sum(axis=0)[c] > 100).all()
+    assert (translucent[r, c].astype(int) < opaque[r, c]).all()
