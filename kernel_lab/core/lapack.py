@@ -1,4 +1,5 @@
-"""A Cholesky factor and triangular solves that let other threads run meanwhile.
+"""A Cholesky factor and triangular solves that let other threads run meanwhile, and a
+triangular matrix product in numpy's own BLAS.
 
 SciPy's ``cho_factor`` and ``solve_triangular`` hold Python's global interpreter lock for
 the whole LAPACK call: while the Playground's worker factorised ``K + λI`` (n = 1000,
@@ -10,6 +11,15 @@ LAPACK routines (``dpotrf``, ``dtrtrs``: SciPy's own, through the C entry points
 foreign call. The results are those of the SciPy functions to rounding (the same routine
 on the transposed layout); where the entry points cannot be reached, the SciPy functions
 are used.
+
+:func:`times_lower_transposed` is BLAS ``trmm`` (a product with a triangular matrix, half
+the work of a general one), which numpy does not offer: it is called in numpy's own
+OpenBLAS (found through threadpoolctl, which the project uses to limit BLAS threads), so
+it runs on the threads numpy's products use. SciPy's ``dtrmm`` would run in the second
+OpenBLAS that SciPy's wheel bundles, whose threads keep spinning after a call and halved
+the speed of numpy's next product (see :func:`kernel_lab.core.samplers._ridge_factor`).
+Where numpy's library or its symbol cannot be found, or a small self-check fails, a general
+product gives the same result.
 """
 
 from __future__ import annotations
@@ -108,3 +118,82 @@ def solve_lower(L: np.ndarray, B: np.ndarray, trans: bool = False) -> np.ndarray
     if info.value < 0:
         raise ValueError(f"illegal value in argument {-info.value} of dtrtrs")
     return X
+
+
+_CBLAS_ROW_MAJOR, _CBLAS_RIGHT, _CBLAS_LOWER, _CBLAS_TRANS, _CBLAS_NON_UNIT = \
+    101, 142, 122, 112, 131
+
+
+def _numpy_trmm() -> Any:
+    """numpy's ``cblas_dtrmm`` (64-bit integers, as numpy's wheels build OpenBLAS) as a
+    ctypes function, or None."""
+    try:
+        import os
+
+        from kernel_lab.core.executor import blas_controller
+
+        here = os.path.dirname(os.path.abspath(np.__file__))
+        for lib in blas_controller().lib_controllers:
+            path = os.path.abspath(getattr(lib, "filepath", "") or "")
+            if not (path.startswith(here) or os.path.basename(os.path.dirname(path))
+                    .startswith("numpy")):
+                continue  # another package's BLAS (SciPy's)
+            dll = ctypes.CDLL(path)
+            for name in ("scipy_cblas_dtrmm64_", "cblas_dtrmm64_"):
+                fn = getattr(dll, name, None)
+                if fn is None:
+                    continue
+                i64 = ctypes.c_int64
+                fn.argtypes = [ctypes.c_int] * 5 + [i64, i64, ctypes.c_double,
+                                                    ctypes.c_void_p, i64, ctypes.c_void_p,
+                                                    i64]
+                fn.restype = None
+                if _trmm_checks(fn):
+                    return fn
+        return None
+    except Exception:  # no threadpoolctl view of numpy's BLAS: the general product
+        return None
+
+
+def _trmm_checks(fn: Any) -> bool:
+    """Whether ``fn`` computes B Lᵀ on a small case as numpy's product does."""
+    rng = np.random.default_rng(0)
+    L = np.tril(rng.random((5, 5))) + np.eye(5)
+    B = rng.random((3, 5))
+    want = B @ L.T
+    _call_trmm(fn, B, L)
+    return bool(np.allclose(B, want, rtol=1e-13, atol=0.0))
+
+
+def _call_trmm(fn: Any, B: np.ndarray, L: np.ndarray) -> None:
+    n, m = B.shape
+    fn(_CBLAS_ROW_MAJOR, _CBLAS_RIGHT, _CBLAS_LOWER, _CBLAS_TRANS, _CBLAS_NON_UNIT, n, m, 1.0,
+       L.ctypes.data, L.strides[0] // 8, B.ctypes.data, B.strides[0] // 8)
+
+
+_TRMM: Any = None
+_TRMM_LOOKED = False
+
+
+def times_lower_transposed(B: np.ndarray, L: np.ndarray, overwrite: bool = False
+                           ) -> np.ndarray:
+    """``B Lᵀ`` for the lower triangle of ``L`` (m × m; its upper triangle is not read) and
+    B of shape (n, m): BLAS ``trmm`` in numpy's OpenBLAS, about half the work of
+    ``B @ L.T``. With ``overwrite`` and a C-ordered float64 B, the result is written over
+    B. The general product where numpy's ``trmm`` cannot be reached."""
+    global _TRMM, _TRMM_LOOKED
+    m = L.shape[0] if L.ndim == 2 else -1
+    if L.shape != (m, m) or B.ndim != 2 or B.shape[1] != m:
+        raise ValueError(f"B of shape (n, m) and a square L (m × m) are needed, not "
+                         f"{B.shape} and {L.shape}")
+    if not _TRMM_LOOKED:
+        _TRMM, _TRMM_LOOKED = _numpy_trmm(), True
+    if _TRMM is None:
+        return B @ np.tril(L).T
+    out = B if (overwrite and B.dtype == np.float64 and B.flags.c_contiguous
+                and B.flags.writeable) else np.array(B, dtype=np.float64, order="C")
+    Lc = L if (L.dtype == np.float64 and L.flags.c_contiguous) else \
+        np.ascontiguousarray(L, dtype=np.float64)
+    if out.size:
+        _call_trmm(_TRMM, out, Lc)
+    return out

@@ -32,6 +32,7 @@ import numpy as np
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.executor import one_blas_thread
 from kernel_lab.core.kernels import Kernel
+from kernel_lab.core.lapack import times_lower_transposed
 from kernel_lab.core.memory import check_allocation
 
 #: Algorithm 2 (fixed λ) halves n until a level has at most this many points, all of which
@@ -41,11 +42,6 @@ FIXED_LAMBDA_BASE = 64
 #: Kernel entries of one row block (8 MiB of float64) that the scalable samplers evaluate at
 #: a time: the rows of n × |S| kernel matrices are streamed, never held whole.
 BLOCK_ENTRIES = 2**20
-
-#: Columns of L⁻ᵀ per product in :func:`_scores_of_rows`: L⁻¹ is lower triangular, so
-#: column block j of ``K_{i,S} L⁻ᵀ`` needs only the first columns of ``K_{i,S}`` up to its
-#: end; with m/128 blocks the product costs about (1 + 128/m)/2 of the full one.
-SCORE_PANEL = 128
 
 #: :func:`_lower_inverse` solves triangles of at most this many rows directly.
 TRIANGLE_BASE = 64
@@ -194,18 +190,16 @@ def ridge_scores(Kii: np.ndarray, KS: np.ndarray, SKS: np.ndarray, w: np.ndarray
     return _scores_of_rows(Kii, KS, _ridge_factor(SKS, w, lam), lam)
 
 
-def _scores_of_rows(Kii: np.ndarray, KS: np.ndarray, Linv: np.ndarray, lam: float
-                    ) -> np.ndarray:
+def _scores_of_rows(Kii: np.ndarray, KS: np.ndarray, Linv: np.ndarray, lam: float,
+                    overwrite: bool = False) -> np.ndarray:
     """The scores of :func:`ridge_scores` for a block of rows, given ``L⁻¹`` of the
-    ridge-shifted sample matrix (:func:`_ridge_factor`). ``‖L⁻¹ K_{S,i}‖²`` is summed over
-    column panels of ``K_{i,S} L⁻ᵀ``, each from the leading columns of K_{i,S} that the
-    triangular L⁻¹ reaches (:data:`SCORE_PANEL`): about half the product's work."""
-    m = Linv.shape[0]
-    quad = np.zeros(KS.shape[0])
-    for start in range(0, m, SCORE_PANEL):
-        stop = min(start + SCORE_PANEL, m)
-        B = KS[:, :stop] @ Linv[start:stop, :stop].T
-        quad += np.einsum("ij,ij->i", B, B)
+    ridge-shifted sample matrix (:func:`_ridge_factor`). ``K_{i,S} L⁻ᵀ`` is one triangular
+    product (BLAS trmm in numpy's OpenBLAS: half a general product's work; measured on
+    50,000 × 347 rows, 77 ms against 120 ms for ``@``, and 143 ms for the products of
+    column panels that skipped the zero triangle before). With ``overwrite`` it is written
+    over KS (a scratch block)."""
+    B = times_lower_transposed(KS, Linv, overwrite=overwrite)
+    quad = np.einsum("ij,ij->i", B, B)
     return np.maximum(0.0, Kii - quad) / lam
 
 
@@ -250,7 +244,7 @@ def _level_scores(X: np.ndarray, pts: np.ndarray, inv: np.ndarray, sample: np.nd
         idx = others[start:start + rows]
         Xb = X[idx]
         KS = counter.block(Xb, XS, buffer[:idx.size])
-        raw[inv[idx]] = _scores_of_rows(counter.diag(Xb), KS, Linv, lam)
+        raw[inv[idx]] = _scores_of_rows(counter.diag(Xb), KS, Linv, lam, overwrite=True)
     return raw
 
 
@@ -570,7 +564,7 @@ def candidate_residual(counter: CountingKernel, XT: np.ndarray, XS: np.ndarray,
     H = counter(XT)
     FT = np.zeros((XT.shape[0], 0))
     if XS.shape[0]:
-        FT = counter(XT, XS) @ _lower_inverse(L).T
+        FT = times_lower_transposed(counter(XT, XS), _lower_inverse(L), overwrite=True)
         H -= FT @ FT.T
     return H, FT
 
@@ -604,10 +598,11 @@ def accept_pivots(H: np.ndarray, T: np.ndarray, u: np.ndarray, d_T: np.ndarray, 
 
 
 def residual_rows(counter: CountingKernel, X: np.ndarray, first: np.ndarray, XS: np.ndarray,
-                  Linv_T: np.ndarray) -> np.ndarray:
-    """``k(x, x) − ‖k(x, S) L⁻ᵀ‖²`` for the rows of X (``first`` their k(x, x)), clipped
-    at 0: RP-Cholesky's residual diagonal on one block of rows."""
-    F = counter(X, XS) @ Linv_T
+                  Linv: np.ndarray) -> np.ndarray:
+    """``k(x, x) − ‖k(x, S) L⁻ᵀ‖²`` for the rows of X (``first`` their k(x, x); ``Linv``
+    the lower-triangular L⁻¹), clipped at 0: RP-Cholesky's residual diagonal on one block
+    of rows."""
+    F = times_lower_transposed(counter(X, XS), Linv, overwrite=True)
     return np.clip(first - np.einsum("ij,ij->i", F, F), 0.0, None)
 
 
@@ -641,12 +636,12 @@ def _rpc_residual(X: np.ndarray, counter: CountingKernel, first: np.ndarray,
     :data:`BLOCK_ENTRIES` kernel entries, clipped at 0 and 0 on the pivots."""
     n = X.shape[0]
     XS = X[chosen]
-    Linv_T = _lower_inverse(L).T
+    Linv = _lower_inverse(L)
     d = np.empty(n)
     rows = max(1, BLOCK_ENTRIES // len(chosen))
     for start in range(0, n, rows):
         d[start:start + rows] = residual_rows(counter, X[start:start + rows],
-                                              first[start:start + rows], XS, Linv_T)
+                                              first[start:start + rows], XS, Linv)
     d[chosen] = 0.0
     return d
 

@@ -98,3 +98,37 @@ def test_another_thread_runs_during_a_factorisation():
     # the factorisations took a while, and the counting thread woke up throughout
     assert len(counts) >= 5
     assert max(gaps) < 0.5 * elapsed
+
+
+@pytest.mark.parametrize("layout", ["c", "fortran", "slice"])
+def test_times_lower_transposed_is_the_product_with_the_lower_triangle(layout):
+    """``B Lᵀ`` by numpy's BLAS trmm equals the general product with the lower triangle
+    (L's upper triangle, here noise, is not read), for B in any memory layout."""
+    rng = np.random.default_rng(3)
+    L = rng.normal(size=(37, 37))
+    big = rng.normal(size=(120, 50))
+    B = {"c": big[:, :37].copy(), "fortran": np.asfortranarray(big[:, :37]),
+         "slice": big[::2, 3:40]}[layout]
+    before = B.copy()
+    out = lapack.times_lower_transposed(B, L)
+    np.testing.assert_allclose(out, B @ np.tril(L).T, rtol=1e-13, atol=1e-13)
+    np.testing.assert_array_equal(B, before)  # not overwritten unless asked
+
+
+def test_times_lower_transposed_writes_over_b_when_asked():
+    rng = np.random.default_rng(4)
+    L, B = np.tril(rng.normal(size=(20, 20))), rng.normal(size=(9, 20))
+    want = B @ L.T
+    out = lapack.times_lower_transposed(B, L, overwrite=True)
+    np.testing.assert_allclose(out, want, rtol=1e-13, atol=1e-13)
+    if lapack._TRMM is not None:
+        assert out is B
+
+
+def test_times_lower_transposed_finds_numpy_trmm_and_checks_shapes():
+    lapack.times_lower_transposed(np.zeros((0, 3)), np.eye(3))
+    assert lapack._TRMM is not None  # numpy's wheels ship OpenBLAS with cblas_dtrmm
+    with pytest.raises(ValueError, match="square L"):
+        lapack.times_lower_transposed(np.zeros((4, 3)), np.eye(4))
+    with pytest.raises(ValueError, match="square L"):
+        lapack.times_lower_transposed(np.zeros((4, 3)), np.zeros((3, 2)))

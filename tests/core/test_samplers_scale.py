@@ -9,7 +9,7 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from kernel_lab.core import samplers
+from kernel_lab.core import lapack, samplers
 from kernel_lab.core.kernels import GaussianKernel
 from kernel_lab.core.samplers import (
     BLOCK_ENTRIES,
@@ -142,23 +142,31 @@ def test_lower_inverse_by_halves_equals_a_dense_solve(m):
         assert not np.triu(inv, 1).any()
 
 
-@pytest.mark.parametrize("panel", [7, 128, 1000])
-def test_ridge_scores_by_triangular_panels_equal_a_dense_solve(monkeypatch, panel):
-    """``(K_ii − K_{i,S} A⁻¹ K_{S,i}) / λ`` with ``A = K_SS + λ diag(w⁻²)``: the panels of
-    L⁻ᵀ that skip its zero triangle give the scores of one dense solve with A."""
+@pytest.mark.parametrize("trmm", [True, False])
+def test_ridge_scores_by_a_triangular_product_equal_a_dense_solve(monkeypatch, trmm):
+    """``(K_ii − K_{i,S} A⁻¹ K_{S,i}) / λ`` with ``A = K_SS + λ diag(w⁻²)``: the triangular
+    product with L⁻ᵀ (numpy's BLAS trmm, or the general product where it is missing) gives
+    the scores of one dense solve with A, and leaves its inputs alone."""
     rng = np.random.default_rng(5)
     X = rng.normal(size=(400, 3))
     kernel = GaussianKernel(0.8)
-    S = X[rng.choice(400, size=300, replace=False)]  # 300: panels of 128 leave 44
+    S = X[rng.choice(400, size=300, replace=False)]
     w = 1.0 / np.sqrt(rng.uniform(0.1, 1.0, size=300))
     lam = 0.05
     KS, SKS = kernel(X, S), kernel(S)
     A = SKS + lam * np.diag(1.0 / w**2)
     quad = np.einsum("ij,ji->i", KS, np.linalg.solve(A, KS.T))
     dense = np.maximum(0.0, 1.0 - quad) / lam
-    monkeypatch.setattr(samplers, "SCORE_PANEL", panel)
+    if not trmm:
+        monkeypatch.setattr(lapack, "_TRMM", None)
+        monkeypatch.setattr(lapack, "_TRMM_LOOKED", True)
+    else:
+        lapack.times_lower_transposed(np.zeros((1, 1)), np.ones((1, 1)))  # looked up
+        assert lapack._TRMM is not None, "numpy's trmm was not found"
+    before = KS.copy()
     np.testing.assert_allclose(ridge_scores(np.ones(400), KS, SKS, w, lam), dense,
                                rtol=1e-10, atol=1e-10)
+    np.testing.assert_array_equal(KS, before)
 
 
 @pytest.mark.parametrize("name", ["recursive-rls", "recursive-rls-fast", "rp-cholesky"])

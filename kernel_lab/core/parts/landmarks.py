@@ -229,7 +229,7 @@ class LevelStep:
         for start in range(0, index.size, step):
             Xb = X[start:start + step]
             raw[start:start + step] = _scores_of_rows(counter.diag(Xb), counter(Xb, self.XS),
-                                                      self.Linv, self.lam)
+                                                      self.Linv, self.lam, overwrite=True)
         scores = np.minimum(1.0, self.q * raw)
         out: dict[str, Any] = {"count": index.size, "evaluations": counter.evaluations}
         if self.view is not None:
@@ -336,7 +336,7 @@ def recursive_rls_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel, s: in
 # RP-Cholesky, blocked
 
 
-def _rpc_part(part: Any, plan: RowPlan, kernel: Kernel, XS: np.ndarray, Linv_T: np.ndarray,
+def _rpc_part(part: Any, plan: RowPlan, kernel: Kernel, XS: np.ndarray, Linv: np.ndarray,
               chosen: np.ndarray, seed: int, stream: int, b: int) -> dict[str, Any]:
     """A partition's residual diagonal after the pivots ``XS`` and its b smallest weighted
     keys by it."""
@@ -348,7 +348,7 @@ def _rpc_part(part: Any, plan: RowPlan, kernel: Kernel, XS: np.ndarray, Linv_T: 
         step = max(1, BLOCK_ENTRIES // XS.shape[0])
         for start in range(0, d.size, step):
             d[start:start + step] = residual_rows(counter, rows.X[start:start + step],
-                                                  first[start:start + step], XS, Linv_T)
+                                                  first[start:start + step], XS, Linv)
     d[np.isin(rows.index, chosen)] = 0.0
     value = rowkeys.weighted_keys(seed, stream, rows.index, d)
     pick = rowkeys.smallest(value, rows.index, b)
@@ -387,9 +387,9 @@ def rp_cholesky_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel, s: int,
         if progress is not None:
             progress(k / s, f"RP-Cholesky: round {rnd + 1}, {k} of {s} pivots")
         b = min(RPC_MAX_PROPOSALS, max(need, math.ceil(1.25 * need / rate)))
-        Linv_T = _lower_inverse(L[:k, :k]).T if k else np.zeros((0, 0))
+        Linv = _lower_inverse(L[:k, :k]) if k else np.zeros((0, 0))
         p = 0 if XS is None else XS.shape[1]
-        outs = parts.map(_rpc_part, plan, kernel, XS if k else np.zeros((0, p)), Linv_T,
+        outs = parts.map(_rpc_part, plan, kernel, XS if k else np.zeros((0, p)), Linv,
                          index, seed, rowkeys.RPC_ROUND + rnd, b)
         evaluations += sum(o["evaluations"] for o in outs)
         total = tree_combine([o["total"] for o in outs])
