@@ -15,6 +15,7 @@ from kernel_lab.core.models.nystrom import (
     NystromRidge,
     nystrom_factor,
     nystrom_features,
+    nystrom_normalization,
 )
 from kernel_lab.core.samplers import (
     SAMPLERS,
@@ -125,6 +126,52 @@ def test_features_in_row_blocks_equal_the_dense_product():
     N = rng.normal(size=(2000, 3))
     np.testing.assert_allclose(nystrom_features(kernel, X[:70], S, N), kernel(X[:70], S) @ N,
                                rtol=0, atol=1e-12)
+
+
+def test_a_well_conditioned_w_gets_the_cholesky_basis_and_the_same_approximation(
+        monkeypatch):
+    """W within TRIANGULAR_KAPPA_MAX: N = L⁻ᵀ (upper triangular, N Nᵀ = W⁻¹) and the
+    features come by a triangular product; K̃ = F Fᵀ, the ridge's predictions and its
+    CG solve equal those of the eigenbasis (a rotation of the same features)."""
+    from kernel_lab.core.models import nystrom
+
+    rng = np.random.default_rng(8)
+    X, y = rng.normal(size=(900, 4)), rng.normal(size=900)
+    kernel = GaussianKernel(2.0)
+    nf = NystromFeatures(kernel, n_components=40, sampler="uniform", random_state=0).fit(X)
+    W = kernel(nf.landmarks_)
+    e = np.linalg.eigvalsh(W)
+    assert e[-1] < nystrom.TRIANGULAR_KAPPA_MAX * e[0]  # the case under test
+    N, Linv = nf.normalization_, nf.lower_inverse_
+    assert Linv is not None and not np.triu(Linv, 1).any() and not np.tril(N, -1).any()
+    np.testing.assert_allclose(N @ N.T @ W, np.eye(40), atol=1e-9)
+    F = nf.transform(X)
+    eig = nystrom_factor(W)
+    K_eig = kernel(X, nf.landmarks_) @ eig
+    np.testing.assert_allclose(F @ F.T, K_eig @ K_eig.T, rtol=0, atol=1e-10)
+    fits = {}
+    for basis, bound in (("cholesky", nystrom.TRIANGULAR_KAPPA_MAX), ("eigen", 0.0)):
+        monkeypatch.setattr(nystrom, "TRIANGULAR_KAPPA_MAX", bound)
+        for solver in ("direct", "cg"):
+            model = NystromRidge(0.1, kernel=kernel, n_components=40, sampler="uniform",
+                                 random_state=0, solver=solver, cg_tol=1e-12).fit(X, y)
+            assert (model.features_.lower_inverse_ is None) == (basis == "eigen")
+            fits[basis, solver] = model.predict(X[:50])
+    for solver in ("direct", "cg"):
+        np.testing.assert_allclose(fits["cholesky", solver], fits["eigen", solver],
+                                   rtol=0, atol=1e-8)
+
+
+def test_an_ill_conditioned_or_singular_w_keeps_the_eigenbasis():
+    W = GaussianKernel(1.0)(np.random.default_rng(3).normal(size=(5, 2)).repeat(2, axis=0))
+    N, Linv = nystrom_normalization(W)  # rank 5 of 10
+    assert Linv is None and N.shape == (10, 5)
+    np.testing.assert_array_equal(N, nystrom_factor(W))
+    tight = GaussianKernel(10.0)(np.linspace(0, 1, 30)[:, None])  # κ far above 1e6
+    N, Linv = nystrom_normalization(tight)
+    assert Linv is None
+    np.testing.assert_array_equal(N, nystrom_factor(tight))
+    assert nystrom_normalization(np.zeros((0, 0)))[1] is None
 
 
 def test_trace_error_and_lanczos_match_dense_formulas():

@@ -1,8 +1,12 @@
 """Nyström features ``F = C W^{-1/2}`` and ridge regression on them.
 
 With landmarks S, ``C = K[:, S]`` and ``W = K[S, S]``, the Nyström approximation is
-``K̃ = C W⁺ Cᵀ = F Fᵀ``. W is factorised by an eigendecomposition with eigenvalues below a
-relative cut-off dropped, so duplicate landmarks and a singular W are handled.
+``K̃ = C W⁺ Cᵀ = F Fᵀ``. A well-conditioned W (its eigenvalues within
+:data:`TRIANGULAR_KAPPA_MAX` of each other) is factorised by Cholesky, ``W = L Lᵀ``, and
+``F = C L⁻ᵀ`` is one triangular product per block (half a general one); any other W by an
+eigendecomposition with eigenvalues below a relative cut-off dropped, ``F = C V e^{-1/2}``,
+so duplicate landmarks and a singular W are handled. The two bases differ by a rotation:
+F Fᵀ, and every fit and prediction made from F, are the same.
 :class:`NystromRidge` solves its ridge problem directly on the n × r features or, for large
 n·s, by preconditioned conjugate gradients that never form them
 (:mod:`kernel_lab.core.models.nystrom_cg`).
@@ -32,6 +36,7 @@ from kernel_lab.core.kernels import (
     make_kernel,
     resolve_bandwidth,
 )
+from kernel_lab.core.lapack import times_lower_transposed
 from kernel_lab.core.memory import check_allocation, rows_per_block
 from kernel_lab.core.models.feature_ridge import feature_ridge
 from kernel_lab.core.models.nystrom_cg import (
@@ -41,7 +46,8 @@ from kernel_lab.core.models.nystrom_cg import (
     nystrom_predict,
     nystrom_ridge_cg,
 )
-from kernel_lab.core.samplers import SAMPLERS, CountingKernel, make_sampler
+from kernel_lab.core.models.streaming import GRAM_KAPPA_MAX
+from kernel_lab.core.samplers import SAMPLERS, CountingKernel, _lower_inverse, make_sampler
 from kernel_lab.core.validation import (
     LAM,
     Integer,
@@ -53,6 +59,12 @@ from kernel_lab.core.validation import (
 
 #: Eigenvalues of W below this fraction of the largest are treated as zero.
 RCOND = 1e-12
+
+#: W whose largest eigenvalue is at most this many times its smallest gets the Cholesky
+#: basis ``F = C L⁻ᵀ`` (rounding in F is then at most about this times the machine epsilon
+#: relative, as in the eigenbasis); above, the eigenbasis with its cut-off. The bound of
+#: the streamed ridge's sums of k(X, S), so those hold for every Cholesky basis.
+TRIANGULAR_KAPPA_MAX = GRAM_KAPPA_MAX
 
 #: ``NystromRidge(solver="auto")`` uses conjugate gradients when the n × s kernel block
 #: ``k(X, S)`` (8 n s bytes) would exceed this, the direct solve otherwise.
@@ -77,21 +89,48 @@ def nystrom_factor(W: np.ndarray, rcond: float = RCOND) -> np.ndarray:
     return V[:, keep] / np.sqrt(e[keep])
 
 
+def nystrom_normalization(W: np.ndarray, rcond: float = RCOND
+                          ) -> tuple[np.ndarray, np.ndarray | None]:
+    """``(N, L⁻¹)`` with ``F = C N`` the Nyström features: for a W whose eigenvalues lie
+    within :data:`TRIANGULAR_KAPPA_MAX` of each other, ``N = L⁻ᵀ`` (upper triangular, W =
+    LLᵀ) and L⁻¹ is returned too, so that F is a triangular product
+    (:func:`nystrom_features`); otherwise ``N = nystrom_factor(W)`` and None."""
+    with one_blas_thread():  # small: a second thread costs more than it saves
+        e = np.linalg.eigvalsh(W) if W.size else np.zeros(0)
+    if e.size and e[0] > 0.0 and e[-1] <= TRIANGULAR_KAPPA_MAX * e[0]:
+        with one_blas_thread():
+            try:
+                L = np.linalg.cholesky(W)
+            except np.linalg.LinAlgError:
+                L = None
+        if L is not None:
+            Linv = np.tril(_lower_inverse(L))  # exactly triangular, as trmm reads it
+            return Linv.T, Linv
+    return nystrom_factor(W, rcond), None
+
+
 def nystrom_features(kernel: Kernel, X: np.ndarray, landmarks: np.ndarray,
-                     normalization: np.ndarray) -> np.ndarray:
+                     normalization: np.ndarray, lower_inverse: np.ndarray | None = None
+                     ) -> np.ndarray:
     """``F = k(X, S) · normalization``, shape (n, r), over row blocks of X: each block of
     ``k(X, S)`` (at most :data:`FEATURE_BLOCK_BYTES`) is evaluated into one reused buffer
     and multiplied at once, so the n × s kernel matrix is never held (nor its 8 n s bytes
-    freshly allocated, page by page)."""
+    freshly allocated, page by page). With ``lower_inverse`` (L⁻¹, normalization = L⁻ᵀ;
+    see :func:`nystrom_normalization`) each block is evaluated into F itself and
+    multiplied there by BLAS trmm."""
     n, s = X.shape[0], landmarks.shape[0]
     r = normalization.shape[1]
     check_allocation(8.0 * n * r, f"the {n}×{r} Nyström features",
                      "Use fewer points or fewer landmarks.")
     F = np.empty((n, r))
     rows = rows_per_block(s, FEATURE_BLOCK_BYTES)
-    buffer = np.empty((min(rows, n), s))
+    buffer = np.empty((min(rows, n), s)) if lower_inverse is None else None
     for start in range(0, n, rows):
         stop = min(start + rows, n)
+        if buffer is None:
+            C = kernel.block(X[start:stop], landmarks, F[start:stop])
+            times_lower_transposed(C, lower_inverse, overwrite=True)
+            continue
         C = kernel.block(X[start:stop], landmarks, buffer[:stop - start])
         np.dot(C, normalization, out=F[start:stop])
     return F
@@ -118,7 +157,12 @@ class NystromFeatures(TransformerMixin, BaseEstimator):
     landmark_indices_ : ndarray, shape (s,)
     landmarks_ : ndarray, shape (s, p)
     normalization_ : ndarray, shape (s, r)
-        ``W^{-1/2}`` on the non-null eigenspace; r < s when W is singular.
+        N with ``F = k(X, S) N`` and ``N Nᵀ = W⁺`` (W = k(S, S)): ``L⁻ᵀ`` (upper
+        triangular, r = s) for a well-conditioned W, else ``W^{-1/2}`` on the non-null
+        eigenspace, r < s when W is singular (see :func:`nystrom_normalization`).
+    lower_inverse_ : ndarray or None
+        L⁻¹ when ``normalization_`` is L⁻ᵀ (the features are then a triangular product),
+        else None.
     scores_ : ndarray or None
         The sampler's per-point scores on the training data.
     kernel_evaluations_ : int
@@ -151,7 +195,8 @@ class NystromFeatures(TransformerMixin, BaseEstimator):
         counter = CountingKernel(self.kernel_)
         self.landmark_indices_ = sample.indices
         self.landmarks_ = X[sample.indices]
-        self.normalization_ = nystrom_factor(counter(self.landmarks_))
+        self.normalization_, self.lower_inverse_ = nystrom_normalization(
+            counter(self.landmarks_))
         self.scores_ = sample.scores
         self.kernel_evaluations_ = sample.kernel_evaluations + counter.evaluations
         return self
@@ -160,7 +205,8 @@ class NystromFeatures(TransformerMixin, BaseEstimator):
         """Features F, shape (n, r)."""
         check_is_fitted(self, "normalization_")
         X = validate_data(self, X, reset=False, dtype=np.float64)
-        return nystrom_features(self.kernel_, X, self.landmarks_, self.normalization_)
+        return nystrom_features(self.kernel_, X, self.landmarks_, self.normalization_,
+                                getattr(self, "lower_inverse_", None))
 
 
 class NystromRidge(RegressorMixin, BaseEstimator):

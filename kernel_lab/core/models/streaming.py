@@ -121,8 +121,9 @@ def predict_blocks(features: Callable[[np.ndarray], np.ndarray], X: np.ndarray,
 
 
 def columns_well_conditioned(N: np.ndarray) -> bool:
-    """Whether the Nyström normalisation ``N = V e^{-1/2}`` keeps eigenvalues of W spanning
-    at most :data:`GRAM_KAPPA_MAX`, so that sums of ``k(X, S)`` mapped by N are accurate."""
+    """Whether the Nyström normalisation in W's eigenbasis, ``N = V e^{-1/2}``, keeps
+    eigenvalues of W spanning at most :data:`GRAM_KAPPA_MAX`, so that sums of ``k(X, S)``
+    mapped by N are accurate."""
     if N.shape[1] == 0:
         return False
     e = 1.0 / np.einsum("ij,ij->j", N, N)  # the kept eigenvalues of W (columns V e^{-1/2})
@@ -134,7 +135,11 @@ def kernel_columns(features: Any) -> tuple[Any, np.ndarray] | None:
     (see :data:`GRAM_KAPPA_MAX`), else None (random features, or an ill-conditioned W):
     :class:`StreamedRidge` then sums the s columns of k(X, S) instead of the features."""
     N = getattr(features, "normalization_", None)
-    if N is None or not columns_well_conditioned(N):
+    if N is None:
+        return None
+    # a Cholesky basis N = L⁻ᵀ is given only to a W within TRIANGULAR_KAPPA_MAX (which
+    # is GRAM_KAPPA_MAX); the eigenbasis tells its eigenvalues by its columns' norms
+    if getattr(features, "lower_inverse_", None) is None and not columns_well_conditioned(N):
         return None
     kernel, landmarks = features.kernel_, features.landmarks_
     return (lambda A: kernel(A, landmarks)), N
