@@ -202,3 +202,23 @@ def test_bad_kernel_specs(spec, match):
 def test_median_heuristic():
     X = np.array([[0.0], [1.0], [3.0]])
     assert median_heuristic(X) == 2.0  # distances 1, 3, 2
+
+
+def test_a_small_allocation_needs_no_look_at_the_free_memory(monkeypatch):
+    """Requests within the least budget free memory can give pass without reading it
+    (it cost 3 % of a million-row run); larger ones, and any with a budget set in the
+    environment, are checked as before."""
+    from kernel_lab.core import memory
+
+    def unread() -> int:
+        raise AssertionError("the free memory was read")
+
+    monkeypatch.delenv(memory.BUDGET_ENV, raising=False)
+    monkeypatch.setattr(memory, "available_memory_bytes", unread)
+    memory.check_allocation(memory.FLOOR_BUDGET_BYTES, "a block", "")
+    with pytest.raises(AssertionError, match="free memory was read"):
+        memory.check_allocation(memory.FLOOR_BUDGET_BYTES + 1, "a block", "")
+    monkeypatch.setattr(memory, "available_memory_bytes", lambda: 2**40)
+    monkeypatch.setenv(memory.BUDGET_ENV, "1")  # 1 MiB
+    with pytest.raises(MemoryBudgetError, match="the 1000×1000 kernel matrix"):
+        GaussianKernel(1.0)(np.zeros((1000, 2)))
