@@ -158,3 +158,19 @@ def test_sums_of_kernel_columns_only_when_w_is_well_conditioned():
     np.testing.assert_allclose(columns[0](spread[:5]) @ N, well.transform(spread[:5]),
                                rtol=1e-12, atol=1e-15 * N.shape[0] * np.abs(N).max())
     assert streaming.kernel_columns(ill) is None
+
+
+def test_centred_sums_in_place_equal_those_of_a_copy():
+    """``overwrite`` centres the block in place: the same sums (bit for bit), and the
+    caller's block is left alone without it."""
+    rng = np.random.default_rng(4)
+    F, y = rng.normal(size=(300, 7)) + 3.0, rng.normal(size=300)
+    keep = F.copy()
+    a = streaming.CentredSums.of(F, y)
+    np.testing.assert_array_equal(F, keep)
+    b = streaming.CentredSums.of(F, y, overwrite=True)
+    for name in ("mean", "y_mean", "gram", "rhs"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+    np.testing.assert_allclose(F, keep - keep.mean(axis=0), rtol=0, atol=1e-14)
+    ref = (keep - keep.mean(axis=0)).T @ (keep - keep.mean(axis=0))
+    np.testing.assert_allclose(b.gram, ref, rtol=1e-12)

@@ -160,13 +160,15 @@ class CentredSums:
     rhs: np.ndarray
 
     @classmethod
-    def of(cls, F: np.ndarray, y: np.ndarray) -> CentredSums:
-        """The sums of one block of rows (any number, none included)."""
+    def of(cls, F: np.ndarray, y: np.ndarray, overwrite: bool = False) -> CentredSums:
+        """The sums of one block of rows (any number, none included); with ``overwrite``
+        the block (a float64 scratch array) is centred in place rather than copied."""
         n, r = F.shape
         if n == 0:
             return cls(0, np.zeros(r), 0.0, np.zeros((r, r)), np.zeros(r))
         mean, y_mean = F.mean(axis=0), float(y.mean())
-        Fc = F - mean
+        in_place = overwrite and F.dtype == np.float64 and F.flags.writeable
+        Fc = np.subtract(F, mean, out=F if in_place else None)
         return cls(n, mean, y_mean, Fc.T @ Fc, Fc.T @ (y - y_mean))
 
     def __add__(self, other: CentredSums) -> CentredSums:
@@ -255,7 +257,8 @@ class StreamedRidge:
     Parameters
     ----------
     transform : callable
-        Rows of X (a block) to their features.
+        Rows of X (a block) to their features, a new array at each call (the sums centre
+        it in place).
     X, y : ndarray
         The training rows and targets.
     rows : int
@@ -270,7 +273,9 @@ class StreamedRidge:
         block = transform if columns is None else columns[0]
         sums = None
         for start in range(0, X.shape[0], rows):
-            part = CentredSums.of(block(X[start:start + rows]), y[start:start + rows])
+            # each block is a new array (the features or kernel columns of its rows)
+            part = CentredSums.of(block(X[start:start + rows]), y[start:start + rows],
+                                  overwrite=True)
             sums = part if sums is None else sums + part
         assert sums is not None, "no rows"
         if columns is not None:
