@@ -113,6 +113,28 @@ def test_live_axes_keep_their_range_while_the_points_fit_and_fit_exactly_after(v
     assert vb.viewRange() == exact
 
 
+def test_live_axes_leave_room_on_the_side_the_points_move_to(view):
+    """Results that move on (λ growing one grid point at a time, as cells come in): an
+    axis the points leave on one side is set with room ahead on that side, so it moves
+    on fewer partial results than the points do, and the points always fit and fill at
+    least half of it."""
+    t = table()
+    vb = view.item.vb
+    moves, last = 0, None
+    for n in range(2, 10):
+        part = {k: v[:n] for k, v in t.items()}
+        view.update(part, live=True)
+        (a, b), _ = vb.viewRange()
+        x = np.log10(part["lam"])
+        assert a <= x.min() and x.max() <= b and x.max() - x.min() >= 0.5 * (b - a)
+        moves += (a, b) != last
+        last = (a, b)
+    assert moves <= 4  # 8 growing tables; following the points exactly took 8
+    # room ahead on the side the points left by (the high side), not behind
+    lam = np.log10(t["lam"])
+    assert b - lam.max() >= 2 * (lam.min() - a)
+
+
 def test_live_axes_leave_a_users_zoom_alone(view):
     t = table()
     view.update(t, live=True)
