@@ -171,6 +171,13 @@ def _call_trmm(fn: Any, B: np.ndarray, L: np.ndarray) -> None:
        L.ctypes.data, L.strides[0] // 8, B.ctypes.data, B.strides[0] // 8)
 
 
+def _rows_in_place(A: np.ndarray) -> bool:
+    """Whether BLAS can read A as row-major with its own row stride as the leading
+    dimension (numpy calls a one-row view contiguous whatever its stride)."""
+    return (A.dtype == np.float64 and A.flags.c_contiguous
+            and A.strides[0] == 8 * max(1, A.shape[1]))
+
+
 _TRMM: Any = None
 _TRMM_LOOKED = False
 
@@ -190,10 +197,9 @@ def times_lower_transposed(B: np.ndarray, L: np.ndarray, overwrite: bool = False
         _TRMM, _TRMM_LOOKED = _numpy_trmm(), True
     if _TRMM is None:
         return B @ np.tril(L).T
-    out = B if (overwrite and B.dtype == np.float64 and B.flags.c_contiguous
-                and B.flags.writeable) else np.array(B, dtype=np.float64, order="C")
-    Lc = L if (L.dtype == np.float64 and L.flags.c_contiguous) else \
-        np.ascontiguousarray(L, dtype=np.float64)
+    out = B if (overwrite and _rows_in_place(B) and B.flags.writeable) else \
+        np.array(B, dtype=np.float64, order="C")
+    Lc = L if _rows_in_place(L) else np.array(L, dtype=np.float64, order="C")
     if out.size:
         _call_trmm(_TRMM, out, Lc)
     return out

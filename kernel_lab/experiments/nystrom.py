@@ -143,6 +143,7 @@ class SampledFeatures:
         self.landmark_indices_ = sample.indices
         self.landmarks_ = X[sample.indices]
         self.normalization_ = nystrom_factor(counter(self.landmarks_))
+        self.lower_inverse_ = None  # the eigenbasis (see NystromFeatures)
         self.scores_ = sample.scores
         self.kernel_evaluations_ = sample.kernel_evaluations + counter.evaluations
 

@@ -222,3 +222,18 @@ def test_a_small_allocation_needs_no_look_at_the_free_memory(monkeypatch):
     monkeypatch.setenv(memory.BUDGET_ENV, "1")  # 1 MiB
     with pytest.raises(MemoryBudgetError, match="the 1000×1000 kernel matrix"):
         GaussianKernel(1.0)(np.zeros((1000, 2)))
+
+
+@pytest.mark.parametrize("shape", [(300, 200, 5), (3, 4000, 700), (1, 1, 2), (0, 7, 3)])
+def test_gaussian_blocks_by_either_product_equal_scikit_learn(shape):
+    """Narrow inputs take the product of extended rows, wide ones with few rows the
+    product and the norms subtracted (the extended copies would outweigh the block):
+    both give scikit-learn's rbf_kernel to rounding, in [0, 1]."""
+    n, m, p = shape
+    rng = np.random.default_rng(9)
+    X, Y = rng.normal(size=(n, p)), rng.normal(size=(m, p))
+    kernel = GaussianKernel(0.7 * np.sqrt(p))
+    K = kernel.block(X, Y)
+    ref = rbf_kernel(X, Y, gamma=1.0 / (2 * kernel.sigma**2)) if n else np.zeros((0, m))
+    np.testing.assert_allclose(K, ref, rtol=1e-13, atol=1e-15)
+    assert (K <= 1.0).all() and (K >= 0.0).all()

