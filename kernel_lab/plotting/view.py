@@ -572,7 +572,8 @@ class PlotView:
     def _follow_data(self, points: list[tuple[np.ndarray, np.ndarray]],
                      fixed_y: bool) -> None:
         """While results stream in, each autoscaled axis keeps its range as long as the
-        points fit in it and fill at least half of it; otherwise it is set to theirs.
+        points fit in it and fill at least half of it; otherwise it is set to theirs, with
+        room ahead on the one side they left by.
         Fitting them exactly at every partial result re-laid out the axes, their ticks
         and grid and every curve's path at each redraw (the biggest share of a redraw
         and of the repaint after it); the last, complete picture is fitted exactly."""
