@@ -257,8 +257,8 @@ class GaussianKernel(ShiftInvariantKernel):
         # with wide inputs) the norms are subtracted after the product.
         c = 0.5 / self.sigma**2
         (n, p), m = X.shape, Y.shape[0]
-        rows = max(1, CACHE_BLOCK_BYTES // (8 * max(m, 1)))
-        if 2 * (p + 2) <= min(n, m):
+        extended = 2 * (p + 2) <= min(n, m)
+        if extended:
             A = np.empty((n, p + 2))
             A[:, :p] = X
             np.einsum("ij,ij->i", X, X, out=A[:, p])
@@ -270,19 +270,17 @@ class GaussianKernel(ShiftInvariantKernel):
             np.einsum("ij,ij->i", Y, Y, out=B[:, p + 1])
             B[:, p + 1] *= -c
             np.dot(A, B.T, out=out)
-            for start in range(0, n, rows):
-                chunk = out[start:start + rows]
-                np.minimum(chunk, 0.0, out=chunk)
-                np.exp(chunk, out=chunk)
-            return
-        np.dot(X, Y.T, out=out)
-        x_term = c * np.einsum("ij,ij->i", X, X)
-        y_term = c * np.einsum("ij,ij->i", Y, Y)
+        else:
+            np.dot(X, Y.T, out=out)
+            x_term = c * np.einsum("ij,ij->i", X, X)
+            y_term = c * np.einsum("ij,ij->i", Y, Y)
+        rows = max(1, CACHE_BLOCK_BYTES // (8 * max(m, 1)))
         for start in range(0, n, rows):
             chunk = out[start:start + rows]
-            chunk *= 2.0 * c
-            chunk -= x_term[start:start + rows, None]
-            chunk -= y_term
+            if not extended:
+                chunk *= 2.0 * c
+                chunk -= x_term[start:start + rows, None]
+                chunk -= y_term
             np.minimum(chunk, 0.0, out=chunk)
             np.exp(chunk, out=chunk)
 

@@ -25,10 +25,13 @@ product gives the same result.
 from __future__ import annotations
 
 import ctypes
+import os
 from typing import Any
 
 import numpy as np
 import scipy.linalg as sla
+
+from kernel_lab.core.executor import blas_controller, one_blas_thread
 
 _P = ctypes.POINTER(ctypes.c_int)
 _SIGNATURES: dict[str, Any] = {
@@ -120,6 +123,36 @@ def solve_lower(L: np.ndarray, B: np.ndarray, trans: bool = False) -> np.ndarray
     return X
 
 
+#: :func:`lower_inverse` solves triangles of at most this many rows directly.
+TRIANGLE_BASE = 64
+
+
+def lower_inverse(L: np.ndarray) -> np.ndarray:
+    """``L⁻¹`` of a small lower-triangular factor, to apply to many rows in one product
+    (exactly lower triangular): by halves, ``[[A, 0], [B, C]]⁻¹ = [[A⁻¹, 0], [−C⁻¹ B A⁻¹,
+    C⁻¹]]`` (LAPACK's ``trtri`` by blocks) in numpy's BLAS on one thread, down to
+    :data:`TRIANGLE_BASE` rows solved directly. About m³/3 operations where a general
+    solve against the identity took 8/3 m³ (410 rows: 2.5 against 15 ms); numpy's rather
+    than SciPy's, see :func:`kernel_lab.core.samplers._ridge_factor`."""
+    with one_blas_thread():
+        return _lower_inverse_halves(L)
+
+
+def _lower_inverse_halves(L: np.ndarray) -> np.ndarray:
+    m = L.shape[0]
+    if m <= TRIANGLE_BASE:
+        # the solve's pivoting leaves rounding above the diagonal: zero, as L⁻¹ is there
+        return np.tril(np.linalg.solve(L, np.eye(m)))
+    h = m // 2
+    A = _lower_inverse_halves(L[:h, :h])
+    C = _lower_inverse_halves(L[h:, h:])
+    inv = np.zeros((m, m))
+    inv[:h, :h] = A
+    inv[h:, h:] = C
+    inv[h:, :h] = -(C @ (L[h:, :h] @ A))
+    return inv
+
+
 _CBLAS_ROW_MAJOR, _CBLAS_RIGHT, _CBLAS_LOWER, _CBLAS_TRANS, _CBLAS_NON_UNIT = \
     101, 142, 122, 112, 131
 
@@ -128,10 +161,6 @@ def _numpy_trmm() -> Any:
     """numpy's ``cblas_dtrmm`` (64-bit integers, as numpy's wheels build OpenBLAS) as a
     ctypes function, or None."""
     try:
-        import os
-
-        from kernel_lab.core.executor import blas_controller
-
         here = os.path.dirname(os.path.abspath(np.__file__))
         for lib in blas_controller().lib_controllers:
             path = os.path.abspath(getattr(lib, "filepath", "") or "")

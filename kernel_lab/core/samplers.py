@@ -32,7 +32,7 @@ import numpy as np
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.executor import one_blas_thread
 from kernel_lab.core.kernels import Kernel
-from kernel_lab.core.lapack import times_lower_transposed
+from kernel_lab.core.lapack import lower_inverse, times_lower_transposed
 from kernel_lab.core.memory import check_allocation
 
 #: Algorithm 2 (fixed λ) halves n until a level has at most this many points, all of which
@@ -42,9 +42,6 @@ FIXED_LAMBDA_BASE = 64
 #: Kernel entries of one row block (8 MiB of float64) that the scalable samplers evaluate at
 #: a time: the rows of n × |S| kernel matrices are streamed, never held whole.
 BLOCK_ENTRIES = 2**20
-
-#: :func:`_lower_inverse` solves triangles of at most this many rows directly.
-TRIANGLE_BASE = 64
 
 #: RP-Cholesky keeps its n × s factor and pivots one point at a time (Chen et al.,
 #: Algorithm 1) while that factor fits in one block (n·s ≤ this); above, it proposes pivots
@@ -218,7 +215,7 @@ def _ridge_factor(SKS: np.ndarray, w: np.ndarray, lam: float) -> np.ndarray:
     # Nothing here calls scipy: its wheel bundles a second OpenBLAS whose threads keep
     # spinning after a call, and the large product right after it then ran at half speed
     # (forming L⁻¹ with scipy's solve_triangular made the whole sampler 1.3–1.4× slower).
-    return _lower_inverse(L)
+    return lower_inverse(L)
 
 
 def _level_scores(X: np.ndarray, pts: np.ndarray, inv: np.ndarray, sample: np.ndarray,
@@ -564,7 +561,7 @@ def candidate_residual(counter: CountingKernel, XT: np.ndarray, XS: np.ndarray,
     H = counter(XT)
     FT = np.zeros((XT.shape[0], 0))
     if XS.shape[0]:
-        FT = times_lower_transposed(counter(XT, XS), _lower_inverse(L), overwrite=True)
+        FT = times_lower_transposed(counter(XT, XS), lower_inverse(L), overwrite=True)
         H -= FT @ FT.T
     return H, FT
 
@@ -606,37 +603,13 @@ def residual_rows(counter: CountingKernel, X: np.ndarray, first: np.ndarray, XS:
     return np.clip(first - np.einsum("ij,ij->i", F, F), 0.0, None)
 
 
-def _lower_inverse(L: np.ndarray) -> np.ndarray:
-    """``L⁻¹`` of a small lower-triangular factor, to apply to many rows in one product: by
-    halves, ``[[A, 0], [B, C]]⁻¹ = [[A⁻¹, 0], [−C⁻¹ B A⁻¹, C⁻¹]]`` (LAPACK's ``trtri`` by
-    blocks) in numpy's BLAS on one thread, down to :data:`TRIANGLE_BASE` rows solved
-    directly. About m³/3 operations where a general solve against the identity took 8/3 m³
-    (410 rows: 2.5 against 15 ms); see ridge_scores on why not scipy's."""
-    with one_blas_thread():
-        return _lower_inverse_halves(L)
-
-
-def _lower_inverse_halves(L: np.ndarray) -> np.ndarray:
-    m = L.shape[0]
-    if m <= TRIANGLE_BASE:
-        return np.linalg.solve(L, np.eye(m))
-    h = m // 2
-    A = _lower_inverse_halves(L[:h, :h])
-    C = _lower_inverse_halves(L[h:, h:])
-    inv = np.zeros((m, m))
-    inv[:h, :h] = A
-    inv[h:, h:] = C
-    inv[h:, :h] = -(C @ (L[h:, :h] @ A))
-    return inv
-
-
 def _rpc_residual(X: np.ndarray, counter: CountingKernel, first: np.ndarray,
                   chosen: list[int], L: np.ndarray) -> np.ndarray:
     """The residual diagonal ``k(x, x) − ‖K(x, S) L⁻ᵀ‖²`` over row blocks of at most
     :data:`BLOCK_ENTRIES` kernel entries, clipped at 0 and 0 on the pivots."""
     n = X.shape[0]
     XS = X[chosen]
-    Linv = _lower_inverse(L)
+    Linv = lower_inverse(L)
     d = np.empty(n)
     rows = max(1, BLOCK_ENTRIES // len(chosen))
     for start in range(0, n, rows):

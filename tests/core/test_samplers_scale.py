@@ -134,7 +134,7 @@ def test_lower_inverse_by_halves_equals_a_dense_solve(m):
     rng = np.random.default_rng(m)
     G = rng.normal(size=(m, m + 3))
     L = np.linalg.cholesky(G @ G.T + m * np.eye(m)) if m else np.zeros((0, 0))
-    inv = samplers._lower_inverse(L)
+    inv = lapack.lower_inverse(L)
     assert inv.shape == (m, m)
     if m:
         np.testing.assert_allclose(inv, np.linalg.solve(L, np.eye(m)), rtol=0, atol=1e-14)

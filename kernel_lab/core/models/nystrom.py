@@ -26,6 +26,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from kernel_lab.core import lapack
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.executor import one_blas_thread
 from kernel_lab.core.kernels import (
@@ -36,7 +37,6 @@ from kernel_lab.core.kernels import (
     make_kernel,
     resolve_bandwidth,
 )
-from kernel_lab.core.lapack import times_lower_transposed
 from kernel_lab.core.memory import check_allocation, rows_per_block
 from kernel_lab.core.models.feature_ridge import feature_ridge
 from kernel_lab.core.models.nystrom_cg import (
@@ -47,7 +47,7 @@ from kernel_lab.core.models.nystrom_cg import (
     nystrom_ridge_cg,
 )
 from kernel_lab.core.models.streaming import GRAM_KAPPA_MAX
-from kernel_lab.core.samplers import SAMPLERS, CountingKernel, _lower_inverse, make_sampler
+from kernel_lab.core.samplers import SAMPLERS, CountingKernel, make_sampler
 from kernel_lab.core.validation import (
     LAM,
     Integer,
@@ -85,6 +85,10 @@ def nystrom_factor(W: np.ndarray, rcond: float = RCOND) -> np.ndarray:
     :func:`~kernel_lab.core.executor.one_blas_thread`)."""
     with one_blas_thread():
         e, V = np.linalg.eigh(W)
+    return _eigen_factor(e, V, rcond)
+
+
+def _eigen_factor(e: np.ndarray, V: np.ndarray, rcond: float) -> np.ndarray:
     keep = e > rcond * max(float(e.max(initial=0.0)), 1e-300)
     return V[:, keep] / np.sqrt(e[keep])
 
@@ -94,19 +98,17 @@ def nystrom_normalization(W: np.ndarray, rcond: float = RCOND
     """``(N, L⁻¹)`` with ``F = C N`` the Nyström features: for a W whose eigenvalues lie
     within :data:`TRIANGULAR_KAPPA_MAX` of each other, ``N = L⁻ᵀ`` (upper triangular, W =
     LLᵀ) and L⁻¹ is returned too, so that F is a triangular product
-    (:func:`nystrom_features`); otherwise ``N = nystrom_factor(W)`` and None."""
+    (:func:`nystrom_features`); otherwise ``N = nystrom_factor(W)`` and None. One
+    eigendecomposition decides and, for the eigenbasis, gives N."""
     with one_blas_thread():  # small: a second thread costs more than it saves
-        e = np.linalg.eigvalsh(W) if W.size else np.zeros(0)
-    if e.size and e[0] > 0.0 and e[-1] <= TRIANGULAR_KAPPA_MAX * e[0]:
-        with one_blas_thread():
+        e, V = np.linalg.eigh(W)
+        if e.size and e[0] > 0.0 and e[-1] <= TRIANGULAR_KAPPA_MAX * e[0]:
             try:
-                L = np.linalg.cholesky(W)
+                Linv = lapack.lower_inverse(np.linalg.cholesky(W))
+                return Linv.T, Linv
             except np.linalg.LinAlgError:
-                L = None
-        if L is not None:
-            Linv = np.tril(_lower_inverse(L))  # exactly triangular, as trmm reads it
-            return Linv.T, Linv
-    return nystrom_factor(W, rcond), None
+                pass
+    return _eigen_factor(e, V, rcond), None
 
 
 def nystrom_features(kernel: Kernel, X: np.ndarray, landmarks: np.ndarray,
@@ -127,14 +129,14 @@ def nystrom_features(kernel: Kernel, X: np.ndarray, landmarks: np.ndarray,
     buffer = np.empty((min(rows, n), s)) if lower_inverse is None else None
     for start in range(0, n, rows):
         stop = min(start + rows, n)
-        if buffer is None:
-            C = kernel.block(X[start:stop], landmarks, F[start:stop])
-            product = times_lower_transposed(C, lower_inverse, overwrite=True)
-            if product is not C:  # the general product (no trmm): a new array
-                F[start:stop] = product
+        if lower_inverse is None:
+            C = kernel.block(X[start:stop], landmarks, buffer[:stop - start])
+            np.dot(C, normalization, out=F[start:stop])
             continue
-        C = kernel.block(X[start:stop], landmarks, buffer[:stop - start])
-        np.dot(C, normalization, out=F[start:stop])
+        C = kernel.block(X[start:stop], landmarks, F[start:stop])
+        product = lapack.times_lower_transposed(C, lower_inverse, overwrite=True)
+        if product is not C:  # the general product (no trmm): a new array
+            F[start:stop] = product
     return F
 
 

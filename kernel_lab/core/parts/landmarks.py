@@ -38,6 +38,7 @@ import numpy as np
 from kernel_lab.core import rowkeys
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.kernels import Kernel
+from kernel_lab.core.lapack import lower_inverse
 from kernel_lab.core.parts.base import (
     PartMap,
     RowPlan,
@@ -54,7 +55,6 @@ from kernel_lab.core.samplers import (
     RPC_EMPTY_ROUNDS,
     RPC_MAX_PROPOSALS,
     CountingKernel,
-    _lower_inverse,
     _ridge_factor,
     _scores_of_rows,
     accelerated_level_size,
@@ -387,7 +387,7 @@ def rp_cholesky_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel, s: int,
         if progress is not None:
             progress(k / s, f"RP-Cholesky: round {rnd + 1}, {k} of {s} pivots")
         b = min(RPC_MAX_PROPOSALS, max(need, math.ceil(1.25 * need / rate)))
-        Linv = _lower_inverse(L[:k, :k]) if k else np.zeros((0, 0))
+        Linv = lower_inverse(L[:k, :k]) if k else np.zeros((0, 0))
         p = 0 if XS is None else XS.shape[1]
         outs = parts.map(_rpc_part, plan, kernel, XS if k else np.zeros((0, p)), Linv,
                          index, seed, rowkeys.RPC_ROUND + rnd, b)
