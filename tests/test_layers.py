@@ -47,8 +47,9 @@ NO_THREADS = {"core"}
 # the experiments' shared modules; every other module in experiments/ is one experiment and
 # imports no other module of experiments/ but these (the registry imports the experiments)
 EXPERIMENT_HELPERS = {"base", "plotspec"}
-# an experiment's run on partitioned data, module <name>_parts, is part of experiment <name>
-PARTS_SUFFIX = "_parts"
+# an experiment's halves — its run on partitioned data (<name>_parts) and its nested trials
+# (<name>_nested) — are part of experiment <name>
+PART_SUFFIXES = ("_parts", "_nested")
 MAX_LINES = 800
 
 
@@ -104,7 +105,9 @@ def _experiment_of(module: str, root: str) -> str | None:
         return None
     if name in EXPERIMENT_HELPERS | {"registry"}:
         return None
-    return name.removesuffix(PARTS_SUFFIX)
+    for suffix in PART_SUFFIXES:
+        name = name.removesuffix(suffix)
+    return name
 
 
 def _modules(package_dir: Path) -> dict[str, tuple[Path, bool]]:
@@ -294,6 +297,8 @@ FORBIDDEN = [  # (file below the package, appended source, expected rule)
     ("experiments/krr_path.py", "from kernel_lab.experiments import get_experiment",
      "experiment krr_path may import only base and plotspec from experiments"),
     ("experiments/nystrom_parts.py", "from kernel_lab.experiments import gfc",
+     "experiment nystrom may import only base and plotspec from experiments"),
+    ("experiments/nystrom_nested.py", "from kernel_lab.experiments import learning_curve",
      "experiment nystrom may import only base and plotspec from experiments"),
     ("experiments/gfc.py", "from kernel_lab.experiments import nystrom_parts",
      "experiment gfc may import only base and plotspec from experiments"),

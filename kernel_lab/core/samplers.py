@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import time
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -103,12 +104,20 @@ class Sample:
     kernel_evaluations : int
     lam : float or None
         The ridge λ the scores refer to (leverage-score samplers).
+    order : ndarray of int or None
+        For samplers whose draws nest (uniform, RP-Cholesky): the indices in the order
+        drawn, each prefix of which is a draw of the sampler at that size.
+    marks : ndarray, shape (s, 2), or None
+        RP-Cholesky: for each k, the seconds from the start of :meth:`Sampler.sample` and
+        the kernel entries evaluated when the first k + 1 pivots of ``order`` were final.
     """
 
     indices: np.ndarray
     scores: np.ndarray | None
     kernel_evaluations: int
     lam: float | None = None
+    order: np.ndarray | None = None
+    marks: np.ndarray | None = None
 
 
 def _check(X: np.ndarray, s: int) -> int:
@@ -264,7 +273,8 @@ class UniformSampler(Sampler):
 
     def sample(self, X: np.ndarray, kernel: Kernel, s: int, rng: np.random.Generator) -> Sample:
         n = _check(X, s)
-        return Sample(np.sort(rng.choice(n, size=s, replace=False)), None, 0)
+        order = rng.choice(n, size=s, replace=False)  # in random order: prefixes nest
+        return Sample(np.sort(order), None, 0, order=order)
 
 
 class ExactRLSSampler(Sampler):
@@ -485,17 +495,29 @@ class RPCholeskySampler(Sampler):
         self.accelerated = accelerated
 
     def sample(self, X: np.ndarray, kernel: Kernel, s: int, rng: np.random.Generator) -> Sample:
+        t0 = time.perf_counter()
         n = _check(X, s)
         counter = CountingKernel(kernel)
         first = counter.diag(X).astype(np.float64)
         accelerated = n * s > RPC_STORED_MAX if self.accelerated is None else self.accelerated
-        chosen = (_rpc_rounds if accelerated else _rpc_stored)(X, counter, first, s, rng)
-        return Sample(np.sort(np.asarray(chosen, dtype=np.int64)), first / first.sum() * s,
-                      counter.evaluations)
+        marks: list[tuple[float, int]] = []
+        chosen = (_rpc_rounds if accelerated else _rpc_stored)(X, counter, first, s, rng,
+                                                               marks)
+        order = np.asarray(chosen, dtype=np.int64)
+        at = np.array([(t - t0, e) for t, e in marks], dtype=float).reshape(-1, 2)
+        return Sample(np.sort(order), first / first.sum() * s, counter.evaluations,
+                      order=order, marks=at)
+
+
+def _mark(marks: list[tuple[float, int]] | None, counter: CountingKernel, k: int) -> None:
+    """Note that k more pivots are final now (time and kernel entries so far)."""
+    if marks is not None:
+        marks.extend([(time.perf_counter(), counter.evaluations)] * k)
 
 
 def _rpc_stored(X: np.ndarray, counter: CountingKernel, first: np.ndarray, s: int,
-                rng: np.random.Generator) -> list[int]:
+                rng: np.random.Generator, marks: list[tuple[float, int]] | None = None
+                ) -> list[int]:
     """RP-Cholesky one pivot at a time on the stored n × s factor (Chen et al., Alg. 1)."""
     n = X.shape[0]
     d = first
@@ -506,6 +528,7 @@ def _rpc_stored(X: np.ndarray, counter: CountingKernel, first: np.ndarray, s: in
         if total <= 1e-12 * first.sum():  # the rest is (numerically) explained
             rest = np.setdiff1d(np.arange(n), chosen)
             chosen += list(rng.choice(rest, size=s - i, replace=False))
+            _mark(marks, counter, s - i)
             break
         piv = int(rng.choice(n, p=d / total))
         col = counter(X, X[piv: piv + 1])[:, 0]
@@ -514,11 +537,13 @@ def _rpc_stored(X: np.ndarray, counter: CountingKernel, first: np.ndarray, s: in
         d = np.clip(d - F[:, i] ** 2, 0.0, None)
         d[piv] = 0.0
         chosen.append(piv)
+        _mark(marks, counter, 1)
     return chosen
 
 
 def _rpc_rounds(X: np.ndarray, counter: CountingKernel, first: np.ndarray, s: int,
-                rng: np.random.Generator) -> list[int]:
+                rng: np.random.Generator, marks: list[tuple[float, int]] | None = None
+                ) -> list[int]:
     """Accelerated RP-Cholesky (proposals in blocks, accepted by rejection) keeping only
     the residual diagonal and the s × s Cholesky factor of K_SS."""
     n = X.shape[0]
@@ -532,6 +557,7 @@ def _rpc_rounds(X: np.ndarray, counter: CountingKernel, first: np.ndarray, s: in
         if total <= 1e-12 * float(first.sum()):  # the rest is (numerically) explained
             rest = np.setdiff1d(np.arange(n), chosen)
             chosen += [int(i) for i in rng.choice(rest, size=need, replace=False)]
+            _mark(marks, counter, need)
             break
         b = min(RPC_MAX_PROPOSALS, max(need, math.ceil(1.25 * need / rate)))
         T = rng.choice(n, size=b, p=d / total)
@@ -549,6 +575,7 @@ def _rpc_rounds(X: np.ndarray, counter: CountingKernel, first: np.ndarray, s: in
         L[k:k + a, :k] = FT[acc]
         L[k:k + a, k:k + a] = cols[acc, :a]
         chosen += [int(T[j]) for j in acc]
+        _mark(marks, counter, a)
         if len(chosen) < s:
             d = _rpc_residual(X, counter, first, chosen, L[:k + a, :k + a])
     return chosen

@@ -15,12 +15,11 @@ import math
 import os
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from kernel_lab.core.approx_error import effective_dimension, residual_norm
+from kernel_lab.core.approx_error import effective_dimension
 from kernel_lab.core.dataset import Dataset
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.kernels import Kernel
@@ -51,6 +50,13 @@ from kernel_lab.experiments.base import (
     build_kernel,
     kernel_param_specs,
     pad_columns,
+)
+from kernel_lab.experiments.nystrom_nested import (
+    NESTED,
+    RANDOM_FEATURES,
+    CellTask,
+    cell_measures,
+    run_nested,
 )
 from kernel_lab.experiments.plotspec import Curve
 
@@ -102,10 +108,6 @@ CV_TEXT = ("λ by leave-one-out cross-validation (n folds of one point, exact) o
 EXACT_MAX_N = 5000
 EXACT_CV_MAX_N = 2000
 
-#: Up to this many evaluation points ‖K − FFᵀ‖₂ comes from a full eigendecomposition; above,
-#: from Lanczos (the same value to about 1e-10 relative, 20–60 times faster at 2000 points).
-EXACT_MAX = 500
-
 #: Entries of one row block of the n × s features (8 MiB of float64): a cell evaluates the
 #: features of at most this many entries at a time. Up to one block of rows the features
 #: are formed whole, as they always were.
@@ -151,34 +153,6 @@ class SampledFeatures:
         return self.kernel_(X, self.landmarks_) @ self.normalization_
 
 
-@dataclass(frozen=True)
-class CellTask:
-    """One (sampler, s, trial) cell, or (Algorithm 2, λ, trial) with ``s=None`` and
-    ``rls_lam`` set; ``lam=None`` chooses the downstream λ by cross-validation. Picklable.
-
-    ``view_rows``: the training rows whose scores the picture shows (None: all);
-    ``block_rows``: rows of features per block (None: :data:`FEATURE_BLOCK_ENTRIES` / s)."""
-
-    sampler: str
-    s: int | None
-    seed: np.random.SeedSequence
-    X: np.ndarray
-    y: np.ndarray
-    X_test: np.ndarray
-    y_test: np.ndarray
-    eval_rows: np.ndarray
-    K_eval: np.ndarray
-    kernel: Kernel
-    lam: float | None
-    rls_lam: float | None = None
-    view_rows: np.ndarray | None = None
-    block_rows: int | None = None
-
-
-#: Random Fourier features beside the landmark samplers, on the same axes (s features).
-RANDOM_FEATURES = {"rff": False, "rff-orthogonal": True}
-
-
 def run_cell(task: CellTask) -> dict[str, Any]:
     """Fit s Nyström features (landmark sampling and factorisation), the landmarks of
     Algorithm 2 at λ, or s random Fourier features, and measure the n × s factor F:
@@ -202,33 +176,34 @@ def run_cell(task: CellTask) -> dict[str, Any]:
                                    random_state=task.seed).fit(task.X)
         width = features.landmarks_.shape[0]
     rows = task.block_rows or max(1, FEATURE_BLOCK_ENTRIES // max(width, 1))
+    F = ridge = None
     if task.X.shape[0] <= rows:  # one block: F in memory
         F = features.transform(task.X)
         seconds = time.perf_counter() - t0
-        F_eval = F[task.eval_rows]
-        squared = float(np.einsum("ij,ij->", F, F))
         coef, intercept, ridge_lam = downstream_ridge(F, task.y, task.lam)
-        del F
     else:
-        sums = StreamedRidge(features.transform, task.X, task.y, rows,
-                             kernel_columns(features))
+        ridge = StreamedRidge(features.transform, task.X, task.y, rows,
+                              kernel_columns(features))
         seconds = time.perf_counter() - t0
-        F_eval = features.transform(task.X[task.eval_rows])
-        squared = sums.squared_norm
-        coef, intercept, ridge_lam = sums.solve(task.lam)
-    spectral = residual_norm(task.K_eval, F_eval, exact_max=EXACT_MAX).value
-    trace = float(task.kernel.diag(task.X).sum() - squared)
-    pred = np.concatenate([features.transform(task.X_test[i:i + rows]) @ coef + intercept
-                           for i in range(0, task.X_test.shape[0], rows)])
+        coef, intercept, ridge_lam = ridge.solve(task.lam)
+    out: dict[str, Any] = cell_measures(
+        features, ridge, F, coef, intercept, float(task.kernel.diag(task.X).sum()),
+        task.X[task.eval_rows], task.K_eval, task.X_test, task.y_test, rows)
+    del F
     indices = getattr(features, "landmark_indices_", None)
     scores = getattr(features, "scores_", None)
     if scores is not None and task.view_rows is not None:
         scores = scores[task.view_rows]
-    return {"spectral": spectral, "trace": trace, "time": seconds,
-            "evals": getattr(features, "kernel_evaluations_", 0),
-            "rmse": float(np.sqrt(np.mean((pred - task.y_test) ** 2))),
-            "landmarks": task.s if indices is None else indices.size, "ridge_lam": ridge_lam,
-            "indices": indices, "scores": scores}
+    out.update({"time": seconds, "evals": getattr(features, "kernel_evaluations_", 0),
+                "landmarks": task.s if indices is None else indices.size,
+                "ridge_lam": ridge_lam, "indices": indices, "scores": scores})
+    return out
+
+
+def run_task(task: CellTask) -> list[dict[str, Any]]:
+    """A cell's result, or a nested trial's (one per size; see
+    :mod:`~kernel_lab.experiments.nystrom_nested`)."""
+    return run_nested(task) if task.sizes else [run_cell(task)]
 
 
 def view_coordinates(X: np.ndarray, how: str) -> tuple[np.ndarray, np.ndarray]:
@@ -446,11 +421,17 @@ class NystromExperiment(Experiment):
         # their s × s Gram, twice under the paper protocol), the m-point error (~25
         # products with the m × m matrix) and the test points
         entry, cosine = p + 15.0, p + 30.0
+        passes = 2.0 if paper else 1.0
         flops = 0.0
         for name in samplers:
             cell_sizes = ([max(sizes)] * len(str(params.get("rls_lams", "1")).split(","))
                           if name == FIXED_LAMBDA else sizes)
             for s in cell_sizes:
+                measures = m * s * (entry + s) + 25.0 * m * m + n_test * s * entry + s**3
+                if name in NESTED and s != max(sizes):
+                    # one draw and pass serve all sizes; leave-one-out passes per size
+                    flops += trials * (measures + (passes - 1.0) * n * s * (entry + s))
+                    continue
                 if name in RANDOM_FEATURES:
                     sampling, per_entry = 0.0, cosine
                 elif name == "uniform":
@@ -468,10 +449,7 @@ class NystromExperiment(Experiment):
                     per_entry = entry
                 else:  # exact-rls
                     sampling, per_entry = 9.0 * n**3 + n * n * entry, entry
-                passes = 2.0 if paper else 1.0
-                flops += trials * (sampling + passes * n * s * (per_entry + s)
-                                   + m * s * (per_entry + s) + 25.0 * m * m
-                                   + n_test * s * per_entry + s**3)
+                flops += trials * (sampling + passes * n * s * (per_entry + s) + measures)
         flops += m * m * entry + (9.0 * n**3 / 4 if exact_ref else 0.0)
         # memory: the split data (train, test and the table they came from), the m × m
         # evaluation kernel, and per cell running at once (one per core) its n-long vectors
@@ -553,36 +531,55 @@ class NystromExperiment(Experiment):
         yield PartialResult(0.03, "sampling", _with_view(table, view, None, None),
                             dict(summaries))
 
-        seeds = iter(np.random.SeedSequence(params["seed"]).spawn(
+        spawned = iter(np.random.SeedSequence(params["seed"]).spawn(
             (sizes.size * len(budget) + lams.size) * trials + 1)[1:])
-        # the fixed-size cells first, in the order (and with the seeds) they always had
-        cells = [(i, name) for i in range(sizes.size) for name in budget]
-        cells += [(j, FIXED_LAMBDA) for j in range(lams.size)]
-        tasks = [CellTask(name, None if name == FIXED_LAMBDA else int(sizes[i]), next(seeds),
-                          X, y, Xt, yt, eval_rows, K_eval, kernel, ridge_lam,
-                          float(lams[i]) if name == FIXED_LAMBDA else None, view_rows)
-                 for i, name in cells for _ in range(trials)]
-        rows = [i for i, _ in cells for _ in range(trials)]
-        # progress by the cells' operation counts (a cell of 160 landmarks costs hundreds
+        # every cell keeps the seed it always had (in the order size, sampler, trial);
+        # a nested trial (one draw for all sizes) takes the seed of its smallest size
+        order = [(i, name) for i in range(sizes.size) for name in budget]
+        order += [(j, FIXED_LAMBDA) for j in range(lams.size)]
+        seeds = {(i, name, t): next(spawned) for i, name in order for t in range(trials)}
+        nested_rows = tuple(int(v) for v in sizes)
+        tasks: list[CellTask] = []
+        for i, name in order:
+            if name in NESTED and i == 0:
+                tasks += [CellTask(name, None, seeds[(0, name, t)], X, y, Xt, yt, eval_rows,
+                                   K_eval, kernel, ridge_lam, None, view_rows,
+                                   max(1, FEATURE_BLOCK_ENTRIES // int(sizes[-1])),
+                                   nested_rows) for t in range(trials)]
+            elif name not in NESTED:
+                s_i = None if name == FIXED_LAMBDA else int(sizes[i])
+                tasks += [CellTask(name, s_i, seeds[(i, name, t)], X, y, Xt, yt, eval_rows,
+                                   K_eval, kernel, ridge_lam,
+                                   float(lams[i]) if name == FIXED_LAMBDA else None,
+                                   view_rows) for t in range(trials)]
+        # progress by the tasks' operation counts (a cell of 160 landmarks costs hundreds
         # of times one of 10), not by their number
-        done_cost = np.cumsum([_cell_cost(t.s, n, X.shape[1], m) for t in tasks])
+        done_cost = np.cumsum([_task_cost(t, n, X.shape[1], m) for t in tasks])
         results: dict[tuple[int, str], list[dict[str, Any]]] = {}
         view_scores = view_marks = None
-        for done, (i, task, res) in enumerate(zip(rows, tasks, executor.map(run_cell, tasks),
-                                                  strict=True), start=1):
-            scores, marks = res.pop("scores"), res.pop("indices")  # kept for one cell only
-            results.setdefault((i, task.sampler), []).append(res)
-            self._fill(table, results, i, task.sampler, stat, paper)
-            if view_scores is None and scores is not None and task.sampler != "rp-cholesky":
-                # the picture: leverage-type scores and landmarks of the first (smallest)
-                # landmark set of a leverage sampler, where individual landmarks stay visible
-                view_scores, view_marks = scores, marks
-            summaries[f"evals_per_point_max_s[{task.sampler}]"] = (
-                table[f"evals_{stat}[{task.sampler}]"][i] / n)
+        for done, (task, out) in enumerate(zip(tasks, executor.map(run_task, tasks),
+                                               strict=True), start=1):
+            if task.sizes:
+                rows = list(range(sizes.size))
+                at = f"s = {task.sizes[0]}…{task.sizes[-1]}"
+            else:
+                rows = [_row_of(task, sizes, lams)]
+                at = (f"λ = {task.rls_lam:g}" if task.sampler == FIXED_LAMBDA
+                      else f"s = {task.s}")
+            for i, res in zip(rows, out, strict=True):
+                scores, marks = res.pop("scores"), res.pop("indices")  # one cell's only
+                results.setdefault((i, task.sampler), []).append(res)
+                self._fill(table, results, i, task.sampler, stat, paper)
+                if view_scores is None and scores is not None \
+                        and task.sampler != "rp-cholesky":
+                    # the picture: leverage-type scores and landmarks of the first
+                    # (smallest) landmark set of a leverage sampler, where individual
+                    # landmarks stay visible
+                    view_scores, view_marks = scores, marks
+                summaries[f"evals_per_point_max_s[{task.sampler}]"] = (
+                    table[f"evals_{stat}[{task.sampler}]"][i] / n)
             if task.sampler == FIXED_LAMBDA:
                 summaries.update(_fixed_lambda_summaries(table, results, lams))
-            at = (f"λ = {task.rls_lam:g}" if task.sampler == FIXED_LAMBDA
-                  else f"s = {task.s}")
             yield PartialResult(0.03 + 0.97 * float(done_cost[done - 1] / done_cost[-1]),
                                 f"{task.sampler}, {at} ({done}/{len(tasks)})",
                                 _with_view(table, view, view_scores, view_marks),
@@ -653,6 +650,23 @@ def empty_table(samplers: list[str], sizes: np.ndarray, lams: np.ndarray, stat: 
         if name != FIXED_LAMBDA:
             table[f"s[{name}]"] = sizes.astype(float)
     return table
+
+
+def _row_of(task: CellTask, sizes: np.ndarray, lams: np.ndarray) -> int:
+    """The table row of a cell: its s among the sizes, or its λ among Algorithm 2's."""
+    if task.sampler == FIXED_LAMBDA:
+        return int(np.flatnonzero(lams == task.rls_lam)[0])
+    return int(np.flatnonzero(sizes == task.s)[0])
+
+
+def _task_cost(task: CellTask, n: int, p: int, m: int) -> float:
+    """:func:`_cell_cost` of a cell, or of a nested trial: one pass at its largest s and
+    the measures at every s."""
+    if not task.sizes:
+        return _cell_cost(task.s, n, p, m)
+    *smaller, largest = task.sizes
+    return _cell_cost(largest, n, p, m) + sum(2.0 * m * m * s + 60.0 * m * m + s**3
+                                               for s in smaller)
 
 
 def _cell_cost(s: int | None, n: int, p: int, m: int) -> float:

@@ -42,7 +42,6 @@ from kernel_lab.core.parts.ridge import (
 from kernel_lab.core.progress import Progress
 from kernel_lab.experiments.base import PartialResult, build_kernel
 from kernel_lab.experiments.nystrom import (
-    EXACT_MAX,
     TEST_MAX,
     VIEW_MAX,
     View,
@@ -53,6 +52,7 @@ from kernel_lab.experiments.nystrom import (
     protocol_settings,
     protocol_summaries,
 )
+from kernel_lab.experiments.nystrom_nested import EXACT_MAX
 
 #: The bandwidth's median heuristic looks at this many training rows (the first keys of
 #: the evaluation subset).

@@ -20,6 +20,7 @@ from kernel_lab.experiments.nystrom import (
     run_cell,
     view_coordinates,
 )
+from kernel_lab.experiments.nystrom_nested import run_nested
 
 CELL_KEYS = ("spectral", "trace", "evals", "rmse", "landmarks", "ridge_lam")
 
@@ -73,7 +74,9 @@ def test_a_run_in_blocks_equals_the_run_held_whole(monkeypatch):
     monkeypatch.setattr(ny, "StreamedRidge",
                         lambda *a: streamed.append(a[3]) or StreamedRidge(*a))
     blocks = run_experiment("nystrom", params, data=data, workers=2)
-    assert sorted(set(streamed)) == [50, 200] and len(streamed) == 5 * 2 * 2
+    # the cells of the two recursive-RLS samplers (2 sizes, 2 trials each); the nested
+    # trials of the others take blocks of FEATURE_BLOCK_ENTRIES // 40 = 50 rows too
+    assert sorted(set(streamed)) == [50, 200] and len(streamed) == 2 * 2 * 2
     for key, col in whole.table.items():
         if key.startswith("time"):
             continue
@@ -110,10 +113,11 @@ def test_large_data_use_stated_seeded_subsets(monkeypatch):
     eval_rows = np.sort(rng.choice(900, size=200, replace=False))
     test_rows = np.sort(rng.choice(500, size=150, replace=False))
     kernel = ny.build_kernel(get_experiment("nystrom").resolve(params), d.X_train)
-    seed = np.random.SeedSequence(4).spawn(2 * 2 + 1)[1]
-    cell = run_cell(CellTask("uniform", 10, seed, d.X_train, d.y_train, d.X_test[test_rows],
-                             d.y_test[test_rows], eval_rows, kernel(d.X_train[eval_rows]),
-                             kernel, 1.0))
+    seed = np.random.SeedSequence(4).spawn(2 * 2 + 1)[1]  # the uniform trial's
+    cell = run_nested(CellTask("uniform", None, seed, d.X_train, d.y_train,
+                               d.X_test[test_rows], d.y_test[test_rows], eval_rows,
+                               kernel(d.X_train[eval_rows]), kernel, 1.0,
+                               block_rows=ny.FEATURE_BLOCK_ENTRIES // 20, sizes=(10, 20)))[0]
     assert r.table["rmse_median[uniform]"][0] == pytest.approx(cell["rmse"], rel=1e-12)
     assert r.table["spectral_median[uniform]"][0] == pytest.approx(cell["spectral"],
                                                                    rel=1e-12)
@@ -153,7 +157,7 @@ def test_the_plan_of_a_million_rows():
 def test_progress_follows_the_cells_cost_not_their_count():
     """A cell of 200 landmarks moves the bar more than one of 10 (operation counts)."""
     partials = []
-    run_experiment("nystrom", {"samplers": ["uniform"], "sizes": "10,200", "trials": 1,
+    run_experiment("nystrom", {"samplers": ["recursive-rls"], "sizes": "10,200", "trials": 1,
                                "eval_points": 300}, data="clusters:n=600",
                    on_partial=lambda part: partials.append(part.fraction))
     steps = np.diff(partials[-3:])  # the two cells

@@ -184,6 +184,11 @@ class CentredSums:
                            self.gram + other.gram + w * np.outer(delta, delta),
                            self.rhs + other.rhs + w * delta * delta_y)
 
+    def leading(self, s: int) -> CentredSums:
+        """The sums of the first s columns of F."""
+        return CentredSums(self.n, self.mean[:s], self.y_mean, self.gram[:s, :s],
+                           self.rhs[:s])
+
     def mapped(self, N: np.ndarray) -> CentredSums:
         """The sums of the features ``F N`` (from those of F)."""
         return CentredSums(self.n, self.mean @ N, self.y_mean, N.T @ self.gram @ N,
@@ -279,8 +284,20 @@ class StreamedRidge:
                                   overwrite=not np.may_share_memory(F, X))
             sums = part if sums is None else sums + part
         assert sums is not None, "no rows"
-        if columns is not None:
-            sums = sums.mapped(columns[1])
+        self._keep(sums if columns is None else sums.mapped(columns[1]))
+
+    @classmethod
+    def of_sums(cls, sums: CentredSums, transform: Any, X: np.ndarray, y: np.ndarray,
+                rows: int) -> StreamedRidge:
+        """The ridge on features whose sums were added up elsewhere (e.g. for several
+        nested feature sets in one pass); ``transform``, X, y and ``rows`` serve
+        :meth:`solve`'s leave-one-out pass."""
+        self = cls.__new__(cls)
+        self.transform, self.X, self.y, self.rows = transform, X, y, rows
+        self._keep(sums)
+        return self
+
+    def _keep(self, sums: CentredSums) -> None:
         self.sums = sums
         self.gram, self.rhs, self.f_mean = sums.gram, sums.rhs, sums.mean
         self.y_mean = sums.y_mean
