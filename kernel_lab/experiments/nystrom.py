@@ -422,14 +422,16 @@ class NystromExperiment(Experiment):
         # products with the m × m matrix) and the test points
         entry, cosine = p + 15.0, p + 30.0
         passes = 2.0 if paper else 1.0
+        shared = [s for s in sizes if n > max(1, FEATURE_BLOCK_ENTRIES // s)]
+        shared = shared if len(shared) > 1 else []
         flops = 0.0
         for name in samplers:
             cell_sizes = ([max(sizes)] * len(str(params.get("rls_lams", "1")).split(","))
                           if name == FIXED_LAMBDA else sizes)
             for s in cell_sizes:
                 measures = m * s * (entry + s) + 25.0 * m * m + n_test * s * entry + s**3
-                if name in NESTED and s != max(sizes):
-                    # one draw and pass serve all sizes; leave-one-out passes per size
+                if name in NESTED and s in shared and s != max(sizes):
+                    # one draw and pass serve the streamed sizes; leave-one-out per size
                     flops += trials * (measures + (passes - 1.0) * n * s * (entry + s))
                     continue
                 if name in RANDOM_FEATURES:
@@ -538,20 +540,26 @@ class NystromExperiment(Experiment):
         order = [(i, name) for i in range(sizes.size) for name in budget]
         order += [(j, FIXED_LAMBDA) for j in range(lams.size)]
         seeds = {(i, name, t): next(spawned) for i, name in order for t in range(trials)}
-        nested_rows = tuple(int(v) for v in sizes)
+        # the sizes whose features stream over row blocks (n above one block of rows, a
+        # suffix of the sizes) share one draw and one pass per trial for the samplers
+        # whose draws nest; sizes held whole stay cells of their own (see nystrom_nested)
+        streamed = [i for i in range(sizes.size)
+                    if n > max(1, FEATURE_BLOCK_ENTRIES // int(sizes[i]))]
+        nested = tuple(int(sizes[i]) for i in streamed) if len(streamed) > 1 else ()
         tasks: list[CellTask] = []
         for i, name in order:
-            if name in NESTED and i == 0:
-                tasks += [CellTask(name, None, seeds[(0, name, t)], X, y, Xt, yt, eval_rows,
-                                   K_eval, kernel, ridge_lam, None, view_rows,
-                                   max(1, FEATURE_BLOCK_ENTRIES // int(sizes[-1])),
-                                   nested_rows) for t in range(trials)]
-            elif name not in NESTED:
-                s_i = None if name == FIXED_LAMBDA else int(sizes[i])
-                tasks += [CellTask(name, s_i, seeds[(i, name, t)], X, y, Xt, yt, eval_rows,
-                                   K_eval, kernel, ridge_lam,
-                                   float(lams[i]) if name == FIXED_LAMBDA else None,
-                                   view_rows) for t in range(trials)]
+            if name in NESTED and nested and i >= streamed[0]:
+                if i == streamed[0]:
+                    tasks += [CellTask(name, None, seeds[(i, name, t)], X, y, Xt, yt,
+                                       eval_rows, K_eval, kernel, ridge_lam, None, view_rows,
+                                       max(1, FEATURE_BLOCK_ENTRIES // nested[-1]), nested)
+                              for t in range(trials)]
+                continue
+            s_i = None if name == FIXED_LAMBDA else int(sizes[i])
+            tasks += [CellTask(name, s_i, seeds[(i, name, t)], X, y, Xt, yt, eval_rows,
+                               K_eval, kernel, ridge_lam,
+                               float(lams[i]) if name == FIXED_LAMBDA else None,
+                               view_rows) for t in range(trials)]
         # progress by the tasks' operation counts (a cell of 160 landmarks costs hundreds
         # of times one of 10), not by their number
         done_cost = np.cumsum([_task_cost(t, n, X.shape[1], m) for t in tasks])
@@ -560,7 +568,7 @@ class NystromExperiment(Experiment):
         for done, (task, out) in enumerate(zip(tasks, executor.map(run_task, tasks),
                                                strict=True), start=1):
             if task.sizes:
-                rows = list(range(sizes.size))
+                rows = list(streamed)
                 at = f"s = {task.sizes[0]}…{task.sizes[-1]}"
             else:
                 rows = [_row_of(task, sizes, lams)]

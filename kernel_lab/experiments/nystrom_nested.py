@@ -1,5 +1,5 @@
-"""Nested runs of the ``nystrom`` experiment: every landmark count s of one trial from one
-draw of the largest.
+"""Nested runs of the ``nystrom`` experiment: every streamed landmark count s of one trial
+from one draw of the largest.
 
 Uniform sampling, RP-Cholesky and random features draw their landmarks (features) one
 after another, and every prefix of a draw is itself a draw of the method at that size:
@@ -15,11 +15,17 @@ sizes are evaluated once, and the Gram blocks of the groups add up to the centre
 every prefix (:meth:`CentredSums.leading`). With sizes 10, 20, …, 160 that is the work of
 the largest alone, about half the work of five separate draws.
 
+Only the sizes whose features stream over row blocks (n above one block of rows; there
+the pass is the cost) are nested: smaller sizes, and every size of small data, stay cells
+of their own with the draws and times they always had. At those sizes n·s is above
+RP-Cholesky's stored limit, so a draw of s alone would take the accelerated form too.
+
 Time at s: what the trial spent until its features at s were complete — the draw until
-its s-th landmark was final (RP-Cholesky: the end of the round that accepted it), the
-factorisation of the s × s W, and the pass's work on the groups up to s (their kernel
-columns and Gram blocks, each timed) plus its bookkeeping. That is the work a draw of s
-alone would do, except that RP-Cholesky's rounds propose candidates for the largest s.
+its s-th landmark was final (RP-Cholesky: the end of the round that accepted it, whose
+proposals were sized for the largest s), the factorisation of the s × s W, and the pass's
+work on the groups up to s (their kernel columns and Gram blocks, each timed) plus its
+bookkeeping: the work of a streamed cell at s (the landmarks, the features' sums), as
+:func:`kernel_lab.experiments.nystrom.run_cell` times it.
 
 The samples of one trial are therefore not independent across sizes (the medians over
 trials are); the recursive-RLS samplers, whose samples do not nest (their λ follows s),
@@ -179,11 +185,12 @@ def _draw(task: CellTask, t0: float) -> _Draw:
                  evaluations, order, sample.scores)
 
 
-def _pass(task: CellTask, columns: Any) -> tuple[CentredSums, np.ndarray, float]:
+def _pass(task: CellTask, columns: Any, sizes: tuple[int, ...]
+          ) -> tuple[CentredSums, np.ndarray, float]:
     """One pass over the rows: the centred sums of the columns of every group of landmarks
-    (between consecutive sizes) and of their Gram blocks, added over row blocks. Returns
-    the sums of all s_max columns, the seconds spent per group and the bookkeeping's."""
-    sizes = task.sizes
+    (between consecutive ``sizes``) and of their Gram blocks, added over row blocks.
+    Returns the sums of the first ``sizes[-1]`` columns, the seconds spent per group and
+    the bookkeeping's."""
     groups = list(zip((0, *sizes[:-1]), sizes, strict=True))
     s_max = sizes[-1]
     spent = np.zeros(len(groups))
@@ -225,8 +232,13 @@ def run_nested(task: CellTask) -> list[dict[str, Any]]:
     :func:`kernel_lab.experiments.nystrom.run_cell`."""
     t0 = time.perf_counter()
     draw = _draw(task, t0)
-    sums, spent, shared = _pass(task, draw.columns)
-    pass_seconds = np.cumsum(spent) + shared
+    # the shared pass goes up to the largest size whose sums of k(X, S) are accurate; a
+    # size whose W is too ill-conditioned for them (rare; then mostly the largest ones, as
+    # W's condition grows with s) sums its own features in a pass of its own
+    ok = [j for j, f in enumerate(draw.features) if f.sums_of_columns]
+    if ok:
+        sums, spent, shared = _pass(task, draw.columns, task.sizes[:ok[-1] + 1])
+        pass_seconds = np.cumsum(spent) + shared
     X, y = task.X, task.y
     diag = float(task.kernel.diag(X).sum())
     X_eval = X[task.eval_rows]

@@ -63,26 +63,45 @@ def test_a_cell_streamed_over_row_blocks_equals_the_cell_held_whole(sampler, lam
 
 def test_a_run_in_blocks_equals_the_run_held_whole(monkeypatch):
     """The whole experiment with tiny feature blocks: every table column but the times as
-    with one block per cell."""
+    with one block per cell for the samplers that keep a draw per size; the nested ones
+    (one draw per trial once their sizes stream) as with other blocks that stream too."""
     params = {"sizes": "10,40", "trials": 2, "eval_points": 300,
               "samplers": ["uniform", "recursive-rls", "recursive-rls-fast", "rp-cholesky",
                            "rff"]}
     data = "friedman:n=1200,n_test=300"
     whole = run_experiment("nystrom", params, data=data, workers=2)
-    streamed = []
-    monkeypatch.setattr(ny, "FEATURE_BLOCK_ENTRIES", 2000)
-    monkeypatch.setattr(ny, "StreamedRidge",
-                        lambda *a: streamed.append(a[3]) or StreamedRidge(*a))
-    blocks = run_experiment("nystrom", params, data=data, workers=2)
-    # the cells of the two recursive-RLS samplers (2 sizes, 2 trials each); the nested
-    # trials of the others take blocks of FEATURE_BLOCK_ENTRIES // 40 = 50 rows too
-    assert sorted(set(streamed)) == [50, 200] and len(streamed) == 2 * 2 * 2
-    for key, col in whole.table.items():
+    runs = {}
+    for entries in (2000, 4000):
+        streamed = []
+        monkeypatch.setattr(ny, "FEATURE_BLOCK_ENTRIES", entries)
+        monkeypatch.setattr(ny, "StreamedRidge",
+                            lambda *a, _s=streamed: _s.append(a[3]) or StreamedRidge(*a))
+        nested = []
+        monkeypatch.setattr(ny, "run_nested", lambda t, _n=nested: _n.append(t.block_rows)
+                            or run_nested(t))
+        runs[entries] = run_experiment("nystrom", params, data=data, workers=2)
+        # the cells of the two recursive-RLS samplers (2 sizes, 2 trials); one nested
+        # trial per trial of the others, in blocks for the largest s
+        assert sorted(set(streamed)) == [entries // 40, entries // 10]
+        assert len(streamed) == 2 * 2 * 2
+        assert nested == [entries // 40] * 3 * 2
+    blocks = runs[2000]
+    for key in whole.table:
         if key.startswith("time"):
             continue
-        np.testing.assert_allclose(blocks.table[key], col, rtol=1e-8, atol=1e-10,
-                                   err_msg=key)
+        reference = (runs[4000] if any(f"[{n}]" in key for n in ny.NESTED) else whole)
+        np.testing.assert_allclose(blocks.table[key], reference.table[key], rtol=1e-8,
+                                   atol=1e-10, err_msg=key)
     assert blocks.summaries == whole.summaries
+
+
+def test_only_streamed_sizes_nest():
+    """Small data: a cell per size and trial for every sampler, as before nesting."""
+    partials = []
+    run_experiment("nystrom", {"samplers": ["uniform", "rff"], "sizes": "10,40",
+                               "trials": 2, "eval_points": 200},
+                   data="friedman:n=800", on_partial=partials.append)
+    assert len(partials) == 1 + 2 * 2 * 2
 
 
 def test_large_data_use_stated_seeded_subsets(monkeypatch):
@@ -113,11 +132,10 @@ def test_large_data_use_stated_seeded_subsets(monkeypatch):
     eval_rows = np.sort(rng.choice(900, size=200, replace=False))
     test_rows = np.sort(rng.choice(500, size=150, replace=False))
     kernel = ny.build_kernel(get_experiment("nystrom").resolve(params), d.X_train)
-    seed = np.random.SeedSequence(4).spawn(2 * 2 + 1)[1]  # the uniform trial's
-    cell = run_nested(CellTask("uniform", None, seed, d.X_train, d.y_train,
-                               d.X_test[test_rows], d.y_test[test_rows], eval_rows,
-                               kernel(d.X_train[eval_rows]), kernel, 1.0,
-                               block_rows=ny.FEATURE_BLOCK_ENTRIES // 20, sizes=(10, 20)))[0]
+    seed = np.random.SeedSequence(4).spawn(2 * 2 + 1)[1]
+    cell = run_cell(CellTask("uniform", 10, seed, d.X_train, d.y_train, d.X_test[test_rows],
+                             d.y_test[test_rows], eval_rows, kernel(d.X_train[eval_rows]),
+                             kernel, 1.0))
     assert r.table["rmse_median[uniform]"][0] == pytest.approx(cell["rmse"], rel=1e-12)
     assert r.table["spectral_median[uniform]"][0] == pytest.approx(cell["spectral"],
                                                                    rel=1e-12)
@@ -157,7 +175,7 @@ def test_the_plan_of_a_million_rows():
 def test_progress_follows_the_cells_cost_not_their_count():
     """A cell of 200 landmarks moves the bar more than one of 10 (operation counts)."""
     partials = []
-    run_experiment("nystrom", {"samplers": ["recursive-rls"], "sizes": "10,200", "trials": 1,
+    run_experiment("nystrom", {"samplers": ["uniform"], "sizes": "10,200", "trials": 1,
                                "eval_points": 300}, data="clusters:n=600",
                    on_partial=lambda part: partials.append(part.fraction))
     steps = np.diff(partials[-3:])  # the two cells

@@ -216,10 +216,7 @@ def test_the_experiment_runs_on_parts_like_in_memory():
     X, y = clusters(2000, p=5, seed=3)
     data = partitioned(X, y, 4)
     exp = NystromExperiment()
-    # nine trials: the two paths draw differently, and in memory all sizes of a trial come
-    # from one draw (nested), so with three trials random features' medians were off by up
-    # to 19 % at every size at once; nine bring each within 5 %
-    params = dict(PARAMS, trials=9)
+    params = dict(PARAMS)
     res = last(run_on_parts(exp, params, data, Progress()))
     tr = take_rows(data.parts, data.plan, np.arange(X.shape[0]))
     te = take_rows(data.parts, data.plan, np.arange(X.shape[0]), "test")
