@@ -318,7 +318,11 @@ class NystromExperiment(Experiment):
         "Large data: the n × s features are streamed in row blocks (the trace error and the "
         f"downstream ridge still use every training point); the test RMSE uses at most "
         f"{TEST_MAX:,} test points and the picture at most {VIEW_MAX:,} training points, "
-        "seeded subsets that the summaries state."
+        "seeded subsets that the summaries state. Where the features stream, uniform, "
+        "RP-Cholesky and random features draw once per trial at the largest s and measure "
+        "every streamed s on a prefix of that draw (each prefix is a draw of the method at "
+        "its size), with one pass over the rows for all of them; the time at s is what the "
+        "trial spent until its features at s were complete."
     )
     params = (
         *kernel_param_specs("gaussian", ("gaussian", "laplace", "cauchy", "matern32",
