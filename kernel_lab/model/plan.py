@@ -112,16 +112,23 @@ def uncalibrated_seconds(est: Mapping[str, Any], flops_per_second: float) -> flo
     return 0.2 + float(flops) / flops_per_second if flops else None
 
 
+#: Size of the probe's matrix products: four of them take about 1 ms on the window's
+#: thread. Products of 384 × 384 read about 8 % faster but took 7–10 ms, and up to 100 ms
+#: while the run's process was starting next to them (measured on a 2-core machine).
+PROBE_SIZE = 192
+
+
 def probe_flops_per_second() -> float:
-    """15 % of the best of four 384×384 matrix products: what runs reach on this machine
-    before any has been timed (the first product also starts the BLAS threads)."""
-    a = np.random.default_rng(0).random((384, 384))
+    """16 % of the best of four :data:`PROBE_SIZE`² matrix products: what runs reach on this
+    machine before any has been timed (the first product also starts the BLAS threads;
+    16 % of this probe is the 15 % of a 384² probe the time model was set by)."""
+    a = np.random.default_rng(0).random((PROBE_SIZE, PROBE_SIZE))
     best = math.inf
     for _ in range(4):
         t0 = time.perf_counter()
         a @ a
         best = min(best, time.perf_counter() - t0)
-    return 0.15 * 2 * 384**3 / max(best, 1e-9)
+    return 0.16 * 2 * PROBE_SIZE**3 / max(best, 1e-9)
 
 
 class Planner:
