@@ -20,6 +20,8 @@ DRAW_BUDGET_S = 0.004
 #: … and the next tick comes this soon while the rest waits (the window's other events
 #: in between).
 HELD_MS = 10
+#: A plot repaints this long after its redraw (a timer: the window's events in between).
+PAINT_AFTER_MS = 1
 #: A plot waits at most this long for a table to be drawn whole before it repaints anyway
 #: (tables that come faster than they are drawn would otherwise hold it for the run).
 HOLD_MAX_S = 0.25
@@ -66,6 +68,7 @@ class PlotPanel(QtWidgets.QWidget):
         self._fresh = False
         self._behind: set[int] = set()
         self._held_since: dict[int, float] = {}  # plots held since (perf_counter), see _hold
+        self._holding: set[int] = set()  # plots held now
         self._timer = QtCore.QTimer(self, interval=REDRAW_MS,
                                     timeout=lambda: self.redraw(everything=False))
         self.tabs.currentChanged.connect(self._tab_shown)
@@ -94,6 +97,7 @@ class PlotPanel(QtWidgets.QWidget):
             self._proxies.append(proxy)
         self._behind = set()
         self._held_since = {}
+        self._holding = set()
         self._pins_changed()
 
     def _release(self) -> None:
@@ -168,7 +172,12 @@ class PlotPanel(QtWidgets.QWidget):
         held = False
         for i, view in enumerate(self.views):
             if everything or i == current:
+                if self.widgets[i].updatesEnabled():  # painted in a later pass, see _hold
+                    self.widgets[i].setUpdatesEnabled(False)
                 view.update(table, budget, live=live, same=same)
+                # the view's new range applied now, not by the paint (where moving every
+                # curve made the scene ask for a second paint right after the first)
+                self.widgets[i].scene().prepareForPaint()
                 self.widgets[i].timing = True  # the repaint this brings is timed
                 self._behind.discard(i)
                 self._dirty |= not view.complete  # curves left for the next tick
@@ -192,9 +201,25 @@ class PlotPanel(QtWidgets.QWidget):
             self._held_since[index] = now
         elif not hold:
             self._held_since.pop(index, None)
-        if widget.updatesEnabled() == hold:
-            widget.setUpdatesEnabled(not hold)
+        if hold:
+            widget.setUpdatesEnabled(False)
+            self._holding.add(index)
+        else:
+            self._holding.discard(index)
+            if not widget.updatesEnabled():
+                # repainted once the event loop has had a pass (a timer, an input event)
+                # after this redraw: the two together held the window's thread for
+                # longer than a frame
+                QtCore.QTimer.singleShot(PAINT_AFTER_MS, lambda: self._paint(widget))
         return hold
+
+    def _paint(self, widget: PlotWidget) -> None:
+        """Let ``widget`` repaint, unless it was held again or replaced since (by
+        identity: a new widget may take a deleted one's address, which is what PySide
+        compares)."""
+        for index, w in enumerate(self.widgets):
+            if w is widget and shiboken6.isValid(w) and index not in self._holding:
+                w.setUpdatesEnabled(True)
 
     def _tab_shown(self, index: int) -> None:
         if index in self._behind:

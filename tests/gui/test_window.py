@@ -662,10 +662,62 @@ def test_a_budgeted_redraw_holds_the_last_complete_picture(window, qtbot, monkey
     while not view.complete:
         panel.redraw(everything=False)
         ticks += 1
-        assert widget.updatesEnabled() == view.complete
+        assert not widget.updatesEnabled()  # held, or (complete) repainted a pass later
     assert ticks > 4 and panel._timer.interval() >= plot_panel.REDRAW_MS
+    qtbot.waitUntil(widget.updatesEnabled, timeout=2_000)
     ys = view.curves["R_test_emp_mean[sigmoid]"].getData()[1]
     np.testing.assert_allclose(ys, table["R_test_emp_mean[sigmoid]"])
+
+
+def _risk_table(spec, scale=1.0):
+    lam = np.logspace(-2, 2, 20)
+    table = {"lam": lam}
+    for k in ("linear", "polynomial"):
+        for c in spec.curves:
+            table[f"{c.series}[{k}]"] = scale * (1.0 + lam / (1 + len(table)))
+            if c.spread:
+                table[f"{c.spread}[{k}]"] = np.full(lam.shape, 0.01 * scale)
+    return table
+
+
+def test_a_redraw_leaves_its_repaint_to_a_later_pass(window, qtbot, monkeypatch):
+    """A table's redraw and the repaint it brings each fit in a frame, both together did
+    not: the redraw returns with the plot's updates off, and a timer of the event loop
+    turns them on (events that arrived meanwhile are handled first)."""
+    from kernel_lab.gui import plot_panel
+
+    order = []
+    paint = plot_panel.PlotWidget.paintEvent
+    monkeypatch.setattr(plot_panel.PlotWidget, "paintEvent",  # (before the widgets exist)
+                        lambda self, ev: order.append("paint") or paint(self, ev))
+    select(window, "ckrr-risk")
+    panel = window.plot_panel
+    table = _risk_table(panel.views[0].spec)
+    monkeypatch.setattr(window.model, "shown_table", lambda: table)
+    monkeypatch.setattr(plot_panel, "DRAW_BUDGET_S", 10.0)  # the whole table at once
+    qtbot.wait(200)  # the window's first paints are done
+    table = _risk_table(panel.views[0].spec, scale=2.0)
+    order.clear()
+    panel.mark_dirty()
+    panel.redraw(everything=False)
+    assert panel.views[0].complete and order == []  # nothing painted inside the redraw
+    assert not panel.widgets[0].updatesEnabled()
+    qtbot.waitUntil(panel.widgets[0].updatesEnabled, timeout=2_000)
+    qtbot.waitUntil(lambda: "paint" in order, timeout=2_000)
+
+
+def test_a_repaint_due_after_the_plots_were_rebuilt_is_dropped(window, qtbot):
+    """The repaint a redraw leaves to a timer finds its widget deleted when the plots
+    are rebuilt in between (another experiment, a scale): nothing is called on it."""
+    select(window, "ckrr-risk")
+    panel = window.plot_panel
+    panel.mark_dirty()
+    panel.redraw()
+    old = panel.widgets[0]
+    assert not old.updatesEnabled()  # its repaint is due
+    panel.set_scale(1.5)  # rebuilt: the old widgets deleted now
+    qtbot.wait(50)  # the timer fires: no exception from a deleted widget
+    qtbot.waitUntil(panel.widgets[0].updatesEnabled, timeout=2_000)
 
 
 def test_the_plan_is_not_probed_again_during_a_run(window, qtbot, monkeypatch):
@@ -729,13 +781,15 @@ def test_a_held_plot_repaints_again(window, qtbot, monkeypatch):
     for _ in range(60):
         panel.redraw(everything=False)
     panel.tabs.setCurrentIndex(0)
-    assert panel.views[0].complete and panel.widgets[0].updatesEnabled()
+    assert panel.views[0].complete
+    qtbot.waitUntil(panel.widgets[0].updatesEnabled, timeout=2_000)
     monkeypatch.setattr(plot_panel, "HOLD_MAX_S", 0.0)
     enabled = []
     for table in tables[1:]:  # a new table at every tick: never drawn whole
         current[0] = table
         panel.mark_dirty()
         panel.redraw(everything=False)
+        qtbot.wait(5)  # the repaint comes a pass of the event loop after the redraw
         enabled.append(panel.widgets[0].updatesEnabled())
     assert any(enabled)
 
