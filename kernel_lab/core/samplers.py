@@ -57,6 +57,16 @@ RPC_STORED_MAX = BLOCK_ENTRIES
 #: too small (s_rec = 3 takes λ from k = 1 eigenvalue); see :class:`RecursiveRLSSampler`.
 LEVEL_CAP = 2.0
 
+#: Recursive RLS scores a level's rows from coarse kernel entries (float32 exponentials,
+#: :attr:`~kernel_lab.core.kernels.Kernel.coarse_error`) when that provably changes little:
+#: each row's score then moves by at most E (:func:`coarse_score_error`), and coarse
+#: entries are used only if ``q · rows · E`` — a bound on the expected number of the
+#: level's keep decisions (``u_i < q l̃_i``) that differ from those of exact entries, and at
+#: the top level on the total change of the scores the s landmarks are drawn by — is at
+#: most this. Otherwise (a λ so small that the scores amplify rounding, e.g. a wide kernel
+#: on one-dimensional data) the level is scored with float64 entries.
+COARSE_CHANGES = 0.05
+
 #: At most this many pivots are proposed in one block of accelerated RP-Cholesky.
 RPC_MAX_PROPOSALS = 1024
 
@@ -82,10 +92,10 @@ class CountingKernel:
         self.evaluations += d.size
         return d
 
-    def block(self, X: np.ndarray, Y: np.ndarray, out: np.ndarray | None = None
-              ) -> np.ndarray:
+    def block(self, X: np.ndarray, Y: np.ndarray, out: np.ndarray | None = None, *,
+              coarse: bool = False) -> np.ndarray:
         """One block of rows without a memory check (:meth:`Kernel.block`)."""
-        K = self.kernel.block(X, Y, out)
+        K = self.kernel.block(X, Y, out, coarse=coarse)
         self.evaluations += K.size
         return K
 
@@ -227,16 +237,51 @@ def _ridge_factor(SKS: np.ndarray, w: np.ndarray, lam: float) -> np.ndarray:
     return lower_inverse(L)
 
 
+def coarse_score_error(entry_error: float, Linv: np.ndarray, w: np.ndarray, lam: float
+                       ) -> float:
+    """How far one row's Lemma 6 score ``(k(x, x) − ‖L⁻¹k‖²) / λ`` can move when each of
+    the m entries of its kernel row k against the sample is off by at most ``entry_error``,
+    for a kernel with ``k(x, x) ≤ 1``: with δ the entries' errors, ‖δ‖ ≤ ε√m, and
+    ``‖L⁻¹k‖² ≤ k(x, x) ≤ 1``, the quadratic form moves by at most ``2d + d²`` with
+    ``d = ε √m ‖L⁻¹‖₂``. ‖L⁻¹‖₂ is bounded by the least of ``max w / √λ`` (the ridge
+    ``λ diag(w⁻²)`` bounds the shifted matrix's eigenvalues below), the Frobenius norm of
+    L⁻¹ and ``√(‖L⁻¹‖₁ ‖L⁻¹‖_∞)``."""
+    A = np.abs(Linv)
+    norm = min(float(w.max()) / math.sqrt(lam), float(np.sqrt(np.sum(A * A))),
+               math.sqrt(float(A.sum(axis=0).max()) * float(A.sum(axis=1).max())))
+    d = entry_error * math.sqrt(Linv.shape[0]) * norm
+    return (2.0 * d + d * d) / lam
+
+
+def coarse_level(kernel: Kernel, Linv: np.ndarray, w: np.ndarray, lam: float, rows: int,
+                 q: float) -> bool:
+    """Whether a level of ``rows`` rows, oversampled by q, may be scored from the kernel's
+    coarse entries (see :data:`COARSE_CHANGES`)."""
+    entry_error = kernel.coarse_error
+    if entry_error is None or Linv.shape[0] == 0:
+        return False
+    return q * rows * coarse_score_error(entry_error, Linv, w, lam) <= COARSE_CHANGES
+
+
+def fixed_lambda_oversampling_bound(rows: int, lam: float, delta: float) -> float:
+    """An upper bound, known before scoring, on Algorithm 2's oversampling
+    ``max(1, log(Σ l̃ / δ))`` of a level: each score is at most ``k(x, x) / λ ≤ 1 / λ``
+    for the kernels that have coarse entries."""
+    return max(1.0, math.log(max(rows / (lam * delta), 1.0)))
+
+
 def _level_scores(X: np.ndarray, pts: np.ndarray, inv: np.ndarray, sample: np.ndarray,
-                  SKS: np.ndarray, w: np.ndarray, lam: float, counter: CountingKernel
-                  ) -> np.ndarray:
+                  SKS: np.ndarray, w: np.ndarray, lam: float, counter: CountingKernel,
+                  q: float = 1.0) -> np.ndarray:
     """Lemma 6 scores of the points ``pts`` (a prefix of the permutation whose inverse is
     ``inv``) from the weighted ``sample`` ⊂ pts, whose kernel matrix SKS is already
     evaluated: the sample's own rows from SKS, every other point's from its kernel row
     against the sample, in blocks of at most :data:`BLOCK_ENTRIES` entries taken in index
     order, evaluated into one buffer (the n × |S| matrix is never held; each of its entries
-    is evaluated once)."""
+    is evaluated once) — coarse entries where :func:`coarse_level` allows them for the
+    level's oversampling (or a bound on it) q."""
     Linv = _ridge_factor(SKS, w, lam)
+    coarse = coarse_level(counter.kernel, Linv, w, lam, pts.size, q)
     XS = X[sample]
     raw = np.empty(pts.size)
     raw[inv[sample]] = _scores_of_rows(counter.diag(XS), SKS, Linv, lam)
@@ -249,7 +294,7 @@ def _level_scores(X: np.ndarray, pts: np.ndarray, inv: np.ndarray, sample: np.nd
     for start in range(0, others.size, rows):
         idx = others[start:start + rows]
         Xb = X[idx]
-        KS = counter.block(Xb, XS, buffer[:idx.size])
+        KS = counter.block(Xb, XS, buffer[:idx.size], coarse=coarse)
         raw[inv[idx]] = _scores_of_rows(counter.diag(Xb), KS, Linv, lam, overwrite=True)
     return raw
 
@@ -419,7 +464,9 @@ class RecursiveRLSSampler(Sampler):
             SKS = counter(X[sample])                            # sample ⊂ pts (a prefix)
             if s_rec is None:
                 lam = self.lam
-                raw = _level_scores(X, pts, inv, sample, SKS, w, lam, counter)
+                raw = _level_scores(X, pts, inv, sample, SKS, w, lam, counter,
+                                    fixed_lambda_oversampling_bound(pts.size, lam,
+                                                                    self.delta))
                 q = max(1.0, math.log(max(float(raw.sum()), 1.0) / self.delta))
             else:
                 # λ (through k) and the oversampling come from the level size s_rec at
@@ -428,8 +475,8 @@ class RecursiveRLSSampler(Sampler):
                 # resolve (a λ aimed at s from only s_rec landmarks made the accelerated
                 # variant erratic)
                 lam = lambda_for_budget(SKS, w, s_rec)
-                raw = _level_scores(X, pts, inv, sample, SKS, w, lam, counter)
                 q = 1.0 if top else math.log(max(s_rec, 2))
+                raw = _level_scores(X, pts, inv, sample, SKS, w, lam, counter, q)
             scores = np.minimum(1.0, q * raw)
             if top:
                 return pts, scores, lam

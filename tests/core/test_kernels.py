@@ -131,6 +131,35 @@ def test_gaussian_in_cache_sized_blocks_matches_sklearn_on_many_rows():
     np.testing.assert_allclose(np.diag(GaussianKernel(2.0)(Y)), 1.0, atol=1e-13, rtol=0)
 
 
+def test_coarse_gaussian_entries_lie_within_their_stated_error():
+    """``coarse=True`` (float32 exponentials): every entry within ``coarse_error`` of
+    scikit-learn's, on 1-D points whose exponents cover [−104, 0] densely (to below
+    float32's smallest normal number) and on wide data through the extended product; the
+    bound is not loose by orders of magnitude (it is used to decide when coarse entries
+    are allowed)."""
+    k = GaussianKernel(1.0)
+    X = np.linspace(0.0, np.sqrt(208.0), 400_001)[:, None]       # t = −x²/2 ∈ [−104, 0]
+    Y = np.zeros((1, 1))
+    got = k.block(X, Y, coarse=True)
+    exact = rbf_kernel(X, Y, gamma=0.5)
+    error = np.abs(got - exact).max()
+    assert error <= GaussianKernel.coarse_error
+    assert error > GaussianKernel.coarse_error / 10
+    rng = np.random.default_rng(3)
+    A, B = rng.normal(size=(3000, 10)), rng.normal(size=(300, 10))
+    buffer = np.empty((3000, 300))
+    assert k.block(A, B, buffer, coarse=True) is buffer
+    assert np.abs(buffer - rbf_kernel(A, B, gamma=0.5)).max() <= GaussianKernel.coarse_error
+    assert not np.array_equal(buffer, k.block(A, B))               # it did take float32
+
+
+@pytest.mark.parametrize("name", [n for n in KERNELS if KERNELS[n].coarse_error is None])
+def test_kernels_without_coarse_entries_ignore_the_request(XY, name):
+    X, Y = XY
+    k = make_kernel(name)
+    np.testing.assert_array_equal(k.block(X, Y, coarse=True), k.block(X, Y))
+
+
 @pytest.mark.parametrize("name", ["gaussian", "laplace", "cauchy", "matern32", "matern52"])
 def test_shift_invariant_kernels_are_psd(name):
     X = np.random.default_rng(1).standard_normal((60, 3))

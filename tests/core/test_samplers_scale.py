@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from kernel_lab.core import lapack, samplers
-from kernel_lab.core.kernels import GaussianKernel
+from kernel_lab.core.kernels import GaussianKernel, median_heuristic
 from kernel_lab.core.samplers import (
     BLOCK_ENTRIES,
     RPC_STORED_MAX,
@@ -105,9 +105,12 @@ def test_accelerated_rp_cholesky_approximates_like_the_stored_form():
     assert 0.7 < rounds / stored < 1.4, (rounds, stored)
 
 
-def test_level_scores_in_blocks_equal_the_dense_formula(monkeypatch):
+@pytest.mark.parametrize("coarse", [False, True])
+def test_level_scores_in_blocks_equal_the_dense_formula(monkeypatch, coarse):
     """Lemma 6 scores of a level from blocks of kernel rows (the sample's own rows from
-    K_SS) equal those of the dense n × |S| matrix, and count each entry once."""
+    K_SS) equal those of the dense n × |S| matrix, and count each entry once; from coarse
+    entries (float32 exponentials) they lie within the bound that allows them, and that
+    bound is not vacuous."""
     rng = np.random.default_rng(4)
     X = rng.normal(size=(700, 3))
     kernel = GaussianKernel(1.2)
@@ -120,11 +123,67 @@ def test_level_scores_in_blocks_equal_the_dense_formula(monkeypatch):
     KS = kernel(X[pts], X[sample])
     dense = ridge_scores(kernel.diag(X[pts]), KS, KS[inv[sample]], w, 0.3)
     monkeypatch.setattr(samplers, "BLOCK_ENTRIES", 7 * sample.size)  # blocks of 7 rows
+    monkeypatch.setattr(samplers, "COARSE_CHANGES", math.inf if coarse else 0.0)
     counter = CountingKernel(kernel)
     SKS = counter(X[sample])
     blocks = samplers._level_scores(X, pts, inv, sample, SKS, w, 0.3, counter)
-    np.testing.assert_allclose(blocks, dense, rtol=1e-10, atol=1e-13)
     assert counter.evaluations == 500 * sample.size + 500
+    if not coarse:
+        np.testing.assert_allclose(blocks, dense, rtol=1e-10, atol=1e-13)
+        return
+    bound = samplers.coarse_score_error(kernel.coarse_error,
+                                        samplers._ridge_factor(SKS, w, 0.3), w, 0.3)
+    error = np.abs(blocks - dense).max()
+    assert 0.0 < error <= bound, (error, bound)
+    assert bound < 1e-3 * dense.mean()
+
+
+_COARSE_LEVEL = samplers.coarse_level
+
+
+def _draw(monkeypatch, X, kernel, s, seed, changes, lam=None):
+    """Recursive RLS with ``COARSE_CHANGES = changes``: the sample and each level's
+    decision whether to score from coarse entries."""
+    decided: list[bool] = []
+
+    def recorded(*args):
+        decided.append(_COARSE_LEVEL(*args))
+        return decided[-1]
+
+    monkeypatch.setattr(samplers, "COARSE_CHANGES", changes)
+    monkeypatch.setattr(samplers, "coarse_level", recorded)
+    sampler = RecursiveRLSSampler(lam=lam)
+    return sampler.sample(X, kernel, None if lam else s, np.random.default_rng(seed)), decided
+
+
+@pytest.mark.parametrize("lam", [None, 30.0])
+def test_coarse_scores_draw_the_landmarks_of_exact_ones(monkeypatch, lam):
+    """Standardised 6-d data, median-heuristic σ: every level is scored from coarse
+    entries (float32 exponentials), with a budget and with a fixed λ, and the landmarks
+    of 8 seeds are those drawn from float64 entries; the scores agree to the bound."""
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(6000, 6))
+    kernel = GaussianKernel(median_heuristic(X))
+    allowance = samplers.COARSE_CHANGES
+    for seed in range(8):
+        coarse, decided = _draw(monkeypatch, X, kernel, 80, seed, allowance, lam)
+        exact, none = _draw(monkeypatch, X, kernel, 80, seed, 0.0, lam)
+        assert decided and all(decided) and not any(none)
+        np.testing.assert_array_equal(coarse.indices, exact.indices)
+        assert 0.0 < np.abs(coarse.scores - exact.scores).max() < 1e-6 * exact.scores.max()
+
+
+def test_exact_entries_where_the_scores_would_amplify_their_error(monkeypatch):
+    """A wide kernel on 1-D data: λ comes out tiny (a near-singular K), the bound on the
+    scores' change exceeds the allowance at every level, and the sampler is exactly the
+    float64 one."""
+    X = np.random.default_rng(5).normal(size=(4000, 1))
+    kernel = GaussianKernel(3.0)
+    got, decided = _draw(monkeypatch, X, kernel, 40, 2, samplers.COARSE_CHANGES)
+    exact, _ = _draw(monkeypatch, X, kernel, 40, 2, 0.0)
+    assert decided and not any(decided)
+    np.testing.assert_array_equal(got.scores, exact.scores)
+    np.testing.assert_array_equal(got.indices, exact.indices)
 
 
 @pytest.mark.parametrize("m", [0, 1, 5, 64, 65, 129, 410])

@@ -10,7 +10,7 @@ import pickle
 import numpy as np
 import pytest
 
-from kernel_lab.core import rowkeys
+from kernel_lab.core import rowkeys, samplers
 from kernel_lab.core.dataset import Dataset
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.kernels import GaussianKernel
@@ -94,7 +94,11 @@ def test_uniform_landmarks_are_the_keyed_smallest(rows):
     assert got.evaluations == 0
 
 
-def test_recursive_rls_top_scores_are_the_ridge_leverage_formula(rows):
+@pytest.mark.parametrize("coarse", [False, True])
+def test_recursive_rls_top_scores_are_the_ridge_leverage_formula(rows, monkeypatch, coarse):
+    """The top level's scores are Lemma 6's formula: to rounding from float64 entries,
+    within the bound that allows them from coarse ones."""
+    monkeypatch.setattr(samplers, "COARSE_CHANGES", math.inf if coarse else 0.0)
     X, _, plan, _, five, _ = rows
     train = np.flatnonzero(~plan.is_test(np.arange(X.shape[0])))
     got = parts_landmarks.choose_landmarks("recursive-rls", five, plan, KERNEL, 40, seed=3,
@@ -109,7 +113,12 @@ def test_recursive_rls_top_scores_are_the_ridge_leverage_formula(rows):
              - np.einsum("ij,ji->i", K_AS,
                          np.linalg.solve(K_SS + got.lam * np.diag(w ** -2.0), K_AS.T)))
     brute = np.minimum(1.0, np.maximum(brute, 0.0) / got.lam)   # top level: q = 1
-    np.testing.assert_allclose(got.scores, brute, rtol=1e-7, atol=1e-10)
+    if coarse:
+        Linv = samplers._ridge_factor(K_SS, w, got.lam)
+        bound = samplers.coarse_score_error(KERNEL.coarse_error, Linv, w, got.lam)
+        assert 0.0 < np.abs(got.scores - brute).max() <= bound
+    else:
+        np.testing.assert_allclose(got.scores, brute, rtol=1e-7, atol=1e-10)
     # the landmarks are drawn among the positive scores
     assert np.isin(got.index, train[brute > 0]).all()
 

@@ -61,6 +61,7 @@ from kernel_lab.core.samplers import (
     accept_pivots,
     candidate_residual,
     check_budget,
+    coarse_level,
     lambda_for_budget,
     residual_rows,
 )
@@ -216,6 +217,9 @@ class LevelStep:
     #: hold the level's ``cap`` smallest over all partitions): a level's keeps never travel
     #: whole to the client.
     cap: int = 0
+    #: Score from coarse kernel entries (decided once per level by
+    #: :func:`~kernel_lab.core.samplers.coarse_level`, as in memory).
+    coarse: bool = False
 
     def stream(self, which: int) -> int:
         return rowkeys.LANDMARKS + RLS_LEVEL + 4 * self.level + which
@@ -228,8 +232,9 @@ class LevelStep:
         step = max(1, BLOCK_ENTRIES // max(self.XS.shape[0], 1))
         for start in range(0, index.size, step):
             Xb = X[start:start + step]
-            raw[start:start + step] = _scores_of_rows(counter.diag(Xb), counter(Xb, self.XS),
-                                                      self.Linv, self.lam, overwrite=True)
+            KS = counter.block(Xb, self.XS, coarse=self.coarse)
+            raw[start:start + step] = _scores_of_rows(counter.diag(Xb), KS, self.Linv,
+                                                      self.lam, overwrite=True)
         scores = np.minimum(1.0, self.q * raw)
         out: dict[str, Any] = {"count": index.size, "evaluations": counter.evaluations}
         if self.view is not None:
@@ -298,8 +303,11 @@ def recursive_rls_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel, s: in
         lam = lambda_for_budget(SKS, w, s_rec)
         q = 1.0 if top else math.log(max(s_rec, 2))
         cap = max(s_rec, math.ceil(LEVEL_CAP * q * s_rec))
-        step = LevelStep(kernel, XS, _ridge_factor(SKS, w, lam), lam, q, seed, level,
-                         deep_cut, top, s, min(s_rec, n), view if top else None, cap)
+        Linv = _ridge_factor(SKS, w, lam)
+        # the level's expected size, which the in-memory sampler's level has exactly
+        coarse = coarse_level(kernel, Linv, w, lam, math.ceil(n / 2**level), q)
+        step = LevelStep(kernel, XS, Linv, lam, q, seed, level, deep_cut, top, s,
+                         min(s_rec, n), view if top else None, cap, coarse)
         outs = ([step.run(local)] if level >= gathered
                 else parts.map(_level_part, plan, step))
         evaluations += sum(o["evaluations"] for o in outs)
