@@ -22,6 +22,7 @@ from kernel_lab.core.executor import (
     call_single_threaded,
 )
 from kernel_lab.engine.cluster import DASK_QUIET, SHARE_BYTES, WorkerLost, connect, wait_result
+from kernel_lab.engine.heap import keep_heap_in_children, release_heap
 
 # WorkerLost, DASK_QUIET and SHARE_BYTES (arrays at least this large that several tasks
 # share are sent to Dask workers once) live in kernel_lab.engine.cluster, with the code that
@@ -75,6 +76,16 @@ def _die_with_parent() -> None:
             pass
 
 
+def _pool_task(fn: Callable[[Any], Any], task: Any) -> Any:
+    """A task in a pool process: ``fn(task)`` with one BLAS thread, then the heap's free
+    memory returned, so idle pool processes do not sit on their peak
+    (:mod:`kernel_lab.engine.heap`)."""
+    try:
+        return call_single_threaded(fn, task)
+    finally:
+        release_heap()
+
+
 class ProcessExecutor:
     """Runs tasks in a local pool of ``workers`` processes (spawned: the same on every OS).
 
@@ -92,7 +103,7 @@ class ProcessExecutor:
         from functools import partial
 
         pending = list(tasks)
-        call = partial(call_single_threaded, fn)
+        call = partial(_pool_task, fn)
         for attempt in (1, 2):
             pool = _POOLS.get(self.workers)
             if pool is None:  # kept for later runs: starting processes costs a second
@@ -134,6 +145,7 @@ def _new_pool(workers: int) -> Any:
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor
 
+    keep_heap_in_children()
     return ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"),
                                initializer=_die_with_parent)
 

@@ -26,6 +26,7 @@ import queue
 import time
 from typing import Any
 
+from kernel_lab.engine.heap import keep_heap_in_children, release_heap
 from kernel_lab.engine.spec import RunSpec
 
 #: Seconds a cancelled run gets to stop by itself before its process is terminated.
@@ -134,6 +135,8 @@ def _worker_main(requests: Any, events: Any, cancel: Any) -> None:
             end = ("failed", rid, f"{type(exc).__name__}: {exc}", False)
         flush()
         events.put(end)
+        end = result = None  # the queue's feeder thread holds what it still has to send
+        release_heap()  # an idle worker does not sit on the run's peak memory
 
 
 class ProcessRunner:
@@ -153,6 +156,7 @@ class ProcessRunner:
         atexit.register(self.close)
 
     def _start(self) -> None:
+        keep_heap_in_children()
         ctx = self._ctx
         self._requests = ctx.Queue()
         self._events = ctx.Queue()

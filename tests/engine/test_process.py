@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import time
 
 import numpy as np
 import pytest
 
 from kernel_lab.data.source import DataSource
-from kernel_lab.engine import run_experiment
+from kernel_lab.engine import heap, run_experiment
 from kernel_lab.engine.process import ProcessRunner
 from kernel_lab.engine.spec import RunSpec
 
@@ -134,3 +135,13 @@ def test_every_thread_of_the_worker_runs_below_the_window(monkeypatch):
                                                                    19)
     finally:
         worker.close()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc/<pid>/environ")
+def test_the_worker_keeps_its_heap_during_a_run(runner):
+    """The worker process starts with glibc's settings that keep freed blocks on its heap
+    (``kernel_lab.engine.heap``; returned after each run)."""
+    with open(f"/proc/{runner.pid}/environ", "rb") as fh:
+        env = dict(item.split(b"=", 1) for item in fh.read().split(b"\0") if b"=" in item)
+    for name, value in heap.HEAP_ENVIRONMENT.items():
+        assert env[name.encode()] == os.environ.get(name, value).encode()

@@ -1,0 +1,54 @@
+"""The heap of the processes that run experiments: reused during a run, returned after it.
+
+glibc's ``malloc`` gives every block above its mmap threshold (at most 32 MiB by default)
+fresh pages from the kernel and hands them back when the block is freed. Numerical code
+allocates such blocks over and over (kernel matrices, feature blocks), so each one is
+paid in page faults, and on a virtual machine with free-page reporting (virtio-balloon)
+the guest kernel also reports the freed pages to the host, which discards them and must
+fault them in again on the next use — time the host counts as *steal*, during which it
+holds the virtual CPUs, the window's included. Measured on a 2-core virtual machine
+(``learning-curve`` with its defaults, 20 s, two runs each): the host stole 24–31 clock
+ticks during a run and the window's timer stalled up to 25–29 ms; with blocks up to 1 GiB
+kept on the heap, 4–13 ticks and at most 8.8–11.8 ms (a 64 MiB threshold, as for Dask
+workers, left 21–22 ticks and 25–28 ms).
+
+So the processes that run experiments (the window's worker process, local process pools)
+start with glibc's ``MALLOC_MMAP_THRESHOLD_`` and ``MALLOC_TRIM_THRESHOLD_`` at
+:data:`KEEP_BYTES`, and give their free heap back to the system with ``malloc_trim`` when a
+run (or a pool's task) ends, so an idle process does not sit on its peak. Elsewhere than
+glibc the variables are ignored and the release does nothing.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+
+#: Blocks up to this size come from (and return to) the heap of a process that runs
+#: experiments, and up to this much free memory stays at its top during a run.
+KEEP_BYTES = 2**30
+
+#: The environment that asks glibc for that, set for the processes started afterwards.
+HEAP_ENVIRONMENT = {"MALLOC_MMAP_THRESHOLD_": str(KEEP_BYTES),
+                    "MALLOC_TRIM_THRESHOLD_": str(KEEP_BYTES)}
+
+
+def keep_heap_in_children() -> None:
+    """Make the processes this one starts from now on keep their heap (see the module
+    docstring). Settings already in the environment (the user's) are left alone; this
+    process's own allocator read its settings when it started and is not affected."""
+    for name, value in HEAP_ENVIRONMENT.items():
+        os.environ.setdefault(name, value)
+
+
+def release_heap() -> bool:
+    """Return the free memory of this process's heap to the system (glibc's
+    ``malloc_trim(0)``); False where that is not available."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc (musl has no malloc_trim)
+        return False
+    return True
