@@ -119,6 +119,13 @@ TEST_MAX = 20_000
 #: The picture shows at most this many training points (a seeded subset) with their scores.
 VIEW_MAX = 5_000
 
+#: What a cell costs whatever its size (Python, small factorisations, the measures' set-up),
+#: in the operations the estimate counts: about 5 ms measured per cell (n = 150, s = 10,
+#: 5–25 cells; machine probe eigh 1000² in 100 ms), at the 9 GFLOPS an uncalibrated plan
+#: assumes there. Small runs are mostly this (75 cells at the defaults), so without it a
+#: plan calibrated on one small run over-estimated a larger one up to 3×.
+CELL_OVERHEAD = 4.5e7
+
 def downstream_ridge(F: np.ndarray, y: np.ndarray, lam: float | None
                      ) -> tuple[np.ndarray, float, float]:
     """Ridge on the features with an unpenalised intercept (Nyström CKRR) at ``lam``, or,
@@ -437,7 +444,8 @@ class NystromExperiment(Experiment):
             cell_sizes = ([max(sizes)] * len(str(params.get("rls_lams", "1")).split(","))
                           if name == FIXED_LAMBDA else sizes)
             for s in cell_sizes:
-                measures = m * s * (entry + s) + 25.0 * m * m + n_test * s * entry + s**3
+                measures = (m * s * (entry + s) + 25.0 * m * m + n_test * s * entry + s**3
+                            + CELL_OVERHEAD)
                 if name in NESTED and s in shared and s != max(sizes):
                     # one draw and pass serve the streamed sizes; leave-one-out per size
                     flops += trials * (measures + (passes - 1.0) * n * s * (entry + s))
@@ -682,7 +690,7 @@ def _task_cost(task: CellTask, n: int, p: int, m: int) -> float:
         return _cell_cost(task.s, n, p, m)
     *smaller, largest = task.sizes
     return _cell_cost(largest, n, p, m) + sum(2.0 * m * m * s + 60.0 * m * m + s**3
-                                               for s in smaller)
+                                               + CELL_OVERHEAD for s in smaller)
 
 
 def _cell_cost(s: int | None, n: int, p: int, m: int) -> float:
@@ -691,7 +699,8 @@ def _cell_cost(s: int | None, n: int, p: int, m: int) -> float:
     spectral error on the m evaluation points and the s × s solves. Algorithm 2's cells
     (s unknown before they run) count as 100 landmarks."""
     s = 100 if s is None else int(s)
-    return 4.0 * n * s * s + 2.0 * n * s * (p + 200) + 2.0 * m * m * s + 60.0 * m * m + s**3
+    return (4.0 * n * s * s + 2.0 * n * s * (p + 200) + 2.0 * m * m * s + 60.0 * m * m + s**3
+            + CELL_OVERHEAD)
 
 
 def _exact_reference(X: np.ndarray, y: np.ndarray, Xt: np.ndarray, yt: np.ndarray,
