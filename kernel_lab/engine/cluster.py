@@ -38,6 +38,7 @@ from kernel_lab.core.errors import KernelLabError, ParameterError
 from kernel_lab.core.executor import call_single_threaded
 from kernel_lab.core.parts.base import Part
 from kernel_lab.core.progress import Progress
+from kernel_lab.engine.heap import drop_heap_settings
 
 #: Dask settings for the local clusters Kernel Lab starts (and advice for other clusters):
 #: - the statistical profiler samples every worker thread 100 times a second (~6 % here);
@@ -178,6 +179,7 @@ def connect(scheduler: str | None = None, workers: int | None = None,
                                  "scheduler is running") from None
     n = max(1, workers or default_workers())
     limit = worker_memory_limit(n) if memory_limit is None else memory_limit
+    drop_heap_settings()  # the workers' malloc settings are DASK_QUIET's, not a run's
     with dask.config.set(DASK_QUIET):
         # no dashboard; the scheduler's small HTTP server (health checks) on any free port
         local = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,

@@ -34,12 +34,33 @@ HEAP_ENVIRONMENT = {"MALLOC_MMAP_THRESHOLD_": str(KEEP_BYTES),
                     "MALLOC_TRIM_THRESHOLD_": str(KEEP_BYTES)}
 
 
+#: The names of the settings :func:`keep_heap_in_children` put in the environment (not the
+#: user's), kept in the environment too, so that processes started with them know.
+SET_HERE = "KERNEL_LAB_HEAP_SETTINGS"
+
+
 def keep_heap_in_children() -> None:
     """Make the processes this one starts from now on keep their heap (see the module
     docstring). Settings already in the environment (the user's) are left alone; this
     process's own allocator read its settings when it started and is not affected."""
+    ours = {name for name in os.environ.get(SET_HERE, "").split(",") if name}
     for name, value in HEAP_ENVIRONMENT.items():
-        os.environ.setdefault(name, value)
+        if name not in os.environ:
+            os.environ[name] = value
+            ours.add(name)
+    if ours:
+        os.environ[SET_HERE] = ",".join(sorted(ours))
+
+
+def drop_heap_settings() -> None:
+    """Take the settings :func:`keep_heap_in_children` made (here or in a parent) out of the
+    environment, for processes that bring their own: a local Dask cluster's workers get
+    theirs from its configuration, which the environment would override
+    (:data:`kernel_lab.engine.cluster.DASK_QUIET`; their memory limits watch the resident
+    memory a kept heap would hold). The user's own settings stay."""
+    for name in os.environ.pop(SET_HERE, "").split(","):
+        if name:
+            os.environ.pop(name, None)
 
 
 def release_heap() -> bool:

@@ -396,3 +396,22 @@ def test_a_cluster_left_without_workers_fails_clearly(data, tmp_path):
             assert "no workers" in str(out["error"])
         finally:
             executor.close()
+
+
+def _malloc_settings():
+    return {name: os.environ.get(name)
+            for name in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_")}
+
+
+def test_a_cluster_started_by_a_run_keeps_the_dask_malloc_settings(monkeypatch):
+    """A run's process (the window's worker) carries settings that keep its heap
+    (``engine.heap``); the Dask workers it starts get DASK_QUIET's instead, which the
+    environment would otherwise override."""
+    from kernel_lab.engine import heap
+
+    for name in (*heap.HEAP_ENVIRONMENT, heap.SET_HERE):
+        monkeypatch.delenv(name, raising=False)
+    heap.keep_heap_in_children()
+    with connect(workers=1, memory_limit="1GB") as c:
+        got = list(c.client.run(_malloc_settings).values())
+    assert got == [{"MALLOC_MMAP_THRESHOLD_": str(2**26), "MALLOC_TRIM_THRESHOLD_": str(2**30)}]

@@ -70,3 +70,16 @@ def test_a_freed_block_stays_on_the_heap_until_released(keep):
     else:
         assert mb["freed"] - mb["base"] < 20
     assert mb["released"] - mb["base"] < 20
+
+
+def test_a_local_dask_cluster_gets_its_own_settings_not_a_runs(monkeypatch):
+    """The settings made here are taken out before a local Dask cluster starts (its nannies
+    let the environment override their configuration); the user's own stay."""
+    for name in (*heap.HEAP_ENVIRONMENT, heap.SET_HERE):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "12345")
+    heap.keep_heap_in_children()
+    assert os.environ[heap.SET_HERE] == "MALLOC_MMAP_THRESHOLD_"
+    heap.drop_heap_settings()
+    assert "MALLOC_MMAP_THRESHOLD_" not in os.environ and heap.SET_HERE not in os.environ
+    assert os.environ["MALLOC_TRIM_THRESHOLD_"] == "12345"
