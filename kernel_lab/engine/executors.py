@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import atexit
 import os
-import sys
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
@@ -22,7 +21,7 @@ from kernel_lab.core.executor import (
     call_single_threaded,
 )
 from kernel_lab.engine.cluster import DASK_QUIET, SHARE_BYTES, WorkerLost, connect, wait_result
-from kernel_lab.engine.heap import keep_heap_in_children, release_heap
+from kernel_lab.engine.heap import keep_heap_in_children, linux_libc, release_heap
 
 # WorkerLost, DASK_QUIET and SHARE_BYTES (arrays at least this large that several tasks
 # share are sent to Dask workers once) live in kernel_lab.engine.cluster, with the code that
@@ -66,14 +65,11 @@ def _die_with_parent() -> None:
     """Pool-process initializer: on Linux, ask the kernel to kill this process when its
     parent dies — also when the parent is killed outright (a cancelled run in the window's
     worker process), which leaves no chance to shut the pool down."""
-    if sys.platform.startswith("linux"):
-        import ctypes
+    libc = linux_libc()
+    if libc is not None:
         import signal
 
-        try:
-            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PDEATHSIG
-        except OSError:
-            pass
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 def _pool_task(fn: Callable[[Any], Any], task: Any) -> Any:

@@ -22,8 +22,10 @@ glibc the variables are ignored and the release does nothing.
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import sys
+from typing import Any
 
 #: Blocks up to this size come from (and return to) the heap of a process that runs
 #: experiments, and up to this much free memory stays at its top during a run.
@@ -63,13 +65,22 @@ def drop_heap_settings() -> None:
             os.environ.pop(name, None)
 
 
+@functools.cache
+def linux_libc() -> Any:
+    """The C library on Linux (loaded once), None elsewhere or when it cannot be loaded."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL("libc.so.6", use_errno=True)
+    except OSError:
+        return None
+
+
 def release_heap() -> bool:
     """Return the free memory of this process's heap to the system (glibc's
     ``malloc_trim(0)``); False where that is not available."""
-    if not sys.platform.startswith("linux"):
+    trim = getattr(linux_libc(), "malloc_trim", None)  # musl has no malloc_trim
+    if trim is None:
         return False
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc (musl has no malloc_trim)
-        return False
+    trim(0)
     return True

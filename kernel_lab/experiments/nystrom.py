@@ -126,9 +126,12 @@ VIEW_MAX = 5_000
 #: plan calibrated on one small run over-estimated a larger one up to 3×.
 CELL_OVERHEAD = 4.5e7
 
-#: Operations the estimate counts per multiply-add of a large matrix product (see
-#: :meth:`NystromExperiment.estimate`).
+#: Operations the estimate counts per multiply-add of a large matrix product (Grams,
+#: triangular products): those run near the probe's peak, several times the rate the
+#: estimate's operations are counted at (16 % of it). Measured on 750,000 rows: 0.24 for
+#: the features' Gram of 160 columns, 0.41 for Lemma 6's triangular products.
 PRODUCT = 0.35
+
 
 def downstream_ridge(F: np.ndarray, y: np.ndarray, lam: float | None
                      ) -> tuple[np.ndarray, float, float]:
@@ -438,13 +441,9 @@ class NystromExperiment(Experiment):
         entry, cosine = p + 15.0, p + 30.0
         # recursive RLS scores from coarse entries (float32 exponentials) where their
         # kernel has them: a block of them took 0.45 of the time of float64 ones (p = 10)
-        coarse = KERNELS.get(str(params.get("kernel", "gaussian")))
-        scored = 0.45 * entry if coarse is not None and coarse.coarse_error else entry
-        # a multiply-add of a large matrix product (Grams, triangular products) runs near
-        # the probe's peak, several times the rate the estimate's operations are counted
-        # at (16 % of it): about 0.25-0.4 of an operation, measured on 750,000 rows
-        # (features' Gram, 160 columns: 0.24; Lemma 6's triangular products: 0.41)
-        mul = PRODUCT
+        kind = KERNELS.get(str(params.get("kernel", "gaussian")))
+        scored = 0.45 * entry if kind is not None and kind.coarse_error else entry
+        mul = PRODUCT  # per multiply-add of a large product
         passes = 2.0 if paper else 1.0
         shared = [s for s in sizes if n > max(1, FEATURE_BLOCK_ENTRIES // s)]
         shared = shared if len(shared) > 1 else []
