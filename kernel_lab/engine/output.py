@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import csv
+import math
 import os
 from pathlib import Path
 
@@ -16,15 +17,15 @@ def write_curves_csv(result: RunResult, path: str | os.PathLike[str]) -> Path:
     """One column per curve, one row per grid point; missing values are empty cells."""
     path = Path(path)
     columns = list(result.table)
-    arrays = [np.asarray(result.table[c], dtype=np.float64) for c in columns]
+    arrays = [np.asarray(result.table[c], dtype=np.float64).ravel() for c in columns]
     rows = max((a.size for a in arrays), default=0)
+    # each column as text at once (repr of Python floats: exact), padded with empty cells
+    cells = [[repr(v) if math.isfinite(v) else "" for v in a.tolist()] + [""] * (rows - a.size)
+             for a in arrays]
     with open(path, "w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
         writer.writerow(columns)
-        for i in range(rows):
-            writer.writerow(
-                ["" if i >= a.size or not np.isfinite(a[i]) else repr(float(a[i]))
-                 for a in arrays])
+        writer.writerows(zip(*cells, strict=True))
     return path
 
 
