@@ -46,7 +46,7 @@ dimensional data", IEEE Trans. Signal Processing, 2020.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 import numpy as np
@@ -163,7 +163,13 @@ class Kernel:
         block). X and Y are 2-D float64 arrays with the same number of columns.
 
         ``coarse``: for kernels with a :attr:`coarse_error`, the entries may be off by up
-        to that much (absolute), for speed; the others ignore it."""
+        to that much (absolute), for speed; the others ignore it. Coarse entries may be
+        written into a float32 ``out`` (they are float32 values); a float32 ``out`` is
+        refused otherwise."""
+        if out is not None and out.dtype != np.float64 and not (
+                coarse and self.coarse_error is not None and out.dtype == np.float32):
+            raise ValueError(f"a {out.dtype} block holds coarse entries of a kernel that has "
+                             f"them (the {self.name} kernel with coarse=True), else float64")
         if coarse and self.coarse_error is not None:
             if out is None:
                 out = np.empty((X.shape[0], Y.shape[0]))
@@ -263,6 +269,37 @@ class GaussianKernel(ShiftInvariantKernel):
 
     def _block_into(self, X: np.ndarray, Y: np.ndarray, out: np.ndarray,
                     coarse: bool = False) -> None:
+        if out.dtype == np.float32:
+            # coarse entries kept in float32 (Kernel.block allows it only with coarse): the
+            # float64 exponents of a chunk of rows in a scratch array in cache, then cast
+            # and exponentiated in the output
+            rows = max(1, CACHE_BLOCK_BYTES // (8 * max(Y.shape[0], 1)))
+            scratch = np.empty((min(rows, X.shape[0]), Y.shape[0]))
+            for start in range(0, X.shape[0], rows):
+                part = scratch[:min(rows, X.shape[0] - start)]
+                self._exponents_into(X[start:start + rows], Y, part, None)
+                chunk = out[start:start + rows]
+                np.copyto(chunk, part, casting="same_kind")
+                np.exp(chunk, out=chunk)
+            return
+        if not coarse:
+            self._exponents_into(X, Y, out, lambda chunk: np.exp(chunk, out=chunk))
+            return
+        rows = max(1, CACHE_BLOCK_BYTES // (8 * max(Y.shape[0], 1)))
+        single = np.empty((min(rows, X.shape[0]), Y.shape[0]), dtype=np.float32)
+
+        def in_single(chunk: np.ndarray) -> None:
+            part = single[:chunk.shape[0]]
+            np.copyto(part, chunk, casting="same_kind")
+            np.exp(part, out=part)
+            np.copyto(chunk, part)
+
+        self._exponents_into(X, Y, out, in_single)
+
+    def _exponents_into(self, X: np.ndarray, Y: np.ndarray, out: np.ndarray,
+                        finish: Callable[[np.ndarray], Any] | None) -> None:
+        """The exponents ``−‖x − y‖²/(2σ²)`` (clipped at 0) into ``out``, each chunk of rows
+        of at most :data:`CACHE_BLOCK_BYTES` handed to ``finish`` while it is in cache."""
         # −‖x − y‖²/(2σ²) = 2c xᵀy − c‖x‖² − c‖y‖² with c = 1/(2σ²) is one product of
         # rows extended by two columns, [x, −c‖x‖², 1]·[2c y, 1, −c‖y‖²], written into
         # the output; then two passes over row chunks in cache (clip at 0, exp). The
@@ -292,7 +329,6 @@ class GaussianKernel(ShiftInvariantKernel):
             x_term = c * np.einsum("ij,ij->i", X, X)
             y_term = c * np.einsum("ij,ij->i", Y, Y)
         rows = max(1, CACHE_BLOCK_BYTES // (8 * max(m, 1)))
-        single = np.empty((min(rows, n), m), dtype=np.float32) if coarse else None
         for start in range(0, n, rows):
             chunk = out[start:start + rows]
             if not extended:
@@ -300,13 +336,8 @@ class GaussianKernel(ShiftInvariantKernel):
                 chunk -= x_term[start:start + rows, None]
                 chunk -= y_term
             np.minimum(chunk, 0.0, out=chunk)
-            if single is None:
-                np.exp(chunk, out=chunk)
-            else:
-                part = single[:chunk.shape[0]]
-                np.copyto(part, chunk, casting="same_kind")
-                np.exp(part, out=part)
-                np.copyto(chunk, part)
+            if finish is not None:
+                finish(chunk)
 
     #: ``coarse`` entries: the exponents in float64 as always, their exponentials in float32
     #: (numpy's float32 ``exp`` is vectorised on AVX2, its float64 one is not: 3.8 times

@@ -13,13 +13,13 @@ on the transposed layout); where the entry points cannot be reached, the SciPy f
 are used.
 
 :func:`times_lower_transposed` is BLAS ``trmm`` (a product with a triangular matrix, half
-the work of a general one), which numpy does not offer: it is called in numpy's own
-OpenBLAS (found through threadpoolctl, which the project uses to limit BLAS threads), so
-it runs on the threads numpy's products use. SciPy's ``dtrmm`` would run in the second
-OpenBLAS that SciPy's wheel bundles, whose threads keep spinning after a call and halved
-the speed of numpy's next product (see :func:`kernel_lab.core.samplers._ridge_factor`).
-Where numpy's library or its symbol cannot be found, or a small self-check fails, a general
-product gives the same result.
+the work of a general one; ``dtrmm``, or ``strmm`` for float32), which numpy does not
+offer: it is called in numpy's own OpenBLAS (found through threadpoolctl, which the project
+uses to limit BLAS threads), so it runs on the threads numpy's products use. SciPy's
+``dtrmm`` would run in the second OpenBLAS that SciPy's wheel bundles, whose threads keep
+spinning after a call and halved the speed of numpy's next product (see
+:func:`kernel_lab.core.samplers._ridge_factor`). Where numpy's library or its symbol
+cannot be found, or a small self-check fails, a general product gives the same result.
 """
 
 from __future__ import annotations
@@ -157,10 +157,18 @@ _CBLAS_ROW_MAJOR, _CBLAS_RIGHT, _CBLAS_LOWER, _CBLAS_TRANS, _CBLAS_NON_UNIT = \
     101, 142, 122, 112, 131
 
 
-def _numpy_trmm() -> Any:
-    """numpy's ``cblas_dtrmm`` (64-bit integers, as numpy's wheels build OpenBLAS) as a
-    ctypes function, or None."""
+#: The C type of alpha and the names of numpy's OpenBLAS ``trmm`` per element type.
+_TRMM_KINDS: dict[Any, tuple[Any, tuple[str, ...]]] = {
+    np.dtype(np.float64): (ctypes.c_double, ("scipy_cblas_dtrmm64_", "cblas_dtrmm64_")),
+    np.dtype(np.float32): (ctypes.c_float, ("scipy_cblas_strmm64_", "cblas_strmm64_")),
+}
+
+
+def _numpy_trmm(dtype: Any = np.float64) -> Any:
+    """numpy's ``cblas_dtrmm`` (or ``cblas_strmm`` for float32; 64-bit integers, as numpy's
+    wheels build OpenBLAS) as a ctypes function, or None."""
     try:
+        alpha, names = _TRMM_KINDS[np.dtype(dtype)]
         here = os.path.dirname(os.path.abspath(np.__file__))
         for lib in blas_controller().lib_controllers:
             path = os.path.abspath(getattr(lib, "filepath", "") or "")
@@ -168,67 +176,68 @@ def _numpy_trmm() -> Any:
                     .startswith("numpy")):
                 continue  # another package's BLAS (SciPy's)
             dll = ctypes.CDLL(path)
-            for name in ("scipy_cblas_dtrmm64_", "cblas_dtrmm64_"):
+            for name in names:
                 fn = getattr(dll, name, None)
                 if fn is None:
                     continue
                 i64 = ctypes.c_int64
-                fn.argtypes = [ctypes.c_int] * 5 + [i64, i64, ctypes.c_double,
-                                                    ctypes.c_void_p, i64, ctypes.c_void_p,
-                                                    i64]
+                fn.argtypes = [ctypes.c_int] * 5 + [i64, i64, alpha, ctypes.c_void_p, i64,
+                                                    ctypes.c_void_p, i64]
                 fn.restype = None
-                if _trmm_checks(fn):
+                if _trmm_checks(fn, np.dtype(dtype)):
                     return fn
         return None
     except Exception:  # no threadpoolctl view of numpy's BLAS: the general product
         return None
 
 
-def _trmm_checks(fn: Any) -> bool:
+def _trmm_checks(fn: Any, dtype: Any = np.float64) -> bool:
     """Whether ``fn`` computes B Lᵀ on a small case as numpy's product does."""
     rng = np.random.default_rng(0)
-    L = np.tril(rng.random((5, 5))) + np.eye(5)
-    B = rng.random((3, 5))
+    L = (np.tril(rng.random((5, 5))) + np.eye(5)).astype(dtype)
+    B = rng.random((3, 5)).astype(dtype)
     want = B @ L.T
     _call_trmm(fn, B, L)
-    return bool(np.allclose(B, want, rtol=1e-13, atol=0.0))
+    return bool(np.allclose(B, want, rtol=1e-13 if dtype == np.float64 else 1e-5, atol=0.0))
 
 
 def _call_trmm(fn: Any, B: np.ndarray, L: np.ndarray) -> None:
     n, m = B.shape
+    size = B.itemsize
     fn(_CBLAS_ROW_MAJOR, _CBLAS_RIGHT, _CBLAS_LOWER, _CBLAS_TRANS, _CBLAS_NON_UNIT, n, m, 1.0,
-       L.ctypes.data, L.strides[0] // 8, B.ctypes.data, B.strides[0] // 8)
+       L.ctypes.data, L.strides[0] // size, B.ctypes.data, B.strides[0] // size)
 
 
-def _rows_in_place(A: np.ndarray) -> bool:
+def _rows_in_place(A: np.ndarray, dtype: Any = np.float64) -> bool:
     """Whether BLAS can read A as row-major with its own row stride as the leading
     dimension (numpy calls a one-row view contiguous whatever its stride)."""
-    return (A.dtype == np.float64 and A.flags.c_contiguous
-            and A.strides[0] == 8 * max(1, A.shape[1]))
+    return (A.dtype == dtype and A.flags.c_contiguous
+            and A.strides[0] == A.itemsize * max(1, A.shape[1]))
 
 
-_TRMM: Any = None
-_TRMM_LOOKED = False
+_TRMM: dict[Any, Any] = {}
 
 
 def times_lower_transposed(B: np.ndarray, L: np.ndarray, overwrite: bool = False
                            ) -> np.ndarray:
     """``B Lᵀ`` for the lower triangle of ``L`` (m × m; its upper triangle is not read) and
     B of shape (n, m): BLAS ``trmm`` in numpy's OpenBLAS, about half the work of
-    ``B @ L.T``. With ``overwrite`` and a C-ordered float64 B, the result is written over
-    B. The general product where numpy's ``trmm`` cannot be reached."""
-    global _TRMM, _TRMM_LOOKED
+    ``B @ L.T``. In float32 (``strmm``) when B and L both are float32, else in float64.
+    With ``overwrite`` and a C-ordered B of that type, the result is written over B. The
+    general product where numpy's ``trmm`` cannot be reached."""
     m = L.shape[0] if L.ndim == 2 else -1
     if L.shape != (m, m) or B.ndim != 2 or B.shape[1] != m:
         raise ValueError(f"B of shape (n, m) and a square L (m × m) are needed, not "
                          f"{B.shape} and {L.shape}")
-    if not _TRMM_LOOKED:
-        _TRMM, _TRMM_LOOKED = _numpy_trmm(), True
-    if _TRMM is None:
-        return B @ np.tril(L).T
-    out = B if (overwrite and _rows_in_place(B) and B.flags.writeable) else \
-        np.array(B, dtype=np.float64, order="C")
-    Lc = L if _rows_in_place(L) else np.array(L, dtype=np.float64, order="C")
+    dtype = np.dtype(np.float32 if B.dtype == L.dtype == np.float32 else np.float64)
+    if dtype not in _TRMM:
+        _TRMM[dtype] = _numpy_trmm(dtype)
+    fn = _TRMM[dtype]
+    if fn is None:
+        return B.astype(dtype, copy=False) @ np.tril(L).astype(dtype, copy=False).T
+    out = B if (overwrite and _rows_in_place(B, dtype) and B.flags.writeable) else \
+        np.array(B, dtype=dtype, order="C")
+    Lc = L if _rows_in_place(L, dtype) else np.array(L, dtype=dtype, order="C")
     if out.size:
-        _call_trmm(_TRMM, out, Lc)
+        _call_trmm(fn, out, Lc)
     return out

@@ -153,6 +153,31 @@ def test_coarse_gaussian_entries_lie_within_their_stated_error():
     assert not np.array_equal(buffer, k.block(A, B))               # it did take float32
 
 
+@pytest.mark.parametrize("m", [3, 40, 300])
+def test_coarse_gaussian_entries_into_float32_are_the_coarse_values(m):
+    """A float32 block holds the coarse entries themselves (float32 values): those written
+    into float64 (to one float32 rounding: the exponents come from products over chunks of
+    rows instead of the whole block), within ``coarse_error`` of scikit-learn's, for narrow
+    and wide samples (the two forms of the product) and more rows than one cache chunk."""
+    rng = np.random.default_rng(m)
+    A, B = rng.normal(size=(20_000, 10)), rng.normal(size=(m, 10))
+    k = GaussianKernel(2.0)
+    single = np.empty((20_000, m), dtype=np.float32)
+    assert k.block(A, B, single, coarse=True) is single
+    coarse = k.block(A, B, coarse=True)
+    np.testing.assert_allclose(single, coarse, rtol=0, atol=2.0**-24)
+    assert np.abs(single - rbf_kernel(A, B, gamma=1 / 8)).max() <= GaussianKernel.coarse_error
+
+
+def test_a_float32_block_is_refused_for_exact_entries():
+    k = GaussianKernel(1.0)
+    X = np.zeros((4, 2))
+    with pytest.raises(ValueError, match="float32 block"):
+        k.block(X, X, np.empty((4, 4), dtype=np.float32))
+    with pytest.raises(ValueError, match="float32 block"):
+        make_kernel("laplace").block(X, X, np.empty((4, 4), dtype=np.float32), coarse=True)
+
+
 @pytest.mark.parametrize("name", [n for n in KERNELS if KERNELS[n].coarse_error is None])
 def test_kernels_without_coarse_entries_ignore_the_request(XY, name):
     X, Y = XY

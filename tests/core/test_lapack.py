@@ -121,14 +121,39 @@ def test_times_lower_transposed_writes_over_b_when_asked():
     want = B @ L.T
     out = lapack.times_lower_transposed(B, L, overwrite=True)
     np.testing.assert_allclose(out, want, rtol=1e-13, atol=1e-13)
-    if lapack._TRMM is not None:
+    if lapack._TRMM[np.dtype(np.float64)] is not None:
         assert out is B
+
+
+def test_times_lower_transposed_in_float32_is_the_single_precision_product():
+    """Both operands float32: ``strmm``, within float32 rounding of the float64 product
+    (the componentwise bound ``m u |B| |L|ᵀ``), written over B when asked; a float32 B
+    with a float64 L is a float64 product."""
+    rng = np.random.default_rng(6)
+    L64 = np.tril(rng.normal(size=(33, 33)))
+    B32, L32 = rng.random((50, 33)).astype(np.float32), L64.astype(np.float32)
+    want = B32.astype(np.float64) @ L32.astype(np.float64).T
+    bound = 33 * 2.0**-24 * (np.abs(B32.astype(np.float64)) @ np.abs(L32.astype(np.float64)).T)
+    out = lapack.times_lower_transposed(B32.copy(), L32)
+    assert out.dtype == np.float32
+    assert np.all(np.abs(out - want) <= bound)
+    assert np.abs(out - want).max() > 0.0  # really single precision
+    work = B32.copy()
+    out = lapack.times_lower_transposed(work, L32, overwrite=True)
+    if lapack._TRMM[np.dtype(np.float32)] is not None:
+        assert out is work
+    mixed = lapack.times_lower_transposed(B32, L64)
+    assert mixed.dtype == np.float64
+    np.testing.assert_allclose(mixed, B32.astype(np.float64) @ L64.T, rtol=1e-13, atol=1e-13)
 
 
 def test_times_lower_transposed_finds_numpy_trmm_and_checks_shapes():
     lapack.times_lower_transposed(np.zeros((0, 3)), np.eye(3))
     if np.show_config(mode="dicts")["Build Dependencies"]["blas"]["name"] == "scipy-openblas":
-        assert lapack._TRMM is not None  # numpy's wheels ship OpenBLAS with cblas_dtrmm
+        # numpy's wheels ship OpenBLAS with cblas_dtrmm and cblas_strmm
+        assert lapack._TRMM[np.dtype(np.float64)] is not None
+        lapack.times_lower_transposed(np.zeros((0, 3), np.float32), np.eye(3, dtype=np.float32))
+        assert lapack._TRMM[np.dtype(np.float32)] is not None
     with pytest.raises(ValueError, match="square L"):
         lapack.times_lower_transposed(np.zeros((4, 3)), np.eye(4))
     with pytest.raises(ValueError, match="square L"):

@@ -173,8 +173,8 @@ def test_the_cholesky_basis_without_numpy_trmm_gives_the_same_features(monkeypat
     fitted = {}
     for trmm in (True, False):
         if not trmm:
-            monkeypatch.setattr(lapack, "_TRMM", None)
-            monkeypatch.setattr(lapack, "_TRMM_LOOKED", True)
+            monkeypatch.setattr(lapack, "_TRMM", {np.dtype(np.float64): None,
+                                                  np.dtype(np.float32): None})
         model = NystromRidge(0.1, kernel=kernel, n_components=40, sampler="uniform",
                              random_state=0, solver="direct").fit(X, y)
         nf = model.features_

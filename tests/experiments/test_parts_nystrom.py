@@ -113,9 +113,12 @@ def test_recursive_rls_top_scores_are_the_ridge_leverage_formula(rows, monkeypat
              - np.einsum("ij,ji->i", K_AS,
                          np.linalg.solve(K_SS + got.lam * np.diag(w ** -2.0), K_AS.T)))
     brute = np.minimum(1.0, np.maximum(brute, 0.0) / got.lam)   # top level: q = 1
-    if coarse:
+    if coarse:  # the precision the sampler chose for the top level, and its bound
         Linv = samplers._ridge_factor(K_SS, w, got.lam)
-        bound = samplers.coarse_score_error(KERNEL.coarse_error, Linv, w, got.lam)
+        precision = samplers.score_precision(KERNEL, Linv, w, got.lam, train.size, 1.0)
+        assert precision != samplers.FLOAT64
+        bound = samplers.coarse_score_error(KERNEL.coarse_error, Linv, w, got.lam,
+                                            precision == samplers.SINGLE)
         assert 0.0 < np.abs(got.scores - brute).max() <= bound
     else:
         np.testing.assert_allclose(got.scores, brute, rtol=1e-7, atol=1e-10)

@@ -51,19 +51,21 @@ from kernel_lab.core.parts.base import (
 from kernel_lab.core.progress import Progress
 from kernel_lab.core.samplers import (
     BLOCK_ENTRIES,
+    FLOAT64,
     LEVEL_CAP,
     RPC_EMPTY_ROUNDS,
     RPC_MAX_PROPOSALS,
+    SINGLE,
     CountingKernel,
     _ridge_factor,
-    _scores_of_rows,
     accelerated_level_size,
     accept_pivots,
     candidate_residual,
     check_budget,
-    coarse_level,
     lambda_for_budget,
+    level_scores,
     residual_rows,
+    score_precision,
 )
 
 #: Offsets of :data:`~kernel_lab.core.rowkeys.LANDMARKS`: the streams of the samplers' draws.
@@ -217,9 +219,9 @@ class LevelStep:
     #: hold the level's ``cap`` smallest over all partitions): a level's keeps never travel
     #: whole to the client.
     cap: int = 0
-    #: Score from coarse kernel entries (decided once per level by
-    #: :func:`~kernel_lab.core.samplers.coarse_level`, as in memory).
-    coarse: bool = False
+    #: The precision of the scores (decided once per level by
+    #: :func:`~kernel_lab.core.samplers.score_precision`, as in memory).
+    precision: str = FLOAT64
 
     def stream(self, which: int) -> int:
         return rowkeys.LANDMARKS + RLS_LEVEL + 4 * self.level + which
@@ -230,11 +232,11 @@ class LevelStep:
         X, index = rows.X[keep], rows.index[keep]
         raw = np.empty(index.size)
         step = max(1, BLOCK_ENTRIES // max(self.XS.shape[0], 1))
+        Linv32 = self.Linv.astype(np.float32) if self.precision == SINGLE else None
         for start in range(0, index.size, step):
-            Xb = X[start:start + step]
-            KS = counter.block(Xb, self.XS, coarse=self.coarse)
-            raw[start:start + step] = _scores_of_rows(counter.diag(Xb), KS, self.Linv,
-                                                      self.lam, overwrite=True)
+            raw[start:start + step] = level_scores(counter, X[start:start + step], self.XS,
+                                                   self.Linv, self.lam, self.precision,
+                                                   Linv32=Linv32)
         scores = np.minimum(1.0, self.q * raw)
         out: dict[str, Any] = {"count": index.size, "evaluations": counter.evaluations}
         if self.view is not None:
@@ -305,9 +307,9 @@ def recursive_rls_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel, s: in
         cap = max(s_rec, math.ceil(LEVEL_CAP * q * s_rec))
         Linv = _ridge_factor(SKS, w, lam)
         # the level's expected size, which the in-memory sampler's level has exactly
-        coarse = coarse_level(kernel, Linv, w, lam, math.ceil(n / 2**level), q)
+        precision = score_precision(kernel, Linv, w, lam, math.ceil(n / 2**level), q)
         step = LevelStep(kernel, XS, Linv, lam, q, seed, level, deep_cut, top, s,
-                         min(s_rec, n), view if top else None, cap, coarse)
+                         min(s_rec, n), view if top else None, cap, precision)
         outs = ([step.run(local)] if level >= gathered
                 else parts.map(_level_part, plan, step))
         evaluations += sum(o["evaluations"] for o in outs)
