@@ -108,10 +108,15 @@ CV_TEXT = ("λ by leave-one-out cross-validation (n folds of one point, exact) o
 EXACT_MAX_N = 5000
 EXACT_CV_MAX_N = 2000
 
-#: Entries of one row block of the n × s features (8 MiB of float64): a cell evaluates the
-#: features of at most this many entries at a time. Up to one block of rows the features
-#: are formed whole, as they always were.
+#: Entries of one row block of the n × s features (8 MiB of float64): up to one block of
+#: rows the features are formed whole, as they always were.
 FEATURE_BLOCK_ENTRIES = BLOCK_ENTRIES
+
+#: Above that, a cell streams its kernel columns and their Gram in blocks of at most this
+#: many entries (2 MiB): the block's Gram product then runs in cache, 7 % less time per
+#: cell than blocks of FEATURE_BLOCK_ENTRIES (recursive-rls-fast on 750,000 rows, s = 40
+#: and 160, medians of 4). The nested pass keeps its blocks (no difference measured).
+STREAM_BLOCK_ENTRIES = BLOCK_ENTRIES // 4
 
 #: The downstream test RMSE is measured on at most this many test points (a seeded subset).
 TEST_MAX = 20_000
@@ -189,9 +194,10 @@ def run_cell(task: CellTask) -> dict[str, Any]:
         features = NystromFeatures(task.kernel, n_components=task.s, sampler=task.sampler,
                                    random_state=task.seed).fit(task.X)
         width = features.landmarks_.shape[0]
-    rows = task.block_rows or max(1, FEATURE_BLOCK_ENTRIES // max(width, 1))
+    whole = task.block_rows or max(1, FEATURE_BLOCK_ENTRIES // max(width, 1))
+    rows = task.block_rows or max(1, STREAM_BLOCK_ENTRIES // max(width, 1))
     F = ridge = None
-    if task.X.shape[0] <= rows:  # one block: F in memory
+    if task.X.shape[0] <= whole:  # one block: F in memory
         F = features.transform(task.X)
         seconds = time.perf_counter() - t0
         coef, intercept, ridge_lam = downstream_ridge(F, task.y, task.lam)

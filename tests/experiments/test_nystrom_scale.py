@@ -74,15 +74,17 @@ def test_a_run_in_blocks_equals_the_run_held_whole(monkeypatch):
     for entries in (2000, 4000):
         streamed = []
         monkeypatch.setattr(ny, "FEATURE_BLOCK_ENTRIES", entries)
+        monkeypatch.setattr(ny, "STREAM_BLOCK_ENTRIES", entries // 2)
         monkeypatch.setattr(ny, "StreamedRidge",
                             lambda *a, _s=streamed: _s.append(a[3]) or StreamedRidge(*a))
         nested = []
         monkeypatch.setattr(ny, "run_nested", lambda t, _n=nested: _n.append(t.block_rows)
                             or run_nested(t))
         runs[entries] = run_experiment("nystrom", params, data=data, workers=2)
-        # the cells of the two recursive-RLS samplers (2 sizes, 2 trials); one nested
-        # trial per trial of the others, in blocks for the largest s
-        assert sorted(set(streamed)) == [entries // 40, entries // 10]
+        # the cells of the two recursive-RLS samplers (2 sizes, 2 trials), streamed in
+        # blocks of STREAM_BLOCK_ENTRIES; one nested trial per trial of the others, in
+        # blocks of FEATURE_BLOCK_ENTRIES for the largest s
+        assert sorted(set(streamed)) == [entries // 80, entries // 20]
         assert len(streamed) == 2 * 2 * 2
         assert nested == [entries // 40] * 3 * 2
     blocks = runs[2000]
