@@ -344,6 +344,18 @@ def _level_scores(X: np.ndarray, pts: np.ndarray, inv: np.ndarray, sample: np.nd
     buffer = np.empty((min(rows, others.size), sample.size),
                       dtype=np.float32 if precision == SINGLE else np.float64)
     Linv32 = Linv.astype(np.float32) if precision == SINGLE else None
+    if pts.size == X.shape[0]:
+        # the top level: the other rows are runs of consecutive rows of X between the
+        # sample's, read in place (a gather of nearly all rows took a tenth of the level)
+        cuts = np.flatnonzero(np.diff(others) != 1) + 1
+        for run in np.split(others, cuts):
+            if run.size == 0:
+                continue
+            for lo in range(int(run[0]), int(run[-1]) + 1, rows):
+                hi = min(lo + rows, int(run[-1]) + 1)
+                raw[inv[lo:hi]] = level_scores(counter, X[lo:hi], XS, Linv, lam, precision,
+                                               buffer[:hi - lo], Linv32)
+        return raw
     for start in range(0, others.size, rows):
         idx = others[start:start + rows]
         raw[inv[idx]] = level_scores(counter, np.take(X, idx, axis=0), XS, Linv, lam,
