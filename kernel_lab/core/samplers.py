@@ -74,6 +74,11 @@ COARSE_CHANGES = 0.05
 #: and float32 products.
 FLOAT64, COARSE, SINGLE = "float64", "coarse", "single"
 
+#: The top level of recursive RLS reads the rows between the sample's in place when they
+#: run this long on average; shorter runs (a large sample among few rows: 500 of 50,000)
+#: made blocks too small to pay, and are gathered.
+RUN_ROWS = 2048
+
 #: The unit roundoff of float32.
 _U32 = 2.0**-24
 
@@ -344,10 +349,10 @@ def _level_scores(X: np.ndarray, pts: np.ndarray, inv: np.ndarray, sample: np.nd
     buffer = np.empty((min(rows, others.size), sample.size),
                       dtype=np.float32 if precision == SINGLE else np.float64)
     Linv32 = Linv.astype(np.float32) if precision == SINGLE else None
-    if pts.size == X.shape[0]:
-        # the top level: the other rows are runs of consecutive rows of X between the
-        # sample's, read in place (a gather of nearly all rows took a tenth of the level)
-        cuts = np.flatnonzero(np.diff(others) != 1) + 1
+    cuts = np.flatnonzero(np.diff(others) != 1) + 1 if pts.size == X.shape[0] else None
+    if cuts is not None and others.size >= RUN_ROWS * (cuts.size + 1):
+        # the top level with long runs of consecutive rows of X between the sample's: read
+        # in place (a gather of nearly all rows took a tenth of the level in two threads)
         for run in np.split(others, cuts):
             if run.size == 0:
                 continue

@@ -105,13 +105,13 @@ def test_accelerated_rp_cholesky_approximates_like_the_stored_form():
     assert 0.7 < rounds / stored < 1.4, (rounds, stored)
 
 
-@pytest.mark.parametrize("level", ["inner", "top"])
+@pytest.mark.parametrize("level", ["inner", "top", "top-runs"])
 @pytest.mark.parametrize("precision", [samplers.FLOAT64, samplers.COARSE, samplers.SINGLE])
 def test_level_scores_in_blocks_equal_the_dense_formula(monkeypatch, precision, level):
     """Lemma 6 scores of a level from blocks of kernel rows (the sample's own rows from
     K_SS) equal those of the dense n × |S| matrix, and count each entry once — for an inner
-    level (gathered rows) and the top one (runs of rows between the sample's, read in
-    place); from coarse entries (float32 exponentials), and from those with float32
+    level (gathered rows) and the top one (gathered, or its runs of rows between the
+    sample's read in place); from coarse entries (float32 exponentials), and from those with float32
     products, they lie within the bound that allows each, and that bound is not vacuous."""
     rng = np.random.default_rng(4)
     X = rng.normal(size=(700, 3))
@@ -120,6 +120,8 @@ def test_level_scores_in_blocks_equal_the_dense_formula(monkeypatch, precision, 
     inv = np.empty(700, dtype=np.int64)
     inv[perm] = np.arange(700)
     size = 500 if level == "inner" else 700
+    if level == "top-runs":  # its runs of rows between the sample's read in place
+        monkeypatch.setattr(samplers, "RUN_ROWS", 1)
     pts = perm[:size]
     sample = np.sort(pts[rng.random(size) < 0.1])
     w = 1.0 / np.sqrt(rng.uniform(0.2, 1.0, size=sample.size))
