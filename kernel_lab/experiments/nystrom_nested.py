@@ -208,6 +208,7 @@ def _pass(task: CellTask, columns: Any, sizes: tuple[int, ...]
     # the share of its multiply-adds, ``(hi² − lo²) / s_max²``, of that product's time
     share = np.array([(hi * hi - lo * lo) / (s_max * s_max) for lo, hi in groups])
     centred = np.empty((min(rows, task.X.shape[0]), s_max))
+    scratch = np.empty((s_max, s_max))
     for start in range(0, task.X.shape[0], rows):
         t = time.perf_counter()
         Xb, yb = task.X[start:start + rows], task.y[start:start + rows]
@@ -230,7 +231,7 @@ def _pass(task: CellTask, columns: Any, sizes: tuple[int, ...]
         spent += (time.perf_counter() - t) * share
         t = time.perf_counter()
         part = CentredSums(Xb.shape[0], mean, y_mean, gram, rhs)
-        total = part if total is None else total + part
+        total = part if total is None else total.absorb(part, scratch)
         shared += time.perf_counter() - t
     assert total is not None, "no rows"
     return total, spent, shared

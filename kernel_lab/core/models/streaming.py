@@ -187,6 +187,31 @@ class CentredSums:
                            self.gram + other.gram + w * np.outer(delta, delta),
                            self.rhs + other.rhs + w * delta * delta_y)
 
+    def absorb(self, other: CentredSums, scratch: np.ndarray | None = None) -> CentredSums:
+        """``self + other`` written over self's arrays, which the caller owns (a running
+        total over blocks of rows: no new s × s arrays per block); the same numbers as
+        ``+``. ``scratch``: an s × s work array to reuse."""
+        if other.n == 0:
+            return self
+        if self.n == 0:
+            return other
+        n = self.n + other.n
+        delta, delta_y = other.mean - self.mean, other.y_mean - self.y_mean
+        w = self.n * other.n / n
+        if scratch is None:
+            scratch = np.empty_like(self.gram)
+        gram = self.gram
+        gram += other.gram
+        np.multiply.outer(delta, delta, out=scratch)
+        scratch *= w
+        gram += scratch
+        rhs = self.rhs
+        rhs += other.rhs
+        rhs += w * delta * delta_y
+        mean = self.mean
+        mean += delta * (other.n / n)
+        return CentredSums(n, mean, self.y_mean + delta_y * (other.n / n), gram, rhs)
+
     def leading(self, s: int) -> CentredSums:
         """The sums of the first s columns of F."""
         return CentredSums(self.n, self.mean[:s], self.y_mean, self.gram[:s, :s],
@@ -278,14 +303,19 @@ class StreamedRidge:
                  columns: tuple[Any, np.ndarray] | None = None) -> None:
         self.transform, self.X, self.y, self.rows = transform, X, y, rows
         block = transform if columns is None else columns[0]
-        sums = None
+        sums = scratch = None
         for start in range(0, X.shape[0], rows):
             # a block is a new array (the features or kernel columns of its rows),
             # centred in place, unless it is (a view of) X itself
             F = block(X[start:start + rows])
             part = CentredSums.of(F, y[start:start + rows],
                                   overwrite=not np.may_share_memory(F, X))
-            sums = part if sums is None else sums + part
+            if sums is None:  # new arrays: the running total is kept in them
+                sums = part
+                continue
+            if scratch is None:
+                scratch = np.empty_like(sums.gram)
+            sums = sums.absorb(part, scratch)
         assert sums is not None, "no rows"
         self._keep(sums if columns is None else sums.mapped(columns[1]))
 
