@@ -188,18 +188,23 @@ def test_a_transform_that_returns_its_rows_leaves_x_alone():
 
 
 def test_absorbing_a_block_in_place_gives_the_sums_of_both():
-    """``a.absorb(b)`` writes a + b over a's arrays, bit for bit, and leaves b alone; empty
-    sums on either side change nothing."""
+    """``a.absorb(b)`` writes the sums of both blocks over a's arrays (those of the rows
+    stacked, to rounding) and leaves b alone; ``a + b`` gives the same numbers and leaves
+    a alone; empty sums on either side change nothing."""
     rng = np.random.default_rng(6)
     F1, F2 = rng.normal(size=(40, 5)) + 2.0, rng.normal(size=(25, 5)) - 1.0
     y1, y2 = rng.normal(size=40), rng.normal(size=25)
-    want = streaming.CentredSums.of(F1, y1) + streaming.CentredSums.of(F2, y2)
+    both = streaming.CentredSums.of(np.vstack([F1, F2]), np.concatenate([y1, y2]))
     a, b = streaming.CentredSums.of(F1, y1), streaming.CentredSums.of(F2, y2)
-    b_gram = b.gram.copy()
+    a_gram, b_gram = a.gram.copy(), b.gram.copy()
+    added = a + b
+    np.testing.assert_array_equal(a.gram, a_gram)  # + makes new arrays
     got = a.absorb(b, np.empty((5, 5)))
     assert got.n == 65 and got.gram is a.gram
     for name in ("mean", "y_mean", "gram", "rhs"):
-        np.testing.assert_array_equal(getattr(got, name), getattr(want, name))
+        np.testing.assert_allclose(getattr(got, name), getattr(both, name), rtol=1e-12,
+                                   atol=1e-12)
+        np.testing.assert_array_equal(getattr(got, name), getattr(added, name))
     np.testing.assert_array_equal(b.gram, b_gram)
     empty = streaming.CentredSums.of(np.zeros((0, 5)), np.zeros(0))
     assert got.absorb(empty) is got and empty.absorb(b) is b

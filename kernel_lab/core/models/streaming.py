@@ -175,17 +175,11 @@ class CentredSums:
         return cls(n, mean, y_mean, Fc.T @ Fc, Fc.T @ (y - y_mean))
 
     def __add__(self, other: CentredSums) -> CentredSums:
-        if other.n == 0:
-            return self
-        if self.n == 0:
-            return other
-        n = self.n + other.n
-        delta, delta_y = other.mean - self.mean, other.y_mean - self.y_mean
-        w = self.n * other.n / n
-        return CentredSums(n, self.mean + delta * (other.n / n),
-                           self.y_mean + delta_y * (other.n / n),
-                           self.gram + other.gram + w * np.outer(delta, delta),
-                           self.rhs + other.rhs + w * delta * delta_y)
+        if other.n == 0 or self.n == 0:
+            return self if other.n == 0 else other
+        copy = CentredSums(self.n, self.mean.copy(), self.y_mean, self.gram.copy(),
+                           self.rhs.copy())
+        return copy.absorb(other)
 
     def absorb(self, other: CentredSums, scratch: np.ndarray | None = None) -> CentredSums:
         """``self + other`` written over self's arrays, which the caller owns (a running
