@@ -63,6 +63,11 @@ from kernel_lab.core.memory import DEFAULT_BLOCK_BYTES, check_allocation
 CACHE_BLOCK_BYTES = 2**20
 
 
+def _cache_rows(columns: int) -> int:
+    """Rows of float64 with ``columns`` columns in one chunk of :data:`CACHE_BLOCK_BYTES`."""
+    return max(1, CACHE_BLOCK_BYTES // (8 * max(columns, 1)))
+
+
 def _as_2d(X: Any, name: str) -> np.ndarray:
     A = np.asarray(X, dtype=np.float64)
     if A.ndim == 1:
@@ -273,7 +278,7 @@ class GaussianKernel(ShiftInvariantKernel):
             # coarse entries kept in float32 (Kernel.block allows it only with coarse): the
             # float64 exponents of a chunk of rows in a scratch array in cache, then cast
             # and exponentiated in the output
-            rows = max(1, CACHE_BLOCK_BYTES // (8 * max(Y.shape[0], 1)))
+            rows = _cache_rows(Y.shape[0])
             scratch = np.empty((min(rows, X.shape[0]), Y.shape[0]))
             for start in range(0, X.shape[0], rows):
                 part = scratch[:min(rows, X.shape[0] - start)]
@@ -285,7 +290,7 @@ class GaussianKernel(ShiftInvariantKernel):
         if not coarse:
             self._exponents_into(X, Y, out, lambda chunk: np.exp(chunk, out=chunk))
             return
-        rows = max(1, CACHE_BLOCK_BYTES // (8 * max(Y.shape[0], 1)))
+        rows = _cache_rows(Y.shape[0])
         single = np.empty((min(rows, X.shape[0]), Y.shape[0]), dtype=np.float32)
 
         def in_single(chunk: np.ndarray) -> None:
@@ -328,7 +333,7 @@ class GaussianKernel(ShiftInvariantKernel):
             np.dot(X, Y.T, out=out)
             x_term = c * np.einsum("ij,ij->i", X, X)
             y_term = c * np.einsum("ij,ij->i", Y, Y)
-        rows = max(1, CACHE_BLOCK_BYTES // (8 * max(m, 1)))
+        rows = _cache_rows(m)
         for start in range(0, n, rows):
             chunk = out[start:start + rows]
             if not extended:

@@ -306,15 +306,12 @@ def level_scores(counter: CountingKernel, Xb: np.ndarray, XS: np.ndarray,
     (:func:`score_precision`): their kernel block (into ``buffer`` if given: float32 for
     :data:`SINGLE`, else float64) and the triangular product with L⁻¹ (``Linv32``, L⁻¹
     rounded to float32, for :data:`SINGLE`)."""
-    if precision == SINGLE:
-        if Linv32 is None:
-            Linv32 = Linv.astype(np.float32)
-        if buffer is None:
-            buffer = np.empty((Xb.shape[0], XS.shape[0]), dtype=np.float32)
-        KS = counter.block(Xb, XS, buffer, coarse=True)
-        return _scores_of_rows(counter.diag(Xb), KS, Linv32, lam, overwrite=True)
-    KS = counter.block(Xb, XS, buffer, coarse=precision == COARSE)
-    return _scores_of_rows(counter.diag(Xb), KS, Linv, lam, overwrite=True)
+    single = precision == SINGLE
+    if single and buffer is None:
+        buffer = np.empty((Xb.shape[0], XS.shape[0]), dtype=np.float32)
+    KS = counter.block(Xb, XS, buffer, coarse=precision != FLOAT64)
+    factor = (Linv.astype(np.float32) if Linv32 is None else Linv32) if single else Linv
+    return _scores_of_rows(counter.diag(Xb), KS, factor, lam, overwrite=True)
 
 
 def fixed_lambda_oversampling_bound(rows: int, lam: float, delta: float) -> float:

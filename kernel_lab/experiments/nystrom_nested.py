@@ -49,7 +49,12 @@ from kernel_lab.core.approx_error import residual_norm
 from kernel_lab.core.kernels import Kernel
 from kernel_lab.core.models.nystrom import nystrom_features, nystrom_normalization
 from kernel_lab.core.models.rff import cos_features, sample_features
-from kernel_lab.core.models.streaming import CentredSums, StreamedRidge, columns_well_conditioned
+from kernel_lab.core.models.streaming import (
+    CentredSums,
+    StreamedRidge,
+    column_means,
+    columns_well_conditioned,
+)
 from kernel_lab.core.samplers import SAMPLERS, CountingKernel
 from kernel_lab.core.validation import check_generator
 
@@ -215,13 +220,12 @@ def _pass(task: CellTask, columns: Any, sizes: tuple[int, ...]
         y_mean = float(yb.mean())
         yc = yb - y_mean
         mean, rhs = np.empty(s_max), np.empty(s_max)
-        ones = np.full(Xb.shape[0], 1.0 / Xb.shape[0])
         Cb = centred[:Xb.shape[0]]
         shared += time.perf_counter() - t
         for j, (lo, hi) in enumerate(groups):
             t = time.perf_counter()
             C = columns(Xb, lo, hi)
-            mean[lo:hi] = ones @ C  # the column means as one BLAS product
+            mean[lo:hi] = column_means(C)
             C -= mean[lo:hi]
             rhs[lo:hi] = C.T @ yc
             Cb[:, lo:hi] = C
