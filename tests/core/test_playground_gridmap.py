@@ -170,6 +170,23 @@ def test_a_pair_kernel_is_the_kernel_at_every_sigma(kernel):
                                    rtol=1e-12, atol=1e-15)
 
 
+@pytest.mark.parametrize("kernel", ["gaussian", "laplace", "cauchy"])
+def test_a_pair_kernels_lower_triangle_is_the_kernels_with_zeros_above(kernel):
+    """The quick factorisation's half of K(X, X): the library kernel's entries on and
+    below the diagonal (rows split in blocks, the last one short), zeros above."""
+    from kernel_lab.core.kernels import make_kernel
+
+    X = np.random.default_rng(5).normal(size=(103, 2))
+    pair = pg.PairKernel(kernel, X, X)
+    for sigma in (0.3, 2.0):
+        K = make_kernel(kernel, {"sigma": sigma})(X)
+        low = pair(sigma, lower=True)
+        np.testing.assert_allclose(np.tril(low), np.tril(K), rtol=1e-12, atol=1e-15)
+        assert not np.triu(low, 1).any()
+    with pytest.raises(ValueError, match="square"):
+        pg.PairKernel(kernel, X[:5], X)(1.0, lower=True)
+
+
 def test_a_sigma_move_evaluates_the_kernel_from_the_kept_distances(monkeypatch):
     """The second σ on the same data makes no distances: one pass over the kept ones."""
     from kernel_lab.core import kernels

@@ -13,6 +13,11 @@ from kernel_lab.core.models.krr import center_gram
 from kernel_lab.core.playground.fits import Problem, error
 from kernel_lab.core.playground.gridmap import GridMap
 
+#: A lower triangle of the train–train kernel is evaluated in this many blocks of rows,
+#: each up to its last column: 1 + 1/LOWER_BLOCKS of half the matrix (n = 1000 and 16:
+#: 4.6–5.1 ms instead of 6.1–6.6 for the whole matrix, alternated in one process).
+LOWER_BLOCKS = 16
+
 Array = np.ndarray
 
 
@@ -109,20 +114,41 @@ class PairKernel:
         else:
             raise ValueError(f"no σ-free part for the {name} kernel")
 
-    def __call__(self, sigma: float) -> Array:
-        if self.name == "gaussian":
-            out = self._parts[0] * (-0.5 / sigma**2)
-            return np.exp(out, out=out)
-        if self.name == "laplace":
-            out = self._parts[0] * (-1.0 / sigma)
-            return np.exp(out, out=out)
-        out = np.ones_like(self._parts[0])
-        tmp = np.empty_like(out)
-        for part in self._parts:
-            np.multiply(part, 1.0 / sigma**2, out=tmp)
-            tmp += 1.0
-            out /= tmp
+    def __call__(self, sigma: float, lower: bool = False) -> Array:
+        """``K(X, Y)`` at ``sigma``; with ``lower`` (X = Y) only the entries on and below
+        the diagonal, which a lower Cholesky factorisation reads — about half the
+        exponentials of a σ move's quick answer — and zeros above it."""
+        shape = self._parts[0].shape
+        out = np.empty(shape)
+        if not lower:
+            self._fill(sigma, out, slice(None), slice(None))
+            return out
+        if shape[0] != shape[1]:
+            raise ValueError(f"the lower triangle of a square pair only, not {shape}")
+        step = max(1, -(-shape[0] // LOWER_BLOCKS))
+        above = np.triu(np.ones((step, step), dtype=bool), 1)  # in a diagonal block
+        for lo in range(0, shape[0], step):
+            hi = min(lo + step, shape[0])
+            self._fill(sigma, out[lo:hi, :hi], slice(lo, hi), slice(0, hi))
+            out[lo:hi, lo:hi][above[:hi - lo, :hi - lo]] = 0.0
+            out[lo:hi, hi:] = 0.0
         return out
+
+    def _fill(self, sigma: float, out: Array, rows: slice, cols: slice) -> None:
+        """The kernel's entries ``rows × cols`` at ``sigma`` into ``out``."""
+        if self.name == "gaussian":
+            np.multiply(self._parts[0][rows, cols], -0.5 / sigma**2, out=out)
+            np.exp(out, out=out)
+        elif self.name == "laplace":
+            np.multiply(self._parts[0][rows, cols], -1.0 / sigma, out=out)
+            np.exp(out, out=out)
+        else:
+            out[...] = 1.0
+            tmp = np.empty_like(out)
+            for part in self._parts:
+                np.multiply(part[rows, cols], 1.0 / sigma**2, out=tmp)
+                tmp += 1.0
+                out /= tmp
 
 
 class Solved:
@@ -191,7 +217,7 @@ class Factor(Solved):
         self.X, self.X_test = X, X_test
         self.kernel, self.sigma, self.lam = kernel, sigma, lam
         k = make_kernel(kernel, {"sigma": sigma})
-        A = pairs[0](sigma) if pairs is not None else k(X)
+        A = pairs[0](sigma, lower=True) if pairs is not None else k(X)
         A.flat[:: A.shape[0] + 1] += lam
         self.L = cholesky_lower(A, overwrite=True)  # lets the window's thread run
         self.K_test = (pairs[1](sigma) if pairs is not None else k(X_test, X)) \
