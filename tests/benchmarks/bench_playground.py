@@ -28,7 +28,7 @@ import sys
 import time
 
 import numpy as np
-from timing import probe  # this folder, first on the path of a script
+from timing import probe, quiet_offscreen_noise  # this folder, first on the path of a script
 
 PERIOD_MS = 5
 
@@ -37,6 +37,8 @@ def main() -> int:
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     machine = probe()
     from PySide6 import QtCore, QtWidgets
+
+    quiet_offscreen_noise()
 
     from kernel_lab.gui.playground import PlaygroundWindow
 

@@ -72,3 +72,22 @@ def probe() -> Machine:
     machine = Machine()
     print(machine.line(), flush=True)
     return machine
+
+
+#: What Qt's offscreen platform prints at every window it shows (a no-op it cannot do):
+#: hundreds of lines of a GUI benchmark's output, and nothing to act on.
+OFFSCREEN_NOISE = "This plugin does not support propagateSizeHints()"
+
+
+def quiet_offscreen_noise() -> None:
+    """Drop :data:`OFFSCREEN_NOISE` from Qt's messages; every other message is printed to
+    standard error as Qt would."""
+    import sys
+
+    from PySide6 import QtCore
+
+    def handler(_kind: Any, _context: Any, message: str) -> None:
+        if message != OFFSCREEN_NOISE:
+            print(message, file=sys.stderr, flush=True)
+
+    QtCore.qInstallMessageHandler(handler)
