@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from sklearn.kernel_ridge import KernelRidge as SkKernelRidge
@@ -145,9 +147,12 @@ def test_prediction_is_blockwise_and_exact(data, monkeypatch):
 
 
 def test_kernel_overflow_is_a_clear_error():
+    """The message says what to do, and no RuntimeWarning of numpy's comes before it."""
     X = np.random.default_rng(0).normal(loc=100, size=(20, 2))
-    with pytest.raises(ParameterError, match=r"exponential kernel overflows.*standardise"):
-        CenteredKernelRidge(1.0, kernel="exponential").fit(X, np.ones(20))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        with pytest.raises(ParameterError, match=r"exponential kernel overflows.*standardise"):
+            CenteredKernelRidge(1.0, kernel="exponential").fit(X, np.ones(20))
 
 
 # The exponential kernel overflows on the checks' unscaled data (loc=100, see the test
