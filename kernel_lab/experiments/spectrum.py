@@ -111,7 +111,8 @@ class SpectrumExperiment(Experiment):
         yield PartialResult(0.3, "covariance spectrum", pad_columns(columns), dict(summaries))
 
         progress(0.35, f"eigenvalues of the {n}×{n} centred kernel matrix")
-        K = kernel(X)
+        with np.errstate(over="ignore"):  # reported just below, with what to do
+            K = kernel(X)
         if not np.isfinite(K).all():
             raise DataError(f"the {kernel.spec()} kernel overflows on these data",
                             "standardise the features")

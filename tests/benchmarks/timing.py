@@ -86,8 +86,9 @@ def quiet_offscreen_noise() -> None:
 
     from PySide6 import QtCore
 
-    def handler(_kind: Any, _context: Any, message: str) -> None:
+    def handler(kind: Any, context: Any, message: str) -> None:
         if message != OFFSCREEN_NOISE:
-            print(message, file=sys.stderr, flush=True)
+            print(QtCore.qFormatLogMessage(kind, context, message), file=sys.stderr,
+                  flush=True)
 
     QtCore.qInstallMessageHandler(handler)

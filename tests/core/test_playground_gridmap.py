@@ -176,13 +176,14 @@ def test_a_pair_kernels_lower_triangle_is_the_kernels_with_zeros_above(kernel):
     below the diagonal (rows split in blocks, the last one short), zeros above."""
     from kernel_lab.core.kernels import make_kernel
 
-    X = np.random.default_rng(5).normal(size=(103, 2))
-    pair = pg.PairKernel(kernel, X, X)
-    for sigma in (0.3, 2.0):
-        K = make_kernel(kernel, {"sigma": sigma})(X)
-        low = pair(sigma, lower=True)
-        np.testing.assert_allclose(np.tril(low), np.tril(K), rtol=1e-12, atol=1e-15)
-        assert not np.triu(low, 1).any()
+    for n in (1, 7, 103):  # one row, fewer rows than blocks, a short last block
+        X = np.random.default_rng(5).normal(size=(n, 2))
+        pair = pg.PairKernel(kernel, X, X)
+        for sigma in (0.3, 2.0):
+            K = make_kernel(kernel, {"sigma": sigma})(X)
+            low = pair(sigma, lower=True)
+            np.testing.assert_allclose(np.tril(low), np.tril(K), rtol=1e-12, atol=1e-15)
+            assert not np.triu(low, 1).any()
     with pytest.raises(ValueError, match="square"):
         pg.PairKernel(kernel, X[:5], X)(1.0, lower=True)
 

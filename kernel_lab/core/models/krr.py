@@ -125,7 +125,10 @@ class _KernelRidgeBase(RegressorMixin, BaseEstimator):
             "ridge).",
             budget,
         )
-        K = self.kernel_(X, budget=budget)
+        # an overflow (inf) is reported just below with what to do: no numpy
+        # RuntimeWarning before that message
+        with np.errstate(over="ignore"):
+            K = self.kernel_(X, budget=budget)
         if not np.isfinite(K).all():
             raise ParameterError(
                 f"the {self.kernel_.name} kernel overflows on these inputs (non-finite kernel "
