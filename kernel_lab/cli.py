@@ -21,7 +21,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from kernel_lab import __version__
-from kernel_lab.core.errors import KernelLabError, MemoryBudgetError, name_controls
+from kernel_lab.core.errors import (
+    KernelLabError,
+    MemoryBudgetError,
+    is_standalone,
+    name_controls,
+)
 from kernel_lab.core.progress import Cancelled
 
 if TYPE_CHECKING:
@@ -145,8 +150,10 @@ def _build_parser() -> argparse.ArgumentParser:
     p_run.add_argument("--backend", choices=BACKENDS,
                        default="threads",
                        help="where independent tasks run: threads (default), a local "
-                            "process pool, or Dask (needs kernel-lab[dask]); the numbers "
-                            "are the same on every backend")
+                            "process pool, or Dask ("
+                            + ("not in the standalone app" if is_standalone()
+                               else "needs kernel-lab[dask]")
+                            + "); the numbers are the same on every backend")
     p_run.add_argument("--scheduler", metavar="ADDRESS",
                        help="with --backend dask: a scheduler address (tcp://host:8786); "
                             "default: a local cluster of --workers processes")
