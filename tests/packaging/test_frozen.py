@@ -62,9 +62,9 @@ def test_frozen_run_on_a_csv_writes_the_contract_files(tmp_path):
 
 
 def test_frozen_run_on_parquet_file_and_folder(tmp_path):
-    """The standalone app reads Parquet (pyarrow is bundled): a file with a text column,
-    and a folder of Parquet files kept in its partitions, each giving the numbers the
-    same rows give as a CSV file (or in memory)."""
+    """The standalone app reads Parquet (pyarrow is bundled): a file gives the numbers a
+    CSV file of the same rows gives, a text column is one-hot encoded, and nystrom runs on
+    a folder of Parquet files kept in its partitions as on the CSV file."""
     import pandas as pd
 
     pytest.importorskip("pyarrow")
@@ -73,17 +73,24 @@ def test_frozen_run_on_parquet_file_and_folder(tmp_path):
     frame = pd.DataFrame(X, columns=["a", "b", "c"])
     frame["y"] = np.sin(3 * X[:, 0]) + X[:, 1] ** 2 + 0.05 * rng.standard_normal(300)
     frame.to_csv(tmp_path / "rows.csv", index=False)
+    frame.to_parquet(tmp_path / "rows.parquet", index=False)
     with_text = frame.assign(kind=np.where(X[:, 2] > 0, "up", "down"))
-    with_text.to_parquet(tmp_path / "rows.parquet", index=False)
+    with_text.to_parquet(tmp_path / "text.parquet", index=False)
     args = ["--target", "y", "--set", "n_lams=5", "--no-plot", "-q"]
-    for name in ("rows.csv", "rows.parquet"):
+    docs = {}
+    for name in ("rows.csv", "rows.parquet", "text.parquet"):
         proc = frozen("run", "krr-path", "--data", name, *args, "--out", name + ".out",
                       cwd=tmp_path)
         assert proc.returncode == 0, proc.stderr
-    csv_doc = json.loads((tmp_path / "rows.csv.out" / "result.json").read_text())
-    pq_doc = json.loads((tmp_path / "rows.parquet.out" / "result.json").read_text())
-    assert csv_doc["data"]["p"] == 3 and pq_doc["data"]["p"] == 5  # kind one-hot: 2 more
-    assert pq_doc["data"]["n"] == csv_doc["data"]["n"] == 300
+        docs[name] = json.loads((tmp_path / (name + ".out") / "result.json").read_text())
+    csv_doc, pq_doc, text_doc = docs.values()
+    # the same rows in a CSV and a Parquet file: the same numbers
+    assert csv_doc["data"]["p"] == pq_doc["data"]["p"] == 3
+    for key, values in csv_doc["table"].items():
+        if "time" not in key:
+            np.testing.assert_allclose(pq_doc["table"][key], values, rtol=1e-12, err_msg=key)
+    assert text_doc["data"]["p"] == 5  # the text column one-hot: two more
+    assert text_doc["data"]["n_train"] + text_doc["data"]["n_test"] == 300
     folder = tmp_path / "parts"
     folder.mkdir()
     for k, (a, b) in enumerate(((0, 90), (90, 230), (230, 300))):
@@ -98,7 +105,12 @@ def test_frozen_run_on_parquet_file_and_folder(tmp_path):
     assert proc.returncode == 0, proc.stderr
     kept = json.loads((tmp_path / "kept" / "result.json").read_text())
     assert any("partition" in note for note in kept["data"]["notes"])
-    assert kept["data"]["n"] == 300 and kept["table"]["spectral_median[rp-cholesky]"]
+    flat = json.loads((tmp_path / "flat" / "result.json").read_text())
+    assert kept["data"]["n_train"] + kept["data"]["n_test"] == 300
+    for doc in (kept, flat):
+        errors = np.array(doc["table"]["spectral_median[rp-cholesky]"], dtype=float)
+        errors = errors[np.isfinite(errors)]
+        assert errors.size == 2 and errors[1] < errors[0]  # more landmarks, smaller error
 
 
 def test_frozen_app_never_says_pip_install(tmp_path):
