@@ -117,10 +117,16 @@ def is_standalone() -> bool:
     return bool(getattr(sys, "frozen", False))
 
 
-def missing_package(task: str, package: str, standalone: str) -> str:
+def missing_package(task: str, package: str, standalone: str, *,
+                    bundled: ImportError | None = None) -> str:
     """The message refusing ``task`` (``"reading Parquet"``) without ``package``: in a
     Python installation, the command that installs it; in the standalone app, which cannot
-    install anything, ``standalone`` — what the app offers instead or where else to go."""
+    install anything, ``standalone`` — what the app offers instead or where else to go.
+    ``bundled``: the standalone app includes the package, and this is why it did not load
+    (a damaged copy), which the message quotes."""
+    if is_standalone() and bundled is not None:
+        return f"{task} needs {package}, which this standalone app includes but could not " \
+               f"load ({bundled}): {standalone}"
     if is_standalone():
         return f"{task} needs {package}, which this standalone app does not include: " \
                f"{standalone}"

@@ -40,11 +40,11 @@ def need_pyarrow(path: str | os.PathLike[str] | None = None) -> None:
     try:
         import pyarrow
         import pyarrow.parquet  # noqa: F401
-    except ImportError:
+    except ImportError as exc:
         raise DataError(missing_package(
             "reading Parquet", "pyarrow",
             "this copy is incomplete (its --self-test reads Parquet); unpack the app again, "
-            "or save the table as CSV"), path=path) from None
+            "or save the table as CSV", bundled=exc), path=path) from None
 
 
 def read_parquet(path: Path, raw: bytes, target: str | int | None,

@@ -71,5 +71,6 @@ def test_the_standalone_app_never_says_pip_install(parquet, monkeypatch):
         assert "pip" not in message and "standalone app" in message, message
     # what the app offers instead, by name
     assert "save the table as CSV" in file and "--self-test" in file
+    assert "includes but could not load (import of pyarrow halted" in file  # why, quoted
     assert "Parquet files and folders" in store
     assert "--backend threads or processes" in dask and "Compute backend" in dask
