@@ -21,7 +21,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from kernel_lab import __version__
-from kernel_lab.core.errors import KernelLabError, MemoryBudgetError, name_controls
+from kernel_lab.core.errors import (
+    KernelLabError,
+    MemoryBudgetError,
+    is_standalone,
+    name_controls,
+)
 from kernel_lab.core.progress import Cancelled
 
 if TYPE_CHECKING:
@@ -95,8 +100,10 @@ def _build_parser() -> argparse.ArgumentParser:
         "report", help="write one self-contained HTML report (plots, tables, versions) of a "
                        "run folder, a result.json, a session file or a preset")
     p_rep.add_argument("source", help="run folder, result.json, session .json or preset name")
-    p_rep.add_argument("--out", metavar="HTML", default="report.html",
-                       help="the report file (default report.html)")
+    p_rep.add_argument("--out", metavar="HTML", default=None,
+                       help="the report file (default: report.html in the run folder, or "
+                            "beside the result.json; SESSION.html beside a session file; "
+                            "PRESET.html in the working folder for a preset)")
     p_rep.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
     p_rep.add_argument("--debug", action="store_true", help="show tracebacks of failures")
 
@@ -143,8 +150,10 @@ def _build_parser() -> argparse.ArgumentParser:
     p_run.add_argument("--backend", choices=BACKENDS,
                        default="threads",
                        help="where independent tasks run: threads (default), a local "
-                            "process pool, or Dask (needs kernel-lab[dask]); the numbers "
-                            "are the same on every backend")
+                            "process pool, or Dask ("
+                            + ("not in the standalone app" if is_standalone()
+                               else "needs kernel-lab[dask]")
+                            + "); the numbers are the same on every backend")
     p_run.add_argument("--scheduler", metavar="ADDRESS",
                        help="with --backend dask: a scheduler address (tcp://host:8786); "
                             "default: a local cluster of --workers processes")
@@ -299,16 +308,36 @@ def _cmd_report(args: argparse.Namespace) -> int:
                      on_progress=_StderrProgress(args.quiet))
         doc = result.to_dict()
     assert doc is not None
+    out = Path(args.out) if args.out else _report_path(source, session is not None)
     ensure_app()
-    if doc.get("view") == "playground":
-        from kernel_lab.plotting.report import write_playground_report
+    try:
+        if doc.get("view") == "playground":
+            from kernel_lab.plotting.report import write_playground_report
 
-        print(write_playground_report(doc, args.out))
-        return 0
-    path = write_report(doc, args.out, title=session.title if session else "",
-                        about=session.about if session else "")
+            path = write_playground_report(doc, out)
+        else:
+            path = write_report(doc, out, title=session.title if session else "",
+                                about=session.about if session else "")
+    except OSError as exc:
+        raise UsageError(f"cannot write the report {out}: {exc.strerror or exc}; choose "
+                         "another file with --out") from None
     print(path)
     return 0
+
+
+def _report_path(source: Path, is_session: bool) -> Path:
+    """Where ``kernel-lab report SOURCE`` writes without ``--out``: beside what it reports
+    on, where the user looks for it — ``report.html`` in a run folder (or beside its
+    ``result.json``), ``NAME.html`` beside a session file ``NAME.json``, and ``PRESET.html``
+    in the working folder for a preset (which has no folder of its own)."""
+    if source.is_dir():
+        return source / "report.html"
+    if source.is_file() and not is_session:
+        return source.parent / "report.html"
+    if source.is_file():
+        page = source.with_suffix(".html")
+        return page if page != source else source.with_name(f"{source.name}.html")
+    return Path(f"{source.name}.html")
 
 
 def _run_spec(args: argparse.Namespace) -> RunSpec:

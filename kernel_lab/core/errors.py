@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from collections.abc import Mapping
 
 
@@ -101,3 +102,32 @@ def name_controls(message: str, controls: Mapping[str, str]) -> str:
         return match.group(0) if shown is None else shown.replace("{value}", value)
 
     return _OPTION.sub(control, message)
+
+
+# ------------------------------------------------------------------------------------
+# Optional packages: what to do without one
+# ------------------------------------------------------------------------------------
+#: How a Python installation gets the optional packages (Dask, pyarrow, zarr).
+EXTRA = "pip install 'kernel-lab[dask]'"
+
+
+def is_standalone() -> bool:
+    """Whether this process is the standalone app (PyInstaller sets ``sys.frozen``), where
+    nothing can be installed."""
+    return bool(getattr(sys, "frozen", False))
+
+
+def missing_package(task: str, package: str, standalone: str, *,
+                    bundled: ImportError | None = None) -> str:
+    """The message refusing ``task`` (``"reading Parquet"``) without ``package``: in a
+    Python installation, the command that installs it; in the standalone app, which cannot
+    install anything, ``standalone`` — what the app offers instead or where else to go.
+    ``bundled``: the standalone app includes the package, and this is why it did not load
+    (a damaged copy), which the message quotes."""
+    if is_standalone() and bundled is not None:
+        return f"{task} needs {package}, which this standalone app includes but could not " \
+               f"load ({bundled}): {standalone}"
+    if is_standalone():
+        return f"{task} needs {package}, which this standalone app does not include: " \
+               f"{standalone}"
+    return f"{task} needs {package}: {EXTRA}"

@@ -4,8 +4,9 @@ missing), any other column as pandas gives it, its values then typed as a CSV's 
 (:func:`~kernel_lab.data.table.typed_column`); every table ends in the CSV pipeline
 (:func:`~kernel_lab.data.table.finish_table`: categories one-hot, a text target as
 classes, a row-index first column dropped), missing values to the load's NaN policy, rows
-named by number. pyarrow is optional (the ``dask`` extra; the standalone app leaves it
-out): without it, a :class:`~kernel_lab.core.errors.DataError` says what to install.
+named by number. pyarrow is optional in a Python installation (the ``dask`` extra; the
+standalone app bundles it): without it, a :class:`~kernel_lab.core.errors.DataError` says
+what to install (:func:`~kernel_lab.core.errors.missing_package`).
 
 A folder of Parquet files is partitioned data: :mod:`kernel_lab.data.partitioned`.
 """
@@ -18,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from kernel_lab.core.errors import DataError
+from kernel_lab.core.errors import DataError, missing_package
 from kernel_lab.core.progress import Cancelled
 from kernel_lab.data.raw import expect_magic
 from kernel_lab.data.table import (
@@ -31,17 +32,19 @@ from kernel_lab.data.table import (
 
 #: The first (and last) bytes of every Parquet file.
 MAGIC = b"PAR1"
-#: What to install for Parquet (and Zarr): the optional extra that brings pyarrow.
-INSTALL = "pip install 'kernel-lab[dask]'"
 
 
 def need_pyarrow(path: str | os.PathLike[str] | None = None) -> None:
-    """Refuse to go on without pyarrow, saying what to install."""
+    """Refuse to go on without pyarrow, saying what to install (in the standalone app,
+    which bundles pyarrow, only a damaged copy lacks it)."""
     try:
         import pyarrow
         import pyarrow.parquet  # noqa: F401
-    except ImportError:
-        raise DataError(f"reading Parquet needs pyarrow: {INSTALL}", path=path) from None
+    except ImportError as exc:
+        raise DataError(missing_package(
+            "reading Parquet", "pyarrow",
+            "this copy is incomplete (its --self-test reads Parquet); unpack the app again, "
+            "or save the table as CSV", bundled=exc), path=path) from None
 
 
 def read_parquet(path: Path, raw: bytes, target: str | int | None,

@@ -38,10 +38,9 @@ from typing import Any
 
 import numpy as np
 
-from kernel_lab.core.errors import DataError, data_option
+from kernel_lab.core.errors import DataError, data_option, missing_package
 from kernel_lab.core.memory import check_allocation, format_bytes, memory_budget_bytes
 from kernel_lab.data.parquet import (
-    INSTALL,
     float_column,
     is_numeric_type,
     need_pyarrow,
@@ -172,7 +171,11 @@ def _need_zarr(path: str | os.PathLike[str]) -> Any:
     try:
         import zarr
     except ImportError:
-        raise DataError(f"reading a Zarr store needs zarr: {INSTALL}", path=path) from None
+        raise DataError(missing_package(
+            "reading a Zarr store", "zarr",
+            "it reads Parquet files and folders of Parquet files (one file per part); save "
+            "X and y as those, or use Kernel Lab installed in Python (with its dask extra)"),
+            path=path) from None
     return zarr
 
 

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from kernel_lab.core.errors import KernelLabError, ParameterError
+from kernel_lab.core.errors import KernelLabError, ParameterError, missing_package
 from kernel_lab.core.executor import call_single_threaded
 from kernel_lab.core.parts.base import Part
 from kernel_lab.core.progress import Progress
@@ -168,8 +168,11 @@ def connect(scheduler: str | None = None, workers: int | None = None,
         import dask
         from distributed import Client, LocalCluster
     except ImportError:
-        raise ParameterError("the dask backend needs Dask: pip install "
-                             "'kernel-lab[dask]'") from None
+        raise ParameterError(missing_package(
+            "the dask backend", "Dask",
+            "it runs on threads or a local process pool (--backend threads or processes, "
+            "or Run → Compute backend in the window); for a Dask cluster use Kernel Lab "
+            "installed in Python (with its dask extra)")) from None
     if scheduler:
         try:
             return Cluster(Client(scheduler, timeout=timeout))

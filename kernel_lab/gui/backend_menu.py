@@ -1,6 +1,7 @@
 """Run > Compute backend: where the next run's parallel work goes (threads, a local
 process pool, a local Dask cluster or a Dask scheduler), kept in the window's settings
-and handed to the lab model (``LabModel.backend``)."""
+and handed to the lab model (``LabModel.backend``). The standalone app has no Dask: its
+Dask entries are shown disabled, saying so, and a saved Dask choice runs on threads."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from collections.abc import Callable
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
+from kernel_lab.core.errors import is_standalone
 from kernel_lab.engine.executors import BACKENDS
 from kernel_lab.model import LabModel
 
@@ -15,6 +17,9 @@ BACKEND_MENU = (("threads", "In-process threads (default)"),
                 ("processes", "Local process pool"),
                 ("dask", "Dask: local cluster"),
                 ("dask-scheduler", "Dask: connect to a scheduler…"))
+#: Why the Dask entries are disabled in the standalone app.
+NO_DASK = ("not in the standalone app: for a Dask cluster use Kernel Lab installed in "
+           "Python (with its dask extra)")
 
 
 class BackendMenu(QtCore.QObject):
@@ -27,10 +32,15 @@ class BackendMenu(QtCore.QObject):
         self.model, self.settings, self.log = model, settings, log
         backends = menu.addMenu("Compute &backend")
         self.group = QtGui.QActionGroup(self)
+        backends.setToolTipsVisible(True)
         for key, text in BACKEND_MENU:
             act = backends.addAction(text)
             act.setCheckable(True)
             act.setData(key)
+            if key.startswith("dask") and is_standalone():
+                act.setEnabled(False)
+                act.setToolTip(NO_DASK)
+                act.setStatusTip(NO_DASK)
             self.group.addAction(act)
         self.group.triggered.connect(self._chosen)
 
@@ -45,6 +55,8 @@ class BackendMenu(QtCore.QObject):
         """The saved setting to the model and the menu's check marks."""
         key = self.settings.value("backend", "threads")
         scheduler = self.settings.value("scheduler", "") or None
+        if key.startswith("dask") and is_standalone():  # chosen in a Python installation
+            key = "threads"
         if key == "dask-scheduler":
             self.model.backend = ("dask", scheduler)
         else:

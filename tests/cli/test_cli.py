@@ -125,10 +125,12 @@ def test_self_test_passes_and_reports_each_check(capsys):
     from kernel_lab.experiments import list_experiments
 
     lines = capsys.readouterr().out.splitlines()
-    # one per experiment and Playground preset, the Playground window, CSV tables, four more
-    n = len(list_experiments()) + len(playground_preset_names()) + 6
+    # one per experiment and Playground preset, the Playground window, CSV tables, Parquet,
+    # four more
+    n = len(list_experiments()) + len(playground_preset_names()) + 7
     assert lines[-1].startswith(f"{n} of {n} checks passed")
     assert sum(line.startswith("PASS") for line in lines) == n
     assert any("window run via the worker process" in line for line in lines)
     assert any("PASS  read CSV tables" in line for line in lines)
+    assert any("PASS  read Parquet files and folders" in line for line in lines)
     assert sum(line.startswith("PASS  playground") for line in lines) == 7

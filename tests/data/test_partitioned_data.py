@@ -481,7 +481,8 @@ def test_without_pyarrow_parquet_says_what_to_install(tmp_path, monkeypatch):
 
 def test_the_extras_that_bring_dask_bring_pyarrow_and_zarr_too():
     """The dask backend reads partitioned data, and these tests import both: the `dask`
-    and `test` extras install them (the standalone app has neither: a message instead)."""
+    and `test` extras install them (the standalone app bundles pyarrow, not Dask or zarr:
+    a message instead)."""
     import tomllib
     from pathlib import Path
 
