@@ -73,7 +73,8 @@ def open_run_data(path: str, options: Mapping[str, Any], *, seed: int, name: str
     from kernel_lab.data.partitioned import open_partitioned
 
     source = open_partitioned(path, target=options.get("target") or None,
-                              features=options.get("features") or None)
+                              features=options.get("features") or None,
+                              drop=options.get("drop_columns") or None)
     how = options.get("partitions", "auto")
     if how not in PARTITION_CHOICES:
         raise ParameterError(f"partitions={how!r}: choose one of {', '.join(PARTITION_CHOICES)}")

@@ -9,6 +9,7 @@ import numpy as np
 
 from kernel_lab.core.dataset import Dataset, train_test_split
 from kernel_lab.core.errors import DataError
+from kernel_lab.data.leakage import leakage_warning
 from kernel_lab.data.table import Table
 
 
@@ -50,8 +51,13 @@ def dataset_from_table(table: Table, *, name: str, test_fraction: float,
     """Split (and optionally standardise) a loaded table."""
     Xtr, ytr, Xte, yte = train_test_split(table.X, table.y, test_fraction, rng, name)
     ds = Dataset(Xtr, ytr, Xte, yte, list(table.feature_names), table.target_name,
-                 name=name, notes=list(table.notes),
+                 name=name, notes=[*([table.target_note] if table.target_note else []),
+                                   *table.notes],
                  classes=None if table.classes is None else list(table.classes),
                  columns=None if table.columns is None else list(table.columns))
+    if ds.task != "multiclass":  # class codes have no order to rank
+        warning = leakage_warning(Xtr, ytr, ds.feature_names, ds.target_name,
+                                  columns=ds.columns)
+        ds.warnings = [] if warning is None else [warning]
     # the split made fresh copies: standardised in place
     return ds.standardized(inplace=True) if standardize else ds
