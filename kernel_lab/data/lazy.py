@@ -40,6 +40,7 @@ from kernel_lab.core.parts import (
     take_rows,
 )
 from kernel_lab.core.progress import Progress
+from kernel_lab.data.leakage import leakage_warning
 from kernel_lab.data.split import dataset_from_table
 from kernel_lab.data.table import Table
 
@@ -119,8 +120,29 @@ def partitioned_data(source: Any, parts: PartMap, options: Mapping[str, Any], *,
                                 progress=None if progress is None else progress.sub(0.0, 1.0))
         notes.append("standardised by the training rows' column statistics (reduced over "
                      "the partitions)")
-    return PartitionedData(parts, plan, list(source.feature_names), source.target_name,
+    data = PartitionedData(parts, plan, list(source.feature_names), source.target_name,
                            name=name, notes=notes, task=source.task)
+    data.warnings = _sampled_leakage(data)
+    return data
+
+
+#: Training rows of partitioned data the leakage check ranks (a seeded sample).
+LEAKAGE_ROWS = 20_000
+
+
+def _sampled_leakage(data: PartitionedData) -> list[str]:
+    """The leakage warning of data kept in partitions, from a seeded sample of at most
+    :data:`LEAKAGE_ROWS` training rows (chosen per row by its key: the same rows on any
+    backend)."""
+    k = min(LEAKAGE_ROWS, data.n_train)
+    index = keyed_subset(data.parts, data.plan, rowkeys.LEAKAGE, k)
+    got = take_rows(data.parts, data.plan, index)
+    said = (f"the {k:,} training rows" if k == data.n_train else
+            f"a random {k:,} of the {data.n_train:,} training rows (chosen per row from the "
+            "seed)")
+    warning = leakage_warning(got.X, got.y, data.feature_names, data.target_name,
+                              rows_said=said)
+    return [] if warning is None else [warning]
 
 
 def sample_table(source: Any, parts: PartMap, rows: int, seed: int,
