@@ -166,7 +166,7 @@ def load_table(
     if note:
         table.notes.insert(0, note)
     options.report(0.95, "checking for missing values")
-    return apply_nan_policy(table, nan_policy, path)
+    return apply_nan_policy(table, nan_policy, path, options.columns.drop)
 
 
 def select_columns(path: Path, table: Table, choice: ColumnChoice) -> Table:

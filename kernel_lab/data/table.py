@@ -163,7 +163,11 @@ def split_target(path: Path, M: np.ndarray, names: list[str], target: str | int 
                                                               None))
 
 
-def apply_nan_policy(table: Table, policy: str, path: Path) -> Table:
+def apply_nan_policy(table: Table, policy: str, path: Path, dropped: Sequence[str] = ()
+                     ) -> Table:
+    """Drop the rows with missing or non-finite values (``policy="drop"``) or refuse them
+    naming the columns and the options that help (``dropped``: the columns the user
+    already leaves out, kept in the option offered)."""
     bad = ~np.isfinite(table.y)
     step = 1 << 16  # in row blocks: no n × p temporary
     for start in range(0, len(bad), step):
@@ -190,9 +194,35 @@ def apply_nan_policy(table: Table, policy: str, path: Path) -> Table:
         f"({'the first here' if k > 1 else 'here'}); rows per column: "
         f"{_missing_by_column(table)}",
         "clean the file, or choose to drop rows with missing values "
-        f"({data_option('drop_nan', 'true')})",
+        f"({data_option('drop_nan', 'true')})" + _drop_those_columns(table, dropped),
         path=path, line=line_no,
     )
+
+
+#: The missing-value message offers to drop the columns when there are at most this many.
+MAX_DROPPED_COLUMNS = 5
+
+
+def _drop_those_columns(table: Table, dropped: Sequence[str]) -> str:
+    """``, or leave out the columns that have them (drop_columns=a,b)`` when a few
+    feature columns hold every missing value (not the target), else empty."""
+    if not np.isfinite(table.y).all():
+        return ""
+    names = [table.feature_names[j] for j in np.flatnonzero(_missing_counts(table))]
+    if not names or len(names) > MAX_DROPPED_COLUMNS:
+        return ""
+    return (f", or leave out the column{'s' if len(names) > 1 else ''} that "
+            f"{'have' if len(names) > 1 else 'has'} them "
+            f"({data_option('drop_columns', ','.join([*dropped, *names]))})")
+
+
+def _missing_counts(table: Table) -> np.ndarray:
+    """Missing or non-finite values per feature column."""
+    counts = np.zeros(table.X.shape[1], dtype=np.int64)
+    step = 1 << 16  # in row blocks: no n × p temporary
+    for start in range(0, table.X.shape[0], step):
+        counts += (~np.isfinite(table.X[start:start + step])).sum(axis=0)
+    return counts
 
 
 #: At most this many columns are named in the missing-value message.
@@ -202,10 +232,7 @@ MAX_NAMED_COLUMNS = 20
 def _missing_by_column(table: Table) -> str:
     """``'a' 2, 'c' 1, target 't' 4``: each column with missing or non-finite values and
     its own count of them, in file order (at most :data:`MAX_NAMED_COLUMNS`)."""
-    counts = np.zeros(table.X.shape[1], dtype=np.int64)
-    step = 1 << 16  # in row blocks: no n × p temporary
-    for start in range(0, table.X.shape[0], step):
-        counts += (~np.isfinite(table.X[start:start + step])).sum(axis=0)
+    counts = _missing_counts(table)
     parts = [f"{table.feature_names[j]!r} {int(counts[j])}" for j in np.flatnonzero(counts)]
     y_bad = int((~np.isfinite(table.y)).sum())
     if y_bad:

@@ -275,3 +275,13 @@ def test_the_target_is_named_first(tmp_path, target, said):
     ds = DataSource.from_spec(str(path), {"target": target, "drop_columns": "bad",
                                           "test_fraction": 0.3}).load()
     assert ds.notes[0] == said
+
+
+def test_the_missing_value_message_offers_to_drop_those_columns_with_those_dropped(tmp_path):
+    text = "a,gap,b,y\n1,,2,3\n2,5,1,4\n3,6,0,5\n"
+    path = write(tmp_path, "g.csv", text)
+    with pytest.raises(DataError) as info:
+        load_table(path, columns=ColumnChoice(drop=("b",)))
+    assert "leave out the column that has them (the data option drop_columns=b,gap)" in \
+        str(info.value)
+    assert load_table(path, columns=ColumnChoice(drop=("b", "gap"))).feature_names == ["a"]

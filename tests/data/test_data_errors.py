@@ -68,7 +68,8 @@ CASES = [
          line=4),
     case("empty-cells", "gaps.csv", b"a,b,c\n1,2,3\n4,,6\n,8,9\n",
          ["missing or non-finite values in 2 of 3 rows (the first here); rows per column: "
-          "'a' 1, 'b' 1.", "(the data option drop_nan=true)"],
+          "'a' 1, 'b' 1.", "(the data option drop_nan=true)",
+          "or leave out the columns that have them (the data option drop_columns=a,b)"],
          line=3),
     case("inf-cell", "inf.csv", b"a,b,c\n1,2,3\n4,5,-inf\n",
          ["missing or non-finite values in 1 of 2 rows (here); rows per column: "
@@ -173,7 +174,8 @@ CASES = [
 CLI_FLAGS = {"the data option drop_nan=true": "--drop-nan",
              "the data option target=NAME": "--target NAME",
              "the data option text_features=onehot": "--text-features onehot",
-             "the data option drop_columns=b": "--drop-columns b"}
+             "the data option drop_columns=b": "--drop-columns b",
+             "the data option drop_columns=a,b": "--drop-columns a,b"}
 
 
 def _write(tmp_path: Path, name: str, content: bytes | None) -> Path:
