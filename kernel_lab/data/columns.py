@@ -52,6 +52,32 @@ class ColumnChoice:
     def __bool__(self) -> bool:
         return bool(self.features or self.drop)
 
+    def to_options(self) -> dict[str, str]:
+        """The ``features`` and ``drop_columns`` options (empty strings for none)."""
+        return {"features": join_names(self.features), "drop_columns": join_names(self.drop)}
+
+    def named(self, names: Sequence[str]) -> ColumnChoice:
+        """The same choice with each column given by number named as in ``names`` (the
+        file's columns; a reference they do not have is kept as written)."""
+
+        def name(ref: str) -> str:
+            try:
+                return names[column_position(names, ref, None, "")]
+            except DataError:
+                return ref
+
+        return ColumnChoice(tuple(map(name, self.features)), tuple(map(name, self.drop)))
+
+    def using(self, name: str, used: bool) -> ColumnChoice:
+        """This choice with the column ``name`` used as a feature or left out: added to
+        (removed from) the features when they are listed, else removed from (added to)
+        the dropped columns."""
+        drop = tuple(d for d in self.drop if d != name) + (() if used else (name,))
+        if not self.features:
+            return ColumnChoice((), drop)
+        features = tuple(f for f in self.features if f != name) + ((name,) if used else ())
+        return ColumnChoice(features, tuple(d for d in drop if d in features))
+
     def pick(self, names: Sequence[str], target: int,
              path: str | os.PathLike[str] | None = None) -> list[int]:
         """The positions in ``names`` (the file's columns) of the feature columns, in

@@ -40,6 +40,7 @@ from kernel_lab.core.parts import (
     take_rows,
 )
 from kernel_lab.core.progress import Progress
+from kernel_lab.data.columns import split_names
 from kernel_lab.data.leakage import leakage_warning
 from kernel_lab.data.split import dataset_from_table
 from kernel_lab.data.table import Table
@@ -97,6 +98,7 @@ def open_run_data(path: str, options: Mapping[str, Any], *, seed: int, name: str
         return partitioned_data(source, mapper, options, seed=seed, name=name,
                                 progress=progress)
     return dataset_from_table(table, name=name, test_fraction=options["test_fraction"],
+                              dropped=split_names(options.get("drop_columns") or None),
                               rng=np.random.default_rng(seed),
                               standardize=options["standardize"])
 
@@ -122,7 +124,7 @@ def partitioned_data(source: Any, parts: PartMap, options: Mapping[str, Any], *,
                      "the partitions)")
     data = PartitionedData(parts, plan, list(source.feature_names), source.target_name,
                            name=name, notes=notes, task=source.task)
-    data.warnings = _sampled_leakage(data)
+    data.warnings = _sampled_leakage(data, split_names(options.get("drop_columns") or None))
     return data
 
 
@@ -130,7 +132,7 @@ def partitioned_data(source: Any, parts: PartMap, options: Mapping[str, Any], *,
 LEAKAGE_ROWS = 20_000
 
 
-def _sampled_leakage(data: PartitionedData) -> list[str]:
+def _sampled_leakage(data: PartitionedData, dropped: Sequence[str]) -> list[str]:
     """The leakage warning of data kept in partitions, from a seeded sample of at most
     :data:`LEAKAGE_ROWS` training rows (chosen per row by its key: the same rows on any
     backend)."""
@@ -141,7 +143,7 @@ def _sampled_leakage(data: PartitionedData) -> list[str]:
             f"a random {k:,} of the {data.n_train:,} training rows (chosen per row from the "
             "seed)")
     warning = leakage_warning(got.X, got.y, data.feature_names, data.target_name,
-                              rows_said=said)
+                              rows_said=said, dropped=dropped)
     return [] if warning is None else [warning]
 
 

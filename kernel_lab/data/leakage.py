@@ -27,7 +27,8 @@ def file_column(feature: str, columns: Sequence[str] | None) -> str:
 
 def leakage_warning(X: np.ndarray, y: np.ndarray, feature_names: Sequence[str],
                     target_name: str, *, columns: Sequence[str] | None = None,
-                    rows_said: str | None = None) -> str | None:
+                    rows_said: str | None = None, dropped: Sequence[str] = ()
+                    ) -> str | None:
     """The warning for the leaking feature columns of ``X`` (training rows) and ``y``, or
     None when there are none: each feature whose Spearman |ρ| with the target is above
     :data:`~kernel_lab.core.leakage.LEAKAGE_RHO`, and each pair of features the target is
@@ -35,7 +36,8 @@ def leakage_warning(X: np.ndarray, y: np.ndarray, feature_names: Sequence[str],
 
     ``columns``: the file's own columns (to name a text column once, not its one-hot
     parts); ``rows_said``: how the rows were chosen, when not all training rows (a
-    sample of a partitioned source)."""
+    sample of a partitioned source); ``dropped``: the columns already left out (the
+    option offered keeps them)."""
     found, rho, pairs, rows = leaking_columns(X, y)
     if found.size == 0 and not pairs:
         return None
@@ -58,5 +60,5 @@ def leakage_warning(X: np.ndarray, y: np.ndarray, feature_names: Sequence[str],
     return (f"possible target leakage: on {on}, the target {target_name!r} "
             f"{' and '.join(said)} — a column derived from the target makes the fit look "
             f"better than it is: leave {'them' if len(drop) > 1 else 'it'} out "
-            f"({data_option('drop_columns', join_names(drop))}) unless "
+            f"({data_option('drop_columns', join_names([*dropped, *drop]))}) unless "
             f"{'they are' if len(drop) > 1 else 'it is'} known before the target is")

@@ -199,6 +199,18 @@ class DataSource:
             return DataSource(self.kind, self.name, {**self.params, **options})
         return DataSource(self.kind, self.name, {}, {**self.options, **options})
 
+    def columns(self) -> ColumnChoice:
+        """The feature columns chosen or left out (``features``, ``drop_columns``)."""
+        return ColumnChoice.from_options(self.options)
+
+    def with_columns(self, choice: ColumnChoice) -> DataSource:
+        """A copy with ``choice`` as its ``features`` and ``drop_columns`` options (an
+        empty one removed)."""
+        options = {k: v for k, v in self.options.items()
+                   if k not in ("features", "drop_columns")}
+        options.update({k: v for k, v in choice.to_options().items() if v})
+        return DataSource(self.kind, self.name, {}, options)
+
     def partitioned(self) -> bool:
         """Whether this is a Parquet folder or a Zarr store (see :mod:`kernel_lab.data.lazy`)."""
         return self.kind == "file" and is_partitioned_path(self.name)
@@ -254,7 +266,7 @@ class DataSource:
         if self.options.get("partitions") not in (None, "", "auto"):
             raise ParameterError("the data option partitions= applies to a folder of Parquet "
                                  f"files or a Zarr store, not to {self.name!r}")
-        choice = ColumnChoice.from_options(opts)
+        choice = ColumnChoice.from_options(opts)  # as resolved: checked types
         if self.kind == "example":
             if opts["target"]:
                 raise ParameterError(f"the example {self.name!r} has a fixed target; "
@@ -272,7 +284,7 @@ class DataSource:
         if progress is not None:
             progress(0.85, f"splitting {len(table.y):,} rows into training and test sets"
                      + (" and standardising" if opts["standardize"] else ""))
-        return dataset_from_table(table, name=self.label(),
+        return dataset_from_table(table, name=self.label(), dropped=choice.drop,
                                   test_fraction=opts["test_fraction"],
                                   rng=np.random.default_rng(seed),
                                   standardize=opts["standardize"])
