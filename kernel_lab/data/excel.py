@@ -85,7 +85,7 @@ def _read_sheet(path: Path, book: Any, target: str | int | None,
                 line_nos.append(getattr(next((c for c in cells if hasattr(c, "row")),
                                              None), "row", r))
             if len(rows) % 65536 == 0 and rows:
-                options.report(0.1, f"read {len(rows):,} rows of {chosen!r}")
+                options.report(0.1, f"read {len(rows):,} spreadsheet rows of {chosen!r}")
     except DataError:
         raise
     except Exception as exc:
