@@ -12,7 +12,12 @@ import pytest
 from scipy.stats import spearmanr
 
 from kernel_lab.cli import main
-from kernel_lab.core.leakage import LEAKAGE_RHO, leaking_columns, spearman_with_target
+from kernel_lab.core.leakage import (
+    LEAKAGE_RHO,
+    MAX_RANK_ROWS,
+    leaking_columns,
+    spearman_with_target,
+)
 from kernel_lab.data.source import DataSource
 
 
@@ -125,3 +130,18 @@ def test_data_kept_in_partitions_are_checked_on_a_sample_of_training_rows(tmp_pa
     sampled = source.open().warnings
     assert "a random 150 of the" in sampled[0] and "'a'" in sampled[0]
     assert source.with_options(drop_columns="a").open().warnings == []
+
+
+def test_a_large_set_is_ranked_on_evenly_spaced_rows_and_says_so():
+    from kernel_lab.data.leakage import leakage_warning
+
+    rng = np.random.default_rng(9)
+    n = MAX_RANK_ROWS + 5_000
+    y = rng.normal(size=n)
+    X = np.column_stack([rng.normal(size=n), y + 0.01 * rng.normal(size=n)])
+    found, rho, _, rows = leaking_columns(X, y, max_rows=500)
+    take = np.linspace(0, n - 1, 500).astype(np.int64)
+    assert rows == 500 and found.tolist() == [1]
+    assert rho[0] == pytest.approx(spearmanr(X[take, 1], y[take]).statistic, abs=1e-12)
+    warning = leakage_warning(X, y, ["x", "copy"], "y")
+    assert f"on {MAX_RANK_ROWS:,} evenly spaced of the {n:,} training rows" in warning
