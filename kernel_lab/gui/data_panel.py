@@ -395,11 +395,12 @@ class DataPanel(QtWidgets.QWidget):
         self._done_loading()
         self._fill_columns()
         s = ds.summary()
-        notes = "".join(f"<br>note: {html.escape(name_controls(n, WINDOW_CONTROLS))}"
-                        for n in s["notes"])
-        notes += "".join(f'<br><span style="color: {WARNING_COLOUR};"><b>warning:</b> '
-                         f"{html.escape(name_controls(w, WINDOW_CONTROLS))}</span>"
-                         for w in s.get("warnings", []))
+        # warnings first: above the notes, where they are seen
+        notes = "".join(f'<br><span style="color: {WARNING_COLOUR};"><b>warning:</b> '
+                        f"{html.escape(name_controls(w, WINDOW_CONTROLS))}</span>"
+                        for w in s.get("warnings", []))
+        notes += "".join(f"<br>note: {html.escape(name_controls(n, WINDOW_CONTROLS))}"
+                         for n in s["notes"])
         self.status.setStyleSheet("")
         if isinstance(ds, PartitionedData):
             where = (f"kept in {s['partitions']} partitions (too large to read whole: "
