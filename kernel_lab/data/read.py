@@ -48,6 +48,11 @@ FILE_PATTERNS = tuple([f"*{s}" for s in FORMATS]
                       + ["*.zip"])
 
 
+#: Workbooks up to this size are peeked at (:func:`peek_rows`; openpyxl reads the shared
+#: strings of the whole workbook first).
+PEEK_XLSX = 8 * 2**20
+
+
 def known_types() -> str:
     """The extensions :func:`load_table` reads, for a message (from :data:`FORMATS` and
     the compressions in :data:`FILE_PATTERNS`: one list to keep up to date)."""
@@ -203,8 +208,8 @@ def _packed(path: Path, fmt: str | None = None) -> bool:
 
 def peek_rows(path: str | os.PathLike[str], rows: int = 8
               ) -> tuple[list[str], list[list[str]]] | None:
-    """Column names and the first ``rows`` rows of a text table, ``.npy`` array or
-    Parquet file as written, from its first bytes (a preview to show at once while the
+    """Column names and the first ``rows`` rows of a text table, ``.npy`` array, Parquet
+    file or ``.xlsx`` sheet as written, from its first bytes (a preview to show at once while the
     whole file loads); None for other formats or anything unreadable — the load itself
     then says what is wrong."""
     path = Path(path)
@@ -212,6 +217,8 @@ def peek_rows(path: str | os.PathLike[str], rows: int = 8
         kind = FORMATS.get(path.suffix.lower())
         if kind == "parquet":
             return parquet.peek_parquet(path, rows)
+        if kind == "xlsx":  # a large workbook's shared strings take a while: no peek
+            return excel.peek_xlsx(path, rows) if path.stat().st_size <= PEEK_XLSX else None
         if kind == "npy":
             A = np.load(path, mmap_mode="r", allow_pickle=False)
             if A.ndim not in (1, 2) or A.dtype.kind not in "biuf":

@@ -135,3 +135,26 @@ def test_the_load_button_keeps_the_columns_chosen(window, qtbot, tmp_path):
     qtbot.waitUntil(lambda: not panel.loading, timeout=30_000)
     assert panel.current_source().options["drop_columns"] == "bad,note"
     assert window.model.dataset.feature_names == ["a", "b", "twice"]
+
+
+def test_an_xlsx_sheet_that_fails_to_load_lists_its_columns_to_untick(window, qtbot, tmp_path):
+    from openpyxl import Workbook
+
+    from kernel_lab.data.read import peek_rows
+
+    book = Workbook()
+    sheet = book.active
+    sheet.append(["a", "b", "bad", "y"])
+    for i, (a, b, _, bad, y) in enumerate(ROWS):
+        sheet.append([a, b, "oops" if i == 2 else float(bad), y])
+    path = tmp_path / "r.xlsx"
+    book.save(path)
+    names, head = peek_rows(path, 2)
+    assert names == ["a", "b", "bad", "y"] and head[0] == ["1.5", "x", "0.5", "3"]
+    panel = window.data_panel
+    panel.set_spec(str(path))
+    qtbot.waitUntil(lambda: not panel.loading, timeout=30_000)
+    assert "untick bad in the Data panel's column list" in html.unescape(panel.status.text())
+    assert [r[0] for r in rows(panel)] == ["a", "b", "bad", "y"]
+    untick(panel, qtbot, "bad")
+    assert window.model.dataset.feature_names == ["a", "b=x", "b=y"]
