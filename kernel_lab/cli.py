@@ -49,6 +49,7 @@ Run an experiment headless instead, for example:
 #: window's widgets.
 CLI_CONTROLS = {"drop_nan": "--drop-nan", "subsample": "--subsample {value}",
                 "features": "--features {value}", "partitions": "--partitions {value}",
+                "drop_columns": "--drop-columns {value}",
                 "target": "--target {value}", "text_features": "--text-features {value}",
                 "sheet": "--sheet {value}", "keep_index": "--keep-index",
                 "test_fraction": "--test-fraction {value}"}
@@ -135,8 +136,13 @@ def _build_parser() -> argparse.ArgumentParser:
                        help="use N random rows of a data file (seeded), e.g. when the exact "
                             "methods need too much memory for all of them")
     p_run.add_argument("--features", metavar="NAMES", default=None,
-                       help="a Parquet folder or Zarr store: the feature columns, "
-                            "comma-separated (default: all but the target)")
+                       help="the feature columns to use, in this order: names or 0-based "
+                            "indices as for --target, comma-separated (default: all but "
+                            "the target)")
+    p_run.add_argument("--drop-columns", metavar="NAMES", default=None,
+                       help="columns of a data file to leave out (names or 0-based indices, "
+                            "comma-separated), e.g. a column derived from the target or a "
+                            "text column; left out before any check")
     p_run.add_argument("--partitions", choices=("auto", "keep", "load"), default=None,
                        help="a Parquet folder or Zarr store: keep the rows in their "
                             "partitions, read them into memory, or (auto, the default) read "
@@ -252,11 +258,14 @@ class _StderrProgress:
         reports the same message many times)."""
         if self.quiet:
             return
+        message = name_controls(message, CLI_CONTROLS)
         line = f"[{100 * fraction:5.1f}% {time.perf_counter() - self.t0:6.1f}s] {message}"
         if message == self.last and fraction - self.shown < 0.01:
             return
         self.last, self.shown = message, fraction
-        if self.tty:
+        if message.startswith(("target:", "warning:")):  # a line of its own, kept
+            sys.stderr.write(("\r\033[K" if self.tty else "") + line + "\n")
+        elif self.tty:
             sys.stderr.write("\r\033[K" + line)
             if fraction >= 1.0:
                 sys.stderr.write("\n")
@@ -353,7 +362,8 @@ def _run_spec(args: argparse.Namespace) -> RunSpec:
                "standardize": args.standardize, "drop_nan": args.drop_nan,
                "text_features": args.text_features, "keep_index": args.keep_index,
                "sheet": args.sheet, "subsample": args.subsample,
-               "features": args.features, "partitions": args.partitions}
+               "features": args.features, "drop_columns": args.drop_columns,
+               "partitions": args.partitions}
     source = DataSource.from_spec(args.data, options) if args.data else None
     name = args.experiment
     if args.preset:
@@ -403,7 +413,8 @@ def _cmd_run_playground(args: argparse.Namespace) -> int:
         ("--standardize/--no-standardize", args.standardize), ("--drop-nan", args.drop_nan),
         ("--text-features", args.text_features), ("--keep-index", args.keep_index),
         ("--sheet", args.sheet), ("--subsample", args.subsample),
-        ("--features", args.features), ("--partitions", args.partitions),
+        ("--features", args.features), ("--drop-columns", args.drop_columns),
+        ("--partitions", args.partitions),
         ("--workers", args.workers), ("--scheduler", args.scheduler),
         ("--backend", None if args.backend == "threads" else args.backend))
         if value is not None]
@@ -462,10 +473,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
                                      title=f"{exp.title} — {result.data['name']}")
     if not args.quiet:
         for note in result.data.get("notes", []):  # what was encoded, dropped, mapped
-            sys.stderr.write(f"  data: {note}\n")
+            sys.stderr.write(f"  data: {name_controls(note, CLI_CONTROLS)}\n")
         for key, value in result.summaries.items():
             shown = f"{value:.6g}" if isinstance(value, float) else value
             sys.stderr.write(f"  {key}: {shown}\n")
+    for warning in result.data.get("warnings", []):  # even with --quiet: read before trusting
+        sys.stderr.write(f"  warning: {name_controls(warning, CLI_CONTROLS)}\n")
     print(out)
     return 0
 

@@ -261,6 +261,8 @@ class Dataset:
     classes: list[str] | None = None
     #: A table's own column names before encoding (a text column before one-hot).
     columns: list[str] | None = None
+    #: What the user should look at before trusting a result (target leakage, …).
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def n_train(self) -> int:
@@ -299,6 +301,7 @@ class Dataset:
             "synthetic": self.source is not None,
             "truth": None if self.source is None else self.source.truth.text,
             "notes": list(self.notes),
+            "warnings": list(self.warnings),
         }
 
     def standardized(self, *, inplace: bool = False) -> Dataset:

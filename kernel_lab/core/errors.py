@@ -76,7 +76,9 @@ class DataError(KernelLabError, ValueError):
 # ------------------------------------------------------------------------------------
 # Naming the control a message points to
 # ------------------------------------------------------------------------------------
-_OPTION = re.compile(r"the data option (\w+)=([^\s),;]*[^\s),;.])")
+#: The value runs to the first space, ")" or ";" (commas inside it separate column names)
+#: and does not end with "," or ".".
+_OPTION = re.compile(r"the data option (\w+)=([^\s);]*[^\s),;.])")
 
 
 def data_option(name: str, value: str) -> str:

@@ -37,6 +37,7 @@ EVAL_SUBSET = 3       # the training rows the spectral error is measured on
 VIEW_SUBSET = 4       # the training rows a picture shows
 SUBSAMPLE = 5         # a seeded sample of all rows (subsample=N)
 BANDWIDTH = 6         # the training rows the median-heuristic bandwidth is computed on
+LEAKAGE = 7           # the training rows of partitioned data the leakage check ranks
 LANDMARKS = 16        # + sampler-specific offsets (uniform landmarks, RLS levels, …)
 RPC_ROUND = 1 << 20   # + round number: RP-Cholesky's pivot draws
 DSG_EPOCH = 1 << 30   # + epoch number: DSG's order within a block of rows

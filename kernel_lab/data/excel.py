@@ -85,7 +85,7 @@ def _read_sheet(path: Path, book: Any, target: str | int | None,
                 line_nos.append(getattr(next((c for c in cells if hasattr(c, "row")),
                                              None), "row", r))
             if len(rows) % 65536 == 0 and rows:
-                options.report(0.1, f"read {len(rows):,} rows of {chosen!r}")
+                options.report(0.1, f"read {len(rows):,} spreadsheet rows of {chosen!r}")
     except DataError:
         raise
     except Exception as exc:
@@ -113,6 +113,33 @@ def _read_sheet(path: Path, book: Any, target: str | int | None,
     if len(names) > 1:
         table.notes.append(f"read worksheet {chosen!r} of {len(names)}")
     return table
+
+
+def peek_xlsx(path: Path, rows: int) -> tuple[list[str], list[list[str]]]:
+    """Column names and the first ``rows`` rows of the first worksheet as text (the cells
+    as :func:`read_xlsx` reads them), for a preview and the Data panel's column list while
+    the whole sheet loads or when it failed to."""
+    from kernel_lab.data.table import is_header
+
+    book = _open(path)
+    try:
+        sheet = book[book.sheetnames[0]]
+        got: list[list[str]] = []
+        for cells in sheet.iter_rows(max_row=rows + 1):
+            row = [_text(c) for c in cells]
+            while row and not row[-1].strip():
+                row.pop()
+            if row:
+                got.append(row)
+    finally:
+        book.close()
+    if not got:
+        return [], []
+    width = max(len(r) for r in got)
+    got = [r + [""] * (width - len(r)) for r in got]
+    if is_header(got[0], got[1:]):
+        return [c or f"column {j + 1}" for j, c in enumerate(got[0])], got[1:][:rows]
+    return [f"column {j + 1}" for j in range(width)], got[:rows]
 
 
 def _is_1904(epoch: object) -> bool:

@@ -40,6 +40,8 @@ from kernel_lab.core.parts import (
     take_rows,
 )
 from kernel_lab.core.progress import Progress
+from kernel_lab.data.columns import split_names
+from kernel_lab.data.leakage import leakage_warning
 from kernel_lab.data.split import dataset_from_table
 from kernel_lab.data.table import Table
 
@@ -73,7 +75,8 @@ def open_run_data(path: str, options: Mapping[str, Any], *, seed: int, name: str
     from kernel_lab.data.partitioned import open_partitioned
 
     source = open_partitioned(path, target=options.get("target") or None,
-                              features=options.get("features") or None)
+                              features=options.get("features") or None,
+                              drop=options.get("drop_columns") or None)
     how = options.get("partitions", "auto")
     if how not in PARTITION_CHOICES:
         raise ParameterError(f"partitions={how!r}: choose one of {', '.join(PARTITION_CHOICES)}")
@@ -95,6 +98,7 @@ def open_run_data(path: str, options: Mapping[str, Any], *, seed: int, name: str
         return partitioned_data(source, mapper, options, seed=seed, name=name,
                                 progress=progress)
     return dataset_from_table(table, name=name, test_fraction=options["test_fraction"],
+                              dropped=split_names(options.get("drop_columns") or None),
                               rng=np.random.default_rng(seed),
                               standardize=options["standardize"])
 
@@ -118,8 +122,29 @@ def partitioned_data(source: Any, parts: PartMap, options: Mapping[str, Any], *,
                                 progress=None if progress is None else progress.sub(0.0, 1.0))
         notes.append("standardised by the training rows' column statistics (reduced over "
                      "the partitions)")
-    return PartitionedData(parts, plan, list(source.feature_names), source.target_name,
+    data = PartitionedData(parts, plan, list(source.feature_names), source.target_name,
                            name=name, notes=notes, task=source.task)
+    data.warnings = _sampled_leakage(data, split_names(options.get("drop_columns") or None))
+    return data
+
+
+#: Training rows of partitioned data the leakage check ranks (a seeded sample).
+LEAKAGE_ROWS = 20_000
+
+
+def _sampled_leakage(data: PartitionedData, dropped: Sequence[str]) -> list[str]:
+    """The leakage warning of data kept in partitions, from a seeded sample of at most
+    :data:`LEAKAGE_ROWS` training rows (chosen per row by its key: the same rows on any
+    backend)."""
+    k = min(LEAKAGE_ROWS, data.n_train)
+    index = keyed_subset(data.parts, data.plan, rowkeys.LEAKAGE, k)
+    got = take_rows(data.parts, data.plan, index)
+    said = (f"the {k:,} training rows" if k == data.n_train else
+            f"a random {k:,} of the {data.n_train:,} training rows (chosen per row from the "
+            "seed)")
+    warning = leakage_warning(got.X, got.y, data.feature_names, data.target_name,
+                              rows_said=said, dropped=dropped)
+    return [] if warning is None else [warning]
 
 
 def sample_table(source: Any, parts: PartMap, rows: int, seed: int,

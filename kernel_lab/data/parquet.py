@@ -23,11 +23,13 @@ from kernel_lab.core.errors import DataError, missing_package
 from kernel_lab.core.progress import Cancelled
 from kernel_lab.data.raw import expect_magic
 from kernel_lab.data.table import (
+    ID_NAMES,
     ReadOptions,
     Table,
     finish_matrix,
     finish_table,
     typed_column,
+    used_columns,
 )
 
 #: The first (and last) bytes of every Parquet file.
@@ -108,9 +110,17 @@ def _read_columns(path: Path, f: Any, target: str | int | None, options: ReadOpt
         raise DataError(f"the Parquet file has columns ({', '.join(names)}) but no rows",
                         "choose a file with data in it", path=path)
     numeric = [is_numeric_type(schema.field(name).type) for name in names]
-    matrix = np.empty((n, len(names))) if all(numeric) else None
-    columns: list[np.ndarray] = []
+    first = None  # read first only when it may be an id column (0 … n−1 or 1 … n)
+    if numeric[0] and names[0].strip().lower() in ID_NAMES:
+        first = float_column(f.read(columns=[names[0]]).column(0))
+    used, j = used_columns(path, names, first, names[0], True, target, options)
+    matrix = (np.empty((n, len(names))) if all(numeric) and len(used) == len(names)
+              else None)
+    columns: list[np.ndarray | None] = []
     for c, name in enumerate(names):
+        if c not in used:  # left out by the column choice: never read
+            columns.append(None)
+            continue
         options.report(0.15 + 0.75 * c / len(names), f"column {c + 1} of {len(names)}: {name}")
         column = f.read(columns=[name]).column(0)
         if matrix is not None:
@@ -118,7 +128,7 @@ def _read_columns(path: Path, f: Any, target: str | int | None, options: ReadOpt
         elif numeric[c]:
             columns.append(float_column(column))
         else:
-            columns.append(_column(path, column.to_pandas(), name, c + 1))
+            columns.append(_column(path, column.to_pandas(), name, c + 1, target=c == j))
         del column
     if matrix is not None:
         return finish_matrix(path, names, matrix, names[0], True, target, options, None)
@@ -152,7 +162,8 @@ def peek_parquet(path: Path, rows: int) -> tuple[list[str], list[list[str]]]:
                    for row in zip(*columns, strict=True)]
 
 
-def _column(path: Path, series: Any, name: str, number: int) -> np.ndarray:
+def _column(path: Path, series: Any, name: str, number: int, *, target: bool = False
+            ) -> np.ndarray:
     """A column as float64 (numbers and booleans; nulls NaN) or, for anything else, its
     values as text typed as a CSV's cells are (:func:`typed_column`)."""
     import pandas as pd
@@ -171,4 +182,4 @@ def _column(path: Path, series: Any, name: str, number: int) -> np.ndarray:
             cells.append(value.decode("utf-8", errors="replace"))
         else:
             cells.append(str(value))
-    return typed_column(path, cells, None, name, number)
+    return typed_column(path, cells, None, name, number, target=target)

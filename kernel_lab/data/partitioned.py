@@ -7,8 +7,8 @@
   a part's global rows start at the sum of the row counts before it. Every file must have
   the first file's columns with the same types; a feature or target column must hold
   numbers (integers, floats, decimals, booleans; all read as float64, nulls as NaN) — text
-  is not read from partitioned data (name the feature columns with ``features=`` to leave
-  it out). The target is chosen as for an ordinary table
+  is not read from partitioned data (leave it out with ``drop_columns=``, or name the
+  feature columns with ``features=``). The target is chosen as for an ordinary table
   (:func:`~kernel_lab.data.table.pick_target`): a name or 0-based index, by default the
   last column. Index columns pandas stored (its metadata) are not data; a first column
   named as a row index (R's ``rownames``, pandas' ``Unnamed: 0``) is dropped, as the text
@@ -40,6 +40,7 @@ import numpy as np
 
 from kernel_lab.core.errors import DataError, data_option, missing_package
 from kernel_lab.core.memory import check_allocation, format_bytes, memory_budget_bytes
+from kernel_lab.data.columns import ColumnChoice, split_names
 from kernel_lab.data.parquet import (
     float_column,
     is_numeric_type,
@@ -340,7 +341,8 @@ def _refuse_missing(part: Any, X: np.ndarray, y: np.ndarray) -> None:
 
 
 def open_partitioned(path: str | os.PathLike[str], target: str | int | None = None,
-                     features: Sequence[str] | str | None = None) -> PartitionedTable:
+                     features: Sequence[str] | str | None = None,
+                     drop: Sequence[str] | str | None = None) -> PartitionedTable:
     """Open a folder of Parquet files or a Zarr store (see the module docstring).
 
     Parameters
@@ -353,6 +355,8 @@ def open_partitioned(path: str | os.PathLike[str], target: str | int | None = No
     features : sequence of str, or str, optional
         The feature columns, in this order (a string: names separated by commas); default
         every column but the target.
+    drop : sequence of str, or str, optional
+        Columns to leave out (names or 0-based indices; a string: separated by commas).
 
     Raises
     ------
@@ -360,21 +364,18 @@ def open_partitioned(path: str | os.PathLike[str], target: str | int | None = No
         Not such a folder or store, or a file in it that does not fit (named).
     """
     path = Path(path)
-    if isinstance(features, str):
-        features = [f.strip() for f in features.split(",") if f.strip()]
-    if features is not None:
-        features = [str(f) for f in features]
-        if not features:
-            raise DataError("no feature columns named", "name at least one feature column",
-                            path=path)
+    choice = ColumnChoice(split_names(features), split_names(drop))
+    if features is not None and not choice.features:
+        raise DataError("no feature columns named", "name at least one feature column",
+                        path=path)
     if not path.exists():
         raise DataError("the folder does not exist", "check the path", path=path)
     if not path.is_dir():
         raise DataError("this is a file, not a folder of Parquet files or a Zarr store",
                         "open a single file as an ordinary table", path=path)
     if _is_zarr(path):
-        return _open_zarr(path, target, features)
-    return _open_parquet(path, target, features)
+        return _open_zarr(path, target, choice)
+    return _open_parquet(path, target, choice)
 
 
 def _listed(names: Sequence[str], k: int = 8) -> str:
@@ -436,7 +437,7 @@ def _check_same_schema(path: Path, types: dict[str, Any], first: Path,
                         path=path)
 
 
-def _open_parquet(folder: Path, target: str | int | None, features: list[str] | None
+def _open_parquet(folder: Path, target: str | int | None, choice: ColumnChoice
                   ) -> PartitionedTable:
     entries = sorted(p.name for p in folder.iterdir() if not p.name.startswith("."))
     if not entries:
@@ -466,13 +467,13 @@ def _open_parquet(folder: Path, target: str | int | None, features: list[str] | 
         notes.append(f"left out the index {_plural(index_cols)} pandas stored "
                      f"({_quoted(index_cols)})")
     named = isinstance(target, str) and target.strip() == (columns[0] if columns else "")
-    if (features is None and len(columns) > 2 and not named
+    if (not choice.features and len(columns) > 2 and not named
             and columns[0].strip().lower() in INDEX_NAMES):
         notes.append(f"dropped the first column {columns[0]!r}: a row index (name the feature "
                      "columns to use it; a target given by number counts the columns "
                      "after it)")
         columns = columns[1:]
-    if len(columns) < 2 and features is None:
+    if len(columns) < 2 and not choice.features:
         raise DataError(f"the files have {len(columns)} data {_plural(columns)} "
                         f"({_quoted(columns)})",
                         "a data set needs at least one feature column and one target column",
@@ -482,10 +483,11 @@ def _open_parquet(folder: Path, target: str | int | None, features: list[str] | 
     if target is None or (isinstance(target, str) and not target.strip()):
         notes.insert(0, f"target: the last column {target_name!r} (choose another with "
                         f"{data_option('target', 'NAME')})")
-    if features is None:
-        feature_names = [c for c in columns if c != target_name]
-    else:
-        feature_names = _check_features(first, features, list(first_types), target_name)
+    picked = choice.pick(columns, j, first)
+    feature_names = [columns[i] for i in picked]
+    left_out = choice.left_out(columns, j, picked)
+    if left_out:
+        notes.append(left_out)
     kind = first_types[target_name]
     if not is_numeric_type(kind):
         raise DataError(f"the target column {target_name!r} holds {kind} values, not numbers: "
@@ -500,10 +502,11 @@ def _open_parquet(folder: Path, target: str | int | None, features: list[str] | 
         raise DataError(f"the feature {_plural(text)} {said} {'holds' if one else 'hold'} text "
                         "or other values that are not numbers: text columns are not read "
                         "from partitioned data",
-                        f"leave {'it' if one else 'them'} out by naming the feature columns "
-                        f"({data_option('features', 'NAMES')}, e.g. features="
-                        f"{','.join(numeric) or '…'}), or encode {'it' if one else 'them'} "
-                        "as numbers in the files", path=first)
+                        f"leave {'it' if one else 'them'} out "
+                        f"({data_option('drop_columns', ','.join(text))}; or name the "
+                        f"features: {data_option('features', ','.join(numeric) or 'NAMES')})"
+                        f", or encode {'it' if one else 'them'} as numbers in the files",
+                        path=first)
     parts: list[ParquetPart] = []
     start = 0
     empty = []
@@ -523,24 +526,7 @@ def _open_parquet(folder: Path, target: str | int | None, features: list[str] | 
     return PartitionedTable(parts, feature_names, target_name, str(folder), notes, "parquet")
 
 
-def _check_features(path: Path, features: list[str], columns: list[str], target: str
-                    ) -> list[str]:
-    unknown = [f for f in features if f not in columns]
-    if unknown:
-        raise DataError(f"there is no {_plural(unknown)} named {_quoted(unknown)}",
-                        f"name feature columns among: {_listed(columns, 40)}", path=path)
-    if target in features:
-        raise DataError(f"the target column {target!r} is also named as a feature",
-                        "leave the target out of the feature columns", path=path)
-    twice = sorted({f for f in features if features.count(f) > 1})
-    if twice:
-        raise DataError(f"the feature {_plural(twice)} {_quoted(twice)} "
-                        f"{'is' if len(twice) == 1 else 'are'} named twice",
-                        "name each feature column once", path=path)
-    return list(features)
-
-
-def _open_zarr(path: Path, target: str | int | None, features: list[str] | None
+def _open_zarr(path: Path, target: str | int | None, choice: ColumnChoice
                ) -> PartitionedTable:
     zarr = _need_zarr(path)
     try:
@@ -594,13 +580,17 @@ def _open_zarr(path: Path, target: str | int | None, features: list[str] | None
     target_name = (str(group.attrs.get("target_name", "y")) if target_array == "y"
                    else target_array)
     columns = None
-    if features is not None:
-        picked = _check_features(path, features, names, target_name)
-        columns = tuple(names.index(f) for f in picked)
-        names = picked
+    notes = []
+    if choice:  # the target is an array apart: chosen among X's columns and itself
+        everything = [*names, target_name]
+        picked = choice.pick(everything, p, path)
+        left_out = choice.left_out(everything, p, picked)
+        notes = [left_out] if left_out else []
+        columns = tuple(picked)
+        names = [names[i] for i in picked]
     step = int((getattr(X, "shards", None) or X.chunks)[0])
     parts = [ZarrPart(k, a, min(step, n - a), str(path), columns, target_array)
              for k, a in enumerate(range(0, n, step))]
     notes = [f"Zarr store: {n:,} rows in {len(parts)} {_plural(parts, 'chunk')} of "
-             f"{step:,} rows, read chunk by chunk"]
+             f"{step:,} rows, read chunk by chunk", *notes]
     return PartitionedTable(parts, names, target_name, str(path), notes, "zarr")

@@ -22,6 +22,7 @@ import numpy as np
 from kernel_lab.core.errors import DataError
 from kernel_lab.core.progress import Cancelled
 from kernel_lab.data import arff, excel, matlab, npy, parquet, svmlight, text
+from kernel_lab.data.columns import ColumnChoice
 from kernel_lab.data.raw import COMPRESSED, expand, read_head
 from kernel_lab.data.table import (
     NAN_POLICIES,
@@ -47,6 +48,11 @@ FILE_PATTERNS = tuple([f"*{s}" for s in FORMATS]
                       + ["*.zip"])
 
 
+#: Workbooks up to this size are peeked at (:func:`peek_rows`; openpyxl reads the shared
+#: strings of the whole workbook first).
+PEEK_XLSX = 8 * 2**20
+
+
 def known_types() -> str:
     """The extensions :func:`load_table` reads, for a message (from :data:`FORMATS` and
     the compressions in :data:`FILE_PATTERNS`: one list to keep up to date)."""
@@ -65,6 +71,7 @@ def load_table(
     text_features: str = "onehot",
     keep_index: bool = False,
     sheet: str = "",
+    columns: ColumnChoice | None = None,
     progress: Callable[[float, str], None] | None = None,
 ) -> Table:
     """Read a data file into a :class:`~kernel_lab.data.table.Table`.
@@ -83,13 +90,17 @@ def load_table(
     text_features, keep_index, sheet
         Text columns, a row-index first column and the worksheet of an .xlsx file (text
         tables and Parquet only; see :class:`~kernel_lab.data.table.ReadOptions`).
+    columns : ColumnChoice, optional
+        The feature columns to keep or drop (every format; by the file's column names,
+        ``x1 …`` and ``y`` for arrays and svmlight, or 0-based indices).
     progress : callable, optional
         ``progress(fraction, message)``, told as the reading goes on; it may raise
         :class:`~kernel_lab.core.progress.Cancelled` to stop the reading. It travels with
         the read options to the readers (no global or per-thread state).
     """
     path = Path(path)
-    options = ReadOptions(text_features, bool(keep_index), str(sheet or ""), progress)
+    options = ReadOptions(text_features, bool(keep_index), str(sheet or ""),
+                          columns or ColumnChoice(), progress)
     if options.text_features not in TEXT_FEATURES:
         raise DataError(f"unknown text-feature handling {options.text_features!r}",
                         f"use one of: {', '.join(TEXT_FEATURES)}")
@@ -144,7 +155,7 @@ def load_table(
         else:
             reader = {"npy": npy.read_npy, "npz": npy.read_npz,
                       "svmlight": svmlight.read_svmlight, "mat": matlab.read_mat}[kind]
-            table = reader(path, raw, target)
+            table = select_columns(path, reader(path, raw, target), options.columns)
     except (DataError, Cancelled):
         raise
     except MemoryError:
@@ -160,7 +171,32 @@ def load_table(
     if note:
         table.notes.insert(0, note)
     options.report(0.95, "checking for missing values")
-    return apply_nan_policy(table, nan_policy, path)
+    return apply_nan_policy(table, nan_policy, path, options.columns.drop)
+
+
+def select_columns(path: Path, table: Table, choice: ColumnChoice) -> Table:
+    """The table with only the feature columns ``choice`` keeps, for the formats read as
+    numbers whole (arrays, svmlight), whose columns are named ``x1 …`` and ``y`` (or by
+    the arrays of an .npz/.mat file); a number counts every column, the target's
+    included, as the target option does."""
+    if not choice:
+        return table
+    names = list(table.columns or [*table.feature_names, table.target_name])
+    if table.target_name not in names:
+        names.append(table.target_name)
+    target = names.index(table.target_name)
+    position = {name: j for j, name in enumerate(table.feature_names)}
+    picked = choice.pick(names, target, path)
+    if any(names[i] not in position for i in picked):  # pragma: no cover - names agree
+        raise DataError("the columns of the file could not be matched", path=path)
+    left_out = choice.left_out(names, target, picked)
+    index = [position[names[i]] for i in picked]
+    table.X = table.X[:, index]
+    table.feature_names = [table.feature_names[j] for j in index]
+    table.columns = names
+    if left_out:
+        table.notes.append(left_out)
+    return table
 
 
 def _packed(path: Path, fmt: str | None = None) -> bool:
@@ -172,8 +208,8 @@ def _packed(path: Path, fmt: str | None = None) -> bool:
 
 def peek_rows(path: str | os.PathLike[str], rows: int = 8
               ) -> tuple[list[str], list[list[str]]] | None:
-    """Column names and the first ``rows`` rows of a text table, ``.npy`` array or
-    Parquet file as written, from its first bytes (a preview to show at once while the
+    """Column names and the first ``rows`` rows of a text table, ``.npy`` array, Parquet
+    file or ``.xlsx`` sheet as written, from its first bytes (a preview to show at once while the
     whole file loads); None for other formats or anything unreadable — the load itself
     then says what is wrong."""
     path = Path(path)
@@ -181,6 +217,8 @@ def peek_rows(path: str | os.PathLike[str], rows: int = 8
         kind = FORMATS.get(path.suffix.lower())
         if kind == "parquet":
             return parquet.peek_parquet(path, rows)
+        if kind == "xlsx":  # a large workbook's shared strings take a while: no peek
+            return excel.peek_xlsx(path, rows) if path.stat().st_size <= PEEK_XLSX else None
         if kind == "npy":
             A = np.load(path, mmap_mode="r", allow_pickle=False)
             if A.ndim not in (1, 2) or A.dtype.kind not in "biuf":

@@ -30,10 +30,11 @@ from kernel_lab.core.errors import DataError, ParameterError, data_option
 from kernel_lab.core.params import ParamSpec, parse_assignments, resolve_params
 from kernel_lab.core.parts import PartitionedData
 from kernel_lab.core.progress import Progress
+from kernel_lab.data.columns import ColumnChoice
 from kernel_lab.data.examples import EXAMPLES
 from kernel_lab.data.generators import GENERATORS, generate
 from kernel_lab.data.lazy import MakeParts, is_partitioned_path, open_run_data
-from kernel_lab.data.read import load_table
+from kernel_lab.data.read import load_table, select_columns
 from kernel_lab.data.split import dataset_from_table, subsample_table
 
 Kind = Literal["generator", "example", "file"]
@@ -64,9 +65,13 @@ FILE_OPTIONS = (
     ParamSpec("subsample", "int", 0, low=0,
               help="use this many random rows (seeded; 0: all) — a way to run the exact "
                    "methods on a table too large for them"),
-    ParamSpec("features", "str", "", help="a Parquet folder or Zarr store: the feature "
-                                          "columns, comma-separated (default: all but the "
-                                          "target)"),
+    ParamSpec("features", "str", "", help="the feature columns to use, in this order: "
+                                          "names or 0-based indices, comma-separated "
+                                          "(default: all but the target)"),
+    ParamSpec("drop_columns", "str", "", help="columns to leave out (e.g. one derived from "
+                                              "the target, or text): names or 0-based "
+                                              "indices, comma-separated; left out before "
+                                              "any check"),
     ParamSpec("partitions", "choice", "auto", choices=("auto", "keep", "load"),
               help="a Parquet folder or Zarr store: keep the rows in their partitions "
                    "(keep), read them into one table (load), or read them whole when they "
@@ -194,6 +199,18 @@ class DataSource:
             return DataSource(self.kind, self.name, {**self.params, **options})
         return DataSource(self.kind, self.name, {}, {**self.options, **options})
 
+    def columns(self) -> ColumnChoice:
+        """The feature columns chosen or left out (``features``, ``drop_columns``)."""
+        return ColumnChoice.from_options(self.options)
+
+    def with_columns(self, choice: ColumnChoice) -> DataSource:
+        """A copy with ``choice`` as its ``features`` and ``drop_columns`` options (an
+        empty one removed)."""
+        options = {k: v for k, v in self.options.items()
+                   if k not in ("features", "drop_columns")}
+        options.update({k: v for k, v in choice.to_options().items() if v})
+        return DataSource(self.kind, self.name, {}, options)
+
     def partitioned(self) -> bool:
         """Whether this is a Parquet folder or a Zarr store (see :mod:`kernel_lab.data.lazy`)."""
         return self.kind == "file" and is_partitioned_path(self.name)
@@ -246,15 +263,15 @@ class DataSource:
                 f"give a file path, an example ({', '.join(EXAMPLES)}) or a generator "
                 f"({', '.join(GENERATORS)}), e.g. gaussian:n=200,p=100")
         opts = resolve_params(FILE_OPTIONS, self.options, owner=f"data source {self.name!r}")
-        for name in ("features", "partitions"):
-            if self.options.get(name) not in (None, "", "auto"):
-                raise ParameterError(f"the data option {name}= applies to a folder of Parquet "
-                                     f"files or a Zarr store, not to {self.name!r}")
+        if self.options.get("partitions") not in (None, "", "auto"):
+            raise ParameterError("the data option partitions= applies to a folder of Parquet "
+                                 f"files or a Zarr store, not to {self.name!r}")
+        choice = ColumnChoice.from_options(opts)  # as resolved: checked types
         if self.kind == "example":
             if opts["target"]:
                 raise ParameterError(f"the example {self.name!r} has a fixed target; "
                                      "the target option applies to files")
-            table = EXAMPLES[self.name][1]()
+            table = select_columns(Path(self.name), EXAMPLES[self.name][1](), choice)
         else:
             reading = None if progress is None else Progress(progress).sub(0.0, 0.85)
             table = load_table(self.name, target=opts["target"] or None,
@@ -262,12 +279,12 @@ class DataSource:
                                fmt=None if opts["format"] == "auto" else opts["format"],
                                text_features=opts["text_features"],
                                keep_index=opts["keep_index"], sheet=opts["sheet"],
-                               progress=reading)
+                               columns=choice, progress=reading)
         table = subsample_table(table, int(opts["subsample"]), seed)
         if progress is not None:
             progress(0.85, f"splitting {len(table.y):,} rows into training and test sets"
                      + (" and standardising" if opts["standardize"] else ""))
-        return dataset_from_table(table, name=self.label(),
+        return dataset_from_table(table, name=self.label(), dropped=choice.drop,
                                   test_fraction=opts["test_fraction"],
                                   rng=np.random.default_rng(seed),
                                   standardize=opts["standardize"])

@@ -3,12 +3,14 @@ methods, and the seeded train/test split (with standardisation)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 import numpy as np
 
 from kernel_lab.core.dataset import Dataset, train_test_split
 from kernel_lab.core.errors import DataError
+from kernel_lab.data.leakage import leakage_warning
 from kernel_lab.data.table import Table
 
 
@@ -46,12 +48,20 @@ def subsample_table(table: Table, n: int, seed: int) -> Table:
 
 
 def dataset_from_table(table: Table, *, name: str, test_fraction: float,
-                       rng: np.random.Generator, standardize: bool) -> Dataset:
-    """Split (and optionally standardise) a loaded table."""
+                       rng: np.random.Generator, standardize: bool,
+                       dropped: Sequence[str] = ()) -> Dataset:
+    """Split (and optionally standardise) a loaded table, and warn about features that
+    leak the target (:func:`~kernel_lab.data.leakage.leakage_warning`; ``dropped``: the
+    columns already left out, kept in the option it offers)."""
     Xtr, ytr, Xte, yte = train_test_split(table.X, table.y, test_fraction, rng, name)
     ds = Dataset(Xtr, ytr, Xte, yte, list(table.feature_names), table.target_name,
-                 name=name, notes=list(table.notes),
+                 name=name, notes=[*([table.target_note] if table.target_note else []),
+                                   *table.notes],
                  classes=None if table.classes is None else list(table.classes),
                  columns=None if table.columns is None else list(table.columns))
+    if ds.task != "multiclass":  # class codes have no order to rank
+        warning = leakage_warning(Xtr, ytr, ds.feature_names, ds.target_name,
+                                  columns=ds.columns, dropped=dropped)
+        ds.warnings = [] if warning is None else [warning]
     # the split made fresh copies: standardised in place
     return ds.standardized(inplace=True) if standardize else ds

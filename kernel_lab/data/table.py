@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from kernel_lab.core.errors import DataError, data_option
+from kernel_lab.data.columns import ColumnChoice
 
 NAN_POLICIES = ("error", "drop")
 #: A spreadsheet's error values (lower-case), as exported to CSV: missing cells, not text
@@ -54,10 +55,17 @@ class Table:
     classes: list[str] | None = None
     #: The file's own column names, before encoding (what ``target=`` can name).
     columns: list[str] | None = None
+    #: Which column is the target and how it was chosen (:func:`target_note`), for the
+    #: first line of a run.
+    target_note: str = ""
 
 
 #: Text feature columns with more distinct values than this are dropped, not encoded.
 MAX_LEVELS = 50
+#: A column of numbers with a few text cells (under one in eight) is read as categories
+#: when it takes at most this many values in all (codes: ``4, 6, 8, rotary``); with more,
+#: a text cell is taken for a typo and refused.
+CODED_LEVELS = 12
 TEXT_FEATURES = ("onehot", "drop")
 #: Header names of a row-index column (as R's write.csv and pandas' to_csv write it).
 INDEX_NAMES = {"", "rownames", "row.names", "unnamed: 0", "index"}
@@ -74,12 +82,14 @@ class ReadOptions:
         per row) are dropped either way.
     keep_index : keep a first column that is a row index (dropped by default).
     sheet : the worksheet of an ``.xlsx`` file (name or 1-based number; default: first).
+    columns : the feature columns chosen or left out (every format).
     progress : the load's progress callback (see :meth:`report`).
     """
 
     text_features: str = "onehot"
     keep_index: bool = False
     sheet: str = ""
+    columns: ColumnChoice = field(default_factory=ColumnChoice)
     #: ``progress(fraction, message)`` of this load, told as the reading goes on (it may
     #: raise :class:`~kernel_lab.core.progress.Cancelled`); passed along with the options,
     #: not kept anywhere else.
@@ -122,6 +132,21 @@ def pick_target(names: list[str], target: str | int | None, path: Path,
     return idx % p
 
 
+def target_note(name: str, target: str | int | None, count: int, after: str | None) -> str:
+    """The note naming the target column a table uses and how it was chosen (``count``:
+    the columns it was chosen among; ``after``: the name of a row-index column dropped
+    before them, which a number does not count)."""
+    if target is None or (isinstance(target, str) and not target.strip()):
+        return (f"target: column {name!r}, the last of {count} (choose another with "
+                f"{data_option('target', 'NAME')})")
+    if isinstance(target, str) and target.strip() == name:
+        return f"target: column {name!r}"
+    skipped = ("" if after is None else f", not counting the dropped row index {after!r}"
+               if after else ", not counting the dropped row-index first column")
+    return (f"target: column {name!r} (target={str(target).strip()} counts the columns from "
+            f"0{skipped}; or name it: {data_option('target', name)})")
+
+
 def split_target(path: Path, M: np.ndarray, names: list[str], target: str | int | None,
                   header: bool) -> Table:
     if M.shape[1] < 2:
@@ -133,10 +158,16 @@ def split_target(path: Path, M: np.ndarray, names: list[str], target: str | int 
     # the features left of or right of the target: a view, not a copy (a memory-mapped
     # array stays on its pages)
     X = M[:, 1:] if j == 0 else M[:, :-1] if j == M.shape[1] - 1 else M[:, keep]
-    return Table(X, np.array(M[:, j]), [names[i] for i in keep], names[j])
+    return Table(X, np.array(M[:, j]), [names[i] for i in keep], names[j],
+                 columns=list(names), target_note=target_note(names[j], target, len(names),
+                                                              None))
 
 
-def apply_nan_policy(table: Table, policy: str, path: Path) -> Table:
+def apply_nan_policy(table: Table, policy: str, path: Path, dropped: Sequence[str] = ()
+                     ) -> Table:
+    """Drop the rows with missing or non-finite values (``policy="drop"``) or refuse them
+    naming the columns and the options that help (``dropped``: the columns the user
+    already leaves out, kept in the option offered)."""
     bad = ~np.isfinite(table.y)
     step = 1 << 16  # in row blocks: no n × p temporary
     for start in range(0, len(bad), step):
@@ -163,9 +194,35 @@ def apply_nan_policy(table: Table, policy: str, path: Path) -> Table:
         f"({'the first here' if k > 1 else 'here'}); rows per column: "
         f"{_missing_by_column(table)}",
         "clean the file, or choose to drop rows with missing values "
-        f"({data_option('drop_nan', 'true')})",
+        f"({data_option('drop_nan', 'true')})" + _drop_those_columns(table, dropped),
         path=path, line=line_no,
     )
+
+
+#: The missing-value message offers to drop the columns when there are at most this many.
+MAX_DROPPED_COLUMNS = 5
+
+
+def _drop_those_columns(table: Table, dropped: Sequence[str]) -> str:
+    """``, or leave out the columns that have them (drop_columns=a,b)`` when a few
+    feature columns hold every missing value (not the target), else empty."""
+    if not np.isfinite(table.y).all():
+        return ""
+    names = [table.feature_names[j] for j in np.flatnonzero(_missing_counts(table))]
+    if not names or len(names) > MAX_DROPPED_COLUMNS:
+        return ""
+    return (f", or leave out the column{'s' if len(names) > 1 else ''} that "
+            f"{'have' if len(names) > 1 else 'has'} them "
+            f"({data_option('drop_columns', ','.join([*dropped, *names]))})")
+
+
+def _missing_counts(table: Table) -> np.ndarray:
+    """Missing or non-finite values per feature column."""
+    counts = np.zeros(table.X.shape[1], dtype=np.int64)
+    step = 1 << 16  # in row blocks: no n × p temporary
+    for start in range(0, table.X.shape[0], step):
+        counts += (~np.isfinite(table.X[start:start + step])).sum(axis=0)
+    return counts
 
 
 #: At most this many columns are named in the missing-value message.
@@ -175,10 +232,7 @@ MAX_NAMED_COLUMNS = 20
 def _missing_by_column(table: Table) -> str:
     """``'a' 2, 'c' 1, target 't' 4``: each column with missing or non-finite values and
     its own count of them, in file order (at most :data:`MAX_NAMED_COLUMNS`)."""
-    counts = np.zeros(table.X.shape[1], dtype=np.int64)
-    step = 1 << 16  # in row blocks: no n × p temporary
-    for start in range(0, table.X.shape[0], step):
-        counts += (~np.isfinite(table.X[start:start + step])).sum(axis=0)
+    counts = _missing_counts(table)
     parts = [f"{table.feature_names[j]!r} {int(counts[j])}" for j in np.flatnonzero(counts)]
     y_bad = int((~np.isfinite(table.y)).sum())
     if y_bad:
@@ -214,12 +268,18 @@ def finish_matrix(path: Path, names: list[str], M: np.ndarray, first_name: str,
         raise DataError(
             "the data have only one column",
             "a data set needs at least one feature column and one target column", path=path)
-    j = cols[pick_target(kept, target, path, header)]
-    feats = cols[cols != j]
-    contiguous = feats.size and feats[-1] - feats[0] + 1 == feats.size
+    t = pick_target(kept, target, path, header)
+    j = cols[t]
+    picked = options.columns.pick(kept, t, path)
+    left_out = options.columns.left_out(kept, t, picked)
+    if left_out:
+        notes.append(left_out)
+    feats = cols[picked]
+    contiguous = feats.size and np.array_equal(feats, np.arange(feats[0], feats[-1] + 1))
     X = M[:, feats[0]:feats[-1] + 1] if contiguous else M[:, feats]  # a view: no copy
     return Table(X, M[:, j].copy(), [names[c] for c in feats], names[j], notes, lines=lines,
-                 columns=kept)
+                 columns=kept, target_note=target_note(kept[t], target, len(kept),
+                                                       None if note is None else first_name))
 
 
 def is_header(first: list[str], below: list[list[str]]) -> bool:
@@ -262,25 +322,55 @@ def table_from_rows(path: Path, rows: list[list[str]], line_nos: list[int],
                 f"{'header' if header else 'first row'} has {width}",
                 "every row needs the same number of fields; check for a missing or extra "
                 f"delimiter {delim!r}", path=path, line=line)
+    options.report(0.6, f"read {len(body):,} data rows"
+                        + (" (below the header row)" if header else ""))
     try:
         M = np.array(body, dtype=np.float64)
-        columns: list[np.ndarray] = list(M.T)
+        columns: list[np.ndarray | None] = list(M.T)
     except ValueError:
-        columns = _typed_columns(path, body, body_lines, names, options)
+        columns = _typed_columns(path, body, body_lines, names, first[0], header, target,
+                                 options)
     return finish_table(path, names, columns, first[0], header, target, options,
                         np.asarray(body_lines))
 
 
-def finish_table(path: Path, names: list[str], columns: list[np.ndarray], first_name: str,
-                 header: bool, target: str | int | None, options: ReadOptions,
-                 lines: np.ndarray | None) -> Table:
+def used_columns(path: Path, names: list[str], first: np.ndarray | None, first_name: str,
+                 header: bool, target: str | int | None, options: ReadOptions
+                 ) -> tuple[set[int], int | None]:
+    """The positions in ``names`` of the columns a table needs — the target, the feature
+    columns chosen (:class:`~kernel_lab.data.columns.ColumnChoice`) and a row-index first
+    column (``first``: the first column typed, None when it is not numbers) — and the
+    target's (None when there are too few columns: the pipeline then says so). A reader
+    types (or reads) only these, so a column left out is never checked."""
+    start = 1 if _index_note(names, _first_or_text(first), first_name, header, target,
+                             options) else 0
+    kept = names[start:]
+    if len(kept) < 2:
+        return set(range(len(names))), None
+    t = pick_target(kept, target, path, header)
+    picked = options.columns.pick(kept, t, path)
+    return {*range(start), start + t, *(start + i for i in picked)}, start + t
+
+
+def _first_or_text(first: np.ndarray | None) -> np.ndarray:
+    """The first column, or an empty text column when it could not be typed (then it is
+    no numeric id)."""
+    return np.empty(0, dtype=object) if first is None else first
+
+
+def finish_table(path: Path, names: list[str], columns: list[np.ndarray | None],
+                 first_name: str, header: bool, target: str | int | None,
+                 options: ReadOptions, lines: np.ndarray | None) -> Table:
     """Drop a row-index first column, split off the target and encode text (the text
     readers and :mod:`~kernel_lab.data.parquet` end here; ``lines`` None: the format has
-    no lines, rows are named by number)."""
-    note = _index_note(names, columns[0], first_name, header, target, options)
+    no lines, rows are named by number; a column None was not read: the column choice
+    leaves it out, see :func:`used_columns`)."""
+    note = _index_note(names, _first_or_text(columns[0]), first_name, header, target,
+                       options)
     if note is not None:
         names, columns = names[1:], columns[1:]
-    table = encode_columns(path, names, columns, target, options, header)
+    table = encode_columns(path, names, columns, target, options, header,
+                           after=None if note is None else first_name)
     table.notes[:0] = [] if note is None else [note]
     table.lines = lines
     table.columns = list(names)
@@ -314,23 +404,40 @@ def _is_index_column(name: str, column: np.ndarray) -> bool:
     return False
 
 
-def _typed_columns(path: Path, body: list[list[str]], lines: list[int],
-                   names: list[str], options: ReadOptions) -> list[np.ndarray]:
-    """Each column typed by :func:`typed_column`."""
-    columns: list[np.ndarray] = []
+def _typed_columns(path: Path, body: list[list[str]], lines: list[int], names: list[str],
+                   first_name: str, header: bool, target: str | int | None,
+                   options: ReadOptions) -> list[np.ndarray | None]:
+    """The columns the table uses (:func:`used_columns`) typed by :func:`typed_column`;
+    None for those left out."""
+    first = None
+    if names:
+        try:
+            first = typed_column(path, [row[0] for row in body], lines, names[0], 1)
+        except DataError:
+            first = None  # typed again below, and refused, if it is used
+    used, j = used_columns(path, names, first, first_name, header, target, options)
+    columns: list[np.ndarray | None] = []
     for c, name in enumerate(names):
+        if c not in used:
+            columns.append(None)
+            continue
         options.report(0.6 + 0.3 * c / len(names), f"column {c + 1} of {len(names)}: {name}")
-        columns.append(typed_column(path, [row[c] for row in body], lines, name, c + 1))
+        columns.append(first if c == 0 and first is not None and c != j else
+                       typed_column(path, [row[c] for row in body], lines, name, c + 1,
+                                    target=c == j))
     return columns
 
 
 def typed_column(path: Path, cells: list[str], lines: Sequence[int] | None, name: str,
-                 column: int) -> np.ndarray:
+                 column: int, *, target: bool = False) -> np.ndarray:
     """A column of text cells as float64 (numbers; missing values NaN) or, when most of
     its filled cells are not numbers, as an object array of stripped strings (None:
-    missing). A column of numbers with a few text cells is an error at the first of them
-    (a typo, not categories), naming its line (``lines``: the 1-based file line of each
-    cell) or, without lines, its 1-based row, and the column (``column``: its number)."""
+    missing). So is a column of numbers with a few text cells (under one in eight) that
+    takes at most :data:`CODED_LEVELS` values in all (codes such as ``4, 6, 8, rotary``).
+    Any other column of numbers with text cells is an error at the first of them (a
+    typo), naming its line (``lines``: the 1-based file line of each cell) or, without
+    lines, its 1-based row, the column (``column``: its number) and the option that
+    leaves the column out."""
     try:
         return np.array(cells, dtype=np.float64)
     except ValueError:
@@ -353,7 +460,12 @@ def typed_column(path: Path, cells: list[str], lines: Sequence[int] | None, name
     def where(r: int) -> tuple[str, int | None]:
         return ("", lines[r]) if lines is not None else (f"row {r + 1}: ", None)
 
-    if 2 * len(text_at) > filled:  # mostly text: categories …
+    coded = False
+    if 8 * len(text_at) < filled:  # a few text cells: codes such as 4, 6, 8, rotary?
+        levels = {cells[r].strip() for r in text_at}
+        levels.update(np.unique(values[np.isfinite(values)])[:CODED_LEVELS + 1].tolist())
+        coded = len(levels) <= CODED_LEVELS
+    if 2 * len(text_at) > filled or coded:  # categories …
         odd = [r for r in text_at if _looks_numeric(cells[r])]
         if 2 * len(odd) > len(text_at):  # … unless they are numbers written oddly
             r = odd[0]
@@ -372,10 +484,13 @@ def typed_column(path: Path, cells: list[str], lines: Sequence[int] | None, name
     r = text_at[0]
     row, line = where(r)
     raise DataError(
-        f"{row}{cells[r].strip()!r} in column {name!r} is not a number",
-        "Kernel Lab needs numeric columns; remove or encode text columns, or fix this "
-        "cell if it is a typo (a column of mostly text is read as categories)",
-        path=path, line=line, column=column)
+        f"{row}{cells[r].strip()!r} in {'the target ' if target else ''}column {name!r} "
+        "is not a number",
+        (f"fix this cell if it is a typo, or choose another target "
+         f"({data_option('target', 'NAME')})" if target else
+         f"leave the column out ({data_option('drop_columns', name)}), or fix this cell if "
+         "it is a typo") + " (a column of mostly text, or of a few values such as codes, is "
+        "read as categories)", path=path, line=line, column=column)
 
 
 _ODD_NUMBERS = (
@@ -396,38 +511,52 @@ def _levels(col: np.ndarray) -> list[str]:
     return sorted({v for v in col if v is not None})
 
 
-def encode_columns(path: Path, names: list[str], columns: list[np.ndarray],
-                    target: str | int | None, options: ReadOptions, header: bool) -> Table:
+def encode_columns(path: Path, names: list[str], columns: list[np.ndarray | None],
+                   target: str | int | None, options: ReadOptions, header: bool, *,
+                   after: str | None = None) -> Table:
     """Split off the target and turn text columns into numbers: a text target into
     classes (two: ±1; more: codes 0 … K−1 with their names), text features into one 0/1
-    column per value (or dropped), each said in the table's notes."""
+    column per value (or dropped), each said in the table's notes, the first of which
+    names the target (``after``: a row-index column dropped before ``names``). Only the
+    feature columns :attr:`ReadOptions.columns` chooses are used (the others may be
+    None: not read)."""
     if len(names) < 2:
         raise DataError(
             "the data have only one column",
             "a data set needs at least one feature column and one target column", path=path)
     j = pick_target(names, target, path, header)
+    picked = options.columns.pick(names, j, path)
     notes: list[str] = []
+    left_out = options.columns.left_out(names, j, picked)
+    if left_out:
+        notes.append(left_out)
     y, classes = columns[j], None
+    assert y is not None  # the target is always read
     if y.dtype == object:
         y, classes, note = _encode_target(path, names[j], y)
         notes.append(note)
     feats, feat_names = [], []
-    for i, (name, col) in enumerate(zip(names, columns, strict=True)):
-        if i == j:
-            continue
+    for i in picked:
+        name, col = names[i], columns[i]
+        assert col is not None  # a chosen column is always read
         if col.dtype != object:
             feats.append(col)
             feat_names.append(name)
             continue
         levels = _levels(col)
+        missing = np.array([v is None for v in col])
+        coded = _coded_note(name, levels)
         if options.text_features == "drop":
             notes.append(f"dropped text column {name!r} (text_features=drop)")
         elif len(levels) > MAX_LEVELS or (len(levels) == len(col) and len(col) > 2):
             why = "one per row" if len(levels) == len(col) else f"more than {MAX_LEVELS}"
             notes.append(f"dropped text column {name!r}: {len(levels)} distinct values "
                          f"({why}), too many to encode")
+        elif len(levels) <= 1 and not missing.any():
+            notes.append(f"dropped text column {name!r}: the same value "
+                         f"{levels[0] if levels else ''!r} in every row (a constant says "
+                         "nothing)")
         else:
-            missing = np.array([v is None for v in col])
             for level in levels:
                 feats.append(np.array([v == level for v in col], dtype=np.float64))
                 feat_names.append(f"{name}={level}")
@@ -436,8 +565,9 @@ def encode_columns(path: Path, names: list[str], columns: list[np.ndarray],
                 feats.append(missing.astype(np.float64))
                 feat_names.append(f"{name}=(missing)")
                 extra = f" and one for its {int(missing.sum())} empty cells"
-            notes.append(f"one-hot encoded text column {name!r} into {len(levels)} columns "
-                         f"({_shown(levels)}){extra}")
+            notes.append(f"one-hot encoded {'column' if coded else 'text column'} {name!r} "
+                         f"into {_count(len(levels), 'column')} ({_shown(levels)}){extra}"
+                         + (f"; {coded}" if coded else ""))
     if not feats:
         raise DataError("no feature column is left: every column besides the target is "
                         "text that was dropped",
@@ -448,7 +578,7 @@ def encode_columns(path: Path, names: list[str], columns: list[np.ndarray],
                         f"{MAX_LEVELS} values is not encoded)", path=path)
     X = np.column_stack(feats)
     return Table(X, np.asarray(y, dtype=np.float64), feat_names, names[j], notes,
-                 classes=classes)
+                 classes=classes, target_note=target_note(names[j], target, len(names), after))
 
 
 def _encode_target(path: Path, name: str, col: np.ndarray
@@ -468,6 +598,22 @@ def _encode_target(path: Path, name: str, col: np.ndarray
     return (codes, levels,
             f"text target {name!r}: {len(levels)} classes coded 0 … {len(levels) - 1} "
             f"({_shown(levels)})")
+
+
+def _count(k: int, word: str) -> str:
+    return f"{k} {word}{'' if k == 1 else 's'}"
+
+
+def _coded_note(name: str, levels: list[str]) -> str | None:
+    """For a column of mostly numbers with a few text values (``4, 6, 8, rotary``), read
+    as categories: a note naming the text values and how to leave the column out; else
+    None."""
+    text = [v for v in levels if not is_number(v)]
+    if not text or 2 * len(text) >= len(levels):
+        return None
+    return (f"its values are numbers but for {_shown([repr(v) for v in text], 3)}, so it "
+            f"is read as categories (fix the cell, or leave the column out: "
+            f"{data_option('drop_columns', name)})")
 
 
 def _shown(values: list[str], k: int = 6) -> str:

@@ -145,7 +145,7 @@ def _text_rows(path: Path, text: str, delim: str | None, head: list[str],
     total = text.count("\n") + 1
     for _ in range(32):  # rows longer than any before: parse again, that much wider
         try:
-            blocks = []
+            blocks, done = [], 0
             reader = pd.read_csv(
                 io.StringIO(text), sep=delim if delim else r"\s+", header=None,
                 names=range(width), index_col=False, dtype=object, na_filter=False,
@@ -153,8 +153,8 @@ def _text_rows(path: Path, text: str, delim: str | None, head: list[str],
                 engine="c", chunksize=BLOCK_ROWS)
             for block in reader:
                 blocks.append(block)
-                done = len(blocks) * BLOCK_ROWS
-                options.report(0.1 + 0.5 * min(done / total, 1.0), f"read {done:,} rows")
+                done += len(block)  # lines parsed so far (the header among them)
+                options.report(0.1 + 0.5 * min(done / total, 1.0), f"parsed {done:,} lines")
             break
         except pd.errors.ParserError as exc:
             found = _WIDTH.search(str(exc))
@@ -168,7 +168,6 @@ def _text_rows(path: Path, text: str, delim: str | None, head: list[str],
         raise DataError("the rows have too many different numbers of fields",
                         "every row needs the same number of fields", path=path)
     cells = pd.concat(blocks, ignore_index=True).to_numpy(dtype=object)
-    options.report(0.6, f"read {len(cells):,} rows")
     n = len(cells)
     filled = cells != ""
     # a row per line, but a quoted field holding line breaks spans more than one

@@ -132,6 +132,11 @@ def run(
         resolved, fitted = experiment.fit_to_data(resolved, dataset)  # too big: clamped
         summary = dataset.summary()
         summary["notes"] = [*summary["notes"], *fitted]
+        # the column the run learns, and what to check before trusting it, first
+        progress(0.02, next((n for n in summary["notes"] if n.startswith("target:")),
+                            f"target: column {summary['target']!r}"))
+        for warning in summary.get("warnings", []):
+            progress(0.02, f"warning: {warning}")
         result = RunResult(spec.experiment, resolved, seed, summary, started=started)
         run_progress = progress.sub(0.02, 1.0)
         t1 = time.perf_counter()

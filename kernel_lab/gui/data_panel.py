@@ -24,6 +24,7 @@ from kernel_lab.data.source import DataSource
 from kernel_lab.experiments import partitioned_experiments
 from kernel_lab.gui.forms import ParamForm
 from kernel_lab.model import LabModel
+from kernel_lab.model.columns import TARGET
 
 FILE_FILTER = f"Data files ({' '.join(FILE_PATTERNS)});;All files (*)"
 SOURCES = ("Generator", "Example", "File")
@@ -42,7 +43,11 @@ WINDOW_CONTROLS = {
     "text_features": "'Text columns' in the Data panel set to {value}",
     "sheet": "'Sheet' in the Data panel",
     "test_fraction": "'Test fraction' in the Data panel",
+    "drop_columns": "untick {value} in the Data panel's column list",
+    "features": "tick only {value} in the Data panel's column list",
 }
+#: The colour of a warning about the data (target leakage) in the panel's status.
+WARNING_COLOUR = "#B35900"
 
 
 class DataPanel(QtWidgets.QWidget):
@@ -53,6 +58,8 @@ class DataPanel(QtWidgets.QWidget):
         self.model = model
         model.controls = WINDOW_CONTROLS  # its messages name this panel's widgets
         self._format = "auto"  # a file's format option, kept from a session or spec
+        # a file's chosen and dropped columns (the column list's state, kept in the source)
+        self._columns: dict[str, Any] = {}
         col = QtWidgets.QVBoxLayout(self)
         col.setContentsMargins(4, 4, 4, 4)
 
@@ -172,7 +179,16 @@ class DataPanel(QtWidgets.QWidget):
         self.preview.setEditTriggers(QtWidgets.QAbstractItemView.EditTrigger.NoEditTriggers)
         self.preview.verticalHeader().setVisible(False)
         self.preview.setMinimumHeight(90)
-        col.addWidget(self.preview, 1)
+        # the file's columns beside the preview: untick one to leave it out
+        self.column_list = QtWidgets.QListWidget()
+        self.column_list.setToolTip(
+            "the columns of the file: untick one to leave it out (e.g. a column derived "
+            "from the target, or text); the target is not a feature")
+        self.column_list.setMaximumWidth(190)
+        beside = QtWidgets.QHBoxLayout()
+        beside.addWidget(self.column_list)
+        beside.addWidget(self.preview, 1)
+        col.addLayout(beside, 1)
 
         self.source.currentIndexChanged.connect(self._source_changed)
         self.generator.currentIndexChanged.connect(self._generator_changed)
@@ -180,6 +196,7 @@ class DataPanel(QtWidgets.QWidget):
         self.load_button.clicked.connect(self._user_load)
         self.cancel_load.clicked.connect(model.cancel_load)
         self.use_default.toggled.connect(self._use_default_toggled)
+        self.column_list.itemChanged.connect(self._column_ticked)
         self._generator_changed()
         self._source_changed()
         model.data_loading.connect(self._loading)
@@ -214,6 +231,7 @@ class DataPanel(QtWidgets.QWidget):
             self.source.setCurrentIndex(SOURCES.index("File"))
             self.path.setText(path)
             self._format = "auto"
+            self._columns = {}
             self.target.clear()
             self._user_load()
 
@@ -255,6 +273,7 @@ class DataPanel(QtWidgets.QWidget):
             options["sheet"] = self.sheet.text().strip()
         if self.subsample.value():
             options["subsample"] = self.subsample.value()
+        options.update(self._columns)
         return DataSource(kind, self.path.text().strip(), {}, options)
 
     def set_spec(self, spec: str, options: dict[str, Any] | None = None) -> None:
@@ -289,6 +308,7 @@ class DataPanel(QtWidgets.QWidget):
             self.example.setCurrentIndex(self.example.findData(source.name))
         else:
             self.path.setText(source.name)
+            self._columns = {k: opts[k] for k in ("features", "drop_columns") if opts.get(k)}
             self.target.setEditText(str(opts.get("target", "")))
             self.drop_nan.setChecked(_flag(opts.get("drop_nan", False)))
             self._format = str(opts.get("format", "auto"))
@@ -330,6 +350,7 @@ class DataPanel(QtWidgets.QWidget):
     def _loading(self, source: DataSource) -> None:
         if source != self.current_source():
             self.show_source(source)
+        self._fill_columns()
         self.status.setText(f"Loading {_breakable(source.to_spec())} …")
         self.status.setStyleSheet("")
         self.load_progress.setValue(0)
@@ -365,14 +386,21 @@ class DataPanel(QtWidgets.QWidget):
 
     def _cancelled(self, message: str) -> None:
         self._done_loading()
+        self._fill_columns()
         self.status.setStyleSheet("")
         self.status.setText(html.escape(message))
         self._restore_preview()
 
     def _loaded_ok(self, ds: Dataset | PartitionedData) -> None:
         self._done_loading()
+        self._fill_columns()
         s = ds.summary()
-        notes = "".join(f"<br>note: {html.escape(n)}" for n in s["notes"])
+        # warnings first: above the notes, where they are seen
+        notes = "".join(f'<br><span style="color: {WARNING_COLOUR};"><b>warning:</b> '
+                        f"{html.escape(name_controls(w, WINDOW_CONTROLS))}</span>"
+                        for w in s.get("warnings", []))
+        notes += "".join(f"<br>note: {html.escape(name_controls(n, WINDOW_CONTROLS))}"
+                         for n in s["notes"])
         self.status.setStyleSheet("")
         if isinstance(ds, PartitionedData):
             where = (f"kept in {s['partitions']} partitions (too large to read whole: "
@@ -398,6 +426,32 @@ class DataPanel(QtWidgets.QWidget):
         self.target.setEditText(current or ds.target_name)
         self.target.blockSignals(False)
 
+    def _fill_columns(self) -> None:
+        """The column list as the model has it: each column ticked when used, the target
+        ticked, marked and not to be unticked."""
+        self.column_list.blockSignals(True)
+        self.column_list.clear()
+        for row in self.model.column_rows():
+            item = QtWidgets.QListWidgetItem(row.name if row.role != TARGET
+                                             else f"{row.name} (target)")
+            item.setData(QtCore.Qt.ItemDataRole.UserRole, row.name)
+            Flag = QtCore.Qt.ItemFlag
+            if row.role == TARGET:
+                item.setFlags(Flag.ItemIsEnabled)
+                item.setToolTip("the target: choose another with 'Target'")
+            else:
+                item.setFlags(Flag.ItemIsEnabled | Flag.ItemIsUserCheckable)
+            item.setCheckState(QtCore.Qt.CheckState.Checked if row.used
+                               else QtCore.Qt.CheckState.Unchecked)
+            self.column_list.addItem(item)
+        self.column_list.blockSignals(False)
+
+    def _column_ticked(self, item: QtWidgets.QListWidgetItem) -> None:
+        """A column ticked or unticked: the model uses it or leaves it out, and loads."""
+        self.use_default.setChecked(False)
+        self.model.use_column(item.data(QtCore.Qt.ItemDataRole.UserRole),
+                              item.checkState() == QtCore.Qt.CheckState.Checked)
+
     def _fill_preview(self, ds: Dataset | PartitionedData, rows: int = 8) -> None:
         names = [*ds.feature_names, ds.target_name]
         if isinstance(ds, PartitionedData):
@@ -422,6 +476,7 @@ class DataPanel(QtWidgets.QWidget):
 
     def _show_error(self, message: str) -> None:
         self._done_loading()
+        self._fill_columns()
         self._restore_preview()
         loaded = self.model.loaded_source
         kept = (f"<br>Still using: {_breakable(loaded.to_spec())}"

@@ -34,6 +34,14 @@ from kernel_lab.engine.session import Session
 from kernel_lab.engine.spec import RunSpec
 from kernel_lab.engine.worker import Job, Ticket, Worker
 from kernel_lab.experiments import Experiment, PartialResult, get_experiment, list_experiments
+from kernel_lab.model.columns import (
+    TARGET,
+    ColumnRow,
+    column_rows,
+    columns_of_data,
+    columns_of_file,
+    source_using,
+)
 from kernel_lab.model.plan import Plan, Planner
 
 Table = dict[str, np.ndarray]
@@ -142,6 +150,10 @@ class LabModel:
         #: to (:func:`~kernel_lab.core.errors.name_controls`): the window's widgets.
         self.controls: dict[str, str] = {}
         self._started = 0.0
+        #: The columns of the file (or example) in use, for the Data panel's column list
+        #: (:mod:`kernel_lab.model.columns`), and the source they were read for.
+        self.file_columns: list[str] = []
+        self._columns_of: DataSource | None = None
 
     # -- experiment and parameters -------------------------------------------------------
     def set_experiment(self, name: str, values: Mapping[str, Any] | None = None) -> None:
@@ -197,6 +209,11 @@ class LabModel:
         """Load ``source`` (latest request wins); the data loaded before stay in use until
         it succeeds, and stay if it fails."""
         self.source, self.loading = source, True
+        same = self._columns_of is not None and (self._columns_of.kind, self._columns_of.name) \
+            == (source.kind, source.name)
+        if not same:  # a new file: its first line's columns until it has loaded
+            self.file_columns = columns_of_file(source)
+        self._columns_of = source  # the list shows (and edits) the choice asked for
         self.data_loading.emit(source)
         self._load = self.loader.prepare(
             source, receive=lambda kind, *payload: self._load_message(source, kind, *payload))
@@ -209,9 +226,13 @@ class LabModel:
         elif kind == "finished":
             dataset: Dataset | PartitionedData = payload[0]
             self.loading, self.dataset, self.loaded_source = False, dataset, source
+            if source.kind != "generator":
+                self.file_columns = columns_of_data(dataset, source)
             s = dataset.summary()
             self.logged.emit(f"data loaded: {s['name']} (n = {s['n_train']} + "
                              f"{s['n_test']}, p = {s['p']})")
+            for warning in s.get("warnings", []):
+                self.logged.emit(f"warning: {name_controls(warning, self.controls)}")
             self.data_loaded.emit(dataset)
             self.inputs_changed.emit()
         elif kind == "failed":
@@ -219,6 +240,30 @@ class LabModel:
             # (and fail with its message) rather than silently use other data
             self.loading, self.source = False, self.loaded_source or source
             self.data_failed.emit(name_controls(payload[0], self.controls))
+
+    def column_rows(self) -> list[ColumnRow]:
+        """The Data panel's column list: each column of the file last asked for and its
+        role (target, feature, left out) under that request's options — also when it
+        failed to load, so that the column stopping it can be left out."""
+        source = self._columns_of
+        if source is None or source.kind == "generator" or not self.file_columns:
+            return []
+        loaded = self.dataset if self.loaded_source is not None and \
+            (self.loaded_source.kind, self.loaded_source.name, self.loaded_source.options
+             .get("target")) == (source.kind, source.name, source.options.get("target")) \
+            else None
+        return column_rows(source, self.file_columns,
+                           None if loaded is None else loaded.target_name)
+
+    def use_column(self, name: str, used: bool) -> None:
+        """Use the column ``name`` as a feature or leave it out (the source's
+        ``features`` / ``drop_columns`` options), and load the data so chosen."""
+        source = self._columns_of
+        rows = {r.name: r for r in self.column_rows()}
+        if source is None or name not in rows or rows[name].role == TARGET \
+                or rows[name].used == used:
+            return
+        self.load_data(source_using(source, self.file_columns, name, used))
 
     def cancel_load(self) -> None:
         """Stop the load in flight: its reader stops at its next progress report, its
@@ -391,6 +436,9 @@ class LabModel:
             self.summaries_changed.emit(self.summaries)
 
     def _on_finished(self, handle: RunHandle, result: RunResult) -> None:
+        for warning in result.data.get("warnings", []):  # read before trusting the result
+            self.logged.emit(f"run {handle.run_id}: warning: "
+                             f"{name_controls(warning, self.controls)}")
         self.table = _as_table(result.table)
         self.summaries, self.result = dict(result.summaries), result
         total = result.timings.get("total_s", 0.0)

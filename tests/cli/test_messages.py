@@ -62,13 +62,16 @@ def test_unknown_target_lists_every_column_on_the_command_line(tmp_path, capsys)
     assert f"Choose one of: {', '.join(names)}, or give a 0-based column index" in err
 
 
-@pytest.mark.parametrize(("target", "counts"), [
-    ("species", "'bill_length_mm' 2, 'body_mass_g' 1"),
-    ("sex", "'bill_length_mm' 2, 'body_mass_g' 1, target 'sex' 3"),
+@pytest.mark.parametrize(("target", "counts", "end"), [
+    ("species", "'bill_length_mm' 2, 'body_mass_g' 1",
+     "(--drop-nan), or leave out the columns that have them (--drop-columns "
+     "bill_length_mm,body_mass_g)."),
+    ("sex", "'bill_length_mm' 2, 'body_mass_g' 1, target 'sex' 3", "(--drop-nan)."),
 ])
-def test_missing_values_per_column_and_the_flag(tmp_path, capsys, target, counts):
+def test_missing_values_per_column_and_the_flag(tmp_path, capsys, target, counts, end):
     """A penguins-like table: numbers missing in two columns, a text target missing in
-    three rows; each column's own count and the flag that drops the rows."""
+    three rows; each column's own count and the flags that drop the rows (or, when the
+    target has none missing, the columns)."""
     rows = ["Adelie,39.1,3750,male", "Adelie,NA,NA,NA", "Gentoo,46.1,4500,female",
             "Gentoo,NA,5000,NA", "Adelie,40.3,3250,NA", "Gentoo,47.5,5100,male"] * 1
     path = tmp_path / "penguins.csv"
@@ -80,4 +83,4 @@ def test_missing_values_per_column_and_the_flag(tmp_path, capsys, target, counts
     k = 2 if target == "species" else 3
     assert f"line 3: missing or non-finite values in {k} of 6 rows (the first here); " \
            f"rows per column: {counts}." in err, err
-    assert err.rstrip().endswith("choose to drop rows with missing values (--drop-nan).")
+    assert err.rstrip().endswith("choose to drop rows with missing values " + end), err

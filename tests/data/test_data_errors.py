@@ -47,11 +47,12 @@ CASES = [
           "check for a missing or extra delimiter 'space'"], line=3),
     case("non-numeric-cell", "text.csv", b"a,b,c\n1,2,3\n4,five,6\n",
          ["'five' in column 'b' is not a number",
-          "Kernel Lab needs numeric columns; remove or encode text columns"],
+          "Leave the column out (the data option drop_columns=b)"],
          line=3, column=2),
     case("non-numeric-target", "label.tsv", b"u\tv\tclass\n1\t2\t1\n3\t4\tyes\n5\t6\t0\n",
-         ["'yes' in column 'class' is not a number", "remove or encode text columns",
-          "or fix this cell if it is a typo"], line=3, column=3),
+         ["'yes' in the target column 'class' is not a number",
+          "Fix this cell if it is a typo, or choose another target (the data option "
+          "target=NAME)"], line=3, column=3),
     case("single-class-text-target", "label1.csv", b"u,v,class\n1,2,yes\n3,4,yes\n",
          ["the target column 'class' holds text with one value ('yes'): nothing to learn",
           "Choose another target column (the data option target=NAME)"]),
@@ -67,7 +68,8 @@ CASES = [
          line=4),
     case("empty-cells", "gaps.csv", b"a,b,c\n1,2,3\n4,,6\n,8,9\n",
          ["missing or non-finite values in 2 of 3 rows (the first here); rows per column: "
-          "'a' 1, 'b' 1.", "(the data option drop_nan=true)"],
+          "'a' 1, 'b' 1.", "(the data option drop_nan=true)",
+          "or leave out the columns that have them (the data option drop_columns=a,b)"],
          line=3),
     case("inf-cell", "inf.csv", b"a,b,c\n1,2,3\n4,5,-inf\n",
          ["missing or non-finite values in 1 of 2 rows (here); rows per column: "
@@ -171,7 +173,9 @@ CASES = [
 #: How the command line names the data options the messages above point to.
 CLI_FLAGS = {"the data option drop_nan=true": "--drop-nan",
              "the data option target=NAME": "--target NAME",
-             "the data option text_features=onehot": "--text-features onehot"}
+             "the data option text_features=onehot": "--text-features onehot",
+             "the data option drop_columns=b": "--drop-columns b",
+             "the data option drop_columns=a,b": "--drop-columns a,b"}
 
 
 def _write(tmp_path: Path, name: str, content: bytes | None) -> Path:

@@ -445,7 +445,9 @@ def test_load_data_drop_nan_option_records_note(tmp_path):
     ds = load_data(f"{path}:drop_nan=true,test_fraction=0,standardize=false")
     assert (ds.n_train, ds.n_test) == (3, 0)
     assert_array_equal(ds.y_train[np.argsort(ds.y_train)], [3, 9, 17])
-    assert ds.notes == ["dropped 3 of 6 rows with missing or non-finite values"]
+    assert ds.notes == ["target: column 'c', the last of 3 (choose another with the data "
+                        "option target=NAME)",
+                        "dropped 3 of 6 rows with missing or non-finite values"]
 
 
 def test_load_data_format_option(tmp_path):

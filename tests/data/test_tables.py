@@ -91,7 +91,7 @@ def test_text_features_can_be_dropped_instead(tmp_path):
     assert table.notes == ["dropped text column 'cut' (text_features=drop)",
                            "dropped text column 'color' (text_features=drop)"]
     ds = load_data(f"{path}:text_features=drop,test_fraction=0.34")
-    assert ds.p == 1 and ds.notes[:2] == table.notes
+    assert ds.p == 1 and ds.notes[0] == table.target_note and ds.notes[1:3] == table.notes
 
 
 def test_text_with_too_many_values_is_dropped_with_a_note(tmp_path):
@@ -268,7 +268,9 @@ def test_the_cli_logs_what_was_encoded_and_dropped(tmp_path, capsys):
     import json
 
     result = json.loads((out / "result.json").read_text())
-    assert result["data"]["notes"][:3] == [
+    assert result["data"]["notes"][:4] == [
+        "target: column 'price', the last of 4 (choose another with the data option "
+        "target=NAME)",
         "dropped the first column '(no name)': a row index (load with keep_index=true to "
         "use it as a feature; a target given by number counts the columns after it)",
         "one-hot encoded text column 'cut' into 4 columns (Good, Ideal, Premium, Very Good)",

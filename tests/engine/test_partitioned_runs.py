@@ -168,8 +168,10 @@ def test_folder_options_are_refused_where_they_do_not_apply(folder: str, tmp_pat
     X, y = _rows()
     path = tmp_path / "t.csv"
     pd.DataFrame({"a": X[:50, 0], "b": X[:50, 1], "y": y[:50]}).to_csv(path, index=False)
-    with pytest.raises(ParameterError, match="features= applies to a folder"):
-        run_experiment("krr-path", {}, data=f"{path}:features=a")
+    with pytest.raises(ParameterError, match="partitions= applies to a folder"):
+        run_experiment("krr-path", {}, data=f"{path}:partitions=keep")
+    # features= applies to every format now: a table's own columns
+    assert run_experiment("krr-path", {"n_lams": 3}, data=f"{path}:features=a").data["p"] == 1
     with pytest.raises(ParameterError, match="missing values is not done on data kept"):
         run_experiment("nystrom", NYSTROM, data=f"{folder}:partitions=keep,drop_nan=1")
 

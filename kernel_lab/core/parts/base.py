@@ -423,6 +423,8 @@ class PartitionedData:
     task: str = "regression"
     #: The first training rows (for a preview), once :meth:`first_rows` has read them.
     head: Rows | None = None
+    #: What the user should look at before trusting a result (target leakage, …).
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def n_train(self) -> int:
@@ -453,4 +455,5 @@ class PartitionedData:
     def summary(self) -> dict[str, Any]:
         return {"name": self.name, "n_train": self.n_train, "n_test": self.n_test,
                 "p": self.p, "partitions": len(self.parts.parts), "target": self.target_name,
-                "task": self.task, "notes": list(self.notes)}
+                "task": self.task, "notes": list(self.notes),
+                "warnings": list(self.warnings)}
