@@ -376,6 +376,7 @@ def start(script_file: str, doc: str | None) -> Recording:
         tee = _Tee(sys.stdout)
         sys.stdout = tee  # type: ignore[assignment]
     machine = probe()
-    title = (doc or "").strip().splitlines()[0] if doc else Path(script_file).stem
+    # the docstring's first paragraph (its summary, which may wrap over lines)
+    title = " ".join((doc or "").strip().split("\n\n", 1)[0].split()) or Path(script_file).stem
     return Recording(Path(script_file).name, title, machine, sys.argv[1:], record, tee)
 

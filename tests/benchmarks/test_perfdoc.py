@@ -140,7 +140,8 @@ def test_a_run_records_its_command_figures_and_output(tmp_path: Path, monkeypatc
     monkeypatch.setattr(sys, "stdout", out)
     monkeypatch.setattr(sys, "argv", ["bench_a.py", "--n", "300"])
     monkeypatch.setattr(perfdoc, "all_benches", lambda: BENCHES)
-    rec: Recording = perfdoc.start("/somewhere/bench_a.py", "Benchmark: a test.\n\nMore.")
+    rec: Recording = perfdoc.start("/somewhere/bench_a.py",
+                                   "Benchmark: a test\n    over two lines.\n\nMore.")
     print("measured something")
     rec.latency("λ move, p95", 60.0, 50.0)
     rec.figure("ratio", 1.4, "×", 1.3)
@@ -148,7 +149,7 @@ def test_a_run_records_its_command_figures_and_output(tmp_path: Path, monkeypatc
     rec.save(page)
     assert sys.stdout is out  # standard output given back
     section = split_sections(page.read_text(encoding="utf-8"))["bench_a.py"]
-    assert "Benchmark: a test." in section
+    assert "\n\nBenchmark: a test over two lines.\n\n" in section
     assert "`OPENBLAS_CORETYPE=SkylakeX python tests/benchmarks/bench_a.py --n 300`" in section
     assert "machine probe: eigh 1000 × 1000 in 374 ms" in section
     assert "| λ move, p95 | 60.0 ms | ≤ 100 ms (reference machine: 50.0 ms) | met |" in section
@@ -171,3 +172,27 @@ def test_no_record_writes_nothing(tmp_path: Path, monkeypatch):
     assert sys.argv == ["bench_a.py", "--n", "3"]  # the benchmark's own parser never sees it
     rec.save(tmp_path / "performance.md")
     assert not (tmp_path / "performance.md").exists()
+
+
+def test_the_committed_page_has_a_section_for_every_benchmark():
+    """``docs/performance.md`` as committed: it parses, and every benchmark of this folder has
+    its section (a recorded run or the placeholder) — no section of a benchmark that is gone."""
+    text = perfdoc.DOC.read_text(encoding="utf-8")
+    sections = split_sections(text)
+    assert sorted(sections) == perfdoc.all_benches(), (
+        "docs/performance.md and tests/benchmarks/bench_*.py disagree: run a benchmark "
+        "(it rewrites the page with a section for each)")
+    for name, body in sections.items():
+        assert body.startswith(f"## {name}\n"), name
+
+
+def test_the_readme_summarises_and_the_docs_link_to_the_page():
+    """The figures live in one place: the README's speed section is a five-line summary that
+    links to the page, and the two documents that discuss speed link to it too."""
+    readme = (perfdoc.ROOT / "README.md").read_text(encoding="utf-8")
+    speed = readme.split("## Speed on a two-core laptop\n", 1)[1].split("\n## ", 1)[0]
+    lines = [line for line in speed.strip().splitlines() if line.strip()]
+    assert len(lines) == 5 and "(docs/performance.md)" in speed
+    assert "|---" not in speed  # no table of figures
+    for doc in ("scale.md", "architecture.md"):
+        assert "(performance.md)" in (perfdoc.DOC.parent / doc).read_text(encoding="utf-8")
