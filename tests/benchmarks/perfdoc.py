@@ -305,6 +305,7 @@ class Recording:
         self._tee = tee
         self._started = time.time()
         self._probe_line = machine.line()
+        self._load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
 
     def figure(self, what: str, value: float, unit: str, target: float | None = None, *,
                at_most: bool = True, reference: float | None = None) -> Figure:
@@ -329,7 +330,10 @@ class Recording:
         met = sum(bool(f.met) for f in judged)
         lines = [f"## {self.script}", "", self.title, "",
                  f"- **Run** {when}, took {took / 60:.1f} min: `{self.command}`",
-                 f"- **Machine** {_cpu()}, {_blas()}, Python {platform.python_version()}",
+                 f"- **Machine** {_cpu()}, {_blas()}, Python {platform.python_version()}"
+                 + ("" if self._load is None else
+                    f"; load average {self._load:.1f} when it started (above the number "
+                    "of CPUs, other work competed for them)"),
                  f"- **Probe** {self._probe_line}",
                  f"- **Targets** {met} of {len(judged)} met"
                  + ("" if met == len(judged) else
