@@ -66,7 +66,9 @@ a latency or run-time target is multiplied by t / {reference:.0f} (a stall targe
 second). Ratios against a reference measured in the same run (scikit-learn, a bare
 eigendecomposition, the literal algorithm) are not scaled. The probe is a rough proxy: on a
 shared machine it moves by tens of per cent within the hour, so compare a section's figures
-with the probe printed in the same section.
+with the probe printed in the same section. A probe taken while other work held the CPUs
+(a load average above their number) measures that work too, and the targets scaled by it
+are lenient: judge such a run by the reference machine's target printed beside each one.
 
 {status}
 """
