@@ -263,6 +263,18 @@ class _Tee(io.TextIOBase):
         self.out.flush()
 
 
+def _verdict(judged: list[Figure]) -> str:
+    """How many targets were met, naming the missed ones when there are few."""
+    if not judged:
+        return "none: every figure is for information"
+    missed = [f.what for f in judged if not f.met]
+    line = f"{len(judged) - len(missed)} of {len(judged)} met"
+    if not missed:
+        return line
+    return line + (": missed " + "; ".join(missed) if len(missed) <= 3 else
+                   f"; {len(missed)} missed (the table marks them)")
+
+
 def _command(script: str, argv: list[str]) -> str:
     env = [f"{k}={shlex.quote(os.environ[k])}" for k in ENVIRONMENT if k in os.environ]
     return " ".join([*env, "python", f"tests/benchmarks/{script}", *map(shlex.quote, argv)])
@@ -329,7 +341,6 @@ class Recording:
         when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(self._started))
         took = finished - self._started
         judged = [f for f in self.figures if f.met is not None]
-        met = sum(bool(f.met) for f in judged)
         lines = [f"## {self.script}", "", self.title, "",
                  f"- **Run** {when}, took {took / 60:.1f} min: `{self.command}`",
                  f"- **Machine** {_cpu()}, {_blas()}, Python {platform.python_version()}"
@@ -337,9 +348,7 @@ class Recording:
                     f"; load average {self._load:.1f} when it started (above the number "
                     "of CPUs, other work competed for them)"),
                  f"- **Probe** {self._probe_line}",
-                 f"- **Targets** {met} of {len(judged)} met"
-                 + ("" if met == len(judged) else
-                    ": missed " + "; ".join(f.what for f in judged if not f.met)), ""]
+                 f"- **Targets** {_verdict(judged)}", ""]
         if self.figures:
             lines += ["| figure | measured | target on this machine | |", "|---|---|---|---|"]
             lines += [f.row() for f in self.figures]

@@ -114,6 +114,14 @@ def test_a_figure_is_judged_against_its_target(figure: Figure, verdict: str):
     assert figure.row().endswith(f"| {verdict} |")
 
 
+def test_the_run_line_counts_the_targets():
+    met, missed = Figure("a", 1.0, "×", 2.0), Figure("b", 3.0, "×", 2.0)
+    assert perfdoc._verdict([]) == "none: every figure is for information"
+    assert perfdoc._verdict([met, met]) == "2 of 2 met"
+    assert perfdoc._verdict([met, missed]) == "1 of 2 met: missed b"
+    assert perfdoc._verdict([met] + [missed] * 4) == "1 of 5 met; 4 missed (the table marks them)"
+
+
 def test_a_run_records_its_command_figures_and_output(tmp_path: Path, monkeypatch):
     """A benchmark's run, as a benchmark makes it (``start`` … ``save``), with the probe
     replaced by a fixed machine: the section holds the command (with the environment that
