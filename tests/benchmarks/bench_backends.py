@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from timing import probe  # this folder, first on the path of a script
+import perfdoc  # this folder, first on the path of a script
 
 from kernel_lab.engine import run_experiment
 from kernel_lab.engine.executors import DASK_QUIET
@@ -34,7 +34,7 @@ def timed(**kw):
 
 
 def main() -> None:
-    probe()
+    rec = perfdoc.start(__file__, __doc__)
     import dask
     from distributed import LocalCluster
 
@@ -57,6 +57,13 @@ def main() -> None:
     print(f"  Dask, 2 local workers:    {t_dask:7.2f} s   speed-up {t_serial / t_dask:5.2f}x"
           "   (target ≥ 1.6)")
     print(f"  identical numbers on every backend: {same}")
+    rec.figure("in-process serial", t_serial, "s")
+    rec.figure("speed-up, in-process on 2 threads", t_serial / t_threads, "×")
+    rec.figure("speed-up, process pool of 2 workers", t_serial / t_proc, "×")
+    rec.figure("speed-up, Dask with 2 local workers", t_serial / t_dask, "×", 1.6,
+               at_most=False)
+    rec.figure("backends whose numbers differ from serial", float(not same), "", 0)
+    rec.save()
 
 
 if __name__ == "__main__":

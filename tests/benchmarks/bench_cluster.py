@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from timing import probe  # this folder, first on the path of a script
+from perfdoc import Recording, start  # this folder, first on the path of a script
 
 NYSTROM: list[str] = []  # the defaults, as the in-memory figures
 CURVE: list[str] = []
@@ -88,9 +88,11 @@ def workers_peak_mb(client) -> dict[str, float]:
         lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss).items()}
 
 
-def report(name: str, run: dict, rows: int, workers: dict[str, float] | None) -> float:
+def report(rec: Recording, name: str, run: dict, rows: int,
+           workers: dict[str, float] | None) -> float:
     if run["returncode"] != 0:
         print(f"{name:28s} FAILED: {run['tail']}")
+        rec.figure(f"{name}: failed", float("nan"), "s per million rows")
         return float("nan")
     per_m = run["seconds"] / (rows / 1e6)
     line = (f"{name:28s} {run['seconds']:8.1f} s  ({per_m:6.1f} s per million rows), "
@@ -98,10 +100,14 @@ def report(name: str, run: dict, rows: int, workers: dict[str, float] | None) ->
     if workers:
         line += ", workers' peak " + ", ".join(f"{v:.0f}" for v in workers.values()) + " MB"
     print(line)
+    rec.figure(f"{name}, {rows:,} rows", run["seconds"], "s")
+    rec.figure(f"{name}: client peak", run["peak_kb"] / 1024, "MB", 500)
+    if workers:
+        rec.figure(f"{name}: largest worker peak", max(workers.values()), "MB", 1536)
     return per_m
 
 
-def equality(tmp: Path, client_address: str) -> None:
+def equality(rec: Recording, tmp: Path, client_address: str) -> None:
     from kernel_lab.core.parts import (
         LocalParts,
         PartitionedData,
@@ -135,16 +141,18 @@ def equality(tmp: Path, client_address: str) -> None:
                 worst = max(worst, float(rel.max()))
         print(f"equality {name:16s} largest relative difference in memory vs cluster: "
               f"{worst:.1e} (target ≤ 1e-8){'' if worst <= 1e-8 else '  ← MISSED'}")
+        rec.figure(f"{name}: largest relative difference, in memory vs cluster (20,000 rows)",
+                   worst, "", 1e-8)
 
 
 def main() -> None:
+    rec = start(__file__, __doc__)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=4_000_000)
     parser.add_argument("--files", type=int, default=16)
     parser.add_argument("--reference-rows", type=int, default=1_000_000)
     parser.add_argument("--skip-reference", action="store_true")
     args = parser.parse_args()
-    probe()
 
     import dask
     from distributed import Client, LocalCluster
@@ -171,7 +179,7 @@ def main() -> None:
                 client.restart()  # each run's own peak on the workers
                 run = run_child(name, "--data", data, "--backend", "dask", "--scheduler",
                                 address, "--out", str(tmp / f"out-{name}"), "--no-plot", *extra)
-                per_m[name] = report(f"{name} on the cluster", run, args.rows,
+                per_m[name] = report(rec, f"{name} on the cluster", run, args.rows,
                                      workers_peak_mb(client))
             if not args.skip_reference:
                 X, y = rows_of(0, args.reference_rows)
@@ -181,10 +189,13 @@ def main() -> None:
                 for name, extra in (("nystrom", NYSTROM), ("learning-curve", CURVE)):
                     run = run_child(name, "--data", str(npz), "--out",
                                     str(tmp / f"ref-{name}"), "--no-plot", *extra)
-                    ref = report(f"{name} in memory", run, args.reference_rows, None)
+                    ref = report(rec, f"{name} in memory", run, args.reference_rows, None)
                     print(f"{'':28s} cluster / in-memory time per million rows: "
                           f"{per_m[name] / ref:.2f}×")
-            equality(tmp, address)
+                    rec.figure(f"{name}: cluster ÷ in-memory time per million rows",
+                               per_m[name] / ref, "×")
+            equality(rec, tmp, address)
+    rec.save()
 
 
 if __name__ == "__main__":

@@ -26,13 +26,14 @@ from kernel_lab.core.models.dsg import DSGRegressor
 from kernel_lab.core.models.rff import RandomFourierFeatures
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from timing import best_of, probe  # this folder, first on the path of a script
+import perfdoc  # this folder, first on the path of a script
+from timing import best_of
 
 from tests.core.test_dsg import literal_dsg
 
 
 def main() -> None:
-    probe()
+    rec = perfdoc.start(__file__, __doc__)
     rng = np.random.default_rng(0)
     X = rng.normal(size=(2000, 5))
     y = np.sin(X[:, 0]) + 0.1 * rng.normal(size=2000)
@@ -69,6 +70,12 @@ def main() -> None:
     print(f"  RandomFourierFeatures:  {t_ours:8.4f} s")
     print(f"  sklearn RBFSampler:     {t_sk:8.4f} s")
     print(f"  ratio ours / sklearn:   {t_ours / t_sk:8.2f}x   (target ≤ 0.8)")
+    rec.figure("DSG, 2000 iterations: DSGRegressor", t_vec, "s")
+    rec.figure("DSG speed-up over the literal Algorithm 1", t_lit / t_vec, "×", 20,
+               at_most=False)
+    rec.figure("RFF transform 5000 × 20 → 2000: RandomFourierFeatures", t_ours, "s")
+    rec.figure("RFF transform ratio ours / scikit-learn's RBFSampler", t_ours / t_sk, "×", 0.8)
+    rec.save()
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ import sys
 import time
 
 import numpy as np
-from timing import probe  # this folder, first on the path of a script
+import perfdoc  # this folder, first on the path of a script
 
 from kernel_lab.core.kernels import median_heuristic
 from kernel_lab.core.models.gfc import GreedyFeatureRegressor
@@ -29,8 +29,9 @@ from kernel_lab.experiments.gfc import BaselineTask, percent_rmse, range_scaling
 RFF = ("rff-gaussian", "rff-laplace", "rff-cauchy")
 
 
-def main(seeds: int = 1) -> None:
-    probe()
+def main() -> None:
+    rec = perfdoc.start(__file__, __doc__)
+    seeds = int(sys.argv[1]) if len(sys.argv) > 1 else 1
     rows = []
     for seed in range(seeds):
         ds = load_data("friedman:n=8192,n_test=4096", seed=seed)
@@ -68,11 +69,17 @@ def main(seeds: int = 1) -> None:
         print(f"  GFC error ÷ best RFF ({best[4:]}): {e_gfc / rff[best]['error']:.3f}")
         print(f"  time GFC ÷ all three cross-validated RFF: {t_gfc / t_rff:.2f}x   "
               f"(÷ one measure: {t_gfc / rff[best]['time']:.2f}x)")
+        rec.figure(f"seed {seed}: GFC error (RMSE × 100; noise floor {floor:.2f})", e_gfc, "")
+        rec.figure(f"seed {seed}: best RFF error ({best[4:]})", rff[best]["error"], "")
+        rec.figure(f"seed {seed}: GFC fit, serial", t_gfc, "s")
+        rec.figure(f"seed {seed}: GFC fit, 2 threads", t_par, "s")
+        rec.figure(f"seed {seed}: time GFC ÷ all three cross-validated RFF", t_gfc / t_rff, "×")
     if seeds > 1:
         e = np.array(rows)
         print(f"mean over {seeds} seeds: GFC {e[:, 0].mean():.2f}, best RFF "
               f"{e[:, 1].mean():.2f}, time ratio {e[:, 2].mean():.2f}x")
+    rec.save()
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 1)
+    main()

@@ -18,8 +18,8 @@ import math
 import time
 
 import numpy as np
+from perfdoc import Recording, start  # this folder, first on the path of a script
 from sklearn.kernel_approximation import Nystroem
-from timing import probe  # this folder, first on the path of a script
 
 from kernel_lab.core.kernels import GaussianKernel, median_heuristic
 from kernel_lab.data.source import load_data
@@ -35,7 +35,7 @@ def timed(fn, repeat=2):
     return best
 
 
-def speed() -> None:
+def speed(rec: Recording) -> None:
     from kernel_lab.core.models.nystrom import NystromFeatures
 
     rng = np.random.default_rng(0)
@@ -52,6 +52,8 @@ def speed() -> None:
                                                     random_state=0).fit_transform(X))
         extra = "   (target ≤ 1.5)" if name == "recursive-rls" else ""
         print(f"  {name:<20}              {t:7.2f} s   ratio {t / t_sk:5.2f}x{extra}")
+        rec.figure(f"{name} fit + transform ÷ scikit-learn's Nystroem ({t_sk:.2f} s)",
+                   t / t_sk, "×", 1.5 if name == "recursive-rls" else None)
 
 
 def quality() -> None:
@@ -79,6 +81,7 @@ def quality() -> None:
 
 
 if __name__ == "__main__":
-    probe()
-    speed()
+    recording = start(__file__, __doc__)
+    speed(recording)
     quality()
+    recording.save()

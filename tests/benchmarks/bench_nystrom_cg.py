@@ -25,7 +25,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from timing import probe  # this folder, first on the path of a script
+import perfdoc  # this folder, first on the path of a script
 
 CHILD = r"""
 import json, sys, time
@@ -92,7 +92,7 @@ def child(solver: str, data: str, rows: int, s: int, lam: float, sampler: str,
 
 
 def main() -> None:
-    probe()
+    rec = perfdoc.start(__file__, __doc__)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=200_000)
     parser.add_argument("--landmarks", type=int, default=2000)
@@ -113,6 +113,7 @@ def main() -> None:
             if "error" in res:
                 peak = (f", peak {res['peak_kb'] / 2**20:.2f} GiB" if "peak_kb" in res else "")
                 print(f"{solver:<7} failed: {res['error']}{peak}")
+                rec.figure(f"{solver}: fit (failed: {res['error']})", float("nan"), "s")
                 continue
             res["train"] = np.load(str(out) + ".train.npy")
             res["test"] = np.load(str(out) + ".test.npy")
@@ -125,12 +126,19 @@ def main() -> None:
                   f"{res['peak_kb'] / 2**20:.2f} GiB ({res['base_kb'] / 2**20:.2f} GiB "
                   f"before the fit); r = {res['r']}, σ = {res['sigma']:.3f}, train RMSE "
                   f"{res['train_rmse']:.4f}  {iters}")
+            rec.figure(f"{solver}: fit, n = {args.rows:,}, s = {args.landmarks:,}", res["fit_s"],
+                       "s")
+            rec.figure(f"{solver}: peak memory", res["peak_kb"] / 2**20, "GiB")
     ok = [r for r in results.values() if "train" in r]
     if len(ok) == 2:
         for part in ("train", "test"):
             a, b = ok[0][part], ok[1][part]
+            gap = float(np.max(np.abs(a - b)) / np.max(np.abs(b)))
             print(f"max |{ok[0]['solver']} − {ok[1]['solver']}| / max |prediction| on the "
-                  f"{part} points: {np.max(np.abs(a - b)) / np.max(np.abs(b)):.2e}")
+                  f"{part} points: {gap:.2e}")
+            rec.figure(f"max |{ok[0]['solver']} − {ok[1]['solver']}| / max |prediction|, "
+                       f"{part} points", gap, "")
+    rec.save()
 
 
 if __name__ == "__main__":

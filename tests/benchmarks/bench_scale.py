@@ -33,7 +33,8 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from timing import probe  # this folder, first on the path of a script
+from perfdoc import Recording, start  # this folder, first on the path of a script
+from timing import probe
 
 CHILD = r"""
 import json, resource, sys, time
@@ -135,16 +136,22 @@ def _progress_fit(progress: list[tuple[float, float]], seconds: float) -> tuple[
     return gap, max(still, total - since)
 
 
-def bench_run(name: str, data: Path, out: Path, seconds_target: float) -> None:
+def bench_run(rec: Recording, name: str, data: Path, out: Path, seconds_target: float,
+              reference: float | None = None) -> None:
     plan = _json_child(PLAN, name, str(data))
     run = _json_child(RUN, name, str(data), str(out))
     if run.get("returncode", 1) != 0:
         print(f"{name:14s} failed: {run.get('error') or run.get('tail')}")
+        rec.figure(f"kernel-lab run {name}: failed", float("nan"), "s", seconds_target,
+                   reference=reference)
         return
     gb = run["peak_kb"] / 2**20
     print(f"{name:14s} {run['seconds']:8.1f} s (target ≤ {seconds_target:.0f})"
           f"{_mark(run['seconds'] <= seconds_target)}, peak {gb:.2f} GB (target ≤ 1.5)"
           f"{_mark(gb <= 1.5)}")
+    rec.figure(f"kernel-lab run {name} on the .npz, defaults", run["seconds"], "s",
+               seconds_target, reference=reference)
+    rec.figure(f"kernel-lab run {name}: peak memory", gb, "GB", 1.5)
     gap, still = _progress_fit(run["progress"], run["seconds"])
     print(f"{'':14s} progress: {len(run['progress'])} reports, at most {100 * gap:.0f} % "
           f"away from the share of time elapsed; stood still ≤ {still:.1f} s at a time")
@@ -159,9 +166,13 @@ def bench_run(name: str, data: Path, out: Path, seconds_target: float) -> None:
         line += (f", {plan['seconds']:.0f} s ({ratio:.2f}× measured; range {low:.0f}–"
                  f"{high:.0f} s)")
         ok = 0.5 <= mem <= 2 and 0.5 <= ratio <= 2
+        rec.figure(f"{name}: plan's time ÷ measured, or its inverse", max(ratio, 1 / ratio),
+                   "×", 2)
     else:
         ok = 0.5 <= mem <= 2
     print(line + "  (target within 2×)" + _mark(ok))
+    rec.figure(f"{name}: plan's memory ÷ measured peak, or its inverse", max(mem, 1 / mem),
+               "×", 2)
 
 
 def write_data(folder: Path, rows: int) -> tuple[Path, Path, Path, Path]:
@@ -182,7 +193,7 @@ def write_data(folder: Path, rows: int) -> tuple[Path, Path, Path, Path]:
 
 
 def main() -> None:
-    probe()  # printed first, as every benchmark does
+    rec = start(__file__, __doc__)  # the probe printed first, as every benchmark does
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--skip-runs", action="store_true",
@@ -202,6 +213,9 @@ def main() -> None:
             print(f"CSV  pandas.read_csv           {pandas['seconds']:8.2f} s")
             print(f"CSV  load_table / pandas       {ratio:8.2f} ×  (target ≤ 2)"
                   + _mark(ratio <= 2))
+            rec.figure(f"read the {args.rows:,}-row CSV: load_table ÷ pandas.read_csv "
+                       f"({pandas['seconds']:.2f} s)", ratio, "×", 2)
+        rec.figure(f"read the {args.rows:,}-row CSV: load_table", fast["seconds"], "s")
         strict, fast_small = child("strict", small), child("fast", small)
         print(f"CSV  strict reader, a tenth    {strict['seconds']:8.2f} s "
               f"({strict['seconds'] / fast_small['seconds']:.1f}× the fast path)")
@@ -210,22 +224,27 @@ def main() -> None:
         over = (mapped["peak_kb"] - mapped["base_kb"]) / size_kb
         print(f".npy load_table                {mapped['seconds']:8.2f} s, peak resident "
               f"memory {over:.2f}× the array  (target ≤ 1.2)" + _mark(over <= 1.2))
+        rec.figure("open the .npy: peak memory above the interpreter ÷ the array", over, "×",
+                   1.2)
         print(f"     of it now: {mapped['file_kb'] / size_kb:.2f}× file pages (the mapped "
               f"array), {mapped['anon_kb'] / 1024:.0f} MB anonymous in all")
         if args.skip_runs:
+            rec.save()
             return
-        bench_run("learning-curve", npz, Path(tmp) / "lc", 90)
+        bench_run(rec, "learning-curve", npz, Path(tmp) / "lc", 90)
         # issue 27: ≤ 60 s on the reference machine, scaled to this one — by a probe taken
         # just before the run (a shared machine's speed drifts over the minutes the runs
         # above take); the one after it shows whether the machine changed meanwhile
         print("before the nystrom run: ", end="")
         before = probe()
-        bench_run("nystrom", npz, Path(tmp) / "ny", before.latency(60_000, "run") / 1e3)
+        bench_run(rec, "nystrom", npz, Path(tmp) / "ny", before.latency(60_000, "run") / 1e3,
+                  reference=60)
         print("after it: ", end="")
         probe()
         cg = Path(__file__).with_name("bench_nystrom_cg.py")
         if cg.exists():
-            subprocess.run([sys.executable, str(cg)], check=False)
+            subprocess.run([sys.executable, str(cg)], check=False)  # records its own section
+    rec.save()
 
 
 if __name__ == "__main__":
