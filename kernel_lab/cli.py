@@ -430,7 +430,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if not args.no_plot:
         from kernel_lab.plotting.render import render_plots
         files["plot"] = render_plots(result.table, exp.plots, out / "plot.png",
-                                     title=f"{exp.title} — {result.data['name']}")
+                                     title=f"{exp.title} — {result.data['name']}",
+                                     summaries=result.summaries)
     if not args.quiet:
         for note in result.data.get("notes", []):  # what was encoded, dropped, mapped
             sys.stderr.write(f"  data: {note}\n")

@@ -226,6 +226,37 @@ def run_task(task: CellTask) -> list[dict[str, Any]]:
     return run_nested(task) if task.sizes else [run_cell(task)]
 
 
+def spectral_summaries(samplers: list[str], n: int, m: int) -> dict[str, str]:
+    """The plots' words for the spectral error and the landmark axis: the error of ``m``
+    of ``n`` rows is that of a principal submatrix — at most the full norm, a lower
+    bound of it (estimating the full norm would take n × n kernel entries per Lanczos
+    step, the cost the subset avoids) — and the landmark axis counts Algorithm 2's
+    sampled landmarks only when it ran."""
+    out = {"landmarks_axis": "landmarks s" + (
+        " (Algorithm 2: the number it sampled)" if FIXED_LAMBDA in samplers else "")}
+    if m < n:
+        out["spectral_where"] = f" on a {m:,}-row subset"
+        out["spectral_axis"] = f"‖K − K̃‖₂ on a {m:,}-row subset (a lower bound)"
+    return out
+
+
+def picture_summaries(names: list[str], p: int, how: str) -> dict[str, str]:
+    """The picture's axis labels: the input columns drawn (their ``names``), or the
+    principal components, as :func:`view_coordinates` chooses."""
+    names = names if len(names) == p and all(names) else [f"x{i + 1}" for i in range(p)]
+    if p == 1:
+        return {"picture_x": names[0], "picture_y": "0 (one input only)"}
+    if how == "features" or p == 2:
+        return {"picture_x": names[0], "picture_y": names[1]}
+    return {"picture_x": "principal component 1", "picture_y": "principal component 2"}
+
+
+def landmark_summaries(sampler: str, s: int) -> dict[str, str]:
+    """The picture's legend of the landmarks and its colour scale: whose they are."""
+    return {"landmarks_label": f"landmarks: {sampler}, s = {s:,}",
+            "score_label": f"ridge leverage score ({sampler})"}
+
+
 def view_coordinates(X: np.ndarray, how: str) -> tuple[np.ndarray, np.ndarray]:
     """2-D coordinates for the picture: the first two features or principal components."""
     if X.shape[1] == 1:
@@ -383,33 +414,40 @@ class NystromExperiment(Experiment):
     # for the fixed-size samplers, the realised size for Algorithm 2 — and time[sampler]
     # the seconds, both the protocol's statistic over trials; y columns end in _median
     # (light protocol) or _mean (paper protocol), whichever the run produced is drawn
+    # texts in braces are the run's summaries (see spectral_summaries, picture_summaries):
+    # the spectral error of a subset of the rows is labelled as that subset's
     plots = (
-        PlotSpec("Spectral error ‖K − K̃‖₂ against the number of landmarks", "s[*]",
+        PlotSpec("Spectral error ‖K − K̃‖₂{spectral_where|} against the number of landmarks",
+                 "s[*]",
                  (Curve("spectral_median", "measured", "spectral error (median)"),
                   Curve("spectral_mean", "measured", "spectral error (mean)"),
                   Curve("lam_bound", "reference", "bound λ (Algorithm 2)",
                         dash="dot")),
-                 xlabel="landmarks s (sampled, for Algorithm 2)", ylabel="‖K − K̃‖₂",
+                 xlabel="{landmarks_axis|landmarks s}",
+                 ylabel="{spectral_axis|‖K − K̃‖₂}",
                  logx=True, logy=True, positive=True),
-        PlotSpec("Spectral error against time", "time[*]",
+        PlotSpec("Spectral error{spectral_where|} against time", "time[*]",
                  (Curve("spectral_median", "measured", "spectral error (median)"),
                   Curve("spectral_mean", "measured", "spectral error (mean)")),
                  xlabel="seconds (sampling, factorisation and the n × s features)",
-                 ylabel="‖K − K̃‖₂",
+                 ylabel="{spectral_axis|‖K − K̃‖₂}",
                  logx=True, logy=True, positive=True),
         PlotSpec("Downstream test RMSE against the number of landmarks", "s[*]",
                  (Curve("rmse_median", "measured", "test RMSE (median)"),
                   Curve("rmse_mean", "measured", "test RMSE (mean)"),
                   Curve("rmse_exact", "baseline", "exact KRR")),
-                 xlabel="landmarks s (sampled, for Algorithm 2)", ylabel="test RMSE",
+                 xlabel="{landmarks_axis|landmarks s}", ylabel="test RMSE",
                  positive=True,
                  logx=True),
         PlotSpec("Data coloured by leverage score, landmarks marked", "view_x",
-                 (Curve("view_y", "measured", "points (colour: score)"),),
-                 xlabel="x₁ (or principal component 1)",
-                 ylabel="x₂ (or principal component 2)", kind="scatter", color="view_score",
-                 overlay=("landmark_x", "landmark_y"), overlay_label="landmarks",
-                 total="view_total"),
+                 (Curve("view_y", "measured", "training points"),),
+                 xlabel="{picture_x|first coordinate}",
+                 ylabel="{picture_y|second coordinate}", kind="scatter", color="view_score",
+                 overlay=("landmark_x", "landmark_y"),
+                 overlay_label="{landmarks_label|landmarks}",
+                 color_label="{score_label|leverage score}",
+                 total="view_total",
+                 empty="No points to draw: the training set is empty."),
     )
     default_data = "clusters:n=3000,k=8,imbalance=3,spread=0.05"
 
@@ -524,8 +562,9 @@ class NystromExperiment(Experiment):
                  else f"all {n} training points")
         summaries = protocol_summaries(params, kernel, n, m, where)
         if m < n:
-            summaries["note"] = (f"spectral error measured on {where}; the trace error "
-                                 f"and the downstream ridge use all {n}")
+            summaries["note"] = (f"spectral error measured on {where} (a lower bound of "
+                                 f"the full norm); the trace error and the downstream "
+                                 f"ridge use all {n}")
         # further seeded subsets from the same generator, drawn only when the data are
         # large (the draws above stay those of every earlier version)
         if data.n_test > TEST_MAX:
@@ -562,6 +601,9 @@ class NystromExperiment(Experiment):
             for lam_j in lams:
                 summaries[f"d_eff[λ={lam_j:g}]"] = effective_dimension(eigvals, float(lam_j))
         view = View(X, params["view"], view_rows)
+        summaries.update(spectral_summaries(samplers, n, m))
+        summaries.update(picture_summaries(list(data.feature_names), X.shape[1],
+                                           params["view"]))
         yield PartialResult(0.03, "sampling", _with_view(table, view, None, None),
                             dict(summaries))
 
@@ -616,6 +658,8 @@ class NystromExperiment(Experiment):
                     # (smallest) landmark set of a leverage sampler, where individual
                     # landmarks stay visible
                     view_scores, view_marks = scores, marks
+                    if marks is not None:
+                        summaries.update(landmark_summaries(task.sampler, len(marks)))
                 summaries[f"evals_per_point_max_s[{task.sampler}]"] = (
                     table[f"evals_{stat}[{task.sampler}]"][i] / n)
             if task.sampler == FIXED_LAMBDA:

@@ -26,7 +26,7 @@ from kernel_lab.experiments.plotspec import (
     resolve_curves,
     robust_range,
 )
-from kernel_lab.plotting.axes import grid_item, log_axis
+from kernel_lab.plotting.axes import fit_value_axis, grid_item, log_axis
 
 #: Colour-blind-safe palette (Okabe–Ito), used for curves in order.
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000",
@@ -38,6 +38,12 @@ LEGEND_MAX_WIDTH = 340
 LEGEND_TOP = 28
 #: Colour levels of a scatter plot's score scale.
 SCATTER_LEVELS = 16
+#: A scatter plot draws at most this many of its points (evenly spread over the table's,
+#: which are a random subset already where the data are large) and says so …
+SCATTER_MAX = 2000
+#: … and above this many draws them small and faint, so that the marked points on top
+#: stay visible (5,000 points buried a hundred landmarks).
+SCATTER_FAINT = 500
 #: Line style of each role: (pen width, dash, symbol size); a symbol size 0 draws no
 #: markers and a width 0 no line.
 ROLE_STYLES: dict[str, tuple[float, str, float]] = {
@@ -124,6 +130,11 @@ def _flagged(table: Mapping[str, Sequence[float] | np.ndarray], line: CurveLine,
     return marked
 
 
+def _has_rows(table: Mapping[str, Sequence[float] | np.ndarray]) -> bool:
+    """Whether a result table holds any row (a plot of an empty one says nothing)."""
+    return any(np.size(v) for v in table.values())
+
+
 def _positive_mask(a: np.ndarray, log: bool) -> np.ndarray:
     m = np.isfinite(a)
     return m & (a > 0) if log else m
@@ -142,7 +153,10 @@ class PlotView:
                  log_y: bool = False) -> None:
         import pyqtgraph as pg
 
-        self.spec = spec
+        #: The plot as declared, and :attr:`spec` with its texts filled from the run's
+        #: summaries (:meth:`set_summaries`; their defaults until then).
+        self.declared = spec
+        self.spec = spec = spec.filled(None)
         #: A log y axis: the spec's, or asked for (``log_y``) where its values are positive.
         self.logy = spec.logy or (log_y and spec.positive)
         self.colors = colors
@@ -151,6 +165,11 @@ class PlotView:
         self.pins: list[object] = []
         self._scatter_key: tuple[bytes, ...] | None = None
         self._levels: list[object] = []
+        self.colorbar: object | None = None  # a scatter plot's colour scale
+        self._faint = False  # a scatter plot's points drawn faint
+        self._scatter_legend: list[tuple[str, int]] = []
+        self._empty_label: object | None = None  # why the plot has nothing to draw
+        self._has_data: set[str] = set()  # columns whose items hold points
         self.item = item = layout.addPlot(
             row=row, col=0, title=spec.title,
             axisItems={"bottom": log_axis("bottom"), "left": log_axis("left")})
@@ -186,6 +205,10 @@ class PlotView:
         self._band_edges: dict[str, tuple[object, object]] = {}
         self._legend_keys: set[str] = set()
         self._legend_samples: list[object] = []
+        #: the legend's entries in order (their keys), and the columns of the lines a
+        #: colour or style sample stands for
+        self._legend_order: list[str] = []
+        self._legend_columns: dict[str, list[str]] = {}
         self._note_labels: dict[str, object] = {}  # legend labels that follow the table
         self._drawn: dict[str, tuple[bytes, bytes, bytes | None]] = {}
         self._extent: dict[str, tuple[float, float]] = {}  # each curve's lowest, highest y
@@ -214,7 +237,10 @@ class PlotView:
 
         import pyqtgraph as pg
 
-        for entry in legend_entries(self.spec, lines, table):
+        entries = legend_entries(self.spec, lines, table)
+        if self._legend_keys - {e.key for e in entries}:
+            self._clear_legend()  # a line lost its points, or a text changed: afresh
+        for entry in entries:
             text = html.escape(entry.text, quote=False)
             if entry.key in self._legend_keys:
                 label = self._note_labels.get(entry.key)
@@ -226,6 +252,7 @@ class PlotView:
                 break
             busy = True
             self._legend_keys.add(entry.key)
+            self._legend_order.append(entry.key)
             if entry.column:  # an ungrouped line or a note: its own curve is the sample
                 self.legend.addItem(self.curves[entry.column], text)
                 if entry.note:
@@ -233,13 +260,38 @@ class PlotView:
                 continue
             if entry.group:
                 style: dict[str, object] = {"pen": pg.mkPen(colors[entry.group], width=6)}
+                self._legend_columns[entry.key] = [ln.column for ln in lines
+                                                   if ln.group == entry.group]
             else:
                 assert entry.curve is not None
                 style = curve_style(entry.curve, "#555555")
+                self._legend_columns[entry.key] = [ln.column for ln in lines
+                                                   if ln.curve.text == entry.curve.text]
             sample = pg.PlotDataItem([], [], **style)
             self._legend_samples.append(sample)
             self.legend.addItem(sample, text)
         self._fit_legend()
+
+    def _clear_legend(self) -> None:
+        """No legend entry (they are added again by the next update)."""
+        self.legend.clear()
+        self._legend_keys.clear()
+        self._legend_samples.clear()
+        self._note_labels.clear()
+        self._legend_order.clear()
+        self._legend_columns.clear()
+
+    def legend_texts(self) -> list[tuple[str, list[object]]]:
+        """Each legend entry's text and the plot items it stands for: its own line or
+        points, or the lines of its colour group or of its kind of curve (for tests and
+        tools that check a legend against the picture)."""
+        out = []
+        for (sample, label), key in zip(self.legend.items, self._legend_order, strict=True):
+            columns = self._legend_columns.get(key)
+            items = ([sample.item] if columns is None
+                     else [self.curves[c] for c in columns if c in self.curves])
+            out.append((label.text, items))
+        return out
 
     def _fit_legend(self) -> None:
         """The legend at the size its entries ask for. pyqtgraph sums the entries'
@@ -259,45 +311,79 @@ class PlotView:
 
     def _draw_points(self, x: np.ndarray, y: np.ndarray, c: np.ndarray) -> None:
         """Points coloured by ``c`` on the viridis scale, drawn as one scatter item per
-        colour level (a brush per point makes pyqtgraph redraw thousands of brushes)."""
+        colour level (a brush per point makes pyqtgraph redraw thousands of brushes),
+        small and faint when there are many (:data:`SCATTER_FAINT`); the scale is shown
+        beside the plot once there are scores."""
         import pyqtgraph as pg
 
-        if "points" not in self.curves:
+        faint = x.size > SCATTER_FAINT
+        if "points" not in self.curves or self._faint != faint:
+            for item in self._levels:
+                self.item.removeItem(item)
             cmap = pg.colormap.get("viridis")
             colors = cmap.mapToQColor(np.linspace(0.0, 1.0, SCATTER_LEVELS))
             self._levels = []
             for q in colors:
-                item = pg.ScatterPlotItem(size=6 * self.scale, pen=None, brush=pg.mkBrush(q))
+                if faint:
+                    q.setAlpha(110)
+                item = pg.ScatterPlotItem(size=(4 if faint else 6) * self.scale, pen=None,
+                                          brush=pg.mkBrush(q))
                 self.item.addItem(item)
                 self._levels.append(item)
+            self._faint = faint
             self.curves["points"] = self._levels[SCATTER_LEVELS // 3]
-            self.legend.addItem(self.curves["points"], self.spec.curves[0].text)
         finite = np.isfinite(c)
         if finite.any():
             lo, hi = float(np.min(c[finite])), float(np.max(c[finite]))
             t = (c - lo) / (hi - lo) if hi > lo else np.zeros_like(c)
             level = np.clip(np.nan_to_num(t) * (SCATTER_LEVELS - 1) + 0.5, 0,
                             SCATTER_LEVELS - 1).astype(int)
+            self._show_scale(lo, hi)
         else:  # no scores yet: one colour
             level = np.zeros(x.size, dtype=int)
+            self._show_scale(None, None)
         for i, item in enumerate(self._levels):
             sel = level == i
             item.setData(x[sel], y[sel])
 
-    def _label_points(self, table: Mapping[str, Sequence[float] | np.ndarray],
-                      shown: int) -> None:
-        """The points' legend entry, "k of N …" when they are a subset (``spec.total``)."""
-        text = self.spec.curves[0].text
-        total = np.asarray(table.get(self.spec.total, []), dtype=np.float64)
-        total = total[np.isfinite(total)]
-        if total.size and total[0] > shown:
-            text = f"{shown:,} of {int(total[0]):,} {text}"
-        for sample, label in self.legend.items:
-            if sample.item is self.curves.get("points"):
-                label.setText(text)
+    def _show_scale(self, lo: float | None, hi: float | None) -> None:
+        """The colour scale of a scatter plot's points beside it, labelled with
+        ``spec.color_label``; hidden while there are no scores (``lo`` None)."""
+        import pyqtgraph as pg
+
+        if lo is None or hi is None:
+            if self.colorbar is not None:
+                self.colorbar.hide()
+            return
+        if self.colorbar is None:
+            self.colorbar = pg.ColorBarItem(
+                values=(lo, hi), colorMap=pg.colormap.get("viridis"), interactive=False,
+                label=self.spec.color_label or None, width=14 * self.scale,
+                colorMapMenu=False)
+            self.colorbar.getAxis("right").enableAutoSIPrefix(False)
+            self.item.layout.addItem(self.colorbar, 2, 3)  # right of the view box
+        if hi <= lo:
+            hi = lo + max(abs(lo), 1.0) * 1e-9
+        self.colorbar.rounding = (hi - lo) * 1e-6  # its default (1) rounded 3e-4 to 0
+        self.colorbar.setLevels((lo, hi))
+        fit_value_axis(self.colorbar.axis, lo, hi, self.item.vb.height())
+        self.colorbar.show()
+
+    def _sync_scatter_legend(self, entries: list[tuple[str, object]]) -> None:
+        """The scatter plot's legend: its points and its marked points, those that are
+        drawn (``entries``: text and item), rebuilt when they change."""
+        if [(t, id(i)) for t, i in entries] == self._scatter_legend:
+            return
+        self._clear_legend()
+        for text, item in entries:
+            self.legend.addItem(item, text)
+            self._legend_order.append(f"scatter:{text}")
+        self._scatter_legend = [(t, id(i)) for t, i in entries]
+        self._fit_legend()
 
     def _update_scatter(self, table: Mapping[str, Sequence[float] | np.ndarray]) -> int:
-        """Points coloured by a score (viridis), with marked overlay points on top."""
+        """Points coloured by a score (viridis), with marked overlay points on top; at
+        most :data:`SCATTER_MAX` points drawn, and the legend says how many of how many."""
         import pyqtgraph as pg
 
         spec = self.spec
@@ -306,26 +392,45 @@ class PlotView:
             return 0
         x = np.asarray(table[spec.x], dtype=np.float64)
         y = np.asarray(table[ycol], dtype=np.float64)
-        ok = np.isfinite(x) & np.isfinite(y)
+        ok = np.flatnonzero(np.isfinite(x) & np.isfinite(y))
+        total = np.asarray(table.get(spec.total, []), dtype=np.float64)
+        total = total[np.isfinite(total)]
+        of = max(int(total[0]) if total.size else 0, ok.size)
+        if ok.size > SCATTER_MAX:  # evenly over the table's points
+            ok = ok[np.linspace(0, ok.size - 1, SCATTER_MAX).round().astype(int)]
         c = (np.asarray(table[spec.color], dtype=np.float64)[ok] if spec.color in table
-             else np.full(int(ok.sum()), np.nan))
+             else np.full(ok.size, np.nan))
         key = (x.tobytes(), y.tobytes(), c.tobytes())
         if key != self._scatter_key:  # partial results often repeat the point cloud
             self._scatter_key = key
             self._draw_points(x[ok], y[ok], c)
-            self._label_points(table, int(ok.sum()))
+        if ok.size:
+            self._has_data.add("points")
+        else:
+            self._has_data.discard("points")
+        text = spec.curves[0].text
+        if of > ok.size:
+            text = f"{ok.size:,} of {of:,} {text}"
+        entries: list[tuple[str, object]] = (
+            [(text, self.curves["points"])] if ok.size and "points" in self.curves else [])
         if len(spec.overlay) == 2 and all(k in table for k in spec.overlay):
             ox = np.asarray(table[spec.overlay[0]], dtype=np.float64)
             oy = np.asarray(table[spec.overlay[1]], dtype=np.float64)
             good = np.isfinite(ox) & np.isfinite(oy)
             if "overlay" not in self.curves:
                 self.curves["overlay"] = pg.ScatterPlotItem(
-                    size=9, symbol="x", pen=pg.mkPen("#D55E00", width=1.5), brush=None)
+                    size=11 * self.scale, symbol="x", brush=None,
+                    pen=pg.mkPen("#D55E00", width=2.5 * self.scale))
+                self.curves["overlay"].setZValue(10)  # above every point
                 self.item.addItem(self.curves["overlay"])
-                self.legend.addItem(self.curves["overlay"], spec.overlay_label or "marked")
             self.curves["overlay"].setData(ox[good], oy[good])
-        self._fit_legend()
-        return int(ok.sum())
+            if good.any():
+                self._has_data.add("overlay")
+                entries.append((spec.overlay_label or "marked", self.curves["overlay"]))
+            else:
+                self._has_data.discard("overlay")
+        self._sync_scatter_legend(entries)
+        return int(ok.size)
 
     def update(self, table: Mapping[str, Sequence[float] | np.ndarray],
                budget_s: float | None = None, live: bool = False,
@@ -349,7 +454,9 @@ class PlotView:
         self.complete = True
         spec = self.spec
         if spec.kind == "scatter":
-            return self._update_scatter(table)
+            shown = self._update_scatter(table)
+            self._say_empty(not shown and not live and _has_rows(table))
+            return shown
         if not (same and self._planned is not None and self._planned[0] is table):
             self._planned = (table, *self._plan(table))
         _, lines, colors, marked, cut = self._planned
@@ -396,6 +503,10 @@ class PlotView:
             self._extent[col] = ((float(ym.min()), float(ym.max())) if ym.size
                                  else (np.inf, -np.inf))
             self.curves[col].setData(x[mask], ym)
+            if ym.size:
+                self._has_data.add(col)
+            else:
+                self._has_data.discard(col)
             if line.curve.star:
                 # the minimum among the trusted points: a flagged point (K + λI near
                 # singular) is no candidate, as in the experiments' own choice of λ
@@ -420,11 +531,73 @@ class PlotView:
                 mid = y[mask][ok]
                 lo.setData(xs[ok], mid - err[ok])
                 hi.setData(xs[ok], mid + err[ok])
-        self._sync_legend([ln for ln in lines if ln.column in self.curves], colors, table,
-                          None if budget_s is None else t0 + budget_s, bool(work))
+        # the legend lists what is drawn: lines with points (not one without any, as
+        # the floor of a run that has none)
+        self._sync_legend([ln for ln in lines if ln.column in self._has_data], colors,
+                          table, None if budget_s is None else t0 + budget_s, bool(work))
         self._limit_ranges(window)
         self._fit_y_range(bounds if live else None, line_values)
+        self._say_empty(not shown and not live and _has_rows(table))
         return shown
+
+    def _say_empty(self, empty: bool) -> None:
+        """Inside a plot that has nothing to draw once the run is over, why (the spec's
+        ``empty`` text, else which curves have no value); gone when it has."""
+        import pyqtgraph as pg
+
+        if not empty:
+            if self._empty_label is not None:
+                self._empty_label.hide()
+            return
+        text = self.spec.empty or ("Nothing to draw: no value of "
+                                   + ", ".join(c.text for c in self.spec.curves)
+                                   + " in this run.")
+        if self._empty_label is None:
+            self._empty_label = pg.TextItem(color="#333333", anchor=(0.5, 0.5),
+                                            fill=pg.mkBrush(255, 255, 255, 230))
+            self._empty_label.setParentItem(self.item.vb)
+            self.item.vb.sigResized.connect(self._place_empty_label)
+        if self._empty_label.toPlainText() != text:
+            self._empty_label.setText(text)
+        self._empty_label.show()
+        self._place_empty_label()
+
+    @property
+    def empty_text(self) -> str:
+        """What the plot says about having nothing to draw ("" when it does not)."""
+        label = self._empty_label
+        return label.toPlainText() if label is not None and label.isVisible() else ""
+
+    def _place_empty_label(self) -> None:
+        """The empty plot's note in the middle of the view, wrapped to its width."""
+        label = self._empty_label
+        if label is None:
+            return
+        vb = self.item.vb
+        label.setTextWidth(max(min(vb.width() - 24, 520.0), 60.0))
+        label.setPos(vb.width() / 2, vb.height() / 2)
+
+    def set_summaries(self, summaries: Mapping[str, Any] | None) -> bool:
+        """Fill the plot's texts from a run's summaries (:meth:`PlotSpec.filled`): the
+        title, the axes' labels, the legend's and the colour scale's. Whether a text
+        changed (then the legend is made again at the next :meth:`update`)."""
+        spec = self.declared.filled(summaries)
+        if spec == self.spec:
+            return False
+        old, self.spec = self.spec, spec
+        if spec.title != old.title:
+            self.item.setTitle(spec.title, **({} if self.scale == 1.0 else
+                                               {"size": f"{11 * self.scale:.0f}pt"}))
+        if spec.xlabel != old.xlabel:
+            self.item.setLabel("bottom", spec.xlabel or spec.x)
+        if spec.ylabel != old.ylabel:
+            self.item.setLabel("left", spec.ylabel)
+        if self.colorbar is not None and spec.color_label != old.color_label:
+            self.colorbar.setLabel("right", spec.color_label)
+        self._clear_legend()
+        self._scatter_legend = []
+        self._planned = None  # its lines carry the old labels
+        return True
 
     def _limit_ranges(self, window: tuple[float, float] | None) -> None:
         """pyqtgraph clamps a curve's points to a band around the view (Qt mis-draws, or
@@ -719,6 +892,9 @@ class PlotView:
         for item in self._levels:
             item.setData([], [])
         self._scatter_key = None
+        self._has_data.clear()
+        if self._empty_label is not None:
+            self._empty_label.hide()
 
     def columns(self) -> set[str]:
         """The columns this plot has items for."""
@@ -740,10 +916,9 @@ class PlotView:
             self.item.removeItem(item)
         self._levels = []
         self._scatter_key = None
-        self.legend.clear()
-        self._legend_keys.clear()
-        self._legend_samples.clear()
-        self._note_labels.clear()
+        self._has_data.clear()
+        self._clear_legend()
+        self._scatter_legend = []
 
     def detach(self) -> None:
         """Cut the legend's anchor to its holder before the widget is deleted at once:
