@@ -288,8 +288,12 @@ class PlotView:
         out = []
         for (sample, label), key in zip(self.legend.items, self._legend_order, strict=True):
             columns = self._legend_columns.get(key)
-            items = ([sample.item] if columns is None
-                     else [self.curves[c] for c in columns if c in self.curves])
+            if columns is not None:
+                items = [self.curves[c] for c in columns if c in self.curves]
+            elif sample.item is self.curves.get("points"):  # a scatter plot's points
+                items = list(self._levels)
+            else:
+                items = [sample.item]
             out.append((label.text, items))
         return out
 
@@ -545,6 +549,11 @@ class PlotView:
         ``empty`` text, else which curves have no value); gone when it has."""
         import pyqtgraph as pg
 
+        if self._empty_label is not None and self._empty_label.isVisible() != empty:
+            # an empty plot's made-up range (1 to 10) is no reading: no values, no grid
+            self.grid.setVisible(not empty)
+            for side in ("left", "bottom"):
+                self.item.getAxis(side).setStyle(showValues=not empty)
         if not empty:
             if self._empty_label is not None:
                 self._empty_label.hide()
@@ -557,6 +566,9 @@ class PlotView:
                                             fill=pg.mkBrush(255, 255, 255, 230))
             self._empty_label.setParentItem(self.item.vb)
             self.item.vb.sigResized.connect(self._place_empty_label)
+            self.grid.hide()
+            for side in ("left", "bottom"):
+                self.item.getAxis(side).setStyle(showValues=False)
         if self._empty_label.toPlainText() != text:
             self._empty_label.setText(text)
         self._empty_label.show()
