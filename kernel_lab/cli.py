@@ -217,10 +217,13 @@ def _cmd_describe(args: argparse.Namespace) -> int:
         print(f"  {p['name']:<12} {p['kind']:<7} default {default}{rng}{when}")
         if p.get("help"):
             print(textwrap.indent(textwrap.fill(p["help"], 72), " " * 15))
+    from kernel_lab.experiments.plotspec import fill
+
     print("\nPlots:")
     for plot in info["plots"]:
         curves = ', '.join(f"{c['series']} ({c['role']})" for c in plot['curves'])
-        print(f"  {plot['title']}: {curves} against {plot['x']}")
+        # a title's {summary|default} fields read their defaults before a run
+        print(f"  {fill(plot['title'], None)}: {curves} against {plot['x']}")
     return 0
 
 

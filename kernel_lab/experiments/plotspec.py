@@ -199,6 +199,10 @@ class PlotSpec:
     total: str = ""
     color_label: str = ""
     empty: str = ""
+    #: The legend shows the kind of curve (its style and label) of grouped lines even
+    #: when there is one kind: its label says something the groups do not (that the
+    #: error is a subset's, a lower bound).
+    legend_kinds: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in ("lines", "scatter"):
@@ -234,7 +238,7 @@ class PlotSpec:
                 "positive": self.positive,
                 "kind": self.kind, "color": self.color, "overlay": list(self.overlay),
                 "overlay_label": self.overlay_label, "color_label": self.color_label,
-                "empty": self.empty}
+                "empty": self.empty, "legend_kinds": self.legend_kinds}
 
 
 @dataclass(frozen=True)
@@ -354,7 +358,8 @@ def legend_entries(spec: PlotSpec, lines: list[CurveLine],
         if entry.key not in keys:
             keys.add(entry.key)
             entries.append(entry)
-    return entries + (kinds if len(kinds) > 1 else []) + notes
+    shown = len(kinds) > 1 or (kinds and spec.legend_kinds)
+    return entries + (kinds if shown else []) + notes
 
 
 @dataclass(frozen=True)

@@ -69,7 +69,7 @@ def layout_plots(table: Mapping[str, Sequence[float] | np.ndarray], plots: Seque
     layout.setAttribute(pg.QtCore.Qt.WidgetAttribute.WA_DontShowOnScreen, True)
     layout.show()
     pg.QtWidgets.QApplication.processEvents()
-    row = max([height_per_plot] + [int(v.legend_height()) + 40 for v in views])
+    row = max([height_per_plot] + [int(v.column_height()) + 40 for v in views])
     if row > height_per_plot:  # every row as tall as the tallest legend needs
         layout.resize(width, len(views) * row + head)
         pg.QtWidgets.QApplication.processEvents()

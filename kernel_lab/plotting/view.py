@@ -36,8 +36,10 @@ LEGEND_WIDTH = 190
 LEGEND_MAX_WIDTH = 340
 #: The legend starts this far below the top of its row (level with the plot's top).
 LEGEND_TOP = 28
-#: Colour levels of a scatter plot's score scale.
+#: Colour levels of a scatter plot's score scale …
 SCATTER_LEVELS = 16
+#: … drawn at least this tall (pixels), below the legend.
+COLORBAR_MIN = 120
 #: A scatter plot draws at most this many of its points (evenly spread over the table's,
 #: which are a random subset already where the data are large) and says so …
 SCATTER_MAX = 2000
@@ -241,7 +243,8 @@ class PlotView:
         if self._legend_keys - {e.key for e in entries}:
             self._clear_legend()  # a line lost its points, or a text changed: afresh
         for entry in entries:
-            text = html.escape(entry.text, quote=False)
+            # a label's line breaks are kept (a long one in two lines, not past the edge)
+            text = html.escape(entry.text, quote=False).replace("\n", "<br>")
             if entry.key in self._legend_keys:
                 label = self._note_labels.get(entry.key)
                 if label is not None and label.text != text:
@@ -312,6 +315,7 @@ class PlotView:
                                LEGEND_MAX_WIDTH * self.scale))
         if abs(self._holder.maximumWidth() - column) > 0.5:
             self._holder.setFixedWidth(column)
+        self._place_colorbar()
 
     def _draw_points(self, x: np.ndarray, y: np.ndarray, c: np.ndarray) -> None:
         """Points coloured by ``c`` on the viridis scale, drawn as one scatter item per
@@ -365,13 +369,31 @@ class PlotView:
                 label=self.spec.color_label or None, width=14 * self.scale,
                 colorMapMenu=False)
             self.colorbar.getAxis("right").enableAutoSIPrefix(False)
-            self.item.layout.addItem(self.colorbar, 2, 3)  # right of the view box
+            # in the legend's column, below the legend: beside the plot it widened the
+            # plot past a docked window's width and pushed the legend out of view
+            self.colorbar.setParentItem(self._holder)
+            self._holder.geometryChanged.connect(self._place_colorbar)
         if hi <= lo:
             hi = lo + max(abs(lo), 1.0) * 1e-9
         self.colorbar.rounding = (hi - lo) * 1e-6  # its default (1) rounded 3e-4 to 0
         self.colorbar.setLevels((lo, hi))
         fit_value_axis(self.colorbar.axis, lo, hi, self.item.vb.height())
         self.colorbar.show()
+        self._place_colorbar()
+
+    def _place_colorbar(self, *_args: object) -> None:
+        """The colour scale below the legend, down to the level of the plot's x axis."""
+        from PySide6 import QtCore
+
+        bar = self.colorbar
+        if bar is None:
+            return
+        top = self.legend_height() + 16 * self.scale
+        bottom = self._holder.height() - self.item.getAxis("bottom").height() - 8
+        width = (bar.getAxis("left").width() + 14 * self.scale
+                 + bar.getAxis("right").width() + 6)
+        bar.setGeometry(QtCore.QRectF(6, top, width, max(bottom - top, COLORBAR_MIN
+                                                          * self.scale)))
 
     def _sync_scatter_legend(self, entries: list[tuple[str, object]]) -> None:
         """The scatter plot's legend: its points and its marked points, those that are
@@ -829,6 +851,12 @@ class PlotView:
     def legend_height(self) -> float:
         """The height the legend takes below the top of its row (pixels)."""
         return LEGEND_TOP * self.scale + self.legend.boundingRect().height()
+
+    def column_height(self) -> float:
+        """The height the legend's column needs: the legend, and a colour scale below
+        it at its smallest."""
+        bar = self.colorbar is not None and self.colorbar.isVisible()
+        return self.legend_height() + (COLORBAR_MIN + 60) * self.scale * bar
 
     def _place_off_label(self) -> None:
         """The off-scale note at the top right inside the view, wrapped to its width."""
