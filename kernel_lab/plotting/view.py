@@ -202,6 +202,9 @@ class PlotView:
                 axis.label.setFont(font)
         self.legend.setParentItem(holder)
         self.legend.anchor(itemPos=(0, 0), parentPos=(0, 0), offset=(0, LEGEND_TOP * scale))
+        self._title_fit: tuple[str, float] | None = None
+        item.geometryChanged.connect(self._fit_title)
+        self._fit_title()
         self.curves: dict[str, object] = {}
         self.error_bars: dict[str, object] = {}  # spread bands (FillBetweenItem)
         self._band_edges: dict[str, tuple[object, object]] = {}
@@ -240,8 +243,11 @@ class PlotView:
         import pyqtgraph as pg
 
         entries = legend_entries(self.spec, lines, table)
-        if self._legend_keys - {e.key for e in entries}:
-            self._clear_legend()  # a line lost its points, or a text changed: afresh
+        keys = [e.key for e in entries]
+        if keys[:len(self._legend_order)] != self._legend_order:
+            # a line lost its points, or one declared before those listed got some (the
+            # floor's line comes first, DSG's later): the legend afresh, in declared order
+            self._clear_legend()
         for entry in entries:
             # a label's line breaks are kept (a long one in two lines, not past the edge)
             text = html.escape(entry.text, quote=False).replace("\n", "<br>")
@@ -596,6 +602,22 @@ class PlotView:
         self._empty_label.show()
         self._place_empty_label()
 
+    def _fit_title(self, *_args: object) -> None:
+        """The title cut short ("…") where it is wider than the plot: its whole width
+        was the plot's minimum width, and in a docked window the plot and the legend
+        beside it ran past the edge (the tab's text has the whole title)."""
+        label = self.item.titleLabel
+        room = self.item.width() - 12
+        if self._title_fit == (self.spec.title, room):
+            return
+        self._title_fit = (self.spec.title, room)
+        text = self.spec.title
+        label.setText(text)
+        while room > 40 and len(text) > 4 and label.item.boundingRect().width() > room:
+            text = text[:-max(1, len(text) // 12)].rstrip(" ,:;")
+            label.setText(text + "…")
+        label.setMinimumWidth(0)  # set again by each setText
+
     @property
     def empty_text(self) -> str:
         """What the plot says about having nothing to draw ("" when it does not)."""
@@ -620,8 +642,7 @@ class PlotView:
             return False
         old, self.spec = self.spec, spec
         if spec.title != old.title:
-            self.item.setTitle(spec.title, **({} if self.scale == 1.0 else
-                                               {"size": f"{11 * self.scale:.0f}pt"}))
+            self._fit_title()
         if spec.xlabel != old.xlabel:
             self.item.setLabel("bottom", spec.xlabel or spec.x)
         if spec.ylabel != old.ylabel:
@@ -965,7 +986,7 @@ class PlotView:
         the anchor follows ``geometryChanged`` of the holder and of the legend, and a
         signal sent while the C++ items are being destroyed would reach a holder that is
         already gone ("Internal C++ object (GraphicsLayout) already deleted")."""
-        for item in (self._holder, self.legend):
+        for item in (self._holder, self.legend, self.item):
             try:
                 item.geometryChanged.disconnect()
             except (RuntimeError, TypeError):  # nothing connected, or already deleted

@@ -227,3 +227,41 @@ def test_stacked_plots_line_up_and_label_ticks_in_one_form(qtbot):
                 assert len(forms) == 1, texts
     finally:
         layout.close()
+
+
+def test_the_legend_keeps_the_declared_order_whatever_comes_first(qtbot):
+    import pyqtgraph as pg
+
+    spec = PlotSpec("error", "t", (Curve("a", "measured", "DSG"),
+                                   Curve("floor", "baseline", "exact (the floor)")))
+    w = pg.GraphicsLayoutWidget()
+    qtbot.addWidget(w)
+    view = PlotView(w.ci, 0, spec, colors={})
+    t = np.arange(1.0, 6.0)
+    view.update({"t": t, "a": np.full(5, np.nan), "floor": np.full(5, 0.1)})
+    assert [x for x, _ in view.legend_texts()] == ["exact (the floor)"]
+    view.update({"t": t, "a": 1 / t, "floor": np.full(5, 0.1)})
+    assert [x for x, _ in view.legend_texts()] == ["DSG", "exact (the floor)"]
+    check_view(view, "both")
+
+
+def test_a_long_title_and_legend_stay_inside_a_narrow_plot_area(qtbot):
+    """In a docked window (a plot area 600 pixels wide) the legend stays in view: the
+    title is cut short instead of widening the plot past the edge."""
+    import pyqtgraph as pg
+
+    spec = PlotSpec("A title much longer than the plot it stands above, as a spectral "
+                    "error's on a subset is", "t",
+                    (Curve("a", "measured", "a label long enough to widen the legend"),))
+    w = pg.GraphicsLayoutWidget()
+    qtbot.addWidget(w)
+    w.resize(600, 400)
+    view = PlotView(w.ci, 0, spec, colors={})
+    w.show()
+    qtbot.waitExposed(w)
+    view.update({"t": np.arange(1.0, 6.0), "a": np.arange(5.0)})
+    pg.QtWidgets.QApplication.processEvents()
+    right = view._holder.mapRectToScene(view._holder.boundingRect()).right()
+    assert right <= w.width() + 0.5
+    shown = view.item.titleLabel.text
+    assert shown.endswith("…") and spec.title.startswith(shown[:-1])
