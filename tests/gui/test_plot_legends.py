@@ -191,6 +191,20 @@ def test_a_line_that_loses_its_points_leaves_the_legend(qtbot):
     assert view.item.getAxis("left").style["showValues"]
 
 
+def test_the_nystrom_words_follow_the_run():
+    from kernel_lab.experiments.nystrom import picture_summaries, spectral_summaries
+
+    assert spectral_summaries(["uniform"], 5000, 5000) == {"landmarks_axis": "landmarks s"}
+    alg2 = spectral_summaries(["uniform", "recursive-rls-lambda"], 5000, 2000)
+    assert "Algorithm 2" in alg2["landmarks_axis"]
+    assert alg2["spectral_axis"].endswith("on a 2,000-row subset (a lower bound)")
+    assert picture_summaries(["a", "b", "c"], 3, "pca") == {
+        "picture_x": "principal component 1", "picture_y": "principal component 2"}
+    assert picture_summaries(["a", "b", "c"], 3, "features") == {"picture_x": "a",
+                                                                  "picture_y": "b"}
+    assert picture_summaries(["a", "b"], 2, "pca")["picture_y"] == "b"  # two: the inputs
+
+
 def test_texts_are_filled_from_the_summaries_with_defaults():
     assert fill("w along input {a|a}", {"a": "CAtBat"}) == "w along input CAtBat"
     assert fill("w along input {a|a}", None) == "w along input a"
