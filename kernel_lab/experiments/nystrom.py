@@ -58,6 +58,11 @@ from kernel_lab.experiments.nystrom_nested import (
     cell_measures,
     run_nested,
 )
+from kernel_lab.experiments.nystrom_words import (
+    landmark_summaries,
+    picture_summaries,
+    spectral_summaries,
+)
 from kernel_lab.experiments.plotspec import Curve
 
 
@@ -224,37 +229,6 @@ def run_task(task: CellTask) -> list[dict[str, Any]]:
     """A cell's result, or a nested trial's (one per size; see
     :mod:`~kernel_lab.experiments.nystrom_nested`)."""
     return run_nested(task) if task.sizes else [run_cell(task)]
-
-
-def spectral_summaries(samplers: list[str], n: int, m: int) -> dict[str, str]:
-    """The plots' words for the spectral error and the landmark axis: the error of ``m``
-    of ``n`` rows is that of a principal submatrix — at most the full norm, a lower
-    bound of it (estimating the full norm would take n × n kernel entries per Lanczos
-    step, the cost the subset avoids) — and the landmark axis counts Algorithm 2's
-    sampled landmarks only when it ran."""
-    out = {"landmarks_axis": "landmarks s" + (
-        " (Algorithm 2: the number it sampled)" if FIXED_LAMBDA in samplers else "")}
-    if m < n:
-        out["spectral_where"] = f"\non a {m:,}-row subset (a lower bound)"  # 2 lines
-        out["spectral_axis"] = f"‖K − K̃‖₂ on a {m:,}-row subset (a lower bound)"
-    return out
-
-
-def picture_summaries(names: list[str], p: int, how: str) -> dict[str, str]:
-    """The picture's axis labels: the input columns drawn (their ``names``), or the
-    principal components, as :func:`view_coordinates` chooses."""
-    names = names if len(names) == p and all(names) else [f"x{i + 1}" for i in range(p)]
-    if p == 1:
-        return {"picture_x": names[0], "picture_y": "0 (one input only)"}
-    if how == "features" or p == 2:
-        return {"picture_x": names[0], "picture_y": names[1]}
-    return {"picture_x": "principal component 1", "picture_y": "principal component 2"}
-
-
-def landmark_summaries(sampler: str, s: int) -> dict[str, str]:
-    """The picture's legend of the landmarks and its colour scale: whose they are."""
-    return {"landmarks_label": f"landmarks: {sampler}, s = {s:,}",
-            "score_label": f"ridge leverage score ({sampler})"}
 
 
 def view_coordinates(X: np.ndarray, how: str) -> tuple[np.ndarray, np.ndarray]:
@@ -602,7 +576,7 @@ class NystromExperiment(Experiment):
             for lam_j in lams:
                 summaries[f"d_eff[λ={lam_j:g}]"] = effective_dimension(eigvals, float(lam_j))
         view = View(X, params["view"], view_rows)
-        summaries.update(spectral_summaries(samplers, n, m))
+        summaries.update(spectral_summaries(FIXED_LAMBDA in samplers, n, m))
         summaries.update(picture_summaries(list(data.feature_names), X.shape[1],
                                            params["view"]))
         yield PartialResult(0.03, "sampling", _with_view(table, view, None, None),

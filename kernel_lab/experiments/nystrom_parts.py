@@ -48,14 +48,16 @@ from kernel_lab.experiments.nystrom import (
     _with_view,
     check_random_features,
     empty_table,
-    landmark_summaries,
     parse_sizes,
-    picture_summaries,
     protocol_settings,
     protocol_summaries,
-    spectral_summaries,
 )
 from kernel_lab.experiments.nystrom_nested import EXACT_MAX
+from kernel_lab.experiments.nystrom_words import (
+    landmark_summaries,
+    picture_summaries,
+    spectral_summaries,
+)
 
 #: The bandwidth's median heuristic looks at this many training rows (the first keys of
 #: the evaluation subset).
@@ -124,7 +126,7 @@ def run_on_parts(experiment: Any, params: Mapping[str, Any], data: PartitionedDa
         summaries["note"] = (f"spectral error measured on {where} (a lower bound of the "
                              f"full norm); the trace error and the downstream ridge use all "
                              f"{n}")
-    summaries.update(spectral_summaries(samplers, n, m))
+    summaries.update(spectral_summaries(False, n, m))  # no Algorithm 2 on partitions
     t = min(data.n_test, TEST_MAX)
     test = take_rows(parts, plan, keyed_subset(parts, plan, rowkeys.TEST_SUBSET, t, "test"),
                      "test")

@@ -26,7 +26,9 @@ from kernel_lab.experiments.plotspec import (
     resolve_curves,
     robust_range,
 )
-from kernel_lab.plotting.axes import fit_value_axis, grid_item, log_axis
+from kernel_lab.plotting.axes import grid_item, log_axis
+from kernel_lab.plotting.view_scatter import ScatterParts
+from kernel_lab.plotting.view_texts import TextParts
 
 #: Colour-blind-safe palette (Okabe–Ito), used for curves in order.
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000",
@@ -36,16 +38,6 @@ LEGEND_WIDTH = 190
 LEGEND_MAX_WIDTH = 340
 #: The legend starts this far below the top of its row (level with the plot's top).
 LEGEND_TOP = 28
-#: Colour levels of a scatter plot's score scale …
-SCATTER_LEVELS = 16
-#: … drawn at least this tall (pixels), below the legend.
-COLORBAR_MIN = 120
-#: A scatter plot draws at most this many of its points (evenly spread over the table's,
-#: which are a random subset already where the data are large) and says so …
-SCATTER_MAX = 2000
-#: … and above this many draws them small and faint, so that the marked points on top
-#: stay visible (5,000 points buried a hundred landmarks).
-SCATTER_FAINT = 500
 #: Line style of each role: (pen width, dash, symbol size); a symbol size 0 draws no
 #: markers and a width 0 no line.
 ROLE_STYLES: dict[str, tuple[float, str, float]] = {
@@ -142,7 +134,7 @@ def _positive_mask(a: np.ndarray, log: bool) -> np.ndarray:
     return m & (a > 0) if log else m
 
 
-class PlotView:
+class PlotView(TextParts, ScatterParts):
     """One declared plot inside a pyqtgraph GraphicsLayout, updated in place.
 
     Curves are created the first time their column appears and afterwards only get
@@ -281,31 +273,6 @@ class PlotView:
             self.legend.addItem(sample, text)
         self._fit_legend()
 
-    def _clear_legend(self) -> None:
-        """No legend entry (they are added again by the next update)."""
-        self.legend.clear()
-        self._legend_keys.clear()
-        self._legend_samples.clear()
-        self._note_labels.clear()
-        self._legend_order.clear()
-        self._legend_columns.clear()
-
-    def legend_texts(self) -> list[tuple[str, list[object]]]:
-        """Each legend entry's text and the plot items it stands for: its own line or
-        points, or the lines of its colour group or of its kind of curve (for tests and
-        tools that check a legend against the picture)."""
-        out = []
-        for (sample, label), key in zip(self.legend.items, self._legend_order, strict=True):
-            columns = self._legend_columns.get(key)
-            if columns is not None:
-                items = [self.curves[c] for c in columns if c in self.curves]
-            elif sample.item is self.curves.get("points"):  # a scatter plot's points
-                items = list(self._levels)
-            else:
-                items = [sample.item]
-            out.append((label.text, items))
-        return out
-
     def _fit_legend(self) -> None:
         """The legend at the size its entries ask for. pyqtgraph sums the entries'
         current heights on each new entry, and those are stretched to the legend's
@@ -322,147 +289,6 @@ class PlotView:
         if abs(self._holder.maximumWidth() - column) > 0.5:
             self._holder.setFixedWidth(column)
         self._place_colorbar()
-
-    def _draw_points(self, x: np.ndarray, y: np.ndarray, c: np.ndarray) -> None:
-        """Points coloured by ``c`` on the viridis scale, drawn as one scatter item per
-        colour level (a brush per point makes pyqtgraph redraw thousands of brushes),
-        small and faint when there are many (:data:`SCATTER_FAINT`); the scale is shown
-        beside the plot once there are scores."""
-        import pyqtgraph as pg
-
-        faint = x.size > SCATTER_FAINT
-        if "points" not in self.curves or self._faint != faint:
-            for item in self._levels:
-                self.item.removeItem(item)
-            cmap = pg.colormap.get("viridis")
-            colors = cmap.mapToQColor(np.linspace(0.0, 1.0, SCATTER_LEVELS))
-            self._levels = []
-            for q in colors:
-                if faint:
-                    q.setAlpha(110)
-                item = pg.ScatterPlotItem(size=(4 if faint else 6) * self.scale, pen=None,
-                                          brush=pg.mkBrush(q))
-                self.item.addItem(item)
-                self._levels.append(item)
-            self._faint = faint
-            self.curves["points"] = self._levels[SCATTER_LEVELS // 3]
-        finite = np.isfinite(c)
-        if finite.any():
-            lo, hi = float(np.min(c[finite])), float(np.max(c[finite]))
-            t = (c - lo) / (hi - lo) if hi > lo else np.zeros_like(c)
-            level = np.clip(np.nan_to_num(t) * (SCATTER_LEVELS - 1) + 0.5, 0,
-                            SCATTER_LEVELS - 1).astype(int)
-            self._show_scale(lo, hi)
-        else:  # no scores yet: one colour
-            level = np.zeros(x.size, dtype=int)
-            self._show_scale(None, None)
-        for i, item in enumerate(self._levels):
-            sel = level == i
-            item.setData(x[sel], y[sel])
-
-    def _show_scale(self, lo: float | None, hi: float | None) -> None:
-        """The colour scale of a scatter plot's points beside it, labelled with
-        ``spec.color_label``; hidden while there are no scores (``lo`` None)."""
-        import pyqtgraph as pg
-
-        if lo is None or hi is None:
-            if self.colorbar is not None:
-                self.colorbar.hide()
-            return
-        if self.colorbar is None:
-            self.colorbar = pg.ColorBarItem(
-                values=(lo, hi), colorMap=pg.colormap.get("viridis"), interactive=False,
-                label=self.spec.color_label or None, width=14 * self.scale,
-                colorMapMenu=False)
-            self.colorbar.getAxis("right").enableAutoSIPrefix(False)
-            # in the legend's column, below the legend: beside the plot it widened the
-            # plot past a docked window's width and pushed the legend out of view
-            self.colorbar.setParentItem(self._holder)
-            self._holder.geometryChanged.connect(self._place_colorbar)
-        if hi <= lo:
-            hi = lo + max(abs(lo), 1.0) * 1e-9
-        self.colorbar.rounding = (hi - lo) * 1e-6  # its default (1) rounded 3e-4 to 0
-        self.colorbar.setLevels((lo, hi))
-        fit_value_axis(self.colorbar.axis, lo, hi, self.item.vb.height())
-        self.colorbar.show()
-        self._place_colorbar()
-
-    def _place_colorbar(self, *_args: object) -> None:
-        """The colour scale below the legend, down to the level of the plot's x axis."""
-        from PySide6 import QtCore
-
-        bar = self.colorbar
-        if bar is None:
-            return
-        top = self.legend_height() + 16 * self.scale
-        bottom = self._holder.height() - self.item.getAxis("bottom").height() - 8
-        width = (bar.getAxis("left").width() + 14 * self.scale
-                 + bar.getAxis("right").width() + 6)
-        bar.setGeometry(QtCore.QRectF(6, top, width, max(bottom - top, COLORBAR_MIN
-                                                          * self.scale)))
-
-    def _sync_scatter_legend(self, entries: list[tuple[str, object]]) -> None:
-        """The scatter plot's legend: its points and its marked points, those that are
-        drawn (``entries``: text and item), rebuilt when they change."""
-        if [(t, id(i)) for t, i in entries] == self._scatter_legend:
-            return
-        self._clear_legend()
-        for text, item in entries:
-            self.legend.addItem(item, text)
-            self._legend_order.append(f"scatter:{text}")
-        self._scatter_legend = [(t, id(i)) for t, i in entries]
-        self._fit_legend()
-
-    def _update_scatter(self, table: Mapping[str, Sequence[float] | np.ndarray]) -> int:
-        """Points coloured by a score (viridis), with marked overlay points on top; at
-        most :data:`SCATTER_MAX` points drawn, and the legend says how many of how many."""
-        import pyqtgraph as pg
-
-        spec = self.spec
-        ycol = spec.curves[0].series
-        if spec.x not in table or ycol not in table:
-            return 0
-        x = np.asarray(table[spec.x], dtype=np.float64)
-        y = np.asarray(table[ycol], dtype=np.float64)
-        ok = np.flatnonzero(np.isfinite(x) & np.isfinite(y))
-        total = np.asarray(table.get(spec.total, []), dtype=np.float64)
-        total = total[np.isfinite(total)]
-        of = max(int(total[0]) if total.size else 0, ok.size)
-        if ok.size > SCATTER_MAX:  # evenly over the table's points
-            ok = ok[np.linspace(0, ok.size - 1, SCATTER_MAX).round().astype(int)]
-        c = (np.asarray(table[spec.color], dtype=np.float64)[ok] if spec.color in table
-             else np.full(ok.size, np.nan))
-        key = (x.tobytes(), y.tobytes(), c.tobytes())
-        if key != self._scatter_key:  # partial results often repeat the point cloud
-            self._scatter_key = key
-            self._draw_points(x[ok], y[ok], c)
-        if ok.size:
-            self._has_data.add("points")
-        else:
-            self._has_data.discard("points")
-        text = spec.curves[0].text
-        if of > ok.size:
-            text = f"{ok.size:,} of {of:,} {text}"
-        entries: list[tuple[str, object]] = (
-            [(text, self.curves["points"])] if ok.size and "points" in self.curves else [])
-        if len(spec.overlay) == 2 and all(k in table for k in spec.overlay):
-            ox = np.asarray(table[spec.overlay[0]], dtype=np.float64)
-            oy = np.asarray(table[spec.overlay[1]], dtype=np.float64)
-            good = np.isfinite(ox) & np.isfinite(oy)
-            if "overlay" not in self.curves:
-                self.curves["overlay"] = pg.ScatterPlotItem(
-                    size=11 * self.scale, symbol="x", brush=None,
-                    pen=pg.mkPen("#D55E00", width=2.5 * self.scale))
-                self.curves["overlay"].setZValue(10)  # above every point
-                self.item.addItem(self.curves["overlay"])
-            self.curves["overlay"].setData(ox[good], oy[good])
-            if good.any():
-                self._has_data.add("overlay")
-                entries.append((spec.overlay_label or "marked", self.curves["overlay"]))
-            else:
-                self._has_data.discard("overlay")
-        self._sync_scatter_legend(entries)
-        return int(ok.size)
 
     def update(self, table: Mapping[str, Sequence[float] | np.ndarray],
                budget_s: float | None = None, live: bool = False,
@@ -571,88 +397,6 @@ class PlotView:
         self._fit_y_range(bounds if live else None, line_values)
         self._say_empty(not shown and not live and _has_rows(table))
         return shown
-
-    def _say_empty(self, empty: bool) -> None:
-        """Inside a plot that has nothing to draw once the run is over, why (the spec's
-        ``empty`` text, else which curves have no value); gone when it has."""
-        import pyqtgraph as pg
-
-        if self._empty_label is not None and self._empty_label.isVisible() != empty:
-            # an empty plot's made-up range (1 to 10) is no reading: no values, no grid
-            self.grid.setVisible(not empty)
-            for side in ("left", "bottom"):
-                self.item.getAxis(side).setStyle(showValues=not empty)
-        if not empty:
-            if self._empty_label is not None:
-                self._empty_label.hide()
-            return
-        text = self.spec.empty or ("Nothing to draw: no value of "
-                                   + ", ".join(c.text for c in self.spec.curves)
-                                   + " in this run.")
-        if self._empty_label is None:
-            self._empty_label = pg.TextItem(color="#333333", anchor=(0.5, 0.5),
-                                            fill=pg.mkBrush(255, 255, 255, 230))
-            self._empty_label.setParentItem(self.item.vb)
-            self.item.vb.sigResized.connect(self._place_empty_label)
-            self.grid.hide()
-            for side in ("left", "bottom"):
-                self.item.getAxis(side).setStyle(showValues=False)
-        if self._empty_label.toPlainText() != text:
-            self._empty_label.setText(text)
-        self._empty_label.show()
-        self._place_empty_label()
-
-    def _fit_title(self, *_args: object) -> None:
-        """The title cut short ("…") where it is wider than the plot: its whole width
-        was the plot's minimum width, and in a docked window the plot and the legend
-        beside it ran past the edge (the tab's text has the whole title)."""
-        label = self.item.titleLabel
-        room = self.item.width() - 12
-        if self._title_fit == (self.spec.title, room):
-            return
-        self._title_fit = (self.spec.title, room)
-        text = self.spec.title
-        label.setText(text)
-        while room > 40 and len(text) > 4 and label.item.boundingRect().width() > room:
-            text = text[:-max(1, len(text) // 12)].rstrip(" ,:;")
-            label.setText(text + "…")
-        label.setMinimumWidth(0)  # set again by each setText
-
-    @property
-    def empty_text(self) -> str:
-        """What the plot says about having nothing to draw ("" when it does not)."""
-        label = self._empty_label
-        return label.toPlainText() if label is not None and label.isVisible() else ""
-
-    def _place_empty_label(self) -> None:
-        """The empty plot's note in the middle of the view, wrapped to its width."""
-        label = self._empty_label
-        if label is None:
-            return
-        vb = self.item.vb
-        label.setTextWidth(max(min(vb.width() - 24, 520.0), 60.0))
-        label.setPos(vb.width() / 2, vb.height() / 2)
-
-    def set_summaries(self, summaries: Mapping[str, Any] | None) -> bool:
-        """Fill the plot's texts from a run's summaries (:meth:`PlotSpec.filled`): the
-        title, the axes' labels, the legend's and the colour scale's. Whether a text
-        changed (then the legend is made again at the next :meth:`update`)."""
-        spec = self.declared.filled(summaries)
-        if spec == self.spec:
-            return False
-        old, self.spec = self.spec, spec
-        if spec.title != old.title:
-            self._fit_title()
-        if spec.xlabel != old.xlabel:
-            self.item.setLabel("bottom", spec.xlabel or spec.x)
-        if spec.ylabel != old.ylabel:
-            self.item.setLabel("left", spec.ylabel)
-        if self.colorbar is not None and spec.color_label != old.color_label:
-            self.colorbar.setLabel("right", spec.color_label)
-        self._clear_legend()
-        self._scatter_legend = []
-        self._planned = None  # its lines carry the old labels
-        return True
 
     def _limit_ranges(self, window: tuple[float, float] | None) -> None:
         """pyqtgraph clamps a curve's points to a band around the view (Qt mis-draws, or
@@ -872,12 +616,6 @@ class PlotView:
     def legend_height(self) -> float:
         """The height the legend takes below the top of its row (pixels)."""
         return LEGEND_TOP * self.scale + self.legend.boundingRect().height()
-
-    def column_height(self) -> float:
-        """The height the legend's column needs: the legend, and a colour scale below
-        it at its smallest."""
-        bar = self.colorbar is not None and self.colorbar.isVisible()
-        return self.legend_height() + (COLORBAR_MIN + 60) * self.scale * bar
 
     def _place_off_label(self) -> None:
         """The off-scale note at the top right inside the view, wrapped to its width."""

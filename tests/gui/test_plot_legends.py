@@ -192,10 +192,10 @@ def test_a_line_that_loses_its_points_leaves_the_legend(qtbot):
 
 
 def test_the_nystrom_words_follow_the_run():
-    from kernel_lab.experiments.nystrom import picture_summaries, spectral_summaries
+    from kernel_lab.experiments.nystrom_words import picture_summaries, spectral_summaries
 
-    assert spectral_summaries(["uniform"], 5000, 5000) == {"landmarks_axis": "landmarks s"}
-    alg2 = spectral_summaries(["uniform", "recursive-rls-lambda"], 5000, 2000)
+    assert spectral_summaries(False, 5000, 5000) == {"landmarks_axis": "landmarks s"}
+    alg2 = spectral_summaries(True, 5000, 2000)
     assert "Algorithm 2" in alg2["landmarks_axis"]
     assert alg2["spectral_axis"].endswith("on a 2,000-row subset (a lower bound)")
     assert picture_summaries(["a", "b", "c"], 3, "pca") == {
