@@ -232,10 +232,13 @@ def _cmd_describe(args: argparse.Namespace) -> int:
         print(f"  {p['name']:<12} {p['kind']:<7} default {default}{rng}{when}")
         if p.get("help"):
             print(textwrap.indent(textwrap.fill(p["help"], 72), " " * 15))
+    from kernel_lab.experiments.plotspec import fill
+
     print("\nPlots:")
     for plot in info["plots"]:
         curves = ', '.join(f"{c['series']} ({c['role']})" for c in plot['curves'])
-        print(f"  {plot['title']}: {curves} against {plot['x']}")
+        # a title's {summary|default} fields read their defaults before a run
+        print(f"  {fill(plot['title'], None)}: {curves} against {plot['x']}")
     return 0
 
 
@@ -470,7 +473,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if not args.no_plot:
         from kernel_lab.plotting.render import render_plots
         files["plot"] = render_plots(result.table, exp.plots, out / "plot.png",
-                                     title=f"{exp.title} — {result.data['name']}")
+                                     title=f"{exp.title} — {result.data['name']}",
+                                     summaries=result.summaries)
     if not args.quiet:
         for note in result.data.get("notes", []):  # what was encoded, dropped, mapped
             sys.stderr.write(f"  data: {name_controls(note, CLI_CONTROLS)}\n")

@@ -106,7 +106,8 @@ def run_self_test(out: Callable[[str], None] = print) -> int:
         from kernel_lab.experiments import get_experiment
 
         r = last["result"]
-        png = render_plots(r.table, get_experiment(r.experiment).plots, tmp / "plot.png")
+        png = render_plots(r.table, get_experiment(r.experiment).plots, tmp / "plot.png",
+                           summaries=r.summaries)
         page = write_report(r.to_dict(), tmp / "report.html")
         if not png.read_bytes().startswith(b"\x89PNG") or "base64," not in page.read_text():
             raise RuntimeError("plot or report incomplete")

@@ -47,9 +47,10 @@ NO_THREADS = {"core"}
 # the experiments' shared modules; every other module in experiments/ is one experiment and
 # imports no other module of experiments/ but these (the registry imports the experiments)
 EXPERIMENT_HELPERS = {"base", "plotspec"}
-# an experiment's halves — its run on partitioned data (<name>_parts) and its nested trials
-# (<name>_nested) — are part of experiment <name>
-PART_SUFFIXES = ("_parts", "_nested")
+# an experiment's halves — its run on partitioned data (<name>_parts), its nested trials
+# (<name>_nested) and its plots' words from a run (<name>_words) — are part of experiment
+# <name>
+PART_SUFFIXES = ("_parts", "_nested", "_words")
 MAX_LINES = 800
 
 

@@ -204,9 +204,11 @@ class GFCExperiment(Experiment):
                  xlabel="‖w‖ (log-spaced bins)", ylabel="fraction of features", logx=True),
         PlotSpec("Frequencies on the two most used inputs", "learned_wa",
                  (Curve("learned_wb", "measured", "learned (colour = |a|)"),),
-                 xlabel="w along input a", ylabel="w along input b", kind="scatter",
+                 xlabel="w along input {spectrum_input_a|a (the most used)}",
+                 ylabel="w along input {spectrum_input_b|b (the next)}", kind="scatter",
                  color="learned_amplitude", overlay=("random_wa", "random_wb"),
-                 overlay_label="random (Gaussian RFF)"),
+                 overlay_label="random (Gaussian RFF)",
+                 color_label="|a| (the feature's amplitude)"),
     )
     default_data = "friedman:n=4000,n_test=2000"
 
@@ -277,6 +279,9 @@ class GFCExperiment(Experiment):
                 if feats[-1]:
                     a, b = main_inputs(*learned)
                     summaries["spectrum_inputs"] = f"{names[a]}, {names[b]}"
+                    # the picture's axes name them
+                    summaries["spectrum_input_a"], summaries["spectrum_input_b"] = \
+                        names[a], names[b]
                 summaries.update({"error[gfc]": errs[-1], "features_built[gfc]": feats[-1],
                                   "time[gfc]": times[-1], "nu[gfc]": model.nu_})
                 yield partial(gfc_share * info["pass"] / params["n_passes"],

@@ -437,7 +437,7 @@ class LearningCurveExperiment(Experiment):
                         color="Nyström"),
                   Curve("krr_test_error", "baseline", "exact (the floor)")),
                  xlabel="features or landmarks (DSG: iterations × features per iteration)",
-                 ylabel="test error", logx=True, logy=True, positive=True),
+                 ylabel="{error_measure|test error}", logx=True, logy=True, positive=True),
         PlotSpec("Convergence to the floor (DSG's objective)", "n_features",
                  (Curve("dsg_floor_distance", "measured",
                         "DSG: mean |f_t − f*|² (test)", color="DSG"),
@@ -447,7 +447,8 @@ class LearningCurveExperiment(Experiment):
                         "Nyström: J − J*", color="Nyström"),
                   Curve("rate_guide", "reference", "slope −1 (O(1/t))")),
                  xlabel="features or landmarks (DSG: iterations × features per iteration)",
-                 ylabel="distance / excess objective", logx=True, logy=True),
+                 ylabel="distance / excess objective", logx=True, logy=True,
+                 empty="{floor_missing|No exact floor in this run: nothing to converge to.}"),
         PlotSpec("Training loss (progressive, before each update)", "iteration",
                  (Curve("dsg_train_loss", "measured", "DSG", color="DSG"),), xlabel="iterations",
                  ylabel="loss", logx=True, logy=True),
@@ -541,6 +542,14 @@ class LearningCurveExperiment(Experiment):
         if not solvable:
             summaries["floor_note"] = (f"no exact floor for the {loss} loss (solvable: "
                                        f"{', '.join(SOLVABLE_LOSSES)})")
+        # the words of the plots (their y axis; why the convergence plot is empty)
+        summaries["error_measure"] = ("test MSE" if task == "regression"
+                                      else "misclassified (fraction of test points)")
+        if not costs.exact:
+            summaries["floor_missing"] = "No exact floor in this run, nothing to converge to: " + (
+                summaries["floor_note"] if not solvable else
+                f"n = {n:,} training rows is above exact_max = {params['exact_max']:,} "
+                "(raise it for the floor: an n × n kernel matrix and its solve).")
         kernel = make_kernel(params["kernel"], {"sigma": sigma})
         floor: _Fit | None = None
         K = None

@@ -146,6 +146,11 @@ def run_on_parts(experiment: Any, params: Mapping[str, Any], data: PartitionedDa
         "floor_note": (f"no exact floor on partitioned data: the exact minimiser needs the "
                        f"n × n kernel matrix of the {n:,} training rows; run the experiment "
                        "on a seeded sample of the rows in memory for it")}
+    # the words of the plots: their error (squared loss on regression data only) and why
+    # the convergence plot is empty
+    summaries["error_measure"] = "test MSE"
+    summaries["floor_missing"] = ("No exact floor in this run, nothing to converge to: "
+                                  + summaries["floor_note"] + ".")
     if m < plan.n_test:
         summaries["test_note"] = (f"test error on a random {m:,} of the {plan.n_test:,} test "
                                   "points (keyed by the row index)")

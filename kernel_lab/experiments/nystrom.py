@@ -58,6 +58,11 @@ from kernel_lab.experiments.nystrom_nested import (
     cell_measures,
     run_nested,
 )
+from kernel_lab.experiments.nystrom_words import (
+    landmark_summaries,
+    picture_summaries,
+    spectral_summaries,
+)
 from kernel_lab.experiments.plotspec import Curve
 
 
@@ -383,33 +388,41 @@ class NystromExperiment(Experiment):
     # for the fixed-size samplers, the realised size for Algorithm 2 — and time[sampler]
     # the seconds, both the protocol's statistic over trials; y columns end in _median
     # (light protocol) or _mean (paper protocol), whichever the run produced is drawn
+    # texts in braces are the run's summaries (see spectral_summaries, picture_summaries):
+    # the spectral error of a subset of the rows is labelled as that subset's
     plots = (
         PlotSpec("Spectral error ‖K − K̃‖₂ against the number of landmarks", "s[*]",
-                 (Curve("spectral_median", "measured", "spectral error (median)"),
-                  Curve("spectral_mean", "measured", "spectral error (mean)"),
+                 (Curve("spectral_median", "measured",
+                        "spectral error (median){spectral_where|}"),
+                  Curve("spectral_mean", "measured", "spectral error (mean){spectral_where|}"),
                   Curve("lam_bound", "reference", "bound λ (Algorithm 2)",
                         dash="dot")),
-                 xlabel="landmarks s (sampled, for Algorithm 2)", ylabel="‖K − K̃‖₂",
-                 logx=True, logy=True, positive=True),
+                 xlabel="{landmarks_axis|landmarks s}",
+                 ylabel="{spectral_axis|‖K − K̃‖₂}",
+                 logx=True, logy=True, positive=True, legend_kinds=True),
         PlotSpec("Spectral error against time", "time[*]",
-                 (Curve("spectral_median", "measured", "spectral error (median)"),
-                  Curve("spectral_mean", "measured", "spectral error (mean)")),
+                 (Curve("spectral_median", "measured",
+                        "spectral error (median){spectral_where|}"),
+                  Curve("spectral_mean", "measured", "spectral error (mean){spectral_where|}")),
                  xlabel="seconds (sampling, factorisation and the n × s features)",
-                 ylabel="‖K − K̃‖₂",
-                 logx=True, logy=True, positive=True),
+                 ylabel="{spectral_axis|‖K − K̃‖₂}",
+                 logx=True, logy=True, positive=True, legend_kinds=True),
         PlotSpec("Downstream test RMSE against the number of landmarks", "s[*]",
                  (Curve("rmse_median", "measured", "test RMSE (median)"),
                   Curve("rmse_mean", "measured", "test RMSE (mean)"),
                   Curve("rmse_exact", "baseline", "exact KRR")),
-                 xlabel="landmarks s (sampled, for Algorithm 2)", ylabel="test RMSE",
+                 xlabel="{landmarks_axis|landmarks s}", ylabel="test RMSE",
                  positive=True,
                  logx=True),
         PlotSpec("Data coloured by leverage score, landmarks marked", "view_x",
-                 (Curve("view_y", "measured", "points (colour: score)"),),
-                 xlabel="x₁ (or principal component 1)",
-                 ylabel="x₂ (or principal component 2)", kind="scatter", color="view_score",
-                 overlay=("landmark_x", "landmark_y"), overlay_label="landmarks",
-                 total="view_total"),
+                 (Curve("view_y", "measured", "training points"),),
+                 xlabel="{picture_x|first coordinate}",
+                 ylabel="{picture_y|second coordinate}", kind="scatter", color="view_score",
+                 overlay=("landmark_x", "landmark_y"),
+                 overlay_label="{landmarks_label|landmarks}",
+                 color_label="{score_label|leverage score}",
+                 total="view_total",
+                 empty="No points to draw: the training set is empty."),
     )
     default_data = "clusters:n=3000,k=8,imbalance=3,spread=0.05"
 
@@ -524,8 +537,9 @@ class NystromExperiment(Experiment):
                  else f"all {n} training points")
         summaries = protocol_summaries(params, kernel, n, m, where)
         if m < n:
-            summaries["note"] = (f"spectral error measured on {where}; the trace error "
-                                 f"and the downstream ridge use all {n}")
+            summaries["note"] = (f"spectral error measured on {where} (a lower bound of "
+                                 f"the full norm); the trace error and the downstream "
+                                 f"ridge use all {n}")
         # further seeded subsets from the same generator, drawn only when the data are
         # large (the draws above stay those of every earlier version)
         if data.n_test > TEST_MAX:
@@ -562,6 +576,9 @@ class NystromExperiment(Experiment):
             for lam_j in lams:
                 summaries[f"d_eff[λ={lam_j:g}]"] = effective_dimension(eigvals, float(lam_j))
         view = View(X, params["view"], view_rows)
+        summaries.update(spectral_summaries(FIXED_LAMBDA in samplers, n, m))
+        summaries.update(picture_summaries(list(data.feature_names), X.shape[1],
+                                           params["view"]))
         yield PartialResult(0.03, "sampling", _with_view(table, view, None, None),
                             dict(summaries))
 
@@ -616,6 +633,8 @@ class NystromExperiment(Experiment):
                     # (smallest) landmark set of a leverage sampler, where individual
                     # landmarks stay visible
                     view_scores, view_marks = scores, marks
+                    if marks is not None:
+                        summaries.update(landmark_summaries(task.sampler, len(marks)))
                 summaries[f"evals_per_point_max_s[{task.sampler}]"] = (
                     table[f"evals_{stat}[{task.sampler}]"][i] / n)
             if task.sampler == FIXED_LAMBDA:

@@ -53,6 +53,11 @@ from kernel_lab.experiments.nystrom import (
     protocol_summaries,
 )
 from kernel_lab.experiments.nystrom_nested import EXACT_MAX
+from kernel_lab.experiments.nystrom_words import (
+    landmark_summaries,
+    picture_summaries,
+    spectral_summaries,
+)
 
 #: The bandwidth's median heuristic looks at this many training rows (the first keys of
 #: the evaluation subset).
@@ -118,8 +123,10 @@ def run_on_parts(experiment: Any, params: Mapping[str, Any], data: PartitionedDa
     summaries = protocol_summaries(params, kernel, n, m, where)
     summaries["partitions"] = len(parts.parts)
     if m < n:
-        summaries["note"] = (f"spectral error measured on {where}; the trace error and the "
-                             f"downstream ridge use all {n}")
+        summaries["note"] = (f"spectral error measured on {where} (a lower bound of the "
+                             f"full norm); the trace error and the downstream ridge use all "
+                             f"{n}")
+    summaries.update(spectral_summaries(False, n, m))  # no Algorithm 2 on partitions
     t = min(data.n_test, TEST_MAX)
     test = take_rows(parts, plan, keyed_subset(parts, plan, rowkeys.TEST_SUBSET, t, "test"),
                      "test")
@@ -130,6 +137,8 @@ def run_on_parts(experiment: Any, params: Mapping[str, Any], data: PartitionedDa
     v = min(n, VIEW_MAX)
     view_index = keyed_subset(parts, plan, rowkeys.VIEW_SUBSET, v)
     view = View(take_rows(parts, plan, view_index).X, params["view"], np.arange(v))
+    summaries.update(picture_summaries(list(data.feature_names), view.X.shape[1],
+                                       params["view"]))
     if v < n:
         summaries["note_view"] = (f"picture: a keyed random subset of {v} of the {n} "
                                   "training points (principal axes of that subset)")
@@ -163,6 +172,8 @@ def run_on_parts(experiment: Any, params: Mapping[str, Any], data: PartitionedDa
         experiment._fill(table, results, i, name, stat, paper)
         if view_scores is None and scores is not None and name != "rp-cholesky":
             view_scores, view_marks = scores, marks
+            if marks is not None:
+                summaries.update(landmark_summaries(name, len(marks)))
         summaries[f"evals_per_point_max_s[{name}]"] = table[f"evals_{stat}[{name}]"][i] / n
         progress(fraction, f"{name}, s = {s} ({done}/{len(cells)})")
         yield PartialResult(fraction, f"{name}, s = {s} ({done}/{len(cells)})",

@@ -11,6 +11,10 @@ to draw, and :func:`legend_entries` into the legend, both without Qt.
 Result tables stay keyed by plain column names (they are written to CSV and JSON); a
 column is a *series*, optionally of a *group* (a kernel, a method, a sampler), written
 ``series[group]``. :class:`SeriesKey` is the one place that reads and writes that form.
+
+Texts of a plot (title, axis labels, legend labels) may name what only the run knows — the
+table's column on an axis, the sampler whose landmarks are marked — as ``{name|default}``
+fields: the run's summary ``name``, else ``default`` (:func:`fill`, :meth:`PlotSpec.filled`).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from __future__ import annotations
 import math
 import string
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -62,6 +66,30 @@ class SeriesKey:
 def column(series: str, group: str = "") -> str:
     """The column name of ``series`` in ``group`` (``series[group]``)."""
     return SeriesKey(series, group).column
+
+
+def fill(text: str, summaries: Mapping[str, Any] | None) -> str:
+    """``text`` with each ``{name|default}`` field replaced by the summary ``name`` of
+    ``summaries`` (with the field's format spec, ``{n|n:,}``), else by ``default`` (the
+    text after ``|``, empty without one): ``"w along {input_a|input a}"`` reads
+    "w along CAtBat" once the run says so."""
+    if "{" not in text:
+        return text
+    out = []
+    for literal, field, spec, _ in string.Formatter().parse(text):
+        out.append(literal)
+        if field is None:
+            continue
+        name, _, default = field.partition("|")
+        value = None if summaries is None else summaries.get(name.strip())
+        if value is None or value == "":
+            out.append(default)
+            continue
+        try:
+            out.append(format(value, spec or ""))
+        except (TypeError, ValueError):
+            out.append(str(value))
+    return "".join(out)
 
 
 @dataclass(frozen=True)
@@ -139,9 +167,15 @@ class PlotSpec:
     data) is skipped.
 
     ``kind="scatter"``: points (``x``, ``curves[0].series``) coloured by the column
-    ``color``, with the points ``overlay`` = (x column, y column) marked on top and
-    labelled ``overlay_label``. When the column ``total`` holds more points than are drawn
-    (a subset of a large data set), the legend says "k of N".
+    ``color`` on a scale shown beside the plot and labelled ``color_label``, with the
+    points ``overlay`` = (x column, y column) marked on top and labelled
+    ``overlay_label``. When the column ``total`` holds more points than are drawn (a
+    subset of a large data set), the legend says "k of N".
+
+    ``empty``: what a plot with nothing to draw says inside it once the run is over (why
+    there is nothing: no exact floor for this loss, say).
+
+    Titles, labels and ``empty`` may hold ``{summary|default}`` fields (:func:`fill`).
     """
 
     title: str
@@ -163,6 +197,12 @@ class PlotSpec:
     overlay: tuple[str, str] | tuple[()] = ()
     overlay_label: str = ""
     total: str = ""
+    color_label: str = ""
+    empty: str = ""
+    #: The legend shows the kind of curve (its style and label) of grouped lines even
+    #: when there is one kind: its label says something the groups do not (that the
+    #: error is a subset's, a lower bound).
+    legend_kinds: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in ("lines", "scatter"):
@@ -173,6 +213,18 @@ class PlotSpec:
     @property
     def series(self) -> tuple[str, ...]:
         return tuple(c.series for c in self.curves)
+
+    def filled(self, summaries: Mapping[str, Any] | None) -> PlotSpec:
+        """The plot with its texts filled from a run's ``summaries`` (:func:`fill`);
+        before a run (None) every field reads its default."""
+        curves = tuple(replace(c, label=fill(c.label, summaries)) if "{" in c.label else c
+                       for c in self.curves)
+        return replace(self, title=fill(self.title, summaries),
+                       xlabel=fill(self.xlabel, summaries),
+                       ylabel=fill(self.ylabel, summaries),
+                       overlay_label=fill(self.overlay_label, summaries),
+                       color_label=fill(self.color_label, summaries),
+                       empty=fill(self.empty, summaries), curves=curves)
 
     @property
     def stars(self) -> bool:
@@ -185,7 +237,8 @@ class PlotSpec:
                 "logy": self.logy, "y_range_from": list(self.y_range_from),
                 "positive": self.positive,
                 "kind": self.kind, "color": self.color, "overlay": list(self.overlay),
-                "overlay_label": self.overlay_label}
+                "overlay_label": self.overlay_label, "color_label": self.color_label,
+                "empty": self.empty, "legend_kinds": self.legend_kinds}
 
 
 @dataclass(frozen=True)
@@ -305,7 +358,8 @@ def legend_entries(spec: PlotSpec, lines: list[CurveLine],
         if entry.key not in keys:
             keys.add(entry.key)
             entries.append(entry)
-    return entries + (kinds if len(kinds) > 1 else []) + notes
+    shown = len(kinds) > 1 or (kinds and spec.legend_kinds)
+    return entries + (kinds if shown else []) + notes
 
 
 @dataclass(frozen=True)

@@ -77,6 +77,7 @@ class PlotPanel(QtWidgets.QWidget):
         model.table_changed.connect(self.mark_dirty)
         model.run_started.connect(self._run_started)
         model.pins_changed.connect(self._pins_changed)
+        model.summaries_changed.connect(self._summaries_changed)
 
     # -- building ------------------------------------------------------------------------
     def rebuild(self, reset_colors: bool = False) -> None:
@@ -89,9 +90,10 @@ class PlotPanel(QtWidgets.QWidget):
             view = PlotView(w.ci, 0, spec, colors=self.colors, scale=self.scale,
                             log_y=self.log_y)
             view.cache_static()
+            view.set_summaries(self.model.summaries or None)
             self.views.append(view)
             self.widgets.append(w)
-            self.tabs.addTab(w, spec.title)
+            self.tabs.addTab(w, view.spec.title)
             proxy = pg.SignalProxy(w.scene().sigMouseMoved, rateLimit=30,
                                    slot=lambda ev, v=view: self._moved(v, ev[0]))
             self._proxies.append(proxy)
@@ -134,6 +136,17 @@ class PlotPanel(QtWidgets.QWidget):
             for pin in self.model.pins:
                 view.add_pin(pin.table)
         self.mark_dirty()
+
+    def _summaries_changed(self, summaries: dict[str, Any]) -> None:
+        """The plots' texts that name what the run found out (the inputs on an axis,
+        the sampler whose landmarks are marked) follow its summaries."""
+        changed = False
+        for i, view in enumerate(self.views):
+            if view.set_summaries(summaries or None):
+                self.tabs.setTabText(i, view.spec.title)
+                changed = True
+        if changed:
+            self.mark_dirty()
 
     # -- drawing -------------------------------------------------------------------------
     def mark_dirty(self) -> None:

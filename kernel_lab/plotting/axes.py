@@ -23,15 +23,59 @@ LABEL_GAP_LINES = 1.8
 LABEL_OVERHANG = 32
 
 
-def _decimals(values: Sequence[float]) -> list[str]:
-    """``values`` as ``:g`` writes them, with more digits where six do not write them
-    exactly."""
+#: An axis whose range reaches this magnitude (or, on a log axis, goes below
+#: :data:`SCI_BELOW`) labels every tick as a power of ten ("2e5", "1e9"): ``:g`` wrote
+#: "100000" beside "1e+06" on one axis.
+SCI_ABOVE = 1e5
+SCI_BELOW = 1e-4
+
+
+def _sci(x: float, digits: int) -> str:
+    """``x`` as mantissa and power of ten, ``"2.5e9"`` (not ``"2.5e+09"``); 0 as "0"."""
+    if x == 0:
+        return "0"
+    exp = int(np.floor(np.log10(abs(x))))
+    mantissa = x / 10.0 ** exp
+    if abs(round(mantissa, digits)) >= 10.0:  # 9.9999… rounds up to the next power
+        exp, mantissa = exp + 1, mantissa / 10.0
+    return f"{mantissa:.{digits}g}e{exp}"
+
+
+def scientific(lo: float, hi: float, log: bool) -> bool:
+    """Whether an axis over ``lo`` … ``hi`` (data units) labels its ticks as powers of
+    ten: when the values reach :data:`SCI_ABOVE`, or (a log axis) fall below
+    :data:`SCI_BELOW`, or (a linear one) stay below a thousandth. One answer per axis
+    and range, so that every label of an axis has the same form."""
+    big = max(abs(lo), abs(hi))
+    if not np.isfinite(big):
+        return False
+    if big >= SCI_ABOVE:
+        return True
+    small = min(abs(lo), abs(hi))
+    return bool(small < SCI_BELOW) if log else bool(0 < big < 1e-3)
+
+
+def _decimals(values: Sequence[float], sci: bool = False) -> list[str]:
+    """``values`` as ``:g`` writes them (``sci``: as :func:`_sci` does), with more digits
+    where six do not write them exactly."""
     v = np.asarray(values, dtype=np.float64)
+    write = (lambda x, d: _sci(x, d)) if sci else (lambda x, d: f"{x:.{d}g}")
     for digits in range(6, 16):
-        out = [f"{x:.{digits}g}" for x in v.tolist()]
+        out = [write(x, digits) for x in v.tolist()]
         if np.allclose([float(t) for t in out], v, rtol=1e-9, atol=0.0):
             return out
-    return [f"{x:g}" for x in v.tolist()]
+    return [write(x, 6) for x in v.tolist()]
+
+
+def tick_labels(values: Sequence[float], lo: float, hi: float, log: bool) -> list[str]:
+    """The labels of ticks at ``values`` (data units) of an axis over ``lo`` … ``hi``:
+    all plain decimals or all powers of ten (:func:`scientific`). A log axis labels one
+    level of ticks: its labelled values decide (the range's margin below "0.0001" would
+    have turned it into "1e-4"); a linear one labels two, and its range decides."""
+    v = np.abs(np.asarray(values, dtype=np.float64))
+    if log and v.size and np.isfinite(v).all() and (v > 0).all():
+        lo, hi = float(v.min()), float(v.max())
+    return _decimals(values, scientific(lo, hi, log))
 
 
 def log_ticks(lo: float, hi: float,
@@ -66,9 +110,28 @@ def log_ticks(lo: float, hi: float,
     if not usable:
         return [lo, hi]
     for c in reversed(usable):  # dense to sparse: the first that fits
-        if c.size <= MAX_LABELS and fits(c, _decimals((10.0 ** c).tolist())):
+        if c.size <= MAX_LABELS and fits(c, tick_labels((10.0 ** c).tolist(), 10.0 ** lo,
+                                                         10.0 ** hi, True)):
             return c.tolist()
     return usable[0].tolist()
+
+
+def fit_value_axis(axis: Any, lo: float, hi: float, length: float) -> None:
+    """A linear pyqtgraph ``axis`` made by others (a colour bar's) over ``lo`` … ``hi``:
+    its labels in one form (:func:`tick_labels`), and as wide as they need — pyqtgraph
+    drops a label that does not fit its axis's fixed width ("0.0005" on a colour bar)."""
+    from PySide6 import QtGui
+
+    def strings(values: Sequence[float], scale: float, spacing: float) -> list[str]:
+        a, b = sorted(float(v) * scale for v in axis.range)
+        return tick_labels([v * scale for v in values], a, b, False)
+
+    axis.tickStrings = strings
+    levels = axis.tickValues(lo, hi, max(length, 50.0))
+    texts = [t for _, values in levels[:1] for t in strings(values, 1.0, 0.0)]
+    fm = QtGui.QFontMetricsF(axis.style["tickFont"] or QtGui.QFont())
+    need = max((fm.horizontalAdvance(t) for t in texts), default=20.0)
+    axis.setWidth(int(np.ceil(need * 1.15)) + 5 + axis.style["tickTextOffset"][0] + 4)
 
 
 def log_axis(orientation: str) -> object:
@@ -138,9 +201,13 @@ def _log_axis_class() -> type:
             return self._ticks[key]
 
         def tickStrings(self, values, scale, spacing):
+            lo, hi = sorted(float(v) for v in self.range)
             if not self.logMode:
-                return super().tickStrings(values, scale, spacing)
-            return _decimals([10.0 ** v for v in values])
+                lo, hi = lo * scale, hi * scale
+                if not scientific(lo, hi, False):
+                    return super().tickStrings(values, scale, spacing)
+                return tick_labels([v * scale for v in values], lo, hi, False)
+            return tick_labels([10.0 ** v for v in values], 10.0 ** lo, 10.0 ** hi, True)
 
         def setRange(self, mn, mx):
             super().setRange(mn, mx)

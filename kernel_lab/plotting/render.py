@@ -36,12 +36,15 @@ def has_display() -> bool:
 
 def layout_plots(table: Mapping[str, Sequence[float] | np.ndarray], plots: Sequence[PlotSpec],
                  *, title: str = "", width: int = 1000, height_per_plot: int = 400,
-                 colors: dict[str, str] | None = None) -> tuple[Any, list[PlotView]]:
+                 colors: dict[str, str] | None = None,
+                 summaries: Mapping[str, Any] | None = None) -> tuple[Any, list[PlotView]]:
     """The laid-out widget :func:`render_plots` exports (not shown on a screen) and its
     plot views. A plot whose legend is taller than its row gets a taller row, so no
     legend runs into the next one. The plots share one colour map (``colors``, group →
     colour, filled in as groups appear; pass the same dict to keep colours across
-    several calls), so a method or kernel has one colour in all of them. Close the
+    several calls), so a method or kernel has one colour in all of them. Their texts are
+    filled from the run's ``summaries`` (the inputs' names on the axes, say), and their
+    left axes take one width, so that plots of one x above each other line up. Close the
     widget when done."""
     ensure_app()
     import pyqtgraph as pg
@@ -59,27 +62,45 @@ def layout_plots(table: Mapping[str, Sequence[float] | np.ndarray], plots: Seque
     colors = {} if colors is None else colors
     for row, spec in enumerate(plots, start=1 if title else 0):
         view = PlotView(layout, row, spec, colors=colors)
+        view.set_summaries(summaries)
         view.update(table)
         views.append(view)
     # Lay the widget out at its size without putting a window on the screen.
     layout.setAttribute(pg.QtCore.Qt.WidgetAttribute.WA_DontShowOnScreen, True)
     layout.show()
     pg.QtWidgets.QApplication.processEvents()
-    row = max([height_per_plot] + [int(v.legend_height()) + 40 for v in views])
+    row = max([height_per_plot] + [int(v.column_height()) + 40 for v in views])
     if row > height_per_plot:  # every row as tall as the tallest legend needs
         layout.resize(width, len(views) * row + head)
         pg.QtWidgets.QApplication.processEvents()
     for view in views:  # the ranges, and so the axes' labels, at the final size
         view.update(table)
     pg.QtWidgets.QApplication.processEvents()
+    align_left_axes(views)
     return layout, views
+
+
+def align_left_axes(views: Sequence[PlotView]) -> None:
+    """Give the left axes of plots stacked in one picture the width of the widest, so
+    that their view boxes, and x axes, start and end at the same place."""
+    import pyqtgraph as pg
+
+    axes = [v.item.getAxis("left") for v in views]
+    if len(axes) < 2:
+        return
+    widest = max(a.width() for a in axes)
+    for axis in axes:
+        if abs(axis.width() - widest) > 0.5:
+            axis.setWidth(int(np.ceil(widest)))
+    pg.QtWidgets.QApplication.processEvents()
 
 
 def render_plots(table: Mapping[str, Sequence[float] | np.ndarray], plots: Sequence[PlotSpec],
                  path: str | os.PathLike[str], *, title: str = "", width: int = 1000,
-                 height_per_plot: int = 400, colors: dict[str, str] | None = None) -> Path:
+                 height_per_plot: int = 400, colors: dict[str, str] | None = None,
+                 summaries: Mapping[str, Any] | None = None) -> Path:
     """Draw ``plots`` from ``table`` into one PNG, stacked vertically, in the colours of
-    ``colors`` (see :func:`layout_plots`).
+    ``colors``, their texts filled from ``summaries`` (see :func:`layout_plots`).
 
     Columns a plot names but the table lacks are skipped; non-finite values (and
     non-positive ones on a log axis) leave gaps.
@@ -87,7 +108,8 @@ def render_plots(table: Mapping[str, Sequence[float] | np.ndarray], plots: Seque
     from pyqtgraph.exporters import ImageExporter
 
     layout, _ = layout_plots(table, plots, title=title, width=width,
-                             height_per_plot=height_per_plot, colors=colors)
+                             height_per_plot=height_per_plot, colors=colors,
+                             summaries=summaries)
     path = Path(path)
     exporter = ImageExporter(layout.scene())
     exporter.parameters()["width"] = width

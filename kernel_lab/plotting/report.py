@@ -64,8 +64,9 @@ def _plot_pngs(doc: Mapping[str, Any], table: dict[str, np.ndarray]) -> list[tup
     with tempfile.TemporaryDirectory() as tmp:
         for i, spec in enumerate(exp.plots):
             path = Path(tmp) / f"plot{i}.png"
-            render_plots(table, [spec], path, width=900, height_per_plot=460, colors=colors)
-            out.append((spec.title, path.read_bytes()))
+            render_plots(table, [spec], path, width=900, height_per_plot=460, colors=colors,
+                         summaries=doc.get("summaries"))
+            out.append((spec.filled(doc.get("summaries")).title, path.read_bytes()))
     return out
 
 

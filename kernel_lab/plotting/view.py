@@ -27,6 +27,8 @@ from kernel_lab.experiments.plotspec import (
     robust_range,
 )
 from kernel_lab.plotting.axes import grid_item, log_axis
+from kernel_lab.plotting.view_scatter import ScatterParts
+from kernel_lab.plotting.view_texts import TextParts
 
 #: Colour-blind-safe palette (Okabe–Ito), used for curves in order.
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000",
@@ -36,8 +38,6 @@ LEGEND_WIDTH = 190
 LEGEND_MAX_WIDTH = 340
 #: The legend starts this far below the top of its row (level with the plot's top).
 LEGEND_TOP = 28
-#: Colour levels of a scatter plot's score scale.
-SCATTER_LEVELS = 16
 #: Line style of each role: (pen width, dash, symbol size); a symbol size 0 draws no
 #: markers and a width 0 no line.
 ROLE_STYLES: dict[str, tuple[float, str, float]] = {
@@ -124,12 +124,17 @@ def _flagged(table: Mapping[str, Sequence[float] | np.ndarray], line: CurveLine,
     return marked
 
 
+def _has_rows(table: Mapping[str, Sequence[float] | np.ndarray]) -> bool:
+    """Whether a result table holds any row (a plot of an empty one says nothing)."""
+    return any(np.size(v) for v in table.values())
+
+
 def _positive_mask(a: np.ndarray, log: bool) -> np.ndarray:
     m = np.isfinite(a)
     return m & (a > 0) if log else m
 
 
-class PlotView:
+class PlotView(TextParts, ScatterParts):
     """One declared plot inside a pyqtgraph GraphicsLayout, updated in place.
 
     Curves are created the first time their column appears and afterwards only get
@@ -142,7 +147,10 @@ class PlotView:
                  log_y: bool = False) -> None:
         import pyqtgraph as pg
 
-        self.spec = spec
+        #: The plot as declared, and :attr:`spec` with its texts filled from the run's
+        #: summaries (:meth:`set_summaries`; their defaults until then).
+        self.declared = spec
+        self.spec = spec = spec.filled(None)
         #: A log y axis: the spec's, or asked for (``log_y``) where its values are positive.
         self.logy = spec.logy or (log_y and spec.positive)
         self.colors = colors
@@ -151,6 +159,11 @@ class PlotView:
         self.pins: list[object] = []
         self._scatter_key: tuple[bytes, ...] | None = None
         self._levels: list[object] = []
+        self.colorbar: object | None = None  # a scatter plot's colour scale
+        self._faint = False  # a scatter plot's points drawn faint
+        self._scatter_legend: list[tuple[str, int]] = []
+        self._empty_label: object | None = None  # why the plot has nothing to draw
+        self._has_data: set[str] = set()  # columns whose items hold points
         self.item = item = layout.addPlot(
             row=row, col=0, title=spec.title,
             axisItems={"bottom": log_axis("bottom"), "left": log_axis("left")})
@@ -181,11 +194,18 @@ class PlotView:
                 axis.label.setFont(font)
         self.legend.setParentItem(holder)
         self.legend.anchor(itemPos=(0, 0), parentPos=(0, 0), offset=(0, LEGEND_TOP * scale))
+        self._title_fit: tuple[str, float] | None = None
+        item.geometryChanged.connect(self._fit_title)
+        self._fit_title()
         self.curves: dict[str, object] = {}
         self.error_bars: dict[str, object] = {}  # spread bands (FillBetweenItem)
         self._band_edges: dict[str, tuple[object, object]] = {}
         self._legend_keys: set[str] = set()
         self._legend_samples: list[object] = []
+        #: the legend's entries in order (their keys), and the columns of the lines a
+        #: colour or style sample stands for
+        self._legend_order: list[str] = []
+        self._legend_columns: dict[str, list[str]] = {}
         self._note_labels: dict[str, object] = {}  # legend labels that follow the table
         self._drawn: dict[str, tuple[bytes, bytes, bytes | None]] = {}
         self._extent: dict[str, tuple[float, float]] = {}  # each curve's lowest, highest y
@@ -214,8 +234,15 @@ class PlotView:
 
         import pyqtgraph as pg
 
-        for entry in legend_entries(self.spec, lines, table):
-            text = html.escape(entry.text, quote=False)
+        entries = legend_entries(self.spec, lines, table)
+        keys = [e.key for e in entries]
+        if keys[:len(self._legend_order)] != self._legend_order:
+            # a line lost its points, or one declared before those listed got some (the
+            # floor's line comes first, DSG's later): the legend afresh, in declared order
+            self._clear_legend()
+        for entry in entries:
+            # a label's line breaks are kept (a long one in two lines, not past the edge)
+            text = html.escape(entry.text, quote=False).replace("\n", "<br>")
             if entry.key in self._legend_keys:
                 label = self._note_labels.get(entry.key)
                 if label is not None and label.text != text:
@@ -226,6 +253,7 @@ class PlotView:
                 break
             busy = True
             self._legend_keys.add(entry.key)
+            self._legend_order.append(entry.key)
             if entry.column:  # an ungrouped line or a note: its own curve is the sample
                 self.legend.addItem(self.curves[entry.column], text)
                 if entry.note:
@@ -233,9 +261,13 @@ class PlotView:
                 continue
             if entry.group:
                 style: dict[str, object] = {"pen": pg.mkPen(colors[entry.group], width=6)}
+                self._legend_columns[entry.key] = [ln.column for ln in lines
+                                                   if ln.group == entry.group]
             else:
                 assert entry.curve is not None
                 style = curve_style(entry.curve, "#555555")
+                self._legend_columns[entry.key] = [ln.column for ln in lines
+                                                   if ln.curve.text == entry.curve.text]
             sample = pg.PlotDataItem([], [], **style)
             self._legend_samples.append(sample)
             self.legend.addItem(sample, text)
@@ -256,76 +288,7 @@ class PlotView:
                                LEGEND_MAX_WIDTH * self.scale))
         if abs(self._holder.maximumWidth() - column) > 0.5:
             self._holder.setFixedWidth(column)
-
-    def _draw_points(self, x: np.ndarray, y: np.ndarray, c: np.ndarray) -> None:
-        """Points coloured by ``c`` on the viridis scale, drawn as one scatter item per
-        colour level (a brush per point makes pyqtgraph redraw thousands of brushes)."""
-        import pyqtgraph as pg
-
-        if "points" not in self.curves:
-            cmap = pg.colormap.get("viridis")
-            colors = cmap.mapToQColor(np.linspace(0.0, 1.0, SCATTER_LEVELS))
-            self._levels = []
-            for q in colors:
-                item = pg.ScatterPlotItem(size=6 * self.scale, pen=None, brush=pg.mkBrush(q))
-                self.item.addItem(item)
-                self._levels.append(item)
-            self.curves["points"] = self._levels[SCATTER_LEVELS // 3]
-            self.legend.addItem(self.curves["points"], self.spec.curves[0].text)
-        finite = np.isfinite(c)
-        if finite.any():
-            lo, hi = float(np.min(c[finite])), float(np.max(c[finite]))
-            t = (c - lo) / (hi - lo) if hi > lo else np.zeros_like(c)
-            level = np.clip(np.nan_to_num(t) * (SCATTER_LEVELS - 1) + 0.5, 0,
-                            SCATTER_LEVELS - 1).astype(int)
-        else:  # no scores yet: one colour
-            level = np.zeros(x.size, dtype=int)
-        for i, item in enumerate(self._levels):
-            sel = level == i
-            item.setData(x[sel], y[sel])
-
-    def _label_points(self, table: Mapping[str, Sequence[float] | np.ndarray],
-                      shown: int) -> None:
-        """The points' legend entry, "k of N …" when they are a subset (``spec.total``)."""
-        text = self.spec.curves[0].text
-        total = np.asarray(table.get(self.spec.total, []), dtype=np.float64)
-        total = total[np.isfinite(total)]
-        if total.size and total[0] > shown:
-            text = f"{shown:,} of {int(total[0]):,} {text}"
-        for sample, label in self.legend.items:
-            if sample.item is self.curves.get("points"):
-                label.setText(text)
-
-    def _update_scatter(self, table: Mapping[str, Sequence[float] | np.ndarray]) -> int:
-        """Points coloured by a score (viridis), with marked overlay points on top."""
-        import pyqtgraph as pg
-
-        spec = self.spec
-        ycol = spec.curves[0].series
-        if spec.x not in table or ycol not in table:
-            return 0
-        x = np.asarray(table[spec.x], dtype=np.float64)
-        y = np.asarray(table[ycol], dtype=np.float64)
-        ok = np.isfinite(x) & np.isfinite(y)
-        c = (np.asarray(table[spec.color], dtype=np.float64)[ok] if spec.color in table
-             else np.full(int(ok.sum()), np.nan))
-        key = (x.tobytes(), y.tobytes(), c.tobytes())
-        if key != self._scatter_key:  # partial results often repeat the point cloud
-            self._scatter_key = key
-            self._draw_points(x[ok], y[ok], c)
-            self._label_points(table, int(ok.sum()))
-        if len(spec.overlay) == 2 and all(k in table for k in spec.overlay):
-            ox = np.asarray(table[spec.overlay[0]], dtype=np.float64)
-            oy = np.asarray(table[spec.overlay[1]], dtype=np.float64)
-            good = np.isfinite(ox) & np.isfinite(oy)
-            if "overlay" not in self.curves:
-                self.curves["overlay"] = pg.ScatterPlotItem(
-                    size=9, symbol="x", pen=pg.mkPen("#D55E00", width=1.5), brush=None)
-                self.item.addItem(self.curves["overlay"])
-                self.legend.addItem(self.curves["overlay"], spec.overlay_label or "marked")
-            self.curves["overlay"].setData(ox[good], oy[good])
-        self._fit_legend()
-        return int(ok.sum())
+        self._place_colorbar()
 
     def update(self, table: Mapping[str, Sequence[float] | np.ndarray],
                budget_s: float | None = None, live: bool = False,
@@ -349,7 +312,9 @@ class PlotView:
         self.complete = True
         spec = self.spec
         if spec.kind == "scatter":
-            return self._update_scatter(table)
+            shown = self._update_scatter(table)
+            self._say_empty(not shown and not live and _has_rows(table))
+            return shown
         if not (same and self._planned is not None and self._planned[0] is table):
             self._planned = (table, *self._plan(table))
         _, lines, colors, marked, cut = self._planned
@@ -396,6 +361,10 @@ class PlotView:
             self._extent[col] = ((float(ym.min()), float(ym.max())) if ym.size
                                  else (np.inf, -np.inf))
             self.curves[col].setData(x[mask], ym)
+            if ym.size:
+                self._has_data.add(col)
+            else:
+                self._has_data.discard(col)
             if line.curve.star:
                 # the minimum among the trusted points: a flagged point (K + λI near
                 # singular) is no candidate, as in the experiments' own choice of λ
@@ -420,10 +389,13 @@ class PlotView:
                 mid = y[mask][ok]
                 lo.setData(xs[ok], mid - err[ok])
                 hi.setData(xs[ok], mid + err[ok])
-        self._sync_legend([ln for ln in lines if ln.column in self.curves], colors, table,
-                          None if budget_s is None else t0 + budget_s, bool(work))
+        # the legend lists what is drawn: lines with points (not one without any, as
+        # the floor of a run that has none)
+        self._sync_legend([ln for ln in lines if ln.column in self._has_data], colors,
+                          table, None if budget_s is None else t0 + budget_s, bool(work))
         self._limit_ranges(window)
         self._fit_y_range(bounds if live else None, line_values)
+        self._say_empty(not shown and not live and _has_rows(table))
         return shown
 
     def _limit_ranges(self, window: tuple[float, float] | None) -> None:
@@ -719,6 +691,9 @@ class PlotView:
         for item in self._levels:
             item.setData([], [])
         self._scatter_key = None
+        self._has_data.clear()
+        if self._empty_label is not None:
+            self._empty_label.hide()
 
     def columns(self) -> set[str]:
         """The columns this plot has items for."""
@@ -740,17 +715,16 @@ class PlotView:
             self.item.removeItem(item)
         self._levels = []
         self._scatter_key = None
-        self.legend.clear()
-        self._legend_keys.clear()
-        self._legend_samples.clear()
-        self._note_labels.clear()
+        self._has_data.clear()
+        self._clear_legend()
+        self._scatter_legend = []
 
     def detach(self) -> None:
         """Cut the legend's anchor to its holder before the widget is deleted at once:
         the anchor follows ``geometryChanged`` of the holder and of the legend, and a
         signal sent while the C++ items are being destroyed would reach a holder that is
         already gone ("Internal C++ object (GraphicsLayout) already deleted")."""
-        for item in (self._holder, self.legend):
+        for item in (self._holder, self.legend, self.item):
             try:
                 item.geometryChanged.disconnect()
             except (RuntimeError, TypeError):  # nothing connected, or already deleted

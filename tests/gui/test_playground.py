@@ -664,3 +664,24 @@ def test_the_window_draws_the_workers_picture(window, qtbot):
     res = window.model.params["resolution"]
     np.testing.assert_array_equal(drawn_heatmap(window).T.ravel(), drawn[-1].primary.grid)
     assert drawn_heatmap(window).shape == (res, res)
+
+
+def test_the_lambda_plot_names_the_method_whose_curve_it_draws(window, qtbot):
+    """Under Nyström ridge compared with exact KRR the λ curve is KRR's: the title says it
+    is the comparison's; under exact CKRR, CKRR's own. Its axes label their ticks in one
+    form each (pyqtgraph's own wrote powers of ten as 10⁻² beside decimals)."""
+    from tests.gui.test_plot_axes import drawn_labels
+
+    w = window
+    w.model.set_dataset("sine", n=60)
+    w.model.set_params(method="nystrom", compare="krr")
+    settle(w, qtbot)
+    title = w.lam_plot.getPlotItem().titleLabel.text
+    assert title.startswith("exact KRR (the comparison)"), title
+    w.model.set_params(method="ckrr", compare="")
+    settle(w, qtbot)
+    title = w.lam_plot.getPlotItem().titleLabel.text
+    assert title.startswith("exact CKRR:"), title
+    for side in ("bottom", "left"):
+        texts = [t for t, _ in drawn_labels(w.lam_plot.getPlotItem().getAxis(side))]
+        assert len(texts) >= 2 and not any("+" in t or "⁻" in t for t in texts), texts

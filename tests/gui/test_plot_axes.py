@@ -19,9 +19,10 @@ from kernel_lab.plotting.view import PlotView
 SPEC = PlotSpec("error", "lam", (Curve("err", "measured", "error"),), logx=True,
                 logy=True, positive=True)
 #: y values as met on real tables: Salaries (1e8–1e10 and 3e8–2e9), CASchools (~100–700),
-#: a narrow band within one decade, a wide one over several.
+#: a narrow band within one decade, a wide one over several, Hitters' learning curve
+#: (9e4–2.2e5: its "90000" and "100000" touched).
 Y_RANGES = [(1e8, 1e10), (3.2e8, 2.2e9), (150.0, 700.0), (3.2e8, 3.9e8), (2e3, 2e6),
-            (0.012, 0.3)]
+            (0.012, 0.3), (9e4, 2.2e5)]
 #: Plot sizes: the window's tab, a small docked one, the PNG's row.
 SIZES = [(660, 640), (480, 230), (1000, 400)]
 

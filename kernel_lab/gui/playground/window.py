@@ -30,6 +30,7 @@ from kernel_lab.gui.playground.canvas import PaintBox, error_axis
 from kernel_lab.gui.playground.controls import PlaygroundControls
 from kernel_lab.gui.playground.words import ERROR_LABEL, METHOD_TEXT, SIZE_WORD, STEP_WORD, USES
 from kernel_lab.model.playground import Fit, FitEngine, PlaygroundModel, fit_worker
+from kernel_lab.plotting.axes import log_axis
 from kernel_lab.plotting.function_view import FunctionView, picture_painter
 
 
@@ -116,8 +117,11 @@ class PlaygroundWindow(PlaygroundControls, QtWidgets.QMainWindow):
         self.plot.getPlotItem().setContentsMargins(0, 8, 0, 0)
         plots.addWidget(self.plot, 4)
         small = QtWidgets.QHBoxLayout()
-        self.lam_plot = pg.PlotWidget(axisItems={"left": error_axis()}, background="w",
-                                      title="error against λ")
+        # the lab's axes: one form of label per axis (pyqtgraph's own wrote "1e+06"
+        # beside "500000", and powers of ten as 10⁻² beside decimals)
+        self.lam_plot = pg.PlotWidget(axisItems={"left": error_axis(),
+                                                 "bottom": log_axis("bottom")},
+                                      background="w", title="error against λ")
         self.lam_plot.setLogMode(True, False)  # a linear error axis: readable when small
         self._label_axes(self.lam_plot, "λ (log scale)", ERROR_LABEL["regression"])
         self.lam_train = self.lam_plot.plot(pen=pg.mkPen((31, 119, 180), width=2),
@@ -125,18 +129,24 @@ class PlaygroundWindow(PlaygroundControls, QtWidgets.QMainWindow):
         self.lam_test = self.lam_plot.plot(pen=pg.mkPen((214, 39, 40), width=2), name="test")
         self.lam_line = pg.InfiniteLine(angle=90, pen=pg.mkPen("k", width=1))
         self.lam_plot.addItem(self.lam_line)
-        self.step_plot = pg.PlotWidget(axisItems={"left": error_axis()}, background="w",
+        self.step_plot = pg.PlotWidget(axisItems={"left": error_axis(),
+                                                  "bottom": log_axis("bottom")},
+                                       background="w",
                                        title="train (blue) / test (red) error by step")
         self.step_train = self.step_plot.plot(pen=pg.mkPen((31, 119, 180), width=2))
         self.step_test = self.step_plot.plot(pen=pg.mkPen((214, 39, 40), width=2))
         self._label_axes(self.step_plot, "step", ERROR_LABEL["regression"])
-        self.freq_plot = pg.PlotWidget(background="w", title="learned frequencies (GFC)")
+        self.freq_plot = pg.PlotWidget(axisItems={"left": log_axis("left"),
+                                                  "bottom": log_axis("bottom")},
+                                       background="w", title="learned frequencies (GFC)")
         self._label_axes(self.freq_plot, "ω₁ (rad per unit of x₁)", "ω₂ (rad per unit of x₂)")
         self.freq_scatter = pg.ScatterPlotItem(size=7, brush=pg.mkBrush(148, 103, 189))
         self.freq_plot.addItem(self.freq_scatter)
         for w in (self.lam_plot, self.step_plot, self.freq_plot):
             w.setMinimumHeight(150)
             small.addWidget(w)
+            for side in ("left", "bottom"):  # values as they are, never "(x1e-06)"
+                w.getPlotItem().getAxis(side).enableAutoSIPrefix(False)
         for w in (self.plot, self.lam_plot, self.step_plot, self.freq_plot):
             for side in ("left", "bottom"):
                 # drawn again only when its range or size changes, else blitted: a slider
@@ -355,9 +365,13 @@ class PlaygroundWindow(PlaygroundControls, QtWidgets.QMainWindow):
             self.lam_train.setData(curve["lam"], curve["train"])
             self.lam_test.setData(curve["lam"], curve["test"])
             self.lam_line.setValue(math.log10(float(m.params["lam"])))
-            exact = r if r.curve is not None else fit.compare
-            self.lam_plot.setTitle(f"{exact.method.upper()}: train (blue) / test (red) "
-                                   "vs λ")
+            drawn = r if r.curve is not None else fit.compare
+            # the method whose curve this is: the comparison's, under another method
+            title = METHOD_TEXT[drawn.method] + (
+                "" if drawn is r else " (the comparison)") + \
+                ": train (blue) / test (red) error against λ"
+            if self.lam_plot.getPlotItem().titleLabel.text != title:
+                self.lam_plot.setTitle(title)
         elif exact:
             self.lam_line.setValue(math.log10(float(m.params["lam"])))
         # the step and frequency plots only where they say something
