@@ -133,7 +133,9 @@ def _build_parser() -> argparse.ArgumentParser:
     p_run.add_argument("--partitions", choices=("auto", "keep", "load"), default=None,
                        help="a Parquet folder or Zarr store: keep the rows in their "
                             "partitions, read them into memory, or (auto, the default) read "
-                            "them when they fit and --backend is not dask")
+                            "them whole when they take at most 256 MiB (rows × (columns + 1) "
+                            "× 8 bytes), else keep them: by size alone, whatever --backend "
+                            "or the free memory")
     p_run.add_argument("--set", dest="sets", action="append", default=[], metavar="NAME=VALUE",
                        help="set an experiment parameter (repeatable)")
     p_run.add_argument("--seed", type=int, help="random seed (default 0)")
