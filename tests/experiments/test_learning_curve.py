@@ -433,3 +433,38 @@ def test_the_description_states_the_rates_that_hold():
     assert "test error falls at the O(1/t) rate" not in text
     assert "O(1/√t)" in text and "−½" in text and "O(1/t)" in text
     assert "t0" in text  # the rates are asymptotic: reached once t is well past t0
+
+
+def test_default_iterations_scale_with_the_training_rows():
+    """n_iter = auto: 40 passes over the training points in batches, within [200, 1000] —
+    a 300-row table (225 training rows) gets 282 iterations, a large one the 1000 of
+    before; the DSG presets keep their 1000 written out."""
+    from kernel_lab.engine.presets import load_preset
+    from kernel_lab.experiments import get_experiment
+    from kernel_lab.experiments.learning_curve import auto_iterations
+
+    exp = get_experiment("learning-curve")
+    params = exp.resolve({})
+    assert params["n_iter"] is None  # auto by default
+    assert auto_iterations(225, 32) == 282  # ⌈40 · 225 / 32⌉
+    assert auto_iterations(100_000, 32) == 1000  # the cap
+    assert auto_iterations(60, 32) == 200  # the floor (⌈75⌉ below it)
+    assert auto_iterations(225, 8) == 1000  # smaller batches: more iterations per pass
+    small = exp.estimate(params, 225, 10)["flops"]
+    large = exp.estimate(params, 100_000, 10)["flops"]
+    assert small < exp.estimate({**params, "n_iter": 1000}, 225, 10)["flops"] / 5
+    assert large == exp.estimate({**params, "n_iter": 1000}, 100_000, 10)["flops"]
+
+    r = run_experiment("learning-curve", {"points": 4, "rff_max": 0, "exact_max": 0},
+                       data="friedman:n=60,n_test=20")
+    assert r.table["iteration"][-1] == r.summaries["n_iter"] == 200
+    assert r.summaries["n_iter_note"] == ("iterations auto: 40 passes over 60 training "
+                                          "points in batches of 32 → 200 (at least 200); "
+                                          "set iterations (n_iter) for a longer run")
+    given = run_experiment("learning-curve", {"n_iter": 30, "points": 3, "rff_max": 0,
+                                              "exact_max": 0}, data="friedman:n=60,n_test=20")
+    assert given.table["iteration"][-1] == 30 and "n_iter_note" not in given.summaries
+
+    for name in ("dsg-regression", "dsg-classification", "dsg-digits"):
+        spec = load_preset(name).spec
+        assert spec.params["n_iter"] == 1000, name  # the paper's runs, whatever the size
