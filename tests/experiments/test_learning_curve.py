@@ -500,12 +500,12 @@ def _spread(rows, key):
 
 @pytest.mark.slow
 def test_the_rates_text_holds_over_five_seeds():
-    """About 6 min. What RATES and docs/papers.md say, from seeds 0–4: past t0 (Friedman
-    n = 400, ν = 0.05, t0 = 20, 3000 iterations) the distance's slope stays near −1 while
-    the twin's scatters from −0.56 to −1.20 (two seeds at −1 or steeper), and the test
-    error crosses the floor on every seed; in the defaults' transient (t ≤ t0 = 1000) the
-    test error above the floor has a two-decade slope near −½, steeper over the first
-    decade than over the last."""
+    """6–17 min on a shared 2-core machine. What RATES and docs/papers.md say, from seeds
+    0–4: past t0 (Friedman n = 400, ν = 0.05, t0 = 20, 3000 iterations) the distance's
+    slope stays near −1 while the twin's scatters from −0.56 to −1.20 (two seeds at −1 or
+    steeper), and the test error crosses the floor on every seed; in the defaults'
+    transient (t ≤ t0 = 1000) the test error above the floor has a two-decade slope near
+    −½, steeper over the first decade than over the last."""
     from kernel_lab.experiments.learning_curve import RATES
 
     past = _seed_slopes("friedman:n=400", {"nu": 0.05, "n_iter": 3000, "batch_size": 16,
