@@ -146,7 +146,9 @@ def _build_parser() -> argparse.ArgumentParser:
     p_run.add_argument("--partitions", choices=("auto", "keep", "load"), default=None,
                        help="a Parquet folder or Zarr store: keep the rows in their "
                             "partitions, read them into memory, or (auto, the default) read "
-                            "them when they fit and --backend is not dask")
+                            "them whole when they take at most 256 MiB (rows × (columns + 1) "
+                            "× 8 bytes), else keep them: by size alone, whatever --backend "
+                            "or the free memory")
     p_run.add_argument("--set", dest="sets", action="append", default=[], metavar="NAME=VALUE",
                        help="set an experiment parameter (repeatable)")
     p_run.add_argument("--seed", type=int, help="random seed (default 0)")
@@ -490,7 +492,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def _with_rows_that_fit(message: str, spec: RunSpec) -> str:
     """A too-large refusal on a table, with the rows that would fit (as many as the
     window offers in 'Use a random N rows'): ``--subsample N`` where the message points
-    to subsampling, else added at its end. Unchanged for generated data."""
+    to subsampling, else added at its end, and which limit set N (the memory budget, or
+    the time cap with the rows the budget alone would allow). Unchanged for generated
+    data."""
     from kernel_lab.core.errors import data_option
     from kernel_lab.core.memory import memory_budget_bytes
     from kernel_lab.experiments import get_experiment
@@ -506,14 +510,16 @@ def _with_rows_that_fit(message: str, spec: RunSpec) -> str:
     except KernelLabError:
         return message
     rate = probe_flops_per_second()
-    rows = rows_that_fit(experiment, params, dataset, float(memory_budget_bytes()),
-                         lambda est, n: uncalibrated_seconds(est, rate))
+    fitting = rows_that_fit(experiment, params, dataset, float(memory_budget_bytes()),
+                            lambda est, n: uncalibrated_seconds(est, rate))
+    rows = fitting.rows
     if not rows:
         return message
+    why = f"The {rows:,} rows are {fitting.why()}."
     if data_option("subsample", "N") in message:
-        return name_controls(message, {"subsample": f"--subsample {rows}"})
+        return f"{name_controls(message, {'subsample': f'--subsample {rows}'})} {why}"
     return f"{message.rstrip('.')}. A random {rows:,} rows of this table fit: " \
-           f"--subsample {rows}."
+           f"--subsample {rows}. {why}"
 
 
 def _cmd_gui() -> int:

@@ -75,7 +75,8 @@ FILE_OPTIONS = (
     ParamSpec("partitions", "choice", "auto", choices=("auto", "keep", "load"),
               help="a Parquet folder or Zarr store: keep the rows in their partitions "
                    "(keep), read them into one table (load), or read them whole when they "
-                   "fit in memory and the run is not on a Dask cluster (auto)"),
+                   "take at most 256 MiB and else keep them, by size alone, on any backend "
+                   "(auto)"),
 )
 
 

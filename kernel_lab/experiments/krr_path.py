@@ -44,6 +44,32 @@ def _worse_than_mean(method: str, best: float, lam: float, mean_mse: float, y_me
             "its mean; widen the λ range or try another kernel or bandwidth")
 
 
+#: Relative fall of the test error over the last grid step below which the curve counts
+#: as levelled off at an end of the grid: a wider λ range would change the best error little.
+LEVEL_REL = 1e-3
+
+
+def _edge_note(lams: np.ndarray, mse: np.ndarray, evaluated: np.ndarray, best: int) -> str:
+    """What to say when the best λ is the first or last grid point whose error was
+    evaluated (``evaluated``: their indices): widen the range if the error still falls
+    into that end by more than :data:`LEVEL_REL` over the last step, else that it has
+    levelled off there; and whether the end is the grid's or that of the finite errors."""
+    low = best == evaluated[0]
+    inner = int(evaluated[1] if low else evaluated[-2])
+    fall = float((mse[inner] - mse[best]) / mse[best])
+    end = "smallest" if low else "largest"
+    if best not in (0, lams.size - 1):  # errors beyond it are not finite (an overflow)
+        return (f"the best λ ({lams[best]:.3g}) is the {end} with a finite test error; "
+                f"the errors beyond it overflowed")
+    if fall > LEVEL_REL:
+        return (f"the best λ is the {end} of the grid ({lams[best]:.3g}), and the test error "
+                f"still falls towards it ({mse[inner]:.4g} → {mse[best]:.4g} over the last "
+                f"step); widen the λ range {'below' if low else 'above'} {lams[best]:.3g}")
+    return (f"the test error levels off at the {end} λ of the grid ({lams[best]:.3g}): it "
+            f"changes by {100 * abs(fall):.2g} % over the last step, so a wider λ range "
+            f"would change it little")
+
+
 class KrrPathExperiment(Experiment):
     name = "krr-path"
     title = "KRR and CKRR along the λ path"
@@ -104,22 +130,27 @@ class KrrPathExperiment(Experiment):
     def _best(summaries: dict[str, Any], method: str, lams: np.ndarray, mse: np.ndarray,
               reliable: np.ndarray, bound: float | None, mean_mse: float, y_mean: float,
               y_std: float) -> None:
-        """The best λ among the ``reliable`` ones (a flagged point's error means nothing),
-        its error, and what to say about it: worse than the mean, at the edge of the grid,
-        or the least above the flagged region (λ ≤ ``bound``)."""
-        best = int(np.flatnonzero(reliable)[np.argmin(mse[reliable])])
+        """The best λ among the ``reliable`` ones with a finite error (a flagged point's
+        error means nothing), its error, and what to say about it: worse than the mean, the
+        least above the flagged region (λ ≤ ``bound``), or at an end of the grid run — and
+        then whether the error still falls towards that end (widen the range) or has
+        levelled off there (:data:`LEVEL_REL`: a wider range would change it little)."""
+        evaluated = np.flatnonzero(reliable & np.isfinite(mse))
+        if evaluated.size == 0:
+            summaries[f"note_{method}"] = "no λ of the grid gave a finite test error"
+            return
+        best = int(evaluated[np.argmin(mse[evaluated])])
         summaries[f"lam_best_{method}"] = float(lams[best])
         summaries[f"test_mse_min_{method}"] = float(mse[best])
         if mse[best] >= mean_mse:
             summaries[f"worse_than_mean_{method}"] = _worse_than_mean(
                 method, float(mse[best]), float(lams[best]), mean_mse, y_mean, y_std)
-        if best in (0, lams.size - 1):
-            summaries[f"note_{method}"] = (
-                "the best λ is at the edge of the grid; widen the λ range")
-        elif not reliable[best - 1]:
+        if best > 0 and not reliable[best - 1]:
             summaries[f"note_{method}"] = (
                 f"the best λ is the least above the region flagged singular "
                 f"(λ ≤ {bound:.3g}); the errors below it are not to be trusted")
+        elif best in (evaluated[0], evaluated[-1]) and evaluated.size > 1:
+            summaries[f"note_{method}"] = _edge_note(lams, mse, evaluated, best)
 
     def run(self, params: Mapping[str, Any], data: Dataset, progress: Progress,
             executor: TaskExecutor = SERIAL) -> Iterator[PartialResult]:

@@ -109,7 +109,8 @@ def run_on_parts(experiment: Any, params: Mapping[str, Any], data: PartitionedDa
     nu, r, B = float(params["nu"]), int(params["features_per_iter"]), int(params["batch_size"])
     theta = params["theta"] or 1.0 / nu
     t0 = theta if params["t0"] is None else params["t0"]
-    pts = checkpoints(params["n_iter"], params["points"])
+    n_iter = int(experiment.iterations(params, n))
+    pts = checkpoints(n_iter, params["points"])
     L = pts.size
     m = min(int(experiment.test_cap()), plan.n_test)
     cap = experiment.rff_cap(params["rff_max"], int(pts[-1] * r), n, True)
@@ -145,7 +146,10 @@ def run_on_parts(experiment: Any, params: Mapping[str, Any], data: PartitionedDa
         "t0": t0, "rff_max_features": D_max, "partitions": len(parts.parts),
         "floor_note": (f"no exact floor on partitioned data: the exact minimiser needs the "
                        f"n × n kernel matrix of the {n:,} training rows; run the experiment "
-                       "on a seeded sample of the rows in memory for it")}
+                       "on a seeded sample of the rows in memory for it"),
+        "n_iter": n_iter}
+    if params["n_iter"] is None:
+        summaries["n_iter_note"] = experiment.auto_note(n, B, n_iter)
     # the words of the plots: their error (squared loss on regression data only) and why
     # the convergence plot is empty
     summaries["error_measure"] = "test MSE"

@@ -18,7 +18,7 @@ import numpy as np
 
 from kernel_lab.core.dataset import Dataset
 from kernel_lab.core.errors import KernelLabError
-from kernel_lab.core.memory import memory_budget_bytes
+from kernel_lab.core.memory import format_bytes, memory_budget_bytes
 from kernel_lab.data.source import DataSource
 from kernel_lab.experiments import Experiment
 
@@ -59,6 +59,8 @@ class Plan:
     #: When too large and the data are a table: how many of its rows would fit (offered as
     #: a one-click ``subsample``), else 0.
     fitting_rows: int = 0
+    #: Which limit set :attr:`fitting_rows` (:meth:`RowsThatFit.why`), else "".
+    fitting_why: str = ""
 
     @property
     def too_large(self) -> bool:
@@ -69,29 +71,68 @@ class Plan:
         """What to do when the run is too large."""
         if not self.too_large:
             return ""
-        rows = f", e.g. a random {self.fitting_rows:,} rows" if self.fitting_rows else ""
+        rows = ""
+        if self.fitting_rows:
+            why = f" ({self.fitting_why})" if self.fitting_why else ""
+            rows = f", e.g. a random {self.fitting_rows:,} rows{why}"
         return ("An exact kernel matrix would not fit; use fewer points" + rows +
                 ", or an approximate method (Nyström or random features).")
+
+
+@dataclass(frozen=True)
+class RowsThatFit:
+    """The rows of a table a run too large for it is offered (:func:`rows_that_fit`), and
+    which limit set their number: the memory budget, or the time cap
+    (:data:`OFFER_SECONDS`) when the budget alone would allow more."""
+
+    #: Rows (training and test) to use; 0 when no size fits.
+    rows: int
+    #: Rows the memory budget alone would allow (0 when no size fits it).
+    memory_rows: int
+    #: The memory budget the rows were fitted to, in bytes.
+    budget_bytes: float
+
+    @property
+    def by_time(self) -> bool:
+        """Whether the time cap, not the memory budget, set :attr:`rows`."""
+        return 0 < self.rows < self.memory_rows
+
+    def why(self) -> str:
+        """Which limit set the number, with both figures, e.g. ``the time cap: more rows
+        would take over about 2 minutes on this machine; the memory budget of 12.9 GiB
+        alone would allow 21,958``."""
+        if not self.rows:
+            return ""
+        budget = format_bytes(self.budget_bytes)
+        if self.by_time:
+            return (f"set by the time cap: more rows would take over about "
+                    f"{OFFER_SECONDS / 60:.0f} minutes on this machine; the memory budget "
+                    f"of {budget} alone would allow {self.memory_rows:,}")
+        return f"set by the memory budget of {budget}"
 
 
 def rows_that_fit(experiment: Experiment, params: Mapping[str, Any], ds: Dataset,
                   budget: float,
                   seconds: Callable[[Mapping[str, Any], int], float | None] | None = None
-                  ) -> int:
+                  ) -> RowsThatFit:
     """How many rows of the table ``ds`` (training and test) a run of ``experiment`` with
-    ``params`` can use: its estimate fits in 90 % of ``budget`` and, by ``seconds(estimate,
-    n_train)``, it takes at most :data:`OFFER_SECONDS` (or has at most 1000 training
-    points); 0 when no size does. Shrinks the training size by 10 % steps from the
-    n·√(budget / need) guess of an n² method until the estimate fits. The window offers
-    these rows in one click, the command line names them (``--subsample N``)."""
+    ``params`` can use, and which limit set the number: its estimate fits in 90 % of
+    ``budget`` and, by ``seconds(estimate, n_train)``, it takes at most
+    :data:`OFFER_SECONDS` (or has at most 1000 training points); 0 rows when no size does.
+    Shrinks the training size by 10 % steps from the n·√(budget / need) guess of an n²
+    method until the estimate fits. The window offers these rows in one click, the command
+    line names them (``--subsample N``)."""
     need = float(experiment.estimate(params, ds.n_train, ds.p).get("memory_bytes", 0))
     n = int(ds.n_train * math.sqrt(0.9 * budget / need)) if need > 0 else ds.n_train
+    share = ds.n_train / max(ds.n_train + ds.n_test, 1)  # training share of rows
+    memory_n = 0  # the largest training size whose memory fits the budget
     for _ in range(40):
         if n < 2:
-            return 0
+            break
         try:
             est = experiment.estimate(params, n, ds.p)
             fits = float(est.get("memory_bytes", 0)) <= 0.9 * budget
+            memory_n = memory_n or (n if fits else 0)
             t = seconds(est, n) if fits and seconds is not None else None
             # about two minutes at most (or small anyway: a model fitted on long runs
             # can put its fixed part above that)
@@ -99,10 +140,10 @@ def rows_that_fit(experiment: Experiment, params: Mapping[str, Any], ds: Dataset
         except KernelLabError:
             fits = False
         if fits:
-            share = ds.n_train / max(ds.n_train + ds.n_test, 1)  # training share of rows
-            return max(2, int(n / share))
+            return RowsThatFit(max(2, int(n / share)), max(2, int(memory_n / share)),
+                               budget)
         n = int(0.9 * n)
-    return 0
+    return RowsThatFit(0, max(2, int(memory_n / share)) if memory_n else 0, budget)
 
 
 def uncalibrated_seconds(est: Mapping[str, Any], flops_per_second: float) -> float | None:
@@ -154,15 +195,17 @@ class Planner:
         budget = float(memory_budget_bytes())
         memory = float(est.get("memory_bytes", 0))
         timing = self.time_estimate(experiment.name, est, ds.n_train, loading)
-        rows = 0
+        rows, why = 0, ""
         if memory > budget > 0 and source is not None and source.kind != "generator":
             def seconds(est: Mapping[str, Any], n: int) -> float | None:
                 t = self.time_estimate(experiment.name, est, n, loading)
                 return None if t is None else t[0]
 
-            rows = rows_that_fit(experiment, params, ds, budget, seconds)
+            fitting = rows_that_fit(experiment, params, ds, budget, seconds)
+            rows, why = fitting.rows, fitting.why()
         return Plan(memory, budget, str(est.get("note", "")),
                     None if timing is None else timing[0], fitting_rows=rows,
+                    fitting_why=why,
                     seconds_range=None if timing is None else timing[1:])
 
     def time_estimate(self, name: str, est: Mapping[str, Any], n: int,

@@ -134,3 +134,20 @@ def test_self_test_passes_and_reports_each_check(capsys):
     assert any("PASS  read CSV tables" in line for line in lines)
     assert any("PASS  read Parquet files and folders" in line for line in lines)
     assert sum(line.startswith("PASS  playground") for line in lines) == 7
+
+
+def test_partitions_help_says_what_auto_does():
+    """`auto` reads a folder whole up to WHOLE_BYTES and decides on that size alone (not the
+    backend): the option's help in `run --help` and in the data options says so."""
+    from kernel_lab.cli import _build_parser
+    from kernel_lab.core.memory import format_bytes
+    from kernel_lab.data.lazy import WHOLE_BYTES
+    from kernel_lab.data.source import FILE_OPTIONS
+
+    run = next(a for a in _build_parser()._subparsers._group_actions[0].choices["run"]._actions
+               if "--partitions" in a.option_strings)
+    spec = next(s for s in FILE_OPTIONS if s.name == "partitions")
+    size = format_bytes(WHOLE_BYTES).replace(".0 ", " ")  # "256 MiB"
+    for text in (run.help, spec.help):
+        assert f"at most {size}" in text and "by size alone" in text, text
+        assert "not dask" not in text and "not on a Dask" not in text, text

@@ -36,6 +36,8 @@ def test_too_large_names_the_rows_the_window_offers(tmp_path, capsys, monkeypatc
     found = re.findall(r"--subsample (\d+)", err)
     assert len(found) == 1, err
     rows = int(found[0])
+    # 886 training points (≤ 1000, which the time cap spares) fit 90 % of 20 MiB
+    assert f"The {rows:,} rows are set by the memory budget of 20.0 MiB." in err, err
 
     window = LabModel(InlineLauncher())
     window.use_default_data = False
@@ -48,6 +50,31 @@ def test_too_large_names_the_rows_the_window_offers(tmp_path, capsys, monkeypatc
                  "--subsample", str(rows), "--set", "n_lams=4",
                  "--out", str(tmp_path / "fits"), "-q", "--no-plot"])
     assert code == 0, capsys.readouterr().err
+
+
+def test_too_large_says_when_the_time_cap_set_the_rows(tmp_path, capsys, monkeypatch):
+    """On a slow machine the rows offered are fewer than the memory budget allows: the
+    refusal says the time cap set them, with the rows the budget alone would allow."""
+    from kernel_lab.model import plan
+
+    monkeypatch.setenv("KERNEL_LAB_MEMORY_MB", "40")  # 1500 training points need 51.5 MiB
+    monkeypatch.setattr(plan, "probe_flops_per_second", lambda: 1e6)  # 1 Mflop/s
+    path = _table(tmp_path, n=2000)
+    code = main(["run", "krr-path", "--data", str(path), "--target", "price",
+                 "--out", str(tmp_path / "o"), "-q", "--no-plot"])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    rows = int(re.findall(r"--subsample (\d+)", err)[0])
+    # the memory alone: n = √(0.9 · 40 MiB / 24 bytes) training points, of 75 % of the rows
+    budget_rows = int(int(np.sqrt(0.9 * 40 * 2**20 / 24)) / 0.75)
+    # the time: 10 % steps down from there until n ≤ 1000 (any n above takes hours here)
+    n = int(np.sqrt(0.9 * 40 * 2**20 / 24))
+    while n > 1000:
+        n = int(0.9 * n)
+    assert rows == int(n / 0.75) < budget_rows
+    assert (f"The {rows:,} rows are set by the time cap: more rows would take over about "
+            f"2 minutes on this machine; the memory budget of 40.0 MiB alone would allow "
+            f"{budget_rows:,}.") in err, err
 
 
 def test_unknown_target_lists_every_column_on_the_command_line(tmp_path, capsys):

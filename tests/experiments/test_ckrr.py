@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from kernel_lab.cli import main
+from kernel_lab.core.dataset import Dataset
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.data.source import DataSource
 from kernel_lab.engine import run_experiment
@@ -579,3 +580,50 @@ def test_krr_path_chooses_its_best_lambda_above_the_flagged_region():
     for method in ("krr", "ckrr"):
         assert f"lam_best_{method}" not in low.summaries
         assert "no best λ is given" in low.summaries[f"note_{method}"]
+
+
+def _table_data(noise: float) -> Dataset:
+    """A small table (no generator's truth) of 10 inputs: y = sin(x₁) + x₂² / 4 + noise."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(260, 10))
+    y = np.sin(X[:, 0]) + X[:, 1] ** 2 / 4 + noise * rng.normal(size=260)
+    return Dataset(X[:200], y[:200], X[200:], y[200:], [f"x{j}" for j in range(1, 11)], "y",
+                   "table")
+
+
+def _reference_test_mse(ds: Dataset, sigma: float, lam: float) -> float:
+    """Test error of plain KRR at ``lam`` by scikit-learn (an independent solver)."""
+    from sklearn.kernel_ridge import KernelRidge as SkKernelRidge
+
+    model = SkKernelRidge(alpha=lam, kernel="rbf", gamma=1 / (2 * sigma**2))
+    model.fit(ds.X_train, ds.y_train)
+    return float(np.mean((model.predict(ds.X_test) - ds.y_test) ** 2))
+
+
+def test_krr_path_edge_note_only_where_a_wider_grid_would_lower_the_error():
+    """The best λ at an end of the grid says "widen" only when the error still falls into
+    that end; at the tiny λ where a noiseless fit interpolates, the error has levelled off
+    and the note says so (in 10 dimensions the smallest eigenvalue of K is far above
+    1e-10) — checked against a solve beyond the grid by scikit-learn."""
+    noisy = _table_data(0.5)
+    r = run_experiment("krr-path", {"lam_min": 1e-6, "lam_max": 1e-3, "n_lams": 5},
+                       data=noisy)
+    s = r.summaries
+    assert s["lam_best_krr"] == 1e-3 == r.table["lam"][-1]
+    assert "widen the λ range above 0.001" in s["note_krr"]
+    beyond = _reference_test_mse(noisy, s["sigma"], 1e-1)
+    assert beyond < 0.9 * s["test_mse_min_krr"]  # widening does lower it
+
+    exact = _table_data(0.0)
+    r = run_experiment("krr-path", {"lam_min": 1e-10, "lam_max": 1e-7, "n_lams": 4},
+                       data=exact)
+    s = r.summaries
+    assert s["lam_best_krr"] == 1e-10 == r.table["lam"][0]
+    assert "levels off at the smallest λ of the grid (1e-10)" in s["note_krr"]
+    assert "widen" not in s["note_krr"]
+    beyond = _reference_test_mse(exact, s["sigma"], 1e-12)
+    assert beyond == pytest.approx(s["test_mse_min_krr"], rel=1e-3)  # it changes little
+
+    r = run_experiment("krr-path", {}, data=noisy)  # the default grid holds its minimum
+    assert 0 < np.argmin(r.table["test_mse_krr"]) < r.table["lam"].size - 1
+    assert "note_krr" not in r.summaries and "note_ckrr" not in r.summaries

@@ -291,6 +291,7 @@ def test_a_table_too_large_for_the_exact_method_is_offered_the_rows_that_fit(
     plan = model.plan
     assert plan.too_large and plan.fitting_rows > 100
     assert f"e.g. a random {plan.fitting_rows:,} rows" in plan.advice
+    assert "set by the" in plan.advice  # which limit: checked on a fast and a slow machine
     model.use_rows(plan.fitting_rows)
     ds = model.dataset
     assert ds.n_train + ds.n_test == plan.fitting_rows
@@ -303,6 +304,30 @@ def test_a_table_too_large_for_the_exact_method_is_offered_the_rows_that_fit(
     gen.load_data(DataSource.from_spec("gaussian:n=3000,p=4"))
     gen.refresh()
     assert gen.plan.too_large and gen.plan.fitting_rows == 0
+
+
+@pytest.mark.parametrize(("speed", "rows", "why"), [
+    # √(0.9 · 40 MiB / 24 B) = 1,254 training points of 75 % of the rows fit the budget
+    (1e12, 1672, "set by the memory budget of 40.0 MiB"),
+    # at 1 Mflop/s every n above 1000 takes hours: 10 % steps 1254 → 1128 → 1015 → 913
+    (1e6, 1217, "set by the time cap: more rows would take over about 2 minutes on this "
+                "machine; the memory budget of 40.0 MiB alone would allow 1,672"),
+])
+def test_the_rows_offered_say_which_limit_set_them(tmp_path, monkeypatch, speed, rows, why):
+    from kernel_lab.model import plan
+
+    monkeypatch.setattr(plan, "probe_flops_per_second", lambda: speed)
+    monkeypatch.setenv("KERNEL_LAB_MEMORY_MB", "40")
+    X = np.random.default_rng(1).normal(size=(3000, 4))
+    path = tmp_path / "big.csv"
+    path.write_text("a,b,c,d,y\n" + "".join(",".join(f"{v:.6f}" for v in (*r, r.sum()))
+                                            + "\n" for r in X))
+    model = LabModel(InlineLauncher())
+    model.set_experiment("krr-path", {})
+    model.load_data(DataSource.from_spec(str(path)))
+    model.refresh()
+    assert model.plan.fitting_rows == rows
+    assert f"e.g. a random {rows:,} rows ({why})," in model.plan.advice
 
 
 def test_time_model_through_finished_runs():
