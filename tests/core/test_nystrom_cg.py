@@ -54,6 +54,14 @@ def rel(a, b):
     return np.linalg.norm(np.asarray(a) - b) / np.linalg.norm(b)
 
 
+def reordered(C, N, w, c):
+    """Bound on how far ``C (N w) + c`` (nystrom_predict, in row blocks) and
+    ``(C N) w + c`` can differ: the same products summed in other orders; a float64 sum of
+    m terms is off by at most m u Σ|terms|, here m ≤ 2s + r + 2."""
+    m = 2 * N.shape[0] + N.shape[1] + 2
+    return m * EPS * (np.abs(C) @ (np.abs(N) @ np.abs(w)) + abs(c))
+
+
 class Guarantee:
     """What preconditioned CG stopped at a relative residual ``tol`` guarantees, worked out on
     the explicitly formed system, so that the tests' tolerances follow from the algorithm and
@@ -75,7 +83,8 @@ class Guarantee:
     (plus the rounding of the streamed means, ≤ n u (|ȳ| + |μ|ᵀ|w|)).
     """
 
-    def __init__(self, kernel, X, y, S, N, lam, intercept=True, tol=nystrom_cg.DEFAULT_TOL):
+    def __init__(self, kernel, X, y, S, N, lam, intercept=True, tol=nystrom_cg.DEFAULT_TOL,
+                 seed=0):
         F = kernel(X, S) @ N
         self.mu = F.mean(axis=0) if intercept else np.zeros(F.shape[1])
         self.y_mean = float(y.mean()) if intercept else 0.0
@@ -86,7 +95,7 @@ class Guarantee:
         self.c = self.y_mean - float(self.mu @ self.w)
         rows = nystrom_cg.PRECONDITIONER_ROWS_PER_LANDMARK * S.shape[0]  # the solver's
         L, _ = nystrom_cg._preconditioner(kernel, X, S, N, self.mu, lam, rows,  # defaults
-                                          check_generator(0))
+                                          check_generator(seed))
         self.Linv = np.linalg.inv(L)
         m = np.linalg.eigvalsh(self.Linv @ self.A @ self.Linv.T)
         self.lam_min_A = float(np.linalg.eigvalsh(self.A)[0])
@@ -107,6 +116,11 @@ class Guarantee:
         """Bound on |c − c*|."""
         means = self.n * EPS * (abs(self.y_mean) + float(np.abs(self.mu) @ np.abs(w)))
         return float(np.linalg.norm(self.mu)) * self.euclidean + means
+
+    def predictions(self, Ft, w):
+        """Bound on ‖F_t w + c − (F_t w* + c*)‖ ≤ ‖F_t‖₂ ‖e‖ + √n_t |c − c*|."""
+        return (np.linalg.norm(Ft, 2) * self.euclidean
+                + math.sqrt(Ft.shape[0]) * self.intercept(w))
 
     def check(self, w, c):
         """Assert the true residual and the error bounds for one CG answer (w, c)."""
@@ -138,12 +152,10 @@ def test_cg_equals_the_direct_solve(data, name, intercept, lam):
     # the Cholesky solve of feature_ridge is the direct solve w* up to its rounding
     # (backward stable: ≲ r u κ(A) relative, ≤ 1e-11 here)
     assert rel(coef_ref, guarantee.w) <= N.shape[1] * EPS * np.linalg.cond(guarantee.A)
-    # predictions move by F_t e + (c − c*): ‖·‖ ≤ ‖F_t‖₂ ‖e‖ + √n_t |c − c*|
     Ft = kernel(Xt, S) @ N
     pred = nystrom_predict(kernel, Xt, S, N, coef, c)
-    bound = (np.linalg.norm(Ft, 2) * guarantee.euclidean
-             + math.sqrt(Xt.shape[0]) * guarantee.intercept(coef))
-    assert np.linalg.norm(pred - (Ft @ guarantee.w + guarantee.c)) <= bound
+    assert (np.linalg.norm(pred - (Ft @ guarantee.w + guarantee.c))
+            <= guarantee.predictions(Ft, coef))
     if not intercept:
         assert c == 0.0
 
@@ -190,12 +202,9 @@ def test_tiny_blocks_give_the_same_answer(data):
     assert abs(c7 - c) <= guarantee.intercept(coef) + guarantee.intercept(coef7)
     # the residual falls ~2.2× per iteration; rounding can move the crossing of tol by one
     assert abs(info7.iterations - info.iterations) <= 1
-    # k(Xt, S) (N w) in blocks of 3 rows against (k(Xt, S) N) w: the same products summed in
-    # another order; each float64 sum of m terms is off by ≤ m u Σ|terms|, here m ≤ 2s + r
     C = kernel(Xt, S)
     got = nystrom_predict(kernel, Xt, S, N, coef, c, block_rows=3)
-    terms = np.abs(C) @ (np.abs(N) @ np.abs(coef)) + abs(c)
-    assert np.all(np.abs(got - (C @ N @ coef + c)) <= (2 * 50 + N.shape[1] + 2) * EPS * terms)
+    assert np.all(np.abs(got - (C @ N @ coef + c)) <= reordered(C, N, coef, c))
 
 
 def test_progress_once_per_iteration_and_cancel(data):
@@ -276,11 +285,19 @@ def test_nystrom_ridge_cg_and_direct_agree(data, centered):
     assert (direct.solver_, direct.n_iter_, direct.cg_info_) == ("direct", None, None)
     assert cg.solver_ == "cg" and cg.converged_ and cg.n_iter_ == cg.cg_info_.iterations > 1
     assert len(calls) == cg.n_iter_
-    assert rel(cg.coef_, direct.coef_) <= 1e-6
-    assert rel(cg.predict(Xt), direct.predict(Xt)) <= 1e-6
-    F = direct.features_.transform(Xt)
-    np.testing.assert_allclose(direct.predict(Xt), F @ direct.coef_ + direct.intercept_,
-                               rtol=1e-12)
+    f = cg.features_
+    S, N = f.landmarks_, f.normalization_
+    guarantee = Guarantee(f.kernel_, X, y, S, N, 0.01, centered, seed=3)
+    guarantee.check(cg.coef_, cg.intercept_)
+    # the direct solver is w* up to its rounding (≲ r u κ(A) relative)
+    assert (np.linalg.norm(direct.coef_ - guarantee.w)
+            <= N.shape[1] * EPS * np.linalg.cond(guarantee.A) * np.linalg.norm(guarantee.w))
+    assert np.linalg.norm(direct.coef_ - cg.coef_) <= 2 * guarantee.euclidean
+    Ft = direct.features_.transform(Xt)
+    assert np.linalg.norm(cg.predict(Xt) - direct.predict(Xt)) <= 2 * guarantee.predictions(
+        Ft, cg.coef_)
+    assert np.all(np.abs(direct.predict(Xt) - (Ft @ direct.coef_ + direct.intercept_))
+                  <= reordered(f.kernel_(Xt, S), N, direct.coef_, direct.intercept_))
 
 
 def test_auto_solver_follows_the_size(data, monkeypatch):
