@@ -17,6 +17,19 @@ if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
         os.environ.setdefault(_var, str(_share))
 
 
+def pytest_report_header(config: pytest.Config) -> str:
+    """The BLAS kernels in use, as threadpoolctl reports them: OpenBLAS picks them for the
+    CPU (``OPENBLAS_CORETYPE`` overrides), they round differently, and ``.ci/run`` runs the
+    numerical tests under two of them."""
+    import numpy  # noqa: F401  (loads numpy's BLAS)
+    import scipy.linalg  # noqa: F401  (and scipy's)
+    from threadpoolctl import threadpool_info
+
+    found = sorted({f"{i['internal_api']} {i.get('version')} ({i.get('architecture')} kernels)"
+                    for i in threadpool_info() if i.get("user_api") == "blas"})
+    return "BLAS: " + ("; ".join(found) or "none found")
+
+
 @pytest.fixture(autouse=True)
 def _collect_garbage_here():
     """The windows switch Python's automatic garbage collection off in favour of a timer on

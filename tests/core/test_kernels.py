@@ -128,7 +128,11 @@ def test_gaussian_in_cache_sized_blocks_matches_sklearn_on_many_rows():
     np.testing.assert_allclose(GaussianKernel(2.0)(X[:50], Y, block_bytes=1), K[:50],
                                atol=TOL, rtol=0)
     assert K.max() <= 1.0
-    np.testing.assert_allclose(np.diag(GaussianKernel(2.0)(Y)), 1.0, atol=1e-13, rtol=0)
+    # d² = ‖x‖² + ‖y‖² − 2 xᵀy for y = x: each of the p-term sums is off by ≤ p u Σ|terms|,
+    # so d² by ≤ (p + 2) u 4‖x‖², and exp(−d²/(2σ²)) by that over 2σ², plus an ulp or two
+    u = np.finfo(np.float64).eps / 2
+    bound = (Y.shape[1] + 2) * u * 4 * np.sum(Y * Y, axis=1) / (2 * 2.0**2) + 2 * u
+    assert np.all(np.abs(np.diag(GaussianKernel(2.0)(Y)) - 1.0) <= bound)
 
 
 def test_coarse_gaussian_entries_lie_within_their_stated_error():

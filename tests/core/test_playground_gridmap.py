@@ -25,8 +25,17 @@ def test_kernel_map_is_the_kernel_matrix_times_the_coefficients(dim, kernel):
     gm = pg.GridMap(dim, 37)
     K = make_kernel(kernel, {"sigma": 0.7})(gm.points, Z)
     apply = gm.kernel(kernel, 0.7, Z)
-    np.testing.assert_allclose(apply(C[:, 0]), K @ C[:, 0], rtol=0, atol=1e-13)
-    np.testing.assert_allclose(apply(C), K @ C, rtol=0, atol=1e-13)
+    # the same entries by other formulas (per-coordinate factors; the direct kernel from
+    # ‖g‖² + ‖z‖² − 2gᵀz or |g − z|₁), then summed in other orders. An entry's argument is
+    # off by ≤ (p + 4) u ((‖g‖ + ‖z‖)²/σ² + (‖g‖ + ‖z‖)/σ) in either, which moves the entry
+    # by that times K (the kernels' derivatives in their argument are ≤ K); a sum of m terms
+    # is off by ≤ m u Σ|terms|
+    u = np.finfo(np.float64).eps / 2
+    r = (np.linalg.norm(gm.points, axis=1)[:, None] + np.linalg.norm(Z, axis=1)) / 0.7
+    entries = K * ((dim + 4) * u * (r * r + r) + 4 * u)
+    for c in (C[:, 0], C):
+        bound = (entries + 2 * (Z.shape[0] + 2) * u * np.abs(K)) @ np.abs(c)
+        assert np.all(np.abs(apply(c) - K @ c) <= bound)
 
 
 @pytest.mark.parametrize("dim", [1, 2])
