@@ -64,7 +64,8 @@ def test_the_registry_lists_the_experiment_of_every_experiment_module():
         suffix = next((s for s in ("_parts", "_nested", "_words") if info.name.endswith(s)), None)
         if suffix:
             # a half of an experiment (its run on data kept in partitions, its nested
-            # trials, the words of its plots): no experiment class of its own, and its experiment exists
+            # trials, the words of its plots): no experiment class of its own, and its
+            # experiment exists
             module = importlib.import_module(f"{package.__name__}.{info.name}")
             assert info.name.removesuffix(suffix) in modules, info.name
             assert not [c for _, c in inspect.getmembers(module, inspect.isclass)
