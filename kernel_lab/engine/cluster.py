@@ -284,6 +284,41 @@ def wait_result(future: Any, grace: float = 10.0) -> Any:
                              "stopped — check the workers' memory") from None
 
 
+#: Seconds one attempt to send an argument to every worker may take before the workers are
+#: checked and the sending is tried again, and seconds all attempts together may take.
+SCATTER_TRY = 10.0
+SCATTER_DEADLINE = 60.0
+
+
+def scatter_to_all(client: Any, value: Any, grace: float = 10.0,
+                   deadline: float = SCATTER_DEADLINE) -> Any:
+    """``client.scatter(value, broadcast=True)`` that never waits for ever.
+
+    Dask bounds only its wait for workers to appear, not the sending itself: a worker that
+    dies (or is restarted by its nanny) while it receives the value leaves the call waiting
+    with no end. Each attempt here is cut after :data:`SCATTER_TRY` seconds (its coroutine
+    cancelled on the client's loop); then the workers are checked (:func:`check_workers`:
+    a lost scheduler, or no worker for ``grace`` seconds, fails at once) and the value is
+    sent again, until ``deadline`` seconds have passed in all, when :class:`WorkerLost` says
+    so. Returns the value's future."""
+    since = None
+    stop = time.monotonic() + deadline
+    while True:
+        try:
+            # Client.scatter's own timeout bounds only the wait for workers; sync's
+            # callback_timeout bounds the whole call
+            return client.sync(client._scatter, [value], broadcast=True, hash=False,
+                               callback_timeout=SCATTER_TRY)[0]
+        except (TimeoutError, OSError):  # (a closed connection is an OSError)
+            since = check_workers(client, since, grace)
+            if time.monotonic() >= stop:
+                raise WorkerLost(
+                    f"the Dask workers did not take an argument of "
+                    f"{_nbytes(value) / 2**20:.1f} MiB within {deadline:g} s (they kept "
+                    "dying or restarting, most often out of memory); the run is stopped — "
+                    "give the workers more memory and run it again") from None
+
+
 # ---------------------------------------------------------------------------------------
 # Computations over partitions
 
@@ -396,7 +431,7 @@ class DaskParts:
         what: dict[str, int | None] = {}
         pending: dict[str, Any] = {}
         done: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        shared = [client.scatter([a], broadcast=True, hash=False)[0]
+        shared = [scatter_to_all(client, a, self.no_worker_grace)
                   if _nbytes(a) >= SHARE_BYTES else a for a in args]
         ok = False
         try:
@@ -559,4 +594,4 @@ class DaskParts:
 
 __all__ = ["CLIENT_RESERVE", "DASK_QUIET", "SHARE_BYTES", "Cluster", "DaskParts",
            "WorkerLost", "check_workers", "connect", "default_workers", "peak_memory",
-           "reset_peak_memory", "wait_result", "worker_memory_limit"]
+           "reset_peak_memory", "scatter_to_all", "wait_result", "worker_memory_limit"]

@@ -20,7 +20,14 @@ from kernel_lab.core.executor import (
     blas_controller,
     call_single_threaded,
 )
-from kernel_lab.engine.cluster import DASK_QUIET, SHARE_BYTES, WorkerLost, connect, wait_result
+from kernel_lab.engine.cluster import (
+    DASK_QUIET,
+    SHARE_BYTES,
+    WorkerLost,
+    connect,
+    scatter_to_all,
+    wait_result,
+)
 from kernel_lab.engine.heap import keep_heap_in_children, linux_libc, release_heap
 
 # WorkerLost, DASK_QUIET and SHARE_BYTES (arrays at least this large that several tasks
@@ -189,7 +196,7 @@ class DaskExecutor:
         tasks = list(tasks)
         stripped, shared = _strip_shared(tasks)
         if shared:  # large arrays common to the tasks travel once to every worker
-            refs = {key: self.client.scatter(arr, broadcast=True) for key, arr in shared.items()}
+            refs = {key: scatter_to_all(self.client, arr) for key, arr in shared.items()}
             futures = self.client.map(partial(_call_with_shared, fn), stripped,
                                       [refs] * len(stripped), pure=False,
                                       retries=self.retries)

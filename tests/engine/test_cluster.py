@@ -144,11 +144,11 @@ def test_map_and_reduce_equal_local_parts(cluster, data, monkeypatch):
     dask = DaskParts(array_parts(X, y, 7), cluster.client)
     scattered = []
 
-    def scatter(data, **kw):
+    async def scatter(data, **kw):  # what scatter_to_all sends (through Client._scatter)
         scattered.append((data, kw))
-        return type(cluster.client).scatter(cluster.client, data, **kw)
+        return await type(cluster.client)._scatter(cluster.client, data, **kw)
 
-    monkeypatch.setattr(cluster.client, "scatter", scatter)
+    monkeypatch.setattr(cluster.client, "_scatter", scatter)
     assert dask.map(_rows_of) == local.map(_rows_of)
     want = local.reduce(_gram, plan, W)
     for Wk in (W, big):  # 1.9 KB, sent with each task; 288 KB, sent once to every worker
@@ -265,6 +265,30 @@ def test_a_partition_that_always_kills_its_worker_is_reported(cluster, data):
     assert isinstance(err, WorkerLost), out
     assert "died" in str(err) and "partition" in str(err) and "memory" in str(err)
     assert _wait_for(lambda: cluster.workers() == 2, 60)
+
+
+def test_a_scatter_that_never_completes_fails_by_its_deadline(cluster, monkeypatch):
+    """Dask bounds only a scatter's wait for workers, not the sending: a worker dying while
+    it receives the value left the run waiting for ever. A sending that never completes
+    is retried while the workers are checked, and fails with WorkerLost at the deadline."""
+    import asyncio
+
+    from kernel_lab.engine import cluster as module
+
+    attempts = []
+
+    async def never(data, **kw):
+        attempts.append(kw)
+        await asyncio.sleep(3600)
+
+    monkeypatch.setattr(cluster.client, "_scatter", never)
+    monkeypatch.setattr(module, "SCATTER_TRY", 0.3)
+    t0 = time.monotonic()
+    with pytest.raises(WorkerLost, match=r"did not take an argument of 0\.5 MiB within 1\.5 s"):
+        module.scatter_to_all(cluster.client, np.zeros(2**16), deadline=1.5)
+    took = time.monotonic() - t0
+    assert len(attempts) >= 2 and all(kw["broadcast"] for kw in attempts)
+    assert took < 1.5 + 0.3 + 5.0  # the deadline, one attempt past it, the workers' check
 
 
 def test_connect_refuses_an_unreachable_scheduler():
