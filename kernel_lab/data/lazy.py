@@ -93,7 +93,7 @@ def open_run_data(path: str, options: Mapping[str, Any], *, seed: int, name: str
                 f"{COPIES} times over", "keep the data in its partitions "
                 f"({data_option('partitions', 'keep')}) or use a seeded sample "
                 f"({data_option('subsample', 'N')})", path=path)
-        table = source.to_table(nan_policy="drop" if options.get("drop_nan") else "error")
+        table = source.to_table(nan_policy="drop" if options.get("drop_nan") else "fill")
     else:
         return partitioned_data(source, mapper, options, seed=seed, name=name,
                                 progress=progress)

@@ -82,8 +82,11 @@ def load_table(
     target : str or int, optional
         Target column: a header name, or a 0-based index (negative counts from the
         end). Default: the last column (for NPZ/MAT, the variable ``y``).
-    nan_policy : {"error", "drop"}
-        What to do with missing or non-finite values.
+    nan_policy : {"error", "drop", "fill"}
+        What to do with missing or non-finite values: refuse them, drop their rows, or
+        keep the missing feature cells as NaN for the split to fill
+        (:func:`~kernel_lab.data.split.dataset_from_table`; a missing target or an
+        infinite value is still refused).
     fmt : str, optional
         Force a format (``csv``, ``xlsx``, ``npy``, ``npz``, ``svmlight``, ``arff``,
         ``mat``, ``parquet``) instead of guessing from the extension.

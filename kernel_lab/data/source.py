@@ -49,7 +49,8 @@ FILE_OPTIONS = (
               help="fraction of rows held out for testing"),
     ParamSpec("standardize", "bool", True, help="scale features to zero mean, unit variance"),
     ParamSpec("drop_nan", "bool", False, help="drop rows with missing or non-finite values "
-                                              "instead of stopping with an error"),
+                                              "instead of filling a missing feature with "
+                                              "its training mean"),
     ParamSpec("format", "choice", "auto",
               choices=("auto", "csv", "xlsx", "npy", "npz", "svmlight", "arff", "mat",
                        "parquet"),
@@ -276,7 +277,7 @@ class DataSource:
         else:
             reading = None if progress is None else Progress(progress).sub(0.0, 0.85)
             table = load_table(self.name, target=opts["target"] or None,
-                               nan_policy="drop" if opts["drop_nan"] else "error",
+                               nan_policy="drop" if opts["drop_nan"] else "fill",
                                fmt=None if opts["format"] == "auto" else opts["format"],
                                text_features=opts["text_features"],
                                keep_index=opts["keep_index"], sheet=opts["sheet"],

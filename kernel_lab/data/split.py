@@ -9,8 +9,9 @@ from dataclasses import replace
 import numpy as np
 
 from kernel_lab.core.dataset import Dataset, train_test_split
-from kernel_lab.core.errors import DataError
-from kernel_lab.data.leakage import leakage_warning
+from kernel_lab.core.errors import DataError, data_option
+from kernel_lab.data.columns import join_names
+from kernel_lab.data.leakage import file_column, leakage_warning
 from kernel_lab.data.table import Table
 
 
@@ -47,6 +48,57 @@ def subsample_table(table: Table, n: int, seed: int) -> Table:
                                         f"(subsample={n}, seed {seed})"])
 
 
+def fill_missing(X_train: np.ndarray, X_test: np.ndarray, feature_names: Sequence[str],
+                 columns: Sequence[str] | None = None, dropped: Sequence[str] = ()
+                 ) -> str | None:
+    """Fill the missing (NaN) cells of each feature column, in place, with the column's
+    mean over the *training* rows (the test rows never inform it), and return the
+    warning that says so — which columns, how many cells, and the options that leave
+    those rows or columns out instead; None when nothing was missing. A column with no
+    value in any training row is refused by name."""
+    step = 1 << 16  # in row blocks: no n × p temporary
+    counts = np.zeros(X_train.shape[1], dtype=np.int64)
+    for A in (X_train, X_test):
+        for start in range(0, A.shape[0], step):
+            counts += np.isnan(A[start:start + step]).sum(axis=0)
+    cols = np.flatnonzero(counts)
+    if cols.size == 0:
+        return None
+    sums = np.zeros(cols.size)
+    seen = np.zeros(cols.size, dtype=np.int64)
+    for start in range(0, X_train.shape[0], step):
+        block = X_train[start:start + step, cols]
+        ok = ~np.isnan(block)
+        sums += np.where(ok, block, 0.0).sum(axis=0)
+        seen += ok.sum(axis=0)
+    empty = [feature_names[j] for j, k in zip(cols, seen, strict=True) if k == 0]
+    if empty:
+        raise DataError(
+            f"the columns {', '.join(map(repr, empty))} have no value in any training row"
+            if len(empty) > 1 else f"the column {empty[0]!r} has no value in any training row",
+            f"leave {'them' if len(empty) > 1 else 'it'} out "
+            f"({data_option('drop_columns', join_names([*dropped, *empty]))})")
+    means = sums / seen
+    for A in (X_train, X_test):
+        for start in range(0, A.shape[0], step):
+            block = A[start:start + step, cols]
+            hole = np.isnan(block)
+            if hole.any():
+                A[start:start + step, cols] = np.where(hole, means, block)
+    names: list[str] = []
+    for j in cols:
+        name = file_column(feature_names[j], columns)
+        if name not in names:
+            names.append(name)
+    said = ", ".join(f"{feature_names[j]!r} {int(counts[j])}" for j in cols)
+    total = int(counts.sum())
+    return (f"filled {total} missing value{'s' if total > 1 else ''} with each column's "
+            f"mean over the training rows ({said}): to leave out the rows that have them "
+            f"instead, {data_option('drop_nan', 'true')}; to leave out the "
+            f"column{'s' if len(names) > 1 else ''}, "
+            f"{data_option('drop_columns', join_names([*dropped, *names]))}")
+
+
 def dataset_from_table(table: Table, *, name: str, test_fraction: float,
                        rng: np.random.Generator, standardize: bool,
                        dropped: Sequence[str] = ()) -> Dataset:
@@ -54,6 +106,7 @@ def dataset_from_table(table: Table, *, name: str, test_fraction: float,
     leak the target (:func:`~kernel_lab.data.leakage.leakage_warning`; ``dropped``: the
     columns already left out, kept in the option it offers)."""
     Xtr, ytr, Xte, yte = train_test_split(table.X, table.y, test_fraction, rng, name)
+    filled = fill_missing(Xtr, Xte, table.feature_names, table.columns, dropped)
     ds = Dataset(Xtr, ytr, Xte, yte, list(table.feature_names), table.target_name,
                  name=name, notes=[*([table.target_note] if table.target_note else []),
                                    *table.notes],
@@ -63,5 +116,7 @@ def dataset_from_table(table: Table, *, name: str, test_fraction: float,
         warning = leakage_warning(Xtr, ytr, ds.feature_names, ds.target_name,
                                   columns=ds.columns, dropped=dropped)
         ds.warnings = [] if warning is None else [warning]
+    if filled:
+        ds.warnings.insert(0, filled)
     # the split made fresh copies: standardised in place
     return ds.standardized(inplace=True) if standardize else ds

@@ -20,7 +20,10 @@ import numpy as np
 from kernel_lab.core.errors import DataError, data_option
 from kernel_lab.data.columns import ColumnChoice
 
-NAN_POLICIES = ("error", "drop")
+#: What a load does with missing values: ``fill`` (the default: a feature's missing cells
+#: are filled by its training mean at the split, with a warning; a missing target or an
+#: infinite value is refused), ``drop`` (their rows), ``error`` (refuse every one).
+NAN_POLICIES = ("fill", "drop", "error")
 #: A spreadsheet's error values (lower-case), as exported to CSV: missing cells, not text
 #: and not comments, wherever they stand.
 SPREADSHEET_ERRORS = frozenset({"#n/a", "#na", "#value!", "#div/0!", "#num!", "#ref!",
@@ -165,15 +168,22 @@ def split_target(path: Path, M: np.ndarray, names: list[str], target: str | int 
 
 def apply_nan_policy(table: Table, policy: str, path: Path, dropped: Sequence[str] = ()
                      ) -> Table:
-    """Drop the rows with missing or non-finite values (``policy="drop"``) or refuse them
-    naming the columns and the options that help (``dropped``: the columns the user
-    already leaves out, kept in the option offered)."""
+    """Drop the rows with missing or non-finite values (``policy="drop"``), keep the
+    missing (NaN) feature cells for the split to fill with the training means
+    (``policy="fill"``; a missing target or an infinite value is still refused), or
+    refuse them naming the columns and the options that help (``dropped``: the columns
+    the user already leaves out, kept in the option offered)."""
     bad = ~np.isfinite(table.y)
     step = 1 << 16  # in row blocks: no n × p temporary
+    fill = policy == "fill"
     for start in range(0, len(bad), step):
-        bad[start:start + step] |= ~np.isfinite(table.X[start:start + step]).all(axis=1)
+        block = table.X[start:start + step]
+        bad[start:start + step] |= (np.isinf(block) if fill else ~np.isfinite(block)
+                                    ).any(axis=1)
     if not bad.any():
         return table
+    if fill:
+        _refuse_unfillable(table, bad, path, dropped)
     if policy == "drop":
         kept = int((~bad).sum())
         if kept == 0:
@@ -199,16 +209,53 @@ def apply_nan_policy(table: Table, policy: str, path: Path, dropped: Sequence[st
     )
 
 
+def _refuse_unfillable(table: Table, bad: np.ndarray, path: Path,
+                       dropped: Sequence[str]) -> None:
+    """The refusal of rows whose target is missing or which hold an infinite value:
+    neither can be filled by a training mean."""
+    row = int(np.flatnonzero(bad)[0])
+    line_no = int(table.lines[row]) if table.lines is not None else None
+    where = f"row {row + 1}: " if line_no is None else ""
+    y_bad = int((~np.isfinite(table.y)).sum())
+    inf = [name for name, k in zip(table.feature_names, _infinite_counts(table), strict=True)
+           if k]
+    said = []
+    if y_bad:
+        said.append(f"the target {table.target_name!r} is missing or non-finite in "
+                    f"{y_bad} of {bad.size} rows")
+    if inf:
+        said.append("infinite values in " + ", ".join(repr(c) for c in inf[:MAX_NAMED_COLUMNS])
+                    + (" …" if len(inf) > MAX_NAMED_COLUMNS else ""))
+    raise DataError(
+        f"{where}{'; '.join(said)} ({'the first here' if bad.sum() > 1 else 'here'}); "
+        "a missing feature is filled by its training mean, but these cannot be",
+        "clean the file, or choose to drop rows with missing values "
+        f"({data_option('drop_nan', 'true')})"
+        + ("" if y_bad else _drop_those_columns(table, dropped, inf)),
+        path=path, line=line_no)
+
+
+def _infinite_counts(table: Table) -> np.ndarray:
+    counts = np.zeros(table.X.shape[1], dtype=np.int64)
+    step = 1 << 16
+    for start in range(0, table.X.shape[0], step):
+        counts += np.isinf(table.X[start:start + step]).sum(axis=0)
+    return counts
+
+
 #: The missing-value message offers to drop the columns when there are at most this many.
 MAX_DROPPED_COLUMNS = 5
 
 
-def _drop_those_columns(table: Table, dropped: Sequence[str]) -> str:
+def _drop_those_columns(table: Table, dropped: Sequence[str],
+                        names: Sequence[str] | None = None) -> str:
     """``, or leave out the columns that have them (drop_columns=a,b)`` when a few
-    feature columns hold every missing value (not the target), else empty."""
+    feature columns hold every missing value (not the target), else empty. ``names``:
+    the columns (default: each with a missing or non-finite value)."""
     if not np.isfinite(table.y).all():
         return ""
-    names = [table.feature_names[j] for j in np.flatnonzero(_missing_counts(table))]
+    if names is None:
+        names = [table.feature_names[j] for j in np.flatnonzero(_missing_counts(table))]
     if not names or len(names) > MAX_DROPPED_COLUMNS:
         return ""
     return (f", or leave out the column{'s' if len(names) > 1 else ''} that "

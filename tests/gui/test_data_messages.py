@@ -33,7 +33,9 @@ def test_missing_values_point_to_the_checkbox_in_the_window(panel, tmp_path):
     panel.set_spec(str(path))
     shown = html.unescape(panel.status.text())
     label = panel.drop_nan.text()
-    assert "Could not load the data" in shown and "rows per column: 'b' 1, target 't' 1" in shown
+    # the missing feature cell ('b') could be filled; the missing target cannot
+    assert "Could not load the data" in shown
+    assert "the target 't' is missing or non-finite in 1 of 10 rows" in shown
     assert f"(tick '{label}' in the Data panel)" in shown
     assert "--drop-nan" not in shown and "data option" not in shown
 
@@ -46,6 +48,18 @@ def test_missing_values_point_to_the_checkbox_in_the_window(panel, tmp_path):
     refused = [s for s in said if s.startswith("Cannot run")]
     assert refused and f"(tick '{label}' in the Data panel)" in refused[-1], said
     assert "--drop-nan" not in refused[-1] and "data option" not in refused[-1]
+
+
+def test_a_filled_feature_is_a_warning_naming_the_window_controls(panel, tmp_path):
+    path = tmp_path / "gaps.csv"
+    path.write_text("a,b,c,t\n5,,7,8\n" + "".join(f"{i},{i + 1},{i % 3},{i % 5}\n"
+                                                for i in range(9)))
+    panel.set_spec(str(path))
+    shown = html.unescape(panel.status.text())
+    assert panel.dataset is not None
+    assert "warning:" in shown and "filled 1 missing value with each column's mean" in shown
+    assert f"tick '{panel.drop_nan.text()}' in the Data panel" in shown
+    assert "--drop-nan" not in shown and "data option" not in shown
 
 
 def test_ticking_the_named_checkbox_loads_the_table(panel, tmp_path):
