@@ -465,13 +465,12 @@ def _cmd_run_playground(args: argparse.Namespace) -> int:
     with _claim(out, args.quiet) as folder:
         doc = run_playground(state, title=session.title, about=session.about)
         folder.remove_leftovers()
-        plot = None
-        if not args.no_plot:
+
+        def plot(path: Path) -> Path:
             from kernel_lab.plotting.function_view import render_function_view
 
-            def plot(path: Path) -> Path:
-                return render_function_view(doc, path, title=session.title)
-        write_playground_result(doc, out, plot=plot)
+            return render_function_view(doc, path, title=session.title)
+        write_playground_result(doc, out, plot=None if args.no_plot else plot)
     if not args.quiet:
         fit = doc["fit"]
         sys.stderr.write(f"  {fit['method']}: train error {_number(fit['train_error'])}, "
@@ -499,15 +498,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
         except MemoryBudgetError as exc:
             raise MemoryBudgetError(_with_rows_that_fit(str(exc), spec)) from None
         folder.remove_leftovers()
-        plot = None
-        if not args.no_plot:
+
+        def plot(path: Path) -> Path:
             from kernel_lab.plotting.render import render_plots
 
-            def plot(path: Path) -> Path:
-                return render_plots(result.table, exp.plots, path,
-                                    title=f"{exp.title} — {result.data['name']}",
-                                    summaries=result.summaries)
-        write_run(result, out, plot=plot)
+            return render_plots(result.table, exp.plots, path,
+                                title=f"{exp.title} — {result.data['name']}",
+                                summaries=result.summaries)
+        write_run(result, out, plot=None if args.no_plot else plot)
     if not args.quiet:
         for note in result.data.get("notes", []):  # what was encoded, dropped, mapped
             sys.stderr.write(f"  data: {name_controls(note, CLI_CONTROLS)}\n")

@@ -317,3 +317,18 @@ def test_claims_in_one_process_exclude_each_other(tmp_path):
     held.release()
     claim_out_folder(tmp_path / "o").release()
     assert not (tmp_path / "o").exists()  # created by the claims, left empty: removed
+
+
+def test_a_stale_lock_replaced_meanwhile_by_a_live_one_is_put_back(tmp_path):
+    """Two runs taking over one stale lock: the slower one must not remove the lock the
+    faster one wrote meanwhile."""
+    from kernel_lab.engine.output import LockHolder, _take_over
+
+    lock = tmp_path / LOCK
+    stale = LockHolder(999_999_999, socket.gethostname(), "earlier")
+    fresh = json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "started": "now"})
+    lock.write_text(fresh)  # what the faster run wrote after it removed the stale lock
+    assert _take_over(lock, stale) is False
+    assert lock.read_text() == fresh and os.listdir(tmp_path) == [LOCK]
+    lock.write_text(json.dumps({"pid": stale.pid, "host": stale.host, "started": "earlier"}))
+    assert _take_over(lock, stale) is True and os.listdir(tmp_path) == []
