@@ -15,7 +15,8 @@ import sys
 import textwrap
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -31,6 +32,7 @@ from kernel_lab.core.progress import Cancelled
 
 if TYPE_CHECKING:
     from kernel_lab.engine import RunSpec
+    from kernel_lab.engine.output import OutFolder
 
 HEADLESS_HINT = """\
 Kernel Lab is installed, but there is no display to open its window on.
@@ -57,6 +59,10 @@ CLI_CONTROLS = {"drop_nan": "--drop-nan", "subsample": "--subsample {value}",
 
 class UsageError(Exception):
     """Bad command-line usage (exit code 2)."""
+
+
+class RunFailed(Exception):
+    """A failure at run time whose message says it all (exit code 1, no traceback)."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -299,7 +305,9 @@ def _cmd_report(args: argparse.Namespace) -> int:
         assert session.playground is not None
         doc = run_playground(session.playground, title=session.title, about=session.about)
     elif source.is_dir():
-        doc = load_result(source)
+        from kernel_lab.engine.output import check_run_folder
+
+        doc = load_result(check_run_folder(source))
     elif source.is_file():
         try:
             session = load_session(source)
@@ -397,6 +405,24 @@ def _number(value: float | None) -> str:
     return "– (no points)" if value is None else f"{value:.4g}"
 
 
+@contextmanager
+def _claim(out: Path, quiet: bool) -> Iterator[OutFolder]:
+    """The run folder ``out``, checked, created and locked before the run
+    (:func:`~kernel_lab.engine.output.claim_out_folder`), released when the block ends."""
+    from kernel_lab.engine.output import RESULT, OutputError, out_folder
+
+    with out_folder(out) as folder:
+        if not quiet:
+            for note in folder.notes:
+                sys.stderr.write(f"  note: --out {out}: {note}\n")
+        try:
+            yield folder
+        except OutputError as exc:  # a full disk while writing
+            raise RunFailed(f"{exc}; the folder holds no {RESULT} (the run's outputs are "
+                            "not complete): free space there or choose another folder "
+                            "with --out, and run again") from None
+
+
 def _cmd_run_playground(args: argparse.Namespace) -> int:
     """A Playground preset, headless: its fit (``--set``, ``--seed`` override its
     parameters, checked by their declarations) as result.json and the function view as
@@ -436,14 +462,15 @@ def _cmd_run_playground(args: argparse.Namespace) -> int:
                     params=resolve_fit_params(params, session.playground.params))
     out = Path(args.out or Path("runs") /
                f"{args.preset}-{datetime.now().strftime('%Y%m%d-%H%M%S')}")
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out} exists and is not a folder")
-    doc = run_playground(state, title=session.title, about=session.about)
-    write_playground_result(doc, out)
-    if not args.no_plot:
-        from kernel_lab.plotting.function_view import render_function_view
+    with _claim(out, args.quiet) as folder:
+        doc = run_playground(state, title=session.title, about=session.about)
+        folder.remove_leftovers()
 
-        render_function_view(doc, out / "plot.png", title=session.title)
+        def plot(path: Path) -> Path:
+            from kernel_lab.plotting.function_view import render_function_view
+
+            return render_function_view(doc, path, title=session.title)
+        write_playground_result(doc, out, plot=None if args.no_plot else plot)
     if not args.quiet:
         fit = doc["fit"]
         sys.stderr.write(f"  {fit['method']}: train error {_number(fit['train_error'])}, "
@@ -465,18 +492,20 @@ def _cmd_run(args: argparse.Namespace) -> int:
     exp = get_experiment(spec.experiment)
     out = Path(args.out or Path("runs") /
                f"{exp.name}-{datetime.now().strftime('%Y%m%d-%H%M%S')}")
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out} exists and is not a folder")
-    try:
-        result = run(spec, on_progress=_StderrProgress(args.quiet))
-    except MemoryBudgetError as exc:
-        raise MemoryBudgetError(_with_rows_that_fit(str(exc), spec)) from None
-    files = write_run(result, out)
-    if not args.no_plot:
-        from kernel_lab.plotting.render import render_plots
-        files["plot"] = render_plots(result.table, exp.plots, out / "plot.png",
-                                     title=f"{exp.title} — {result.data['name']}",
-                                     summaries=result.summaries)
+    with _claim(out, args.quiet) as folder:  # before any computation
+        try:
+            result = run(spec, on_progress=_StderrProgress(args.quiet))
+        except MemoryBudgetError as exc:
+            raise MemoryBudgetError(_with_rows_that_fit(str(exc), spec)) from None
+        folder.remove_leftovers()
+
+        def plot(path: Path) -> Path:
+            from kernel_lab.plotting.render import render_plots
+
+            return render_plots(result.table, exp.plots, path,
+                                title=f"{exp.title} — {result.data['name']}",
+                                summaries=result.summaries)
+        write_run(result, out, plot=None if args.no_plot else plot)
     if not args.quiet:
         for note in result.data.get("notes", []):  # what was encoded, dropped, mapped
             sys.stderr.write(f"  data: {name_controls(note, CLI_CONTROLS)}\n")
@@ -560,6 +589,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         message = name_controls(" ".join(str(exc).split()), CLI_CONTROLS)
         print(f"kernel-lab: error: {message}", file=sys.stderr)
         return 2
+    except RunFailed as exc:
+        print(f"kernel-lab: failed: {exc}", file=sys.stderr)
+        return 1
     except Cancelled:
         print("kernel-lab: cancelled", file=sys.stderr)
         return 130

@@ -219,7 +219,7 @@ def render_function_view(doc: Mapping[str, Any], path: str | os.PathLike[str], *
     from pyqtgraph.exporters import ImageExporter
 
     from kernel_lab.core.playground import zero_contour
-    from kernel_lab.plotting.render import ensure_app
+    from kernel_lab.plotting.render import ensure_app, export_png
 
     ensure_app()
     pg.setConfigOptions(antialias=True, background="w", foreground="k")
@@ -264,13 +264,13 @@ def render_function_view(doc: Mapping[str, Any], path: str | os.PathLike[str], *
     widget.setAttribute(QtCore.Qt.WidgetAttribute.WA_DontShowOnScreen, True)
     widget.show()
     pg.QtWidgets.QApplication.processEvents()
-    path = Path(path)
     exporter = ImageExporter(item)
     exporter.parameters()["width"] = size
-    exporter.export(str(path))
-    widget.close()
-    widget.deleteLater()
-    return path
+    try:
+        return export_png(exporter, path)
+    finally:
+        widget.close()
+        widget.deleteLater()
 
 
 def _caption(doc: Mapping[str, Any], title: str) -> str:

@@ -110,10 +110,34 @@ def render_plots(table: Mapping[str, Sequence[float] | np.ndarray], plots: Seque
     layout, _ = layout_plots(table, plots, title=title, width=width,
                              height_per_plot=height_per_plot, colors=colors,
                              summaries=summaries)
-    path = Path(path)
     exporter = ImageExporter(layout.scene())
     exporter.parameters()["width"] = width
-    exporter.export(str(path))
-    layout.close()
-    layout.deleteLater()
-    return path
+    try:
+        return export_png(exporter, path)
+    finally:
+        layout.close()
+        layout.deleteLater()
+
+
+def export_png(exporter: Any, path: str | os.PathLike[str]) -> Path:
+    """The image of a pyqtgraph ``ImageExporter`` as a PNG file at ``path``, written whole
+    (:func:`~kernel_lab.engine.atomic.write_atomic`): Qt's own ``QImage.save`` reports a
+    full disk only by returning False, and leaves the file cut short.
+
+    Raises
+    ------
+    OSError
+        When the image cannot be encoded or the file cannot be written whole.
+    """
+    from PySide6 import QtCore
+
+    from kernel_lab.engine.atomic import write_atomic
+
+    image = exporter.export(toBytes=True)
+    data = QtCore.QByteArray()
+    buffer = QtCore.QBuffer(data)
+    buffer.open(QtCore.QIODevice.OpenModeFlag.WriteOnly)
+    if not image.save(buffer, "PNG"):
+        raise OSError(f"cannot encode the picture {Path(path).name} as PNG")
+    buffer.close()
+    return write_atomic(path, data.data())

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from kernel_lab.core.errors import KernelLabError
+from kernel_lab.engine.atomic import write_atomic
 from kernel_lab.experiments import get_experiment
 
 _CSS = """
@@ -114,9 +115,7 @@ def build_report(doc: Mapping[str, Any], *, title: str = "", about: str = "") ->
 
 
 def write_report(doc: Mapping[str, Any], path: str | os.PathLike[str], **kw: Any) -> Path:
-    path = Path(path)
-    path.write_text(build_report(doc, **kw), encoding="utf-8")
-    return path
+    return write_atomic(path, build_report(doc, **kw))
 
 
 def load_result(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -167,6 +166,4 @@ def build_playground_report(doc: Mapping[str, Any]) -> str:
 
 
 def write_playground_report(doc: Mapping[str, Any], path: str | os.PathLike[str]) -> Path:
-    path = Path(path)
-    path.write_text(build_playground_report(doc), encoding="utf-8")
-    return path
+    return write_atomic(path, build_playground_report(doc))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,9 @@ from typing import Any
 import numpy as np
 
 from kernel_lab.core.playground import FitResult
+from kernel_lab.engine.atomic import write_atomic
 from kernel_lab.engine.jsonable import jsonable
+from kernel_lab.engine.output import RESULT, write_outputs
 from kernel_lab.engine.playground.fit import FitEngine, Request
 from kernel_lab.engine.playground.state import PlaygroundState
 from kernel_lab.engine.runner import versions
@@ -67,11 +70,13 @@ def _fit_dict(r: FitResult, G: np.ndarray) -> dict[str, Any]:
     return out
 
 
-def write_playground_result(doc: dict[str, Any], out_dir: str | os.PathLike[str]) -> Path:
-    """``result.json`` in ``out_dir`` (created if needed)."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / "result.json"
-    path.write_text(json.dumps(doc, indent=1, ensure_ascii=False, allow_nan=False) + "\n",
-                    encoding="utf-8")
-    return path
+def write_playground_result(doc: dict[str, Any], out_dir: str | os.PathLike[str], *,
+                            plot: Callable[[Path], Path] | None = None) -> Path:
+    """``result.json`` in ``out_dir`` (created if needed), written whole and last, after
+    ``plot.png`` when ``plot`` (a function drawing it to the path it is given) is given;
+    see :func:`~kernel_lab.engine.output.write_outputs`."""
+    text = json.dumps(doc, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
+    writers: list[tuple[str, Callable[[Path], Path]]] = [] if plot is None else \
+        [("plot.png", plot)]
+    writers.append((RESULT, lambda p: write_atomic(p, text)))
+    return write_outputs(out_dir, writers)[RESULT]
