@@ -49,6 +49,67 @@ def need_pyarrow(path: str | os.PathLike[str] | None = None) -> None:
             "or save the table as CSV", bundled=exc), path=path) from None
 
 
+def open_parquet(path: str | os.PathLike[str]) -> Any:
+    """A ``pyarrow.parquet.ParquetFile`` that verifies each page's checksum as it reads,
+    where the file has them: files written with ``write_page_checksum=True`` (pyarrow;
+    Spark and others have their own switch) store a CRC of every page, and a page whose
+    bytes changed since (a damaged disk, copy or download) is then refused by
+    :func:`read_checked` instead of read as wrong numbers. A file without checksums reads
+    as before: nothing can tell its damaged numbers from real ones, but the magnitude
+    check (:func:`~kernel_lab.data.table.refuse_huge_values`) still catches the wildest."""
+    import pyarrow.parquet as pq
+
+    return pq.ParquetFile(path, page_checksum_verification=True)
+
+
+def is_checksum_failure(exc: BaseException) -> bool:
+    """Whether pyarrow's exception says a page failed its checksum (its message:
+    ``could not verify page integrity, CRC checksum verification failed``)."""
+    text = str(exc).lower()
+    return "checksum" in text or "page integrity" in text
+
+
+def read_checked(path: str | os.PathLike[str], f: Any, columns: list[str]) -> Any:
+    """``f.read(columns=columns)`` of a file opened by :func:`open_parquet`; a page that
+    fails its checksum is a :class:`~kernel_lab.core.errors.DataError` naming the file,
+    the column and the row group (:func:`checksum_error`)."""
+    try:
+        return f.read(columns=columns)
+    except Exception as exc:
+        if not is_checksum_failure(exc):
+            raise
+        raise checksum_error(path, f, columns) from None
+
+
+def checksum_error(path: str | os.PathLike[str], f: Any, columns: list[str]) -> DataError:
+    """The refusal of a file with a page that fails its checksum, naming the column and
+    the row group (with its rows) found by reading each column of each row group again
+    (only when a read failed: the cost of one more read of those columns at most)."""
+    meta = f.metadata
+    groups = meta.num_row_groups
+    first = 0
+    for g in range(groups):
+        rows = meta.row_group(g).num_rows
+        for name in columns:
+            try:
+                f.read_row_group(g, columns=[name])
+            except Exception as exc:
+                if not is_checksum_failure(exc):
+                    raise
+                return _checksum_refusal(
+                    f"a page of column {name!r} in row group {g + 1} of {groups} (rows "
+                    f"{first + 1:,}–{first + rows:,} of the file)", path)
+        first += rows
+    return _checksum_refusal("a page", path)
+
+
+def _checksum_refusal(page: str, path: str | os.PathLike[str]) -> DataError:
+    return DataError(f"{page} fails its checksum: the file's bytes changed after it was "
+                     "written (a damaged disk, copy or download)",
+                     "copy the file again, or export it again from its source (its numbers "
+                     "cannot be trusted)", path=path)
+
+
 def read_parquet(path: Path, raw: bytes, target: str | int | None,
                  options: ReadOptions | None = None) -> Table:
     """The table of a Parquet file (``raw``: its first bytes, for the magic number).
@@ -61,11 +122,9 @@ def read_parquet(path: Path, raw: bytes, target: str | int | None,
     options = options or ReadOptions()
     expect_magic(path, raw, MAGIC, "an Apache Parquet file")
     need_pyarrow(path)
-    import pyarrow.parquet as pq
-
     options.report(0.1, f"reading {path.name} (Parquet)")
     try:
-        with pq.ParquetFile(path) as f:
+        with open_parquet(path) as f:
             return _read_columns(path, f, target, options)
     except (DataError, MemoryError, Cancelled):
         raise
@@ -112,7 +171,7 @@ def _read_columns(path: Path, f: Any, target: str | int | None, options: ReadOpt
     numeric = [is_numeric_type(schema.field(name).type) for name in names]
     first = None  # read first only when it may be an id column (0 … n−1 or 1 … n)
     if numeric[0] and names[0].strip().lower() in ID_NAMES:
-        first = float_column(f.read(columns=[names[0]]).column(0))
+        first = float_column(read_checked(path, f, [names[0]]).column(0))
     used, j = used_columns(path, names, first, names[0], True, target, options)
     matrix = (np.empty((n, len(names))) if all(numeric) and len(used) == len(names)
               else None)
@@ -122,7 +181,7 @@ def _read_columns(path: Path, f: Any, target: str | int | None, options: ReadOpt
             columns.append(None)
             continue
         options.report(0.15 + 0.75 * c / len(names), f"column {c + 1} of {len(names)}: {name}")
-        column = f.read(columns=[name]).column(0)
+        column = read_checked(path, f, [name]).column(0)
         if matrix is not None:
             matrix[:, c] = float_column(column)
         elif numeric[c]:
@@ -149,9 +208,7 @@ def pandas_index(schema: Any) -> list[str]:
 def peek_parquet(path: Path, rows: int) -> tuple[list[str], list[list[str]]]:
     """Column names and the first ``rows`` rows as text (as a CSV of the same data
     writes them), from the file's first row group; pandas' index columns left out."""
-    import pyarrow.parquet as pq
-
-    with pq.ParquetFile(path) as f:
+    with open_parquet(path) as f:
         index = set(pandas_index(f.schema_arrow))
         names = [n for n in f.schema_arrow.names if n not in index]
         batch = next(f.iter_batches(batch_size=max(rows, 1), columns=names), None)

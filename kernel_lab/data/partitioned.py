@@ -45,7 +45,9 @@ from kernel_lab.data.parquet import (
     float_column,
     is_numeric_type,
     need_pyarrow,
+    open_parquet,
     pandas_index,
+    read_checked,
 )
 from kernel_lab.data.table import (
     INDEX_NAMES,
@@ -53,6 +55,7 @@ from kernel_lab.data.table import (
     Table,
     apply_nan_policy,
     pick_target,
+    refuse_huge_values,
 )
 
 __all__ = ["ParquetPart", "PartitionedTable", "ZarrPart", "is_partitioned",
@@ -115,11 +118,11 @@ class ParquetPart:
 
     def _read(self, columns: list[str]) -> Any:
         need_pyarrow(self.path)
-        import pyarrow.parquet as pq
-
         try:
-            with pq.ParquetFile(self.path) as f:
-                table = f.read(columns=columns)
+            with open_parquet(self.path) as f:  # pages' checksums verified, if written
+                table = read_checked(self.path, f, columns)
+        except DataError:
+            raise
         except Exception as exc:  # gone, changed or damaged since it was opened
             detail = " ".join(str(exc).split())[:160]
             raise DataError(f"the file cannot be read ({type(exc).__name__}: {detail})",
@@ -132,10 +135,13 @@ class ParquetPart:
         return table
 
     def read(self) -> tuple[np.ndarray, np.ndarray]:
-        """X (rows × p) and y (rows,) as float64, missing values NaN."""
+        """X (rows × p) and y (rows,) as float64, missing values NaN; values beyond
+        ±:data:`~kernel_lab.data.table.MAX_MAGNITUDE` refused, naming the file and row."""
         table = self._read([*self.features, self.target])
         X = _float_columns(table, self.features, self.rows)
-        return X, _float_columns(table, [self.target], self.rows)[:, 0]
+        y = _float_columns(table, [self.target], self.rows)[:, 0]
+        refuse_huge_values(self.path, X, y, self.features, self.target, start=self.start)
+        return X, y
 
     def read_target(self) -> np.ndarray:
         """The target column alone."""
@@ -191,6 +197,8 @@ class ZarrPart:
     #: The columns of X used as features (None: all).
     columns: tuple[int, ...] | None = None
     target: str = "y"
+    #: The feature columns' names, for messages (empty: ``x1 … xp``).
+    names: tuple[str, ...] = ()
 
     def _group(self) -> Any:
         zarr = _need_zarr(self.path)
@@ -208,6 +216,9 @@ class ZarrPart:
         if self.columns is not None:
             X = X[:, list(self.columns)]
         y = np.asarray(group[self.target][self.start:stop], dtype=np.float64).reshape(-1)
+        names = self.names or [f"x{j + 1}" for j in range(X.shape[1])]
+        refuse_huge_values(self.path, X, y, names, self.target, start=self.start,
+                           within=f"chunk {self.index}")
         return X, y
 
     def read_target(self) -> np.ndarray:
@@ -589,7 +600,7 @@ def _open_zarr(path: Path, target: str | int | None, choice: ColumnChoice
         columns = tuple(picked)
         names = [names[i] for i in picked]
     step = int((getattr(X, "shards", None) or X.chunks)[0])
-    parts = [ZarrPart(k, a, min(step, n - a), str(path), columns, target_array)
+    parts = [ZarrPart(k, a, min(step, n - a), str(path), columns, target_array, tuple(names))
              for k, a in enumerate(range(0, n, step))]
     notes = [f"Zarr store: {n:,} rows in {len(parts)} {_plural(parts, 'chunk')} of "
              f"{step:,} rows, read chunk by chunk", *notes]

@@ -30,6 +30,7 @@ from kernel_lab.data.table import (
     ReadOptions,
     Table,
     apply_nan_policy,
+    refuse_huge_values,
 )
 
 #: File formats by extension.
@@ -173,7 +174,9 @@ def load_table(
                         path=path) from None
     if note:
         table.notes.insert(0, note)
-    options.report(0.95, "checking for missing values")
+    options.report(0.95, "checking for missing values and numbers out of range")
+    refuse_huge_values(path, table.X, table.y, table.feature_names, table.target_name,
+                       lines=table.lines, dropped=options.columns.drop)
     return apply_nan_policy(table, nan_policy, path, options.columns.drop)
 
 
