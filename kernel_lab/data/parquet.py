@@ -4,7 +4,8 @@ missing), any other column as pandas gives it, its values then typed as a CSV's 
 (:func:`~kernel_lab.data.table.typed_column`); every table ends in the CSV pipeline
 (:func:`~kernel_lab.data.table.finish_table`: categories one-hot, a text target as
 classes, a row-index first column dropped), missing values to the load's NaN policy, rows
-named by number. pyarrow is optional in a Python installation (the ``dask`` extra; the
+named by number. Pages are verified against their checksums where the file has them
+(:func:`open_parquet`). pyarrow is optional in a Python installation (the ``dask`` extra; the
 standalone app bundles it): without it, a :class:`~kernel_lab.core.errors.DataError` says
 what to install (:func:`~kernel_lab.core.errors.missing_package`).
 

@@ -18,8 +18,12 @@
   ``target_name`` name the columns (default ``x1 … xp`` and ``y``).
 
 Each problem is a :class:`~kernel_lab.core.errors.DataError` naming the file (or store)
-and saying what to do. Missing values are not checked when opening (that would read the
-data): :func:`~kernel_lab.core.parts.base.part_rows` refuses them naming the part and row;
+and saying what to do. A part's read verifies the checksums of its Parquet pages (where
+the file has them: :func:`~kernel_lab.data.parquet.open_parquet`) and refuses values
+beyond ±1e150 naming the file, column and row
+(:func:`~kernel_lab.data.table.refuse_huge_values`). Missing values are not checked when
+opening (that would read the data): :func:`~kernel_lab.core.parts.base.part_rows`
+refuses them naming the part and row;
 constant columns are refused by :func:`~kernel_lab.core.parts.base.standardize_plan`.
 
 A small partitioned data set (:meth:`PartitionedTable.fits_memory`) reads into an ordinary

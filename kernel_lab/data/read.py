@@ -8,7 +8,9 @@ forced format) — text tables (:mod:`~kernel_lab.data.text`, also compressed as
 :class:`~kernel_lab.data.table.Table` or raises a
 :class:`~kernel_lab.core.errors.DataError` naming the file, the line and column where
 that applies, the problem and the fix. Missing or non-finite values are an error unless
-``nan_policy="drop"``, which drops the affected rows and records how many.
+``nan_policy="drop"``, which drops the affected rows and records how many. A value beyond
+±:data:`~kernel_lab.data.table.MAX_MAGNITUDE` is refused in every format
+(:func:`~kernel_lab.data.table.refuse_huge_values`): it is a damaged cell, not data.
 """
 
 from __future__ import annotations
