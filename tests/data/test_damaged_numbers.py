@@ -6,6 +6,8 @@ still filled at the split."""
 
 from __future__ import annotations
 
+import gzip
+
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -20,6 +22,7 @@ from kernel_lab.data.partitioned import open_partitioned
 from kernel_lab.data.read import load_table
 from kernel_lab.data.source import DataSource
 from kernel_lab.data.table import MAX_MAGNITUDE, huge_cells
+from tests.data.filebytes import mat_bytes, npy_bytes, npz_bytes
 
 RNG = np.random.default_rng(42)
 HUGE = 5.8e307  # what random bytes were read as in a damaged file
@@ -231,3 +234,56 @@ def test_values_at_the_limit_load(tmp_path):
     np.save(path, M)
     table = load_table(path)
     assert table.X[4, 0] == MAX_MAGNITUDE and table.X[5, 1] == -MAX_MAGNITUDE
+
+
+def _xlsx(rows: list[list[float]]) -> bytes:
+    import io
+
+    from openpyxl import Workbook
+
+    book = Workbook()
+    book.active.append(["a", "b", "y"])
+    for row in rows:
+        book.active.append(row)
+    buf = io.BytesIO()
+    book.save(buf)
+    return buf.getvalue()
+
+
+def _every_format() -> dict[str, tuple[bytes, str]]:
+    """Each format's file of 12 rows with ``-2e200`` in feature b of its 8th row (0-based
+    7), and where the message must place it."""
+    M = np.round(np.random.default_rng(3).normal(size=(12, 3)), 3)
+    M[7, 1] = -2e200
+    rows = [[repr(float(v)) for v in r] for r in M]
+    csv = "a,b,y\n" + "".join(",".join(r) + "\n" for r in rows)
+    arff = ("@relation t\n@attribute a numeric\n@attribute b numeric\n@attribute y numeric\n"
+            "@data\n" + "".join(",".join(r) + "\n" for r in rows))
+    svm = "".join(f"{r[2]} 1:{r[0]} 2:{r[1]}\n" for r in rows)
+    buf = pa.BufferOutputStream()
+    pq.write_table(pa.table({"a": M[:, 0], "b": M[:, 1], "y": M[:, 2]}), buf)
+    return {
+        "t.csv": (csv.encode(), "t.csv, line 9: column 'b'"),
+        "t.tsv": (csv.replace(",", "\t").encode(), "t.tsv, line 9: column 'b'"),
+        "t.csv.gz": (gzip.compress(csv.encode(), mtime=0),
+                     "t.csv.gz, line 9: column 'b'"),
+        "t.arff": (arff.encode(), "t.arff: row 8: column 'b'"),
+        "t.svm": (svm.encode(), "t.svm, line 8: column 'x2'"),
+        "t.xlsx": (_xlsx(M.tolist()), "t.xlsx, line 9: column 'b'"),
+        "t.npy": (npy_bytes(M), "t.npy: row 8: column 'x2'"),
+        "t.npz": (npz_bytes(X=M[:, :2], y=M[:, 2]), "t.npz: row 8: column 'x2'"),
+        "t.mat": (mat_bytes(X=M[:, :2], y=M[:, 2]), "t.mat: row 8: column 'x2'"),
+        "t.parquet": (buf.getvalue().to_pybytes(), "t.parquet: row 8: column 'b'"),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_every_format()))
+def test_every_format_refuses_a_huge_value_naming_where(tmp_path, name):
+    raw, where = _every_format()[name]
+    path = tmp_path / name
+    path.write_bytes(raw)
+    with pytest.raises(DataError) as err:
+        load_table(path)
+    said = str(err.value)
+    assert said.startswith(where + " holds 1 value beyond ±1e150"), said
+    assert "here: -2e+200" in said
