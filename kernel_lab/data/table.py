@@ -311,14 +311,14 @@ def huge_cells(A: np.ndarray, limit: float = MAX_MAGNITUDE
     NaN and infinite cells are not counted (the missing-value policy handles them, and
     a NaN feature is filled at the split).
 
-    In row blocks of about a megabyte, each scanned by NaN-ignoring maximum and minimum
+    In row blocks of half a megabyte, each scanned by NaN-ignoring maximum and minimum
     reductions (no temporary array; the second pass finds the block in the processor's
     cache: half the time of blocks ten times larger); only a block that reaches the limit
     is looked at cell by cell."""
     M = A.reshape(-1, 1) if A.ndim == 1 else A
     counts = np.zeros(M.shape[1], dtype=np.int64)
     first = np.full(M.shape[1], -1, dtype=np.int64)
-    step = max(1, (1 << 17) // max(M.shape[1], 1))  # rows of 2¹⁷ cells: no n × p temporary
+    step = max(1, (1 << 16) // max(M.shape[1], 1))  # rows of 2¹⁶ cells: no n × p temporary
     for start in range(0, M.shape[0], step):
         block = M[start:start + step]
         if block.size == 0 or (np.fmax.reduce(block, axis=None) <= limit

