@@ -129,8 +129,10 @@ class ParquetPart:
             raise
         except Exception as exc:  # gone, changed or damaged since it was opened
             detail = " ".join(str(exc).split())[:160]
-            raise DataError(f"the file cannot be read ({type(exc).__name__}: {detail})",
-                            "check that the folder was not changed while in use",
+            raise DataError(f"the file cannot be read ({type(exc).__name__}: {detail}): it "
+                            "was changed while in use, or is damaged",
+                            "open the folder again if its files were changed; copy or "
+                            "export a damaged file again",
                             path=self.path) from None
         if table.num_rows != self.rows:
             raise DataError(f"the file has {table.num_rows:,} rows, not the {self.rows:,} it "

@@ -287,3 +287,25 @@ def test_every_format_refuses_a_huge_value_naming_where(tmp_path, name):
     said = str(err.value)
     assert said.startswith(where + " holds 1 value beyond ±1e150"), said
     assert "here: -2e+200" in said
+
+
+def test_a_part_whose_pages_cannot_be_decoded_says_it_may_be_damaged(tmp_path):
+    """A damaged file without checksums whose page no longer decodes (here: the header
+    of a page written over) is named, and the message covers damage too."""
+    df = numbers(3000)
+    folder = tmp_path / "d"
+    folder.mkdir()
+    for k in range(2):
+        pq.write_table(pa.Table.from_pandas(df.iloc[1500 * k:1500 * (k + 1)],
+                                            preserve_index=False),
+                       folder / f"part.{k}.parquet", compression="snappy")
+    path = folder / "part.1.parquet"
+    start = pq.ParquetFile(path).metadata.row_group(0).column(0).data_page_offset
+    raw = bytearray(path.read_bytes())
+    raw[start:start + 16] = b"\xff" * 16
+    path.write_bytes(bytes(raw))
+    with pytest.raises(DataError) as err:
+        DataSource.from_spec(str(folder), {"partitions": "keep"}).open(0)
+    said = str(err.value)
+    assert said.startswith("part.1.parquet: the file cannot be read"), said
+    assert "or is damaged" in said and "copy or export a damaged file again" in said
