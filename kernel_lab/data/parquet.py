@@ -5,9 +5,11 @@ missing), any other column as pandas gives it, its values then typed as a CSV's 
 (:func:`~kernel_lab.data.table.finish_table`: categories one-hot, a text target as
 classes, a row-index first column dropped), missing values to the load's NaN policy, rows
 named by number. Pages are verified against their checksums where the file has them
-(:func:`open_parquet`). pyarrow is optional in a Python installation (the ``dask`` extra; the
-standalone app bundles it): without it, a :class:`~kernel_lab.core.errors.DataError` says
-what to install (:func:`~kernel_lab.core.errors.missing_package`).
+(:func:`open_parquet`), and columns of numbers against the range the footer records for
+each row group (:func:`check_footer_range`). pyarrow is optional in a Python
+installation (the ``dask`` extra; the standalone app bundles it): without it, a
+:class:`~kernel_lab.core.errors.DataError` says what to install
+(:func:`~kernel_lab.core.errors.missing_package`).
 
 A folder of Parquet files is partitioned data: :mod:`kernel_lab.data.partitioned`.
 """
@@ -105,10 +107,75 @@ def checksum_error(path: str | os.PathLike[str], f: Any, columns: list[str]) -> 
 
 
 def _checksum_refusal(page: str, path: str | os.PathLike[str]) -> DataError:
-    return DataError(f"{page} fails its checksum: the file's bytes changed after it was "
-                     "written (a damaged disk, copy or download)",
-                     "copy the file again, or export it again from its source (its numbers "
-                     "cannot be trusted)", path=path)
+    return DataError(f"{page} fails its checksum: {_CHANGED}", _AGAIN, path=path)
+
+
+_CHANGED = "the file's bytes changed after it was written (a damaged disk, copy or download)"
+_AGAIN = ("copy the file again, or export it again from its source (its numbers cannot be "
+          "trusted)")
+
+
+def _bounds(values: np.ndarray) -> tuple[float, float]:
+    """The smallest and largest of ``values``, NaN ignored (±inf when all are NaN); in
+    slices of half a megabyte, so the second reduction finds its slice in the cache."""
+    lowest, highest = np.inf, -np.inf
+    step = 1 << 16
+    for a in range(0, values.size, step):
+        part = values[a:a + step]
+        lowest = min(lowest, float(np.fmin.reduce(part)))  # a NaN never compares less
+        highest = max(highest, float(np.fmax.reduce(part)))
+    return lowest, highest
+
+
+def footer_columns(meta: Any) -> dict[str, int]:
+    """Each flat column's position in a row group of the file's metadata, by name."""
+    if meta.num_row_groups == 0:
+        return {}
+    group = meta.row_group(0)
+    return {group.column(i).path_in_schema: i for i in range(group.num_columns)}
+
+
+def check_footer_range(path: str | os.PathLike[str], meta: Any, name: str, kind: Any,
+                       values: np.ndarray, *, start: int | None = None) -> None:
+    """Refuse a column of integers or floats (``values``: the file's whole column as
+    float64, as read) with a value outside the minimum … maximum the footer records for
+    its row group, naming the file, the column, the first such row and the count.
+
+    A writer computes these statistics from the numbers it wrote; a value outside them
+    was changed afterwards — what a damaged page of a file without checksums is read as
+    (random bytes almost never stay inside a column's range). Row groups without
+    statistics are not checked (pyarrow itself drops those it knows an old writer got
+    wrong); NaN and null cells are not compared. ``start``: the global index of the
+    file's first row, for a file of a folder. Two reductions over each column
+    (:func:`_bounds`): no copy."""
+    import pyarrow.types as pt
+
+    if not (pt.is_integer(kind) or pt.is_floating(kind)):
+        return  # decimals and booleans: statistics in other units
+    position = footer_columns(meta).get(name)
+    if position is None:
+        return
+    first = 0
+    for g in range(meta.num_row_groups):
+        group = meta.row_group(g)
+        rows = group.num_rows
+        stats = group.column(position).statistics
+        block = values[first:first + rows]
+        if stats is not None and stats.has_min_max and rows and block.size:
+            low, high = float(stats.min), float(stats.max)
+            lowest, highest = _bounds(block)
+            if (lowest < low or highest > high) and low == low and high == high:
+                out = np.flatnonzero((block < low) | (block > high))
+                r = first + int(out[0])
+                where = (f"row {r + 1:,}" if start is None
+                         else f"row {start + r:,} (row {r + 1:,} of this file)")
+                raise DataError(
+                    f"{where}: column {name!r} holds {out.size:,} "
+                    f"value{'' if out.size == 1 else 's'} outside the range the file's "
+                    f"footer records for row group {g + 1} ({low:.6g} to {high:.6g}; "
+                    f"{'the first here' if out.size > 1 else 'here'}: {values[r]:.6g}): "
+                    f"{_CHANGED}", _AGAIN, path=path)
+        first += rows
 
 
 def read_parquet(path: Path, raw: bytes, target: str | int | None,
@@ -183,10 +250,14 @@ def _read_columns(path: Path, f: Any, target: str | int | None, options: ReadOpt
             continue
         options.report(0.15 + 0.75 * c / len(names), f"column {c + 1} of {len(names)}: {name}")
         column = read_checked(path, f, [name]).column(0)
-        if matrix is not None:
-            matrix[:, c] = float_column(column)
-        elif numeric[c]:
-            columns.append(float_column(column))
+        if numeric[c]:
+            values = float_column(column)
+            check_footer_range(path, f.metadata, name, schema.field(name).type, values)
+            if matrix is not None:
+                matrix[:, c] = values
+            else:
+                columns.append(values)
+            del values
         else:
             columns.append(_column(path, column.to_pandas(), name, c + 1, target=c == j))
         del column

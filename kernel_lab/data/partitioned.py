@@ -19,8 +19,10 @@
 
 Each problem is a :class:`~kernel_lab.core.errors.DataError` naming the file (or store)
 and saying what to do. A part's read verifies the checksums of its Parquet pages (where
-the file has them: :func:`~kernel_lab.data.parquet.open_parquet`) and refuses values
-beyond ±1e150 naming the file, column and row
+the file has them: :func:`~kernel_lab.data.parquet.open_parquet`), refuses a number
+outside the range the footer records for its row group
+(:func:`~kernel_lab.data.parquet.check_footer_range`) and values beyond ±1e150, naming
+the file, column and row
 (:func:`~kernel_lab.data.table.refuse_huge_values`). Missing values are not checked when
 opening (that would read the data): :func:`~kernel_lab.core.parts.base.part_rows`
 refuses them naming the part and row;
@@ -34,7 +36,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -46,6 +48,7 @@ from kernel_lab.core.errors import DataError, data_option, missing_package
 from kernel_lab.core.memory import check_allocation, format_bytes, memory_budget_bytes
 from kernel_lab.data.columns import ColumnChoice, split_names
 from kernel_lab.data.parquet import (
+    check_footer_range,
     float_column,
     is_numeric_type,
     need_pyarrow,
@@ -99,11 +102,16 @@ def is_partitioned(path: str | os.PathLike[str]) -> bool:
 # Parts
 
 
-def _float_columns(table: Any, names: Sequence[str], rows: int) -> np.ndarray:
-    """Columns of a pyarrow table as one float64 array (rows × len(names)), nulls NaN."""
+def _float_columns(table: Any, names: Sequence[str], rows: int,
+                   check: Callable[[str, Any, np.ndarray], None] | None = None) -> np.ndarray:
+    """Columns of a pyarrow table as one float64 array (rows × len(names)), nulls NaN;
+    ``check(name, arrow type, values)`` is told each column's values first."""
     out = np.empty((rows, len(names)))
     for j, name in enumerate(names):
-        out[:, j] = float_column(table.column(name))
+        values = float_column(table.column(name))
+        if check is not None:
+            check(name, table.schema.field(name).type, values)
+        out[:, j] = values
     return out
 
 
@@ -120,11 +128,13 @@ class ParquetPart:
     features: tuple[str, ...]
     target: str
 
-    def _read(self, columns: list[str]) -> Any:
+    def _read(self, columns: list[str]) -> tuple[Any, Any]:
+        """The columns as a pyarrow table, and the file's metadata (its footer)."""
         need_pyarrow(self.path)
         try:
             with open_parquet(self.path) as f:  # pages' checksums verified, if written
                 table = read_checked(self.path, f, columns)
+                meta = f.metadata
         except DataError:
             raise
         except Exception as exc:  # gone, changed or damaged since it was opened
@@ -138,20 +148,25 @@ class ParquetPart:
             raise DataError(f"the file has {table.num_rows:,} rows, not the {self.rows:,} it "
                             "had when the folder was opened",
                             "open the folder again after changing its files", path=self.path)
-        return table
+        return table, meta
 
     def read(self) -> tuple[np.ndarray, np.ndarray]:
         """X (rows × p) and y (rows,) as float64, missing values NaN; values beyond
         ±:data:`~kernel_lab.data.table.MAX_MAGNITUDE` refused, naming the file and row."""
-        table = self._read([*self.features, self.target])
-        X = _float_columns(table, self.features, self.rows)
-        y = _float_columns(table, [self.target], self.rows)[:, 0]
+        table, meta = self._read([*self.features, self.target])
+
+        def check(name: str, kind: Any, values: np.ndarray) -> None:
+            check_footer_range(self.path, meta, name, kind, values, start=self.start)
+
+        X = _float_columns(table, self.features, self.rows, check)
+        y = _float_columns(table, [self.target], self.rows, check)[:, 0]
         refuse_huge_values(self.path, X, y, self.features, self.target, start=self.start)
         return X, y
 
     def read_target(self) -> np.ndarray:
         """The target column alone."""
-        return _float_columns(self._read([self.target]), [self.target], self.rows)[:, 0]
+        table, _ = self._read([self.target])
+        return _float_columns(table, [self.target], self.rows)[:, 0]
 
     def target_bounds(self) -> set[float]:
         """The target's minimum and maximum of each row group, where the file's footer

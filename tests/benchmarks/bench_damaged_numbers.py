@@ -8,8 +8,10 @@ feature cells missing) is checked for values beyond ±1e150
 comparison, scanned as the missing-value check scans it
 (:func:`~kernel_lab.data.table.apply_nan_policy`). The same table is read whole through
 ``load_table`` as ``.npy`` (memory-mapped, read by the checks themselves), and as Parquet
-(written with page checksums): ``load_table`` verifies each page's checksum; pyarrow's own
-read of the same file with and without verification gives that part's cost.
+(written with page checksums and the footer's statistics, both checked by ``load_table``):
+pyarrow's own read of the same file with and without verification gives the checksums'
+cost, :func:`~kernel_lab.data.parquet.check_footer_range` on every column the
+statistics'.
 
 Target (a ratio measured in the same run, not scaled): the magnitude check at most 5 % of
 the Parquet load. Page verification is a CRC-32 of every page read; its cost is recorded,
@@ -29,6 +31,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from timing import best_of
 
+from kernel_lab.data.parquet import check_footer_range
 from kernel_lab.data.read import load_table
 from kernel_lab.data.table import Table, apply_nan_policy, refuse_huge_values
 
@@ -67,6 +70,14 @@ def main() -> None:
         t_load, table = best_of(lambda: load_table(parquet, nan_policy="fill"), args.repeat)
         del table
         t_plain, _ = best_of(lambda: pq.ParquetFile(parquet).read(), args.repeat)
+        meta = pq.ParquetFile(parquet).metadata
+        columns = [np.ascontiguousarray(X[:, j]) for j in range(p)] + [y]
+
+        def footer() -> None:
+            for name, values in zip([*names, "y"], columns, strict=True):
+                check_footer_range(parquet, meta, name, pa.float64(), values)
+
+        t_footer, _ = best_of(footer, args.repeat)
         t_verified, _ = best_of(
             lambda: pq.ParquetFile(parquet, page_checksum_verification=True).read(),
             args.repeat)
@@ -78,6 +89,8 @@ def main() -> None:
     extra = t_verified - t_plain
     print(f"  pyarrow read, pages verified:    {1e3 * t_verified:8.1f} ms "
           f"(+{1e3 * extra:.1f} ms: {extra / t_load:.1%} of the Parquet load_table)")
+    print(f"  footer statistics check:         {1e3 * t_footer:8.1f} ms "
+          f"({t_footer / t_load:.1%} of the Parquet load_table)")
     rec.figure(f"magnitude check, {n:,} × {p}", 1e3 * check, "ms")
     rec.figure("missing-value scan, same table (for comparison)", 1e3 * scan, "ms")
     rec.figure("load_table of the .npy (memory-mapped)", 1e3 * t_npy, "ms")
@@ -85,6 +98,7 @@ def main() -> None:
     rec.figure("magnitude check / Parquet load_table", check / t_load, "ratio", CHECK_SHARE)
     rec.figure("pyarrow read, not verified", 1e3 * t_plain, "ms")
     rec.figure("pyarrow read, pages verified", 1e3 * t_verified, "ms")
+    rec.figure("footer statistics check, every column", 1e3 * t_footer, "ms")
     rec.save()
 
 

@@ -35,12 +35,13 @@ def numbers(n: int, p: int = 3, seed: int = 0) -> pd.DataFrame:
     return df
 
 
-def write(path, df: pd.DataFrame, *, checksums: bool, row_group_size: int | None = None):
+def write(path, df: pd.DataFrame, *, checksums: bool, row_group_size: int | None = None,
+          statistics: bool = True):
     """Plain-encoded, uncompressed pages: damage inside one changes its numbers and
     nothing else (what a reader without checksums cannot notice)."""
     pq.write_table(pa.Table.from_pandas(df, preserve_index=False), path,
                    write_page_checksum=checksums, use_dictionary=False, compression="none",
-                   row_group_size=row_group_size)
+                   row_group_size=row_group_size, write_statistics=statistics)
     return path
 
 
@@ -126,6 +127,69 @@ def test_the_cli_refuses_a_damaged_parquet_file_in_one_line(tmp_path, capsys):
     assert "d.parquet" in err and "fails its checksum" in err and "Traceback" not in err
 
 
+# -- values outside the footer's statistics ----------------------------------------------
+def test_a_damaged_integer_page_is_read_silently_by_pyarrow_but_refused_here(tmp_path):
+    """No checksums: random bytes in an int64 column stay below 1e150 (at most 9.2e18),
+    but outside the minimum and maximum the footer records for the row group."""
+    rng = np.random.default_rng(5)
+    df = pd.DataFrame({"flight": rng.integers(1, 8000, 4000), "y": rng.normal(size=4000)})
+    path = write(tmp_path / "f.parquet", df, checksums=False, row_group_size=1000)
+    damage_page(path, group=1, column=0)
+    got = pq.read_table(path).column("flight").to_numpy()  # the reference: no word
+    changed = np.flatnonzero(got != df["flight"].to_numpy())
+    assert changed.size > 0 and np.abs(got).max() < MAX_MAGNITUDE
+    outside = changed[(got[changed] < 1) | (got[changed] >= 8000)]
+    with pytest.raises(DataError) as err:
+        load_table(path, target="y")
+    said = str(err.value)
+    assert said.startswith(f"f.parquet: row {outside[0] + 1:,}: column 'flight' holds "
+                           f"{outside.size:,} values outside the range the file's footer "
+                           "records for row group 2"), said
+    assert "Copy the file again" in said
+
+
+@pytest.mark.parametrize("partitions", ["keep", "load"])
+def test_a_value_outside_the_footer_range_in_a_folder_names_the_file_and_row(
+        tmp_path, partitions):
+    df = numbers(3000)
+    folder = tmp_path / "d"
+    folder.mkdir()
+    for k in range(3):
+        write(folder / f"part.{k}.parquet", df.iloc[1000 * k:1000 * (k + 1)],
+              checksums=False, row_group_size=400)
+    overwrite_value(folder / "part.1.parquet", float(df.loc[1900, "y"]), 40.0)
+    with pytest.raises(DataError) as err:
+        DataSource.from_spec(str(folder), {"partitions": partitions}).open(0)
+    assert str(err.value).startswith(
+        "part.1.parquet: row 1,900 (row 901 of this file): column 'y' holds 1 value outside "
+        "the range the file's footer records for row group 3"), str(err.value)
+
+
+def test_intact_files_of_every_number_type_pass_the_footer_check(tmp_path):
+    """No false alarm: integers of every width (their extremes too, rounded to float64
+    as pandas rounds them), floats with NaN, −0.0 and nulls, in many row groups."""
+    n = 3000
+    rng = np.random.default_rng(9)
+    big = np.iinfo(np.int64)
+    columns = {
+        "i8": pa.array(rng.integers(-128, 128, n), pa.int8()),
+        "u16": pa.array(rng.integers(0, 2**16, n), pa.uint16()),
+        "i64": pa.array(np.r_[big.min, big.max, big.max - 1, rng.integers(-2**62, 2**62,
+                                                                           n - 3)]),
+        "u64": pa.array(np.r_[np.uint64(2**64 - 1), rng.integers(0, 2**63, n - 1,
+                                                                  dtype=np.uint64)]),
+        "f32": pa.array(rng.normal(size=n).astype(np.float32)),
+        "f64": pa.array(np.r_[np.nan, -0.0, rng.normal(size=n - 2)],
+                        mask=np.r_[False, False, True, np.zeros(n - 3, bool)]),
+        "y": pa.array(rng.normal(size=n)),
+    }
+    path = tmp_path / "types.parquet"
+    pq.write_table(pa.table(columns), path, row_group_size=250)
+    table = load_table(path, nan_policy="fill")
+    want = pd.read_parquet(path).drop(columns="y").to_numpy(dtype=np.float64)
+    assert_array_equal(table.X, want)
+
+
 # -- values beyond ±1e150 ----------------------------------------------------------------
 def test_huge_cells_match_a_cell_by_cell_reference_across_row_blocks():
     n, p = 150_000, 4  # more than two row blocks of 65,536
@@ -191,9 +255,11 @@ def test_a_row_number_counts_the_file_rows_when_rows_with_missing_values_are_dro
 
 
 def test_a_value_overwritten_in_a_parquet_file_without_checksums_is_caught(tmp_path):
-    """No checksum to verify (the writer's default): the wild number itself is caught."""
+    """No checksum to verify (the writer's default), no statistics in the footer: the
+    wild number itself is caught."""
     df = numbers(3000)
-    path = write(tmp_path / "p.parquet", df, checksums=False, row_group_size=1000)
+    path = write(tmp_path / "p.parquet", df, checksums=False, row_group_size=1000,
+                 statistics=False)
     overwrite_value(path, float(df.loc[1234, "x3"]), HUGE)
     with pytest.raises(DataError, match=r"^p\.parquet: row 1,235: column 'x3' holds 1 value "
                                         r"beyond ±1e150"):
@@ -207,12 +273,13 @@ def test_a_huge_value_in_a_parquet_folder_names_the_file_and_row(tmp_path, parti
     folder.mkdir()
     for k in range(3):
         write(folder / f"part.{k}.parquet", df.iloc[1000 * k:1000 * (k + 1)],
-              checksums=False)
+              checksums=False, statistics=False)
     overwrite_value(folder / "part.2.parquet", float(df.loc[2100, "x1"]), -HUGE)
     with pytest.raises(DataError) as err:
         DataSource.from_spec(str(folder), {"partitions": partitions}).open(0)
     assert str(err.value).startswith(
-        "part.2.parquet: row 2,100 (row 101 of this file): column 'x1' holds 1 value")
+        "part.2.parquet: row 2,100 (row 101 of this file): column 'x1' holds 1 value beyond "
+        "±1e150")
 
 
 def test_a_huge_value_in_a_zarr_store_names_the_chunk_and_row(tmp_path):
