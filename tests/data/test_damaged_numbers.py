@@ -45,6 +45,14 @@ def write(path, df: pd.DataFrame, *, checksums: bool, row_group_size: int | None
     return path
 
 
+def write_folder(folder, df: pd.DataFrame, **options):
+    """``df`` as three files ``part.0 … part.2`` of 1,000 rows each (:func:`write`)."""
+    folder.mkdir()
+    for k in range(3):
+        write(folder / f"part.{k}.parquet", df.iloc[1000 * k:1000 * (k + 1)], **options)
+    return folder
+
+
 def damage_page(path, group: int, column: int) -> None:
     """Write 64 random bytes over the middle of the first data page of one column chunk
     (its offset and size from the file's metadata): the page header stays readable."""
@@ -92,11 +100,7 @@ def test_a_single_parquet_file_with_a_damaged_page_is_refused_by_name(tmp_path):
 def test_a_parquet_folder_with_a_damaged_page_is_refused_naming_the_file(tmp_path,
                                                                           partitions):
     df = numbers(3000)
-    folder = tmp_path / "d"
-    folder.mkdir()
-    for k in range(3):
-        write(folder / f"part.{k}.parquet", df.iloc[1000 * k:1000 * (k + 1)],
-              checksums=True, row_group_size=500)
+    folder = write_folder(tmp_path / "d", df, checksums=True, row_group_size=500)
     damage_page(folder / "part.1.parquet", group=1, column=3)  # the target
     source = DataSource.from_spec(str(folder), {"partitions": partitions})
     with pytest.raises(DataError) as err:
@@ -152,11 +156,7 @@ def test_a_damaged_integer_page_is_read_silently_by_pyarrow_but_refused_here(tmp
 def test_a_value_outside_the_footer_range_in_a_folder_names_the_file_and_row(
         tmp_path, partitions):
     df = numbers(3000)
-    folder = tmp_path / "d"
-    folder.mkdir()
-    for k in range(3):
-        write(folder / f"part.{k}.parquet", df.iloc[1000 * k:1000 * (k + 1)],
-              checksums=False, row_group_size=400)
+    folder = write_folder(tmp_path / "d", df, checksums=False, row_group_size=400)
     overwrite_value(folder / "part.1.parquet", float(df.loc[1900, "y"]), 40.0)
     with pytest.raises(DataError) as err:
         DataSource.from_spec(str(folder), {"partitions": partitions}).open(0)
@@ -269,11 +269,7 @@ def test_a_value_overwritten_in_a_parquet_file_without_checksums_is_caught(tmp_p
 @pytest.mark.parametrize("partitions", ["keep", "load"])
 def test_a_huge_value_in_a_parquet_folder_names_the_file_and_row(tmp_path, partitions):
     df = numbers(3000)
-    folder = tmp_path / "d"
-    folder.mkdir()
-    for k in range(3):
-        write(folder / f"part.{k}.parquet", df.iloc[1000 * k:1000 * (k + 1)],
-              checksums=False, statistics=False)
+    folder = write_folder(tmp_path / "d", df, checksums=False, statistics=False)
     overwrite_value(folder / "part.2.parquet", float(df.loc[2100, "x1"]), -HUGE)
     with pytest.raises(DataError) as err:
         DataSource.from_spec(str(folder), {"partitions": partitions}).open(0)
