@@ -4,9 +4,12 @@ missing), any other column as pandas gives it, its values then typed as a CSV's 
 (:func:`~kernel_lab.data.table.typed_column`); every table ends in the CSV pipeline
 (:func:`~kernel_lab.data.table.finish_table`: categories one-hot, a text target as
 classes, a row-index first column dropped), missing values to the load's NaN policy, rows
-named by number. pyarrow is optional in a Python installation (the ``dask`` extra; the
-standalone app bundles it): without it, a :class:`~kernel_lab.core.errors.DataError` says
-what to install (:func:`~kernel_lab.core.errors.missing_package`).
+named by number. Pages are verified against their checksums where the file has them
+(:func:`open_parquet`), and columns of numbers against the range the footer records for
+each row group (:func:`check_footer_range`). pyarrow is optional in a Python
+installation (the ``dask`` extra; the standalone app bundles it): without it, a
+:class:`~kernel_lab.core.errors.DataError` says what to install
+(:func:`~kernel_lab.core.errors.missing_package`).
 
 A folder of Parquet files is partitioned data: :mod:`kernel_lab.data.partitioned`.
 """
@@ -49,6 +52,132 @@ def need_pyarrow(path: str | os.PathLike[str] | None = None) -> None:
             "or save the table as CSV", bundled=exc), path=path) from None
 
 
+def open_parquet(path: str | os.PathLike[str]) -> Any:
+    """A ``pyarrow.parquet.ParquetFile`` that verifies each page's checksum as it reads,
+    where the file has them: files written with ``write_page_checksum=True`` (pyarrow;
+    Spark and others have their own switch) store a CRC of every page, and a page whose
+    bytes changed since (a damaged disk, copy or download) is then refused by
+    :func:`read_checked` instead of read as wrong numbers. A file without checksums reads
+    as before: nothing can tell its damaged numbers from real ones, but the magnitude
+    check (:func:`~kernel_lab.data.table.refuse_huge_values`) still catches the wildest."""
+    import pyarrow.parquet as pq
+
+    return pq.ParquetFile(path, page_checksum_verification=True)
+
+
+def is_checksum_failure(exc: BaseException) -> bool:
+    """Whether pyarrow's exception says a page failed its checksum (its message:
+    ``could not verify page integrity, CRC checksum verification failed``)."""
+    text = str(exc).lower()
+    return "checksum" in text or "page integrity" in text
+
+
+def read_checked(path: str | os.PathLike[str], f: Any, columns: list[str]) -> Any:
+    """``f.read(columns=columns)`` of a file opened by :func:`open_parquet`; a page that
+    fails its checksum is a :class:`~kernel_lab.core.errors.DataError` naming the file,
+    the column and the row group (:func:`checksum_error`)."""
+    try:
+        return f.read(columns=columns)
+    except Exception as exc:
+        if not is_checksum_failure(exc):
+            raise
+        raise checksum_error(path, f, columns) from None
+
+
+def checksum_error(path: str | os.PathLike[str], f: Any, columns: list[str]) -> DataError:
+    """The refusal of a file with a page that fails its checksum, naming the column and
+    the row group (with its rows) found by reading each column of each row group again
+    (only when a read failed: the cost of one more read of those columns at most)."""
+    meta = f.metadata
+    groups = meta.num_row_groups
+    first = 0
+    for g in range(groups):
+        rows = meta.row_group(g).num_rows
+        for name in columns:
+            try:
+                f.read_row_group(g, columns=[name])
+            except Exception as exc:
+                if not is_checksum_failure(exc):
+                    raise
+                return _checksum_refusal(
+                    f"a page of column {name!r} in row group {g + 1} of {groups} (rows "
+                    f"{first + 1:,}–{first + rows:,} of the file)", path)
+        first += rows
+    return _checksum_refusal("a page", path)
+
+
+def _checksum_refusal(page: str, path: str | os.PathLike[str]) -> DataError:
+    return DataError(f"{page} fails its checksum: {_CHANGED}", _AGAIN, path=path)
+
+
+_CHANGED = "the file's bytes changed after it was written (a damaged disk, copy or download)"
+_AGAIN = ("copy the file again, or export it again from its source (its numbers cannot be "
+          "trusted)")
+
+
+def _bounds(values: np.ndarray) -> tuple[float, float]:
+    """The smallest and largest of ``values``, NaN ignored (±inf when all are NaN); in
+    slices of half a megabyte, so the second reduction finds its slice in the cache."""
+    lowest, highest = np.inf, -np.inf
+    step = 1 << 16
+    for a in range(0, values.size, step):
+        part = values[a:a + step]
+        lowest = min(lowest, float(np.fmin.reduce(part)))  # a NaN never compares less
+        highest = max(highest, float(np.fmax.reduce(part)))
+    return lowest, highest
+
+
+def footer_columns(meta: Any) -> dict[str, int]:
+    """Each flat column's position in a row group of the file's metadata, by name."""
+    if meta.num_row_groups == 0:
+        return {}
+    group = meta.row_group(0)
+    return {group.column(i).path_in_schema: i for i in range(group.num_columns)}
+
+
+def check_footer_range(path: str | os.PathLike[str], meta: Any, name: str, kind: Any,
+                       values: np.ndarray, *, start: int | None = None) -> None:
+    """Refuse a column of integers or floats (``values``: the file's whole column as
+    float64, as read) with a value outside the minimum … maximum the footer records for
+    its row group, naming the file, the column, the first such row and the count.
+
+    A writer computes these statistics from the numbers it wrote; a value outside them
+    was changed afterwards — what a damaged page of a file without checksums is read as
+    (random bytes almost never stay inside a column's range). Row groups without
+    statistics are not checked (pyarrow itself drops those it knows an old writer got
+    wrong); NaN and null cells are not compared. ``start``: the global index of the
+    file's first row, for a file of a folder. Two reductions over each column
+    (:func:`_bounds`): no copy."""
+    import pyarrow.types as pt
+
+    if not (pt.is_integer(kind) or pt.is_floating(kind)):
+        return  # decimals and booleans: statistics in other units
+    position = footer_columns(meta).get(name)
+    if position is None:
+        return
+    first = 0
+    for g in range(meta.num_row_groups):
+        group = meta.row_group(g)
+        rows = group.num_rows
+        stats = group.column(position).statistics
+        block = values[first:first + rows]
+        if stats is not None and stats.has_min_max and rows and block.size:
+            low, high = float(stats.min), float(stats.max)
+            lowest, highest = _bounds(block)
+            if (lowest < low or highest > high) and low == low and high == high:
+                out = np.flatnonzero((block < low) | (block > high))
+                r = first + int(out[0])
+                where = (f"row {r + 1:,}" if start is None
+                         else f"row {start + r:,} (row {r + 1:,} of this file)")
+                raise DataError(
+                    f"{where}: column {name!r} holds {out.size:,} "
+                    f"value{'' if out.size == 1 else 's'} outside the range the file's "
+                    f"footer records for row group {g + 1} ({low:.6g} to {high:.6g}; "
+                    f"{'the first here' if out.size > 1 else 'here'}: {values[r]:.6g}): "
+                    f"{_CHANGED}", _AGAIN, path=path)
+        first += rows
+
+
 def read_parquet(path: Path, raw: bytes, target: str | int | None,
                  options: ReadOptions | None = None) -> Table:
     """The table of a Parquet file (``raw``: its first bytes, for the magic number).
@@ -61,11 +190,9 @@ def read_parquet(path: Path, raw: bytes, target: str | int | None,
     options = options or ReadOptions()
     expect_magic(path, raw, MAGIC, "an Apache Parquet file")
     need_pyarrow(path)
-    import pyarrow.parquet as pq
-
     options.report(0.1, f"reading {path.name} (Parquet)")
     try:
-        with pq.ParquetFile(path) as f:
+        with open_parquet(path) as f:
             return _read_columns(path, f, target, options)
     except (DataError, MemoryError, Cancelled):
         raise
@@ -112,7 +239,7 @@ def _read_columns(path: Path, f: Any, target: str | int | None, options: ReadOpt
     numeric = [is_numeric_type(schema.field(name).type) for name in names]
     first = None  # read first only when it may be an id column (0 … n−1 or 1 … n)
     if numeric[0] and names[0].strip().lower() in ID_NAMES:
-        first = float_column(f.read(columns=[names[0]]).column(0))
+        first = float_column(read_checked(path, f, [names[0]]).column(0))
     used, j = used_columns(path, names, first, names[0], True, target, options)
     matrix = (np.empty((n, len(names))) if all(numeric) and len(used) == len(names)
               else None)
@@ -122,11 +249,15 @@ def _read_columns(path: Path, f: Any, target: str | int | None, options: ReadOpt
             columns.append(None)
             continue
         options.report(0.15 + 0.75 * c / len(names), f"column {c + 1} of {len(names)}: {name}")
-        column = f.read(columns=[name]).column(0)
-        if matrix is not None:
-            matrix[:, c] = float_column(column)
-        elif numeric[c]:
-            columns.append(float_column(column))
+        column = read_checked(path, f, [name]).column(0)
+        if numeric[c]:
+            values = float_column(column)
+            check_footer_range(path, f.metadata, name, schema.field(name).type, values)
+            if matrix is not None:
+                matrix[:, c] = values
+            else:
+                columns.append(values)
+            del values
         else:
             columns.append(_column(path, column.to_pandas(), name, c + 1, target=c == j))
         del column
@@ -149,9 +280,7 @@ def pandas_index(schema: Any) -> list[str]:
 def peek_parquet(path: Path, rows: int) -> tuple[list[str], list[list[str]]]:
     """Column names and the first ``rows`` rows as text (as a CSV of the same data
     writes them), from the file's first row group; pandas' index columns left out."""
-    import pyarrow.parquet as pq
-
-    with pq.ParquetFile(path) as f:
+    with open_parquet(path) as f:
         index = set(pandas_index(f.schema_arrow))
         names = [n for n in f.schema_arrow.names if n not in index]
         batch = next(f.iter_batches(batch_size=max(rows, 1), columns=names), None)

@@ -18,8 +18,14 @@
   ``target_name`` name the columns (default ``x1 … xp`` and ``y``).
 
 Each problem is a :class:`~kernel_lab.core.errors.DataError` naming the file (or store)
-and saying what to do. Missing values are not checked when opening (that would read the
-data): :func:`~kernel_lab.core.parts.base.part_rows` refuses them naming the part and row;
+and saying what to do. A part's read verifies the checksums of its Parquet pages (where
+the file has them: :func:`~kernel_lab.data.parquet.open_parquet`), refuses a number
+outside the range the footer records for its row group
+(:func:`~kernel_lab.data.parquet.check_footer_range`) and values beyond ±1e150, naming
+the file, column and row
+(:func:`~kernel_lab.data.table.refuse_huge_values`). Missing values are not checked when
+opening (that would read the data): :func:`~kernel_lab.core.parts.base.part_rows`
+refuses them naming the part and row;
 constant columns are refused by :func:`~kernel_lab.core.parts.base.standardize_plan`.
 
 A small partitioned data set (:meth:`PartitionedTable.fits_memory`) reads into an ordinary
@@ -30,7 +36,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -42,10 +48,13 @@ from kernel_lab.core.errors import DataError, data_option, missing_package
 from kernel_lab.core.memory import check_allocation, format_bytes, memory_budget_bytes
 from kernel_lab.data.columns import ColumnChoice, split_names
 from kernel_lab.data.parquet import (
+    check_footer_range,
     float_column,
     is_numeric_type,
     need_pyarrow,
+    open_parquet,
     pandas_index,
+    read_checked,
 )
 from kernel_lab.data.table import (
     INDEX_NAMES,
@@ -53,6 +62,7 @@ from kernel_lab.data.table import (
     Table,
     apply_nan_policy,
     pick_target,
+    refuse_huge_values,
 )
 
 __all__ = ["ParquetPart", "PartitionedTable", "ZarrPart", "is_partitioned",
@@ -92,11 +102,16 @@ def is_partitioned(path: str | os.PathLike[str]) -> bool:
 # Parts
 
 
-def _float_columns(table: Any, names: Sequence[str], rows: int) -> np.ndarray:
-    """Columns of a pyarrow table as one float64 array (rows × len(names)), nulls NaN."""
+def _float_columns(table: Any, names: Sequence[str], rows: int,
+                   check: Callable[[str, Any, np.ndarray], None] | None = None) -> np.ndarray:
+    """Columns of a pyarrow table as one float64 array (rows × len(names)), nulls NaN;
+    ``check(name, arrow type, values)`` is told each column's values first."""
     out = np.empty((rows, len(names)))
     for j, name in enumerate(names):
-        out[:, j] = float_column(table.column(name))
+        values = float_column(table.column(name))
+        if check is not None:
+            check(name, table.schema.field(name).type, values)
+        out[:, j] = values
     return out
 
 
@@ -113,33 +128,45 @@ class ParquetPart:
     features: tuple[str, ...]
     target: str
 
-    def _read(self, columns: list[str]) -> Any:
+    def _read(self, columns: list[str]) -> tuple[Any, Any]:
+        """The columns as a pyarrow table, and the file's metadata (its footer)."""
         need_pyarrow(self.path)
-        import pyarrow.parquet as pq
-
         try:
-            with pq.ParquetFile(self.path) as f:
-                table = f.read(columns=columns)
+            with open_parquet(self.path) as f:  # pages' checksums verified, if written
+                table = read_checked(self.path, f, columns)
+                meta = f.metadata
+        except DataError:
+            raise
         except Exception as exc:  # gone, changed or damaged since it was opened
             detail = " ".join(str(exc).split())[:160]
-            raise DataError(f"the file cannot be read ({type(exc).__name__}: {detail})",
-                            "check that the folder was not changed while in use",
+            raise DataError(f"the file cannot be read ({type(exc).__name__}: {detail}): it "
+                            "was changed while in use, or is damaged",
+                            "open the folder again if its files were changed; copy or "
+                            "export a damaged file again",
                             path=self.path) from None
         if table.num_rows != self.rows:
             raise DataError(f"the file has {table.num_rows:,} rows, not the {self.rows:,} it "
                             "had when the folder was opened",
                             "open the folder again after changing its files", path=self.path)
-        return table
+        return table, meta
 
     def read(self) -> tuple[np.ndarray, np.ndarray]:
-        """X (rows × p) and y (rows,) as float64, missing values NaN."""
-        table = self._read([*self.features, self.target])
-        X = _float_columns(table, self.features, self.rows)
-        return X, _float_columns(table, [self.target], self.rows)[:, 0]
+        """X (rows × p) and y (rows,) as float64, missing values NaN; values beyond
+        ±:data:`~kernel_lab.data.table.MAX_MAGNITUDE` refused, naming the file and row."""
+        table, meta = self._read([*self.features, self.target])
+
+        def check(name: str, kind: Any, values: np.ndarray) -> None:
+            check_footer_range(self.path, meta, name, kind, values, start=self.start)
+
+        X = _float_columns(table, self.features, self.rows, check)
+        y = _float_columns(table, [self.target], self.rows, check)[:, 0]
+        refuse_huge_values(self.path, X, y, self.features, self.target, start=self.start)
+        return X, y
 
     def read_target(self) -> np.ndarray:
         """The target column alone."""
-        return _float_columns(self._read([self.target]), [self.target], self.rows)[:, 0]
+        table, _ = self._read([self.target])
+        return _float_columns(table, [self.target], self.rows)[:, 0]
 
     def target_bounds(self) -> set[float]:
         """The target's minimum and maximum of each row group, where the file's footer
@@ -191,6 +218,8 @@ class ZarrPart:
     #: The columns of X used as features (None: all).
     columns: tuple[int, ...] | None = None
     target: str = "y"
+    #: The feature columns' names, for messages (empty: ``x1 … xp``).
+    names: tuple[str, ...] = ()
 
     def _group(self) -> Any:
         zarr = _need_zarr(self.path)
@@ -208,6 +237,9 @@ class ZarrPart:
         if self.columns is not None:
             X = X[:, list(self.columns)]
         y = np.asarray(group[self.target][self.start:stop], dtype=np.float64).reshape(-1)
+        names = self.names or [f"x{j + 1}" for j in range(X.shape[1])]
+        refuse_huge_values(self.path, X, y, names, self.target, start=self.start,
+                           within=f"chunk {self.index}")
         return X, y
 
     def read_target(self) -> np.ndarray:
@@ -589,7 +621,7 @@ def _open_zarr(path: Path, target: str | int | None, choice: ColumnChoice
         columns = tuple(picked)
         names = [names[i] for i in picked]
     step = int((getattr(X, "shards", None) or X.chunks)[0])
-    parts = [ZarrPart(k, a, min(step, n - a), str(path), columns, target_array)
+    parts = [ZarrPart(k, a, min(step, n - a), str(path), columns, target_array, tuple(names))
              for k, a in enumerate(range(0, n, step))]
     notes = [f"Zarr store: {n:,} rows in {len(parts)} {_plural(parts, 'chunk')} of "
              f"{step:,} rows, read chunk by chunk", *notes]

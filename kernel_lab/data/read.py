@@ -8,7 +8,9 @@ forced format) — text tables (:mod:`~kernel_lab.data.text`, also compressed as
 :class:`~kernel_lab.data.table.Table` or raises a
 :class:`~kernel_lab.core.errors.DataError` naming the file, the line and column where
 that applies, the problem and the fix. Missing or non-finite values are an error unless
-``nan_policy="drop"``, which drops the affected rows and records how many.
+``nan_policy="drop"``, which drops the affected rows and records how many. A value beyond
+±:data:`~kernel_lab.data.table.MAX_MAGNITUDE` is refused in every format
+(:func:`~kernel_lab.data.table.refuse_huge_values`): it is a damaged cell, not data.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from kernel_lab.data.table import (
     ReadOptions,
     Table,
     apply_nan_policy,
+    refuse_huge_values,
 )
 
 #: File formats by extension.
@@ -173,7 +176,9 @@ def load_table(
                         path=path) from None
     if note:
         table.notes.insert(0, note)
-    options.report(0.95, "checking for missing values")
+    options.report(0.95, "checking for missing values and numbers out of range")
+    refuse_huge_values(path, table.X, table.y, table.feature_names, table.target_name,
+                       lines=table.lines, dropped=options.columns.drop)
     return apply_nan_policy(table, nan_policy, path, options.columns.drop)
 
 
