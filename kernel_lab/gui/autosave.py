@@ -190,6 +190,7 @@ class Autosave:
         for dock in w._docks():
             dock.dockLocationChanged.connect(self.changed)
             dock.topLevelChanged.connect(self.changed)
+            dock.visibilityChanged.connect(self.changed)
         for action in (w.log_y_action, w.presentation_action):
             action.toggled.connect(self.changed)
         self.watch_playground()
