@@ -88,13 +88,11 @@ class MainWindow(QtWidgets.QMainWindow):
         Where layout and last-used settings persist (default: the user's Kernel Lab
         settings); tests pass a temporary file. The autosave file lives beside it.
     autosave : bool
-        Keep the state in the autosave file a few seconds after each change and offer to
-        restore it after an unclean end (:mod:`kernel_lab.gui.autosave`); off for
-        screenshots.
+        Autosave, and offer to restore after an unclean end (:mod:`kernel_lab.gui.autosave`).
     """
 
-    def __init__(self, settings: QtCore.QSettings | None = None, *,
-                 autosave: bool = True) -> None:
+    def __init__(self, settings: QtCore.QSettings | None = None, *, autosave: bool = True
+                 ) -> None:
         super().__init__()
         preload_for_threads()
         self.setWindowTitle(f"Kernel Lab {__version__}")
@@ -111,7 +109,8 @@ class MainWindow(QtWidgets.QMainWindow):
             lambda pid: self.log(f"compute worker process started (pid {pid})"))
         self.loader = Worker(load_source, name="data-loader", post=post)
         self.model = model = LabModel(self.runs, self.loader)
-        self.workers = (self.runs, self.loader)  # the window's threads (tear_down waits)
+        self.autosave = Autosave(self, on=autosave)
+        self.workers = (self.runs, self.loader, self.autosave.worker)  # tear_down waits
         self.plot_panel = PlotPanel(model)
         self.setCentralWidget(self.plot_panel)
         self.playground: Any = None  # the Playground window, made on first use
@@ -127,8 +126,6 @@ class MainWindow(QtWidgets.QMainWindow):
         model.session_applied.connect(lambda session: self._explain(model.experiment))
         model.state_changed.connect(self._state_changed)
         self._restore_settings()
-        self.autosave = Autosave(self, on=autosave)
-        self.workers += (self.autosave.worker,)
         self.autosave.start()
 
     # -- layout -------------------------------------------------------------------------
@@ -223,8 +220,7 @@ class MainWindow(QtWidgets.QMainWindow):
         if getattr(self, "playground", None) is None:  # one per window: closing only hides
             self.playground = PlaygroundWindow(self)
             self.playground.resize(1300, 850)
-            if getattr(self, "autosave", None) is not None:
-                self.autosave.watch_playground()
+            self.autosave.watch_playground()
         if preset:
             self.playground.open_preset(preset)
         if show:

@@ -51,16 +51,17 @@ def ask_restore(parent: QtWidgets.QWidget, recovered: Recovered, path: Path) -> 
     return box.clickedButton() is restore
 
 
-def settings_folder(settings: QtCore.QSettings) -> Path:
-    """Where the settings live: the folder of their file (INI files, and the native
-    format on Linux and macOS); on Windows, whose native settings are in the registry,
-    the application's data folder."""
+def autosave_paths(settings: QtCore.QSettings) -> AutosavePaths:
+    """The autosave's files for ``settings``: beside their file, named after it (INI
+    files, and the native format on Linux: ``~/.config/KernelLab/Kernel
+    Lab.autosave.json``); where the native settings are no file of ours (the Windows
+    registry, a macOS preferences list), in the application's configuration folder."""
     if settings.format() == QtCore.QSettings.Format.NativeFormat and \
-            sys.platform.startswith("win"):
+            not sys.platform.startswith("linux"):
         folder = QtCore.QStandardPaths.writableLocation(
             QtCore.QStandardPaths.StandardLocation.AppConfigLocation)
-        return Path(folder) / "settings"
-    return Path(settings.fileName()).parent
+        return AutosavePaths.beside(Path(folder) / f"{settings.applicationName()}.ini")
+    return AutosavePaths.beside(settings.fileName())
 
 
 def _write(job: Job) -> None:
@@ -90,8 +91,7 @@ class Autosave:
     def __init__(self, window: Any, *, on: bool = True, delay: float | None = None,
                  max_wait: float | None = None) -> None:
         self.window = window
-        name = Path(window.settings.fileName()).name
-        self.paths = AutosavePaths.beside(settings_folder(window.settings) / name)
+        self.paths = autosave_paths(window.settings)
         self.policy = Debounce(*(v for v in (delay, max_wait) if v is not None))
         self.writer = AutosaveWriter(self.paths.file)
         self.lock = InstanceLock(self.paths.lock)
@@ -125,11 +125,9 @@ class Autosave:
         restored = self._recover()
         self.enabled = True
         self._watch()
-        snapshot = self.snapshot()
+        snapshot = self.snapshot()  # what the file (if any) holds, or the settings gave
         if snapshot is not None:
             self.writer.baseline(snapshot)
-        if restored is not None and not restored.clean:
-            self.changed()  # the restored state is the one to keep from now on
         return restored
 
     def _recover(self) -> Recovered | None:

@@ -78,6 +78,19 @@ def test_a_full_disk_keeps_the_previous_file_whole(tmp_path, monkeypatch):
     assert [p.name for p in tmp_path.iterdir()] == ["state.json"]  # no temporary left
 
 
+def test_piecewise_json_is_the_json_of_one_call():
+    rng = np.random.default_rng(3)
+    long = rng.normal(size=a.CHUNK * 2 + 7).tolist()
+    value = {"é": [1, 2.5, None, True, "x\"y"], "long": long, "rows": rng.normal(
+        size=(a.CHUNK + 1, 2)).tolist(), "exact": [a.CHUNK * [0.1]], "tiny": [],
+        "nested": {"k": [{"a": long[:a.CHUNK + 1]}, [long[:3], []], 7]}}
+    expected = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    assert a.encode(value) == expected
+    assert json.loads(a.encode(value))["long"] == long  # every float back bit for bit
+    with pytest.raises(ValueError):
+        a.encode({"x": [float("nan")]})
+
+
 def test_writer_round_trip_with_the_session_reader(tmp_path):
     path = tmp_path / "s.autosave.json"
     session = _session()
