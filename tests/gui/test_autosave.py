@@ -54,6 +54,9 @@ def main():
     w.experiment_box.setCurrentIndex(w.experiment_box.findData(experiment))
     w.data_panel.set_spec(data)
     w.form.set_values(json.loads(edited))
+    if w.run_blocking(120) is None:
+        raise SystemExit(f"the run failed: {w.status.text()}")
+    w.pin_curves()
     w.explain_dock.setVisible(False)
     pg = w.open_playground()
     pg.model.set_dataset("paint-2d")
@@ -68,12 +71,15 @@ def main():
         if a.writes and not a.timer.isActive() and a.worker.wait_idle(0) \
                 and not w.model.loading:
             doc = json.loads(a.paths.file.read_text())
-            if len(doc["session"]["playground"]["points"]["y"]) == painted:
+            if len(doc["session"]["playground"]["points"]["y"]) == painted \
+                    and doc["session"].get("pinned"):
                 break
     state = {"values": w.model.values, "params": w.model.resolved_params(),
              "experiment": w.experiment.name,
              "data": w.model.source.to_dict(), "X": pg.model.points.X.tolist(),
              "y": pg.model.points.y.tolist(), "form": w.form.values(),
+             "pins": [[p.label, {k: v.tolist() for k, v in p.table.items()}]
+                      for p in w.model.pins],
              "written_after_s": round(time.monotonic() - (deadline - 90), 2)}
     print(json.dumps(state), flush=True)
     print("READY", flush=True)
@@ -185,6 +191,11 @@ def test_a_killed_window_is_offered_back_and_restore_brings_everything(after_kil
         assert w.form.values() == before["form"]
         assert w.model.source.to_dict() == before["data"]
         assert w.explain_dock.isHidden() and not w.exp_dock.isHidden()  # the layout
+        assert len(before["pins"]) == 1 and len(w.model.pins) == 1  # the pinned run
+        (label, table), pin = before["pins"][0], w.model.pins[0]
+        assert pin.label == label and set(pin.table) == set(table)
+        for key, column in table.items():  # NaN where a curve has no value
+            np.testing.assert_array_equal(pin.table[key], np.array(column, dtype=float))
         pg = w.playground
         assert pg is not None and pg.isVisible() and pg.model.dataset == "paint-2d"
         np.testing.assert_array_equal(pg.model.points.X, np.array(before["X"]))
