@@ -122,6 +122,7 @@ class Autosave:
             self.window.log(f"autosave off: another Kernel Lab window uses the settings in "
                             f"{self.paths.file.parent} and autosaves there")
             return None
+        self.paths.remove_temporaries()
         restored = self._recover()
         self.enabled = True
         self._watch()

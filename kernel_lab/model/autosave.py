@@ -69,6 +69,16 @@ class AutosavePaths:
     lock: Path
     discarded: Path
 
+    def remove_temporaries(self) -> int:
+        """Delete the temporary files a write cut short left (the process was killed
+        between writing and renaming); call it holding the lock. Returns how many."""
+        removed = 0
+        for tmp in self.file.parent.glob(f".{self.file.name}.*.tmp"):
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+                removed += 1
+        return removed
+
     @classmethod
     def beside(cls, settings_file: str | os.PathLike[str]) -> AutosavePaths:
         """The files next to ``settings_file`` (the QSettings file), named after it."""

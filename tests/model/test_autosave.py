@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import threading
 
@@ -62,6 +63,19 @@ def test_atomic_write_replaces_the_file_and_leaves_no_temporary(tmp_path):
     assert write_atomic(path, "new é") == len("new é".encode())
     assert path.read_text(encoding="utf-8") == "new é"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["state.json"]
+
+
+def test_temporaries_of_a_write_cut_short_are_removed(tmp_path):
+    paths = AutosavePaths.beside(tmp_path / "s.ini")
+    # what write_atomic leaves when the process is killed before its rename: a temporary
+    # named as its mkstemp names them
+    fd, name = tempfile.mkstemp(prefix=f".{paths.file.name}.", suffix=".tmp", dir=tmp_path)
+    os.close(fd)
+    (tmp_path / "other.tmp").write_text("not ours")
+    write_atomic(paths.file, "{}")
+    assert paths.remove_temporaries() == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["other.tmp", paths.file.name]
+    assert not os.path.exists(name)
 
 
 def test_a_full_disk_keeps_the_previous_file_whole(tmp_path, monkeypatch):
