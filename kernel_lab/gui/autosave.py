@@ -84,15 +84,15 @@ class Autosave:
         Its model, Playground, docks and view actions are watched and captured.
     on : bool
         False: nothing is read, watched or written (no thread either).
-    delay, max_wait : float
-        The debounce policy (:class:`~kernel_lab.model.autosave.Debounce`), in seconds.
+
+    When to write is :attr:`policy` (a :class:`~kernel_lab.model.autosave.Debounce`: 3 s
+    after the last change, 15 s after the first at the latest; tests set a shorter one).
     """
 
-    def __init__(self, window: Any, *, on: bool = True, delay: float | None = None,
-                 max_wait: float | None = None) -> None:
+    def __init__(self, window: Any, *, on: bool = True) -> None:
         self.window = window
         self.paths = autosave_paths(window.settings)
-        self.policy = Debounce(*(v for v in (delay, max_wait) if v is not None))
+        self.policy = Debounce()
         self.writer = AutosaveWriter(self.paths.file)
         self.lock = InstanceLock(self.paths.lock)
         self.on = on
