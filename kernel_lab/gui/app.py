@@ -32,6 +32,7 @@ from kernel_lab.engine.session import Session
 from kernel_lab.engine.worker import Worker
 from kernel_lab.experiments import Experiment
 from kernel_lab.gui import preload_for_threads, tear_down, top_level_widgets
+from kernel_lab.gui.autosave import Autosave
 from kernel_lab.gui.backend_menu import BackendMenu
 from kernel_lab.gui.data_panel import DataPanel
 from kernel_lab.gui.experiment_panel import ExperimentPanel
@@ -85,10 +86,13 @@ class MainWindow(QtWidgets.QMainWindow):
     ----------
     settings : QSettings, optional
         Where layout and last-used settings persist (default: the user's Kernel Lab
-        settings); tests pass a temporary file.
+        settings); tests pass a temporary file. The autosave file lives beside it.
+    autosave : bool
+        Autosave, and offer to restore after an unclean end (:mod:`kernel_lab.gui.autosave`).
     """
 
-    def __init__(self, settings: QtCore.QSettings | None = None) -> None:
+    def __init__(self, settings: QtCore.QSettings | None = None, *, autosave: bool = True
+                 ) -> None:
         super().__init__()
         preload_for_threads()
         self.setWindowTitle(f"Kernel Lab {__version__}")
@@ -105,7 +109,8 @@ class MainWindow(QtWidgets.QMainWindow):
             lambda pid: self.log(f"compute worker process started (pid {pid})"))
         self.loader = Worker(load_source, name="data-loader", post=post)
         self.model = model = LabModel(self.runs, self.loader)
-        self.workers = (self.runs, self.loader)  # the window's threads (tear_down waits)
+        self.autosave = Autosave(self, on=autosave)
+        self.workers = (self.runs, self.loader, self.autosave.worker)  # tear_down waits
         self.plot_panel = PlotPanel(model)
         self.setCentralWidget(self.plot_panel)
         self.playground: Any = None  # the Playground window, made on first use
@@ -121,6 +126,7 @@ class MainWindow(QtWidgets.QMainWindow):
         model.session_applied.connect(lambda session: self._explain(model.experiment))
         model.state_changed.connect(self._state_changed)
         self._restore_settings()
+        self.autosave.start()
 
     # -- layout -------------------------------------------------------------------------
     def _dock(self, title: str, widget: QtWidgets.QWidget,
@@ -206,17 +212,20 @@ class MainWindow(QtWidgets.QMainWindow):
         help_menu = bar.addMenu("&Help")
         self._action(help_menu, "&About Kernel Lab", self.about)
 
-    def open_playground(self, preset: str | None = None) -> Any:
-        """The Playground window (one, reused), optionally with a Playground preset."""
+    def open_playground(self, preset: str | None = None, *, show: bool = True) -> Any:
+        """The Playground window (one, reused), optionally with a Playground preset;
+        ``show=False``: made (or found) but not shown."""
         from kernel_lab.gui.playground import PlaygroundWindow
 
         if getattr(self, "playground", None) is None:  # one per window: closing only hides
             self.playground = PlaygroundWindow(self)
             self.playground.resize(1300, 850)
+            self.autosave.watch_playground()
         if preset:
             self.playground.open_preset(preset)
-        self.playground.show()
-        self.playground.raise_()
+        if show:
+            self.playground.show()
+            self.playground.raise_()
         return self.playground
 
     def send_to_playground(self, columns: tuple[int, ...] | None = None) -> bool:
@@ -461,6 +470,7 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def closeEvent(self, event: QtGui.QCloseEvent) -> None:
         self._save_settings()
+        self.autosave.close()  # the last state, marked clean
         for worker in self.workers:  # first: a cancel at exit starts no fresh process
             worker.close()
         self.model.cancel_run()
@@ -503,7 +513,7 @@ def screenshot(path: str | Path, session: str | None = None, timeout: float = 30
     settings = QtCore.QSettings(str(Path(path).with_suffix(".ini")),
                                 QtCore.QSettings.Format.IniFormat)
     settings.clear()
-    window = MainWindow(settings)
+    window = MainWindow(settings, autosave=False)
     window.resize(1440, 900)
     window.show()
     if session or preset:
