@@ -31,7 +31,6 @@ import json
 import os
 import stat
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -39,6 +38,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from kernel_lab.core.errors import KernelLabError
+from kernel_lab.engine import atomic
 from kernel_lab.engine.session import MAX_BYTES, Session, session_from_dict
 
 FORMAT = "kernel-lab-autosave"
@@ -73,7 +73,9 @@ class AutosavePaths:
         """Delete the temporary files a write cut short left (the process was killed
         between writing and renaming); call it holding the lock. Returns how many."""
         removed = 0
-        for tmp in self.file.parent.glob(f".{self.file.name}.*.tmp"):
+        for tmp in atomic.leftover_temporaries(self.file.parent):
+            if not tmp.name.startswith(f".{self.file.name}."):
+                continue
             with contextlib.suppress(OSError):
                 tmp.unlink()
                 removed += 1
@@ -90,48 +92,20 @@ class AutosavePaths:
 
 # -- writing ------------------------------------------------------------------------------
 def write_atomic(path: str | os.PathLike[str], text: str) -> int:
-    """Write ``text`` to ``path`` whole or not at all: into a temporary file of the same
-    folder, flushed to the disk (``fsync``), then renamed over ``path`` (``os.replace``,
-    atomic), and the folder's entry flushed too (POSIX). A failure (a full disk) leaves
-    ``path`` as it was and no temporary file; it raises :class:`AutosaveError` naming
-    the folder. Returns the number of bytes written."""
+    """Write ``text`` to ``path`` whole or not at all (the engine's
+    :func:`~kernel_lab.engine.atomic.write_atomic`: a temporary file of the same folder,
+    flushed, renamed over ``path``, the folder flushed). A failure (a full disk) leaves
+    ``path`` as it was and no temporary file; it raises :class:`AutosaveError` naming the
+    folder. Returns the number of bytes written."""
     path = Path(path)
     data = text.encode("utf-8")
-    fd, tmp = -1, ""
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        with os.fdopen(fd, "wb") as out:
-            fd = -1  # the file object closes it
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-        tmp = ""
-        _sync_folder(path.parent)
+        atomic.write_atomic(path, data)
     except OSError as exc:
         raise AutosaveError(f"cannot write the autosave file {path.name} in {path.parent}: "
                             f"{exc.strerror or exc}; free some space or make the folder "
                             "writable") from None
-    finally:
-        if fd >= 0:
-            os.close(fd)
-        if tmp:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
     return len(data)
-
-
-def _sync_folder(folder: Path) -> None:
-    """Flush a folder's entries (a rename survives a power cut); not on Windows."""
-    if sys.platform.startswith("win"):
-        return
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    except OSError:  # some file systems refuse fsync on a folder: the rename still holds
-        pass
-    finally:
-        os.close(fd)
 
 
 def encode(value: Any) -> str:

@@ -10,7 +10,6 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import textwrap
 import threading
 
@@ -19,6 +18,7 @@ import pytest
 
 from kernel_lab.data.source import DataSource
 from kernel_lab.engine import RunSpec
+from kernel_lab.engine.atomic import temporary_name
 from kernel_lab.engine.playground.state import PlaygroundState, Points
 from kernel_lab.engine.session import Session
 from kernel_lab.experiments import get_experiment
@@ -68,13 +68,15 @@ def test_atomic_write_replaces_the_file_and_leaves_no_temporary(tmp_path):
 def test_temporaries_of_a_write_cut_short_are_removed(tmp_path):
     paths = AutosavePaths.beside(tmp_path / "s.ini")
     # what write_atomic leaves when the process is killed before its rename: a temporary
-    # named as its mkstemp names them
-    fd, name = tempfile.mkstemp(prefix=f".{paths.file.name}.", suffix=".tmp", dir=tmp_path)
-    os.close(fd)
+    # named as it names them; another file's temporary in the folder is not ours
+    name = temporary_name(paths.file)
+    name.write_text("cut")
     (tmp_path / "other.tmp").write_text("not ours")
+    temporary_name(tmp_path / "result.json").write_text("another writer's")
     write_atomic(paths.file, "{}")
     assert paths.remove_temporaries() == 1
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["other.tmp", paths.file.name]
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith(".result")
+                  ) == ["other.tmp", paths.file.name]
     assert not os.path.exists(name)
 
 
