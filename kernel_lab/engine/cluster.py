@@ -187,19 +187,31 @@ def connect(scheduler: str | None = None, workers: int | None = None,
     n = max(1, workers or default_workers())
     limit = worker_memory_limit(n) if memory_limit is None else memory_limit
     drop_heap_settings()  # the workers' malloc settings are DASK_QUIET's, not a run's
-    with dask.config.set(DASK_QUIET):
-        # no dashboard; the scheduler's small HTTP server (health checks) on any free port
-        local = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                             host="127.0.0.1", dashboard_address=None, memory_limit=limit,
-                             scheduler_kwargs={"dashboard": False,
-                                               "dashboard_address": "127.0.0.1:0"})
+    # the workers' log records go to the same file from their start (a local cluster's
+    # workers share this file system), restarted workers included
+    plugins = ()
+    if log is not None:
+        from kernel_lab.engine.dask_log import LogToFile
+
+        plugins = (LogToFile(str(log)),)
+    try:
+        with dask.config.set(DASK_QUIET):
+            # no dashboard; the scheduler's small HTTP server (health checks) on a free port
+            local = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+                                 host="127.0.0.1", dashboard_address=None,
+                                 memory_limit=limit, plugins=plugins,
+                                 scheduler_kwargs={"dashboard": False,
+                                                   "dashboard_address": "127.0.0.1:0"})
+    except (RuntimeError, OSError, TimeoutError) as exc:  # "Nanny failed to start", …
+        raise WorkerLost(f"the local Dask cluster could not start its {n} worker(s) ("
+                         f"{str(exc).rstrip('.')}"
+                         "): they died while starting (killed, or out of memory); run it "
+                         "again, with fewer workers (--workers) if memory is short"
+                         + _log_hint()) from None
     try:
         client = Client(local)
         client._kernel_lab_address = local.scheduler_address
-        if log is not None:  # the workers' records too (they share this file system)
-            from kernel_lab.engine.dask_log import LogToFile
-
-            client.register_plugin(LogToFile(str(log)))
+        client._kernel_lab_local = True  # for messages: its nannies restart workers
         return Cluster(client, local)
     except BaseException:
         local.close()
@@ -353,6 +365,11 @@ def check_workers(client: Any, since: float | None, grace: float,
             + "; the run is stopped — give each worker more memory (dask worker "
             "--memory-limit, or fewer workers per machine) or cut the data into smaller "
             "files (more partitions)" + _log_hint())
+    if getattr(client, "_kernel_lab_local", False):
+        raise WorkerLost(f"the local Dask cluster has had no workers for {grace:g} s (they "
+                         "kept dying — killed, or out of memory — faster than they were "
+                         "restarted); the run is stopped — run it again, with fewer workers "
+                         "(--workers) if memory is short" + _log_hint())
     raise WorkerLost(f"the Dask cluster has had no workers for {grace:g} s (they died or "
                      "were stopped) and the run cannot go on; the run is stopped — start "
                      "workers (dask worker ADDRESS) or use a local cluster" + _log_hint())
@@ -471,7 +488,12 @@ def gather(client: Any, futures: Sequence[Any], progress: Any = None, *,
 
     watch = Watch(client, progress, grace=grace, deadline=deadline, counting=finished,
                   expired=expired, paused=paused)
-    return list(wait_on(client, lambda: client._gather(futures), watch))
+    try:
+        return list(wait_on(client, lambda: client._gather(futures), watch))
+    except OSError as exc:  # a connection closed under the transfer (CommClosedError)
+        lost = cancelled_by_dask(client, f"the results of {len(futures)} task(s) "
+                                 f"({type(exc).__name__}: {exc})")
+        raise lost from None
 
 
 def cancel_futures(client: Any, futures: Sequence[Any], reason: str = "the run stopped"
@@ -709,7 +731,7 @@ class DaskParts:
             got = wait_on(self.client, lambda: self.client._run(_keep_partitions),
                           Watch(self.client, grace=self.no_worker_grace,
                                 deadline=ASK_TIMEOUT))
-            self._memory = list(got.values())
+            self._memory = [m for m in got.values() if isinstance(m, dict)]
         except Exception:  # then every pass reads the files, and nothing is checked
             pass
 
