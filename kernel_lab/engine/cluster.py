@@ -107,13 +107,13 @@ class Cluster:
         return str(self.client.scheduler.address)
 
     def workers(self) -> int:
-        """Number of workers connected now."""
-        return len(self.client.nthreads())
+        """Number of workers connected now (the scheduler asked with a deadline)."""
+        return len(_ask_workers(self.client))
 
     def describe(self) -> str:
         """One line for logs and notes: where the cluster is, its workers, threads and
         memory limits."""
-        info = self.client.scheduler_info(n_workers=-1)["workers"].values()
+        info = _ask_workers(self.client).values()
         threads = sorted({int(w.get("nthreads", 0)) for w in info})
         limits = sorted({int(w.get("memory_limit") or 0) for w in info})
         kind = "local Dask cluster" if self.local is not None else "Dask cluster"

@@ -30,6 +30,7 @@ from test_cluster import _external, _in_thread, _wait_for  # noqa: E402
 from kernel_lab.data.lazy import open_run_data  # noqa: E402
 from kernel_lab.engine import cluster as module  # noqa: E402
 from kernel_lab.engine.cluster import DaskParts, WorkerLost, connect  # noqa: E402
+from kernel_lab.engine.executors import DaskExecutor  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -144,6 +145,15 @@ def test_all_workers_paused_fail_within_the_grace(cluster, data):
         assert "largest of the 3 partitions" in text and "rows 0–199 (in memory)" in text
         assert "more memory" in text and "smaller files" in text
         assert took <= bound, took
+        # the Monte Carlo executor's tasks on the same paused cluster: the same bound
+        executor = DaskExecutor(cluster.address)
+        try:
+            err, took = _failure(lambda: list(executor.map(test_cluster._square, [1, 2])),
+                                 bound)
+            assert "paused by Dask's memory monitor" in str(err), err
+            assert took <= bound, took
+        finally:
+            executor.close()
     finally:
         for address, fraction in before.items():
             client.run(_pause_fraction, fraction, workers=[address])
