@@ -13,8 +13,13 @@ While tasks run, the client reports progress by partitions done and checks for
 cancellation at least every 0.2 s; a cancelled run cancels its futures on the cluster. A
 worker that dies is replaced (a local cluster's nanny restarts it) and its tasks run
 elsewhere; a partition that keeps killing workers (``distributed.KilledWorker``: typically
-out of memory), or a cluster left without workers, stops the run with
-:class:`WorkerLost` — a message, never a hang.
+out of memory), a cluster left without an available worker (none, or all paused by Dask's
+memory monitor) for :data:`NO_WORKER_GRACE` seconds, results that do not arrive within
+:data:`GATHER_DEADLINE` seconds of being finished, or a scheduler that is gone, stops the
+run with :class:`WorkerLost` — a message, never a hang. Every such wait goes through one
+loop, :func:`wait_on` with a :class:`Watch`. Partitions too large for any worker's memory
+are refused before a task is sent (:meth:`DaskParts.check_fit`), and Dask's own log goes to
+a file rather than the terminal (:mod:`kernel_lab.engine.dask_log`).
 
 Needs the optional extra: ``pip install 'kernel-lab[dask]'``.
 """
@@ -127,12 +132,18 @@ class Cluster:
         return DaskParts(parts, self.client, retries=retries)
 
     def close(self) -> None:
-        """Close the client, and the local cluster if this started one."""
+        """Close the client, and the local cluster if this started one. A local cluster
+        whose scheduler is gone is given :data:`ASK_TIMEOUT` seconds (Dask would wait
+        30 s for the scheduler; its workers stop within that time anyway)."""
+        gone = self.client.status != "running"
         try:
             self.client.close()
         finally:
             if self.local is not None:
-                self.local.close()
+                try:
+                    self.local.close(timeout=ASK_TIMEOUT if gone else None)
+                except TimeoutError:
+                    pass
 
     def __enter__(self) -> Cluster:
         return self
@@ -223,9 +234,9 @@ def _route_dask_log() -> Any:
     than the terminal; returns the file (None if it cannot be written)."""
     from kernel_lab.engine.dask_log import route_dask_log
 
-    path = route_dask_log()
-    _log_hint.path = path  # type: ignore[attr-defined]
-    return path
+    global _dask_log_file
+    _dask_log_file = route_dask_log()
+    return _dask_log_file
 
 
 def _peak_rss() -> int:
@@ -299,10 +310,13 @@ def scheduler_address(client: Any) -> str:
     return "(unknown address)"
 
 
+#: The file Dask's own log goes to in this process (set by :func:`connect`), for messages.
+_dask_log_file: Any = None
+
+
 def _log_hint() -> str:
     """Where Dask's own log went (:mod:`kernel_lab.engine.dask_log`), for messages."""
-    path = getattr(_log_hint, "path", None)
-    return f" (Dask's own log: {path})" if path else ""
+    return f" (Dask's own log: {_dask_log_file})" if _dask_log_file else ""
 
 
 def scheduler_gone(client: Any) -> WorkerLost:

@@ -280,6 +280,7 @@ def test_files_the_workers_cannot_see_are_named(tmp_path, data, monkeypatch):
     assert "shared file system" in text
 
 
+@pytest.mark.slow
 def test_the_cli_says_the_external_scheduler_is_gone_in_one_line(tmp_path, data):
     """`kernel-lab run … --backend dask --scheduler ADDRESS` with the scheduler stopped
     (SIGTERM) mid-run: exit 2, one line naming the scheduler, no Dask traceback."""
