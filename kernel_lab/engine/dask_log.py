@@ -22,8 +22,10 @@ from typing import Any
 from distributed.diagnostics.plugin import WorkerPlugin
 
 #: The loggers Dask configures with a handler on standard error (``distributed``'s
-#: logging set-up); everything below them goes to the file too.
-DASK_LOGGERS = ("distributed", "tornado", "bokeh")
+#: logging set-up), and ``asyncio``, whose records here come from Dask's event loop (e.g.
+#: "Task exception was never retrieved" after a wait on the cluster was cut); everything
+#: below them goes to the file too.
+DASK_LOGGERS = ("distributed", "tornado", "bokeh", "asyncio")
 
 #: A log file larger than this (bytes) is moved aside to ``dask.log.1`` when routing starts.
 LOG_KEEP_BYTES = 8 * 2**20

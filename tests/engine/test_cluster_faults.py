@@ -7,6 +7,7 @@ happened and what to do — or, for a relative data path, runs."""
 from __future__ import annotations
 
 import dataclasses
+import gc
 import os
 import signal
 import subprocess
@@ -93,7 +94,7 @@ def _failure(call, bound):
 
 
 def test_all_workers_killed_during_a_gather_fail_within_the_deadline(cluster, data,
-                                                                     monkeypatch):
+                                                                     monkeypatch, capfd):
     """All workers SIGKILLed while the client gathers finished results, and Dask's gather
     then answering "Couldn't gather 1 keys, rescheduling" as it did for 560 s in issue 42
     (the scheduler's gather keeps failing while the nannies restart the workers): the run
@@ -123,6 +124,9 @@ def test_all_workers_killed_during_a_gather_fail_within_the_deadline(cluster, da
     assert took <= bound, took
     monkeypatch.undo()
     assert _wait_for(lambda: cluster.workers() == 2, 60)  # the nannies restarted them
+    gc.collect()  # the cut gather's inner tasks, whose errors asyncio reports when freed
+    _, stderr = capfd.readouterr()
+    assert "Traceback" not in stderr and "Couldn't gather" not in stderr, stderr
 
 
 def test_all_workers_paused_fail_within_the_grace(cluster, data):
@@ -228,6 +232,35 @@ def test_a_closed_scheduler_is_one_line_and_dask_log_stays_off_stderr(data, tmp_
     _, stderr = capfd.readouterr()
     assert "Traceback" not in stderr and "distributed." not in stderr, stderr
     assert "distributed." in log.read_text()
+
+
+_LOUD = """
+import asyncio, gc, logging, sys
+import distributed  # sets up its loggers with handlers on standard error
+from kernel_lab.engine.dask_log import route_dask_log
+route_dask_log(sys.argv[1])
+logging.getLogger("distributed.client").error("a client error")
+async def fail():
+    raise RuntimeError("a task nobody awaited")
+async def main():
+    asyncio.ensure_future(fail())
+    await asyncio.sleep(0.05)
+asyncio.run(main())
+gc.collect()
+"""
+
+
+def test_dask_records_go_to_the_log_file_not_the_terminal(tmp_path):
+    """Dask's records (its loggers have their own stderr handlers) and asyncio's reports of
+    tasks on Dask's loop ("Task exception was never retrieved") go to the file."""
+    log = tmp_path / "dask.log"
+    done = subprocess.run([sys.executable, "-c", _LOUD, str(log)], capture_output=True,
+                          text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    text = log.read_text()
+    assert "distributed.client - ERROR - a client error" in text
+    assert "Task exception was never retrieved" in text and "a task nobody awaited" in text
 
 
 def _parts_folder(tmp_path, data) -> Path:
