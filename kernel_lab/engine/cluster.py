@@ -294,6 +294,9 @@ POLL = 1.0
 NO_WORKER_GRACE = 8.0
 #: Seconds a question to the scheduler (its workers) may take before it counts as no answer.
 ASK_TIMEOUT = 2.0
+#: Seconds the workers may take to run a small function each (their memory, the share of
+#: it kept for partitions read), on a machine that may be loaded.
+RUN_DEADLINE = 10.0
 #: Seconds results the cluster holds (their tasks finished) may take to reach this process.
 #: Dask's own gather retries for ever when the workers holding them die during the transfer
 #: ("Couldn't gather 1 keys, rescheduling"); the results of partitions are small
@@ -744,7 +747,7 @@ class DaskParts:
         try:  # each worker keeps a share of the partitions it reads (the later passes)
             got = wait_on(self.client, lambda: self.client._run(_keep_partitions),
                           Watch(self.client, grace=self.no_worker_grace,
-                                deadline=ASK_TIMEOUT))
+                                deadline=RUN_DEADLINE))
             self._memory = [m for m in got.values() if isinstance(m, dict)]
         except Exception:  # then every pass reads the files, and nothing is checked
             pass
