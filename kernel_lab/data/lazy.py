@@ -74,6 +74,9 @@ def open_run_data(path: str, options: Mapping[str, Any], *, seed: int, name: str
     process, one partition at a time)."""
     from kernel_lab.data.partitioned import open_partitioned
 
+    # absolute before the partitions travel: a cluster's workers do not share this
+    # process's working folder
+    path = os.path.abspath(path)
     source = open_partitioned(path, target=options.get("target") or None,
                               features=options.get("features") or None,
                               drop=options.get("drop_columns") or None)

@@ -24,6 +24,7 @@ from kernel_lab.engine.cluster import (
     DASK_QUIET,
     SHARE_BYTES,
     WorkerLost,
+    cancel_futures,
     connect,
     scatter_to_all,
     wait_result,
@@ -207,7 +208,7 @@ class DaskExecutor:
             for fut in futures:  # a cluster left without workers fails, never hangs
                 yield wait_result(fut)
         finally:
-            self.client.cancel(futures)
+            cancel_futures(self.client, futures)
 
     def close(self) -> None:
         self.connection.close()
