@@ -202,7 +202,7 @@ def connect(scheduler: str | None = None, workers: int | None = None,
     # workers share this file system), restarted workers included
     plugins = ()
     if log is not None:
-        from kernel_lab.engine.dask_log import LogToFile
+        from kernel_lab.engine.dask_plugin import LogToFile
 
         plugins = (LogToFile(str(log)),)
     try:

@@ -4,11 +4,14 @@ Dask's ``distributed`` package logs to standard error: a lost scheduler alone pr
 forty lines of ``distributed.client - ERROR`` tracebacks before Kernel Lab can say, in one
 line, what happened. :func:`route_dask_log` sends those records to a log file instead
 (:func:`dask_log_path`: ``$KERNEL_LAB_DASK_LOG``, else ``dask.log`` in the user's cache
-folder), in this process and — with :class:`LogToFile`, a worker plugin — in the worker
-processes of a local cluster, restarted workers included. Kernel Lab's own messages about
+folder), in this process and — with a worker plugin
+(:class:`~kernel_lab.engine.dask_plugin.LogToFile`) — in the worker processes of a local
+cluster, restarted workers included. Kernel Lab's own messages about
 the cluster (:mod:`kernel_lab.engine.cluster`) name the file.
 
-Imported only when a Dask cluster is used (it imports ``distributed``).
+The window shows the warnings and errors a run on Dask added to the file in its Log
+(:class:`LogTail`); this module does not import ``distributed``, so the window can read
+the file without it.
 """
 
 from __future__ import annotations
@@ -17,9 +20,6 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Any
-
-from distributed.diagnostics.plugin import WorkerPlugin
 
 #: The loggers Dask configures with a handler on standard error (``distributed``'s
 #: logging set-up), and ``asyncio``, whose records here come from Dask's event loop (e.g.
@@ -96,19 +96,37 @@ def route_dask_log(path: str | os.PathLike[str] | None = None, *, rotate: bool =
     return target
 
 
-class LogToFile(WorkerPlugin):
-    """Worker plugin: the worker process's Dask log goes to ``path`` (a local cluster's
-    workers share this machine's file system). Set up again on every worker that joins —
-    one a nanny restarted included."""
-
-    name = "kernel-lab-dask-log"
-    idempotent = True
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-
-    def setup(self, worker: Any) -> None:
-        route_dask_log(self.path, rotate=False)
+#: The levels of the records :class:`LogTail` shows (a formatted line names its level).
+SHOWN_LEVELS = ("WARNING", "ERROR", "CRITICAL")
 
 
-__all__ = ["DASK_LOGGERS", "LogToFile", "dask_log_path", "route_dask_log"]
+class LogTail:
+    """The warnings and errors Dask writes to its log file from now on: made when a run
+    starts, read with :meth:`new_records` when it ends (for the window's Log)."""
+
+    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+        self.path = Path(path) if path is not None else dask_log_path()
+        try:
+            self.offset = self.path.stat().st_size
+        except OSError:
+            self.offset = 0
+
+    def new_records(self, limit: int = 20, max_bytes: int = 1 << 20) -> tuple[list[str], int]:
+        """The first ``limit`` warning or error records written since this tail was made
+        (one line each: a record's traceback lines are left in the file) and how many
+        more there are; reads at most ``max_bytes`` of new text."""
+        try:
+            size = self.path.stat().st_size
+            if size < self.offset:  # moved aside (rotated) since: read the new file whole
+                self.offset = 0
+            with open(self.path, "rb") as fh:
+                fh.seek(self.offset)
+                text = fh.read(max_bytes).decode("utf-8", errors="replace")
+        except OSError:
+            return [], 0
+        found = [line for line in text.splitlines()
+                 if any(f" - {level} - " in line for level in SHOWN_LEVELS)]
+        return found[:limit], max(0, len(found) - limit)
+
+
+__all__ = ["DASK_LOGGERS", "LogTail", "dask_log_path", "route_dask_log"]

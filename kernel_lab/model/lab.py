@@ -27,6 +27,7 @@ from kernel_lab.core.errors import KernelLabError, name_controls
 from kernel_lab.core.parts import PartitionedData
 from kernel_lab.core.progress import Progress
 from kernel_lab.data.source import DataSource
+from kernel_lab.engine.dask_log import LogTail
 from kernel_lab.engine.events import Event
 from kernel_lab.engine.handle import RunHandle
 from kernel_lab.engine.runner import RunResult
@@ -136,6 +137,7 @@ class LabModel:
         self.loaded_source: DataSource | None = None
         self.loading = False
         self.backend: tuple[str, str | None] = ("threads", None)
+        self._dask_tail: LogTail | None = None
         self.state = RunState.IDLE
         self.handle: RunHandle | None = None
         self.table: Table = {}
@@ -381,6 +383,9 @@ class LabModel:
         handle.failed.connect(lambda message, user: self._on_failed(handle, message, user))
         handle.cancelled.connect(lambda killed: self._on_cancelled(handle, killed))
         self.handle = handle
+        # Dask's own log goes to a file, not the terminal: what a run on a cluster adds
+        # to it is shown in the Log when the run ends
+        self._dask_tail = LogTail() if self.backend[0] == "dask" else None
         self.table, self.summaries = {}, {}  # the last finished result stays for exports
         self._started = time.monotonic()
         self._set_state(RunState.RUNNING)
@@ -435,7 +440,19 @@ class LabModel:
             self.summaries = dict(partial.summaries)
             self.summaries_changed.emit(self.summaries)
 
+    def _log_dask_records(self, handle: RunHandle) -> None:
+        """The warnings and errors Dask logged during the run (to its file), in the Log."""
+        tail, self._dask_tail = self._dask_tail, None
+        if tail is None:
+            return
+        lines, more = tail.new_records()
+        for line in lines:
+            self.logged.emit(f"run {handle.run_id}: dask: {line}")
+        if more:
+            self.logged.emit(f"run {handle.run_id}: dask: {more} more in {tail.path}")
+
     def _on_finished(self, handle: RunHandle, result: RunResult) -> None:
+        self._log_dask_records(handle)
         for warning in result.data.get("warnings", []):  # read before trusting the result
             self.logged.emit(f"run {handle.run_id}: warning: "
                              f"{name_controls(warning, self.controls)}")
@@ -453,6 +470,7 @@ class LabModel:
         self.inputs_changed.emit()
 
     def _on_failed(self, handle: RunHandle, message: str, user_error: bool) -> None:
+        self._log_dask_records(handle)
         text = (("Cannot run: " if user_error else "The run failed: ")
                 + name_controls(message, self.controls))
         self._set_state(RunState.FAILED)
