@@ -7,7 +7,7 @@ line, what happened. :func:`route_dask_log` sends those records to a log file in
 folder), in this process and — with a worker plugin
 (:class:`~kernel_lab.engine.dask_plugin.LogToFile`) — in the worker processes of a local
 cluster, restarted workers included. Kernel Lab's own messages about
-the cluster (:mod:`kernel_lab.engine.cluster`) name the file.
+the cluster (:mod:`kernel_lab.engine.cluster_wait`) name the file.
 
 The window shows the warnings and errors a run on Dask added to the file in its Log
 (:class:`LogTail`); this module does not import ``distributed``, so the window can read
@@ -63,6 +63,16 @@ def _is_terminal_handler(handler: logging.Handler) -> bool:
     return type(handler) is logging.StreamHandler
 
 
+#: The file :func:`route_dask_log` last sent this process's records to (None: none yet,
+#: or it could not be written).
+_routed: Path | None = None
+
+
+def routed_file() -> Path | None:
+    """The file Dask's log in this process goes to, for messages (None: not routed)."""
+    return _routed
+
+
 def route_dask_log(path: str | os.PathLike[str] | None = None, *, rotate: bool = True
                    ) -> Path | None:
     """Send Dask's log records in this process to ``path`` (default
@@ -93,6 +103,8 @@ def route_dask_log(path: str | os.PathLike[str] | None = None, *, rotate: bool =
         logger = logging.getLogger(name)
         logger.addHandler(handler)
         logger.propagate = False  # not to the root logger (nor Python's last resort)
+    global _routed
+    _routed = target
     return target
 
 
@@ -129,4 +141,4 @@ class LogTail:
         return found[:limit], max(0, len(found) - limit)
 
 
-__all__ = ["DASK_LOGGERS", "LogTail", "dask_log_path", "route_dask_log"]
+__all__ = ["DASK_LOGGERS", "LogTail", "dask_log_path", "route_dask_log", "routed_file"]

@@ -20,15 +20,8 @@ from kernel_lab.core.executor import (
     blas_controller,
     call_single_threaded,
 )
-from kernel_lab.engine.cluster import (
-    DASK_QUIET,
-    SHARE_BYTES,
-    WorkerLost,
-    cancel_futures,
-    connect,
-    scatter_to_all,
-    wait_result,
-)
+from kernel_lab.engine.cluster import DASK_QUIET, SHARE_BYTES, connect
+from kernel_lab.engine.cluster_wait import WorkerLost, cancel_futures, scatter_to_all, wait_result
 from kernel_lab.engine.heap import keep_heap_in_children, linux_libc, release_heap
 
 # WorkerLost, DASK_QUIET and SHARE_BYTES (arrays at least this large that several tasks

@@ -79,7 +79,7 @@ def parts_runner(executor: Any) -> MakeParts | None:
         return lambda parts: LocalParts(parts, cache=run_cache_bytes())
 
     def on_cluster(parts: Any) -> Any:
-        from kernel_lab.engine.cluster import DaskParts
+        from kernel_lab.engine.dask_parts import DaskParts
 
         return DaskParts(parts, client)
 

@@ -33,13 +33,13 @@ distributed = pytest.importorskip("distributed")
 
 from kernel_lab.engine.cluster import (  # noqa: E402  (after the importorskip)
     SHARE_BYTES,
-    DaskParts,
     WorkerLost,
     connect,
     peak_memory,
     reset_peak_memory,
     worker_memory_limit,
 )
+from kernel_lab.engine.dask_parts import DaskParts  # noqa: E402
 from kernel_lab.engine.executors import DaskExecutor  # noqa: E402
 
 
@@ -273,7 +273,7 @@ def test_a_scatter_that_never_completes_fails_by_its_deadline(cluster, monkeypat
     is retried while the workers are checked, and fails with WorkerLost at the deadline."""
     import asyncio
 
-    from kernel_lab.engine import cluster as module
+    from kernel_lab.engine import cluster_wait as module
 
     attempts = []
 
@@ -389,7 +389,7 @@ def test_an_external_scheduler_gives_the_local_numbers(data):
     local = LocalParts(array_parts(X, y, 7))
     with _external(2) as (c, _):
         assert repr(c).startswith("Cluster(external")
-        dask = c.parts(array_parts(X, y, 7))
+        dask = DaskParts(array_parts(X, y, 7), c.client)
         for Wk in (W, big):
             np.testing.assert_array_equal(dask.reduce(_gram, plan, Wk),
                                           local.reduce(_gram, plan, Wk))

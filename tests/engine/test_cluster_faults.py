@@ -28,9 +28,11 @@ pq = pytest.importorskip("pyarrow.parquet")
 import test_cluster  # noqa: E402  (the same folder's helpers)
 from test_cluster import _external, _in_thread, _wait_for  # noqa: E402
 
+from kernel_lab.core.memory import format_bytes  # noqa: E402
 from kernel_lab.data.lazy import open_run_data  # noqa: E402
-from kernel_lab.engine import cluster as module  # noqa: E402
-from kernel_lab.engine.cluster import DaskParts, WorkerLost, connect  # noqa: E402
+from kernel_lab.engine import cluster_wait as module  # noqa: E402
+from kernel_lab.engine.cluster import WorkerLost, connect  # noqa: E402
+from kernel_lab.engine.dask_parts import DaskParts  # noqa: E402
 from kernel_lab.engine.executors import DaskExecutor  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -190,7 +192,7 @@ def test_partitions_too_large_for_any_worker_are_refused_before_sending(cluster,
     with pytest.raises(DataError) as err:
         dask.map(_huge_sums)
     text = str(err.value)
-    want = module.format_bytes(50_000_000 * 11 * 8)
+    want = format_bytes(50_000_000 * 11 * 8)
     assert want == "4.1 GiB"  # the independent figure: rows × (columns + 1) × 8 bytes
     assert "huge-0.parquet (rows 0–49,999,999)" in text and want in text
     assert "953.7 MiB" in text and "80%" in text  # the workers' limit and Dask's pause

@@ -15,7 +15,7 @@ Computations are written once against :class:`PartMap`:
   cluster, so the sums are added in the same order everywhere.
 
 :class:`LocalParts` runs them in this process, one part at a time, each with one BLAS thread
-(as a cluster worker does); :mod:`kernel_lab.engine.cluster` runs them on Dask.
+(as a cluster worker does); :mod:`kernel_lab.engine.dask_parts` runs them on Dask.
 
 Which rows are training and test rows, and how columns are standardised, is a small
 picklable :class:`RowPlan`: the split is defined per row by :mod:`kernel_lab.core.rowkeys`

@@ -1,0 +1,443 @@
+"""Computations over partitions on a Dask cluster: :class:`DaskParts`.
+
+:class:`DaskParts` is the :class:`~kernel_lab.core.parts.base.PartMap` of a distributed
+``Client``: one task per partition (the partition travels to the worker, which reads its
+rows there; the rows never come back), large arguments sent once to every worker, and
+reductions combined *on the workers* in the fixed pairwise tree of
+:func:`~kernel_lab.core.parts.base.tree_combine` — the same additions, in the same order,
+as :class:`~kernel_lab.core.parts.base.LocalParts` does in one process, so the numbers
+agree bit for bit. Only the final result of a reduction travels to the client.
+
+While tasks run, the client reports progress by partitions done; every wait goes through
+:func:`~kernel_lab.engine.cluster_wait.wait_on` (Cancel, the workers, deadlines).
+Partitions too large for any worker's memory are refused before a task is sent
+(:meth:`DaskParts.check_fit`).
+
+Needs the optional extra: ``pip install 'kernel-lab[dask]'``.
+"""
+
+from __future__ import annotations
+
+import operator
+import os
+import queue
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from kernel_lab.core.errors import DataError, KernelLabError
+from kernel_lab.core.executor import call_single_threaded
+from kernel_lab.core.memory import format_bytes
+from kernel_lab.core.parts.base import Part
+from kernel_lab.core.progress import Progress
+from kernel_lab.engine.cluster import SHARE_BYTES, client_of, worker_memory_limit
+from kernel_lab.engine.cluster_wait import (
+    ASK_TIMEOUT,
+    NO_WORKER_GRACE,
+    RUN_DEADLINE,
+    TICK,
+    Watch,
+    WorkerLost,
+    cancel_futures,
+    cancelled_by_dask,
+    dask_cancellation,
+    gather,
+    pickled_nbytes,
+    scatter_to_all,
+    scheduler_gone,
+    wait_on,
+)
+
+# ---------------------------------------------------------------------------------------
+# Computations over partitions
+
+
+def _call_part(fn: Callable[..., Any], part: Part, *args: Any) -> Any:
+    """A partition's task on a worker: ``fn(part, *args)`` with one BLAS thread. A task
+    that fails on a partition whose file this worker cannot see raises
+    :class:`PathNotShared` (the client then says whether it sees the file)."""
+    try:
+        return call_single_threaded(lambda p: fn(p, *args), part)
+    except Exception as exc:
+        missing = _path_missing_here(part)
+        if missing is None:
+            raise
+        import socket
+
+        raise PathNotShared(missing, socket.gethostname(),
+                            f"{type(exc).__name__}: {exc}") from None
+
+
+def _call_combine(combine: Callable[[Any, Any], Any], a: Any, b: Any) -> Any:
+    return call_single_threaded(lambda pair: combine(*pair), (a, b))
+
+
+def _name(fn: Callable[..., Any]) -> str:
+    return str(getattr(fn, "__name__", "task")).strip("_<>") or "task"
+
+
+#: The share of a worker's memory limit it may fill with the partitions it has read.
+KEEP_SHARE = 0.15
+
+
+def _keep_partitions(dask_worker: Any = None) -> dict[str, float]:
+    """On a worker: keep up to :data:`KEEP_SHARE` of its memory limit of partitions read;
+    returns its memory limit (0: none), the fraction of it at which Dask pauses it, and the
+    memory its process uses now (bytes)."""
+    from kernel_lab.core.parts.base import set_read_cache
+
+    manager = getattr(dask_worker, "memory_manager", None)
+    limit = getattr(manager, "memory_limit", None)
+    set_read_cache(int(KEEP_SHARE * (limit or worker_memory_limit(1))))
+    pause = getattr(manager, "memory_pause_fraction", None)
+    try:
+        import psutil
+
+        used = float(psutil.Process().memory_info().rss)
+    except Exception:  # pragma: no cover - psutil comes with distributed
+        used = 0.0
+    return {"limit": float(limit or 0), "pause": float(pause or 1.0), "used": used}
+
+
+#: Copies of a partition's rows (as float64) a task holds at once: the columns as read from
+#: the file, the rows as float64, and the standardised rows or a block computed from them.
+PART_COPIES = 3
+
+
+def part_bytes(part: Part) -> int | None:
+    """A partition's rows × (columns + 1) × 8 bytes (float64 features and target), from
+    what the partition knows without reading it (a Parquet footer's row count); None
+    when it does not know its columns."""
+    columns = getattr(part, "features", None) or getattr(part, "columns", None)
+    if columns is not None:
+        p = len(columns)
+    elif getattr(part, "X", None) is not None:
+        p = int(part.X.shape[1])  # type: ignore[attr-defined]
+    else:
+        return None
+    return int(part.rows) * (p + 1) * 8
+
+
+def _path_missing_here(part: Part) -> str | None:
+    """On a worker, after a partition's task failed: the partition's file when this
+    machine cannot see it (the cause, rather than the error it gave)."""
+    path = getattr(part, "path", None)
+    if isinstance(path, str) and not os.path.exists(path):
+        return path
+    return None
+
+
+class PathNotShared(KernelLabError):
+    """A partition's file cannot be seen by the Dask worker that was to read it: the
+    ``path``, the worker's ``host`` and the error the task gave (``detail``)."""
+
+    def __init__(self, path: str, host: str, detail: str) -> None:
+        self.path, self.host, self.detail = path, host, detail
+        super().__init__(f"the Dask worker on {host} cannot see {path} ({detail})")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.path, self.host, self.detail))
+
+
+class DaskParts:
+    """:class:`~kernel_lab.core.parts.base.PartMap` on a Dask cluster.
+
+    Parameters
+    ----------
+    parts : sequence of Part
+        The partitions (small, picklable: each travels with its task to a worker).
+    client : distributed.Client or Cluster
+        The cluster to run on.
+    retries : int
+        Times a task that raised is run again (default 0: a task's own error — a file that
+        cannot be read, a missing value — is the same every time and is reported at once,
+        not after reading the partition three times); a task whose worker died is
+        rescheduled by Dask regardless, up to the scheduler's ``allowed-failures``.
+    no_worker_grace : float
+        Seconds a run waits for workers to come back when the cluster has none (a nanny
+        restarting a worker takes a second or two) before it fails with :class:`WorkerLost`.
+
+    Notes
+    -----
+    ``progress`` (of :meth:`map` and :meth:`reduce`) is called once per partition done, as
+    :class:`~kernel_lab.core.parts.base.LocalParts` calls it; a
+    :class:`~kernel_lab.core.progress.Progress` is also checked for cancellation every
+    0.2 s while no partition finishes (another callable only when one does). On
+    cancellation, or any error, the run's futures are cancelled on the cluster before the
+    exception propagates: calls already running on a worker finish there, unused.
+    """
+
+    def __init__(self, parts: Sequence[Part], client: Any, retries: int = 0,
+                 no_worker_grace: float = NO_WORKER_GRACE) -> None:
+        self.parts = list(parts)
+        self.client = client_of(client)
+        self.retries = int(retries)
+        self.no_worker_grace = float(no_worker_grace)
+        self._memory: list[dict[str, float]] | None = None
+        try:  # each worker keeps a share of the partitions it reads (the later passes)
+            got = wait_on(self.client, lambda: self.client._run(_keep_partitions),
+                          Watch(self.client, grace=self.no_worker_grace,
+                                deadline=RUN_DEADLINE))
+            self._memory = [m for m in got.values() if isinstance(m, dict)]
+        except Exception:  # then every pass reads the files, and nothing is checked
+            pass
+
+    def largest_part(self) -> tuple[Part, int] | None:
+        """The partition with the most bytes (:func:`part_bytes`) and its bytes."""
+        sized = [(part, part_bytes(part)) for part in self.parts]
+        known = [(part, b) for part, b in sized if b is not None]
+        return max(known, key=lambda pb: pb[1]) if known else None
+
+    def sizes_note(self) -> str:
+        """The largest partition's size, for messages about the workers' memory."""
+        largest = self.largest_part()
+        if largest is None:
+            return f"the data are in {len(self.parts)} partitions"
+        part, nbytes = largest
+        return (f"the largest of the {len(self.parts)} partitions, {part.describe()}, holds "
+                f"{format_bytes(nbytes)} as float64 rows, and a task holds about "
+                f"{PART_COPIES} copies of its partition")
+
+    def check_fit(self) -> None:
+        """Refuse, before any task is sent, partitions that cannot fit any worker: a task
+        holds :data:`PART_COPIES` copies of its partition's rows (:func:`part_bytes`, from
+        the files' row counts), and Dask pauses a worker once its process uses the
+        fraction ``distributed.worker.memory.pause`` of its memory limit (less what the
+        worker's process already uses)."""
+        largest = self.largest_part()
+        limited = [m for m in self._memory or () if m.get("limit")]
+        if largest is None or not limited or len(limited) < len(self._memory or ()):
+            return  # a worker without a limit takes anything
+        part, nbytes = largest
+        room = max(m["pause"] * m["limit"] - m["used"] for m in limited)
+        if PART_COPIES * nbytes <= room:
+            return
+        best = max(limited, key=lambda m: m["pause"] * m["limit"] - m["used"])
+        raise DataError(
+            f"partition {part.describe()} holds {format_bytes(nbytes)} as float64 rows "
+            f"(rows × (columns + 1) × 8 bytes) and a task holds about {PART_COPIES} copies "
+            f"of it ({format_bytes(PART_COPIES * nbytes)}), but no Dask worker has that "
+            f"room: the largest memory limit is {format_bytes(best['limit'])}, Dask pauses "
+            f"a worker at {best['pause']:.0%} of it, and the worker itself already uses "
+            f"{format_bytes(best['used'])}", "give each worker more memory (dask worker "
+            "--memory-limit, or fewer workers per machine) or cut the data into smaller "
+            "files (more partitions)")
+
+    def map(self, fn: Callable[..., Any], *args: Any, progress: Progress | None = None,
+            message: str = "") -> list[Any]:
+        """``[fn(part, *args) for part in parts]``, one task per partition, in part order.
+
+        ``fn`` must be a module-level function and ``args`` picklable."""
+        return self._run(fn, args, None, progress, message)
+
+    def reduce(self, fn: Callable[..., Any], *args: Any,
+               combine: Callable[[Any, Any], Any] = operator.add,
+               progress: Progress | None = None, message: str = "") -> Any:
+        """The per-partition results combined on the workers in the fixed pairwise tree
+        ((0, 1), (2, 3), … then again); only the final value comes to the client."""
+        return self._run(fn, args, combine, progress, message)
+
+    # -- the run -------------------------------------------------------------------------
+
+    def _run(self, fn: Callable[..., Any], args: tuple[Any, ...],
+             combine: Callable[[Any, Any], Any] | None, progress: Progress | None,
+             message: str) -> Any:
+        total = len(self.parts)
+        if total == 0:
+            if combine is not None:
+                raise ValueError("nothing to combine")
+            return []
+        self.check_fit()
+        client = self.client
+        token = uuid.uuid4().hex[:8]
+        # what each key computes, for messages: a partition's index, or None (a combine)
+        what: dict[str, int | None] = {}
+        pending: dict[str, Any] = {}
+        done: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        shared = [scatter_to_all(client, a, self.no_worker_grace, progress=progress)
+                  if pickled_nbytes(a) >= SHARE_BYTES else a for a in args]
+        ok = False
+        try:
+            final = self._submit(fn, shared, combine, token, what, pending)
+            for key in list(pending):
+                pending[key].add_done_callback(done.put)
+            results: dict[int, Any] = {}
+            inputs = [f for f in shared if hasattr(f, "key")]
+            self._wait(pending, done, what, results, combine is None, total, progress,
+                       message, inputs)
+            out = (self._gather([final], what, progress, inputs)[0] if final is not None
+                   else [results[k] for k in range(total)])
+            ok = True
+            return out
+        finally:
+            if not ok:
+                leftover = list(pending.values())
+                leftover += [f for f in shared if hasattr(f, "key")]
+                cancel_futures(client, leftover)
+                del leftover
+                while not done.empty():  # futures finished after the failure
+                    done.get_nowait()
+            pending.clear()
+
+    def _gather(self, futures: list[Any], what: dict[str, int | None],
+                progress: Progress | None, inputs: Sequence[Any]) -> list[Any]:
+        """The results of finished futures (:func:`gather`), a lost result or a dropped
+        task raised as :meth:`_error` words it."""
+        try:
+            return gather(self.client, futures, progress, grace=self.no_worker_grace,
+                          paused=self.sizes_note)
+        except dask_cancellation():
+            lost = next((f for f in futures if f.status != "finished"), futures[0])
+            raise self._error(lost, what, inputs) from None
+
+    def _submit(self, fn: Callable[..., Any], args: list[Any],
+                combine: Callable[[Any, Any], Any] | None, token: str,
+                what: dict[str, int | None], pending: dict[str, Any]) -> Any:
+        """Submit a task per partition and, with ``combine``, the tree combining their
+        results; every future goes into ``pending`` and its key into ``what``. Returns
+        the tree's root future (None without ``combine``)."""
+        client = self.client
+        name = _name(fn)
+        level = []
+        for k, part in enumerate(self.parts):
+            key = f"{name}-{token}-part-{k}"
+            what[key] = k
+            level.append(client.submit(_call_part, fn, part, *args, key=key,
+                                       retries=self.retries))
+        pending.update((f.key, f) for f in level)
+        if combine is None:
+            return None
+        depth = 0
+        while len(level) > 1:
+            nxt = []
+            for i in range(0, len(level) - 1, 2):
+                key = f"{_name(combine)}-{token}-tree-{depth}-{i // 2}"
+                what[key] = None
+                nxt.append(client.submit(_call_combine, combine, level[i], level[i + 1],
+                                         key=key, retries=self.retries))
+            pending.update((f.key, f) for f in nxt)
+            if len(level) % 2:
+                nxt.append(level[-1])
+            level = nxt
+            depth += 1
+        return level[0]
+
+    def _wait(self, pending: dict[str, Any], done: queue.SimpleQueue[Any],
+              what: dict[str, int | None], results: dict[int, Any], keep: bool,
+              total: int, progress: Progress | None, message: str, inputs: list[Any]
+              ) -> None:
+        """Wait for every pending future, reporting partitions done; every :data:`TICK`
+        seconds a :class:`Watch` checks for cancellation, for workers lost or all paused
+        and for a lost scheduler. ``keep``: collect the partitions' results into
+        ``results`` (:meth:`_gather`); ``inputs``: the futures of the arguments sent to
+        every worker."""
+        parts_done = 0
+        watch = Watch(self.client, progress, grace=self.no_worker_grace,
+                      paused=self.sizes_note)
+        while pending:
+            batch = []
+            try:
+                batch.append(done.get(timeout=TICK))
+                while True:
+                    batch.append(done.get_nowait())
+            except queue.Empty:
+                pass
+            finished, error = [], None
+            for fut in batch:
+                if fut.key not in pending:
+                    continue
+                if fut.status != "finished":
+                    pending.pop(fut.key)
+                    error = self._error(fut, what, inputs)
+                    break
+                if what.get(fut.key) is not None:
+                    finished.append(fut)
+                else:
+                    pending.pop(fut.key)
+            new = len(finished)
+            if new and keep and error is None:  # (a failed gather leaves them pending)
+                values = self._gather(finished, what, progress, inputs)
+                for fut, value in zip(finished, values, strict=True):
+                    results[what[fut.key]] = value  # type: ignore[index]
+            for fut in finished:
+                pending.pop(fut.key, None)
+            # no future stays referenced from this frame: an exception raised below keeps
+            # the frame (in its traceback), and a referenced future keeps its task alive
+            batch.clear()
+            finished.clear()
+            fut = None
+            if error is not None:
+                raise error
+            for _ in range(new):  # one report per partition, as LocalParts gives
+                parts_done += 1
+                if progress is not None:
+                    progress(parts_done / total,
+                             f"{message} ({parts_done}/{total} partitions)")
+            if pending and not new:
+                watch()
+
+    def _inputs_lost(self, inputs: Sequence[Any]) -> bool:
+        """Whether some argument sent to every worker is gone: by its future's status, or —
+        the status reaches the client later than the cancelled task that needed it — by
+        the scheduler, which then knows no worker holding it."""
+        if any(f.status != "finished" for f in inputs):
+            return True
+        if not inputs:
+            return False
+        try:
+            holders = self.client.sync(self.client.scheduler.who_has,
+                                       keys=[f.key for f in inputs],
+                                       callback_timeout=ASK_TIMEOUT)
+        except Exception:  # the scheduler unreachable: the statuses are all there is
+            return False
+        return any(not holders.get(f.key) for f in inputs)
+
+    def _error(self, fut: Any, what: dict[str, int | None], inputs: Sequence[Any] = ()
+               ) -> BaseException:
+        """The error to raise for a future that did not finish (``inputs``: the futures of
+        the arguments sent to every worker)."""
+        from distributed import KilledWorker
+
+        k = what.get(fut.key)
+        task = ("combining the partitions' results" if k is None else
+                f"partition {k + 1} of {len(self.parts)} ({self.parts[k].describe()})")
+        if fut.status == "error":
+            exc = fut.exception()
+            if isinstance(exc, KilledWorker):
+                lost = WorkerLost(
+                    f"Dask workers kept dying while computing {task}: every worker that "
+                    "ran it died (most often out of memory: a worker is killed past its "
+                    "memory limit). The run is stopped — give the workers more memory, "
+                    "use fewer workers per machine, or cut the data into smaller "
+                    "partitions")
+                lost.__suppress_context__ = True
+                return lost
+            if isinstance(exc, PathNotShared):
+                return self._not_shared(exc)
+            tb = fut.traceback()
+            return exc.with_traceback(tb) if tb is not None else exc  # the task's own error
+        if self.client.status != "running":
+            return scheduler_gone(self.client)
+        if self._inputs_lost(inputs):
+            return WorkerLost(f"the Dask workers holding the inputs of {task} all died at "
+                              "once (most often out of memory: a worker is killed past its "
+                              "memory limit), and the inputs were lost with them. The run "
+                              "is stopped — give the workers more memory, use fewer "
+                              "workers per machine, or cut the data into smaller partitions")
+        return cancelled_by_dask(self.client, f"the task {task}")
+
+    def _not_shared(self, exc: PathNotShared) -> BaseException:
+        """The error of a task whose worker could not see its partition's file."""
+        if not os.path.exists(exc.path):  # gone here too: the worker's own error says so
+            return DataError(f"the file cannot be read on the Dask worker ({exc.detail})",
+                             "check that the folder was not changed while in use",
+                             path=exc.path)
+        return DataError(
+            f"the Dask worker on {exc.host} cannot see {exc.path}, which this machine "
+            f"reads ({exc.detail})", "the workers of a Dask cluster read the files "
+            "themselves, so they need the same files at the same path: put the data on a "
+            "shared file system mounted at that path on every worker machine, or run on a "
+            "local cluster (no scheduler address)", path=exc.path)
+
+
+__all__ = ["KEEP_SHARE", "PART_COPIES", "DaskParts", "PathNotShared", "part_bytes"]
