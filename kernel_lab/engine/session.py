@@ -31,9 +31,11 @@ fields this version does not know are named in :attr:`Session.notes`, not refuse
 
 from __future__ import annotations
 
+import codecs
 import json
 import os
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -152,12 +154,85 @@ def load_session(path: str | os.PathLike[str], *, threaded: bool = False) -> Ses
     return session_from_dict(doc, where)
 
 
+#: Session files larger than this are read by :func:`read_session_apart` in a process of
+#: their own; smaller ones parse in a few tens of milliseconds in the caller's thread.
+APART_BYTES = 4 * 2**20
+#: How often :func:`read_session_apart` asks whether its caller still wants the session.
+POLL_S = 0.05
+
+
+def read_session_apart(path: str | os.PathLike[str],
+                       superseded: Callable[[], bool] = lambda: False) -> Session | None:
+    """:func:`load_session` for a window's worker thread: a file of more than
+    :data:`APART_BYTES` is read, parsed and checked in a child process, so that nothing of
+    it holds the window's interpreter (a thread parsing 40 MB holds it in stretches, and
+    on a loaded machine the thread is descheduled while holding it: the window stalled
+    100-300 ms). Returns None, the child stopped, once ``superseded()`` is true.
+
+    Raises
+    ------
+    SessionError
+        As :func:`load_session`, or when the child process ended without an answer.
+    """
+    try:
+        size = os.stat(path).st_size
+    except OSError:
+        size = 0  # load_session says what is wrong with it
+    if size <= APART_BYTES:
+        return load_session(path, threaded=True)
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")  # as the window's worker process
+    receive, send = ctx.Pipe(duplex=False)
+    child = ctx.Process(target=_load_in_child, args=(str(path), send),
+                        name="kernel-lab-session-reader", daemon=True)
+    child.start()
+    send.close()
+    try:
+        while not receive.poll(POLL_S):
+            if superseded():
+                return None
+            if not child.is_alive() and not receive.poll(0):
+                raise SessionError(f"session file {Path(path).name} could not be read: "
+                                   f"the reading process ended (exit code {child.exitcode})")
+        kind, value = receive.recv()
+    except EOFError:
+        raise SessionError(f"session file {Path(path).name} could not be read: the reading "
+                           "process ended without an answer") from None
+    finally:
+        receive.close()
+        if child.is_alive():
+            child.terminate()
+        child.join(5.0)
+    if kind == "error":
+        raise SessionError(value)
+    return value
+
+
+def _load_in_child(path: str, send: Any) -> None:
+    """The child process of :func:`read_session_apart`: ("session", Session) or
+    ("error", message) through ``send``."""
+    try:
+        send.send(("session", load_session(path)))
+    except SessionError as exc:
+        send.send(("error", str(exc)))
+    except Exception as exc:  # reported as the session's, never a crash of the window
+        send.send(("error", f"session file {Path(path).name} could not be read: "
+                            f"{type(exc).__name__}: {exc}"))
+    finally:
+        send.close()
+
+
 def _float(text: str) -> float:
     return float(text)
 
 
 def _int(text: str) -> int:
     return int(text)
+
+
+#: Bytes of a session decoded at a time (see read_session_text).
+_SLICE = 2**20
 
 
 def _file_kind(mode: int) -> str:
@@ -201,8 +276,11 @@ def read_session_text(path: Path, where: str) -> str:
     if len(data) > MAX_BYTES:
         raise SessionError(f"{where} grew past {MAX_BYTES // 2**20} MB while it was read; "
                            "is it the right file?")
-    try:
-        return data.decode("utf-8")
+    try:  # in slices: decoding holds the interpreter (40 MB: 20-70 ms at once)
+        decoder = codecs.getincrementaldecoder("utf-8")()
+        return "".join([decoder.decode(data[i:i + _SLICE]) for i in range(0, len(data),
+                                                                          _SLICE)]
+                       + [decoder.decode(b"", final=True)])
     except UnicodeDecodeError:
         raise SessionError(f"{where} is not a text file; open a .json session saved by "
                            "Kernel Lab") from None
