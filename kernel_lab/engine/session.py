@@ -405,9 +405,10 @@ def _pinned(pinned: Any, where: str, notes: list[str]) -> list[dict[str, Any]]:
         longest = max((len(col) for col in table.values()), default=0)
         if longest > PIN_MAX_POINTS:
             table = thin_table({k: _numbers(col, where, k) for k, col in table.items()})
+            kept = max(v.size for v in table.values())
             notes.append(f"{where}: the pinned curves {str(p.get('label', ''))!r} keep "
-                         f"{PIN_MAX_POINTS:,} of their {longest:,} points (the smallest "
-                         "and largest of each stretch, as they are drawn)")
+                         f"{kept:,} of their {longest:,} points (at most {PIN_MAX_POINTS:,}: "
+                         "the first, last, smallest and largest of each stretch)")
             table = {k: jsonable(v) for k, v in table.items()}
         else:
             for key, col in table.items():

@@ -222,7 +222,8 @@ def test_a_million_pinned_points_are_read_as_a_bounded_pin(tmp_path):
         kept = pin["table"]
         assert len(kept["lam"]) == len(kept["test_mse_krr"]) <= PIN_MAX_POINTS
         assert max(v for v in kept["test_mse_krr"] if v is not None) == 12.0
-        assert "keep 2,000 of their 1,000,000 points" in session.notes[0]
+        assert f"keep {len(kept['lam']):,} of their 1,000,000 points (at most 2,000" \
+            in session.notes[0]
     # written back: small, and read again without a note
     again = load_session(save_session(session, tmp_path / "again.json"))
     assert again.pinned[0]["table"] == kept and again.notes == []
