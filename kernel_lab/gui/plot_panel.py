@@ -98,7 +98,7 @@ class PlotPanel(QtWidgets.QWidget):
         self._holding = set()
         self._unbuilt = list(self.model.experiment.plots)
         if self._staging:
-            QtCore.QTimer.singleShot(0, self._build_next)
+            QtCore.QTimer.singleShot(0, self, self._build_next)  # not once it is gone
         else:
             self.build_all()
 
@@ -127,7 +127,7 @@ class PlotPanel(QtWidgets.QWidget):
         if self._unbuilt:
             self._build(self._unbuilt.pop(0))
         if self._unbuilt:
-            QtCore.QTimer.singleShot(0, self._build_next)
+            QtCore.QTimer.singleShot(0, self, self._build_next)  # not once it is gone
 
     def _build(self, spec: PlotSpec) -> None:
         """One plot tab (with the pins), drawn at the next redraw."""

@@ -110,6 +110,9 @@ def test_a_million_pinned_points_open_without_a_stall(window, qtbot, tmp_path):
     print(f"opened in {opened:.2f} s; longest GUI stall {1e3 * worst:.0f} ms")
     assert worst < STALL_MAX_S, f"the GUI thread stalled {1e3 * worst:.0f} ms"
     assert window.experiment.name == "krr-path"
+    assert [v.spec.title for v in window.plot_views] == \
+        [window.plot_panel.tabs.tabText(i) for i in range(window.plot_panel.tabs.count())] \
+        == [p.filled(None).title for p in window.experiment.plots]  # built one by one, all
     pin = window.model.pins[0]
     assert pin.table["lam"].size == pin.table["test_mse_krr"].size <= PIN_MAX_POINTS
     view = window.plot_views[0]
