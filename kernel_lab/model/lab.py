@@ -503,5 +503,3 @@ class LabModel:
         self.title, self.about = session.title, session.about
         self.session_applied.emit(session)
         self.logged.emit(f"session: {session.title or spec.experiment}")
-        for note in session.notes:
-            self.logged.emit(f"note: {note}")
