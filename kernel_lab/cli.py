@@ -290,7 +290,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
     from kernel_lab.engine import run
     from kernel_lab.engine.presets import load_preset, playground_preset_names, preset_names
-    from kernel_lab.engine.session import Session, SessionError, load_session
+    from kernel_lab.engine.session import NotASessionError, Session, load_session
     from kernel_lab.plotting.render import ensure_app
     from kernel_lab.plotting.report import load_result, write_report
 
@@ -309,12 +309,14 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
         doc = load_result(check_run_folder(source))
     elif source.is_file():
-        try:
+        try:  # a file that cannot be read as JSON at all is no result either
             session = load_session(source)
-        except SessionError as exc:
+        except NotASessionError as exc:
             doc = load_result(source)
             if "table" not in doc and "fit" not in doc:
                 raise exc from None
+        for note in session.notes if session is not None else ():
+            print(f"kernel-lab: note: {note}", file=sys.stderr)
         if session is not None and session.spec is None:
             from kernel_lab.engine.playground.run import run_playground
 

@@ -9,6 +9,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from kernel_lab.core.errors import ParameterError
 
 KINDS = ("float", "int", "bool", "choice", "choices", "str")
@@ -92,6 +94,10 @@ class ParamSpec:
         return str(value)
 
     def _number(self, value: Any, typ: type) -> float | int:
+        what = "a whole number" if typ is int else "a number"
+        if isinstance(value, bool | np.bool_):  # Python counts true as 1: not a number here
+            raise ParameterError(f"parameter {self.name} must be {what}, got "
+                                 f"{str(bool(value)).lower()}")
         try:
             if typ is int:
                 f = float(value)
@@ -101,7 +107,6 @@ class ParamSpec:
             else:
                 v = float(value)
         except (TypeError, ValueError, OverflowError):
-            what = "a whole number" if typ is int else "a number"
             raise ParameterError(f"parameter {self.name} must be {what}, got {value!r}") from None
         if isinstance(v, float) and not math.isfinite(v):
             raise ParameterError(f"parameter {self.name} must be finite, got {value!r}")

@@ -1,5 +1,9 @@
 """The window's File and Presets menus: sessions (open, save, recent), presets, and
-exports of the plot, the results and an HTML report."""
+exports of the plot, the results and an HTML report.
+
+A session chosen in the menus is read, parsed and checked on a worker thread
+(:func:`read_session`) and applied on the GUI thread when it is ready: a session of tens
+of megabytes takes a second or two to parse, and the window stays live meanwhile."""
 
 from __future__ import annotations
 
@@ -13,10 +17,21 @@ from PySide6 import QtCore, QtGui, QtWidgets
 from kernel_lab.core.errors import KernelLabError
 from kernel_lab.engine.output import write_curves_csv, write_result_json
 from kernel_lab.engine.presets import load_preset, playground_preset_names, preset_names
-from kernel_lab.engine.session import Session, load_session, save_session
+from kernel_lab.engine.qt import gui_poster
+from kernel_lab.engine.session import Session, load_session, read_session_apart, save_session
+from kernel_lab.engine.worker import Job, Ticket, Worker
 
 MAX_RECENT = 8
 SESSION_FILTER = "Kernel Lab sessions (*.json);;All files (*)"
+
+
+def read_session(job: Job) -> None:
+    """Read the session file ``job.request`` (the compute function of the window's
+    session reader): ``finished(Session)``, or ``failed(message, is_user_error)``; a
+    large file in a process of its own (:func:`read_session_apart`)."""
+    session = read_session_apart(job.request, job.superseded)
+    if session is not None:
+        job.emit("finished", session)
 
 
 class FileActions:
@@ -26,6 +41,9 @@ class FileActions:
         self.window = window
         self.model = window.model
         self.settings: QtCore.QSettings = window.settings
+        #: Reads the sessions opened from the menus (made on first use; one of the
+        #: window's workers from then on, closed and joined with them).
+        self.reader: Worker | None = None
 
     def build_menus(self, bar: QtWidgets.QMenuBar) -> None:
         w = self.window
@@ -64,10 +82,52 @@ class FileActions:
         return path
 
     def open_session(self, path: str | Path) -> Session:
+        """Read and apply a session file on this thread (scripts, the screenshot); the
+        menus read in the background (:meth:`read_in_background`)."""
         session = load_session(path)
-        self.window.apply_session(session)
-        self._remember(Path(path))
+        self._apply(session, Path(path))
         return session
+
+    def _apply(self, session: Session, path: Path) -> None:
+        self.window.apply_session(session)
+        self._remember(path)
+        for note in session.notes:
+            self.window.log(f"note: {note}")
+
+    def read_in_background(self, path: str | Path) -> Ticket:
+        """Read, parse and check ``path`` on the reader thread, then apply it here (or
+        say why not); the window stays live meanwhile. A newer request supersedes one
+        still being read."""
+        if self.reader is None:
+            self.reader = Worker(read_session, name="session-reader",
+                                 post=gui_poster(self.window))
+            self.window.workers = (*self.window.workers, self.reader)
+        path = Path(path)
+        self.window.status.setText(f"Reading session {path.name} …")
+        return self.reader.submit(
+            str(path), receive=lambda kind, *payload: self._read(path, kind, *payload))
+
+    def _read(self, path: Path, kind: str, *payload: Any) -> None:
+        """A message of the reader about ``path``, on the GUI thread."""
+        if kind == "failed":
+            self._refused(str(payload[0]))
+            return
+        if kind != "finished":
+            return
+        try:
+            with self.window.plot_panel.staged():  # its plots built one per pass
+                self._apply(payload[0], path)
+        except KernelLabError as exc:
+            self._refused(str(exc))
+            return
+        notes = payload[0].notes
+        self.window.status.setText(f"Session {path.name} opened; press Run (Ctrl+R)."
+                                   + (f" {len(notes)} note(s) in the Log." if notes else ""))
+
+    def _refused(self, message: str) -> None:
+        self.window.status.setText("The session was not opened (see the message).")
+        self.window.log(f"session not opened: {message}")
+        QtWidgets.QMessageBox.warning(self.window, "Cannot open the session", message)
 
     def open_preset(self, name: str) -> None:
         """Load a teaching preset (press Run to see what it promises)."""
@@ -83,13 +143,7 @@ class FileActions:
             self._open_and_report(path)
 
     def _open_and_report(self, path: str) -> None:
-        try:
-            self.open_session(path)
-        except KernelLabError as exc:
-            QtWidgets.QMessageBox.warning(self.window, "Cannot open the session", str(exc))
-            self.window.log(f"session not opened: {exc}")
-            return
-        self.window.status.setText(f"Session {Path(path).name} opened; press Run (Ctrl+R).")
+        self.read_in_background(path)
 
     def save_session_dialog(self) -> None:
         path = self._ask_path("Save session", SESSION_FILTER, ".json")
@@ -121,6 +175,7 @@ class FileActions:
         from kernel_lab.plotting.view import uncached
 
         panel = self.window.plot_panel
+        panel.build_all()
         panel.redraw()
         i = panel.tabs.currentIndex() if index is None else index
         view = panel.views[i]

@@ -4,12 +4,15 @@ redraw timer that shows the model's table at a bounded rate."""
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pyqtgraph as pg
 import shiboken6
 from PySide6 import QtCore, QtWidgets
 
+from kernel_lab.experiments.plotspec import PlotSpec
 from kernel_lab.model import LabModel
 from kernel_lab.plotting.view import PlotView
 
@@ -69,6 +72,10 @@ class PlotPanel(QtWidgets.QWidget):
         self._behind: set[int] = set()
         self._held_since: dict[int, float] = {}  # plots held since (perf_counter), see _hold
         self._holding: set[int] = set()  # plots held now
+        #: The plots a staged rebuild has still to build, and whether rebuilds are staged
+        #: now (:meth:`staged`).
+        self._unbuilt: list[PlotSpec] = []
+        self._staging = False
         self._timer = QtCore.QTimer(self, interval=REDRAW_MS,
                                     timeout=lambda: self.redraw(everything=False))
         self.tabs.currentChanged.connect(self._tab_shown)
@@ -81,26 +88,63 @@ class PlotPanel(QtWidgets.QWidget):
 
     # -- building ------------------------------------------------------------------------
     def rebuild(self, reset_colors: bool = False) -> None:
-        """New plot widgets for the model's experiment (and the current scale)."""
+        """New plot widgets for the model's experiment (and the current scale): all at
+        once, or one per pass of the event loop while :meth:`staged`."""
         if reset_colors:
             self.colors = {}
         self._release()
-        for spec in self.model.experiment.plots:
-            w = PlotWidget()
-            view = PlotView(w.ci, 0, spec, colors=self.colors, scale=self.scale,
-                            log_y=self.log_y)
-            view.cache_static()
-            view.set_summaries(self.model.summaries or None)
-            self.views.append(view)
-            self.widgets.append(w)
-            self.tabs.addTab(w, view.spec.title)
-            proxy = pg.SignalProxy(w.scene().sigMouseMoved, rateLimit=30,
-                                   slot=lambda ev, v=view: self._moved(v, ev[0]))
-            self._proxies.append(proxy)
         self._behind = set()
         self._held_since = {}
         self._holding = set()
-        self._pins_changed()
+        self._unbuilt = list(self.model.experiment.plots)
+        if self._staging:
+            QtCore.QTimer.singleShot(0, self, self._build_next)  # not once it is gone
+        else:
+            self.build_all()
+
+    @contextmanager
+    def staged(self) -> Iterator[None]:
+        """Rebuilds within the block build their plots one per pass of the event loop:
+        a plot costs 40-70 ms of pyqtgraph's making, and a session opened from the menu
+        held the window for all of them at once (150-200 ms)."""
+        self._staging = True
+        try:
+            yield
+        finally:
+            self._staging = False
+
+    @property
+    def built(self) -> bool:
+        """Whether every plot of the experiment is built (see :meth:`staged`)."""
+        return not self._unbuilt
+
+    def build_all(self) -> None:
+        """Build the plots a staged rebuild has left, now."""
+        while self._unbuilt:
+            self._build(self._unbuilt.pop(0))
+
+    def _build_next(self) -> None:
+        if self._unbuilt:
+            self._build(self._unbuilt.pop(0))
+        if self._unbuilt:
+            QtCore.QTimer.singleShot(0, self, self._build_next)  # not once it is gone
+
+    def _build(self, spec: PlotSpec) -> None:
+        """One plot tab (with the pins), drawn at the next redraw."""
+        w = PlotWidget()
+        view = PlotView(w.ci, 0, spec, colors=self.colors, scale=self.scale,
+                        log_y=self.log_y)
+        view.cache_static()
+        view.set_summaries(self.model.summaries or None)
+        self.views.append(view)
+        self.widgets.append(w)
+        self.tabs.addTab(w, view.spec.title)
+        proxy = pg.SignalProxy(w.scene().sigMouseMoved, rateLimit=30,
+                               slot=lambda ev, v=view: self._moved(v, ev[0]))
+        self._proxies.append(proxy)
+        for pin in self.model.pins:
+            view.add_pin(pin.table)
+        self.mark_dirty()
 
     def _release(self) -> None:
         """Delete the plot widgets shown so far, now. ``deleteLater`` alone left them to an

@@ -35,6 +35,7 @@ from kernel_lab.engine.session import Session
 from kernel_lab.engine.spec import RunSpec
 from kernel_lab.engine.worker import Job, Ticket, Worker
 from kernel_lab.experiments import Experiment, PartialResult, get_experiment, list_experiments
+from kernel_lab.experiments.plotspec import thin_table
 from kernel_lab.model.columns import (
     TARGET,
     ColumnRow,
@@ -489,7 +490,7 @@ class LabModel:
             self.status.emit("Nothing to pin yet: run the experiment first.")
             return None
         label = f"run {self.handle.run_id}" if self.handle is not None else "pinned"
-        pin = Pin(label, {k: v.copy() for k, v in self.table.items()})
+        pin = Pin(label, thin_table(self.table))  # copies, at most PIN_MAX_POINTS rows
         self.pins.append(pin)
         self.pins_changed.emit()
         return pin
@@ -514,9 +515,8 @@ class LabModel:
         self.params_replaced.emit(dict(spec.params))
         if spec.data is not None:
             self.load_data(spec.data)
-        self.pins = [Pin(str(p.get("label", "")),
-                         {k: np.array([np.nan if v is None else v for v in col], dtype=float)
-                          for k, col in p["table"].items()}) for p in session.pinned]
+        self.pins = [Pin(str(p.get("label", "")), thin_table(p["table"]))
+                     for p in session.pinned]
         self.pins_changed.emit()
         self.title, self.about = session.title, session.about
         self.session_applied.emit(session)

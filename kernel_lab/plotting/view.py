@@ -18,11 +18,13 @@ from typing import Any
 import numpy as np
 
 from kernel_lab.experiments.plotspec import (
+    PIN_MAX_POINTS,
     Curve,
     CurveLine,
     OffScale,
     PlotSpec,
     legend_entries,
+    peak_rows,
     resolve_curves,
     robust_range,
 )
@@ -58,6 +60,8 @@ MARKERS = ("choice", "flag")
 #: around the view (pyqtgraph's dynamic range limit, its default); see
 #: PlotView._limit_ranges.
 RANGE_LIMIT = 1e6
+#: A pinned curve of more points than this is drawn with a hairline (see add_pin).
+PIN_THICK_MAX = 300
 
 
 def curve_style(curve: Curve, color: str, scale: float = 1.0) -> dict[str, object]:
@@ -665,10 +669,15 @@ class PlotView(TextParts, ScatterParts):
                 continue
             xs = np.log10(x[mask]) if spec.logx else x[mask]
             ys = np.log10(y[mask]) if self.logy else y[mask]
+            rows = peak_rows([xs, ys], PIN_MAX_POINTS)  # its shape, in as many points
+            xs, ys = xs[rows], ys[rows]
             faded = pg.mkColor(color)
             faded.setAlpha(100)
+            # a dense one in a hairline: Qt paints thick translucent dashes along
+            # thousands of short steps slowly (2,000 points: 100 ms a paint; 1 ms thin)
+            width = 1.5 * self.scale if xs.size <= PIN_THICK_MAX else 1.0
             ghost = pg.PlotDataItem(xs, ys, pen=pg.mkPen(
-                faded, width=1.5 * self.scale, style=pg.QtCore.Qt.PenStyle.DashLine))
+                faded, width=width, style=pg.QtCore.Qt.PenStyle.DashLine))
             ghost.setZValue(-10)
             self.item.vb.addItem(ghost)  # raw coordinates: already log-mapped above
             self.pins.append(ghost)
