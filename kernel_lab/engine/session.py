@@ -44,6 +44,7 @@ from kernel_lab.core.errors import KernelLabError
 from kernel_lab.core.params import resolve_params
 from kernel_lab.data.generators import GENERATORS
 from kernel_lab.data.source import FILE_OPTIONS, LOAD_OPTIONS, DataSource
+from kernel_lab.engine.atomic import write_atomic
 from kernel_lab.engine.jsonable import jsonable
 from kernel_lab.engine.playground.state import PlaygroundState, state_from_dict
 from kernel_lab.engine.spec import RunSpec
@@ -119,13 +120,11 @@ class Session:
 
 
 def save_session(session: Session, path: str | os.PathLike[str]) -> Path:
-    """Write ``session`` as JSON (atomically: a temporary file renamed into place)."""
-    path = Path(path)
+    """Write ``session`` as JSON, whole or not at all
+    (:func:`~kernel_lab.engine.atomic.write_atomic`: a temporary file renamed into place;
+    a full disk leaves the file as it was, and no temporary file)."""
     text = json.dumps(session.to_dict(), indent=2, ensure_ascii=False, allow_nan=False)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-    return path
+    return write_atomic(path, text + "\n")
 
 
 def load_session(path: str | os.PathLike[str], *, threaded: bool = False) -> Session:

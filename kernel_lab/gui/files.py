@@ -184,7 +184,12 @@ class FileActions:
 
     @staticmethod
     def _export_view(view: Any, path: Path) -> Path:
+        """The plot as SVG or PNG, written whole (a temporary file renamed into place:
+        Qt's own writers leave a file cut short on a full disk without a word)."""
         from pyqtgraph.exporters import ImageExporter
+
+        from kernel_lab.engine.atomic import write_atomic
+        from kernel_lab.plotting.render import export_png
 
         if path.suffix.lower() == ".svg":
             # Qt's own SVG painter: pyqtgraph's SVGExporter fails on some symbol paths
@@ -192,19 +197,22 @@ class FileActions:
 
             scene = view.item.scene()
             rect = scene.sceneRect()
+            data = QtCore.QByteArray()
+            buffer = QtCore.QBuffer(data)
+            buffer.open(QtCore.QIODevice.OpenModeFlag.WriteOnly)
             gen = QSvgGenerator()
-            gen.setFileName(str(path))
+            gen.setOutputDevice(buffer)
             gen.setSize(QtCore.QSize(int(rect.width()), int(rect.height())))
             gen.setViewBox(rect)
             gen.setTitle(view.spec.title)
             painter = QtGui.QPainter(gen)
             scene.render(painter)
             painter.end()
-        else:
-            exporter = ImageExporter(view.item.scene())
-            exporter.parameters()["width"] = 1600
-            exporter.export(str(path if path.suffix else path.with_suffix(".png")))
-        return path
+            buffer.close()
+            return write_atomic(path, data.data())
+        exporter = ImageExporter(view.item.scene())
+        exporter.parameters()["width"] = 1600
+        return export_png(exporter, path if path.suffix else path.with_suffix(".png"))
 
     def _result(self, what: str) -> Any:
         if self.model.result is None:

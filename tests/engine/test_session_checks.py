@@ -250,3 +250,34 @@ def test_a_session_of_the_window_still_round_trips(tmp_path):
     path = save_session(Session(spec, "t", "a", pins), tmp_path / "w.json")
     back = load_session(path)
     assert back.spec == spec and back.pinned == pins and back.notes == []
+
+
+def test_saving_on_a_full_disk_keeps_the_previous_session_whole(tmp_path, monkeypatch):
+    """A session is written whole or not at all: the write fails half-way (ENOSPC), the
+    file saved before stays as it was and no temporary file is left."""
+    import errno
+
+    from kernel_lab.engine import atomic
+    from kernel_lab.engine.session import Session, load_session, save_session
+    from kernel_lab.engine.spec import RunSpec
+
+    path = tmp_path / "mine.json"
+    first = Session(RunSpec("krr-path", {"n_lams": 7}), title="first")
+    save_session(first, path)
+    before = path.read_bytes()
+    real = os.write
+
+    def half_then_full(fd, data):
+        if len(data) > 16:
+            real(fd, bytes(data[:16]))
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(fd, data)
+
+    monkeypatch.setattr(atomic.os, "write", half_then_full)
+    with pytest.raises(OSError):
+        save_session(Session(RunSpec("nystrom", {}), title="second"), path)
+    monkeypatch.undo()
+    assert path.read_bytes() == before
+    kept = load_session(path)
+    assert kept.title == "first" and kept.spec.experiment == "krr-path"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine.json"]

@@ -292,6 +292,39 @@ def test_bad_session_is_rejected_and_changes_nothing(window, tmp_path, content, 
     assert window.experiment.name == "krr-path" and window.form.values() == before
 
 
+@pytest.mark.parametrize("name", ["p.png", "p.svg"])
+def test_a_plot_export_on_a_full_disk_leaves_the_old_file(window, qtbot, tmp_path,
+                                                          monkeypatch, name):
+    """Qt's own image and SVG writers leave a file cut short on a full disk without a
+    word: the export is written whole or not at all, and says why it failed."""
+    import errno
+
+    from kernel_lab.engine import atomic
+
+    select(window, "krr-path")
+    use_data(window, qtbot, "gaussian:n=100,p=5")
+    window.form.set_values({"n_lams": 5})
+    run_and_wait(window, qtbot)
+    out = tmp_path / "exports"  # (the window's settings live in tmp_path)
+    out.mkdir()
+    path = window.export_plot(out / name)
+    before = path.read_bytes()
+    real = os.write
+
+    def half_then_full(fd, data):
+        if len(data) > 64:
+            real(fd, bytes(data[:64]))
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(fd, data)
+
+    monkeypatch.setattr(atomic.os, "write", half_then_full)
+    with pytest.raises(OSError, match="No space left"):
+        window.export_plot(out / name)
+    monkeypatch.undo()
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in out.iterdir()) == [name]
+
+
 def test_exports_write_valid_files(window, qtbot, tmp_path):
     select(window, "krr-path")
     use_data(window, qtbot, "gaussian:n=100,p=5")
