@@ -27,6 +27,7 @@ from kernel_lab.cli import main
 from kernel_lab.core.errors import KernelLabError
 from kernel_lab.engine.atomic import TEMP_SUFFIX, leftover_temporaries, write_atomic
 from kernel_lab.engine.output import LOCK, RESULT, claim_out_folder
+from tests.faults import fill_disk_at
 
 ROOT = Path(kernel_lab.__file__).resolve().parent.parent
 
@@ -105,36 +106,12 @@ def test_a_read_only_out_folder_is_refused_before_the_run(table, tmp_path, no_ru
 
 
 # ---------------------------------------------------------------- a full disk midway
-def _fill_disk_at(monkeypatch, name: str) -> list[str]:
-    """``os.write`` to the temporary file of ``name`` writes half, then fails: ENOSPC."""
-    if not Path("/proc/self/fd").is_dir():
-        pytest.skip("needs /proc/self/fd to tell which file a write goes to")
-    real = os.write
-    hits: list[str] = []
-
-    def write(fd: int, data) -> int:
-        try:
-            target = os.readlink(f"/proc/self/fd/{fd}")
-        except OSError:
-            target = ""
-        base = os.path.basename(target)
-        if base.startswith(f".{name}.") and base.endswith(TEMP_SUFFIX):
-            if not hits:
-                hits.append(base)
-                return real(fd, bytes(data[: max(1, len(data) // 2)]))
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-        return real(fd, data)
-
-    monkeypatch.setattr(os, "write", write)
-    return hits
-
-
 @pytest.mark.parametrize("name", ["plot.png", "curves.csv", RESULT])
 def test_a_full_disk_leaves_no_result_json_and_no_file_cut_short(table, complete, tmp_path,
                                                                   monkeypatch, capsys, name):
     out = tmp_path / "run"
     shutil.copytree(complete, out)  # an earlier complete run: its result.json must go
-    hits = _fill_disk_at(monkeypatch, name)
+    hits = fill_disk_at(monkeypatch, name)
     assert main(_argv(table, out)) == 1
     monkeypatch.undo()
     assert hits, "the write never reached the file"
@@ -158,7 +135,7 @@ def test_a_full_disk_leaves_no_result_json_and_no_file_cut_short(table, complete
 def test_a_full_disk_in_a_playground_run_leaves_no_result_json(tmp_path, monkeypatch,
                                                                capsys):
     out = tmp_path / "xor"
-    _fill_disk_at(monkeypatch, RESULT)
+    fill_disk_at(monkeypatch, RESULT)
     assert main(["run", "--preset", "playground-xor", "--out", str(out), "-q"]) == 1
     monkeypatch.undo()
     assert f"cannot write {RESULT} in the folder {out}" in capsys.readouterr().err
@@ -198,7 +175,7 @@ def test_a_complete_run_leaves_no_lock_and_no_temporary_file(complete):
 def test_write_atomic_keeps_the_old_file_when_the_write_fails(tmp_path, monkeypatch):
     path = tmp_path / "a.txt"
     write_atomic(path, "old\n")
-    _fill_disk_at(monkeypatch, "a.txt")
+    fill_disk_at(monkeypatch, "a.txt")
     with pytest.raises(OSError) as info:
         write_atomic(path, "new content " * 1000)
     monkeypatch.undo()

@@ -28,6 +28,7 @@ from kernel_lab.engine.session import (
     session_from_dict,
 )
 from kernel_lab.experiments.plotspec import PIN_MAX_POINTS, peak_rows, thin_table
+from tests.faults import fill_disk_at
 
 HEAD = {"format": "kernel-lab-session", "version": 1}
 
@@ -255,9 +256,6 @@ def test_a_session_of_the_window_still_round_trips(tmp_path):
 def test_saving_on_a_full_disk_keeps_the_previous_session_whole(tmp_path, monkeypatch):
     """A session is written whole or not at all: the write fails half-way (ENOSPC), the
     file saved before stays as it was and no temporary file is left."""
-    import errno
-
-    from kernel_lab.engine import atomic
     from kernel_lab.engine.session import Session, load_session, save_session
     from kernel_lab.engine.spec import RunSpec
 
@@ -265,16 +263,8 @@ def test_saving_on_a_full_disk_keeps_the_previous_session_whole(tmp_path, monkey
     first = Session(RunSpec("krr-path", {"n_lams": 7}), title="first")
     save_session(first, path)
     before = path.read_bytes()
-    real = os.write
-
-    def half_then_full(fd, data):
-        if len(data) > 16:
-            real(fd, bytes(data[:16]))
-            raise OSError(errno.ENOSPC, "No space left on device")
-        return real(fd, data)
-
-    monkeypatch.setattr(atomic.os, "write", half_then_full)
-    with pytest.raises(OSError):
+    fill_disk_at(monkeypatch, "mine.json")
+    with pytest.raises(OSError, match="No space left"):
         save_session(Session(RunSpec("nystrom", {}), title="second"), path)
     monkeypatch.undo()
     assert path.read_bytes() == before

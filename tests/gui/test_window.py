@@ -297,9 +297,7 @@ def test_a_plot_export_on_a_full_disk_leaves_the_old_file(window, qtbot, tmp_pat
                                                           monkeypatch, name):
     """Qt's own image and SVG writers leave a file cut short on a full disk without a
     word: the export is written whole or not at all, and says why it failed."""
-    import errno
-
-    from kernel_lab.engine import atomic
+    from tests.faults import fill_disk_at
 
     select(window, "krr-path")
     use_data(window, qtbot, "gaussian:n=100,p=5")
@@ -309,15 +307,7 @@ def test_a_plot_export_on_a_full_disk_leaves_the_old_file(window, qtbot, tmp_pat
     out.mkdir()
     path = window.export_plot(out / name)
     before = path.read_bytes()
-    real = os.write
-
-    def half_then_full(fd, data):
-        if len(data) > 64:
-            real(fd, bytes(data[:64]))
-            raise OSError(errno.ENOSPC, "No space left on device")
-        return real(fd, data)
-
-    monkeypatch.setattr(atomic.os, "write", half_then_full)
+    fill_disk_at(monkeypatch, name)
     with pytest.raises(OSError, match="No space left"):
         window.export_plot(out / name)
     monkeypatch.undo()
