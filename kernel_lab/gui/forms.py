@@ -122,14 +122,13 @@ class ParamForm(QtWidgets.QWidget):
             w = QtWidgets.QCheckBox()
             w.setChecked(bool(spec.default))
             w.toggled.connect(self._on_change)
-        elif spec.kind == "int":
+        elif spec.kind == "int" and _fits_a_spin_box(spec):
             w = QtWidgets.QSpinBox()
-            low = int(max(spec.low if spec.low is not None else -2**31 + 1, -2**31 + 1))
+            low = int(spec.low if spec.low is not None else SPIN_MIN)
             if spec.allow_auto:
                 low -= 1  # one step below the range stands for "auto"
                 w.setSpecialValueText("auto")
-            w.setRange(low, int(min(spec.high if spec.high is not None else 2**31 - 1,
-                                    2**31 - 1)))
+            w.setRange(low, int(spec.high if spec.high is not None else SPIN_MAX))
             w.setValue(low if spec.default is None else int(spec.default))
             w.setKeyboardTracking(False)
             w.valueChanged.connect(self._on_change)
@@ -204,6 +203,18 @@ class ParamForm(QtWidgets.QWidget):
             self.blockSignals(False)
         self._update_visibility()
         self.changed.emit()
+
+
+#: The range of Qt's spin box (a C int).
+SPIN_MIN, SPIN_MAX = -2**31 + 1, 2**31 - 1
+
+
+def _fits_a_spin_box(spec: Any) -> bool:
+    """Whether an int parameter's declared range fits Qt's spin box; a wider one (a seed
+    up to 2³² − 1) is a text field, checked by the experiment like the others (a spin box
+    overflows on a session's larger value)."""
+    return ((spec.low is None or spec.low >= SPIN_MIN)
+            and (spec.high is None or spec.high <= SPIN_MAX))
 
 
 def _text(value: Any) -> str:

@@ -168,3 +168,20 @@ def test_unknown_fields_are_noted_in_the_log(window, qtbot, tmp_path):
     assert window.warnings == [] and window.experiment.name == "krr-path"
     assert window.log_view.toPlainText().count("ignored the field 'colour'") == 1
     assert "1 note(s) in the Log" in window.status.text()
+
+
+def test_a_seed_beyond_a_spin_box_opens_and_runs_with_it(window, qtbot, tmp_path):
+    """Seeds go up to 2³² − 1, past Qt's spin box (a C int): a session with one opened
+    half-applied with an OverflowError. The seed is a field the experiment checks."""
+    path = tmp_path / "seed.json"
+    path.write_text(json.dumps({**HEAD, "experiment": "krr-path",
+                                "params": {"n_lams": 5, "seed": 3_000_000_000},
+                                "data": {"spec": "gaussian:n=60,p=3", "options": {}}}))
+    _open(window, qtbot, path)
+    assert window.warnings == [] and window.experiment.name == "krr-path"
+    assert window.form.values()["seed"] == "3000000000" and window.form.values()["n_lams"] == 5
+    spec = window.model.run_spec()
+    assert spec.seed == 3_000_000_000
+    window.form.widgets["seed"].setText(str(2**32))  # past the declared range: refused
+    with pytest.raises(Exception, match="seed"):
+        window.model.run_spec()
