@@ -325,6 +325,11 @@ def _cmd_report(args: argparse.Namespace) -> int:
                                  about=session.about)
     elif args.source in preset_names():
         session = load_preset(args.source)
+    elif source.exists():  # a pipe, a device, a socket: never opened (it could block)
+        from kernel_lab.engine.session import file_kind
+
+        raise UsageError(f"{args.source!r} is {file_kind(source.stat().st_mode)}, not a run "
+                         "folder, a file or a preset")
     else:
         raise UsageError(f"{args.source!r} is neither a run folder, a file nor a preset")
     if session is not None and session.spec is not None:

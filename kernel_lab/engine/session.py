@@ -234,7 +234,7 @@ def _int(text: str) -> int:
 _SLICE = 2**20
 
 
-def _file_kind(mode: int) -> str:
+def file_kind(mode: int) -> str:
     """What a path that is not a regular file is, in words."""
     if stat.S_ISDIR(mode):
         return "a folder"
@@ -254,7 +254,7 @@ def read_session_text(path: Path, where: str) -> str:
     try:
         mode = os.stat(path).st_mode
         if not stat.S_ISREG(mode):
-            raise SessionError(f"{where} ({path}) is {_file_kind(mode)}, not a file; open "
+            raise SessionError(f"{where} ({path}) is {file_kind(mode)}, not a file; open "
                                "a .json session saved by Kernel Lab")
         # O_NONBLOCK: should the path become a pipe after the check, opening it does not
         # wait for a writer, and fstat below sees what was opened
@@ -263,7 +263,7 @@ def read_session_text(path: Path, where: str) -> str:
         with os.fdopen(fd, "rb") as fh:
             st = os.fstat(fh.fileno())
             if not stat.S_ISREG(st.st_mode):
-                raise SessionError(f"{where} ({path}) is {_file_kind(st.st_mode)}, not a "
+                raise SessionError(f"{where} ({path}) is {file_kind(st.st_mode)}, not a "
                                    "file; open a .json session saved by Kernel Lab")
             if st.st_size > MAX_BYTES:
                 raise SessionError(f"{where} is {st.st_size / 2**20:.0f} MB, more than any "

@@ -271,3 +271,15 @@ def test_saving_on_a_full_disk_keeps_the_previous_session_whole(tmp_path, monkey
     kept = load_session(path)
     assert kept.title == "first" and kept.spec.experiment == "krr-path"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mine.json"]
+
+
+@pytest.mark.skipif(not (os.path.exists("/dev/zero") and hasattr(os, "mkfifo")),
+                    reason="needs /dev/zero and FIFOs")
+def test_report_names_a_device_or_a_pipe_without_opening_it(tmp_path, capsys):
+    fifo = tmp_path / "pipe.json"
+    os.mkfifo(fifo)  # opening it to read would wait for a writer for ever
+    for path, kind in (("/dev/zero", "a device"), (str(fifo), "a pipe (FIFO)")):
+        assert main(["report", "-q", path, "--out", str(tmp_path / "r.html")]) == 2
+        err = capsys.readouterr().err
+        assert f"'{path}' is {kind}, not a run folder, a file or a preset" in err
+    assert not (tmp_path / "r.html").exists()
