@@ -1,11 +1,11 @@
 """One declared plot drawn with pyqtgraph: the live view of the window and the headless
 renderer share it.
 
-Curves are styled by their declared role (see
-:mod:`kernel_lab.experiments.plotspec`), never by their column names: limits are thick
-lines, empirical means dots with a shaded spread band, estimates and references dashed,
-measured curves and baselines lines with small markers, choices (a point picked by a
-rule) large outlined diamonds.
+Curves are styled by their declared role (:mod:`~kernel_lab.plotting.styles`), never by
+their column names; empirical means get a shaded spread band. The view asks
+:mod:`~kernel_lab.plotting.ranges` (no Qt) which y range to show and how its axes follow
+streaming results, and keeps its legend (:mod:`~kernel_lab.plotting.legend`) in the column
+to its right.
 """
 
 from __future__ import annotations
@@ -18,114 +18,31 @@ from typing import Any
 import numpy as np
 
 from kernel_lab.experiments.plotspec import (
-    PIN_MAX_POINTS,
-    Curve,
     CurveLine,
     OffScale,
     PlotSpec,
-    legend_entries,
-    peak_rows,
     resolve_curves,
-    robust_range,
 )
 from kernel_lab.plotting.axes import grid_item, log_axis
+from kernel_lab.plotting.legend import LegendParts
+from kernel_lab.plotting.ranges import (
+    MARKERS,
+    follow_axis,
+    keeps_cut,
+    padded_range,
+    plan_y_range,
+    positive_mask,
+    within,
+)
+from kernel_lab.plotting.styles import assign_colors, curve_style
+from kernel_lab.plotting.view_pins import PinParts
 from kernel_lab.plotting.view_scatter import ScatterParts
 from kernel_lab.plotting.view_texts import TextParts
 
-#: Colour-blind-safe palette (Okabe–Ito), used for curves in order.
-PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000",
-           "#F0E442")
-LEGEND_WIDTH = 190
-#: … widened up to this for long entries (they ran past the picture's edge).
-LEGEND_MAX_WIDTH = 340
-#: The legend starts this far below the top of its row (level with the plot's top).
-LEGEND_TOP = 28
-#: Line style of each role: (pen width, dash, symbol size); a symbol size 0 draws no
-#: markers and a width 0 no line.
-ROLE_STYLES: dict[str, tuple[float, str, float]] = {
-    "limit": (2.5, "solid", 0.0),
-    "empirical": (0.0, "solid", 6.0),
-    "estimate": (2.0, "dash", 0.0),
-    "reference": (2.0, "dash", 0.0),
-    "measured": (2.0, "solid", 4.0),
-    "baseline": (2.0, "solid", 4.0),
-    "choice": (0.0, "solid", 12.0),
-    "flag": (0.0, "solid", 14.0),
-}
-#: Marker shape and outline of the roles drawn with other than plain dots.
-ROLE_MARKERS: dict[str, tuple[str, str]] = {"choice": ("d", "k"), "flag": ("x", "k")}
-#: Roles drawn as markers over points of other lines.
-MARKERS = ("choice", "flag")
 #: A curve with points off the plot's scale has them clamped to this many view heights
 #: around the view (pyqtgraph's dynamic range limit, its default); see
 #: PlotView._limit_ranges.
 RANGE_LIMIT = 1e6
-#: A pinned curve of more points than this is drawn with a hairline (see add_pin).
-PIN_THICK_MAX = 300
-
-
-def curve_style(curve: Curve, color: str, scale: float = 1.0) -> dict[str, object]:
-    """pyqtgraph keyword arguments for a curve of ``curve``'s role in ``color``;
-    ``scale`` widens lines and symbols (presentation mode)."""
-    import pyqtgraph as pg
-
-    width, dash, symbol = ROLE_STYLES[curve.role]
-    dash = curve.dash or dash
-    pen_style = {"solid": pg.QtCore.Qt.PenStyle.SolidLine,
-                 "dash": pg.QtCore.Qt.PenStyle.DashLine,
-                 "dot": pg.QtCore.Qt.PenStyle.DotLine}[dash]
-    style: dict[str, object] = {
-        "pen": pg.mkPen(color, width=width * scale, style=pen_style) if width else None}
-    if symbol:
-        shape, outline = ROLE_MARKERS.get(curve.role, ("o", ""))
-        # a brush and a pen object, not their descriptions: pyqtgraph keys its rendered
-        # symbols by these objects, so a colour string made a new one — and rendered the
-        # symbol again — at every setData
-        style.update(symbol=shape, symbolSize=symbol * scale, symbolBrush=pg.mkBrush(color),
-                     symbolPen=pg.mkPen(outline, width=1.0) if outline else pg.mkPen(None))
-    else:
-        style["symbol"] = None
-    return style
-
-
-def assign_colors(lines: Sequence[CurveLine], colors: dict[str, str] | None = None
-                  ) -> dict[str, str]:
-    """One colour per group, in order of appearance. ``colors`` (group → colour) is shared
-    between plots so that a method or kernel keeps its colour everywhere; new groups are
-    added to it."""
-    groups: dict[str, str] = {} if colors is None else colors
-    for line in lines:
-        groups.setdefault(line.group, PALETTE[len(groups) % len(PALETTE)])
-    return groups
-
-
-def _along_x(table: Mapping[str, Sequence[float] | np.ndarray], line: CurveLine,
-             marked: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """A line's y values in the order of its x (the off-scale rule looks at the steps
-    of each line), and ``marked`` (which of them a flag marks, see :func:`_flagged`;
-    none when None) in the same order."""
-    x = np.asarray(table[line.x], dtype=np.float64)
-    y = np.asarray(table[line.column], dtype=np.float64)
-    if marked is None:
-        marked = np.zeros(y.shape, dtype=bool)
-    if x.shape != y.shape:
-        return y, marked
-    order = np.argsort(x, kind="stable")
-    return y[order], marked[order]
-
-
-def _flagged(table: Mapping[str, Sequence[float] | np.ndarray], line: CurveLine,
-             flags: Sequence[CurveLine]) -> np.ndarray:
-    """Which points of ``line`` (in the table's order) a ``flag`` line marks: a cross
-    drawn over the point, the same value at the same x."""
-    y = np.asarray(table[line.column], dtype=np.float64)
-    marked = np.zeros(y.shape, dtype=bool)
-    for flag in flags:
-        f = np.asarray(table[flag.column], dtype=np.float64)
-        if flag.x == line.x and f.shape == y.shape:
-            with np.errstate(invalid="ignore"):
-                marked |= np.isfinite(f) & np.isclose(y, f, rtol=1e-12, atol=0.0)
-    return marked
 
 
 def _has_rows(table: Mapping[str, Sequence[float] | np.ndarray]) -> bool:
@@ -133,12 +50,7 @@ def _has_rows(table: Mapping[str, Sequence[float] | np.ndarray]) -> bool:
     return any(np.size(v) for v in table.values())
 
 
-def _positive_mask(a: np.ndarray, log: bool) -> np.ndarray:
-    m = np.isfinite(a)
-    return m & (a > 0) if log else m
-
-
-class PlotView(TextParts, ScatterParts):
+class PlotView(LegendParts, TextParts, ScatterParts, PinParts):
     """One declared plot inside a pyqtgraph GraphicsLayout, updated in place.
 
     Curves are created the first time their column appears and afterwards only get
@@ -185,9 +97,6 @@ class PlotView(TextParts, ScatterParts):
             item.getAxis(side).setStyle(maxTickLevel=1)
         self.grid = grid_item(item)
         item.vb.sigRangeChangedManually.connect(self._zoomed)
-        self._holder = holder = layout.addLayout(row=row, col=1)
-        holder.setFixedWidth(LEGEND_WIDTH * scale)
-        self.legend = pg.LegendItem(verSpacing=-6, labelTextSize=f"{9 * scale:.0f}pt")
         if scale != 1.0:
             item.setTitle(spec.title, size=f"{11 * scale:.0f}pt")
             font = pg.QtGui.QFont()
@@ -196,21 +105,13 @@ class PlotView(TextParts, ScatterParts):
                 axis = item.getAxis(side)
                 axis.setTickFont(font)
                 axis.label.setFont(font)
-        self.legend.setParentItem(holder)
-        self.legend.anchor(itemPos=(0, 0), parentPos=(0, 0), offset=(0, LEGEND_TOP * scale))
+        self._make_legend(layout, row)
         self._title_fit: tuple[str, float] | None = None
         item.geometryChanged.connect(self._fit_title)
         self._fit_title()
         self.curves: dict[str, object] = {}
         self.error_bars: dict[str, object] = {}  # spread bands (FillBetweenItem)
         self._band_edges: dict[str, tuple[object, object]] = {}
-        self._legend_keys: set[str] = set()
-        self._legend_samples: list[object] = []
-        #: the legend's entries in order (their keys), and the columns of the lines a
-        #: colour or style sample stands for
-        self._legend_order: list[str] = []
-        self._legend_columns: dict[str, list[str]] = {}
-        self._note_labels: dict[str, object] = {}  # legend labels that follow the table
         self._drawn: dict[str, tuple[bytes, bytes, bytes | None]] = {}
         self._extent: dict[str, tuple[float, float]] = {}  # each curve's lowest, highest y
         self.complete = True
@@ -225,74 +126,6 @@ class PlotView(TextParts, ScatterParts):
         self._planned: tuple[object, ...] | None = None
         #: The axes the view took from autoscaling while results stream in.
         self._following: tuple[bool, bool] | None = None
-
-    def _sync_legend(self, lines: list[CurveLine], colors: Mapping[str, str],
-                     table: Mapping[str, Sequence[float] | np.ndarray],
-                     deadline: float | None = None, busy: bool = False) -> None:
-        """Add the legend entries that are not there yet and update the texts of notes
-        (see :func:`~kernel_lab.experiments.plotspec.legend_entries`); after
-        ``deadline`` (a ``perf_counter`` time) new entries wait for the next call, in
-        their order, and :attr:`complete` is False — but one is added if the call did
-        nothing else (``busy``: it drew curves)."""
-        import html
-
-        import pyqtgraph as pg
-
-        entries = legend_entries(self.spec, lines, table)
-        keys = [e.key for e in entries]
-        if keys[:len(self._legend_order)] != self._legend_order:
-            # a line lost its points, or one declared before those listed got some (the
-            # floor's line comes first, DSG's later): the legend afresh, in declared order
-            self._clear_legend()
-        for entry in entries:
-            # a label's line breaks are kept (a long one in two lines, not past the edge)
-            text = html.escape(entry.text, quote=False).replace("\n", "<br>")
-            if entry.key in self._legend_keys:
-                label = self._note_labels.get(entry.key)
-                if label is not None and label.text != text:
-                    label.setText(text)
-                continue
-            if deadline is not None and busy and time.perf_counter() > deadline:
-                self.complete = False
-                break
-            busy = True
-            self._legend_keys.add(entry.key)
-            self._legend_order.append(entry.key)
-            if entry.column:  # an ungrouped line or a note: its own curve is the sample
-                self.legend.addItem(self.curves[entry.column], text)
-                if entry.note:
-                    self._note_labels[entry.key] = self.legend.items[-1][1]
-                continue
-            if entry.group:
-                style: dict[str, object] = {"pen": pg.mkPen(colors[entry.group], width=6)}
-                self._legend_columns[entry.key] = [ln.column for ln in lines
-                                                   if ln.group == entry.group]
-            else:
-                assert entry.curve is not None
-                style = curve_style(entry.curve, "#555555")
-                self._legend_columns[entry.key] = [ln.column for ln in lines
-                                                   if ln.curve.text == entry.curve.text]
-            sample = pg.PlotDataItem([], [], **style)
-            self._legend_samples.append(sample)
-            self.legend.addItem(sample, text)
-        self._fit_legend()
-
-    def _fit_legend(self) -> None:
-        """The legend at the size its entries ask for. pyqtgraph sums the entries'
-        current heights on each new entry, and those are stretched to the legend's
-        last size: each entry grew the legend further (13 entries took 500 pixels and
-        ran into the next plot's legend)."""
-        from PySide6 import QtCore
-
-        hint = self.legend.layout.effectiveSizeHint(QtCore.Qt.SizeHint.PreferredSize)
-        if abs(self.legend.height() - hint.height()) > 0.5 or \
-                abs(self.legend.width() - hint.width()) > 0.5:
-            self.legend.setGeometry(0, 0, hint.width(), hint.height())
-        column = float(np.clip(hint.width() + 8, LEGEND_WIDTH * self.scale,
-                               LEGEND_MAX_WIDTH * self.scale))
-        if abs(self._holder.maximumWidth() - column) > 0.5:
-            self._holder.setFixedWidth(column)
-        self._place_colorbar()
 
     def update(self, table: Mapping[str, Sequence[float] | np.ndarray],
                budget_s: float | None = None, live: bool = False,
@@ -332,7 +165,7 @@ class PlotView(TextParts, ScatterParts):
             col, color = line.column, colors[line.group]
             x = np.asarray(table[line.x], dtype=np.float64)
             y = np.asarray(table[col], dtype=np.float64)
-            mask = _positive_mask(x, spec.logx) & _positive_mask(y, self.logy)
+            mask = positive_mask(x, spec.logx) & positive_mask(y, self.logy)
             shown += bool(mask.any())
             err = (np.asarray(table[line.spread], dtype=np.float64)[mask]
                    if line.spread is not None and not self.logy else None)
@@ -413,10 +246,8 @@ class PlotView(TextParts, ScatterParts):
         for col, curve in self.curves.items():
             if not hasattr(curve, "setDynamicRangeLimit"):
                 continue  # a scatter plot's points: drawn only where in view
-            lo, hi = self._extent.get(col, (np.inf, -np.inf))
-            inside = not self._user_zoomed and (lo > hi or (
-                np.isfinite(lo) and np.isfinite(hi)
-                and (window is None or (lo >= window[0] and hi <= window[1]))))
+            inside = not self._user_zoomed and within(
+                self._extent.get(col, (np.inf, -np.inf)), window)
             curve.setDynamicRangeLimit(None if inside else RANGE_LIMIT)
 
     def _plan(self, table: Mapping[str, Sequence[float] | np.ndarray]
@@ -431,48 +262,10 @@ class PlotView(TextParts, ScatterParts):
         colors = assign_colors(lines, self.colors)
         if self.columns() - {ln.column for ln in lines}:
             self.clear()  # curves (a kernel, a method) that are no longer in the results
-        # risks and errors (declared positive) leave isolated spikes off the scale; a
-        # spectrum or a histogram keeps its peaks. Markers repeat points of lines: skipped
-        self._y_window = None
-        flags = [ln for ln in lines if ln.curve.role == "flag"]
-        drawn = [ln for ln in lines if ln.curve.role not in MARKERS]
-        marked = {ln.column: _flagged(table, ln, flags) for ln in drawn}
-        if spec.y_range_from:
-            cut = self._reference_range(table, drawn)
-        elif spec.positive:  # flagged points do not set the range (nor their crosses)
-            pairs = [_along_x(table, ln, marked[ln.column]) for ln in drawn]
-            cut = robust_range([y for y, _ in pairs], self.logy, [m for _, m in pairs])
-        else:
-            cut = None
+        marked, cut, self._y_window = plan_y_range(
+            table, lines, logy=self.logy, positive=spec.positive,
+            reference=spec.y_range_from)
         return lines, colors, marked, cut
-
-    def _reference_range(self, table: Mapping[str, Sequence[float] | np.ndarray],
-                         lines: list[CurveLine]) -> OffScale | None:
-        """The y range of a plot whose curves can blow up (``spec.y_range_from``): that of
-        the reference series without their own isolated spikes, widened by half, and
-        what of the plot's ``lines`` (markers left out) it leaves out."""
-        along = {ln.column: _along_x(table, ln)[0] for ln in lines}
-        ref = [along[ln.column] for ln in lines if ln.key.series in self.spec.y_range_from]
-        vals = np.concatenate(ref) if ref else np.array([])
-        vals = vals[_positive_mask(vals, self.logy)]
-        if not vals.size:
-            return None
-        cut = robust_range(ref, self.logy)
-        lo, hi = (cut.low, cut.high) if cut is not None else (vals.min(), vals.max())
-        if self.logy:
-            lo, hi = np.log10(lo), np.log10(hi)
-        pad = 0.5 * (hi - lo) + 1e-12 * max(1.0, abs(hi), abs(lo))
-        lo, hi = lo - pad, hi + pad
-        if self.logy:
-            lo, hi = 10.0 ** lo, 10.0 ** hi
-        self._y_window = (float(lo), float(hi))
-        v = np.concatenate(list(along.values())) if along else np.array([])
-        v = v[_positive_mask(v, self.logy)]
-        up, down = v > hi, v < lo
-        if not (up.any() or down.any()):
-            return None
-        worst = float(v[up].max()) if up.any() else float(v[down].min())
-        return OffScale(float(lo), float(hi), int(up.sum()), int(down.sum()), worst)
 
     def _fit_y_range(self, live: list[tuple[np.ndarray, np.ndarray]] | None = None,
                      values: list[np.ndarray] | None = None) -> None:
@@ -481,20 +274,10 @@ class PlotView(TextParts, ScatterParts):
         (:func:`~kernel_lab.experiments.plotspec.robust_range`). With ``live`` (the
         curves' points, while results stream in) the autoscaled axes follow them with
         slack instead (:meth:`_follow_data`), and a range that leaves points out stays
-        while it may (:meth:`_keeps_cut`; ``values``: the lines' values)."""
-        import pyqtgraph as pg
-
+        while it may (:func:`~kernel_lab.plotting.ranges.keeps_cut`; ``values``: the
+        lines' values)."""
         cut = self.off_scale
-        text = "" if cut is None else cut.text
-        if text and self._off_label is None:  # inside the view, top right: no relayout
-            self._off_label = pg.TextItem(color="#B00020", anchor=(1, 0),
-                                          fill=pg.mkBrush(255, 255, 255, 215))
-            self._off_label.setParentItem(self.item.vb)
-            self.item.vb.sigResized.connect(self._place_off_label)
-            self._place_off_label()
-        if self._off_label is not None and self._off_label.toPlainText() != text:
-            self._off_label.setText(text)
-            self._place_off_label()
+        self._say_off_scale("" if cut is None else cut.text)
         fixed_y = not (cut is None and self._y_window is None)
         if live is not None:
             self._follow_data(live, fixed_y)
@@ -516,40 +299,19 @@ class PlotView(TextParts, ScatterParts):
                 self.item.vb.updateAutoRange()
             return
         self._cut_applied = True
-        lo, hi = self._y_window or (cut.low, cut.high)
-        if self.logy:
-            lo, hi = np.log10(lo), np.log10(hi)
-        if self._y_window:
-            pad = 0.0
-        elif self.logy:  # decades: a twentieth of the span (at least of a tenth decade)
-            pad = 0.05 * max(hi - lo, 0.1)
-        else:
-            pad = 0.05 * (hi - lo) + 0.05 * max(abs(hi), abs(lo), 1e-12)
-        if self._user_zoomed or (live is not None
-                                 and self._keeps_cut(lo, hi, pad, values or [])):
+        lo, hi, pad = padded_range(*(self._y_window or (cut.low, cut.high)),
+                                   logy=self.logy, fixed=bool(self._y_window))
+        if self._user_zoomed or (live is not None and keeps_cut(
+                self.item.vb.viewRange()[1], lo, hi, pad, values or [], self.logy)):
             return
         self.item.setYRange(lo - pad, hi + pad, padding=0)
-
-    def _keeps_cut(self, lo: float, hi: float, pad: float, values: list[np.ndarray]) -> bool:
-        """While results stream in: whether the y range on screen may stay although the
-        range that leaves spikes out is now ``[lo, hi]`` (view coordinates, ``pad`` its
-        margin): it holds that range, is at most twice as tall with the margin, and shows
-        none of the ``values`` outside ``[lo, hi]`` — those the off-scale note counts. A
-        new range at every partial result re-laid out the axes and every curve."""
-        a, b = self.item.vb.viewRange()[1]
-        if not (a <= lo and hi <= b and (hi - lo + 2 * pad) >= 0.5 * (b - a)):
-            return False
-        v = np.concatenate(values) if values else np.array([])
-        with np.errstate(divide="ignore", invalid="ignore"):
-            v = np.log10(v) if self.logy else v
-        v = v[np.isfinite(v) & ((v > hi) | (v < lo))]
-        return not ((v >= a) & (v <= b)).any()
 
     def _follow_data(self, points: list[tuple[np.ndarray, np.ndarray]],
                      fixed_y: bool) -> None:
         """While results stream in, each autoscaled axis keeps its range as long as the
         points fit in it and fill at least half of it; otherwise it is set to theirs, with
-        room ahead on the one side they left by.
+        room ahead on the one side they left by
+        (:func:`~kernel_lab.plotting.ranges.follow_axis`).
         Fitting them exactly at every partial result re-laid out the axes, their ticks
         and grid and every curve's path at each redraw (the biggest share of a redraw
         and of the repaint after it); the last, complete picture is fitted exactly."""
@@ -572,32 +334,9 @@ class PlotView(TextParts, ScatterParts):
         for axis, logged in ((0, self.spec.logx), (1, self.logy)):
             if not follow[axis] or (axis == 1 and fixed_y):
                 continue
-            v = np.concatenate([p[axis] for p in points])
-            with np.errstate(divide="ignore", invalid="ignore"):
-                v = np.log10(v) if logged else v
-            v = v[np.isfinite(v)]
-            if not v.size:
-                continue
-            lo, hi = float(v.min()), float(v.max())
-            a, b = ranges[axis]
-            if a <= lo and hi <= b and hi - lo >= 0.5 * (b - a):
-                continue
-            # a single value (the first point of a curve): a range around it, as wide as
-            # a decade on a log axis, else as the value itself
-            spread = hi - lo > 1e-9 * max(1.0, abs(hi), abs(lo))
-            pad = (0.1 * (hi - lo) if spread
-                   else 0.5 if logged else 0.5 * max(abs(hi), 1e-9))
-            # the one side the points left by: room for as far again as half their
-            # spread (results of a run move on: larger s, more samples, smaller
-            # errors), so that the axes, their ticks and every curve are re-laid out
-            # less often; the points still fill 1/1.7 of the range, over the half kept
-            ahead = 0.5 * (hi - lo) if spread and (lo < a) != (hi > b) else 0.0
-            lo_pad = pad + (ahead if lo < a else 0.0)
-            hi_pad = pad + (ahead if hi > b else 0.0)
-            if axis == 0:
-                vb.setXRange(lo - lo_pad, hi + hi_pad, padding=0)
-            else:
-                vb.setYRange(lo - lo_pad, hi + hi_pad, padding=0)
+            new = follow_axis([p[axis] for p in points], ranges[axis], logged)
+            if new is not None:
+                (vb.setXRange if axis == 0 else vb.setYRange)(*new, padding=0)
 
     def _zoomed(self, *_args: object) -> None:
         """The user zoomed or panned: the axes stay where the user put them, during the
@@ -617,21 +356,6 @@ class PlotView(TextParts, ScatterParts):
         for item in (self.grid, self.item.getAxis("left"), self.item.getAxis("bottom")):
             item.setCacheMode(device)
 
-    def legend_height(self) -> float:
-        """The height the legend takes below the top of its row (pixels)."""
-        return LEGEND_TOP * self.scale + self.legend.boundingRect().height()
-
-    def _place_off_label(self) -> None:
-        """The off-scale note at the top right inside the view, wrapped to its width."""
-        label = self._off_label
-        if label is None:
-            return
-        room = max(self.item.vb.width() - 8, 40.0)
-        label.setTextWidth(-1)
-        if label.textItem.boundingRect().width() > room:
-            label.setTextWidth(room)
-        label.setPos(self.item.vb.width() - 4, 2)
-
     def _mark_minimum(self, col: str, color: str, x: np.ndarray, y: np.ndarray) -> None:
         """A star at the minimum of the curve (λ* of a risk curve)."""
         import pyqtgraph as pg
@@ -646,43 +370,6 @@ class PlotView(TextParts, ScatterParts):
         xs = np.log10(x[k]) if self.spec.logx else x[k]
         ys = np.log10(y[k]) if self.logy else y[k]
         self.minima[col].setData([xs], [ys])
-
-    def add_pin(self, table: Mapping[str, Sequence[float] | np.ndarray]) -> int:
-        """Draw the curves of an earlier result ``table`` as a faded, dashed overlay (to
-        compare runs); returns how many curves were drawn."""
-        import pyqtgraph as pg
-
-        spec = self.spec
-        if spec.kind != "lines":
-            return 0
-        count = 0
-        lines = resolve_curves(spec, table)
-        colors = assign_colors(lines, self.colors)
-        for line in lines:
-            col, xcol, color = line.column, line.x, colors[line.group]
-            if np.shape(table[xcol]) != np.shape(table[col]):
-                continue
-            x = np.asarray(table[xcol], dtype=np.float64)
-            y = np.asarray(table[col], dtype=np.float64)
-            mask = _positive_mask(x, spec.logx) & _positive_mask(y, self.logy)
-            if not mask.any():
-                continue
-            xs = np.log10(x[mask]) if spec.logx else x[mask]
-            ys = np.log10(y[mask]) if self.logy else y[mask]
-            rows = peak_rows([xs, ys], PIN_MAX_POINTS)  # its shape, in as many points
-            xs, ys = xs[rows], ys[rows]
-            faded = pg.mkColor(color)
-            faded.setAlpha(100)
-            # a dense one in a hairline: Qt paints thick translucent dashes along
-            # thousands of short steps slowly (2,000 points: 100 ms a paint; 1 ms thin)
-            width = 1.5 * self.scale if xs.size <= PIN_THICK_MAX else 1.0
-            ghost = pg.PlotDataItem(xs, ys, pen=pg.mkPen(
-                faded, width=width, style=pg.QtCore.Qt.PenStyle.DashLine))
-            ghost.setZValue(-10)
-            self.item.vb.addItem(ghost)  # raw coordinates: already log-mapped above
-            self.pins.append(ghost)
-            count += 1
-        return count
 
     def blank(self) -> None:
         """Empty every curve but keep the items, for a new run that will draw the same
@@ -727,27 +414,6 @@ class PlotView(TextParts, ScatterParts):
         self._has_data.clear()
         self._clear_legend()
         self._scatter_legend = []
-
-    def detach(self) -> None:
-        """Cut the legend's anchor to its holder before the widget is deleted at once:
-        the anchor follows ``geometryChanged`` of the holder and of the legend, and a
-        signal sent while the C++ items are being destroyed would reach a holder that is
-        already gone ("Internal C++ object (GraphicsLayout) already deleted")."""
-        for item in (self._holder, self.legend, self.item):
-            try:
-                item.geometryChanged.disconnect()
-            except (RuntimeError, TypeError):  # nothing connected, or already deleted
-                pass
-        # and the anchor forgets its holder, so that a signal still on its way does
-        # nothing (pyqtgraph's anchor returns at once without one; a CI run still met the
-        # error once after the disconnection)
-        self.legend._GraphicsWidgetAnchor__parent = None
-
-    def clear_pins(self) -> None:
-        for ghost in self.pins:
-            self.item.vb.removeItem(ghost)
-        self.pins.clear()
-
 
 @contextmanager
 def uncached(scene: Any) -> Iterator[None]:

@@ -1,6 +1,7 @@
-"""The texts of :class:`~kernel_lab.plotting.view.PlotView`: its legend as drawn, the
-title fitted to the plot, the note of a plot with nothing to draw, and the texts filled
-from a run's summaries."""
+"""The texts of :class:`~kernel_lab.plotting.view.PlotView`: the title fitted to the plot,
+the note of a plot with nothing to draw, the note of what its y range leaves off the scale,
+and the texts filled from a run's summaries (its legend is
+:mod:`~kernel_lab.plotting.legend`'s)."""
 
 from __future__ import annotations
 
@@ -11,31 +12,6 @@ from typing import Any
 class TextParts:
     """The text half of :class:`~kernel_lab.plotting.view.PlotView` (a mixin: it uses the
     view's items and legend)."""
-
-    def _clear_legend(self) -> None:
-        """No legend entry (they are added again by the next update)."""
-        self.legend.clear()
-        self._legend_keys.clear()
-        self._legend_samples.clear()
-        self._note_labels.clear()
-        self._legend_order.clear()
-        self._legend_columns.clear()
-
-    def legend_texts(self) -> list[tuple[str, list[object]]]:
-        """Each legend entry's text and the plot items it stands for: its own line or
-        points, or the lines of its colour group or of its kind of curve (for tests and
-        tools that check a legend against the picture)."""
-        out = []
-        for (sample, label), key in zip(self.legend.items, self._legend_order, strict=True):
-            columns = self._legend_columns.get(key)
-            if columns is not None:
-                items = [self.curves[c] for c in columns if c in self.curves]
-            elif sample.item is self.curves.get("points"):  # a scatter plot's points
-                items = list(self._levels)
-            else:
-                items = [sample.item]
-            out.append((label.text, items))
-        return out
 
     def _say_empty(self, empty: bool) -> None:
         """Inside a plot that has nothing to draw once the run is over, why (the spec's
@@ -66,6 +42,32 @@ class TextParts:
             self._empty_label.setText(text)
         self._empty_label.show()
         self._place_empty_label()
+
+    def _say_off_scale(self, text: str) -> None:
+        """The note of what the y range leaves out (``text``; "": none), inside the view
+        at its top right: no relayout."""
+        import pyqtgraph as pg
+
+        if text and self._off_label is None:
+            self._off_label = pg.TextItem(color="#B00020", anchor=(1, 0),
+                                          fill=pg.mkBrush(255, 255, 255, 215))
+            self._off_label.setParentItem(self.item.vb)
+            self.item.vb.sigResized.connect(self._place_off_label)
+            self._place_off_label()
+        if self._off_label is not None and self._off_label.toPlainText() != text:
+            self._off_label.setText(text)
+            self._place_off_label()
+
+    def _place_off_label(self) -> None:
+        """The off-scale note at the top right inside the view, wrapped to its width."""
+        label = self._off_label
+        if label is None:
+            return
+        room = max(self.item.vb.width() - 8, 40.0)
+        label.setTextWidth(-1)
+        if label.textItem.boundingRect().width() > room:
+            label.setTextWidth(room)
+        label.setPos(self.item.vb.width() - 4, 2)
 
     def _fit_title(self, *_args: object) -> None:
         """The title cut short ("…") where it is wider than the plot: its whole width
