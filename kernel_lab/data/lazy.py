@@ -8,13 +8,15 @@ kept in its partitions.
   partitions. The rule is the data's size alone, so a command gives the same numbers on
   every machine, under any load and on every backend;
 - ``keep``: they stay in their partitions (a :class:`~kernel_lab.core.parts.PartitionedData`:
-  the split is defined per row by the seed, the standardisation uses column statistics
-  reduced over the partitions, and the computations run where ``make_parts`` says — this
-  process or a cluster);
+  the split is defined per row by the seed — among the rows kept, with ``drop_nan`` —
+  missing cells are filled with the training means and the standardisation uses column
+  statistics reduced over the partitions (one pass), constant columns keep scale 1, and
+  the computations run where ``make_parts`` says — this process or a cluster);
 - ``load``: they are read into one table (refused when they do not fit).
 
 With ``subsample=N`` a seeded sample of N rows (chosen per row by its key, so the same
-rows wherever the data live) is gathered into an ordinary table: the way to run the
+rows wherever the data live; for a class target, each class its share) is gathered into
+an ordinary table: the way to run the
 experiments that need an exact n × n matrix on data too large for them.
 """
 

@@ -6,9 +6,13 @@
   data). Opening reads each file's footer only (row count and schema), never its data:
   a part's global rows start at the sum of the row counts before it. Every file must have
   the first file's columns with the same types; a feature or target column must hold
-  numbers (integers, floats, decimals, booleans; all read as float64, nulls as NaN) — text
-  is not read from partitioned data (leave it out with ``drop_columns=``, or name the
-  feature columns with ``features=``). The target is chosen as for an ordinary table
+  numbers (integers, floats, decimals, booleans; all read as float64, nulls as NaN) — a
+  text feature is not read from partitioned data (leave it out with ``drop_columns=``, or
+  name the feature columns with ``features=``). A text target (strings, or pandas'
+  categories) is the one column opening reads: its levels over every file, sorted and
+  coded as the CSV reader codes them (:func:`~kernel_lab.data.table.encode_target`: two
+  levels −1 and +1, more 0 … K−1 with :attr:`PartitionedTable.classes`); cells the CSV
+  reader takes for missing (empty, ``NA``, …) are NaN. The target is chosen as for an ordinary table
   (:func:`~kernel_lab.data.table.pick_target`): a name or 0-based index, by default the
   last column. Index columns pandas stored (its metadata) are not data; a first column
   named as a row index (R's ``rownames``, pandas' ``Unnamed: 0``) is dropped, as the text
@@ -24,9 +28,9 @@ outside the range the footer records for its row group
 (:func:`~kernel_lab.data.parquet.check_footer_range`) and values beyond ±1e150, naming
 the file, column and row
 (:func:`~kernel_lab.data.table.refuse_huge_values`). Missing values are not checked when
-opening (that would read the data): :func:`~kernel_lab.core.parts.base.part_rows`
-refuses them naming the part and row;
-constant columns are refused by :func:`~kernel_lab.core.parts.base.standardize_plan`.
+opening (that would read the data): the first pass of a run over the partitions
+(:func:`~kernel_lab.data.lazy.partitioned_data`) fills them with the training means, or
+drops their rows, as a loaded table does.
 
 A small partitioned data set (:meth:`PartitionedTable.fits_memory`) reads into an ordinary
 :class:`~kernel_lab.data.table.Table` with :meth:`PartitionedTable.to_table`.
