@@ -35,7 +35,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from kernel_lab.core import rowkeys
-from kernel_lab.core.errors import DataError, ParameterError
+from kernel_lab.core.errors import DataError, ParameterError, data_option
 from kernel_lab.core.executor import call_single_threaded
 from kernel_lab.core.memory import memory_budget_bytes
 from kernel_lab.core.progress import Progress
@@ -357,7 +357,7 @@ def part_rows(part: Part, plan: RowPlan, which: str = "train") -> Rows:
                         "filled; "
                         f"{int(bad.sum()):,} such rows in this partition",
                         "open the data again (its files may have changed), or drop the rows "
-                        "with missing values (the data option drop_nan=true)")
+                        f"with missing values ({data_option('drop_nan', 'true')})")
     return Rows(plan.prepared(X, holes), y, index)
 
 
