@@ -270,13 +270,15 @@ def _text_target(files: Sequence[Path], target: str) -> tuple[tuple[tuple[str, f
     """The levels of a text target over every file (one pass over its column alone):
     sorted, coded as the CSV reader codes them (two: −1 and +1; more: 0 … K−1), the
     class names (more than two) and the note that says so."""
+    import pyarrow.compute as pc
+
     levels: set[str] = set()
     for path in files:
         with open_parquet(path) as f:
-            text = _stripped(read_checked(path, f, [target]).column(0))
+            text = pc.unique(_stripped(read_checked(path, f, [target]).column(0)))
         missing = _missing_cells(text)
-        values = np.asarray(text.to_numpy(zero_copy_only=False), dtype=object)
-        levels.update(np.unique(values[~missing].astype(str)).tolist())
+        levels.update(v for v, gone in zip(text.to_pylist(), missing, strict=True)
+                      if not gone)
     found = sorted(levels)
     if found and all(is_number(v) for v in found):
         raise DataError(f"the target column {target!r} holds numbers stored as text",
