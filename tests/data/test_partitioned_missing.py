@@ -261,6 +261,21 @@ def test_a_class_target_is_subsampled_by_class_shares_with_the_smallest_keys(tmp
     assert table.classes == ["a", "b", "c"]
 
 
+def test_a_two_valued_target_is_subsampled_by_class_too(tmp_path):
+    X = np.nan_to_num(_table()[0])
+    y = np.where(np.arange(N) % 10 < 7, -1.0, 1.0)  # 700 and 300
+    source = open_partitioned(_write(tmp_path / "d", X, y))
+    table = sample_table(source, LocalParts(source.parts), 51, seed=2)
+    # shares 35.7 and 15.3: floors 35 and 15, the one left to the larger fraction (0.7)
+    chosen = []
+    for value, k in ((-1.0, 36), (1.0, 15)):
+        rows = np.flatnonzero(y == value)
+        chosen.append(rows[np.argsort(rowkeys.keys(2, rowkeys.SUBSAMPLE, rows))[:k]])
+    index = np.sort(np.concatenate(chosen))
+    np.testing.assert_array_equal(table.y, y[index])
+    np.testing.assert_array_equal(table.X, X[index])
+
+
 def test_a_numeric_target_subsample_is_the_smallest_keys_and_keeps_missing_cells(tmp_path):
     X, y = _table()
     source = open_partitioned(_write(tmp_path / "d", X, y))
