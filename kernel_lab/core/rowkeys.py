@@ -101,21 +101,25 @@ def smallest(values: np.ndarray, rows: np.ndarray, k: int) -> np.ndarray:
     return cand[order[:k]]
 
 
-def threshold(seed: int, stream: int, n: int, k: int, chunk: int = 1 << 20) -> np.uint64:
+def threshold(seed: int, stream: int, n: int, k: int, chunk: int = 1 << 20,
+              exclude: np.ndarray | None = None) -> np.uint64:
     """The largest key among the ``k`` smallest keys of rows ``0 … n−1`` (so rows with
     ``keys ≤ threshold`` are exactly those ``k``; uint64 keys of distinct rows differ, the
-    map being a bijection).
+    map being a bijection). ``exclude``: distinct global rows left out of the choice (rows
+    dropped for their missing values): the ``k`` smallest keys among the others.
 
     Memory is bounded whatever ``n`` and ``k``: a first pass over the rows, in chunks,
     counts the keys in each of the :data:`BUCKETS` ranges of their top 16 bits, which
     names the range holding the ``k``-th key and its rank there; a second pass keeps the
     keys of that range alone (about ``n / 65536``, the keys being uniform) and selects."""
+    left_out = keys(seed, stream, np.zeros(0, dtype=np.int64) if exclude is None
+                    else np.asarray(exclude, dtype=np.int64))
     if k <= 0:
         raise ValueError("threshold needs k ≥ 1")
-    if k > n:
-        raise ValueError(f"cannot select {k} of {n} rows")
+    if k > n - left_out.size:
+        raise ValueError(f"cannot select {k} of {n - left_out.size} rows")
     top = np.uint64(64 - 16)
-    counts = np.zeros(BUCKETS, dtype=np.int64)
+    counts = -np.bincount((left_out >> top).astype(np.intp), minlength=BUCKETS)
     for start in range(0, n, chunk):
         block = keys(seed, stream, np.arange(start, min(start + chunk, n)))
         counts += np.bincount((block >> top).astype(np.intp), minlength=BUCKETS)
@@ -126,7 +130,8 @@ def threshold(seed: int, stream: int, n: int, k: int, chunk: int = 1 << 20) -> n
     for start in range(0, n, chunk):
         block = keys(seed, stream, np.arange(start, min(start + chunk, n)))
         inside.append(block[(block >> top) == np.uint64(bucket)])
-    return np.uint64(np.partition(np.concatenate(inside), rank - 1)[rank - 1])
+    kept = np.setdiff1d(np.concatenate(inside), left_out, assume_unique=True)
+    return np.uint64(np.partition(kept, rank - 1)[rank - 1])
 
 
 def is_selected(seed: int, stream: int, rows: np.ndarray, cut: np.uint64) -> np.ndarray:

@@ -6,9 +6,13 @@
   data). Opening reads each file's footer only (row count and schema), never its data:
   a part's global rows start at the sum of the row counts before it. Every file must have
   the first file's columns with the same types; a feature or target column must hold
-  numbers (integers, floats, decimals, booleans; all read as float64, nulls as NaN) — text
-  is not read from partitioned data (leave it out with ``drop_columns=``, or name the
-  feature columns with ``features=``). The target is chosen as for an ordinary table
+  numbers (integers, floats, decimals, booleans; all read as float64, nulls as NaN) — a
+  text feature is not read from partitioned data (leave it out with ``drop_columns=``, or
+  name the feature columns with ``features=``). A text target (strings, or pandas'
+  categories) is the one column opening reads: its levels over every file, sorted and
+  coded as the CSV reader codes them (:func:`~kernel_lab.data.table.encode_target`: two
+  levels −1 and +1, more 0 … K−1 with :attr:`PartitionedTable.classes`); cells the CSV
+  reader takes for missing (empty, ``NA``, …) are NaN. The target is chosen as for an ordinary table
   (:func:`~kernel_lab.data.table.pick_target`): a name or 0-based index, by default the
   last column. Index columns pandas stored (its metadata) are not data; a first column
   named as a row index (R's ``rownames``, pandas' ``Unnamed: 0``) is dropped, as the text
@@ -24,9 +28,9 @@ outside the range the footer records for its row group
 (:func:`~kernel_lab.data.parquet.check_footer_range`) and values beyond ±1e150, naming
 the file, column and row
 (:func:`~kernel_lab.data.table.refuse_huge_values`). Missing values are not checked when
-opening (that would read the data): :func:`~kernel_lab.core.parts.base.part_rows`
-refuses them naming the part and row;
-constant columns are refused by :func:`~kernel_lab.core.parts.base.standardize_plan`.
+opening (that would read the data): the first pass of a run over the partitions
+(:func:`~kernel_lab.data.lazy.partitioned_data`) fills them with the training means, or
+drops their rows, as a loaded table does.
 
 A small partitioned data set (:meth:`PartitionedTable.fits_memory`) reads into an ordinary
 :class:`~kernel_lab.data.table.Table` with :meth:`PartitionedTable.to_table`.
@@ -58,9 +62,12 @@ from kernel_lab.data.parquet import (
 )
 from kernel_lab.data.table import (
     INDEX_NAMES,
+    MISSING,
     NAN_POLICIES,
     Table,
     apply_nan_policy,
+    encode_target,
+    is_number,
     pick_target,
     refuse_huge_values,
 )
@@ -127,6 +134,9 @@ class ParquetPart:
     path: str
     features: tuple[str, ...]
     target: str
+    #: A text target: each level (stripped text) and its code, as the CSV reader codes
+    #: it (:func:`~kernel_lab.data.table.encode_target`); empty for a target of numbers.
+    codes: tuple[tuple[str, float], ...] = ()
 
     def _read(self, columns: list[str]) -> tuple[Any, Any]:
         """The columns as a pyarrow table, and the file's metadata (its footer)."""
@@ -159,13 +169,16 @@ class ParquetPart:
             check_footer_range(self.path, meta, name, kind, values, start=self.start)
 
         X = _float_columns(table, self.features, self.rows, check)
-        y = _float_columns(table, [self.target], self.rows, check)[:, 0]
+        y = (_coded_target(table.column(self.target), self.codes, self.path) if self.codes
+             else _float_columns(table, [self.target], self.rows, check)[:, 0])
         refuse_huge_values(self.path, X, y, self.features, self.target, start=self.start)
         return X, y
 
     def read_target(self) -> np.ndarray:
         """The target column alone."""
         table, _ = self._read([self.target])
+        if self.codes:
+            return _coded_target(table.column(self.target), self.codes, self.path)
         return _float_columns(table, [self.target], self.rows)[:, 0]
 
     def target_bounds(self) -> set[float]:
@@ -193,6 +206,85 @@ class ParquetPart:
     def describe(self) -> str:
         return (f"{Path(self.path).name} (rows {self.start:,}–"
                 f"{self.start + self.rows - 1:,})")
+
+
+def is_text_type(kind: Any) -> bool:
+    """Whether an arrow type holds text (strings, or a dictionary of strings: pandas'
+    categories)."""
+    import pyarrow.types as pt
+
+    if pt.is_dictionary(kind):
+        kind = kind.value_type
+    return bool(pt.is_string(kind) or pt.is_large_string(kind))
+
+
+def _stripped(column: Any) -> Any:
+    """A text column as stripped strings (a dictionary decoded), nulls kept."""
+    import pyarrow.compute as pc
+    import pyarrow.types as pt
+
+    if pt.is_dictionary(column.type):
+        column = column.cast(column.type.value_type)
+    return pc.utf8_trim_whitespace(column)
+
+
+def _missing_cells(text: Any) -> np.ndarray:
+    """Where stripped text cells are missing values as the CSV reader reads them (empty,
+    ``NA``, ``?``, …: :data:`~kernel_lab.data.table.MISSING`) or null."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    lower = pc.utf8_lower(text)
+    hit = pc.is_in(lower, value_set=pa.array(sorted(MISSING), type=lower.type))
+    hit = np.asarray(pc.fill_null(hit, True).to_numpy(zero_copy_only=False), dtype=bool)
+    return hit | np.asarray(pc.is_null(text).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _coded_target(column: Any, codes: Sequence[tuple[str, float]], path: str) -> np.ndarray:
+    """A text target column as its codes (missing cells NaN); a value that is not one of
+    the levels read when the folder was opened is refused (the file changed since)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    text = _stripped(column)
+    missing = _missing_cells(text)
+    levels = pa.array([level for level, _ in codes], type=text.type)
+    at = pc.index_in(text, value_set=levels).to_numpy(zero_copy_only=False)
+    at = np.asarray(at, dtype=np.float64)  # nulls: NaN
+    unknown = np.isnan(at) & ~missing
+    if unknown.any():
+        row = int(np.flatnonzero(unknown)[0])
+        raise DataError(f"row {row + 1:,} of the file: the target value "
+                        f"{text[row].as_py()!r} is not one of the classes read when the "
+                        "folder was opened", "open the folder again after changing its "
+                        "files", path=path)
+    values = np.array([code for _, code in codes], dtype=np.float64)
+    y = np.full(at.size, np.nan)
+    ok = ~np.isnan(at)
+    y[ok] = values[at[ok].astype(np.intp)]
+    return y
+
+
+def _text_target(files: Sequence[Path], target: str) -> tuple[tuple[tuple[str, float], ...],
+                                                               list[str] | None, str]:
+    """The levels of a text target over every file (one pass over its column alone):
+    sorted, coded as the CSV reader codes them (two: −1 and +1; more: 0 … K−1), the
+    class names (more than two) and the note that says so."""
+    import pyarrow.compute as pc
+
+    levels: set[str] = set()
+    for path in files:
+        with open_parquet(path) as f:
+            text = pc.unique(_stripped(read_checked(path, f, [target]).column(0)))
+        missing = _missing_cells(text)
+        levels.update(v for v, gone in zip(text.to_pylist(), missing, strict=True)
+                      if not gone)
+    found = sorted(levels)
+    if found and all(is_number(v) for v in found):
+        raise DataError(f"the target column {target!r} holds numbers stored as text",
+                        "write the target as numbers in the files", path=files[0])
+    codes, classes, note = encode_target(files[0], target, np.array(found, dtype=object))
+    return tuple(zip(found, codes.tolist(), strict=True)), classes, note
 
 
 def _need_zarr(path: str | os.PathLike[str]) -> Any:
@@ -279,6 +371,8 @@ class PartitionedTable:
     source: str
     notes: list[str] = field(default_factory=list)
     kind: str = "parquet"
+    #: The class names of a text target with more than two levels (codes 0 … K−1).
+    classes: list[str] | None = None
 
     @property
     def name(self) -> str:
@@ -309,7 +403,10 @@ class PartitionedTable:
         between them), so otherwise the target column is read, part by part, stopping at
         the first part that shows a third value: a two-valued target costs the whole
         target column (8 bytes a row, one part in memory at a time). Computed once, when
-        first asked."""
+        first asked. A text target is ``"multiclass"`` with more than two levels
+        (:attr:`classes`), else ``"classification"``."""
+        if self.parts and getattr(self.parts[0], "codes", ()):
+            return "multiclass" if self.classes is not None else "classification"
         if self.kind == "parquet":
             bounds: set[float] = set()
             for part in self.parts:
@@ -350,7 +447,8 @@ class PartitionedTable:
             X[part.start:part.start + part.rows] = Xk
             y[part.start:part.start + part.rows] = yk
         table = Table(X, y, list(self.feature_names), self.target_name, list(self.notes),
-                      columns=[*self.feature_names, self.target_name])
+                      columns=[*self.feature_names, self.target_name],
+                      classes=None if self.classes is None else list(self.classes))
         return apply_nan_policy(table, nan_policy, Path(self.source))
 
 
@@ -521,11 +619,15 @@ def _open_parquet(folder: Path, target: str | int | None, choice: ColumnChoice
     if left_out:
         notes.append(left_out)
     kind = first_types[target_name]
-    if not is_numeric_type(kind):
-        raise DataError(f"the target column {target_name!r} holds {kind} values, not numbers: "
-                        "text is not read from partitioned data",
-                        "encode the target as numbers in the files (two classes as −1 and "
-                        "+1), or open a single file as an ordinary table", path=first)
+    codes: tuple[tuple[str, float], ...] = ()
+    classes = None
+    if is_text_type(kind):  # classes: their levels read once, coded as a CSV's are
+        codes, classes, note = _text_target(files, target_name)
+        notes.append(note)
+    elif not is_numeric_type(kind):
+        raise DataError(f"the target column {target_name!r} holds {kind} values, neither "
+                        "numbers nor text", "write the target as numbers or text in the "
+                        "files, or open a single file as an ordinary table", path=first)
     text = [c for c in feature_names if not is_numeric_type(first_types[c])]
     if text:
         said = ", ".join(f"{c!r} ({first_types[c]})" for c in text[:5])
@@ -547,7 +649,7 @@ def _open_parquet(folder: Path, target: str | int | None, choice: ColumnChoice
             empty.append(path.name)
             continue
         parts.append(ParquetPart(len(parts), start, rows, str(path), tuple(feature_names),
-                                 target_name))
+                                 target_name, codes))
         start += rows
     if not parts:
         raise DataError(f"the {len(files)} Parquet {_plural(files, 'file')} hold no rows",
@@ -555,7 +657,8 @@ def _open_parquet(folder: Path, target: str | int | None, choice: ColumnChoice
     if empty:
         notes.append(f"skipped {len(empty)} {_plural(empty, 'file')} without rows "
                      f"({_listed(empty, 5)})")
-    return PartitionedTable(parts, feature_names, target_name, str(folder), notes, "parquet")
+    return PartitionedTable(parts, feature_names, target_name, str(folder), notes, "parquet",
+                            classes)
 
 
 def _open_zarr(path: Path, target: str | int | None, choice: ColumnChoice

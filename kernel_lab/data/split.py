@@ -28,15 +28,7 @@ def subsample_table(table: Table, n: int, seed: int) -> Table:
     rng = np.random.default_rng([seed, 0x5AB5])
     values, codes = np.unique(table.y, return_inverse=True)
     if table.classes is not None or values.size == 2:  # classes: stratified
-        if values.size > n:
-            raise DataError(f"subsample={n} rows cannot hold the {values.size} classes of "
-                            "the target", f"use at least {values.size} rows")
-        counts = np.bincount(codes)
-        share = np.maximum(1, np.floor(counts * n / total)).astype(int)
-        for k in np.argsort(-(counts * n / total - share))[: max(0, n - share.sum())]:
-            share[k] += 1  # the remainder to the largest fractions
-        while share.sum() > n:  # minimum-one shares pushed over: trim the largest
-            share[np.argmax(share)] -= 1
+        share = class_shares(np.bincount(codes), n)
         keep = np.sort(np.concatenate([rng.choice(np.flatnonzero(codes == k), s,
                                                   replace=False)
                                        for k, s in enumerate(share)]))
@@ -46,6 +38,58 @@ def subsample_table(table: Table, n: int, seed: int) -> Table:
                    lines=None if table.lines is None else table.lines[keep],
                    notes=[*table.notes, f"used a random {n:,} of {total:,} rows "
                                         f"(subsample={n}, seed {seed})"])
+
+
+def class_shares(counts: np.ndarray, n: int) -> np.ndarray:
+    """Rows of each class in a stratified sample of ``n`` rows: each class keeps its share
+    of the ``counts`` (at least one row), the remainder going to the largest fractions;
+    refused when ``n`` cannot hold every class."""
+    counts = np.asarray(counts)
+    total = int(counts.sum())
+    if counts.size > n:
+        raise DataError(f"subsample={n} rows cannot hold the {counts.size} classes of "
+                        "the target", f"use at least {counts.size} rows")
+    share = np.maximum(1, np.floor(counts * n / total)).astype(int)
+    for k in np.argsort(-(counts * n / total - share))[: max(0, n - share.sum())]:
+        share[k] += 1  # the remainder to the largest fractions
+    while share.sum() > n:  # minimum-one shares pushed over: trim the largest
+        share[np.argmax(share)] -= 1
+    return share
+
+
+def refuse_empty_columns(empty: Sequence[str], dropped: Sequence[str] = ()) -> None:
+    """Refuse feature columns (``empty``: their names) that have missing cells and no
+    value in any training row: nothing to fill them with."""
+    if not empty:
+        return
+    raise DataError(
+        f"the columns {', '.join(map(repr, empty))} have no value in any training row"
+        if len(empty) > 1 else f"the column {empty[0]!r} has no value in any training row",
+        f"leave {'them' if len(empty) > 1 else 'it'} out "
+        f"({data_option('drop_columns', join_names([*dropped, *empty]))})")
+
+
+def missing_warning(counts: np.ndarray, feature_names: Sequence[str],
+                    columns: Sequence[str] | None = None, dropped: Sequence[str] = ()
+                    ) -> str | None:
+    """The warning that missing cells were filled with the training means: which columns,
+    how many cells (``counts``, per column), and the options that leave those rows or
+    columns out instead; None when nothing was missing."""
+    cols = np.flatnonzero(counts)
+    if cols.size == 0:
+        return None
+    names: list[str] = []
+    for j in cols:
+        name = file_column(feature_names[j], columns)
+        if name not in names:
+            names.append(name)
+    said = ", ".join(f"{feature_names[j]!r} {int(counts[j])}" for j in cols)
+    total = int(np.sum(counts))
+    return (f"filled {total} missing value{'s' if total > 1 else ''} with each column's "
+            f"mean over the training rows ({said}): to leave out the rows that have them "
+            f"instead, {data_option('drop_nan', 'true')}; to leave out the "
+            f"column{'s' if len(names) > 1 else ''}, "
+            f"{data_option('drop_columns', join_names([*dropped, *names]))}")
 
 
 def fill_missing(X_train: np.ndarray, X_test: np.ndarray, feature_names: Sequence[str],
@@ -71,13 +115,8 @@ def fill_missing(X_train: np.ndarray, X_test: np.ndarray, feature_names: Sequenc
         ok = ~np.isnan(block)
         sums += np.where(ok, block, 0.0).sum(axis=0)
         seen += ok.sum(axis=0)
-    empty = [feature_names[j] for j, k in zip(cols, seen, strict=True) if k == 0]
-    if empty:
-        raise DataError(
-            f"the columns {', '.join(map(repr, empty))} have no value in any training row"
-            if len(empty) > 1 else f"the column {empty[0]!r} has no value in any training row",
-            f"leave {'them' if len(empty) > 1 else 'it'} out "
-            f"({data_option('drop_columns', join_names([*dropped, *empty]))})")
+    refuse_empty_columns([feature_names[j] for j, k in zip(cols, seen, strict=True)
+                          if k == 0], dropped)
     means = sums / seen
     for A in (X_train, X_test):
         for start in range(0, A.shape[0], step):
@@ -85,18 +124,7 @@ def fill_missing(X_train: np.ndarray, X_test: np.ndarray, feature_names: Sequenc
             hole = np.isnan(block)
             if hole.any():
                 A[start:start + step, cols] = np.where(hole, means, block)
-    names: list[str] = []
-    for j in cols:
-        name = file_column(feature_names[j], columns)
-        if name not in names:
-            names.append(name)
-    said = ", ".join(f"{feature_names[j]!r} {int(counts[j])}" for j in cols)
-    total = int(counts.sum())
-    return (f"filled {total} missing value{'s' if total > 1 else ''} with each column's "
-            f"mean over the training rows ({said}): to leave out the rows that have them "
-            f"instead, {data_option('drop_nan', 'true')}; to leave out the "
-            f"column{'s' if len(names) > 1 else ''}, "
-            f"{data_option('drop_columns', join_names([*dropped, *names]))}")
+    return missing_warning(counts, feature_names, columns, dropped)
 
 
 def dataset_from_table(table: Table, *, name: str, test_fraction: float,

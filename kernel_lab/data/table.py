@@ -215,24 +215,47 @@ def _refuse_unfillable(table: Table, bad: np.ndarray, path: Path,
     neither can be filled by a training mean."""
     row = int(np.flatnonzero(bad)[0])
     line_no = int(table.lines[row]) if table.lines is not None else None
-    where = f"row {row + 1}: " if line_no is None else ""
     y_bad = int((~np.isfinite(table.y)).sum())
     inf = [name for name, k in zip(table.feature_names, _infinite_counts(table), strict=True)
            if k]
+    raise unfillable_refusal("" if line_no is None else None, row, y_bad, bad.size,
+                             table.target_name, inf, int(bad.sum()) > 1, path, line_no,
+                             "" if y_bad else _drop_those_columns(table, dropped, inf))
+
+
+def unfillable_refusal(where: str | None, row: int, y_bad: int, rows: int, target: str,
+                       infinite: Sequence[str], several: bool, path: str | Path | None,
+                       line: int | None = None, offer: str = "") -> DataError:
+    """The error for rows whose target is missing or which hold an infinite value (a
+    missing feature is filled by its training mean, but these cannot be): ``row`` the
+    0-based row of the first, named as ``where`` says (None: by its file ``line``; empty:
+    ``row N:``; else that text), ``y_bad`` rows with a bad target of ``rows``,
+    ``infinite`` the columns with an infinite value, ``offer`` the columns to leave out."""
     said = []
     if y_bad:
-        said.append(f"the target {table.target_name!r} is missing or non-finite in "
-                    f"{y_bad} of {bad.size} rows")
-    if inf:
-        said.append("infinite values in " + ", ".join(repr(c) for c in inf[:MAX_NAMED_COLUMNS])
-                    + (" …" if len(inf) > MAX_NAMED_COLUMNS else ""))
-    raise DataError(
-        f"{where}{'; '.join(said)} ({'the first here' if bad.sum() > 1 else 'here'}); "
+        said.append(f"the target {target!r} is missing or non-finite in {y_bad} of "
+                    f"{rows} rows")
+    if infinite:
+        said.append("infinite values in " + ", ".join(repr(c) for c in
+                                                      infinite[:MAX_NAMED_COLUMNS])
+                    + (" …" if len(infinite) > MAX_NAMED_COLUMNS else ""))
+    head = "" if where is None else where or f"row {row + 1}: "
+    return DataError(
+        f"{head}{'; '.join(said)} ({'the first here' if several else 'here'}); "
         "a missing feature is filled by its training mean, but these cannot be",
         "clean the file, or choose to drop rows with missing values "
-        f"({data_option('drop_nan', 'true')})"
-        + ("" if y_bad else _drop_those_columns(table, dropped, inf)),
-        path=path, line=line_no)
+        f"({data_option('drop_nan', 'true')})" + offer,
+        path=path, line=line)
+
+
+def drop_columns_offer(names: Sequence[str], dropped: Sequence[str] = ()) -> str:
+    """``, or leave out the columns that have them (drop_columns=a,b)`` for at most
+    :data:`MAX_DROPPED_COLUMNS` columns, else empty."""
+    if not names or len(names) > MAX_DROPPED_COLUMNS:
+        return ""
+    return (f", or leave out the column{'s' if len(names) > 1 else ''} that "
+            f"{'have' if len(names) > 1 else 'has'} them "
+            f"({data_option('drop_columns', ','.join([*dropped, *names]))})")
 
 
 def _infinite_counts(table: Table) -> np.ndarray:
@@ -256,11 +279,7 @@ def _drop_those_columns(table: Table, dropped: Sequence[str],
         return ""
     if names is None:
         names = [table.feature_names[j] for j in np.flatnonzero(_missing_counts(table))]
-    if not names or len(names) > MAX_DROPPED_COLUMNS:
-        return ""
-    return (f", or leave out the column{'s' if len(names) > 1 else ''} that "
-            f"{'have' if len(names) > 1 else 'has'} them "
-            f"({data_option('drop_columns', ','.join([*dropped, *names]))})")
+    return drop_columns_offer(names, dropped)
 
 
 def _missing_counts(table: Table) -> np.ndarray:
@@ -674,7 +693,7 @@ def encode_columns(path: Path, names: list[str], columns: list[np.ndarray | None
     y, classes = columns[j], None
     assert y is not None  # the target is always read
     if y.dtype == object:
-        y, classes, note = _encode_target(path, names[j], y)
+        y, classes, note = encode_target(path, names[j], y)
         notes.append(note)
     feats, feat_names = [], []
     for i in picked:
@@ -722,7 +741,7 @@ def encode_columns(path: Path, names: list[str], columns: list[np.ndarray | None
                  classes=classes, target_note=target_note(names[j], target, len(names), after))
 
 
-def _encode_target(path: Path, name: str, col: np.ndarray
+def encode_target(path: Path, name: str, col: np.ndarray
                    ) -> tuple[np.ndarray, list[str] | None, str]:
     levels = _levels(col)
     if len(levels) < 2:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pickle
 import re
 import sys
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -149,7 +150,7 @@ def test_parts_travel_by_pickle_and_read_the_same(tmp_path):
         assert_array_equal(got, want)
 
 
-def test_missing_values_become_nan_and_part_rows_names_the_file_and_row(tmp_path):
+def test_missing_values_become_nan_and_are_filled_by_a_plan_that_fills_them(tmp_path):
     df = frame(10)
     df["count"] = df["count"].astype("Int64")
     df.loc[6, "count"] = pd.NA
@@ -159,7 +160,10 @@ def test_missing_values_become_nan_and_part_rows_names_the_file_and_row(tmp_path
     assert np.isnan(X[1, 0]) and np.isfinite(np.delete(X, 0, axis=1)).all()
     plan = RowPlan(seed=0, n=10, n_test=0, cut=None)
     with pytest.raises(DataError, match=r"part\.1\.parquet.*row 6\b"):
-        part_rows(table.parts[1], plan)
+        part_rows(table.parts[1], plan)  # a plan without fill values: named, not guessed
+    fill = np.array([100.0, 200.0, 300.0])
+    rows = part_rows(table.parts[1], replace(plan, fill=fill))
+    assert rows.X[1, 0] == 100.0 and np.isfinite(rows.X).all()
 
 
 def test_the_task_is_classification_for_a_two_valued_target(tmp_path):
@@ -267,6 +271,13 @@ def test_a_missing_target_lists_the_columns(tmp_path):
     text = str(err.value)
     assert "'price'" in text and all(c in text for c in ("count", "size", "flag", "y"))
     assert "part.0.parquet" in text
+
+
+def test_a_target_of_dates_is_refused_naming_its_type(tmp_path):
+    df = frame(6).assign(y=pd.date_range("2024-01-01", periods=6))
+    with pytest.raises(DataError, match=r"^part\.0\.parquet: the target column 'y' holds "
+                                        r"timestamp.*neither numbers nor text"):
+        open_partitioned(write_folder(tmp_path / "d", df, [3, 3]))
 
 
 def test_an_unknown_feature_is_named(tmp_path):

@@ -2,6 +2,7 @@
 
 from kernel_lab.core.parts.base import (
     ArrayPart,
+    ColumnStats,
     LocalParts,
     Part,
     PartitionedData,
@@ -9,9 +10,12 @@ from kernel_lab.core.parts.base import (
     RowPlan,
     Rows,
     array_parts,
+    column_stats,
     keyed_subset,
     keyed_subset_of,
+    nonfinite_rows,
     part_rows,
+    prepared_plan,
     split_masks,
     standardize_plan,
     take_rows,
@@ -20,6 +24,7 @@ from kernel_lab.core.parts.base import (
     tree_combine,
 )
 
-__all__ = ["ArrayPart", "LocalParts", "Part", "PartMap", "PartitionedData", "RowPlan", "Rows",
-           "array_parts", "keyed_subset", "keyed_subset_of", "part_rows", "split_masks",
-           "standardize_plan", "take_rows", "test_count", "training_moments", "tree_combine"]
+__all__ = ["ArrayPart", "ColumnStats", "LocalParts", "Part", "PartMap", "PartitionedData",
+           "RowPlan", "Rows", "array_parts", "column_stats", "keyed_subset", "keyed_subset_of",
+           "nonfinite_rows", "part_rows", "prepared_plan", "split_masks", "standardize_plan",
+           "take_rows", "test_count", "training_moments", "tree_combine"]

@@ -35,7 +35,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from kernel_lab.core import rowkeys
-from kernel_lab.core.errors import DataError, ParameterError
+from kernel_lab.core.errors import DataError, ParameterError, data_option
 from kernel_lab.core.executor import call_single_threaded
 from kernel_lab.core.memory import memory_budget_bytes
 from kernel_lab.core.progress import Progress
@@ -178,9 +178,13 @@ def split_masks(seed: int, n: int, n_test: int, rows: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class RowPlan:
-    """The split of n rows (seeded, per row) and the columns' standardisation.
+    """The split of n rows (seeded, per row), the rows dropped, and the columns' filling
+    and standardisation.
 
     ``cut``: rows whose split key is at most ``cut`` are test rows (None: no test rows);
+    ``dropped``: sorted global indices of rows that are neither training nor test rows
+    (``drop_nan``: a missing or non-finite value); ``fill``: per column, the value a
+    missing (NaN) feature cell takes (None: a missing cell is refused where it is read);
     ``mean``/``scale``: ``(x − mean) / scale`` per column, or None to keep raw values."""
 
     seed: int
@@ -189,27 +193,65 @@ class RowPlan:
     cut: int | None
     mean: np.ndarray | None = None
     scale: np.ndarray | None = None
+    fill: np.ndarray | None = None
+    dropped: np.ndarray | None = None
 
     @classmethod
-    def split(cls, seed: int, n: int, test_fraction: float, source: str | None = None
-              ) -> RowPlan:
-        n_test = test_count(n, test_fraction, source)
-        cut = (int(rowkeys.threshold(seed, rowkeys.SPLIT, n, n_test)) if n_test else None)
-        return cls(int(seed), int(n), n_test, cut)
+    def split(cls, seed: int, n: int, test_fraction: float, source: str | None = None,
+              dropped: np.ndarray | None = None) -> RowPlan:
+        """The keyed split of rows ``0 … n−1``; ``dropped`` (global indices) are left
+        out, the test rows counted among the others (``round(fraction · kept)``)."""
+        gone = (None if dropped is None or len(dropped) == 0
+                else np.unique(np.asarray(dropped, dtype=np.int64)))
+        n_test = test_count(n - (0 if gone is None else gone.size), test_fraction, source)
+        cut = (int(rowkeys.threshold(seed, rowkeys.SPLIT, n, n_test, exclude=gone))
+               if n_test else None)
+        return cls(int(seed), int(n), n_test, cut, dropped=gone)
+
+    @property
+    def n_dropped(self) -> int:
+        return 0 if self.dropped is None else int(self.dropped.size)
 
     @property
     def n_train(self) -> int:
-        return self.n - self.n_test
+        return self.n - self.n_test - self.n_dropped
+
+    def kept(self, rows: np.ndarray) -> np.ndarray:
+        """Whether each global row is kept (not dropped for a missing value)."""
+        rows = np.asarray(rows)
+        if self.dropped is None:
+            return np.ones(rows.shape, dtype=bool)
+        at = np.minimum(np.searchsorted(self.dropped, rows), self.dropped.size - 1)
+        return self.dropped[at] != rows
 
     def is_test(self, rows: np.ndarray) -> np.ndarray:
         if self.cut is None:
             return np.zeros(np.asarray(rows).shape, dtype=bool)
-        return rowkeys.is_selected(self.seed, rowkeys.SPLIT, rows, np.uint64(self.cut))
+        test = rowkeys.is_selected(self.seed, rowkeys.SPLIT, rows, np.uint64(self.cut))
+        return test if self.dropped is None else test & self.kept(rows)
+
+    def is_train(self, rows: np.ndarray) -> np.ndarray:
+        """Whether each global row is a training row (neither test nor dropped)."""
+        train = ~self.is_test(rows)
+        return train if self.dropped is None else train & self.kept(rows)
+
+    def which(self, rows: np.ndarray, which: str) -> np.ndarray:
+        """:meth:`is_test` for ``which="test"``, else :meth:`is_train`."""
+        return self.is_test(rows) if which == "test" else self.is_train(rows)
 
     def scaled(self, X: np.ndarray) -> np.ndarray:
         if self.mean is None or self.scale is None:
             return X
         return (X - self.mean) / self.scale
+
+    def prepared(self, X: np.ndarray, holes: np.ndarray | None = None) -> np.ndarray:
+        """Rows as the computations see them: missing cells (``holes``, default where X
+        is NaN) filled, then scaled."""
+        if self.fill is not None:
+            holes = np.isnan(X) if holes is None else holes
+            if holes.any():
+                X = np.where(holes, self.fill, X)
+        return self.scaled(X)
 
     def with_scaling(self, mean: np.ndarray, scale: np.ndarray) -> RowPlan:
         return replace(self, mean=np.asarray(mean, float), scale=np.asarray(scale, float))
@@ -293,68 +335,171 @@ def set_read_cache(limit: int) -> None:
 
 
 def part_rows(part: Part, plan: RowPlan, which: str = "train") -> Rows:
-    """The training (``which="train"``) or test rows of a partition, standardised by the
-    plan. Raw values are checked: a non-finite value is a :class:`DataError` naming the
-    partition and the row."""
+    """The training (``which="train"``) or test rows of a partition, filled and
+    standardised by the plan (dropped rows are in neither). Raw values are checked: a
+    value the plan neither drops nor fills (a missing target, an infinite value, or any
+    missing value of a plan without ``fill``) is a :class:`DataError` naming the partition
+    and the row."""
     X, y = READ_CACHE.read(part)
     index = np.arange(part.start, part.start + X.shape[0])
-    bad = ~(np.isfinite(X).all(axis=1) & np.isfinite(y))
+    keep = plan.which(index, which)
+    X, y, index = X[keep], y[keep], index[keep]
+    finite = np.isfinite(X)
+    holes = None
+    bad = ~np.isfinite(y)
+    if not finite.all():
+        holes = np.isnan(X)
+        bad |= (~(finite | holes)).any(axis=1) if plan.fill is not None else ~finite.all(axis=1)
     if bad.any():
-        first = int(np.flatnonzero(bad)[0])
-        raise DataError(f"{part.describe()}: row {part.start + first:,} (row {first + 1:,} "
-                        f"of this partition) has a missing or non-finite value; "
+        first = int(index[np.flatnonzero(bad)[0]])
+        raise DataError(f"{part.describe()}: row {first:,} (row {first - part.start + 1:,} "
+                        f"of this partition) has a missing or non-finite value that is not "
+                        "filled; "
                         f"{int(bad.sum()):,} such rows in this partition",
-                        "drop or fill the missing values before opening the data")
-    test = plan.is_test(index)
-    keep = test if which == "test" else ~test
-    return Rows(plan.scaled(X[keep]), y[keep], index[keep])
+                        "open the data again (its files may have changed), or drop the rows "
+                        f"with missing values ({data_option('drop_nan', 'true')})")
+    return Rows(plan.prepared(X, holes), y, index)
 
 
-def _moments(part: Part, plan: RowPlan) -> tuple[int, np.ndarray, np.ndarray]:
-    rows = part_rows(part, replace(plan, mean=None, scale=None))
-    X = rows.X
-    if X.shape[0] == 0:
-        return 0, np.zeros(X.shape[1]), np.zeros(X.shape[1])
-    mean = X.mean(axis=0)
-    d = X - mean
-    return X.shape[0], mean, np.einsum("ij,ij->j", d, d)
+@dataclass
+class ColumnStats:
+    """What one pass over the rows learns about the columns (:func:`column_stats`).
+
+    ``count``/``mean``/``m2``: per column, the non-missing training values' count, mean
+    and sum of squared deviations; ``missing``: per column, the missing (NaN) cells of the
+    kept rows (training and test); ``bad_target``: rows with a missing or non-finite
+    target; ``infinite``: per column, rows with an infinite value; ``first_bad``: the
+    first such row (global index), its part's first row and the part's description."""
+
+    rows: int
+    count: np.ndarray
+    mean: np.ndarray
+    m2: np.ndarray
+    missing: np.ndarray
+    bad_target: int = 0
+    infinite: np.ndarray | None = None
+    first_bad: tuple[int, int, str] | None = None
+    #: Rows with a missing target or an infinite value (the first is ``first_bad``).
+    bad_rows: int = 0
+
+    @property
+    def several(self) -> bool:
+        return self.bad_rows > 1
+
+    def merge(self, other: ColumnStats) -> ColumnStats:
+        """Both sets of rows (Chan et al.'s pairwise update, column by column)."""
+        na, nb = self.count, other.count
+        n = na + nb
+        delta = other.mean - self.mean
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = np.where(na == 0, other.mean, np.where(
+                nb == 0, self.mean, self.mean + delta * (nb / n)))
+            m2 = np.where(na == 0, other.m2, np.where(
+                nb == 0, self.m2, self.m2 + other.m2 + delta * delta * (na * nb / n)))
+        firsts = [f for f in (self.first_bad, other.first_bad) if f is not None]
+        infinite = (other.infinite if self.infinite is None else self.infinite
+                    if other.infinite is None else self.infinite + other.infinite)
+        return ColumnStats(self.rows + other.rows, n, mean, m2, self.missing + other.missing,
+                           self.bad_target + other.bad_target, infinite,
+                           min(firsts) if firsts else None, self.bad_rows + other.bad_rows)
 
 
-def _merge_moments(a: tuple[int, np.ndarray, np.ndarray], b: tuple[int, np.ndarray, np.ndarray]
-                   ) -> tuple[int, np.ndarray, np.ndarray]:
-    """Chan et al.'s pairwise update of (count, mean, sum of squared deviations)."""
-    na, ma, sa = a
-    nb, mb, sb = b
-    if na == 0:
-        return b
-    if nb == 0:
-        return a
-    n = na + nb
-    delta = mb - ma
-    return n, ma + delta * (nb / n), sa + sb + delta * delta * (na * nb / n)
+def _column_stats(part: Part, plan: RowPlan) -> ColumnStats:
+    X, y = READ_CACHE.read(part)
+    index = np.arange(part.start, part.start + X.shape[0])
+    kept = plan.kept(index)
+    p = X.shape[1]
+    stats = ColumnStats(int(kept.sum()), np.zeros(p, dtype=np.int64), np.zeros(p),
+                        np.zeros(p), np.zeros(p, dtype=np.int64))
+    finite = np.isfinite(X)
+    clean = bool(finite.all())
+    if not clean or not np.isfinite(y).all():
+        holes = np.isnan(X) & kept[:, None]
+        stats.missing = holes.sum(axis=0)
+        infinite = np.isinf(X) & kept[:, None]
+        bad = (~np.isfinite(y) & kept) | infinite.any(axis=1)
+        if bad.any():
+            first = int(np.flatnonzero(bad)[0])
+            stats.bad_target = int((~np.isfinite(y) & kept).sum())
+            stats.infinite = infinite.sum(axis=0)
+            stats.first_bad = (part.start + first, part.start, part.describe())
+            stats.bad_rows = int(bad.sum())
+    train = plan.is_train(index)
+    A = X[train]
+    if A.shape[0] == 0:
+        return stats
+    if clean:  # the usual case: every training value present
+        stats.count[:] = A.shape[0]
+        stats.mean = A.mean(axis=0)
+        d = A - stats.mean
+        stats.m2 = np.einsum("ij,ij->j", d, d)
+        return stats
+    ok = np.isfinite(A)
+    stats.count = ok.sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        stats.mean = np.where(stats.count > 0, np.where(ok, A, 0.0).sum(axis=0)
+                              / stats.count, 0.0)
+    d = np.where(ok, A - stats.mean, 0.0)
+    stats.m2 = np.einsum("ij,ij->j", d, d)
+    return stats
+
+
+def column_stats(parts: PartMap, plan: RowPlan, progress: Progress | None = None
+                 ) -> ColumnStats:
+    """One pass over the partitions: the training rows' column moments over their
+    non-missing values, the missing cells of each column, and the rows whose target is
+    missing or which hold an infinite value (see :class:`ColumnStats`)."""
+    return parts.reduce(_column_stats, plan, combine=ColumnStats.merge, progress=progress,
+                        message="column statistics")
+
+
+def _nonfinite_rows(part: Part) -> np.ndarray:
+    X, y = READ_CACHE.read(part)
+    bad = ~(np.isfinite(X).all(axis=1) & np.isfinite(y))
+    return part.start + np.flatnonzero(bad)
+
+
+def nonfinite_rows(parts: PartMap, progress: Progress | None = None) -> np.ndarray:
+    """Global indices (sorted) of the rows with a missing or non-finite value: the rows
+    ``drop_nan`` leaves out."""
+    got = parts.map(_nonfinite_rows, progress=progress, message="rows with missing values")
+    return np.sort(np.concatenate([np.asarray(g, dtype=np.int64) for g in got]))
+
+
+#: A column whose training standard deviation is below this keeps scale 1 (as in memory).
+CONSTANT_SCALE = 1e-12
 
 
 def training_moments(parts: PartMap, plan: RowPlan, progress: Progress | None = None
                      ) -> tuple[np.ndarray, np.ndarray]:
-    """Column means and standard deviations of the training rows (raw values), reduced
-    over the partitions; a constant column is a :class:`DataError` naming it by number."""
-    n, mean, ss = parts.reduce(_moments, plan, combine=_merge_moments, progress=progress,
-                               message="column statistics")
-    std = np.sqrt(ss / max(n, 1))
-    return mean, std
+    """Column means and standard deviations of the training rows (raw values, missing
+    cells filled by the mean), reduced over the partitions."""
+    stats = column_stats(parts, plan, progress)
+    return stats.mean, np.sqrt(stats.m2 / max(plan.n_train, 1))
+
+
+def prepared_plan(plan: RowPlan, stats: ColumnStats, standardize: bool = True
+                  ) -> tuple[RowPlan, np.ndarray]:
+    """The plan that fills each missing cell with its column's training mean and (when
+    ``standardize``) scales by the training mean and standard deviation — filling first
+    and scaling second, as in memory: the filled cells add nothing to the sum of squared
+    deviations, so the standard deviation is ``sqrt(m2 / n_train)``. A column of scale
+    below :data:`CONSTANT_SCALE` keeps scale 1; their numbers are returned (0-based) for a
+    note. The caller refuses a column with missing cells and no training value."""
+    fill = stats.mean.copy() if stats.missing.any() else None
+    if not standardize:
+        return replace(plan, fill=fill), np.zeros(0, dtype=np.intp)
+    scale = np.sqrt(stats.m2 / max(plan.n_train, 1))
+    flat = np.flatnonzero(scale < CONSTANT_SCALE)
+    scale[flat] = 1.0
+    return replace(plan.with_scaling(stats.mean, scale), fill=fill), flat
 
 
 def standardize_plan(parts: PartMap, plan: RowPlan, names: Sequence[str] | None = None,
                      progress: Progress | None = None) -> RowPlan:
-    """The plan with the training rows' column statistics (constant columns refused)."""
-    mean, std = training_moments(parts, plan, progress)
-    flat = np.flatnonzero(~(std > 0))
-    if flat.size:
-        label = ", ".join(repr(names[j]) if names else f"column {j + 1}" for j in flat[:5])
-        raise DataError(f"constant column{'s' if flat.size > 1 else ''} {label} in the "
-                        "training rows: nothing to standardise by",
-                        "drop the column, or open the data without standardisation")
-    return plan.with_scaling(mean, std)
+    """The plan with the training rows' column statistics (missing cells filled by the
+    training mean, constant columns kept with scale 1)."""
+    return prepared_plan(plan, column_stats(parts, plan, progress))[0]
 
 
 def _take(part: Part, plan: RowPlan, which: str, wanted: np.ndarray) -> Rows:
@@ -381,8 +526,7 @@ def take_rows(parts: PartMap, plan: RowPlan, index: np.ndarray, which: str = "tr
 def _smallest_keys(part: Part, plan: RowPlan, which: str, stream: int, k: int,
                    seed: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     index = np.arange(part.start, part.start + part.rows)
-    test = plan.is_test(index)
-    index = index[test] if which == "test" else index[~test]
+    index = index[plan.which(index, which)]
     key = rowkeys.keys(plan.seed if seed is None else seed, stream, index)
     pick = rowkeys.smallest(key, index, k)
     return key[pick], index[pick]
@@ -419,8 +563,11 @@ class PartitionedData:
     target_name: str
     name: str = ""
     notes: list[str] = field(default_factory=list)
-    #: "regression" or "classification" (a target with two values), from the source.
+    #: "regression", "classification" (a target with two values) or "multiclass" (class
+    #: codes 0 … K−1 of a text target, named by :attr:`classes`), from the source.
     task: str = "regression"
+    #: The class names of a text target with more than two values (codes 0 … K−1).
+    classes: list[str] | None = None
     #: The first training rows (for a preview), once :meth:`first_rows` has read them.
     head: Rows | None = None
     #: What the user should look at before trusting a result (target leakage, …).
@@ -456,4 +603,5 @@ class PartitionedData:
         return {"name": self.name, "n_train": self.n_train, "n_test": self.n_test,
                 "p": self.p, "partitions": len(self.parts.parts), "target": self.target_name,
                 "task": self.task, "notes": list(self.notes),
+                "classes": None if self.classes is None else list(self.classes),
                 "warnings": list(self.warnings)}
