@@ -20,7 +20,6 @@ modules named by what they hold: a cell (draw, features, ridge fit, errors) in
 :mod:`~kernel_lab.experiments.nystrom_cost`, the plots' words in
 :mod:`~kernel_lab.experiments.nystrom_words`."""
 
-
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
