@@ -45,6 +45,7 @@ from kernel_lab.core.parts.normal import (
 from kernel_lab.core.progress import Progress
 from kernel_lab.core.validation import check_seed
 from kernel_lab.experiments.base import PartialResult
+from kernel_lab.experiments.learning_curve_summary import summarise
 
 #: Training rows (a keyed sample) the automatic bandwidth is computed on, as the median
 #: heuristic does in memory.
@@ -201,6 +202,6 @@ def run_on_parts(experiment: Any, params: Mapping[str, Any], data: PartitionedDa
                 fit_first_landmarks(nys_sums, nys_test, kernel, marks, D, nu)[0])
         if k == L - 1:
             summaries["dsg_epochs"] = done * B / n
-            experiment._summarise(table, summaries)
+            summarise(table, summaries)
         yield PartialResult(at(start + steps[k]), f"iteration {t} of {pts[-1]}", dict(table),
                             dict(summaries))

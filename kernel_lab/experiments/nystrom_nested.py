@@ -25,7 +25,7 @@ its s-th landmark was final (RP-Cholesky: the end of the round that accepted it,
 proposals were sized for the largest s), the factorisation of the s × s W, and the pass's
 work on the groups up to s (their kernel columns, each timed, and their share of the Gram
 product) plus its bookkeeping: the work of a streamed cell at s (the landmarks, the
-features' sums), as :func:`kernel_lab.experiments.nystrom.run_cell` times it. The Gram
+features' sums), as :func:`kernel_lab.experiments.nystrom_cells.run_cell` times it. The Gram
 matrix of all groups is one product per block of rows (split by groups it cost two fifths
 more); each group is charged its share of that product's multiply-adds,
 ``(hi² − lo²) / s_max²`` for the group of columns lo..hi — a measured time divided by
@@ -33,7 +33,7 @@ operation counts, not a time measured per group.
 
 The samples of one trial are therefore not independent across sizes (the medians over
 trials are); the recursive-RLS samplers, whose samples do not nest (their λ follows s),
-keep one draw per size and trial (:func:`kernel_lab.experiments.nystrom.run_cell`).
+keep one draw per size and trial (:func:`kernel_lab.experiments.nystrom_cells.run_cell`).
 """
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ class CellTask:
 
     ``view_rows``: the training rows whose scores the picture shows (None: all);
     ``block_rows``: rows of features per block (None: ``FEATURE_BLOCK_ENTRIES`` / s of
-    :mod:`~kernel_lab.experiments.nystrom`; a nested trial needs it)."""
+    :mod:`~kernel_lab.experiments.nystrom_cells`; a nested trial needs it)."""
 
     sampler: str
     s: int | None
@@ -243,7 +243,7 @@ def _pass(task: CellTask, columns: Any, sizes: tuple[int, ...]
 
 def run_nested(task: CellTask) -> list[dict[str, Any]]:
     """Every size of one trial (see the module docstring): per size the dictionary of
-    :func:`kernel_lab.experiments.nystrom.run_cell`."""
+    :func:`kernel_lab.experiments.nystrom_cells.run_cell`."""
     t0 = time.perf_counter()
     draw = _draw(task, t0)
     # the shared pass goes up to the largest size whose sums of k(X, S) are accurate; a

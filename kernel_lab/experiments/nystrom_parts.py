@@ -41,18 +41,17 @@ from kernel_lab.core.parts.ridge import (
 )
 from kernel_lab.core.progress import Progress
 from kernel_lab.experiments.base import PartialResult, build_kernel
-from kernel_lab.experiments.nystrom import (
+from kernel_lab.experiments.nystrom import parse_sizes
+from kernel_lab.experiments.nystrom_cells import check_random_features
+from kernel_lab.experiments.nystrom_nested import EXACT_MAX
+from kernel_lab.experiments.nystrom_picture import VIEW_MAX, View, with_view
+from kernel_lab.experiments.nystrom_table import (
     TEST_MAX,
-    VIEW_MAX,
-    View,
-    _with_view,
-    check_random_features,
     empty_table,
-    parse_sizes,
+    fill_row,
     protocol_settings,
     protocol_summaries,
 )
-from kernel_lab.experiments.nystrom_nested import EXACT_MAX
 from kernel_lab.experiments.nystrom_words import (
     landmark_summaries,
     picture_summaries,
@@ -151,7 +150,7 @@ def run_on_parts(experiment: Any, params: Mapping[str, Any], data: PartitionedDa
     K_eval = kernel(X_eval)
     diag = diag_sum(parts, plan, kernel)
     table = empty_table(samplers, sizes, np.zeros(0), stat, paper)
-    yield PartialResult(0.03, "sampling", _with_view(table, view, None, None, n),
+    yield PartialResult(0.03, "sampling", with_view(table, view, None, None, n),
                         dict(summaries))
 
     seeds = iter(np.random.SeedSequence(params["seed"]).spawn(
@@ -169,7 +168,7 @@ def run_on_parts(experiment: Any, params: Mapping[str, Any], data: PartitionedDa
         fraction = end
         scores, marks = res.pop("scores"), res.pop("marks")
         results.setdefault((i, name), []).append(res)
-        experiment._fill(table, results, i, name, stat, paper)
+        fill_row(table, results, i, name, stat, paper)
         if view_scores is None and scores is not None and name != "rp-cholesky":
             view_scores, view_marks = scores, marks
             if marks is not None:
@@ -177,5 +176,5 @@ def run_on_parts(experiment: Any, params: Mapping[str, Any], data: PartitionedDa
         summaries[f"evals_per_point_max_s[{name}]"] = table[f"evals_{stat}[{name}]"][i] / n
         progress(fraction, f"{name}, s = {s} ({done}/{len(cells)})")
         yield PartialResult(fraction, f"{name}, s = {s} ({done}/{len(cells)})",
-                            _with_view(table, view, view_scores, None, n, view_marks),
+                            with_view(table, view, view_scores, None, n, view_marks),
                             dict(summaries))

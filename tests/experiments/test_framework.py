@@ -54,6 +54,7 @@ def test_the_registry_lists_the_experiment_of_every_experiment_module():
 
     import kernel_lab.experiments as package
     from kernel_lab.experiments.base import Experiment
+    from tests.test_layers import PART_SUFFIXES
 
     helpers = {"base", "plotspec", "registry"}
     found = set()
@@ -61,11 +62,11 @@ def test_the_registry_lists_the_experiment_of_every_experiment_module():
     for info in pkgutil.iter_modules(package.__path__):
         if info.name in helpers:
             continue
-        suffix = next((s for s in ("_parts", "_nested", "_words") if info.name.endswith(s)), None)
+        suffix = next((s for s in PART_SUFFIXES if info.name.endswith(s)), None)
         if suffix:
-            # a half of an experiment (its run on data kept in partitions, its nested
-            # trials, the words of its plots): no experiment class of its own, and its
-            # experiment exists
+            # a module of an experiment (its run on data kept in partitions, its cells,
+            # nested trials, table, picture, cost model, summaries, the words of its
+            # plots): no experiment class of its own, and its experiment exists
             module = importlib.import_module(f"{package.__name__}.{info.name}")
             assert info.name.removesuffix(suffix) in modules, info.name
             assert not [c for _, c in inspect.getmembers(module, inspect.isclass)

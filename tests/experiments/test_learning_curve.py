@@ -7,7 +7,8 @@ import pytest
 
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.engine import run_experiment
-from kernel_lab.experiments.learning_curve import checkpoints, measured_slope
+from kernel_lab.experiments.learning_curve import checkpoints
+from kernel_lab.experiments.learning_curve_summary import measured_slope, summarise
 
 
 def test_checkpoints_and_slope():
@@ -364,15 +365,13 @@ def test_two_classes_with_the_softmax_loss_map_labels_to_class_codes():
 
 
 def _summarise(it, dist, twin, err, floor, task="regression", loss="squared", t0=1.0):
-    from kernel_lab.experiments.learning_curve import LearningCurveExperiment
-
     L = len(it)
     table = {"iteration": np.asarray(it, float), "dsg_floor_distance": np.asarray(dist, float),
              "dsg_twin_excess_objective": np.asarray(twin, float),
              "dsg_test_error": np.asarray(err, float), "rff_test_error": np.full(L, np.nan),
              "rate_guide": np.full(L, np.nan)}
     summaries = {"task": task, "loss": loss, "t0": t0, "krr_test_error": floor}
-    LearningCurveExperiment._summarise(table, summaries)
+    summarise(table, summaries)
     return summaries
 
 
@@ -506,7 +505,7 @@ def test_the_rates_text_holds_over_five_seeds():
     steeper), and the test error crosses the floor on every seed; in the defaults'
     transient (t ≤ t0 = 1000) the test error above the floor has a two-decade slope near
     −½, steeper over the first decade than over the last."""
-    from kernel_lab.experiments.learning_curve import RATES
+    from kernel_lab.experiments.learning_curve_summary import RATES
 
     past = _seed_slopes("friedman:n=400", {"nu": 0.05, "n_iter": 3000, "batch_size": 16,
                                            "features_per_iter": 8})

@@ -78,7 +78,8 @@ def test_random_features_on_the_same_axes():
     from kernel_lab.core.approx_error import residual_norm
     from kernel_lab.core.kernels import GaussianKernel
     from kernel_lab.core.models.rff import RandomFourierFeatures
-    from kernel_lab.experiments.nystrom import CellTask, run_cell
+    from kernel_lab.experiments.nystrom_cells import run_cell
+    from kernel_lab.experiments.nystrom_nested import CellTask
 
     r = run_experiment("nystrom", {"sizes": "20,80", "trials": 1, "eval_points": 600,
                                    "samplers": ["recursive-rls", "rff", "rff-orthogonal"]},

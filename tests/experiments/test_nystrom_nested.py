@@ -14,7 +14,7 @@ from kernel_lab.core.kernels import GaussianKernel
 from kernel_lab.core.models.rff import sample_features
 from kernel_lab.core.samplers import SAMPLERS, RPCholeskySampler
 from kernel_lab.data.generators import generate
-from kernel_lab.experiments.nystrom import downstream_ridge
+from kernel_lab.experiments.nystrom_cells import downstream_ridge
 from kernel_lab.experiments.nystrom_nested import CellTask, run_nested
 
 SIZES = (5, 12, 30)

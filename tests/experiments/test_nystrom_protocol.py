@@ -14,13 +14,9 @@ from kernel_lab.data.generators import generate
 from kernel_lab.engine import run_experiment
 from kernel_lab.experiments import get_experiment
 from kernel_lab.experiments.base import build_kernel
-from kernel_lab.experiments.nystrom import (
-    FIXED_LAMBDA,
-    CellTask,
-    downstream_ridge,
-    parse_lams,
-    run_cell,
-)
+from kernel_lab.experiments.nystrom import parse_lams
+from kernel_lab.experiments.nystrom_cells import FIXED_LAMBDA, downstream_ridge, run_cell
+from kernel_lab.experiments.nystrom_nested import CellTask
 from kernel_lab.experiments.plotspec import resolve_curves
 
 DATA = "clusters:n=300,n_test=100,k=5,imbalance=3,spread=0.1"

@@ -13,14 +13,12 @@ from kernel_lab.data.generators import generate
 from kernel_lab.engine import run_experiment
 from kernel_lab.experiments import get_experiment
 from kernel_lab.experiments import nystrom as ny
-from kernel_lab.experiments.nystrom import (
-    FIXED_LAMBDA,
-    CellTask,
-    View,
-    run_cell,
-    view_coordinates,
-)
-from kernel_lab.experiments.nystrom_nested import run_nested
+from kernel_lab.experiments import nystrom_cells as cells
+from kernel_lab.experiments.base import build_kernel
+from kernel_lab.experiments.nystrom_cells import FIXED_LAMBDA, run_cell
+from kernel_lab.experiments.nystrom_cost import cell_cost
+from kernel_lab.experiments.nystrom_nested import NESTED, CellTask, run_nested
+from kernel_lab.experiments.nystrom_picture import View, view_coordinates
 
 CELL_KEYS = ("spectral", "trace", "evals", "rmse", "landmarks", "ridge_lam")
 
@@ -73,12 +71,12 @@ def test_a_run_in_blocks_equals_the_run_held_whole(monkeypatch):
     runs = {}
     for entries in (2000, 4000):
         streamed = []
-        monkeypatch.setattr(ny, "FEATURE_BLOCK_ENTRIES", entries)
-        monkeypatch.setattr(ny, "STREAM_BLOCK_ENTRIES", entries // 2)
-        monkeypatch.setattr(ny, "StreamedRidge",
+        monkeypatch.setattr(cells, "FEATURE_BLOCK_ENTRIES", entries)
+        monkeypatch.setattr(cells, "STREAM_BLOCK_ENTRIES", entries // 2)
+        monkeypatch.setattr(cells, "StreamedRidge",
                             lambda *a, _s=streamed: _s.append(a[3]) or StreamedRidge(*a))
         nested = []
-        monkeypatch.setattr(ny, "run_nested", lambda t, _n=nested: _n.append(t.block_rows)
+        monkeypatch.setattr(cells, "run_nested", lambda t, _n=nested: _n.append(t.block_rows)
                             or run_nested(t))
         runs[entries] = run_experiment("nystrom", params, data=data, workers=2)
         # the cells of the two recursive-RLS samplers (2 sizes, 2 trials), streamed in
@@ -91,7 +89,7 @@ def test_a_run_in_blocks_equals_the_run_held_whole(monkeypatch):
     for key in whole.table:
         if key.startswith("time"):
             continue
-        reference = (runs[4000] if any(f"[{n}]" in key for n in ny.NESTED) else whole)
+        reference = (runs[4000] if any(f"[{n}]" in key for n in NESTED) else whole)
         np.testing.assert_allclose(blocks.table[key], reference.table[key], rtol=1e-8,
                                    atol=1e-10, err_msg=key)
     assert blocks.summaries == whole.summaries
@@ -133,7 +131,7 @@ def test_large_data_use_stated_seeded_subsets(monkeypatch):
     rng = np.random.default_rng(np.random.SeedSequence(4).spawn(1)[0])
     eval_rows = np.sort(rng.choice(900, size=200, replace=False))
     test_rows = np.sort(rng.choice(500, size=150, replace=False))
-    kernel = ny.build_kernel(get_experiment("nystrom").resolve(params), d.X_train)
+    kernel = build_kernel(get_experiment("nystrom").resolve(params), d.X_train)
     seed = np.random.SeedSequence(4).spawn(2 * 2 + 1)[1]
     cell = run_cell(CellTask("uniform", 10, seed, d.X_train, d.y_train, d.X_test[test_rows],
                              d.y_test[test_rows], eval_rows, kernel(d.X_train[eval_rows]),
@@ -184,4 +182,4 @@ def test_progress_follows_the_cells_cost_not_their_count():
                    on_partial=lambda part: partials.append(part.fraction))
     steps = np.diff(partials[-3:])  # the two cells
     assert partials[-1] == pytest.approx(1.0) and steps[1] > 3 * steps[0]
-    assert ny._cell_cost(200, 450, 2, 300) > 3 * ny._cell_cost(10, 450, 2, 300)
+    assert cell_cost(200, 450, 2, 300) > 3 * cell_cost(10, 450, 2, 300)

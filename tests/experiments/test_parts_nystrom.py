@@ -216,7 +216,7 @@ def test_ridge_sums_equal_the_dense_features(rows, name):
     assert rel(fit.coef, coef) < 1e-8 and abs(fit.intercept - intercept) < 1e-8
     assert fit.squared_norm == pytest.approx(np.einsum("ij,ij->", F, F), rel=1e-10)
     # λ by leave-one-out over the parts: the in-memory ridge_loo's choice
-    from kernel_lab.experiments.nystrom import downstream_ridge
+    from kernel_lab.experiments.nystrom_cells import downstream_ridge
     coef_loo, _, lam_loo = downstream_ridge(F, tr.y, None)
     loo = parts_ridge.fit_ridge(five, plan, features, None)
     assert loo.lam == pytest.approx(lam_loo, rel=1e-12)
