@@ -21,7 +21,7 @@ import numpy as np
 
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.formula import Formula
-from kernel_lab.core.parts.base import test_count
+from kernel_lab.core.parts.base import Rows, test_count
 
 
 # ======================================================================================
@@ -285,6 +285,17 @@ class Dataset:
         values = np.unique(np.concatenate([self.y_train, self.y_test]))
         return "classification" if values.size == 2 else "regression"
 
+    #: Every row is in this process's memory (data kept in partitions say False): what
+    #: reads every training row at once — the window's theory preview — asks this.
+    in_memory = True
+
+    def first_rows(self, rows: int = 8) -> Rows:
+        """The first ``rows`` training rows as the methods see them (views, no copy), as
+        data kept in partitions give theirs; ``index`` is their position among the
+        training rows."""
+        k = min(rows, self.n_train)
+        return Rows(self.X_train[:k], self.y_train[:k], np.arange(k))
+
     def summary(self) -> dict[str, Any]:
         """JSON-serialisable description (sizes, target range, notes)."""
         y = np.concatenate([self.y_train, self.y_test])
@@ -293,6 +304,7 @@ class Dataset:
             "n_train": self.n_train,
             "n_test": self.n_test,
             "p": self.p,
+            "partitions": 1,
             "target": self.target_name,
             "target_min": float(y.min()),
             "target_max": float(y.max()),

@@ -178,7 +178,7 @@ def run_experiment(
     experiment's own); ``data_options`` override the specification's options;
     ``callbacks`` are :func:`run`'s ``on_progress``, ``on_partial``, ``is_cancelled``.
     """
-    dataset = data if isinstance(data, Dataset | PartitionedData) else None
+    dataset = None if data is None or isinstance(data, str | DataSource) else data
     if isinstance(data, str):
         source: DataSource | None = DataSource.from_spec(data, data_options)
     elif isinstance(data, DataSource):

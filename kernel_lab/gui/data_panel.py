@@ -402,7 +402,7 @@ class DataPanel(QtWidgets.QWidget):
         notes += "".join(f"<br>note: {html.escape(name_controls(n, WINDOW_CONTROLS))}"
                          for n in s["notes"])
         self.status.setStyleSheet("")
-        if isinstance(ds, PartitionedData):
+        if not ds.in_memory:
             where = (f"kept in {s['partitions']} partitions (too large to read whole: "
                      f"{' and '.join(partitioned_experiments())} run on all rows, the others "
                      "on a seeded sample — 'Rows')")
@@ -454,12 +454,8 @@ class DataPanel(QtWidgets.QWidget):
 
     def _fill_preview(self, ds: Dataset | PartitionedData, rows: int = 8) -> None:
         names = [*ds.feature_names, ds.target_name]
-        if isinstance(ds, PartitionedData):
-            head = ds.first_rows(rows)  # read by the load, off this thread
-            X, y = head.X, head.y
-        else:
-            X, y = ds.X_train[:rows], ds.y_train[:rows]
-        data = np.column_stack([X, y])
+        head = ds.first_rows(rows)  # views in memory; read by the load for partitions
+        data = np.column_stack([head.X, head.y])
         self._fill_cells([*names[:-1], f"{names[-1]} (target)"],
                          [[f"{v:.4g}" for v in row] for row in data])
         self.preview.setToolTip("the first training rows, as the methods see them")

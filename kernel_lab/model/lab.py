@@ -78,8 +78,7 @@ def load_source(job: Job) -> None:
     try:
         dataset = job.request.open(progress=Progress(
             lambda f, m: job.emit("progress", f, m), job.superseded))
-        if isinstance(dataset, PartitionedData):
-            dataset.first_rows()  # the preview's rows, read here (not on the GUI thread)
+        dataset.first_rows()  # the preview's rows, read here (not on the GUI thread)
     except MemoryError:
         job.emit("failed", "the data do not fit in memory", False)
     else:
@@ -307,8 +306,8 @@ class LabModel:
         self._update_plan(params)
         ds = self.dataset
         try:
-            # a preview reads the data in memory; none for data kept in partitions
-            preview = (None if ds is None or isinstance(ds, PartitionedData)
+            # a preview reads every training row at once; none for data kept in partitions
+            preview = (None if ds is None or not ds.in_memory
                        else self.experiment.preview(params, ds))
         except KernelLabError:
             preview = None

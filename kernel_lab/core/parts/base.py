@@ -585,6 +585,9 @@ class PartitionedData:
     def p(self) -> int:
         return len(self.feature_names)
 
+    #: The rows stay in their partitions: nothing reads every training row at once.
+    in_memory = False
+
     def first_rows(self, rows: int = 8) -> Rows:
         """The first ``rows`` training rows (standardised), read from the first partitions
         that have any, and kept in :attr:`head`."""
