@@ -49,7 +49,9 @@ from kernel_lab.core.memory import check_allocation, format_bytes, memory_budget
 from kernel_lab.data.columns import ColumnChoice, split_names
 from kernel_lab.data.parquet import (
     check_footer_range,
+    checksum_error,
     float_column,
+    is_checksum_failure,
     is_numeric_type,
     need_pyarrow,
     open_parquet,
@@ -154,14 +156,63 @@ class ParquetPart:
         """X (rows × p) and y (rows,) as float64, missing values NaN; values beyond
         ±:data:`~kernel_lab.data.table.MAX_MAGNITUDE` refused, naming the file and row."""
         table, meta = self._read([*self.features, self.target])
+        return self._columns(table, meta)
+
+    def _columns(self, table: Any, meta: Any) -> tuple[np.ndarray, np.ndarray]:
+        """X and y of the file's first ``table.num_rows`` rows, checked as :meth:`read`
+        says."""
 
         def check(name: str, kind: Any, values: np.ndarray) -> None:
             check_footer_range(self.path, meta, name, kind, values, start=self.start)
 
-        X = _float_columns(table, self.features, self.rows, check)
-        y = _float_columns(table, [self.target], self.rows, check)[:, 0]
+        rows = table.num_rows
+        X = _float_columns(table, self.features, rows, check)
+        y = _float_columns(table, [self.target], rows, check)[:, 0]
         refuse_huge_values(self.path, X, y, self.features, self.target, start=self.start)
         return X, y
+
+    def read_range(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+        """Rows ``lo … hi − 1`` of the file (positions within it), checked as :meth:`read`
+        checks the file. A head (``hi`` short of the end) decodes only the pages holding
+        the first ``hi`` rows (``ParquetFile.iter_batches``): what a part cut at row-block
+        boundaries reads of the file after its own."""
+        if hi >= self.rows:
+            X, y = self.read()
+            return X[lo:hi], y[lo:hi]
+        need_pyarrow(self.path)
+        import pyarrow as pa
+
+        columns = [*self.features, self.target]
+        try:
+            with open_parquet(self.path) as f:  # pages' checksums verified, if written
+                batches = []
+                try:
+                    for batch in f.iter_batches(batch_size=max(min(hi, 65_536), 1),
+                                                columns=columns):
+                        batches.append(batch)
+                        if sum(b.num_rows for b in batches) >= hi:
+                            break
+                except Exception as exc:
+                    if not is_checksum_failure(exc):
+                        raise
+                    raise checksum_error(self.path, f, columns) from None
+                table = pa.Table.from_batches(batches).slice(0, hi)
+                meta = f.metadata
+        except DataError:
+            raise
+        except Exception as exc:  # gone, changed or damaged since it was opened
+            detail = " ".join(str(exc).split())[:160]
+            raise DataError(f"the file cannot be read ({type(exc).__name__}: {detail}): it "
+                            "was changed while in use, or is damaged",
+                            "open the folder again if its files were changed; copy or "
+                            "export a damaged file again",
+                            path=self.path) from None
+        if table.num_rows != hi:
+            raise DataError(f"the file has {table.num_rows:,} rows, not the {self.rows:,} it "
+                            "had when the folder was opened",
+                            "open the folder again after changing its files", path=self.path)
+        X, y = self._columns(table, meta)
+        return X[lo:], y[lo:]
 
     def read_target(self) -> np.ndarray:
         """The target column alone."""
@@ -231,15 +282,20 @@ class ZarrPart:
                             path=self.path) from None
 
     def read(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.read_range(0, self.rows)
+
+    def read_range(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+        """Rows ``lo … hi − 1`` of the chunk (positions within it)."""
         group = self._group()
-        stop = self.start + self.rows
-        X = np.asarray(group["X"][self.start:stop], dtype=np.float64)
+        a, b = self.start + lo, self.start + min(hi, self.rows)
+        X = np.asarray(group["X"][a:b], dtype=np.float64)
         if self.columns is not None:
             X = X[:, list(self.columns)]
-        y = np.asarray(group[self.target][self.start:stop], dtype=np.float64).reshape(-1)
+        y = np.asarray(group[self.target][a:b], dtype=np.float64).reshape(-1)
         names = self.names or [f"x{j + 1}" for j in range(X.shape[1])]
-        refuse_huge_values(self.path, X, y, names, self.target, start=self.start,
-                           within=f"chunk {self.index}")
+        within = (f"chunk {self.index}" if lo == 0 else
+                  f"the rows of chunk {self.index} from its row {lo + 1:,}")
+        refuse_huge_values(self.path, X, y, names, self.target, start=a, within=within)
         return X, y
 
     def read_target(self) -> np.ndarray:

@@ -12,6 +12,7 @@ from kernel_lab.core.parts.base import (
     keyed_subset,
     keyed_subset_of,
     part_rows,
+    reduce_blocks,
     split_masks,
     standardize_plan,
     take_rows,
@@ -21,5 +22,6 @@ from kernel_lab.core.parts.base import (
 )
 
 __all__ = ["ArrayPart", "LocalParts", "Part", "PartMap", "PartitionedData", "RowPlan", "Rows",
-           "array_parts", "keyed_subset", "keyed_subset_of", "part_rows", "split_masks",
-           "standardize_plan", "take_rows", "test_count", "training_moments", "tree_combine"]
+           "array_parts", "keyed_subset", "keyed_subset_of", "part_rows", "reduce_blocks",
+           "split_masks", "standardize_plan", "take_rows", "test_count", "training_moments",
+           "tree_combine"]

@@ -12,13 +12,20 @@ Computations are written once against :class:`PartMap`:
   order;
 - ``reduce(fn, *args, combine=add)`` combines the per-part results pairwise in a fixed tree
   (parts 0+1, 2+3, …, then the pairs' results, …) — the same tree in memory and on a
-  cluster, so the sums are added in the same order everywhere.
+  cluster.
+
+Sums over rows go through :func:`reduce_blocks`: a function of the rows of one canonical
+block (``plan.block`` global rows, :mod:`kernel_lab.core.rows.blocks`), its values combined
+in one fixed tree over the *block* numbers. With parts cut at block boundaries
+(:func:`~kernel_lab.core.rows.align_parts`) every block is computed whole, with the same
+rows, and added in the same order, however the rows are stored — so one Parquet file,
+sixteen of unequal sizes and a Zarr store give the same bits, here or on a cluster.
 
 :class:`LocalParts` runs them in this process, one part at a time, each with one BLAS thread
 (as a cluster worker does); :mod:`kernel_lab.engine.dask_parts` runs them on Dask.
 
 Which rows are training and test rows, and how columns are standardised, is a small
-picklable :class:`RowPlan`: the split is defined per row by :mod:`kernel_lab.core.rowkeys`
+picklable :class:`RowPlan`: the split is defined per row by :mod:`kernel_lab.core.rows.keys`
 (the ``n_test`` rows with the smallest split keys are the test rows), so it does not depend
 on where the rows live or how they are cut.
 """
@@ -34,11 +41,18 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from kernel_lab.core import rowkeys
 from kernel_lab.core.errors import DataError, ParameterError
 from kernel_lab.core.executor import call_single_threaded
 from kernel_lab.core.memory import memory_budget_bytes
 from kernel_lab.core.progress import Progress
+from kernel_lab.core.rows import keys as rowkeys
+from kernel_lab.core.rows.blocks import (
+    Frontier,
+    MergeFrontiers,
+    block_count,
+    row_block,
+    tree_combine,
+)
 
 
 class Part(Protocol):
@@ -73,6 +87,11 @@ class ArrayPart:
     def read(self) -> tuple[np.ndarray, np.ndarray]:
         return np.asarray(self.X, dtype=np.float64), np.asarray(self.y, dtype=np.float64)
 
+    def read_range(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+        """Rows ``lo … hi − 1`` of the part (views when the arrays are float64)."""
+        return (np.asarray(self.X[lo:hi], dtype=np.float64),
+                np.asarray(self.y[lo:hi], dtype=np.float64))
+
     def describe(self) -> str:
         return f"rows {self.start:,}–{self.start + self.rows - 1:,} (in memory)"
 
@@ -102,20 +121,6 @@ class PartMap(Protocol):
     def reduce(self, fn: Callable[..., Any], *args: Any,
                combine: Callable[[Any, Any], Any] = operator.add,
                progress: Progress | None = None, message: str = "") -> Any: ...
-
-
-def tree_combine(values: Sequence[Any], combine: Callable[[Any, Any], Any] = operator.add
-                 ) -> Any:
-    """Combine values pairwise in the fixed tree: (0+1), (2+3), … then again."""
-    level = list(values)
-    if not level:
-        raise ValueError("nothing to combine")
-    while len(level) > 1:
-        nxt = [combine(level[i], level[i + 1]) for i in range(0, len(level) - 1, 2)]
-        if len(level) % 2:
-            nxt.append(level[-1])
-        level = nxt
-    return level[0]
 
 
 class LocalParts:
@@ -181,7 +186,10 @@ class RowPlan:
     """The split of n rows (seeded, per row) and the columns' standardisation.
 
     ``cut``: rows whose split key is at most ``cut`` are test rows (None: no test rows);
-    ``mean``/``scale``: ``(x − mean) / scale`` per column, or None to keep raw values."""
+    ``mean``/``scale``: ``(x − mean) / scale`` per column, or None to keep raw values;
+    ``block``: rows per canonical block (:mod:`kernel_lab.core.rows.blocks`), the unit every
+    computation per row and every sum over rows is done in — it travels with the plan, so
+    the workers of a cluster use the client's."""
 
     seed: int
     n: int
@@ -189,6 +197,7 @@ class RowPlan:
     cut: int | None
     mean: np.ndarray | None = None
     scale: np.ndarray | None = None
+    block: int = field(default_factory=row_block)
 
     @classmethod
     def split(cls, seed: int, n: int, test_fraction: float, source: str | None = None
@@ -265,17 +274,18 @@ class _ReadCache:
 
 
 def _cache_key(part: Part) -> str:
-    """The part and, for a part read from a file, the file's size and modification time:
+    """The part and, for a part read from files, each file's size and modification time:
     a file rewritten since it was kept is read again."""
-    path = getattr(part, "path", None)
-    stamp = ""
-    if isinstance(path, str):
-        try:
-            st = os.stat(path)
-            stamp = f"{st.st_size}:{st.st_mtime_ns}"
-        except OSError:
-            stamp = "?"
-    return f"{part!r}@{stamp}"
+    paths = getattr(part, "paths", None) or (getattr(part, "path", None),)
+    stamps = []
+    for path in paths:
+        if isinstance(path, str):
+            try:
+                st = os.stat(path)
+                stamps.append(f"{st.st_size}:{st.st_mtime_ns}")
+            except OSError:
+                stamps.append("?")
+    return f"{part!r}@{','.join(stamps)}"
 
 
 READ_CACHE = _ReadCache()
@@ -310,8 +320,54 @@ def part_rows(part: Part, plan: RowPlan, which: str = "train") -> Rows:
     return Rows(plan.scaled(X[keep]), y[keep], index[keep])
 
 
-def _moments(part: Part, plan: RowPlan) -> tuple[int, np.ndarray, np.ndarray]:
-    rows = part_rows(part, replace(plan, mean=None, scale=None))
+# ---------------------------------------------------------------------------------------
+# Sums over rows: per canonical block, combined in the one tree over the blocks
+
+
+def part_blocks(part: Part, plan: RowPlan, which: str = "train") -> list[tuple[int, Rows]]:
+    """The part's training (or test) rows cut into canonical blocks of ``plan.block``
+    global rows: ``(block number, rows)`` for every block the part's rows touch (a block
+    without rows of that kind too: the tree has a leaf for every block). The first and
+    last block hold only the part's rows of them when the part is not cut at block
+    boundaries (:func:`~kernel_lab.core.rows.align_parts`). The rows are views."""
+    if part.rows <= 0:
+        return []
+    rows = part_rows(part, plan, which)
+    B = int(plan.block)
+    end = part.start + part.rows
+    first, last = part.start // B, (end - 1) // B
+    bounds = np.searchsorted(rows.index, np.arange(first, last + 2, dtype=np.int64) * B)
+    out = [(first + k, Rows(rows.X[a:b], rows.y[a:b], rows.index[a:b]))
+           for k, (a, b) in enumerate(itertools.pairwise(bounds.tolist()))]
+    return out
+
+
+def _block_frontier(part: Part, fn: Callable[..., Any], plan: RowPlan, which: str,
+                    combine: Callable[[Any, Any], Any], args: tuple[Any, ...]) -> Frontier:
+    """A part's task of :func:`reduce_blocks`: ``fn`` on each of its blocks, folded into
+    the part's frontier of the canonical tree."""
+    return Frontier.of(((k, fn(rows, *args)) for k, rows in part_blocks(part, plan, which)),
+                       combine, rows=(part.start, part.start + part.rows), block=plan.block,
+                       n=plan.n)
+
+
+def reduce_blocks(parts: PartMap, fn: Callable[..., Any], plan: RowPlan, *args: Any,
+                  which: str = "train", combine: Callable[[Any, Any], Any] = operator.add,
+                  progress: Progress | None = None, message: str = "") -> Any:
+    """``fn(rows, *args)`` on the training (or test) rows of every canonical block of the
+    data, combined in the one fixed tree over the block numbers
+    (:class:`~kernel_lab.core.rows.blocks.Frontier`): each part folds its blocks into its
+    frontier, the parts' frontiers merge in the PartMap's pairwise tree (on the workers of
+    a cluster), and the client takes the root. With parts cut at block boundaries the
+    result is the same bits whatever the parts — one file or sixteen, this process or a
+    cluster. ``fn`` must be a module-level function (it travels); it is called on every
+    block, with no rows too."""
+    front = parts.reduce(_block_frontier, fn, plan, which, combine, tuple(args),
+                         combine=MergeFrontiers(combine), progress=progress, message=message)
+    return front.finish(combine, block_count(plan.n, plan.block))
+
+
+def _moments(rows: Rows) -> tuple[int, np.ndarray, np.ndarray]:
     X = rows.X
     if X.shape[0] == 0:
         return 0, np.zeros(X.shape[1]), np.zeros(X.shape[1])
@@ -338,8 +394,9 @@ def training_moments(parts: PartMap, plan: RowPlan, progress: Progress | None = 
                      ) -> tuple[np.ndarray, np.ndarray]:
     """Column means and standard deviations of the training rows (raw values), reduced
     over the partitions; a constant column is a :class:`DataError` naming it by number."""
-    n, mean, ss = parts.reduce(_moments, plan, combine=_merge_moments, progress=progress,
-                               message="column statistics")
+    n, mean, ss = reduce_blocks(parts, _moments, replace(plan, mean=None, scale=None),
+                                combine=_merge_moments, progress=progress,
+                                message="column statistics")
     std = np.sqrt(ss / max(n, 1))
     return mean, std
 
