@@ -209,6 +209,21 @@ class Frontier:
         return value
 
 
+def sum_frontier(index: np.ndarray, values: np.ndarray, *, rows: tuple[int, int],
+                 block: int, n: int) -> Frontier:
+    """The frontier of the per-block sums of ``values`` (one per row of the sorted global
+    indices ``index``, which lie in the global rows ``rows = [start, stop)`` of ``n``):
+    a leaf for every block those rows touch, 0.0 for one without values."""
+    if rows[1] <= rows[0]:
+        return Frontier()
+    first, last = rows[0] // block, (rows[1] - 1) // block
+    bounds = np.searchsorted(index, np.arange(first, last + 2, dtype=np.int64) * block)
+    values = np.asarray(values, dtype=np.float64)
+    return Frontier.of(((first + k, float(values[a:b].sum()))
+                        for k, (a, b) in enumerate(itertools.pairwise(bounds.tolist()))),
+                       rows=rows, block=block, n=n)
+
+
 @dataclass(frozen=True)
 class MergeFrontiers:
     """``combine`` for frontiers: ``(a, b) ↦ a.merge(b, combine)`` (picklable, for a
@@ -267,4 +282,5 @@ def aligned_ranges(pieces: Sequence[tuple[int, int]], n: int, block: int
 
 
 __all__ = ["ROW_BLOCK", "Frontier", "MergeFrontiers", "Node", "aligned_ranges", "block_count",
-           "block_ids", "block_range", "block_slices", "join", "row_block", "tree_combine"]
+           "block_ids", "block_range", "block_slices", "join", "row_block", "sum_frontier",
+           "tree_combine"]
