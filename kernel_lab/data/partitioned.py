@@ -117,6 +117,28 @@ def _float_columns(table: Any, names: Sequence[str], rows: int,
     return out
 
 
+def _read_head(path: str, f: Any, columns: list[str], rows: int) -> Any:
+    """The first ``rows`` rows of the columns of a file opened by
+    :func:`~kernel_lab.data.parquet.open_parquet`, decoding only the pages that hold them;
+    a page failing its checksum refused as :func:`~kernel_lab.data.parquet.read_checked`
+    refuses it."""
+    import pyarrow as pa
+
+    batches = []
+    try:
+        for batch in f.iter_batches(batch_size=max(min(rows, 65_536), 1), columns=columns):
+            batches.append(batch)
+            if sum(b.num_rows for b in batches) >= rows:
+                break
+    except Exception as exc:
+        if not is_checksum_failure(exc):
+            raise
+        raise checksum_error(path, f, columns) from None
+    if not batches:
+        return f.schema_arrow.empty_table().select(columns)
+    return pa.Table.from_batches(batches).slice(0, rows)
+
+
 @dataclass(frozen=True)
 class ParquetPart:
     """One Parquet file of a folder: rows ``start … start + rows − 1`` of the data set.
@@ -130,12 +152,14 @@ class ParquetPart:
     features: tuple[str, ...]
     target: str
 
-    def _read(self, columns: list[str]) -> tuple[Any, Any]:
-        """The columns as a pyarrow table, and the file's metadata (its footer)."""
+    def _read(self, columns: list[str], head: int | None = None) -> tuple[Any, Any]:
+        """The columns as a pyarrow table (the first ``head`` rows only, when given), and
+        the file's metadata (its footer)."""
         need_pyarrow(self.path)
         try:
             with open_parquet(self.path) as f:  # pages' checksums verified, if written
-                table = read_checked(self.path, f, columns)
+                table = (read_checked(self.path, f, columns) if head is None
+                         else _read_head(self.path, f, columns, head))
                 meta = f.metadata
         except DataError:
             raise
@@ -146,7 +170,7 @@ class ParquetPart:
                             "open the folder again if its files were changed; copy or "
                             "export a damaged file again",
                             path=self.path) from None
-        if table.num_rows != self.rows:
+        if table.num_rows != (self.rows if head is None else head):
             raise DataError(f"the file has {table.num_rows:,} rows, not the {self.rows:,} it "
                             "had when the folder was opened",
                             "open the folder again after changing its files", path=self.path)
@@ -155,8 +179,7 @@ class ParquetPart:
     def read(self) -> tuple[np.ndarray, np.ndarray]:
         """X (rows × p) and y (rows,) as float64, missing values NaN; values beyond
         ±:data:`~kernel_lab.data.table.MAX_MAGNITUDE` refused, naming the file and row."""
-        table, meta = self._read([*self.features, self.target])
-        return self._columns(table, meta)
+        return self._columns(*self._read([*self.features, self.target]))
 
     def _columns(self, table: Any, meta: Any) -> tuple[np.ndarray, np.ndarray]:
         """X and y of the file's first ``table.num_rows`` rows, checked as :meth:`read`
@@ -176,43 +199,9 @@ class ParquetPart:
         checks the file. A head (``hi`` short of the end) decodes only the pages holding
         the first ``hi`` rows (``ParquetFile.iter_batches``): what a part cut at row-block
         boundaries reads of the file after its own."""
-        if hi >= self.rows:
-            X, y = self.read()
-            return X[lo:hi], y[lo:hi]
-        need_pyarrow(self.path)
-        import pyarrow as pa
-
-        columns = [*self.features, self.target]
-        try:
-            with open_parquet(self.path) as f:  # pages' checksums verified, if written
-                batches = []
-                try:
-                    for batch in f.iter_batches(batch_size=max(min(hi, 65_536), 1),
-                                                columns=columns):
-                        batches.append(batch)
-                        if sum(b.num_rows for b in batches) >= hi:
-                            break
-                except Exception as exc:
-                    if not is_checksum_failure(exc):
-                        raise
-                    raise checksum_error(self.path, f, columns) from None
-                table = pa.Table.from_batches(batches).slice(0, hi)
-                meta = f.metadata
-        except DataError:
-            raise
-        except Exception as exc:  # gone, changed or damaged since it was opened
-            detail = " ".join(str(exc).split())[:160]
-            raise DataError(f"the file cannot be read ({type(exc).__name__}: {detail}): it "
-                            "was changed while in use, or is damaged",
-                            "open the folder again if its files were changed; copy or "
-                            "export a damaged file again",
-                            path=self.path) from None
-        if table.num_rows != hi:
-            raise DataError(f"the file has {table.num_rows:,} rows, not the {self.rows:,} it "
-                            "had when the folder was opened",
-                            "open the folder again after changing its files", path=self.path)
-        X, y = self._columns(table, meta)
-        return X[lo:], y[lo:]
+        X, y = (self.read() if hi >= self.rows else
+                self._columns(*self._read([*self.features, self.target], head=hi)))
+        return X[lo:hi], y[lo:hi]
 
     def read_target(self) -> np.ndarray:
         """The target column alone."""
