@@ -212,3 +212,26 @@ def test_a_merge_is_associative_on_adjacent_frontiers() -> None:
     right = a.merge(b.merge(c))
     assert left == right
     assert left.finish() == tree_combine(values, operator.add)
+
+
+def test_the_row_layer_imports_only_the_core_basics() -> None:
+    """core/rows sits under every algorithm: numpy and core.{errors, memory, progress,
+    executor} only (besides itself)."""
+    import ast
+    from pathlib import Path
+
+    import kernel_lab.core.rows as rows
+
+    allowed = {"numpy", "__future__", "collections", "dataclasses", "itertools", "operator",
+               "typing", "math"}
+    core_ok = {"errors", "memory", "progress", "executor", "rows"}
+    for path in Path(rows.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            for name in names:
+                top = name.split(".")
+                if top[0] == "kernel_lab":
+                    assert top[1] == "core" and top[2] in core_ok, (path.name, name)
+                else:
+                    assert top[0] in allowed, (path.name, name)

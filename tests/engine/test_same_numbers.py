@@ -146,3 +146,15 @@ def test_a_local_cluster_gives_the_bits_of_this_process(sources, small_blocks, c
     there = _run("learning-curve", CURVE, sources["many"], backend="dask",
                  scheduler=cluster.client.scheduler.address)
     _assert_same(here, there, "learning-curve: Zarr here vs 16 files on a LocalCluster")
+
+
+@pytest.mark.slow
+def test_every_sampler_on_a_local_cluster_gives_the_bits_of_this_process(
+        sources, small_blocks, cluster) -> None:
+    params = {**NYSTROM, "samplers": ["uniform", "recursive-rls", "recursive-rls-fast",
+                                      "rp-cholesky", "rff", "rff-orthogonal"]}
+    here = _run("nystrom", params, sources["zarr"])
+    for where in ("one", "many", "zarr"):
+        there = _run("nystrom", params, sources[where], backend="dask",
+                     scheduler=cluster.client.scheduler.address)
+        _assert_same(here, there, f"nystrom: Zarr here vs {where} on a LocalCluster")
