@@ -51,11 +51,6 @@ def block_count(n: int, block: int) -> int:
     return -(-int(n) // int(block))
 
 
-def block_range(k: int, block: int, n: int) -> tuple[int, int]:
-    """Global rows ``[lo, hi)`` of block ``k`` of ``n`` rows."""
-    return k * block, min((k + 1) * block, n)
-
-
 def block_slices(index: np.ndarray, block: int, step: int | None = None) -> Iterator[slice]:
     """Slices of the sorted global row indices ``index`` that keep each canonical block's
     rows apart, each block's cut into runs of at most ``step`` rows from the block's first
@@ -73,14 +68,6 @@ def block_slices(index: np.ndarray, block: int, step: int | None = None) -> Iter
             continue
         for s in range(a, b, max(int(step), 1)):
             yield slice(s, min(s + step, b))
-
-
-def block_ids(index: np.ndarray, block: int) -> tuple[np.ndarray, list[slice]]:
-    """The block numbers present in the sorted global indices ``index`` and each one's
-    slice of ``index``."""
-    slices = list(block_slices(index, block))
-    ids = np.array([int(index[s.start]) // block for s in slices], dtype=np.int64)
-    return ids, slices
 
 
 @dataclass(frozen=True)
@@ -282,5 +269,5 @@ def aligned_ranges(pieces: Sequence[tuple[int, int]], n: int, block: int
 
 
 __all__ = ["ROW_BLOCK", "Frontier", "MergeFrontiers", "Node", "aligned_ranges", "block_count",
-           "block_ids", "block_range", "block_slices", "join", "row_block", "sum_frontier",
+           "block_slices", "join", "row_block", "sum_frontier",
            "tree_combine"]
