@@ -46,6 +46,7 @@ from kernel_lab.core.parts import (
     take_rows,
 )
 from kernel_lab.core.progress import Progress
+from kernel_lab.core.rows import align_parts, row_block
 from kernel_lab.data.columns import split_names
 from kernel_lab.data.leakage import leakage_warning
 from kernel_lab.data.split import (
@@ -94,7 +95,8 @@ def open_run_data(path: str, options: Mapping[str, Any], *, seed: int, name: str
     how = options.get("partitions", "auto")
     if how not in PARTITION_CHOICES:
         raise ParameterError(f"partitions={how!r}: choose one of {', '.join(PARTITION_CHOICES)}")
-    mapper = (make_parts or LocalParts)(source.parts)
+    # parts of whole canonical row blocks: the numbers then do not depend on the files' cut
+    mapper = (make_parts or LocalParts)(align_parts(source.parts, source.n, row_block()))
     subsample = int(options.get("subsample") or 0)
     fits = COPIES * source.nbytes <= memory_budget_bytes()
     if subsample > 0:

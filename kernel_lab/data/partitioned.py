@@ -53,7 +53,9 @@ from kernel_lab.core.memory import check_allocation, format_bytes, memory_budget
 from kernel_lab.data.columns import ColumnChoice, split_names
 from kernel_lab.data.parquet import (
     check_footer_range,
+    checksum_error,
     float_column,
+    is_checksum_failure,
     is_numeric_type,
     need_pyarrow,
     open_parquet,
@@ -122,6 +124,28 @@ def _float_columns(table: Any, names: Sequence[str], rows: int,
     return out
 
 
+def _read_head(path: str, f: Any, columns: list[str], rows: int) -> Any:
+    """The first ``rows`` rows of the columns of a file opened by
+    :func:`~kernel_lab.data.parquet.open_parquet`, decoding only the pages that hold them;
+    a page failing its checksum refused as :func:`~kernel_lab.data.parquet.read_checked`
+    refuses it."""
+    import pyarrow as pa
+
+    batches = []
+    try:
+        for batch in f.iter_batches(batch_size=max(min(rows, 65_536), 1), columns=columns):
+            batches.append(batch)
+            if sum(b.num_rows for b in batches) >= rows:
+                break
+    except Exception as exc:
+        if not is_checksum_failure(exc):
+            raise
+        raise checksum_error(path, f, columns) from None
+    if not batches:
+        return f.schema_arrow.empty_table().select(columns)
+    return pa.Table.from_batches(batches).slice(0, rows)
+
+
 @dataclass(frozen=True)
 class ParquetPart:
     """One Parquet file of a folder: rows ``start … start + rows − 1`` of the data set.
@@ -138,12 +162,14 @@ class ParquetPart:
     #: it (:func:`~kernel_lab.data.table.encode_target`); empty for a target of numbers.
     codes: tuple[tuple[str, float], ...] = ()
 
-    def _read(self, columns: list[str]) -> tuple[Any, Any]:
-        """The columns as a pyarrow table, and the file's metadata (its footer)."""
+    def _read(self, columns: list[str], head: int | None = None) -> tuple[Any, Any]:
+        """The columns as a pyarrow table (the first ``head`` rows only, when given), and
+        the file's metadata (its footer)."""
         need_pyarrow(self.path)
         try:
             with open_parquet(self.path) as f:  # pages' checksums verified, if written
-                table = read_checked(self.path, f, columns)
+                table = (read_checked(self.path, f, columns) if head is None
+                         else _read_head(self.path, f, columns, head))
                 meta = f.metadata
         except DataError:
             raise
@@ -154,7 +180,7 @@ class ParquetPart:
                             "open the folder again if its files were changed; copy or "
                             "export a damaged file again",
                             path=self.path) from None
-        if table.num_rows != self.rows:
+        if table.num_rows != (self.rows if head is None else head):
             raise DataError(f"the file has {table.num_rows:,} rows, not the {self.rows:,} it "
                             "had when the folder was opened",
                             "open the folder again after changing its files", path=self.path)
@@ -163,16 +189,30 @@ class ParquetPart:
     def read(self) -> tuple[np.ndarray, np.ndarray]:
         """X (rows × p) and y (rows,) as float64, missing values NaN; values beyond
         ±:data:`~kernel_lab.data.table.MAX_MAGNITUDE` refused, naming the file and row."""
-        table, meta = self._read([*self.features, self.target])
+        return self._columns(*self._read([*self.features, self.target]))
+
+    def _columns(self, table: Any, meta: Any) -> tuple[np.ndarray, np.ndarray]:
+        """X and y of the file's first ``table.num_rows`` rows, checked as :meth:`read`
+        says."""
 
         def check(name: str, kind: Any, values: np.ndarray) -> None:
             check_footer_range(self.path, meta, name, kind, values, start=self.start)
 
-        X = _float_columns(table, self.features, self.rows, check)
+        rows = table.num_rows
+        X = _float_columns(table, self.features, rows, check)
         y = (_coded_target(table.column(self.target), self.codes, self.path) if self.codes
-             else _float_columns(table, [self.target], self.rows, check)[:, 0])
+             else _float_columns(table, [self.target], rows, check)[:, 0])
         refuse_huge_values(self.path, X, y, self.features, self.target, start=self.start)
         return X, y
+
+    def read_range(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+        """Rows ``lo … hi − 1`` of the file (positions within it), checked as :meth:`read`
+        checks the file. A head (``hi`` short of the end) decodes only the pages holding
+        the first ``hi`` rows (``ParquetFile.iter_batches``): what a part cut at row-block
+        boundaries reads of the file after its own."""
+        X, y = (self.read() if hi >= self.rows else
+                self._columns(*self._read([*self.features, self.target], head=hi)))
+        return X[lo:hi], y[lo:hi]
 
     def read_target(self) -> np.ndarray:
         """The target column alone."""
@@ -323,15 +363,20 @@ class ZarrPart:
                             path=self.path) from None
 
     def read(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.read_range(0, self.rows)
+
+    def read_range(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+        """Rows ``lo … hi − 1`` of the chunk (positions within it)."""
         group = self._group()
-        stop = self.start + self.rows
-        X = np.asarray(group["X"][self.start:stop], dtype=np.float64)
+        a, b = self.start + lo, self.start + min(hi, self.rows)
+        X = np.asarray(group["X"][a:b], dtype=np.float64)
         if self.columns is not None:
             X = X[:, list(self.columns)]
-        y = np.asarray(group[self.target][self.start:stop], dtype=np.float64).reshape(-1)
+        y = np.asarray(group[self.target][a:b], dtype=np.float64).reshape(-1)
         names = self.names or [f"x{j + 1}" for j in range(X.shape[1])]
-        refuse_huge_values(self.path, X, y, names, self.target, start=self.start,
-                           within=f"chunk {self.index}")
+        within = (f"chunk {self.index}" if lo == 0 else
+                  f"the rows of chunk {self.index} from its row {lo + 1:,}")
+        refuse_huge_values(self.path, X, y, names, self.target, start=a, within=within)
         return X, y
 
     def read_target(self) -> np.ndarray:

@@ -4,9 +4,13 @@
 ``Client``: one task per partition (the partition travels to the worker, which reads its
 rows there; the rows never come back), large arguments sent once to every worker, and
 reductions combined *on the workers* in the fixed pairwise tree of
-:func:`~kernel_lab.core.parts.base.tree_combine` — the same additions, in the same order,
-as :class:`~kernel_lab.core.parts.base.LocalParts` does in one process, so the numbers
-agree bit for bit. Only the final result of a reduction travels to the client.
+:func:`~kernel_lab.core.rows.blocks.tree_combine`, as
+:class:`~kernel_lab.core.parts.base.LocalParts` does in one process. Sums over rows
+(:func:`~kernel_lab.core.parts.base.reduce_blocks`) make each partition's task return its
+:class:`~kernel_lab.core.rows.blocks.Frontier` of per-block values, and the pairwise
+combines merge frontiers — merges are associative, so the root is the one tree over the
+canonical row blocks whatever the partitions and the combine tree: the same bits as in
+this process. Only the final result of a reduction travels to the client.
 
 While tasks run, the client reports progress by partitions done; every wait goes through
 :func:`~kernel_lab.engine.cluster_wait.wait_on` (Cancel, the workers, deadlines).
@@ -119,11 +123,13 @@ def part_bytes(part: Part) -> int | None:
 
 
 def _path_missing_here(part: Part) -> str | None:
-    """On a worker, after a partition's task failed: the partition's file when this
-    machine cannot see it (the cause, rather than the error it gave)."""
-    path = getattr(part, "path", None)
-    if isinstance(path, str) and not os.path.exists(path):
-        return path
+    """On a worker, after a partition's task failed: a file of the partition (a part of
+    whole row blocks may read the head of the next files too) that this machine cannot
+    see (the cause, rather than the error it gave)."""
+    paths = getattr(part, "paths", None) or (getattr(part, "path", None),)
+    for path in paths:
+        if isinstance(path, str) and not os.path.exists(path):
+            return path
     return None
 
 

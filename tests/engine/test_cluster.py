@@ -5,6 +5,7 @@ retried or reported within seconds, and an external scheduler gives the same num
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import operator
 import os
 import signal
@@ -25,9 +26,11 @@ from kernel_lab.core.parts.base import (
     array_parts,
     keyed_subset,
     part_rows,
+    reduce_blocks,
     standardize_plan,
 )
 from kernel_lab.core.progress import Cancelled, Progress
+from kernel_lab.core.rows import align_parts
 
 distributed = pytest.importorskip("distributed")
 
@@ -133,6 +136,26 @@ def _wait_for(condition, seconds=30.0):
 
 
 # ---------------------------------------------------------------------------------------
+
+
+def _gram_of_block(rows, W):
+    Z = np.cos(rows.X @ W)
+    return np.concatenate([(Z.T @ Z).ravel(), Z.T @ rows.y])
+
+
+def test_block_reductions_on_the_cluster_are_those_of_one_part_here(cluster, data):
+    """Sums per canonical row block, merged as frontiers in the cluster's pairwise tree:
+    7 unequal parts on 2 workers give the bits of one part in this process."""
+    X, y = data
+    plan, W = _plan_and_W(X, y)
+    plan = dataclasses.replace(plan, block=64)
+    sizes = [1, 200, 3, 64, 129, 500, 100]
+    assert sum(sizes) == X.shape[0]
+    here = reduce_blocks(LocalParts(array_parts(X, y, 1)), _gram_of_block, plan, W)
+    parts = align_parts(array_parts(X, y, sizes), X.shape[0], plan.block)
+    assert len(parts) == 6  # no block starts in the 3-row piece
+    there = reduce_blocks(DaskParts(parts, cluster.client), _gram_of_block, plan, W)
+    np.testing.assert_array_equal(there, here)
 
 
 def test_map_and_reduce_equal_local_parts(cluster, data, monkeypatch):

@@ -16,6 +16,7 @@ from kernel_lab.core.parts.base import (
     nonfinite_rows,
     part_rows,
     prepared_plan,
+    reduce_blocks,
     split_masks,
     standardize_plan,
     take_rows,
@@ -26,5 +27,5 @@ from kernel_lab.core.parts.base import (
 
 __all__ = ["ArrayPart", "ColumnStats", "LocalParts", "Part", "PartMap", "PartitionedData",
            "RowPlan", "Rows", "array_parts", "column_stats", "keyed_subset", "keyed_subset_of",
-           "nonfinite_rows", "part_rows", "prepared_plan", "split_masks", "standardize_plan",
-           "take_rows", "test_count", "training_moments", "tree_combine"]
+           "nonfinite_rows", "part_rows", "prepared_plan", "reduce_blocks", "split_masks",
+           "standardize_plan", "take_rows", "test_count", "training_moments", "tree_combine"]

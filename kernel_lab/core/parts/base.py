@@ -12,13 +12,20 @@ Computations are written once against :class:`PartMap`:
   order;
 - ``reduce(fn, *args, combine=add)`` combines the per-part results pairwise in a fixed tree
   (parts 0+1, 2+3, …, then the pairs' results, …) — the same tree in memory and on a
-  cluster, so the sums are added in the same order everywhere.
+  cluster.
+
+Sums over rows go through :func:`reduce_blocks`: a function of the rows of one canonical
+block (``plan.block`` global rows, :mod:`kernel_lab.core.rows.blocks`), its values combined
+in one fixed tree over the *block* numbers. With parts cut at block boundaries
+(:func:`~kernel_lab.core.rows.align_parts`) every block is computed whole, with the same
+rows, and added in the same order, however the rows are stored — so one Parquet file,
+sixteen of unequal sizes and a Zarr store give the same bits, here or on a cluster.
 
 :class:`LocalParts` runs them in this process, one part at a time, each with one BLAS thread
 (as a cluster worker does); :mod:`kernel_lab.engine.dask_parts` runs them on Dask.
 
 Which rows are training and test rows, and how columns are standardised, is a small
-picklable :class:`RowPlan`: the split is defined per row by :mod:`kernel_lab.core.rowkeys`
+picklable :class:`RowPlan`: the split is defined per row by :mod:`kernel_lab.core.rows.keys`
 (the ``n_test`` rows with the smallest split keys are the test rows), so it does not depend
 on where the rows live or how they are cut.
 """
@@ -34,11 +41,18 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from kernel_lab.core import rowkeys
 from kernel_lab.core.errors import DataError, ParameterError, data_option
 from kernel_lab.core.executor import call_single_threaded
 from kernel_lab.core.memory import memory_budget_bytes
 from kernel_lab.core.progress import Progress
+from kernel_lab.core.rows import keys as rowkeys
+from kernel_lab.core.rows.blocks import (
+    Frontier,
+    MergeFrontiers,
+    block_count,
+    row_block,
+    tree_combine,
+)
 
 
 class Part(Protocol):
@@ -73,6 +87,11 @@ class ArrayPart:
     def read(self) -> tuple[np.ndarray, np.ndarray]:
         return np.asarray(self.X, dtype=np.float64), np.asarray(self.y, dtype=np.float64)
 
+    def read_range(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+        """Rows ``lo … hi − 1`` of the part (views when the arrays are float64)."""
+        return (np.asarray(self.X[lo:hi], dtype=np.float64),
+                np.asarray(self.y[lo:hi], dtype=np.float64))
+
     def describe(self) -> str:
         return f"rows {self.start:,}–{self.start + self.rows - 1:,} (in memory)"
 
@@ -102,20 +121,6 @@ class PartMap(Protocol):
     def reduce(self, fn: Callable[..., Any], *args: Any,
                combine: Callable[[Any, Any], Any] = operator.add,
                progress: Progress | None = None, message: str = "") -> Any: ...
-
-
-def tree_combine(values: Sequence[Any], combine: Callable[[Any, Any], Any] = operator.add
-                 ) -> Any:
-    """Combine values pairwise in the fixed tree: (0+1), (2+3), … then again."""
-    level = list(values)
-    if not level:
-        raise ValueError("nothing to combine")
-    while len(level) > 1:
-        nxt = [combine(level[i], level[i + 1]) for i in range(0, len(level) - 1, 2)]
-        if len(level) % 2:
-            nxt.append(level[-1])
-        level = nxt
-    return level[0]
 
 
 class LocalParts:
@@ -185,7 +190,10 @@ class RowPlan:
     ``dropped``: sorted global indices of rows that are neither training nor test rows
     (``drop_nan``: a missing or non-finite value); ``fill``: per column, the value a
     missing (NaN) feature cell takes (None: a missing cell is refused where it is read);
-    ``mean``/``scale``: ``(x − mean) / scale`` per column, or None to keep raw values."""
+    ``mean``/``scale``: ``(x − mean) / scale`` per column, or None to keep raw values;
+    ``block``: rows per canonical block (:mod:`kernel_lab.core.rows.blocks`), the unit every
+    computation per row and every sum over rows is done in — it travels with the plan, so
+    the workers of a cluster use the client's."""
 
     seed: int
     n: int
@@ -195,6 +203,7 @@ class RowPlan:
     scale: np.ndarray | None = None
     fill: np.ndarray | None = None
     dropped: np.ndarray | None = None
+    block: int = field(default_factory=row_block)
 
     @classmethod
     def split(cls, seed: int, n: int, test_fraction: float, source: str | None = None,
@@ -307,17 +316,18 @@ class _ReadCache:
 
 
 def _cache_key(part: Part) -> str:
-    """The part and, for a part read from a file, the file's size and modification time:
+    """The part and, for a part read from files, each file's size and modification time:
     a file rewritten since it was kept is read again."""
-    path = getattr(part, "path", None)
-    stamp = ""
-    if isinstance(path, str):
-        try:
-            st = os.stat(path)
-            stamp = f"{st.st_size}:{st.st_mtime_ns}"
-        except OSError:
-            stamp = "?"
-    return f"{part!r}@{stamp}"
+    paths = getattr(part, "paths", None) or (getattr(part, "path", None),)
+    stamps = []
+    for path in paths:
+        if isinstance(path, str):
+            try:
+                st = os.stat(path)
+                stamps.append(f"{st.st_size}:{st.st_mtime_ns}")
+            except OSError:
+                stamps.append("?")
+    return f"{part!r}@{','.join(stamps)}"
 
 
 READ_CACHE = _ReadCache()
@@ -332,6 +342,13 @@ def run_cache_bytes() -> int:
 def set_read_cache(limit: int) -> None:
     """Let this process keep up to ``limit`` bytes of the partitions it reads (0: none)."""
     READ_CACHE.configure(limit)
+
+
+def holder_of(part: Part, row: int) -> Part:
+    """The file or chunk holding global row ``row`` of ``part`` (a part of whole row blocks
+    may read several): what a message about the row names."""
+    holder = getattr(part, "holder", None)
+    return part if holder is None else holder(row)
 
 
 def part_rows(part: Part, plan: RowPlan, which: str = "train") -> Rows:
@@ -352,13 +369,61 @@ def part_rows(part: Part, plan: RowPlan, which: str = "train") -> Rows:
         bad |= (~(finite | holes)).any(axis=1) if plan.fill is not None else ~finite.all(axis=1)
     if bad.any():
         first = int(index[np.flatnonzero(bad)[0]])
-        raise DataError(f"{part.describe()}: row {first:,} (row {first - part.start + 1:,} "
+        where = holder_of(part, first)
+        raise DataError(f"{where.describe()}: row {first:,} (row {first - where.start + 1:,} "
                         f"of this partition) has a missing or non-finite value that is not "
                         "filled; "
                         f"{int(bad.sum()):,} such rows in this partition",
                         "open the data again (its files may have changed), or drop the rows "
                         f"with missing values ({data_option('drop_nan', 'true')})")
     return Rows(plan.prepared(X, holes), y, index)
+
+
+# ---------------------------------------------------------------------------------------
+# Sums over rows: per canonical block, combined in the one tree over the blocks
+
+
+def part_blocks(part: Part, plan: RowPlan, which: str = "train") -> list[tuple[int, Rows]]:
+    """The part's training (or test) rows cut into canonical blocks of ``plan.block``
+    global rows: ``(block number, rows)`` for every block the part's rows touch (a block
+    without rows of that kind too: the tree has a leaf for every block). The first and
+    last block hold only the part's rows of them when the part is not cut at block
+    boundaries (:func:`~kernel_lab.core.rows.align_parts`). The rows are views."""
+    if part.rows <= 0:
+        return []
+    rows = part_rows(part, plan, which)
+    B = int(plan.block)
+    end = part.start + part.rows
+    first, last = part.start // B, (end - 1) // B
+    bounds = np.searchsorted(rows.index, np.arange(first, last + 2, dtype=np.int64) * B)
+    out = [(first + k, Rows(rows.X[a:b], rows.y[a:b], rows.index[a:b]))
+           for k, (a, b) in enumerate(itertools.pairwise(bounds.tolist()))]
+    return out
+
+
+def _block_frontier(part: Part, fn: Callable[..., Any], plan: RowPlan, which: str,
+                    combine: Callable[[Any, Any], Any], args: tuple[Any, ...]) -> Frontier:
+    """A part's task of :func:`reduce_blocks`: ``fn`` on each of its blocks, folded into
+    the part's frontier of the canonical tree."""
+    return Frontier.of(((k, fn(rows, *args)) for k, rows in part_blocks(part, plan, which)),
+                       combine, rows=(part.start, part.start + part.rows), block=plan.block,
+                       n=plan.n)
+
+
+def reduce_blocks(parts: PartMap, fn: Callable[..., Any], plan: RowPlan, *args: Any,
+                  which: str = "train", combine: Callable[[Any, Any], Any] = operator.add,
+                  progress: Progress | None = None, message: str = "") -> Any:
+    """``fn(rows, *args)`` on the training (or test) rows of every canonical block of the
+    data, combined in the one fixed tree over the block numbers
+    (:class:`~kernel_lab.core.rows.blocks.Frontier`): each part folds its blocks into its
+    frontier, the parts' frontiers merge in the PartMap's pairwise tree (on the workers of
+    a cluster), and the client takes the root. With parts cut at block boundaries the
+    result is the same bits whatever the parts — one file or sixteen, this process or a
+    cluster. ``fn`` must be a module-level function (it travels); it is called on every
+    block, with no rows too."""
+    front = parts.reduce(_block_frontier, fn, plan, which, combine, tuple(args),
+                         combine=MergeFrontiers(combine), progress=progress, message=message)
+    return front.finish(combine, block_count(plan.n, plan.block))
 
 
 @dataclass
@@ -404,9 +469,11 @@ class ColumnStats:
                            min(firsts) if firsts else None, self.bad_rows + other.bad_rows)
 
 
-def _column_stats(part: Part, plan: RowPlan) -> ColumnStats:
-    X, y = READ_CACHE.read(part)
-    index = np.arange(part.start, part.start + X.shape[0])
+def _block_stats(X: np.ndarray, y: np.ndarray, start: int, part: Part, plan: RowPlan
+                 ) -> ColumnStats:
+    """:class:`ColumnStats` of the raw rows ``X, y`` whose first is global row ``start``
+    (one canonical block, or the part of it ``part`` holds)."""
+    index = np.arange(start, start + X.shape[0])
     kept = plan.kept(index)
     p = X.shape[1]
     stats = ColumnStats(int(kept.sum()), np.zeros(p, dtype=np.int64), np.zeros(p),
@@ -422,7 +489,8 @@ def _column_stats(part: Part, plan: RowPlan) -> ColumnStats:
             first = int(np.flatnonzero(bad)[0])
             stats.bad_target = int((~np.isfinite(y) & kept).sum())
             stats.infinite = infinite.sum(axis=0)
-            stats.first_bad = (part.start + first, part.start, part.describe())
+            where = holder_of(part, start + first)
+            stats.first_bad = (start + first, where.start, where.describe())
             stats.bad_rows = int(bad.sum())
     train = plan.is_train(index)
     A = X[train]
@@ -444,13 +512,32 @@ def _column_stats(part: Part, plan: RowPlan) -> ColumnStats:
     return stats
 
 
+def _stats_frontier(part: Part, plan: RowPlan) -> Frontier:
+    """A part's task of :func:`column_stats`: its raw rows' statistics per canonical
+    block, folded into the part's frontier of the blocks' tree."""
+    X, y = READ_CACHE.read(part)
+    if X.shape[0] == 0:
+        return Frontier()
+    B, start, end = int(plan.block), part.start, part.start + X.shape[0]
+
+    def block(k: int) -> ColumnStats:
+        lo, hi = max(k * B, start) - start, min((k + 1) * B, end) - start
+        return _block_stats(X[lo:hi], y[lo:hi], start + lo, part, plan)
+
+    return Frontier.of(((k, block(k)) for k in range(start // B, (end - 1) // B + 1)),
+                       ColumnStats.merge, rows=(start, end), block=B, n=plan.n)
+
+
 def column_stats(parts: PartMap, plan: RowPlan, progress: Progress | None = None
                  ) -> ColumnStats:
     """One pass over the partitions: the training rows' column moments over their
     non-missing values, the missing cells of each column, and the rows whose target is
-    missing or which hold an infinite value (see :class:`ColumnStats`)."""
-    return parts.reduce(_column_stats, plan, combine=ColumnStats.merge, progress=progress,
-                        message="column statistics")
+    missing or which hold an infinite value (see :class:`ColumnStats`). Computed per
+    canonical block and combined in the blocks' one tree, so the same bits whatever the
+    files (:func:`reduce_blocks`)."""
+    front = parts.reduce(_stats_frontier, plan, combine=MergeFrontiers(ColumnStats.merge),
+                         progress=progress, message="column statistics")
+    return front.finish(ColumnStats.merge, block_count(plan.n, plan.block))
 
 
 def _nonfinite_rows(part: Part) -> np.ndarray:

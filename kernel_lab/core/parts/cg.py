@@ -4,10 +4,11 @@ The problem and the iteration are those of
 :func:`~kernel_lab.core.models.nystrom_cg.nystrom_ridge_cg` (the same
 :func:`~kernel_lab.core.models.nystrom_cg.preconditioned_cg` loop runs): a first map-reduce
 gives the column sums of ``C = k(X, S)`` and ``Cᵀ(y − ȳ)`` over the training rows, and each
-iteration's ``F_cᵀF_c v`` is one map-reduce whose per-part terms are
-:func:`~kernel_lab.core.models.nystrom_cg.product_terms`. The preconditioner is estimated
-on the landmarks plus a keyed subset of ``4 s`` training rows (all of them when there are
-not more), gathered to the client.
+iteration's ``F_cᵀF_c v`` is one map-reduce whose terms are
+:func:`~kernel_lab.core.models.nystrom_cg.product_terms`, per canonical block and combined
+in the one tree over the blocks (:func:`~kernel_lab.core.parts.base.reduce_blocks`). The
+preconditioner is estimated on the landmarks plus a keyed subset of ``4 s`` training rows
+(all of them when there are not more), gathered to the client.
 """
 
 from __future__ import annotations
@@ -30,7 +31,14 @@ from kernel_lab.core.models.nystrom_cg import (
     preconditioner_factor,
     product_terms,
 )
-from kernel_lab.core.parts.base import PartMap, RowPlan, keyed_subset, part_rows, take_rows
+from kernel_lab.core.parts.base import (
+    PartMap,
+    RowPlan,
+    Rows,
+    keyed_subset,
+    reduce_blocks,
+    take_rows,
+)
 from kernel_lab.core.parts.landmarks import row_seed
 from kernel_lab.core.progress import Progress
 from kernel_lab.core.samplers import BLOCK_ENTRIES
@@ -61,27 +69,26 @@ class KernelSums:
                           + other.c_y + other.c_sum * (other.y_mean - y_mean))
 
 
-def _blocks(part: Any, plan: RowPlan, kernel: Kernel, landmarks: np.ndarray):
-    rows = part_rows(part, plan)
+def _blocks(rows: Rows, kernel: Kernel, landmarks: np.ndarray):
     step = max(1, BLOCK_ENTRIES // landmarks.shape[0])
     for start in range(0, rows.index.size, step):
         yield kernel(rows.X[start:start + step], landmarks), rows.y[start:start + step]
 
 
-def _part_first(part: Any, plan: RowPlan, kernel: Kernel, landmarks: np.ndarray,
-                intercept: bool) -> KernelSums:
+def _block_first(rows: Rows, kernel: Kernel, landmarks: np.ndarray, intercept: bool
+                 ) -> KernelSums:
     s = landmarks.shape[0]
     total = KernelSums(0, 0.0, np.zeros(s), np.zeros(s))
-    for C, y in _blocks(part, plan, kernel, landmarks):
+    for C, y in _blocks(rows, kernel, landmarks):
         y_mean = float(y.mean()) if intercept else 0.0
         total = total + KernelSums(y.size, y_mean, C.sum(axis=0), C.T @ (y - y_mean))
     return total
 
 
-def _part_product(part: Any, plan: RowPlan, kernel: Kernel, landmarks: np.ndarray,
-                  u: np.ndarray, shift: float) -> np.ndarray:
+def _block_product(rows: Rows, kernel: Kernel, landmarks: np.ndarray, u: np.ndarray,
+                   shift: float) -> np.ndarray:
     acc, t_sum = np.zeros(landmarks.shape[0]), 0.0
-    for C, _ in _blocks(part, plan, kernel, landmarks):
+    for C, _ in _blocks(rows, kernel, landmarks):
         a, t = product_terms(C, u, shift)
         acc += a
         t_sum += t
@@ -106,7 +113,7 @@ def nystrom_ridge_cg_parts(parts: PartMap, plan: RowPlan, kernel: Kernel,
     N = np.asarray(normalization, dtype=np.float64)
     s = N.shape[0]
     n = plan.n_train
-    first = parts.reduce(_part_first, plan, kernel, landmarks, intercept)
+    first = reduce_blocks(parts, _block_first, plan, kernel, landmarks, intercept)
     c_mean = first.c_sum / n if intercept else np.zeros(s)
     mu = N.T @ c_mean
     b = N.T @ first.c_y
@@ -124,7 +131,7 @@ def nystrom_ridge_cg_parts(parts: PartMap, plan: RowPlan, kernel: Kernel,
     def normal_product(v: np.ndarray) -> np.ndarray:
         u = N @ v
         shift = float(c_mean @ u)
-        got = parts.reduce(_part_product, plan, kernel, landmarks, u, shift)
+        got = reduce_blocks(parts, _block_product, plan, kernel, landmarks, u, shift)
         return N.T @ got[:-1] - mu * got[-1] + lam * v
 
     w, history = preconditioned_cg(normal_product, b, L, tol, max_iter, progress)

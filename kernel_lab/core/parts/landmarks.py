@@ -46,9 +46,9 @@ from kernel_lab.core.parts.base import (
     keyed_subset,
     part_rows,
     take_rows,
-    tree_combine,
 )
 from kernel_lab.core.progress import Progress
+from kernel_lab.core.rows.blocks import ROW_BLOCK, block_count, block_slices, join, sum_frontier
 from kernel_lab.core.samplers import (
     BLOCK_ENTRIES,
     FLOAT64,
@@ -222,6 +222,9 @@ class LevelStep:
     #: The precision of the scores (decided once per level by
     #: :func:`~kernel_lab.core.samplers.score_precision`, as in memory).
     precision: str = FLOAT64
+    #: Rows per canonical block (the plan's): scores are computed block by block, so a
+    #: row's score has the same bits wherever its rows were read.
+    block: int = ROW_BLOCK
 
     def stream(self, which: int) -> int:
         return rowkeys.LANDMARKS + RLS_LEVEL + 4 * self.level + which
@@ -233,10 +236,9 @@ class LevelStep:
         raw = np.empty(index.size)
         step = max(1, BLOCK_ENTRIES // max(self.XS.shape[0], 1))
         Linv32 = self.Linv.astype(np.float32) if self.precision == SINGLE else None
-        for start in range(0, index.size, step):
-            raw[start:start + step] = level_scores(counter, X[start:start + step], self.XS,
-                                                   self.Linv, self.lam, self.precision,
-                                                   Linv32=Linv32)
+        for rows_at in block_slices(index, self.block, step):
+            raw[rows_at] = level_scores(counter, X[rows_at], self.XS, self.Linv, self.lam,
+                                        self.precision, Linv32=Linv32)
         scores = np.minimum(1.0, self.q * raw)
         out: dict[str, Any] = {"count": index.size, "evaluations": counter.evaluations}
         if self.view is not None:
@@ -309,7 +311,7 @@ def recursive_rls_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel, s: in
         # the level's expected size, which the in-memory sampler's level has exactly
         precision = score_precision(kernel, Linv, w, lam, math.ceil(n / 2**level), q)
         step = LevelStep(kernel, XS, Linv, lam, q, seed, level, deep_cut, top, s,
-                         min(s_rec, n), view if top else None, cap, precision)
+                         min(s_rec, n), view if top else None, cap, precision, plan.block)
         outs = ([step.run(local)] if level >= gathered
                 else parts.map(_level_part, plan, step))
         evaluations += sum(o["evaluations"] for o in outs)
@@ -356,14 +358,15 @@ def _rpc_part(part: Any, plan: RowPlan, kernel: Kernel, XS: np.ndarray, Linv: np
     d = first.copy()
     if XS.shape[0]:
         step = max(1, BLOCK_ENTRIES // XS.shape[0])
-        for start in range(0, d.size, step):
-            d[start:start + step] = residual_rows(counter, rows.X[start:start + step],
-                                                  first[start:start + step], XS, Linv)
+        for at in block_slices(rows.index, plan.block, step):  # canonical blocks
+            d[at] = residual_rows(counter, rows.X[at], first[at], XS, Linv)
     d[np.isin(rows.index, chosen)] = 0.0
     value = rowkeys.weighted_keys(seed, stream, rows.index, d)
     pick = rowkeys.smallest(value, rows.index, b)
     pick = pick[np.isfinite(value[pick])]
-    return {"total": float(d.sum()), "first": float(first.sum()),
+    span = {"rows": (part.start, part.start + part.rows), "block": plan.block, "n": plan.n}
+    return {"total": sum_frontier(rows.index, d, **span),
+            "first": sum_frontier(rows.index, first, **span),
             "candidates": (value[pick], rows.index[pick], rows.X[pick], d[pick]),
             "evaluations": counter.evaluations}
 
@@ -402,9 +405,10 @@ def rp_cholesky_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel, s: int,
         outs = parts.map(_rpc_part, plan, kernel, XS if k else np.zeros((0, p)), Linv,
                          index, seed, rowkeys.RPC_ROUND + rnd, b)
         evaluations += sum(o["evaluations"] for o in outs)
-        total = tree_combine([o["total"] for o in outs])
+        blocks = block_count(plan.n, plan.block)  # sums per block, in the blocks' tree
+        total = join([o["total"] for o in outs]).finish(n_blocks=blocks)
         if rnd == 0:
-            first_total = tree_combine([o["first"] for o in outs])
+            first_total = join([o["first"] for o in outs]).finish(n_blocks=blocks)
         if total <= 1e-12 * first_total or empty == RPC_EMPTY_ROUNDS:
             fill = _uniform_fill(parts, plan, seed, index, need)
             index = np.concatenate([index, fill.index])

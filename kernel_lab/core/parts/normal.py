@@ -2,10 +2,10 @@
 
 The squared-loss fits of :mod:`kernel_lab.core.models.streaming` need only
 ``ΦᵀΦ``, ``Φᵀy``, ``yᵀy`` and ``n`` (:class:`~kernel_lab.core.models.streaming.NormalSums`).
-Over partitions each part accumulates them on its own training rows, in row blocks as in
-memory (:func:`~kernel_lab.core.models.streaming.accumulate`), and the parts' sums are
-added in the fixed pairwise tree of :meth:`PartMap.reduce` — the same additions whether
-the rows are one array or sixteen files on a cluster, up to the order within the tree.
+Over partitions they are accumulated on the training rows of each canonical block
+(:func:`~kernel_lab.core.models.streaming.accumulate`), and the blocks' sums are added in
+the one tree over the blocks (:func:`~kernel_lab.core.parts.base.reduce_blocks`) — the same
+additions, to the bit, whether the rows are one file or sixteen on a cluster.
 
 The feature maps travel to the workers, so they are small picklable objects:
 :class:`CosineFeatures` (unscaled random Fourier features ``cos(XW + b)``; the first d of D
@@ -31,12 +31,11 @@ from kernel_lab.core.models.nystrom import nystrom_factor
 from kernel_lab.core.models.rff import cos_features
 from kernel_lab.core.models.streaming import NormalSums, accumulate, solve_squared
 from kernel_lab.core.parts.base import (
-    Part,
     PartMap,
     RowPlan,
     Rows,
     keyed_subset,
-    part_rows,
+    reduce_blocks,
     take_rows,
 )
 from kernel_lab.core.progress import Progress
@@ -111,9 +110,7 @@ def _add_each(a: list[NormalSums], b: list[NormalSums]) -> list[NormalSums]:
     return [add_sums(x, y) for x, y in zip(a, b, strict=True)]
 
 
-def _part_sums(part: Part, plan: RowPlan, maps: Sequence[Any], shift: float
-               ) -> list[NormalSums]:
-    rows = part_rows(part, plan, "train")
+def _block_sums(rows: Rows, maps: Sequence[Any], shift: float) -> list[NormalSums]:
     y = rows.y - shift
     return [accumulate(f, rows.X, y, f.width) for f in maps]
 
@@ -123,13 +120,12 @@ def normal_sums(parts: PartMap, plan: RowPlan, maps: Sequence[FeatureMap], shift
                 ) -> list[NormalSums]:
     """:class:`NormalSums` of each feature map over the training rows, with targets
     ``y − shift``; every part is read once for all the maps."""
-    return parts.reduce(_part_sums, plan, list(maps), float(shift), combine=_add_each,
-                        progress=progress, message=message)
+    return reduce_blocks(parts, _block_sums, plan, list(maps), float(shift),
+                         combine=_add_each, progress=progress, message=message)
 
 
-def _target_sum(part: Part, plan: RowPlan) -> tuple[int, float]:
-    y = part_rows(part, plan, "train").y
-    return int(y.size), float(y.sum())
+def _target_sum(rows: Rows) -> tuple[int, float]:
+    return int(rows.y.size), float(rows.y.sum())
 
 
 def _add_pairs(a: tuple[int, float], b: tuple[int, float]) -> tuple[int, float]:
@@ -138,8 +134,8 @@ def _add_pairs(a: tuple[int, float], b: tuple[int, float]) -> tuple[int, float]:
 
 def target_mean(parts: PartMap, plan: RowPlan, progress: Progress | None = None) -> float:
     """The mean of the training targets, reduced over the parts."""
-    n, total = parts.reduce(_target_sum, plan, combine=_add_pairs, progress=progress,
-                            message="mean of the targets")
+    n, total = reduce_blocks(parts, _target_sum, plan, combine=_add_pairs, progress=progress,
+                             message="mean of the targets")
     return total / max(n, 1)
 
 

@@ -1,12 +1,14 @@
 """The downstream ridge of the ``nystrom`` experiment over partitions.
 
-The features ``F`` (Nyström ``k(X, S) N`` or random Fourier features) of each partition's
-training rows are summed into :class:`~kernel_lab.core.models.streaming.CentredSums` — the
-object :class:`~kernel_lab.core.models.streaming.StreamedRidge` adds over row blocks — and
-the parts' sums are combined in the fixed tree of :meth:`PartMap.reduce`. From them: the
-ridge at a given λ, ``‖F‖_F²`` for the trace error ``Σ k(x, x) − ‖F‖_F²``, and, with
-``lam=None``, λ by exact leave-one-out from a second pass
-(:class:`~kernel_lab.core.models.streaming.LooGrid`, its residuals summed per part). The
+The features ``F`` (Nyström ``k(X, S) N`` or random Fourier features) of the training
+rows of each canonical block are summed into
+:class:`~kernel_lab.core.models.streaming.CentredSums` — the object
+:class:`~kernel_lab.core.models.streaming.StreamedRidge` adds over row blocks — and the
+blocks' sums are combined in the one tree over the blocks
+(:func:`~kernel_lab.core.parts.base.reduce_blocks`: the same bits however the rows are
+stored). From them: the ridge at a given λ, ``‖F‖_F²`` for the trace error
+``Σ k(x, x) − ‖F‖_F²``, and, with ``lam=None``, λ by exact leave-one-out from a second pass
+(:class:`~kernel_lab.core.models.streaming.LooGrid`, its residuals summed per block). The
 spectral error and the test RMSE are measured on small keyed subsets gathered to the client
 (:func:`spectral_error`, :func:`test_rmse`).
 """
@@ -28,7 +30,7 @@ from kernel_lab.core.models.streaming import (
     LooGrid,
     columns_well_conditioned,
 )
-from kernel_lab.core.parts.base import PartMap, RowPlan, part_rows
+from kernel_lab.core.parts.base import PartMap, RowPlan, Rows, reduce_blocks
 from kernel_lab.core.parts.landmarks import PART_SAMPLERS, Landmarks, choose_landmarks
 from kernel_lab.core.progress import Progress
 from kernel_lab.core.samplers import BLOCK_ENTRIES
@@ -131,8 +133,7 @@ def _block_rows(width: int) -> int:
     return max(1, BLOCK_ENTRIES // max(width, 1))
 
 
-def _part_sums(part: Any, plan: RowPlan, features: FeatureMap) -> CentredSums:
-    rows = part_rows(part, plan)
+def _block_sums(rows: Rows, features: FeatureMap) -> CentredSums:
     step = _block_rows(features.width)
     sums = CentredSums.of(np.zeros((0, features.width)), np.zeros(0))
     for start in range(0, rows.index.size, step):
@@ -141,8 +142,7 @@ def _part_sums(part: Any, plan: RowPlan, features: FeatureMap) -> CentredSums:
     return sums
 
 
-def _part_loo(part: Any, plan: RowPlan, features: FeatureMap, grid: LooGrid) -> np.ndarray:
-    rows = part_rows(part, plan)
+def _block_loo(rows: Rows, features: FeatureMap, grid: LooGrid) -> np.ndarray:
     sse = np.zeros(grid.nus.size)
     step = _block_rows(features.width)
     for start in range(0, rows.index.size, step):
@@ -151,8 +151,8 @@ def _part_loo(part: Any, plan: RowPlan, features: FeatureMap, grid: LooGrid) -> 
     return sse
 
 
-def _part_diag(part: Any, plan: RowPlan, kernel: Kernel) -> float:
-    return float(kernel.diag(part_rows(part, plan).X).sum())
+def _block_diag(rows: Rows, kernel: Kernel) -> float:
+    return float(kernel.diag(rows.X).sum()) if rows.index.size else 0.0
 
 
 @dataclass(frozen=True)
@@ -176,8 +176,8 @@ class RidgeFit:
 def ridge_sums(parts: PartMap, plan: RowPlan, features: FeatureMap,
                progress: Progress | None = None) -> CentredSums:
     """The centred sums of the features over every training row, tree-combined."""
-    return features.finish(parts.reduce(_part_sums, plan, features, progress=progress,
-                                        message="feature sums"))
+    return features.finish(reduce_blocks(parts, _block_sums, plan, features,
+                                         progress=progress, message="feature sums"))
 
 
 def fit_ridge(parts: PartMap, plan: RowPlan, features: FeatureMap, lam: float | None,
@@ -189,8 +189,8 @@ def fit_ridge(parts: PartMap, plan: RowPlan, features: FeatureMap, lam: float | 
     if lam is None:
         grid = LooGrid.of(sums)
         coef, intercept, chosen = grid.solve(
-            parts.reduce(_part_loo, plan, features, grid, progress=progress,
-                         message="leave-one-out"))
+            reduce_blocks(parts, _block_loo, plan, features, grid, progress=progress,
+                          message="leave-one-out"))
         return RidgeFit(coef, intercept, chosen, sums.squared_norm, sums)
     coef, intercept = sums.solve(lam)
     return RidgeFit(coef, intercept, float(lam), sums.squared_norm, sums)
@@ -199,8 +199,8 @@ def fit_ridge(parts: PartMap, plan: RowPlan, features: FeatureMap, lam: float | 
 def diag_sum(parts: PartMap, plan: RowPlan, kernel: Kernel,
              progress: Progress | None = None) -> float:
     """``Σ k(x, x)`` over the training rows (the trace of K), tree-combined."""
-    return float(parts.reduce(_part_diag, plan, kernel, progress=progress,
-                              message="kernel diagonal"))
+    return float(reduce_blocks(parts, _block_diag, plan, kernel, progress=progress,
+                               message="kernel diagonal"))
 
 
 def spectral_error(K_eval: np.ndarray, features: FeatureMap, X_eval: np.ndarray,

@@ -1,0 +1,160 @@
+"""The same rows give the same numbers wherever they live: one Parquet file, sixteen of
+unequal sizes (a 1-row file, one bigger than a row block) and a Zarr store, kept in their
+partitions, give bit-identical ``nystrom`` and ``learning-curve`` tables — in this process
+and on a LocalCluster. What makes it hold: parts cut at canonical row-block boundaries and
+every sum over rows taken per block and combined in one tree over the block numbers
+(kernel_lab.core.rows.blocks); the block size is 256 here, so the 3,000 rows make 12
+blocks, most of them straddling a file boundary."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pytest.importorskip("pyarrow")
+zarr = pytest.importorskip("zarr")
+
+from kernel_lab.core.rows import blocks  # noqa: E402
+from kernel_lab.engine.runner import run_experiment  # noqa: E402
+
+N, P = 3_000, 5
+BLOCK = 256
+#: Rows per file of the 16-file folder: unequal, with 1-row files and files over a block.
+SIZES = [1, 900, 17, 300, 1, 250, 64, 333, 5, 400, 20, 128, 77, 200, 5, 299]
+NYSTROM = {"samplers": ["uniform", "recursive-rls", "rp-cholesky", "rff"], "sizes": "10,40",
+           "trials": 2, "eval_points": 300, "lam": 0.1, "seed": 5}
+CURVE = {"loss": "squared", "n_iter": 60, "batch_size": 16, "features_per_iter": 4,
+         "points": 4, "seed": 5}
+#: Summaries that say where the rows live or how long things took, not what was computed.
+NOT_NUMBERS = ("partitions", "timings", "time")
+
+
+def _rows() -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(43)
+    X = rng.uniform(-1, 1, size=(N, P)) * np.arange(1, P + 1)
+    y = np.sin(3 * X[:, 0]) + X[:, 1] ** 2 + 0.1 * rng.normal(size=N)
+    return X, y
+
+
+def _frame(X: np.ndarray, y: np.ndarray) -> pd.DataFrame:
+    frame = pd.DataFrame(X, columns=[f"x{j + 1}" for j in range(P)])
+    frame["y"] = y
+    return frame
+
+
+@pytest.fixture(scope="module")
+def sources(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """The same rows as one Parquet file, 16 Parquet files and a Zarr store."""
+    assert sum(SIZES) == N
+    X, y = _rows()
+    root = tmp_path_factory.mktemp("same")
+    one = root / "one"
+    one.mkdir()
+    _frame(X, y).to_parquet(one / "all.parquet")
+    many = root / "many"
+    many.mkdir()
+    start = 0
+    for k, size in enumerate(SIZES):
+        _frame(X[start:start + size], y[start:start + size]).to_parquet(
+            many / f"part-{k:02d}.parquet")
+        start += size
+    store = root / "rows.zarr"
+    group = zarr.open_group(str(store), mode="w")
+    group.create_array("X", data=X, chunks=(700, P))
+    group.create_array("y", data=y, chunks=(700,))
+    return {"one": str(one), "many": str(many), "zarr": str(store)}
+
+
+@pytest.fixture
+def small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(blocks, "ROW_BLOCK", BLOCK)
+
+
+def _run(name: str, params: dict, path: str, **backend) -> object:
+    return run_experiment(name, params, data=f"{path}:partitions=keep", **backend)
+
+
+def _numbers(result) -> dict[str, np.ndarray]:
+    """Every table column and numeric summary of a run, but times and part counts."""
+    out = {f"table:{k}": np.asarray(v, dtype=float) for k, v in result.table.items()
+           if not any(w in k for w in NOT_NUMBERS)}
+    for k, v in result.summaries.items():
+        if any(w in k for w in NOT_NUMBERS):
+            continue
+        if isinstance(v, int | float | np.number) and not isinstance(v, bool):
+            out[f"summary:{k}"] = np.asarray(float(v))
+    return out
+
+
+def _assert_same(a, b, label: str) -> None:
+    x, y = _numbers(a), _numbers(b)
+    assert x.keys() == y.keys(), label
+    differ = [k for k in x if not np.array_equal(x[k], y[k], equal_nan=True)]
+    assert not differ, f"{label}: {differ[:8]} differ"
+
+
+@pytest.mark.parametrize("name, params", [("nystrom", NYSTROM), ("learning-curve", CURVE)],
+                         ids=["nystrom", "learning-curve"])
+def test_one_file_sixteen_files_and_zarr_give_the_same_bits(sources, small_blocks, name,
+                                                            params) -> None:
+    runs = {where: _run(name, params, path) for where, path in sources.items()}
+    numbers = _numbers(runs["one"])
+    assert any(k.startswith("table:") for k in numbers)
+    errors = [k for k in numbers if k.startswith("table:") and ("error" in k or "rmse" in k)]
+    assert errors and all(np.isfinite(numbers[k]).any() for k in errors if "krr" not in k)
+    _assert_same(runs["one"], runs["many"], f"{name}: 1 file vs 16 files")
+    _assert_same(runs["one"], runs["zarr"], f"{name}: 1 file vs Zarr")
+    # read as parts of whole 256-row blocks: one per file in which a block starts (9 of
+    # the 16 files; each of the 5 Zarr chunks of 700 rows)
+    assert runs["many"].summaries["partitions"] == 9
+    assert runs["zarr"].summaries["partitions"] == 5
+
+
+def test_the_block_size_is_what_defines_the_numbers(sources, monkeypatch) -> None:
+    """Another block size adds in another order: the last bits move (so the equality above
+    is the blocks' doing, not a coincidence of small data), the values stay close."""
+    params = {**NYSTROM, "samplers": ["uniform"], "trials": 1}
+    monkeypatch.setattr(blocks, "ROW_BLOCK", BLOCK)
+    a = _numbers(_run("nystrom", params, sources["many"]))
+    monkeypatch.setattr(blocks, "ROW_BLOCK", 128)
+    b = _numbers(_run("nystrom", params, sources["many"]))
+    differ = [k for k in a if not np.array_equal(a[k], b[k], equal_nan=True)]
+    assert differ
+    for k in a:
+        np.testing.assert_allclose(a[k], b[k], rtol=1e-9, atol=1e-12, err_msg=k)
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    pytest.importorskip("distributed")
+    from kernel_lab.engine.executors import DaskExecutor
+
+    ex = DaskExecutor(workers=2)
+    yield ex
+    ex.close()
+
+
+def test_a_local_cluster_gives_the_bits_of_this_process(sources, small_blocks, cluster
+                                                       ) -> None:
+    params = {**NYSTROM, "samplers": ["uniform", "recursive-rls"], "trials": 1}
+    here = _run("nystrom", params, sources["one"])
+    there = _run("nystrom", params, sources["many"], backend="dask",
+                 scheduler=cluster.client.scheduler.address)
+    _assert_same(here, there, "nystrom: 1 file here vs 16 files on a LocalCluster")
+    here = _run("learning-curve", CURVE, sources["zarr"])
+    there = _run("learning-curve", CURVE, sources["many"], backend="dask",
+                 scheduler=cluster.client.scheduler.address)
+    _assert_same(here, there, "learning-curve: Zarr here vs 16 files on a LocalCluster")
+
+
+@pytest.mark.slow
+def test_every_sampler_on_a_local_cluster_gives_the_bits_of_this_process(
+        sources, small_blocks, cluster) -> None:
+    params = {**NYSTROM, "samplers": ["uniform", "recursive-rls", "recursive-rls-fast",
+                                      "rp-cholesky", "rff", "rff-orthogonal"]}
+    here = _run("nystrom", params, sources["zarr"])
+    for where in ("one", "many", "zarr"):
+        there = _run("nystrom", params, sources[where], backend="dask",
+                     scheduler=cluster.client.scheduler.address)
+        _assert_same(here, there, f"nystrom: Zarr here vs {where} on a LocalCluster")
