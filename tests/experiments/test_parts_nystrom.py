@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from kernel_lab.core import rowkeys, samplers
+from kernel_lab.core.nystrom import scores
 from kernel_lab.core.dataset import Dataset
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.kernels import GaussianKernel
@@ -98,7 +99,7 @@ def test_uniform_landmarks_are_the_keyed_smallest(rows):
 def test_recursive_rls_top_scores_are_the_ridge_leverage_formula(rows, monkeypatch, coarse):
     """The top level's scores are Lemma 6's formula: to rounding from float64 entries,
     within the bound that allows them from coarse ones."""
-    monkeypatch.setattr(samplers, "COARSE_CHANGES", math.inf if coarse else 0.0)
+    monkeypatch.setattr(scores, "COARSE_CHANGES", math.inf if coarse else 0.0)
     X, _, plan, _, five, _ = rows
     train = np.flatnonzero(~plan.is_test(np.arange(X.shape[0])))
     got = parts_landmarks.choose_landmarks("recursive-rls", five, plan, KERNEL, 40, seed=3,
@@ -114,7 +115,7 @@ def test_recursive_rls_top_scores_are_the_ridge_leverage_formula(rows, monkeypat
                          np.linalg.solve(K_SS + got.lam * np.diag(w ** -2.0), K_AS.T)))
     brute = np.minimum(1.0, np.maximum(brute, 0.0) / got.lam)   # top level: q = 1
     if coarse:  # the precision the sampler chose for the top level, and its bound
-        Linv = samplers._ridge_factor(K_SS, w, got.lam)
+        Linv = samplers.ridge_factor(K_SS, w, got.lam)
         precision = samplers.score_precision(KERNEL, Linv, w, got.lam, train.size, 1.0)
         assert precision != samplers.FLOAT64
         bound = samplers.coarse_score_error(KERNEL.coarse_error, Linv, w, got.lam,

@@ -12,7 +12,7 @@ the same rows in one part or in many give the same landmarks:
   permutation are. Levels of at most :data:`GATHER_ROWS` rows are gathered once and run in
   memory; the larger ones, the top level with every training row included, are scored per
   partition. Each level's λ, scores (Lemma 6), oversampling and cap are those of
-  :class:`~kernel_lab.core.samplers.RecursiveRLSSampler` (its functions are called); the
+  :class:`~kernel_lab.core.nystrom.rls.RecursiveRLSSampler` (its functions are called); the
   Bernoulli keeps are ``u_i < p_i`` and the top level's s landmarks are drawn without
   replacement ∝ the scores by weighted keys, each partition proposing its s smallest;
 - **RP-Cholesky**, blocked and accelerated (Epperly, Tropp & Webber): each round every
@@ -20,7 +20,7 @@ the same rows in one part or in many give the same landmarks:
   smallest weighted keys (b draws without replacement ∝ the residual); the client keeps the
   global b smallest, in key order (the order of sequential draws), and accepts them by
   rejection against the candidates' exact residual (the in-memory sampler's
-  :func:`~kernel_lab.core.samplers.accept_pivots`).
+  :func:`~kernel_lab.core.nystrom.rpcholesky.accept_pivots`).
 
 The in-memory samplers draw from one generator walking the rows, so their landmarks differ
 from these for the same seed; the laws are the same (for RP-Cholesky: proposals without
@@ -39,6 +39,24 @@ from kernel_lab.core import rowkeys
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.kernels import Kernel
 from kernel_lab.core.lapack import lower_inverse
+from kernel_lab.core.nystrom.common import (
+    BLOCK_ENTRIES,
+    LEVEL_CAP,
+    RPC_EMPTY_ROUNDS,
+    RPC_MAX_PROPOSALS,
+    CountingKernel,
+    check_budget,
+)
+from kernel_lab.core.nystrom.rls import accelerated_level_size
+from kernel_lab.core.nystrom.rpcholesky import accept_pivots, candidate_residual, residual_rows
+from kernel_lab.core.nystrom.scores import (
+    FLOAT64,
+    SINGLE,
+    lambda_for_budget,
+    level_scores,
+    ridge_factor,
+    score_precision,
+)
 from kernel_lab.core.parts.base import (
     PartMap,
     RowPlan,
@@ -49,24 +67,6 @@ from kernel_lab.core.parts.base import (
     tree_combine,
 )
 from kernel_lab.core.progress import Progress
-from kernel_lab.core.samplers import (
-    BLOCK_ENTRIES,
-    FLOAT64,
-    LEVEL_CAP,
-    RPC_EMPTY_ROUNDS,
-    RPC_MAX_PROPOSALS,
-    SINGLE,
-    CountingKernel,
-    _ridge_factor,
-    accelerated_level_size,
-    accept_pivots,
-    candidate_residual,
-    check_budget,
-    lambda_for_budget,
-    level_scores,
-    residual_rows,
-    score_precision,
-)
 
 #: Offsets of :data:`~kernel_lab.core.rowkeys.LANDMARKS`: the streams of the samplers' draws.
 UNIFORM = 0        # uniform landmarks
@@ -220,7 +220,7 @@ class LevelStep:
     #: whole to the client.
     cap: int = 0
     #: The precision of the scores (decided once per level by
-    #: :func:`~kernel_lab.core.samplers.score_precision`, as in memory).
+    #: :func:`~kernel_lab.core.nystrom.scores.score_precision`, as in memory).
     precision: str = FLOAT64
 
     def stream(self, which: int) -> int:
@@ -270,7 +270,7 @@ def recursive_rls_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel, s: in
                             gather_rows: int = GATHER_ROWS,
                             progress: Progress | None = None) -> Landmarks:
     """Recursive ridge-leverage-score landmarks with a budget s (Musco & Musco, Alg. 3 as
-    :class:`~kernel_lab.core.samplers.RecursiveRLSSampler` runs it), over partitions; see
+    :class:`~kernel_lab.core.nystrom.rls.RecursiveRLSSampler` runs it), over partitions; see
     the module docstring. ``view``: global row indices whose top-level scores to return;
     ``progress`` is told before every level (and may cancel)."""
     n = _check(plan, s)
@@ -305,7 +305,7 @@ def recursive_rls_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel, s: in
         lam = lambda_for_budget(SKS, w, s_rec)
         q = 1.0 if top else math.log(max(s_rec, 2))
         cap = max(s_rec, math.ceil(LEVEL_CAP * q * s_rec))
-        Linv = _ridge_factor(SKS, w, lam)
+        Linv = ridge_factor(SKS, w, lam)
         # the level's expected size, which the in-memory sampler's level has exactly
         precision = score_precision(kernel, Linv, w, lam, math.ceil(n / 2**level), q)
         step = LevelStep(kernel, XS, Linv, lam, q, seed, level, deep_cut, top, s,
@@ -328,7 +328,7 @@ def recursive_rls_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel, s: in
         kept_total = sum(o["kept_count"] for o in outs)
         if kept_total > cap:
             # thinned uniformly to the cap, inclusion probabilities scaled alike (Kernel
-            # Lab's own, see samplers.LEVEL_CAP); each partition sent its cap smallest keys
+            # Lab's own, see nystrom.common.LEVEL_CAP); each partition sent its cap smallest keys
             pick = rowkeys.smallest(rowkeys.keys(seed, step.stream(1), kept_index),
                                     kept_index, cap)
             prob = prob[pick] * (cap / kept_total)
