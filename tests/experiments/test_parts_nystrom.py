@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 
 from kernel_lab.core import rowkeys, samplers
-from kernel_lab.core.nystrom import scores
 from kernel_lab.core.dataset import Dataset
-from kernel_lab.core.errors import ParameterError
+from kernel_lab.core.errors import MemoryBudgetError
 from kernel_lab.core.kernels import GaussianKernel
 from kernel_lab.core.models.feature_ridge import feature_ridge
 from kernel_lab.core.models.nystrom import nystrom_factor
+from kernel_lab.core.nystrom import scores
 from kernel_lab.core.parts import cg as parts_cg
 from kernel_lab.core.parts import landmarks as parts_landmarks
 from kernel_lab.core.parts import ridge as parts_ridge
@@ -313,11 +313,15 @@ def test_the_experiment_runs_on_parts_like_in_memory():
                                atol=1e-8 * data.n_train * 1e-3)
 
 
-def test_unsupported_samplers_are_refused():
+def test_exact_rls_over_the_memory_budget_is_refused_naming_a_subsample(monkeypatch):
+    """Exact RLS runs on partitions when the n × n work fits (tests/core/
+    test_nystrom_parts_samplers.py); over the budget it is refused before any work, naming
+    the data option subsample=N that fits."""
     X, y = clusters(300, p=2)
     data = partitioned(X, y, 2)
-    params = dict(PARAMS, samplers=["exact-rls"])
-    with pytest.raises(ParameterError, match="partitioned"):
+    params = dict(PARAMS, samplers=["uniform", "exact-rls"])
+    monkeypatch.setenv("KERNEL_LAB_MEMORY_MB", "1")
+    with pytest.raises(MemoryBudgetError, match=r"subsample=N \(N ≤ \d+"):
         last(run_on_parts(NystromExperiment(), params, data, Progress()))
 
 
