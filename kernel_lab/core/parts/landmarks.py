@@ -214,10 +214,10 @@ def _level_rows(part: Any, plan: RowPlan, seed: int, level: int, deep_cut: int) 
 
 
 @dataclass(frozen=True)
-class LevelStep:
-    """One level of recursive RLS applied to some of its rows (a partition's, or the
-    gathered ones): the Lemma 6 scores from the weighted sample below, then the Bernoulli
-    keeps (``top=False``) or the s smallest weighted keys (``top=True``)."""
+class LevelScoring:
+    """What scores the rows of one level of recursive RLS: the kernel, the weighted sample
+    of the level below (its rows XS and ``Linv``, :func:`ridge_factor`), λ, the
+    oversampling q, and the level by its keys (seed, number, the deepest level's cut)."""
 
     kernel: Kernel
     XS: np.ndarray
@@ -227,6 +227,14 @@ class LevelStep:
     seed: int
     level: int
     deep_cut: int
+
+
+@dataclass(frozen=True)
+class LevelStep(LevelScoring):
+    """One level of recursive RLS applied to some of its rows (a partition's, or the
+    gathered ones): the Lemma 6 scores from the weighted sample below, then the Bernoulli
+    keeps (``top=False``) or the s smallest weighted keys (``top=True``)."""
+
     top: bool
     s: int
     fallback: int
@@ -293,21 +301,13 @@ def _level_stream(level: int, which: int) -> int:
 
 
 @dataclass(frozen=True)
-class FixedLevelStep:
+class FixedLevelStep(LevelScoring):
     """One level of recursive RLS at a fixed λ (Algorithm 2) applied to some of its rows:
     the Lemma 6 scores from the weighted sample below, and the rows that a keep
     ``u_i < min(1, q l̃_i)`` could take with ``q`` an upper bound of the level's
     oversampling (which needs the sum of all its scores, known only after the pass). The
     client applies the level's own oversampling to these candidates."""
 
-    kernel: Kernel
-    XS: np.ndarray
-    Linv: np.ndarray
-    lam: float
-    q: float
-    seed: int
-    level: int
-    deep_cut: int
     precision: str
     view: np.ndarray | None
 
@@ -348,6 +348,13 @@ def _deepest_level(parts: PartMap, plan: RowPlan, seed: int, levels: int, gather
     return local, deep_cut, gathered
 
 
+def _deepest_sample(local: Rows, seed: int, levels: int, deep_cut: int
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The deepest level taken whole: its global indices, rows and weights 1."""
+    keep = _in_level(local.index, seed, levels, deep_cut)
+    return local.index[keep], local.X[keep], np.ones(int(keep.sum()))
+
+
 def recursive_rls_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel, s: int,
                             seed: Any, *, accelerated: bool = False,
                             view: np.ndarray | None = None,
@@ -369,8 +376,7 @@ def recursive_rls_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel, s: in
     s_rec = max(1, min(s_rec, s))
     levels = rls_levels(n, s_rec)
     local, deep_cut, gathered = _deepest_level(parts, plan, seed, levels, gather_rows)
-    keep = _in_level(local.index, seed, levels, deep_cut)
-    sample, XS, w = local.index[keep], local.X[keep], np.ones(int(keep.sum()))
+    sample, XS, w = _deepest_sample(local, seed, levels, deep_cut)
     evaluations = 0
     for level in range(levels - 1, -1, -1):
         top = level == 0
@@ -445,8 +451,7 @@ def recursive_rls_fixed_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel,
     view = None if view is None else np.unique(np.asarray(view, dtype=np.int64))
     levels = max(1, math.ceil(math.log2(n / FIXED_LAMBDA_BASE)))
     local, deep_cut, gathered = _deepest_level(parts, plan, seed, levels, gather_rows)
-    keep = _in_level(local.index, seed, levels, deep_cut)
-    sample, XS, w = local.index[keep], local.X[keep], np.ones(int(keep.sum()))
+    sample, XS, w = _deepest_sample(local, seed, levels, deep_cut)
     # an upper bound of every level's oversampling: the parts return the rows it could keep
     bound = fixed_lambda_oversampling_bound(n, lam, delta)
     evaluations = 0
