@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from kernel_lab.core import lapack, samplers
-from kernel_lab.core.nystrom import rls, rpcholesky, scores
 from kernel_lab.core.kernels import GaussianKernel, median_heuristic
+from kernel_lab.core.nystrom import rls, rpcholesky, scores
 from kernel_lab.core.samplers import (
     BLOCK_ENTRIES,
     RPC_STORED_MAX,
