@@ -18,7 +18,7 @@ offer: it is called in numpy's own OpenBLAS (found through threadpoolctl, which 
 uses to limit BLAS threads), so it runs on the threads numpy's products use. SciPy's
 ``dtrmm`` would run in the second OpenBLAS that SciPy's wheel bundles, whose threads keep
 spinning after a call and halved the speed of numpy's next product (see
-:func:`kernel_lab.core.samplers._ridge_factor`). Where numpy's library or its symbol
+:func:`kernel_lab.core.nystrom.scores.ridge_factor`). Where numpy's library or its symbol
 cannot be found, or a small self-check fails, a general product gives the same result.
 """
 
@@ -133,7 +133,7 @@ def lower_inverse(L: np.ndarray) -> np.ndarray:
     C⁻¹]]`` (LAPACK's ``trtri`` by blocks) in numpy's BLAS on one thread, down to
     :data:`TRIANGLE_BASE` rows solved directly. About m³/3 operations where a general
     solve against the identity took 8/3 m³ (410 rows: 2.5 against 15 ms); numpy's rather
-    than SciPy's, see :func:`kernel_lab.core.samplers._ridge_factor`."""
+    than SciPy's, see :func:`kernel_lab.core.nystrom.scores.ridge_factor`."""
     with one_blas_thread():
         return _lower_inverse_halves(L)
 

@@ -11,6 +11,7 @@ import pytest
 
 from kernel_lab.core import lapack, samplers
 from kernel_lab.core.kernels import GaussianKernel, median_heuristic
+from kernel_lab.core.nystrom import rls, rpcholesky, scores
 from kernel_lab.core.samplers import (
     BLOCK_ENTRIES,
     RPC_STORED_MAX,
@@ -75,8 +76,8 @@ def test_accelerated_rp_cholesky_is_chosen_by_size_and_exhausts_the_residual(mon
     # the form follows n·s unless forced
     n = RPC_STORED_MAX // 50 + 1
     calls = []
-    real = samplers._rpc_rounds
-    monkeypatch.setattr(samplers, "_rpc_rounds", lambda *a: calls.append(a[3]) or real(*a))
+    real = rpcholesky._rpc_rounds
+    monkeypatch.setattr(rpcholesky, "_rpc_rounds", lambda *a: calls.append(a[3]) or real(*a))
     Xn = np.random.default_rng(3).normal(size=(n, 2))
     RPCholeskySampler().sample(Xn, kernel, 50, np.random.default_rng(0))
     RPCholeskySampler().sample(Xn, kernel, 49, np.random.default_rng(0))
@@ -121,22 +122,22 @@ def test_level_scores_in_blocks_equal_the_dense_formula(monkeypatch, precision, 
     inv[perm] = np.arange(700)
     size = 500 if level == "inner" else 700
     if level == "top-runs":  # its runs of rows between the sample's read in place
-        monkeypatch.setattr(samplers, "RUN_ROWS", 1)
+        monkeypatch.setattr(rls, "RUN_ROWS", 1)
     pts = perm[:size]
     sample = np.sort(pts[rng.random(size) < 0.1])
     w = 1.0 / np.sqrt(rng.uniform(0.2, 1.0, size=sample.size))
     KS = kernel(X[pts], X[sample])
     dense = ridge_scores(kernel.diag(X[pts]), KS, KS[inv[sample]], w, 0.3)
-    monkeypatch.setattr(samplers, "BLOCK_ENTRIES", 7 * sample.size)  # blocks of 7 rows
-    monkeypatch.setattr(samplers, "score_precision", lambda *args: precision)
+    monkeypatch.setattr(rls, "BLOCK_ENTRIES", 7 * sample.size)  # blocks of 7 rows
+    monkeypatch.setattr(rls, "score_precision", lambda *args: precision)
     counter = CountingKernel(kernel)
     SKS = counter(X[sample])
-    blocks = samplers._level_scores(X, pts, inv, sample, SKS, w, 0.3, counter)
+    blocks = rls._level_scores(X, pts, inv, sample, SKS, w, 0.3, counter)
     assert counter.evaluations == size * sample.size + size
     if precision == samplers.FLOAT64:
         np.testing.assert_allclose(blocks, dense, rtol=1e-10, atol=1e-13)
         return
-    Linv = samplers._ridge_factor(SKS, w, 0.3)
+    Linv = scores.ridge_factor(SKS, w, 0.3)
     bound = samplers.coarse_score_error(kernel.coarse_error, Linv, w, 0.3,
                                         precision == samplers.SINGLE)
     error = np.abs(blocks - dense).max()
@@ -160,7 +161,7 @@ def test_the_single_precision_bound_holds_where_it_is_tight():
     w = np.ones(400)
     lam = 0.5
     SKS = kernel(S)
-    Linv = samplers._ridge_factor(SKS, w, lam)
+    Linv = scores.ridge_factor(SKS, w, lam)
     counter = CountingKernel(kernel)
     exact = samplers.level_scores(counter, X, S, Linv, lam, samplers.FLOAT64)
     single = samplers.level_scores(counter, X, S, Linv, lam, samplers.SINGLE)
@@ -182,8 +183,8 @@ def _draw(monkeypatch, X, kernel, s, seed, changes, lam=None, accelerated=False)
         decided.append(_SCORE_PRECISION(*args))
         return decided[-1]
 
-    monkeypatch.setattr(samplers, "COARSE_CHANGES", changes)
-    monkeypatch.setattr(samplers, "score_precision", recorded)
+    monkeypatch.setattr(scores, "COARSE_CHANGES", changes)
+    monkeypatch.setattr(rls, "score_precision", recorded)
     sampler = RecursiveRLSSampler(lam=lam, accelerated=accelerated)
     return sampler.sample(X, kernel, None if lam else s, np.random.default_rng(seed)), decided
 

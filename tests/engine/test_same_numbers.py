@@ -22,7 +22,8 @@ N, P = 3_000, 5
 BLOCK = 256
 #: Rows per file of the 16-file folder: unequal, with 1-row files and files over a block.
 SIZES = [1, 900, 17, 300, 1, 250, 64, 333, 5, 400, 20, 128, 77, 200, 5, 299]
-NYSTROM = {"samplers": ["uniform", "recursive-rls", "rp-cholesky", "rff"], "sizes": "10,40",
+NYSTROM = {"samplers": ["uniform", "recursive-rls", "recursive-rls-lambda", "rp-cholesky",
+                        "rff"], "rls_lams": "3,1", "sizes": "10,40",
            "trials": 2, "eval_points": 300, "lam": 0.1, "seed": 5}
 CURVE = {"loss": "squared", "n_iter": 60, "batch_size": 16, "features_per_iter": 4,
          "points": 4, "seed": 5}
@@ -151,8 +152,10 @@ def test_a_local_cluster_gives_the_bits_of_this_process(sources, small_blocks, c
 @pytest.mark.slow
 def test_every_sampler_on_a_local_cluster_gives_the_bits_of_this_process(
         sources, small_blocks, cluster) -> None:
-    params = {**NYSTROM, "samplers": ["uniform", "recursive-rls", "recursive-rls-fast",
-                                      "rp-cholesky", "rff", "rff-orthogonal"]}
+    params = {**NYSTROM, "samplers": ["uniform", "exact-rls", "recursive-rls",
+                                      "recursive-rls-fast", "recursive-rls-lambda",
+                                      "rp-cholesky", "rff", "rff-orthogonal"],
+              "rls_lams": "3,1"}
     here = _run("nystrom", params, sources["zarr"])
     for where in ("one", "many", "zarr"):
         there = _run("nystrom", params, sources[where], backend="dask",

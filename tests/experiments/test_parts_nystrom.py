@@ -12,10 +12,11 @@ import pytest
 
 from kernel_lab.core import rowkeys, samplers
 from kernel_lab.core.dataset import Dataset
-from kernel_lab.core.errors import ParameterError
+from kernel_lab.core.errors import MemoryBudgetError
 from kernel_lab.core.kernels import GaussianKernel
 from kernel_lab.core.models.feature_ridge import feature_ridge
 from kernel_lab.core.models.nystrom import nystrom_factor
+from kernel_lab.core.nystrom import scores
 from kernel_lab.core.parts import cg as parts_cg
 from kernel_lab.core.parts import landmarks as parts_landmarks
 from kernel_lab.core.parts import ridge as parts_ridge
@@ -98,7 +99,7 @@ def test_uniform_landmarks_are_the_keyed_smallest(rows):
 def test_recursive_rls_top_scores_are_the_ridge_leverage_formula(rows, monkeypatch, coarse):
     """The top level's scores are Lemma 6's formula: to rounding from float64 entries,
     within the bound that allows them from coarse ones."""
-    monkeypatch.setattr(samplers, "COARSE_CHANGES", math.inf if coarse else 0.0)
+    monkeypatch.setattr(scores, "COARSE_CHANGES", math.inf if coarse else 0.0)
     X, _, plan, _, five, _ = rows
     train = np.flatnonzero(~plan.is_test(np.arange(X.shape[0])))
     got = parts_landmarks.choose_landmarks("recursive-rls", five, plan, KERNEL, 40, seed=3,
@@ -114,7 +115,7 @@ def test_recursive_rls_top_scores_are_the_ridge_leverage_formula(rows, monkeypat
                          np.linalg.solve(K_SS + got.lam * np.diag(w ** -2.0), K_AS.T)))
     brute = np.minimum(1.0, np.maximum(brute, 0.0) / got.lam)   # top level: q = 1
     if coarse:  # the precision the sampler chose for the top level, and its bound
-        Linv = samplers._ridge_factor(K_SS, w, got.lam)
+        Linv = samplers.ridge_factor(K_SS, w, got.lam)
         precision = samplers.score_precision(KERNEL, Linv, w, got.lam, train.size, 1.0)
         assert precision != samplers.FLOAT64
         bound = samplers.coarse_score_error(KERNEL.coarse_error, Linv, w, got.lam,
@@ -312,11 +313,15 @@ def test_the_experiment_runs_on_parts_like_in_memory():
                                atol=1e-8 * data.n_train * 1e-3)
 
 
-def test_unsupported_samplers_are_refused():
+def test_exact_rls_over_the_memory_budget_is_refused_naming_a_subsample(monkeypatch):
+    """Exact RLS runs on partitions when the n × n work fits (tests/core/
+    test_nystrom_parts_samplers.py); over the budget it is refused before any work, naming
+    the data option subsample=N that fits."""
     X, y = clusters(300, p=2)
     data = partitioned(X, y, 2)
-    params = dict(PARAMS, samplers=["exact-rls"])
-    with pytest.raises(ParameterError, match="partitioned"):
+    params = dict(PARAMS, samplers=["uniform", "exact-rls"])
+    monkeypatch.setenv("KERNEL_LAB_MEMORY_MB", "1")
+    with pytest.raises(MemoryBudgetError, match=r"subsample=N \(N ≤ \d+"):
         last(run_on_parts(NystromExperiment(), params, data, Progress()))
 
 

@@ -12,15 +12,23 @@ the same rows in one part or in many give the same landmarks:
   permutation are. Levels of at most :data:`GATHER_ROWS` rows are gathered once and run in
   memory; the larger ones, the top level with every training row included, are scored per
   partition. Each level's λ, scores (Lemma 6), oversampling and cap are those of
-  :class:`~kernel_lab.core.samplers.RecursiveRLSSampler` (its functions are called); the
+  :class:`~kernel_lab.core.nystrom.rls.RecursiveRLSSampler` (its functions are called); the
   Bernoulli keeps are ``u_i < p_i`` and the top level's s landmarks are drawn without
   replacement ∝ the scores by weighted keys, each partition proposing its s smallest;
+- **recursive RLS at a fixed λ** (Algorithm 2, O(n s)): the same levels, every level (the
+  top one included) keeping each row with probability ``min(1, q l̃_i)`` by its keyed
+  uniform; a partition returns the rows an upper bound of q could keep, and the client
+  applies the level's q once the sum of the scores is known;
+- **exact RLS**: the training rows are gathered in index order when their n × n kernel
+  matrix fits memory (else refused, naming ``subsample=N``), and s rows are drawn ∝ the
+  exact scores by weighted keys;
 - **RP-Cholesky**, blocked and accelerated (Epperly, Tropp & Webber): each round every
   partition recomputes its residual diagonal from the pivots so far and proposes its b
   smallest weighted keys (b draws without replacement ∝ the residual); the client keeps the
   global b smallest, in key order (the order of sequential draws), and accepts them by
   rejection against the candidates' exact residual (the in-memory sampler's
-  :func:`~kernel_lab.core.samplers.accept_pivots`).
+  :func:`~kernel_lab.core.nystrom.rpcholesky.accept_pivots`). While n·s ≤
+  ``RPC_STORED_MAX`` a round proposes one pivot (b = 1): the exact sequential law.
 
 The in-memory samplers draw from one generator walking the rows, so their landmarks differ
 from these for the same seed; the laws are the same (for RP-Cholesky: proposals without
@@ -30,7 +38,7 @@ replacement instead of i.i.d., accepted by the same rule).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -39,6 +47,30 @@ from kernel_lab.core import rowkeys
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.kernels import Kernel
 from kernel_lab.core.lapack import lower_inverse
+from kernel_lab.core.memory import memory_budget_bytes
+from kernel_lab.core.nystrom.common import (
+    BLOCK_ENTRIES,
+    FIXED_LAMBDA_BASE,
+    LEVEL_CAP,
+    RPC_EMPTY_ROUNDS,
+    RPC_MAX_PROPOSALS,
+    RPC_STORED_MAX,
+    CountingKernel,
+    check_budget,
+)
+from kernel_lab.core.nystrom.rls import RecursiveRLSSampler, accelerated_level_size
+from kernel_lab.core.nystrom.rpcholesky import accept_pivots, candidate_residual, residual_rows
+from kernel_lab.core.nystrom.samplers import EXACT_BYTES_PER_ENTRY, check_exact_memory
+from kernel_lab.core.nystrom.scores import (
+    FLOAT64,
+    SINGLE,
+    exact_ridge_scores,
+    fixed_lambda_oversampling_bound,
+    lambda_for_budget,
+    level_scores,
+    ridge_factor,
+    score_precision,
+)
 from kernel_lab.core.parts.base import (
     PartMap,
     RowPlan,
@@ -48,24 +80,13 @@ from kernel_lab.core.parts.base import (
     take_rows,
 )
 from kernel_lab.core.progress import Progress
-from kernel_lab.core.rows.blocks import ROW_BLOCK, block_count, block_slices, join, sum_frontier
-from kernel_lab.core.samplers import (
-    BLOCK_ENTRIES,
-    FLOAT64,
-    LEVEL_CAP,
-    RPC_EMPTY_ROUNDS,
-    RPC_MAX_PROPOSALS,
-    SINGLE,
-    CountingKernel,
-    _ridge_factor,
-    accelerated_level_size,
-    accept_pivots,
-    candidate_residual,
-    check_budget,
-    lambda_for_budget,
-    level_scores,
-    residual_rows,
-    score_precision,
+from kernel_lab.core.rows.blocks import (
+    ROW_BLOCK,
+    block_count,
+    block_slices,
+    join,
+    sum_frontier,
+    tree_combine,
 )
 
 #: Offsets of :data:`~kernel_lab.core.rowkeys.LANDMARKS`: the streams of the samplers' draws.
@@ -73,6 +94,7 @@ UNIFORM = 0        # uniform landmarks
 RLS_LEVELS = 1     # recursive RLS: the nested uniform levels
 RLS_DRAW = 2       # recursive RLS: the top level's s landmarks ∝ scores
 FILL = 3           # a uniform fill when the scores or the residual are exhausted
+EXACT_DRAW = 4     # exact RLS: the s landmarks ∝ the exact scores
 RLS_LEVEL = 8      # + 4·level + {0: the Bernoulli keeps, 1: thinning to the cap, 2: fallback}
 
 #: Acceptance uniforms of RP-Cholesky round r are stream ``RPC_ACCEPT + r`` (proposals:
@@ -84,7 +106,8 @@ RPC_ACCEPT = rowkeys.RPC_ROUND + (1 << 19)
 GATHER_ROWS = 20_000
 
 #: The samplers available on partitioned data.
-PART_SAMPLERS = ("uniform", "recursive-rls", "recursive-rls-fast", "rp-cholesky")
+PART_SAMPLERS = ("uniform", "exact-rls", "recursive-rls", "recursive-rls-fast",
+                 "rp-cholesky")
 
 #: Stand-in weighted key of a row of weight 0 (its draw comes after every positive weight's,
 #: in the uniform order of its own key).
@@ -198,10 +221,10 @@ def _level_rows(part: Any, plan: RowPlan, seed: int, level: int, deep_cut: int) 
 
 
 @dataclass(frozen=True)
-class LevelStep:
-    """One level of recursive RLS applied to some of its rows (a partition's, or the
-    gathered ones): the Lemma 6 scores from the weighted sample below, then the Bernoulli
-    keeps (``top=False``) or the s smallest weighted keys (``top=True``)."""
+class LevelScoring:
+    """What scores the rows of one level of recursive RLS: the kernel, the weighted sample
+    of the level below (its rows XS and ``Linv``, :func:`ridge_factor`), λ, the
+    oversampling q, and the level by its keys (seed, number, the deepest level's cut)."""
 
     kernel: Kernel
     XS: np.ndarray
@@ -211,6 +234,14 @@ class LevelStep:
     seed: int
     level: int
     deep_cut: int
+
+
+@dataclass(frozen=True)
+class LevelStep(LevelScoring):
+    """One level of recursive RLS applied to some of its rows (a partition's, or the
+    gathered ones): the Lemma 6 scores from the weighted sample below, then the Bernoulli
+    keeps (``top=False``) or the s smallest weighted keys (``top=True``)."""
+
     top: bool
     s: int
     fallback: int
@@ -220,27 +251,19 @@ class LevelStep:
     #: whole to the client.
     cap: int = 0
     #: The precision of the scores (decided once per level by
-    #: :func:`~kernel_lab.core.samplers.score_precision`, as in memory).
+    #: :func:`~kernel_lab.core.nystrom.scores.score_precision`, as in memory).
     precision: str = FLOAT64
     #: Rows per canonical block (the plan's): scores are computed block by block, so a
     #: row's score has the same bits wherever its rows were read.
     block: int = ROW_BLOCK
 
     def stream(self, which: int) -> int:
-        return rowkeys.LANDMARKS + RLS_LEVEL + 4 * self.level + which
+        return _level_stream(self.level, which)
 
     def run(self, rows: Rows) -> dict[str, Any]:
-        counter = CountingKernel(self.kernel)
-        keep = _in_level(rows.index, self.seed, self.level, self.deep_cut)
-        X, index = rows.X[keep], rows.index[keep]
-        raw = np.empty(index.size)
-        step = max(1, BLOCK_ENTRIES // max(self.XS.shape[0], 1))
-        Linv32 = self.Linv.astype(np.float32) if self.precision == SINGLE else None
-        for rows_at in block_slices(index, self.block, step):
-            raw[rows_at] = level_scores(counter, X[rows_at], self.XS, self.Linv, self.lam,
-                                        self.precision, Linv32=Linv32)
+        X, index, raw, evaluations = _level_raw(self, rows)
         scores = np.minimum(1.0, self.q * raw)
-        out: dict[str, Any] = {"count": index.size, "evaluations": counter.evaluations}
+        out: dict[str, Any] = {"count": index.size, "evaluations": evaluations}
         if self.view is not None:
             seen = np.isin(index, self.view)
             out["view"] = (index[seen], scores[seen])
@@ -262,8 +285,98 @@ class LevelStep:
         return out
 
 
-def _level_part(part: Any, plan: RowPlan, step: LevelStep) -> dict[str, Any]:
+def _level_raw(step: LevelStep | FixedLevelStep, rows: Rows
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """The rows of ``step``'s level among ``rows`` (their X and global indices), their
+    Lemma 6 scores (before oversampling) from the step's weighted sample, in blocks of at
+    most :data:`BLOCK_ENTRIES` kernel entries inside each canonical block (so a row's score
+    has the same bits wherever its rows were read) and the step's precision, and the kernel
+    entries evaluated."""
+    counter = CountingKernel(step.kernel)
+    keep = _in_level(rows.index, step.seed, step.level, step.deep_cut)
+    X, index = rows.X[keep], rows.index[keep]
+    raw = np.empty(index.size)
+    size = max(1, BLOCK_ENTRIES // max(step.XS.shape[0], 1))
+    Linv32 = step.Linv.astype(np.float32) if step.precision == SINGLE else None
+    for at in block_slices(index, step.block, size):
+        raw[at] = level_scores(counter, X[at], step.XS, step.Linv, step.lam, step.precision,
+                               Linv32=Linv32)
+    return X, index, raw, counter.evaluations
+
+
+def _level_total(outs: list[dict[str, Any]]) -> float:
+    """The sum of a level's scores from its parts' per-block totals, added in the blocks'
+    tree in block order: the same bits whatever the parts (cut at block boundaries)."""
+    blocks = np.concatenate([o["total"][0] for o in outs])
+    totals = np.concatenate([o["total"][1] for o in outs])
+    if totals.size == 0:
+        return 0.0
+    return float(tree_combine(list(totals[np.argsort(blocks, kind="stable")])))
+
+
+def _level_stream(level: int, which: int) -> int:
+    """The stream of a level's draws: ``which`` 0 the Bernoulli keeps, 1 the thinning to
+    the cap, 2 the fallback."""
+    return rowkeys.LANDMARKS + RLS_LEVEL + 4 * level + which
+
+
+@dataclass(frozen=True)
+class FixedLevelStep(LevelScoring):
+    """One level of recursive RLS at a fixed λ (Algorithm 2) applied to some of its rows:
+    the Lemma 6 scores from the weighted sample below, and the rows that a keep
+    ``u_i < min(1, q l̃_i)`` could take with ``q`` an upper bound of the level's
+    oversampling (which needs the sum of all its scores, known only after the pass). The
+    client applies the level's own oversampling to these candidates."""
+
+    precision: str
+    view: np.ndarray | None
+    #: Rows per canonical block (the plan's), as :attr:`LevelStep.block`.
+    block: int = ROW_BLOCK
+
+    def run(self, rows: Rows) -> dict[str, Any]:
+        X, index, raw, evaluations = _level_raw(self, rows)
+        u = rowkeys.uniforms(self.seed, _level_stream(self.level, 0), index)
+        may = u < np.minimum(1.0, self.q * raw)
+        # the one landmark of a top level that keeps none, ∝ the scores (all below 1 then)
+        value = _by_weight(self.seed, rowkeys.LANDMARKS + RLS_DRAW, index, raw)
+        first = rowkeys.smallest(value, index, 1)
+        blocks, first = np.unique(index // self.block, return_index=True)
+        totals = np.add.reduceat(raw, first) if raw.size else np.zeros(0)
+        out: dict[str, Any] = {"total": (blocks, totals), "evaluations": evaluations,
+                               "kept": (index[may], X[may], raw[may]),
+                               "fallback": (value[first], index[first], X[first])}
+        if self.view is not None:
+            seen = np.isin(index, self.view)
+            out["view"] = (index[seen], raw[seen])
+        return out
+
+
+def _level_part(part: Any, plan: RowPlan, step: LevelStep | FixedLevelStep
+                ) -> dict[str, Any]:
     return step.run(part_rows(part, plan))
+
+
+def _deepest_level(parts: PartMap, plan: RowPlan, seed: int, levels: int, gather_rows: int
+                   ) -> tuple[Rows, int, int]:
+    """The start of the recursion: the rows of the first level small enough to gather (the
+    deepest one at least), read once; the key cut of the deepest level (its
+    ``⌈n / 2^levels⌉`` smallest keys); and that first gathered level."""
+    n = plan.n_train
+    deep = keyed_subset(parts, plan, rowkeys.LANDMARKS + RLS_LEVELS,
+                        math.ceil(n / 2**levels), seed=seed)
+    deep_cut = int(rowkeys.keys(seed, rowkeys.LANDMARKS + RLS_LEVELS, deep).max())
+    gathered = min(levels, max(1, math.ceil(math.log2(max(n / gather_rows, 1.0)))))
+    got = [r for r in parts.map(_level_rows, plan, seed, gathered, deep_cut) if r.index.size]
+    local = Rows(np.concatenate([r.X for r in got]), np.concatenate([r.y for r in got]),
+                 np.concatenate([r.index for r in got]))
+    return local, deep_cut, gathered
+
+
+def _deepest_sample(local: Rows, seed: int, levels: int, deep_cut: int
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The deepest level taken whole: its global indices, rows and weights 1."""
+    keep = _in_level(local.index, seed, levels, deep_cut)
+    return local.index[keep], local.X[keep], np.ones(int(keep.sum()))
 
 
 def recursive_rls_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel, s: int,
@@ -272,7 +385,7 @@ def recursive_rls_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel, s: in
                             gather_rows: int = GATHER_ROWS,
                             progress: Progress | None = None) -> Landmarks:
     """Recursive ridge-leverage-score landmarks with a budget s (Musco & Musco, Alg. 3 as
-    :class:`~kernel_lab.core.samplers.RecursiveRLSSampler` runs it), over partitions; see
+    :class:`~kernel_lab.core.nystrom.rls.RecursiveRLSSampler` runs it), over partitions; see
     the module docstring. ``view``: global row indices whose top-level scores to return;
     ``progress`` is told before every level (and may cancel)."""
     n = _check(plan, s)
@@ -286,16 +399,8 @@ def recursive_rls_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel, s: in
     s_rec = accelerated_level_size(n, s) if accelerated else s
     s_rec = max(1, min(s_rec, s))
     levels = rls_levels(n, s_rec)
-    deep = keyed_subset(parts, plan, rowkeys.LANDMARKS + RLS_LEVELS,
-                        math.ceil(n / 2**levels), seed=seed)
-    deep_cut = int(rowkeys.keys(seed, rowkeys.LANDMARKS + RLS_LEVELS, deep).max())
-    # the first level small enough to gather (the deepest one at least), read once
-    gathered = min(levels, max(1, math.ceil(math.log2(max(n / gather_rows, 1.0)))))
-    got = [r for r in parts.map(_level_rows, plan, seed, gathered, deep_cut) if r.index.size]
-    local = Rows(np.concatenate([r.X for r in got]), np.concatenate([r.y for r in got]),
-                 np.concatenate([r.index for r in got]))
-    keep = _in_level(local.index, seed, levels, deep_cut)
-    sample, XS, w = local.index[keep], local.X[keep], np.ones(int(keep.sum()))
+    local, deep_cut, gathered = _deepest_level(parts, plan, seed, levels, gather_rows)
+    sample, XS, w = _deepest_sample(local, seed, levels, deep_cut)
     evaluations = 0
     for level in range(levels - 1, -1, -1):
         top = level == 0
@@ -307,7 +412,7 @@ def recursive_rls_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel, s: in
         lam = lambda_for_budget(SKS, w, s_rec)
         q = 1.0 if top else math.log(max(s_rec, 2))
         cap = max(s_rec, math.ceil(LEVEL_CAP * q * s_rec))
-        Linv = _ridge_factor(SKS, w, lam)
+        Linv = ridge_factor(SKS, w, lam)
         # the level's expected size, which the in-memory sampler's level has exactly
         precision = score_precision(kernel, Linv, w, lam, math.ceil(n / 2**level), q)
         step = LevelStep(kernel, XS, Linv, lam, q, seed, level, deep_cut, top, s,
@@ -318,11 +423,7 @@ def recursive_rls_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel, s: in
         if top:
             _, index, X = _union([o["candidates"] for o in outs], s)
             index, X = _sorted(index, X)
-            scores = None
-            if view is not None:
-                scores = np.full(view.size, np.nan)
-                for o in outs:
-                    scores[np.searchsorted(view, o["view"][0])] = o["view"][1]
+            scores = None if view is None else _view_scores(view, outs)
             return Landmarks(index, X, evaluations, scores, lam, (sample, w))
         kept_index = np.concatenate([o["kept"][0] for o in outs])
         kept_X = np.concatenate([o["kept"][1] for o in outs])
@@ -330,7 +431,7 @@ def recursive_rls_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel, s: in
         kept_total = sum(o["kept_count"] for o in outs)
         if kept_total > cap:
             # thinned uniformly to the cap, inclusion probabilities scaled alike (Kernel
-            # Lab's own, see samplers.LEVEL_CAP); each partition sent its cap smallest keys
+            # Lab's own, see nystrom.common.LEVEL_CAP); each partition sent its cap smallest keys
             pick = rowkeys.smallest(rowkeys.keys(seed, step.stream(1), kept_index),
                                     kept_index, cap)
             prob = prob[pick] * (cap / kept_total)
@@ -342,6 +443,138 @@ def recursive_rls_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel, s: in
         order = np.argsort(kept_index)
         sample, XS, w = kept_index[order], kept_X[order], 1.0 / np.sqrt(prob[order])
     raise AssertionError("unreachable: the recursion has at least one level")
+
+
+def _view_scores(view: np.ndarray, outs: list[dict[str, Any]]) -> np.ndarray:
+    """The scores the parts returned for the ``view`` rows (NaN for rows none returned)."""
+    scores = np.full(view.size, np.nan)
+    for o in outs:
+        scores[np.searchsorted(view, o["view"][0])] = o["view"][1]
+    return scores
+
+
+def recursive_rls_fixed_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel, lam: float,
+                                  seed: Any, *, delta: float = 0.1,
+                                  view: np.ndarray | None = None,
+                                  gather_rows: int = GATHER_ROWS,
+                                  progress: Progress | None = None) -> Landmarks:
+    """Recursive ridge-leverage-score landmarks at a fixed ridge λ (Musco & Musco,
+    Algorithm 2, as :class:`~kernel_lab.core.nystrom.rls.RecursiveRLSSampler` with ``lam``
+    runs it), over partitions: as many landmarks as d_eff(λ) calls for, O(n s) kernel
+    entries. The levels are those of :func:`recursive_rls_landmarks` with
+    ``⌈log2(n / FIXED_LAMBDA_BASE)⌉`` halvings (at least one); each level keeps a row
+    with probability ``min(1, q l̃_i)``, ``q = max(1, log(Σ l̃ / δ))`` (the top level
+    included: the number of landmarks is random), by the keyed uniforms ``u_i``; a top
+    level that keeps no row takes one ∝ the scores. ``view`` and ``progress`` as
+    :func:`recursive_rls_landmarks` takes them."""
+    RecursiveRLSSampler(lam=lam, delta=delta)  # the parameter checks of the in-memory form
+    n = plan.n_train
+    if n < 1:
+        raise ParameterError("recursive RLS needs at least one training row")
+    seed = row_seed(seed)
+    view = None if view is None else np.unique(np.asarray(view, dtype=np.int64))
+    levels = max(1, math.ceil(math.log2(n / FIXED_LAMBDA_BASE)))
+    local, deep_cut, gathered = _deepest_level(parts, plan, seed, levels, gather_rows)
+    sample, XS, w = _deepest_sample(local, seed, levels, deep_cut)
+    # an upper bound of every level's oversampling: the parts return the rows it could keep
+    bound = fixed_lambda_oversampling_bound(n, lam, delta)
+    evaluations = 0
+    for level in range(levels - 1, -1, -1):
+        if progress is not None:
+            progress(1.0 - (level + 1) / (levels + 1),
+                     f"recursive RLS (λ = {lam:g}): level {level} of {levels - 1}")
+        SKS = kernel(XS)
+        evaluations += SKS.size
+        Linv = ridge_factor(SKS, w, lam)
+        rows = math.ceil(n / 2**level)  # the level's expected size
+        precision = score_precision(kernel, Linv, w, lam, rows,
+                                    fixed_lambda_oversampling_bound(rows, lam, delta))
+        step = FixedLevelStep(kernel, XS, Linv, lam, bound, seed, level, deep_cut, precision,
+                              view if level == 0 else None, plan.block)
+        outs = _run_level(parts, plan, step, local, gathered)
+        q = max(1.0, math.log(max(_level_total(outs), 1.0) / delta))
+        if q > step.q:  # scores above 1/λ (a kernel beyond 1): ask again with this q
+            step = replace(step, q=q)
+            outs = _run_level(parts, plan, step, local, gathered)
+        evaluations += sum(o["evaluations"] for o in outs)
+        index = np.concatenate([o["kept"][0] for o in outs])
+        X = np.concatenate([o["kept"][1] for o in outs])
+        prob = np.minimum(1.0, q * np.concatenate([o["kept"][2] for o in outs]))
+        kept = rowkeys.uniforms(seed, _level_stream(level, 0), index) < prob
+        order = np.argsort(index[kept])
+        index, X, prob = index[kept][order], X[kept][order], prob[kept][order]
+        if level > 0:
+            # a fixed λ keeps what it draws, even nothing: with no landmarks the next
+            # level's scores K_ii / λ still over-estimate the true ones
+            sample, XS, w = index, X, 1.0 / np.sqrt(prob)
+            continue
+        if not index.size:
+            _, index, X = _union([o["fallback"] for o in outs], 1)
+        scores = None
+        if view is not None:
+            scores = np.minimum(1.0, q * _view_scores(view, outs))
+        return Landmarks(index.astype(np.int64), X, evaluations, scores, lam, (sample, w))
+    raise AssertionError("unreachable: the recursion has at least one level")
+
+
+def _run_level(parts: PartMap, plan: RowPlan, step: LevelStep | FixedLevelStep, local: Rows,
+               gathered: int) -> list[dict[str, Any]]:
+    """A level's step on the gathered rows (a level deeper than the first gathered one) or
+    on every partition."""
+    return [step.run(local)] if step.level >= gathered else parts.map(_level_part, plan, step)
+
+
+# ---------------------------------------------------------------------------------------
+# exact RLS
+
+
+def check_exact_rows(plan: RowPlan) -> None:
+    """Refuse (MemoryBudgetError) exact leverage scores whose n × n work on the training
+    rows does not fit memory, naming the ``subsample=N`` that would."""
+    n = plan.n_train
+    fits = int(math.sqrt(memory_budget_bytes() / EXACT_BYTES_PER_ENTRY))
+    rows = max(1, int(fits * plan.n / max(n, 1)))
+    check_exact_memory(n, f"Exact RLS gathers every training row of the partitions and "
+                          f"forms their n × n kernel matrix: open a seeded sample with the "
+                          f"data option subsample=N (N ≤ {rows} rows keeps its training "
+                          f"rows within the budget), or use recursive-rls, which needs "
+                          f"O(n s) memory.")
+
+
+def _training_rows(parts: PartMap, plan: RowPlan) -> Rows:
+    """Every training row, in the order of the global index."""
+    got = [r for r in parts.map(part_rows, plan) if r.index.size]
+    index = np.concatenate([r.index for r in got])
+    order = np.argsort(index)
+    return Rows(np.concatenate([r.X for r in got])[order],
+                np.concatenate([r.y for r in got])[order], index[order])
+
+
+def exact_rls_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel, s: int, seed: Any, *,
+                        lam: float | None = None, view: np.ndarray | None = None
+                        ) -> Landmarks:
+    """s landmarks ∝ the exact ridge leverage scores of the training rows (as
+    :class:`~kernel_lab.core.nystrom.samplers.ExactRLSSampler`): the rows are gathered in
+    index order when their n × n kernel matrix fits memory (:func:`check_exact_rows`),
+    λ from :func:`lambda_for_budget` unless given, and the s landmarks drawn without
+    replacement ∝ the scores by the weighted keys of stream ``LANDMARKS + EXACT_DRAW``
+    (rows of score 0 after the others, uniformly). ``view``: rows whose scores to return."""
+    n = _check(plan, s)
+    check_exact_rows(plan)
+    seed = row_seed(seed)
+    rows = _training_rows(parts, plan)
+    K = kernel(rows.X)
+    lam = lambda_for_budget(K, np.ones(n), s) if lam is None else float(lam)
+    scores = exact_ridge_scores(K, lam)
+    value = _by_weight(seed, rowkeys.LANDMARKS + EXACT_DRAW, rows.index, scores)
+    index, X = _sorted(*(c[rowkeys.smallest(value, rows.index, s)] for c in (rows.index,
+                                                                              rows.X)))
+    seen = None
+    if view is not None:
+        view = np.unique(np.asarray(view, dtype=np.int64))
+        at = np.minimum(np.searchsorted(rows.index, view), n - 1)
+        seen = np.where(rows.index[at] == view, scores[at], np.nan)
+    return Landmarks(index, X, K.size, seen, lam)
 
 
 # ---------------------------------------------------------------------------------------
@@ -385,8 +618,13 @@ def rp_cholesky_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel, s: int,
                           progress: Progress | None = None) -> Landmarks:
     """Blocked, accelerated RP-Cholesky over partitions (see the module docstring): one
     map over the partitions per round, memory on the client O(s² + parts · b);
-    ``progress`` is told before every round (and may cancel)."""
-    _check(plan, s)
+    ``progress`` is told before every round (and may cancel). While ``n·s ≤
+    RPC_STORED_MAX`` (where the in-memory sampler keeps its factor and pivots one at a
+    time) a round proposes one pivot (b = 1): the single smallest weighted key is a draw
+    ∝ the current residual, accepted unless rounding made its residual smaller, so the
+    pivots follow the exact sequential law of Chen et al.'s Algorithm 1."""
+    n = _check(plan, s)
+    one_at_a_time = n * s <= RPC_STORED_MAX
     seed = row_seed(seed)
     counter = CountingKernel(kernel)
     index = np.zeros(0, dtype=np.int64)
@@ -399,7 +637,8 @@ def rp_cholesky_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel, s: int,
         k, need = index.size, s - index.size
         if progress is not None:
             progress(k / s, f"RP-Cholesky: round {rnd + 1}, {k} of {s} pivots")
-        b = min(RPC_MAX_PROPOSALS, max(need, math.ceil(1.25 * need / rate)))
+        b = 1 if one_at_a_time else min(RPC_MAX_PROPOSALS,
+                                         max(need, math.ceil(1.25 * need / rate)))
         Linv = lower_inverse(L[:k, :k]) if k else np.zeros((0, 0))
         p = 0 if XS is None else XS.shape[1]
         outs = parts.map(_rpc_part, plan, kernel, XS if k else np.zeros((0, p)), Linv,
@@ -434,11 +673,24 @@ def rp_cholesky_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel, s: int,
     return Landmarks(index, XS, evaluations + counter.evaluations)
 
 
-def choose_landmarks(name: str, parts: PartMap, plan: RowPlan, kernel: Kernel, s: int,
-                     seed: Any, *, view: np.ndarray | None = None,
+def choose_landmarks(name: str, parts: PartMap, plan: RowPlan, kernel: Kernel,
+                     s: int | None, seed: Any, *, lam: float | None = None,
+                     view: np.ndarray | None = None,
                      progress: Progress | None = None) -> Landmarks:
     """s landmarks by the named sampler (one of :data:`PART_SAMPLERS`); ``view`` and
-    ``progress`` as :func:`recursive_rls_landmarks` takes them."""
+    ``progress`` as :func:`recursive_rls_landmarks` takes them. ``recursive-rls`` with a
+    fixed ``lam`` and ``s=None`` is Algorithm 2 (:func:`recursive_rls_fixed_landmarks`),
+    as ``RecursiveRLSSampler(lam=...)`` in memory; ``exact-rls`` takes ``lam`` as its λ."""
+    if name == "recursive-rls" and lam is not None:
+        if s is not None:
+            raise ParameterError("with a fixed λ (Algorithm 2) the number of landmarks "
+                                 "follows from d_eff(λ); call with s=None")
+        return recursive_rls_fixed_landmarks(parts, plan, kernel, lam, seed, view=view,
+                                             progress=progress)
+    if s is None:
+        raise ParameterError(f"the sampler {name!r} needs a number of landmarks s")
+    if name == "exact-rls":
+        return exact_rls_landmarks(parts, plan, kernel, s, seed, lam=lam, view=view)
     if name == "uniform":
         return uniform_landmarks(parts, plan, s, seed)
     if name in ("recursive-rls", "recursive-rls-fast"):

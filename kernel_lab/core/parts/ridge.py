@@ -96,12 +96,13 @@ def nystrom_map(kernel: Kernel, landmarks: Landmarks) -> NystromMap:
     return NystromMap(kernel, landmarks.X, N, columns_well_conditioned(N), landmarks)
 
 
-def make_features(name: str, parts: PartMap, plan: RowPlan, kernel: Kernel, s: int,
-                  seed: Any, *, view: np.ndarray | None = None,
+def make_features(name: str, parts: PartMap, plan: RowPlan, kernel: Kernel, s: int | None,
+                  seed: Any, *, lam: float | None = None, view: np.ndarray | None = None,
                   progress: Progress | None = None) -> FeatureMap:
     """s features of the named kind: landmarks of a sampler of :data:`PART_SAMPLERS`
-    (``.sample`` holds them) or random Fourier features (``rff``, ``rff-orthogonal``)
-    drawn from ``seed`` as the in-memory experiment draws them."""
+    (``.sample`` holds them; ``recursive-rls`` with a fixed ``lam`` and ``s=None`` is
+    Algorithm 2, see :func:`choose_landmarks`) or random Fourier features (``rff``,
+    ``rff-orthogonal``) drawn from ``seed`` as the in-memory experiment draws them."""
     if name in RANDOM_FEATURES:
         if kernel.name not in RFF_KERNELS:
             raise ParameterError(f"random features need a shift-invariant kernel, not "
@@ -114,7 +115,7 @@ def make_features(name: str, parts: PartMap, plan: RowPlan, kernel: Kernel, s: i
     if name not in PART_SAMPLERS:
         raise ParameterError(f"{name!r} does not run on partitioned data; choose among "
                              f"{', '.join((*PART_SAMPLERS, *RANDOM_FEATURES))}")
-    return nystrom_map(kernel, choose_landmarks(name, parts, plan, kernel, s, seed,
+    return nystrom_map(kernel, choose_landmarks(name, parts, plan, kernel, s, seed, lam=lam,
                                                 view=view, progress=progress))
 
 
