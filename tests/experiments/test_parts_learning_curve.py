@@ -135,14 +135,12 @@ def test_blocked_dsg_with_one_block_is_the_models_own_run_on_the_same_batches():
     assert len(losses) == T and dsg.model.n_iter_ == T
 
     ref = DSGRegressor(**kw)
-    ref._check_params()
-    ref._initialise(whole.X)
-    ref.n_features_in_ = X.shape[1]
-    ref.offset_ = ybar
+    ref.prepare(whole.X, offset=ybar)  # the model's public protocol, on rows in memory
     position = {int(i): k for k, i in enumerate(whole.index)}
-    batches = [np.array([position[int(i)] for i in b])
-               for b in _reference_batches(plan, seed, B, T)]
-    ref._run(whole.X, whole.y - ybar, iter(batches))
+    for b in _reference_batches(plan, seed, B, T):
+        rows = np.array([position[int(i)] for i in b])
+        ref.step(whole.X[rows], ref.labels(whole.y[rows]))
+    ref.finish()
     np.testing.assert_allclose(dsg.model.coef_, ref.coef_, rtol=1e-12, atol=1e-15)
     assert dsg.model.scale_ == pytest.approx(ref.scale_, rel=1e-14)
     np.testing.assert_allclose(dsg.model.predict(whole.X[:50]), ref.predict(whole.X[:50]),
