@@ -278,6 +278,23 @@ class CurveTargets:
         return float(np.mean((scores + self.shift - self.test) ** 2))
 
 
+def floor_words(task: str, loss: str, n: int, exact_max: int) -> dict[str, str]:
+    """The summaries that say what the error is and why there is no exact floor, if none:
+    the floor needs a solvable loss and n ≤ ``exact_max`` (an n × n kernel matrix)."""
+    words = {"error_measure": ("test MSE" if task == "regression"  # the plots' y axis
+                               else "misclassified (fraction of test points)")}
+    solvable = loss in SOLVABLE_LOSSES
+    if not solvable:
+        words["floor_note"] = (f"no exact floor for the {loss} loss (solvable: "
+                               f"{', '.join(SOLVABLE_LOSSES)})")
+    if not (solvable and n <= exact_max):  # why the convergence plot is empty
+        words["floor_missing"] = "No exact floor in this run, nothing to converge to: " + (
+            words["floor_note"] if not solvable else
+            f"n = {n:,} training rows is above exact_max = {exact_max:,} "
+            "(raise it for the floor: an n × n kernel matrix and its solve).")
+    return words
+
+
 def missing_class(found: np.ndarray, n_classes: int) -> None:
     """Refuse training targets ``found`` (the codes seen) that miss one of the classes
     0 … n_classes − 1."""
@@ -621,18 +638,7 @@ class LearningCurveExperiment(Experiment):
         # with DSG's loss and targets: ±1 labels or class codes, and in regression y − ȳ
         # with ȳ fixed (DSG fits f without intercept), so in regression with the squared
         # loss the floor is plain KRR on y − ȳ with λ = nν, not centred KRR.
-        solvable = loss in SOLVABLE_LOSSES
-        if not solvable:
-            summaries["floor_note"] = (f"no exact floor for the {loss} loss (solvable: "
-                                       f"{', '.join(SOLVABLE_LOSSES)})")
-        # the words of the plots (their y axis; why the convergence plot is empty)
-        summaries["error_measure"] = ("test MSE" if task == "regression"
-                                      else "misclassified (fraction of test points)")
-        if not costs.exact:
-            summaries["floor_missing"] = "No exact floor in this run, nothing to converge to: " + (
-                summaries["floor_note"] if not solvable else
-                f"n = {n:,} training rows is above exact_max = {params['exact_max']:,} "
-                "(raise it for the floor: an n × n kernel matrix and its solve).")
+        summaries.update(floor_words(task, loss, n, params["exact_max"]))
         kernel = make_kernel(params["kernel"], {"sigma": sigma})
         floor: CurveFit | None = None
         K = None

@@ -25,6 +25,7 @@ classifier runs this way, two classes or more (the multinomial loss).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -235,3 +236,55 @@ class BlockedDSG:
         if progress is not None:
             progress(1.0, message)
         return out
+
+
+@dataclass(frozen=True)
+class TargetSummary:
+    """What DSG needs to know of the training targets before training on partitions.
+
+    Attributes
+    ----------
+    n : int
+        Training rows.
+    total : float
+        Sum of their targets (the regressor's offset is ``total / n``).
+    values : ndarray
+        The distinct target values (sorted), when asked for: the classes present.
+    """
+
+    n: int
+    total: float
+    values: np.ndarray
+
+    @property
+    def mean(self) -> float:
+        return self.total / max(self.n, 1)
+
+
+def _part_targets(part: Any, plan: RowPlan, values: bool) -> TargetSummary:
+    y = part_rows(part, plan, "train").y
+    return TargetSummary(int(y.size), float(y.sum()),
+                         np.unique(y) if values else np.zeros(0))
+
+
+def _add_targets(a: TargetSummary, b: TargetSummary) -> TargetSummary:
+    return TargetSummary(a.n + b.n, a.total + b.total, np.union1d(a.values, b.values))
+
+
+def target_summary(parts: PartMap, plan: RowPlan, values: bool = False,
+                   progress: Progress | None = None) -> TargetSummary:
+    """Count, sum and (``values``: class targets) distinct values of the training targets,
+    in one pass reduced over the parts."""
+    return parts.reduce(_part_targets, plan, bool(values), combine=_add_targets,
+                        progress=progress, message="the training targets")
+
+
+def _part_y(part: Any, plan: RowPlan) -> np.ndarray:
+    return part_rows(part, plan, "train").y
+
+
+def target_median(parts: PartMap, plan: RowPlan) -> float:
+    """The median of the training targets (the quantile loss's offset, as
+    :meth:`DSGRegressor.fit` takes it): the target column alone is gathered, 8 bytes a
+    row — an order statistic, the same value however the rows are cut."""
+    return float(np.median(np.concatenate(parts.map(_part_y, plan))))
