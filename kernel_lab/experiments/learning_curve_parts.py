@@ -152,7 +152,7 @@ class _Baselines:
                  progress: Progress) -> None:
         parts, plan = data.parts, data.plan
         self.kernel, self.targets, self.loss, self.nu = kernel, targets, loss, nu
-        cosines = CosineFeatures(rff.weights_, rff.offsets_)
+        cosines = CosineFeatures(rff.weights_[:, :D_max], rff.offsets_[:D_max])
         progress(0.0, f"Nyström baseline: {D_max} landmarks")
         self.marks = uniform_landmarks(parts, plan, D_max).X
         maps = [cosines, KernelColumns(kernel, self.marks)]
@@ -273,7 +273,9 @@ def run_on_parts(experiment: Any, params: Mapping[str, Any], data: PartitionedDa
             f"RFF and Nyström baselines {how}: the first D of one draw of {D_max} random "
             f"features, and the first s of {D_max} landmarks, a uniform sample of the "
             "training rows keyed by the row index")
-        rff = RandomFourierFeatures(params["kernel"], sigma=sigma, n_components=D_max,
+        # the draw of memory's baseline (as many features as the cap), of which the
+        # first D_max serve
+        rff = RandomFourierFeatures(params["kernel"], sigma=sigma, n_components=max(cap, 1),
                                     random_state=model_seed).fit(np.zeros((1, p)))
         baselines = _Baselines(data, kernel, rff, test, targets, loss, D_max, nu,
                                setup.sub(0.5 if exact else 0.2, 1.0))
