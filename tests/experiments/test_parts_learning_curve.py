@@ -44,7 +44,7 @@ def _data(n: int = 600, p: int = 4, seed: int = 0) -> tuple[np.ndarray, np.ndarr
     return X, y
 
 
-def _split(X: np.ndarray, y: np.ndarray, pieces: int, seed: int = 5,
+def _split(X: np.ndarray, y: np.ndarray, pieces: int | list[int], seed: int = 5,
            fraction: float = 0.25) -> tuple[LocalParts, RowPlan]:
     parts = LocalParts(array_parts(X, y, pieces))
     plan = standardize_plan(parts, RowPlan.split(seed, X.shape[0], fraction))
@@ -55,7 +55,7 @@ def _split(X: np.ndarray, y: np.ndarray, pieces: int, seed: int = 5,
 def test_epoch_order_is_a_permutation_of_the_training_rows_whatever_the_partitioning(B, block):
     X, y = _data(600)
     seen = []
-    for pieces in (1, 6):
+    for pieces in (1, 6, [1, 127, 2, 300, 63, 107]):  # one array, six even parts, uneven
         parts, plan = _split(X, y, pieces)
         stream = iter(BlockStream(parts, plan, seed=9, batch_size=B, block=block))
         # 2 epochs and a bit: batches cross block and epoch boundaries (and, of 300 rows,
@@ -84,6 +84,7 @@ def test_epoch_order_is_a_permutation_of_the_training_rows_whatever_the_partitio
                 assert np.all(key[1:] > key[:-1])
             np.testing.assert_array_equal(part, epoch_rows(plan, 9, e, block))
     np.testing.assert_array_equal(seen[0], seen[1])
+    np.testing.assert_array_equal(seen[0], seen[2])
     assert not np.array_equal(seen[0][:plan.n_train], seen[0][plan.n_train:2 * plan.n_train])
 
 
