@@ -331,7 +331,7 @@ def fit_gram(G: np.ndarray, Gt: np.ndarray, y: np.ndarray, loss: str, nu: float,
     return CurveFit(Gt @ (B @ fit.w), fit.objective)
 
 
-class _RFFBaseline:
+class RFFBaseline:
     """Fits on the first D of one draw of random features, D growing over the curve. Up to
     n features the n × D matrix is used; beyond, the n × n Gram matrix is accumulated in
     feature blocks, continuing from the previous D (the n × D matrix is never formed)."""
@@ -680,7 +680,7 @@ class LearningCurveExperiment(Experiment):
                     n_iter=1, batch_size=params["batch_size"], n_features_per_iter=r,
                     cache_features=True, warm_start=True, callback=callback,
                     callback_every=1, random_state=seed)
-        rff = _RFFBaseline(RandomFourierFeatures(
+        rff = RFFBaseline(RandomFourierFeatures(
             params["kernel"], sigma=sigma, n_components=max(rff_cap, 1),
             random_state=seed).fit(X), X, Xt) if (rff_cap and streamed is None
                                                   and solvable) else None

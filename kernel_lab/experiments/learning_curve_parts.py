@@ -15,9 +15,12 @@ regression, two classes and more (the multinomial loss):
   features themselves are computed where the rows live and gathered in row order, under
   the size rule memory uses (the n × D features within ``DENSE_BYTES`` when the feature
   count is auto), then fitted as in memory;
+- beyond n random features (small n: the cap allows more features than rows), the RFF
+  baseline from the n × n Gram matrix of the gathered training rows, as in memory;
 - the exact floor (and DSG's kernel twin) when n ≤ ``exact_max`` and the loss is solvable,
   the rule memory uses: the training rows are gathered and the n × n problem solved as in
-  memory.
+  memory. Gathering them is refused by name when their n × n matrices exceed the memory
+  budget.
 
 Every choice about rows comes from keys of the global row index, so one array and sixteen
 files on a cluster give the same numbers; those of memory differ only by the draws (DSG's
@@ -35,6 +38,7 @@ import numpy as np
 from kernel_lab.core import rowkeys
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.kernels import make_kernel, median_heuristic
+from kernel_lab.core.memory import check_allocation
 from kernel_lab.core.models import DSGClassifier, DSGRegressor
 from kernel_lab.core.models.dsg import PredictionSums, Step, checkpoints
 from kernel_lab.core.models.nystrom import nystrom_factor
@@ -63,6 +67,7 @@ from kernel_lab.experiments.learning_curve import (
     CurveFit,
     CurveTargets,
     KernelTwin,
+    RFFBaseline,
     fit_gram,
     fit_primal,
     floor_words,
@@ -182,6 +187,20 @@ class _Baselines:
                           self.loss, self.nu, self.targets.n_classes)
 
 
+def _gathered(data: PartitionedData, m: int, exact: bool, cap: int,
+              params: Mapping[str, Any]) -> Rows:
+    """The training rows, gathered for the n × n matrices of the floor or of the RFF
+    baseline beyond n features (memory's rules), after checking that those fit."""
+    n, p = data.n_train, data.p
+    why = (f"the exact floor (n = {n:,} ≤ exact_max = {int(params['exact_max']):,})" if exact
+           else f"the RFF baseline beyond n = {n:,} features (up to {cap:,})")
+    check_allocation(8.0 * (4 * n * n + 2 * m * n + n * p),
+                     f"the {n:,} × {n:,} kernel matrices of {why}",
+                     "lower exact_max below n (no floor)" if exact else
+                     f"set rff_max to at most {n:,}")
+    return take_range(data.parts, data.plan, 0, data.plan.n)
+
+
 def run_on_parts(experiment: Any, params: Mapping[str, Any], data: PartitionedData,
                  progress: Progress) -> Iterator[PartialResult]:
     """:meth:`LearningCurveExperiment.run` on a :class:`PartitionedData`.
@@ -255,10 +274,12 @@ def run_on_parts(experiment: Any, params: Mapping[str, Any], data: PartitionedDa
                                   "points (keyed by the row index)")
     model_seed = check_seed(np.random.SeedSequence(seed))
     kernel = make_kernel(params["kernel"], {"sigma": sigma})
-    floor = None
+    floor, gram = None, None
+    if exact or (solvable and cap > n):
+        train = _gathered(data, m, exact, cap, params)
     if exact:
         setup(0.2, f"exact kernel machine on {n:,} points (the floor)")
-        floor = _Floor(take_range(parts, plan, 0, plan.n), test, kernel, targets, loss, nu)
+        floor = _Floor(train, test, kernel, targets, loss, nu)
         value = targets.error(floor.fit.test_scores)
         table["krr_test_error"] = np.full(L, value)
         summaries["krr_test_error"] = value
@@ -279,6 +300,9 @@ def run_on_parts(experiment: Any, params: Mapping[str, Any], data: PartitionedDa
                                     random_state=model_seed).fit(np.zeros((1, p)))
         baselines = _Baselines(data, kernel, rff, test, targets, loss, D_max, nu,
                                setup.sub(0.5 if exact else 0.2, 1.0))
+        if cap > n:  # beyond n features: the Gram matrix of the gathered rows, as in memory
+            gram = (RFFBaseline(rff, train.X, test.X), targets.codes(train.y))
+            summaries["rff_max_features"] = cap
 
     cls = DSGClassifier if task != "regression" else DSGRegressor
     model = cls(loss, kernel=params["kernel"], sigma=sigma, nu=nu, theta=theta, t0=t0,
@@ -310,6 +334,9 @@ def run_on_parts(experiment: Any, params: Mapping[str, Any], data: PartitionedDa
             table["nystrom_test_error"][k] = targets.error(fit.test_scores)
             if floor is not None:
                 table["nystrom_excess_objective"][k] = fit.objective - floor.fit.objective
+        elif gram is not None and D <= cap:
+            fit = gram[0].fit(D, gram[1], loss, nu, targets.n_classes)
+            table["rff_test_error"][k] = targets.error(fit.test_scores)
         if k == L - 1:
             summaries["dsg_epochs"] = done * B / n
             experiment.summarise(table, summaries)

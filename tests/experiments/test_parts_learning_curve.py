@@ -371,3 +371,27 @@ def test_the_driver_is_close_to_the_in_memory_experiment_on_the_same_rows():
     assert a.summaries["dsg_test_error"] == a.table["dsg_test_error"][-1]
     for key in ("task", "loss", "sigma", "lam_exact", "theta", "t0"):
         assert a.summaries[key] == b.summaries[key]
+
+
+@pytest.mark.parametrize("loss", ["squared", "logistic"])
+def test_the_rff_baseline_goes_beyond_n_features_on_parts_as_in_memory(loss):
+    """225 training rows and DSG's final 480 features: past n the RFF baseline comes from
+    the n × n Gram matrix of the gathered training rows on parts as in memory (the same
+    draw of features, the same rows: equal to rounding), up to n from sums or features."""
+    X, y = _data(300)
+    labels = y if loss == "squared" else np.where(y > np.median(y), 1.0, -1.0)
+    data = _partitioned(X, labels, 4)
+    data.task = "regression" if loss == "squared" else "classification"
+    memory = _memory_twin(data, X, labels)
+    params = dict(PARAMS, loss=loss, n_iter=60, features_per_iter=8, points=12, sigma=2.0,
+                  exact_max=0)
+    exp = LearningCurveExperiment()
+    a = _last(run_on_parts(exp, params, data, Progress()))
+    b = _last(exp.run(params, memory, Progress()))
+    beyond = a.table["n_features"] > data.n_train
+    assert beyond.sum() >= 2 and a.summaries["rff_max_features"] == 480
+    assert np.isfinite(a.table["rff_test_error"]).all()
+    np.testing.assert_allclose(a.table["rff_test_error"], b.table["rff_test_error"],
+                               rtol=1e-6, atol=1e-9)
+    assert np.isnan(a.table["nystrom_test_error"][beyond]).all()  # s ≤ n landmarks
+    assert np.isnan(a.table["krr_test_error"]).all()  # exact_max = 0: no floor
