@@ -86,3 +86,25 @@ def test_every_loss_on_six_files_gives_the_numbers_of_one_file(folders, loss):
         assert six.summaries["error_measure"].startswith("misclassified")
     else:
         assert t["dsg_test_error"][-1] < np.var(_rows(kind)[1])
+
+
+def test_a_classification_loss_on_a_dask_cluster_gives_the_numbers_of_this_process(folders):
+    """The per-part functions of the classification run (the targets' pass, the gathered
+    features, the floor's rows) travel to the workers: a two-worker cluster gives the
+    numbers of the run in this process."""
+    pytest.importorskip("distributed")
+    from kernel_lab.engine.executors import DaskExecutor
+
+    data = f"{folders['classification', 6]}:partitions=keep"
+    params = dict(CURVE, loss="squared_hinge")
+    local = run_experiment("learning-curve", params, data=data)
+    ex = DaskExecutor(workers=2)
+    try:
+        remote = run_experiment("learning-curve", params, data=data, backend="dask",
+                                scheduler=ex.client.scheduler.address)
+    finally:
+        ex.close()
+    for key in local.table:
+        np.testing.assert_allclose(remote.table[key], local.table[key], rtol=1e-8,
+                                   atol=1e-12, equal_nan=True, err_msg=key)
+    assert np.isfinite(remote.table["rff_test_error"][:2]).all()
