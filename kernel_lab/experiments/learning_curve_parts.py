@@ -106,10 +106,11 @@ def _targets(data: PartitionedData, loss: str, test: Rows, progress: Progress
 
 
 def _costs(n: int, p: int, m: int, D: int, pts: np.ndarray, B: int, r: int, loss: str,
-           exact: bool) -> tuple[float, np.ndarray]:
+           exact: bool, gram: int) -> tuple[float, np.ndarray]:
     """Multiply-adds of the set-up (reading the rows, the floor, the baselines' sums or
     features) and, cumulated, of each curve point (DSG's iterations, its test predictions,
-    the baselines' fits), as in the in-memory run's estimate; for the progress bar."""
+    the baselines' fits; the RFF Gram matrix up to ``gram`` features beyond n), as in the
+    in-memory run's estimate; for the progress bar."""
     q = p + 200  # a cosine costs about 200 multiply-adds
     squared = loss == "squared"
     start = 4.0 * n * p + 2.0 * n * D * (q + (D if squared else 0)) + 2.0 * m * D * q
@@ -122,6 +123,8 @@ def _costs(n: int, p: int, m: int, D: int, pts: np.ndarray, B: int, r: int, loss
         d = t * r
         if d <= D:
             cost += (2 * d**3 / 3 + 2 * m * d) if squared else 2 * (n * d * d + d**3 / 3)
+        elif n < d <= gram:  # the Gram matrix grows by the new features; one n × n solve
+            cost += n * n * (d - max(prev * r, n)) + n**3 / 3
         steps.append(cost)
         prev = t
     return start, np.cumsum(steps)
@@ -238,7 +241,8 @@ def run_on_parts(experiment: Any, params: Mapping[str, Any], data: PartitionedDa
     exact = solvable and n <= int(params["exact_max"])
     cap = experiment.rff_cap(params["rff_max"], int(pts[-1] * r), n, loss == "squared")
     D_max = min(max((int(t * r) for t in pts if t * r <= cap), default=0), n) if solvable else 0
-    start, steps = _costs(n, p, m, D_max, pts, B, r, loss, exact)
+    start, steps = _costs(n, p, m, D_max, pts, B, r, loss, exact,
+                          cap if solvable and cap > n else 0)
     total = start + float(steps[-1])
 
     def at(cost: float) -> float:
