@@ -722,12 +722,12 @@ class LearningCurveExperiment(Experiment):
                         table["nystrom_excess_objective"][k] = fit.objective - floor.objective
             frac = costs.fraction(costs.before(k + 1))
             if k == L - 1:
-                self.summarise(table, summaries)
+                self._summarise(table, summaries)
             yield PartialResult(frac, f"iteration {t} of {pts[-1]}", dict(table),
                                 dict(summaries))
 
     @staticmethod
-    def summarise(table: dict[str, np.ndarray], summaries: dict[str, Any]) -> None:
+    def _summarise(table: dict[str, np.ndarray], summaries: dict[str, Any]) -> None:
         """Final values and the log–log slopes over the last two decades of iterations,
         each with the rate it is to be compared with (:data:`RATES`); a slope that
         cannot be measured is left out and ``<name>_note`` says why."""

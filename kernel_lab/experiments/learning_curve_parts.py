@@ -212,7 +212,7 @@ def run_on_parts(experiment: Any, params: Mapping[str, Any], data: PartitionedDa
     ----------
     experiment : LearningCurveExperiment
         Gives the rules shared with the in-memory run (``loss_for``, ``rff_cap``,
-        ``test_cap``, ``columns``, ``summarise``).
+        ``test_cap``, ``columns``, ``_summarise``).
     params : mapping
         The experiment's resolved parameters.
     data : PartitionedData
@@ -343,6 +343,6 @@ def run_on_parts(experiment: Any, params: Mapping[str, Any], data: PartitionedDa
             table["rff_test_error"][k] = targets.error(fit.test_scores)
         if k == L - 1:
             summaries["dsg_epochs"] = done * B / n
-            experiment.summarise(table, summaries)
+            experiment._summarise(table, summaries)
         yield PartialResult(at(start + steps[k]), f"iteration {t} of {pts[-1]}", dict(table),
                             dict(summaries))

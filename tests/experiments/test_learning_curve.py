@@ -372,7 +372,7 @@ def _summarise(it, dist, twin, err, floor, task="regression", loss="squared", t0
              "dsg_test_error": np.asarray(err, float), "rff_test_error": np.full(L, np.nan),
              "rate_guide": np.full(L, np.nan)}
     summaries = {"task": task, "loss": loss, "t0": t0, "krr_test_error": floor}
-    LearningCurveExperiment.summarise(table, summaries)
+    LearningCurveExperiment._summarise(table, summaries)
     return summaries
 
 
