@@ -185,37 +185,53 @@ class _Costs:
         return min(cost / self.total, 1.0) if self.total > 0 else 0.0
 
 
-class _Targets:
+class CurveTargets:
     """The data's targets as DSG fits them, and the test error of predicted scores.
 
     Two classes with the multinomial (softmax) loss get class codes, as DSG's classifier
     makes them from its sorted classes: 0 for the lower label (−1), 1 for the upper (+1);
-    the floor and the baselines fit those codes, and the error compares argmaxes."""
+    the floor and the baselines fit those codes (:meth:`codes`), and the error compares
+    argmaxes. Built from the targets in memory (:meth:`of`), or from what a pass over
+    partitions found (the upper label ``top``, the number of classes, the mean ``shift``)."""
 
-    def __init__(self, task: str, y: np.ndarray, yt: np.ndarray, loss: str) -> None:
+    #: In memory (:meth:`of`): the training targets the references fit, and DSG's.
+    fit: np.ndarray
+    dsg_fit: np.ndarray
+
+    def __init__(self, task: str, loss: str, yt: np.ndarray, *, top: float | None = None,
+                 n_classes: int | None = None, shift: float = 0.0) -> None:
         self.task = task
-        self.n_classes: int | None = None
-        self.shift = 0.0
-        if task == "classification" and loss in MULTICLASS_LOSSES:
-            top = np.unique(np.concatenate([y, yt]))[-1]
-            self.n_classes = 2
-            self.fit = np.where(y == top, 1.0, 0.0)
-            self.test = np.where(yt == top, 1.0, 0.0)
-            self.dsg_fit = y
-        elif task == "classification":
-            top = np.unique(np.concatenate([y, yt]))[-1]
-            self.fit, self.test = np.where(y == top, 1.0, -1.0), np.where(yt == top, 1.0, -1.0)
-            self.dsg_fit = y
+        self.top = top
+        self.n_classes = 2 if task == "classification" and loss in MULTICLASS_LOSSES else (
+            n_classes if task == "multiclass" else None)
+        self.shift = shift if task == "regression" else 0.0
+        self.test = yt if task in ("regression", "multiclass") else self.codes(yt)
+
+    @classmethod
+    def of(cls, task: str, y: np.ndarray, yt: np.ndarray, loss: str) -> CurveTargets:
+        """The targets of training targets ``y`` and test targets ``yt`` in memory."""
+        top, n_classes, shift = None, None, 0.0
+        if task == "classification":
+            top = float(np.unique(np.concatenate([y, yt]))[-1])
         elif task == "multiclass":
-            self.n_classes = int(max(y.max(), yt.max())) + 1
-            missing = np.setdiff1d(np.arange(self.n_classes), y)
-            if missing.size:
-                raise ParameterError(f"class {int(missing[0])} has no training point; use a "
-                                     "smaller test fraction or another seed")
-            self.fit, self.test, self.dsg_fit = y, yt, y
+            n_classes = int(max(y.max(), yt.max())) + 1
+            missing_class(np.unique(y), n_classes)
         else:
-            self.shift = float(np.mean(y))
-            self.fit, self.test, self.dsg_fit = y - self.shift, yt, y
+            shift = float(np.mean(y))
+        targets = cls(task, loss, yt, top=top, n_classes=n_classes, shift=shift)
+        targets.fit = targets.codes(y)
+        targets.dsg_fit = y
+        return targets
+
+    def codes(self, y: np.ndarray) -> np.ndarray:
+        """Training targets as the floor and the baselines fit them: ±1 (or codes 0, 1
+        under the softmax loss) for two classes, codes 0 … K−1 for more, y − shift in
+        regression."""
+        if self.task == "classification":
+            return np.where(y == self.top, 1.0, 0.0 if self.n_classes else -1.0)
+        if self.task == "multiclass":
+            return y
+        return y - self.shift
 
     def scores(self, model: Any, raw: np.ndarray) -> np.ndarray:
         """DSG's scores on the scale of ``fit``, from its raw sum f (see
@@ -223,7 +239,6 @@ class _Targets:
         if self.task == "regression":
             return raw + model.offset_ - self.shift
         return raw
-
 
     def error(self, scores: np.ndarray) -> float:
         """Misclassification rate, or mean squared error of the predictions."""
@@ -234,20 +249,46 @@ class _Targets:
         return float(np.mean((scores + self.shift - self.test) ** 2))
 
 
+def floor_words(task: str, loss: str, n: int, exact_max: int) -> dict[str, str]:
+    """The summaries that say what the error is and why there is no exact floor, if none:
+    the floor needs a solvable loss and n ≤ ``exact_max`` (an n × n kernel matrix)."""
+    words = {"error_measure": ("test MSE" if task == "regression"  # the plots' y axis
+                               else "misclassified (fraction of test points)")}
+    solvable = loss in SOLVABLE_LOSSES
+    if not solvable:
+        words["floor_note"] = (f"no exact floor for the {loss} loss (solvable: "
+                               f"{', '.join(SOLVABLE_LOSSES)})")
+    if not (solvable and n <= exact_max):  # why the convergence plot is empty
+        words["floor_missing"] = "No exact floor in this run, nothing to converge to: " + (
+            words["floor_note"] if not solvable else
+            f"n = {n:,} training rows is above exact_max = {exact_max:,} "
+            "(raise it for the floor: an n × n kernel matrix and its solve).")
+    return words
+
+
+def missing_class(found: np.ndarray, n_classes: int) -> None:
+    """Refuse training targets ``found`` (the codes seen) that miss one of the classes
+    0 … n_classes − 1."""
+    missing = np.setdiff1d(np.arange(n_classes), found)
+    if missing.size:
+        raise ParameterError(f"class {int(missing[0])} has no training point; use a "
+                             "smaller test fraction or another seed")
+
+
 @dataclass(frozen=True)
-class _Fit:
+class CurveFit:
     test_scores: np.ndarray
     objective: float
 
 
-def _fit_primal(F: np.ndarray, Ft: np.ndarray, y: np.ndarray, loss: str, nu: float,
-                n_classes: int | None) -> _Fit:
+def fit_primal(F: np.ndarray, Ft: np.ndarray, y: np.ndarray, loss: str, nu: float,
+                n_classes: int | None) -> CurveFit:
     fit = fit_regularised(F, y, loss, nu, n_classes=n_classes)
-    return _Fit(Ft @ fit.w, fit.objective)
+    return CurveFit(Ft @ fit.w, fit.objective)
 
 
-def _fit_gram(G: np.ndarray, Gt: np.ndarray, y: np.ndarray, loss: str, nu: float,
-              n_classes: int | None) -> _Fit:
+def fit_gram(G: np.ndarray, Gt: np.ndarray, y: np.ndarray, loss: str, nu: float,
+              n_classes: int | None) -> CurveFit:
     """Minimiser over the RKHS of the kernel with Gram matrix G (test block Gt)."""
     n = G.shape[0]
     if loss == "squared":  # f = G a with (G + nν I) a = y: one Cholesky, no eigenvectors
@@ -255,13 +296,13 @@ def _fit_gram(G: np.ndarray, Gt: np.ndarray, y: np.ndarray, loss: str, nu: float
         A[np.diag_indices(n)] += n * nu
         a = linalg.cho_solve(linalg.cho_factor(A), y)
         f = G @ a
-        return _Fit(Gt @ a, objective(f, y, loss, nu, float(a @ f)))
+        return CurveFit(Gt @ a, objective(f, y, loss, nu, float(a @ f)))
     Phi, B = kernel_feature_map(G)
     fit = fit_regularised(Phi, y, loss, nu, n_classes=n_classes)
-    return _Fit(Gt @ (B @ fit.w), fit.objective)
+    return CurveFit(Gt @ (B @ fit.w), fit.objective)
 
 
-class _RFFBaseline:
+class RFFBaseline:
     """Fits on the first D of one draw of random features, D growing over the curve. Up to
     n features the n × D matrix is used; beyond, the n × n Gram matrix is accumulated in
     feature blocks, continuing from the previous D (the n × D matrix is never formed)."""
@@ -278,12 +319,12 @@ class _RFFBaseline:
     def _features(self, X: np.ndarray, start: int, stop: int) -> np.ndarray:
         return cos_features(X, self.W[:, start:stop], self.b[start:stop], 1.0)
 
-    def fit(self, D: int, y: np.ndarray, loss: str, nu: float, n_classes: int | None) -> _Fit:
+    def fit(self, D: int, y: np.ndarray, loss: str, nu: float, n_classes: int | None) -> CurveFit:
         n = self.X.shape[0]
         scale = 2.0 / D
         if D <= n:
             root = math.sqrt(scale)
-            return _fit_primal(self._features(self.X, 0, D) * root,
+            return fit_primal(self._features(self.X, 0, D) * root,
                                self._features(self.Xt, 0, D) * root, y, loss, nu, n_classes)
         if self.G is None or self.Gt is None:
             self.G, self.Gt = np.zeros((n, n)), np.zeros((self.Xt.shape[0], n))
@@ -294,7 +335,7 @@ class _RFFBaseline:
             self.G += Z @ Z.T
             self.Gt += self._features(self.Xt, j, stop) @ Z.T
         self.done = D
-        return _fit_gram(self.G * scale, self.Gt * scale, y, loss, nu, n_classes)
+        return fit_gram(self.G * scale, self.Gt * scale, y, loss, nu, n_classes)
 
 
 class _StreamedBaselines:
@@ -337,15 +378,15 @@ class _StreamedBaselines:
             f"Nyström baseline: ΦᵀΦ over {n:,} rows, {width} landmarks")
         self.nys_test = self.kernel(Xt, self.landmarks)
 
-    def rff_fit(self, D: int, nu: float) -> _Fit:
-        return _Fit(*fit_first_features(self.rff, self.rff_test, D, nu))
+    def rff_fit(self, D: int, nu: float) -> CurveFit:
+        return CurveFit(*fit_first_features(self.rff, self.rff_test, D, nu))
 
-    def nystrom_fit(self, s: int, nu: float) -> _Fit:
-        return _Fit(*fit_first_landmarks(self.nys, self.nys_test, self.kernel, self.landmarks,
+    def nystrom_fit(self, s: int, nu: float) -> CurveFit:
+        return CurveFit(*fit_first_landmarks(self.nys, self.nys_test, self.kernel, self.landmarks,
                                          s, nu))
 
 
-class _Twin:
+class KernelTwin:
     """DSG's kernel twin h_t, the function Dai et al.'s analysis follows: the same sampled
     points and loss gradients l'(f_t(x), y), with the exact kernel in place of the random
     features, h ← (1 − γν) h − γ (1/B) Σ_b l'(f_t(x_b), y_b) k(x_b, ·). It lies in the
@@ -539,7 +580,7 @@ class LearningCurveExperiment(Experiment):
         theta = params["theta"] or 1.0 / nu
         t0 = theta if params["t0"] is None else params["t0"]
         r = params["features_per_iter"]
-        targets = _Targets(task, y, yt, loss)
+        targets = CurveTargets.of(task, y, yt, loss)
         n_classes = targets.n_classes
 
         n_iter = _iterations(params, n)
@@ -568,25 +609,14 @@ class LearningCurveExperiment(Experiment):
         # with DSG's loss and targets: ±1 labels or class codes, and in regression y − ȳ
         # with ȳ fixed (DSG fits f without intercept), so in regression with the squared
         # loss the floor is plain KRR on y − ȳ with λ = nν, not centred KRR.
-        solvable = loss in SOLVABLE_LOSSES
-        if not solvable:
-            summaries["floor_note"] = (f"no exact floor for the {loss} loss (solvable: "
-                                       f"{', '.join(SOLVABLE_LOSSES)})")
-        # the words of the plots (their y axis; why the convergence plot is empty)
-        summaries["error_measure"] = ("test MSE" if task == "regression"
-                                      else "misclassified (fraction of test points)")
-        if not costs.exact:
-            summaries["floor_missing"] = "No exact floor in this run, nothing to converge to: " + (
-                summaries["floor_note"] if not solvable else
-                f"n = {n:,} training rows is above exact_max = {params['exact_max']:,} "
-                "(raise it for the floor: an n × n kernel matrix and its solve).")
+        summaries.update(floor_words(task, loss, n, params["exact_max"]))
         kernel = make_kernel(params["kernel"], {"sigma": sigma})
-        floor: _Fit | None = None
+        floor: CurveFit | None = None
         K = None
         if costs.exact:
             progress(0.0, f"exact kernel machine on {n} points (the floor)")
             K = kernel(X)
-            floor = _fit_gram(K, kernel(Xt, X), targets.fit, loss, nu, n_classes)
+            floor = fit_gram(K, kernel(Xt, X), targets.fit, loss, nu, n_classes)
             value = targets.error(floor.test_scores)
             table["krr_test_error"] = np.full(L, value)
             summaries["krr_test_error"] = value
@@ -610,7 +640,7 @@ class LearningCurveExperiment(Experiment):
         cls = DSGClassifier if task != "regression" else DSGRegressor
         seed = check_seed(np.random.SeedSequence(params["seed"]))
         recent: list[float] = []
-        twin = _Twin(n, n_classes, nu) if K is not None else None
+        twin = KernelTwin(n, n_classes, nu) if K is not None else None
 
         def callback(info: dict[str, Any]) -> None:
             recent.append(info["train_loss"])
@@ -621,7 +651,7 @@ class LearningCurveExperiment(Experiment):
                     n_iter=1, batch_size=params["batch_size"], n_features_per_iter=r,
                     cache_features=True, warm_start=True, callback=callback,
                     callback_every=1, random_state=seed)
-        rff = _RFFBaseline(RandomFourierFeatures(
+        rff = RFFBaseline(RandomFourierFeatures(
             params["kernel"], sigma=sigma, n_components=max(rff_cap, 1),
             random_state=seed).fit(X), X, Xt) if (rff_cap and streamed is None
                                                   and solvable) else None
@@ -656,7 +686,7 @@ class LearningCurveExperiment(Experiment):
                 if D <= n:
                     nys = NystromFeatures(params["kernel"], kernel_params={"sigma": sigma},
                                           n_components=D, random_state=seed).fit(X)
-                    fit = _fit_primal(nys.transform(X), nys.transform(Xt), targets.fit, loss,
+                    fit = fit_primal(nys.transform(X), nys.transform(Xt), targets.fit, loss,
                                       nu, n_classes)
                     table["nystrom_test_error"][k] = targets.error(fit.test_scores)
                     if floor is not None:

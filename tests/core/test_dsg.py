@@ -175,6 +175,51 @@ def test_partial_fit_streams_batches():
     assert np.mean((model.predict(X) - y) ** 2) < mse_before
 
 
+@pytest.mark.parametrize(("cls", "loss", "classes"), [
+    (DSGRegressor, "quantile", 0), (DSGClassifier, "hinge", 2),
+    (DSGClassifier, "multinomial", 3)])
+def test_the_public_training_protocol_is_partial_fit_with_the_callers_batches(cls, loss,
+                                                                               classes):
+    """prepare, labels, step and finish drive the iterations partial_fit makes on
+    consecutive batches: the same coefficients, bit for bit, and the same predictions;
+    a model released after finish regenerates its features to go on."""
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(200, 3))
+    y = np.sin(2 * X[:, 0]) if not classes else (
+        np.digitize(X[:, 0], [-0.4, 0.4][: classes - 1]) * 5.0 + 1.0)
+    kw = {"nu": 1e-3, "batch_size": 16, "sigma": 1.2, "random_state": 4}
+    ref = cls(loss, **kw)
+    if classes:
+        ref.partial_fit(X, y, classes=np.unique(y))
+    else:
+        ref.partial_fit(X, y)
+    model = cls(loss, **kw)
+    model.prepare(X, **({"classes": np.unique(y)} if classes else {"offset": ref.offset_}))
+    steps = []
+    for start in range(0, 160, 16):  # the first 10 batches, then release and go on
+        steps.append(model.step(X[start:start + 16], model.labels(y[start:start + 16])))
+    model.finish()
+    assert model._n_cached == 0  # cache_features=False: released
+    for start in range(160, 200, 16):
+        steps.append(model.step(X[start:start + 16], model.labels(y[start:start + 16])))
+    model.finish()
+    assert model.n_iter_ == ref.n_iter_ == 13 and len(steps) == 13
+    np.testing.assert_array_equal(model.coef_, ref.coef_)
+    assert model.scale_ == ref.scale_
+    assert steps[0].gamma == pytest.approx(1e3 / (1 + 1e3))  # θ = t0 = 1/ν: γ₁ = θ/(1 + t0)
+    assert steps[-1].grad.shape[0] == 200 - 192
+    np.testing.assert_array_equal(model.predict(X), ref.predict(X))
+
+
+def test_the_training_protocol_needs_a_prepared_model_and_the_classes():
+    with pytest.raises(ParameterError, match="prepare"):
+        DSGRegressor().step(np.zeros((2, 1)), np.zeros(2))
+    with pytest.raises(ValueError, match="every class label"):
+        DSGClassifier().prepare(np.zeros((2, 1)), classes=[1.0])
+    with pytest.raises(ParameterError, match="no classes"):
+        DSGRegressor().prepare(np.zeros((2, 1)), classes=[0.0, 1.0])
+
+
 def test_warm_start_continues_the_same_run():
     rng = np.random.default_rng(8)
     X, y = rng.normal(size=(150, 3)), rng.normal(size=150)

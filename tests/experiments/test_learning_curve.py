@@ -291,7 +291,7 @@ def test_large_runs_with_other_losses_allocate_nothing_of_size_n_squared():
     """Found in review: the RFF baseline made its n × n Gram matrix up front, needed only
     beyond n features — a quantile or logistic run on 80,000 points asked for 48 GiB."""
     from kernel_lab.core.models.rff import RandomFourierFeatures
-    from kernel_lab.experiments.learning_curve import _RFFBaseline
+    from kernel_lab.experiments.learning_curve import RFFBaseline
 
     r = run_experiment("learning-curve", {"n_iter": 2, "points": 2, "loss": "quantile"},
                        data="friedman:n=80000,n_test=100")
@@ -299,7 +299,7 @@ def test_large_runs_with_other_losses_allocate_nothing_of_size_n_squared():
     assert np.isnan(r.table["rff_test_error"]).all()  # no exact solver: no baseline
     rng = np.random.default_rng(0)
     X, Xt, y = rng.normal(size=(50, 2)), rng.normal(size=(10, 2)), rng.normal(size=50)
-    base = _RFFBaseline(RandomFourierFeatures(sigma=1.0, n_components=80,
+    base = RFFBaseline(RandomFourierFeatures(sigma=1.0, n_components=80,
                                               random_state=0).fit(X), X, Xt)
     base.fit(20, y, "squared", 1e-2, None)
     assert base.G is None  # D ≤ n: the n × D features only

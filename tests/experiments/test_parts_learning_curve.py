@@ -44,7 +44,7 @@ def _data(n: int = 600, p: int = 4, seed: int = 0) -> tuple[np.ndarray, np.ndarr
     return X, y
 
 
-def _split(X: np.ndarray, y: np.ndarray, pieces: int, seed: int = 5,
+def _split(X: np.ndarray, y: np.ndarray, pieces: int | list[int], seed: int = 5,
            fraction: float = 0.25) -> tuple[LocalParts, RowPlan]:
     parts = LocalParts(array_parts(X, y, pieces))
     plan = standardize_plan(parts, RowPlan.split(seed, X.shape[0], fraction))
@@ -55,7 +55,7 @@ def _split(X: np.ndarray, y: np.ndarray, pieces: int, seed: int = 5,
 def test_epoch_order_is_a_permutation_of_the_training_rows_whatever_the_partitioning(B, block):
     X, y = _data(600)
     seen = []
-    for pieces in (1, 6):
+    for pieces in (1, 6, [1, 127, 2, 300, 63, 107]):  # one array, six even parts, uneven
         parts, plan = _split(X, y, pieces)
         stream = iter(BlockStream(parts, plan, seed=9, batch_size=B, block=block))
         # 2 epochs and a bit: batches cross block and epoch boundaries (and, of 300 rows,
@@ -84,6 +84,7 @@ def test_epoch_order_is_a_permutation_of_the_training_rows_whatever_the_partitio
                 assert np.all(key[1:] > key[:-1])
             np.testing.assert_array_equal(part, epoch_rows(plan, 9, e, block))
     np.testing.assert_array_equal(seen[0], seen[1])
+    np.testing.assert_array_equal(seen[0], seen[2])
     assert not np.array_equal(seen[0][:plan.n_train], seen[0][plan.n_train:2 * plan.n_train])
 
 
@@ -135,14 +136,12 @@ def test_blocked_dsg_with_one_block_is_the_models_own_run_on_the_same_batches():
     assert len(losses) == T and dsg.model.n_iter_ == T
 
     ref = DSGRegressor(**kw)
-    ref._check_params()
-    ref._initialise(whole.X)
-    ref.n_features_in_ = X.shape[1]
-    ref.offset_ = ybar
+    ref.prepare(whole.X, offset=ybar)  # the model's public protocol, on rows in memory
     position = {int(i): k for k, i in enumerate(whole.index)}
-    batches = [np.array([position[int(i)] for i in b])
-               for b in _reference_batches(plan, seed, B, T)]
-    ref._run(whole.X, whole.y - ybar, iter(batches))
+    for b in _reference_batches(plan, seed, B, T):
+        rows = np.array([position[int(i)] for i in b])
+        ref.step(whole.X[rows], ref.labels(whole.y[rows]))
+    ref.finish()
     np.testing.assert_allclose(dsg.model.coef_, ref.coef_, rtol=1e-12, atol=1e-15)
     assert dsg.model.scale_ == pytest.approx(ref.scale_, rel=1e-14)
     np.testing.assert_allclose(dsg.model.predict(whole.X[:50]), ref.predict(whole.X[:50]),
@@ -249,7 +248,8 @@ def test_the_driver_gives_the_same_curve_on_one_part_and_six(monkeypatch):
     assert np.isfinite(t["rff_test_error"][has]).all()
     assert np.isfinite(t["nystrom_test_error"][has]).all()
     assert np.isnan(t["rff_test_error"][~has]).all()
-    assert np.isnan(t["krr_test_error"]).all() and "n × n" in a.summaries["floor_note"]
+    # n = 450 ≤ exact_max: the exact floor on the gathered training rows, as in memory
+    assert np.isfinite(t["krr_test_error"]).all() and np.isfinite(t["dsg_floor_distance"]).all()
     assert a.summaries["sigma"] == pytest.approx(b.summaries["sigma"], rel=1e-12)
     assert a.summaries["dsg_block_rows"] == 128 and a.summaries["partitions"] == 1
 
@@ -272,11 +272,72 @@ def test_the_driver_reports_progress_in_order_and_can_be_cancelled():
         next(run)
 
 
-def test_the_driver_refuses_other_losses_and_says_what_it_supports():
+def test_the_driver_refuses_by_name_what_does_not_fit_the_data():
     X, y = _data(200)
-    with pytest.raises(ParameterError, match="squared loss"):
-        _last(run_on_parts(LearningCurveExperiment(), dict(PARAMS, loss="quantile"),
+    with pytest.raises(ParameterError, match="'logistic' does not fit these regression"):
+        _last(run_on_parts(LearningCurveExperiment(), dict(PARAMS, loss="logistic"),
                            _partitioned(X, y, 2), Progress()))
+    labels = np.where(np.arange(200) < 2, 1.0, -1.0)  # two rows of one class
+    data = _partitioned(X, labels, 2, seed=4)
+    data.task = "classification"
+    train = ~data.plan.is_test(np.arange(200))
+    if np.unique(labels[train]).size == 2:  # the split left a row of each class in training
+        labels[np.flatnonzero(train)[:2]] = -1.0
+        data = _partitioned(X, labels, 2, seed=4)
+        data.task = "classification"
+    with pytest.raises(ParameterError, match="two classes are needed"):
+        _last(run_on_parts(LearningCurveExperiment(), dict(PARAMS, loss="hinge"), data,
+                           Progress()))
+
+
+def _memory_twin(data: PartitionedData, X: np.ndarray, y: np.ndarray, **kw) -> Dataset:
+    """The rows of ``data`` in memory: its training and test rows, standardised by its
+    plan, in row order."""
+    whole = array_parts(X, y, 1)[0]
+    train, test = part_rows(whole, data.plan), part_rows(whole, data.plan, "test")
+    return Dataset(train.X, train.y, test.X, test.y, data.feature_names, "y", **kw)
+
+
+@pytest.mark.parametrize(("loss", "classes"), [("logistic", 2), ("hinge", 2),
+                                               ("multinomial", 3)])
+def test_classification_on_parts_is_close_to_the_in_memory_run(loss, classes):
+    """The same rows in memory and in 5 parts: the floor and the RFF baseline are the same
+    fits of the same rows (equal to rounding); DSG (random batches with replacement in
+    memory, keyed epochs on parts: the same law of a batch's rows, not the same draws) and
+    the Nyström baseline (recursive RLS in memory, keyed uniform on parts) err alike."""
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(1500, 4))
+    f = np.sin(2 * X[:, 0]) + X[:, 1] * X[:, 2] + 0.3 * rng.normal(size=1500)
+    y = (np.digitize(f, [-0.5, 0.5]).astype(float) if classes == 3
+         else np.where(f > 0, 1.0, 0.0))
+    data = _partitioned(X, y, 5)
+    data.task = "multiclass" if classes == 3 else "classification"
+    names = ["low", "middle", "high"] if classes == 3 else None
+    memory = _memory_twin(data, X, y, classes=names)
+    assert memory.task == data.task
+    params = dict(PARAMS, loss=loss, n_iter=400, rff_max=96, exact_max=2000, sigma=2.0)
+    exp = LearningCurveExperiment()
+    a = _last(run_on_parts(exp, params, data, Progress()))
+    b = _last(exp.run(params, memory, Progress()))
+    assert a.summaries["loss"] == b.summaries["loss"]
+    assert a.summaries.get("classes") == b.summaries.get("classes")
+    assert a.summaries["krr_test_error"] == pytest.approx(b.summaries["krr_test_error"],
+                                                          abs=1.5 / memory.n_test)
+    has = np.isfinite(b.table["rff_test_error"])
+    assert has.sum() >= 3
+    np.testing.assert_allclose(a.table["rff_test_error"][has], b.table["rff_test_error"][has],
+                               atol=1.5 / memory.n_test)
+    floor = b.summaries["krr_test_error"]
+    chance = 1.0 - np.max(np.bincount(memory.y_test.astype(int))) / memory.n_test
+    for key in ("dsg_test_error", "nystrom_test_error"):
+        last = np.flatnonzero(np.isfinite(b.table[key]))[-1]
+        assert abs(a.table[key][last] - b.table[key][last]) < 0.06, key
+        assert a.table[key][last] < 0.5 * (floor + chance), key  # learnt: well below chance
+    # the distance to the floor and the twin's excess objective fall on both
+    for run in (a, b):
+        dist = run.table["dsg_floor_distance"]
+        assert dist[-1] < dist[0]
+        assert np.isfinite(run.table["dsg_twin_excess_objective"]).all()
 
 
 def test_the_driver_is_close_to_the_in_memory_experiment_on_the_same_rows():
@@ -310,3 +371,27 @@ def test_the_driver_is_close_to_the_in_memory_experiment_on_the_same_rows():
     assert a.summaries["dsg_test_error"] == a.table["dsg_test_error"][-1]
     for key in ("task", "loss", "sigma", "lam_exact", "theta", "t0"):
         assert a.summaries[key] == b.summaries[key]
+
+
+@pytest.mark.parametrize("loss", ["squared", "logistic"])
+def test_the_rff_baseline_goes_beyond_n_features_on_parts_as_in_memory(loss):
+    """225 training rows and DSG's final 480 features: past n the RFF baseline comes from
+    the n × n Gram matrix of the gathered training rows on parts as in memory (the same
+    draw of features, the same rows: equal to rounding), up to n from sums or features."""
+    X, y = _data(300)
+    labels = y if loss == "squared" else np.where(y > np.median(y), 1.0, -1.0)
+    data = _partitioned(X, labels, 4)
+    data.task = "regression" if loss == "squared" else "classification"
+    memory = _memory_twin(data, X, labels)
+    params = dict(PARAMS, loss=loss, n_iter=60, features_per_iter=8, points=12, sigma=2.0,
+                  exact_max=0)
+    exp = LearningCurveExperiment()
+    a = _last(run_on_parts(exp, params, data, Progress()))
+    b = _last(exp.run(params, memory, Progress()))
+    beyond = a.table["n_features"] > data.n_train
+    assert beyond.sum() >= 2 and a.summaries["rff_max_features"] == 480
+    assert np.isfinite(a.table["rff_test_error"]).all()
+    np.testing.assert_allclose(a.table["rff_test_error"], b.table["rff_test_error"],
+                               rtol=1e-6, atol=1e-9)
+    assert np.isnan(a.table["nystrom_test_error"][beyond]).all()  # s ≤ n landmarks
+    assert np.isnan(a.table["krr_test_error"]).all()  # exact_max = 0: no floor

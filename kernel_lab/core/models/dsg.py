@@ -22,7 +22,8 @@ doubly stochastic gradients", NIPS 2014.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
@@ -44,6 +45,25 @@ from kernel_lab.core.validation import Integer, OneOf, Real, check_params, check
 
 #: Iterations whose features are regenerated and applied together in prediction.
 PREDICT_BLOCK = 64
+
+
+@dataclass(frozen=True)
+class Step:
+    """What one iteration of :meth:`DSGRegressor.step` / :meth:`DSGClassifier.step` did.
+
+    Attributes
+    ----------
+    loss : float
+        The batch's mean loss before the update (DSG's progressive training loss).
+    grad : ndarray
+        The loss gradients ``l'(f(x_b), y_b)`` of the batch, shape (B,) or (B, K).
+    gamma : float
+        The step ``γ_i = θ/(i + t0)`` taken.
+    """
+
+    loss: float
+    grad: np.ndarray = field(repr=False)
+    gamma: float
 
 
 def iteration_features(kernel: ShiftInvariantKernel, p: int, r: int, seed: int,
@@ -205,6 +225,70 @@ class _DSGBase(BaseEstimator):
     def _multi(self) -> bool:
         return self._loss_name() in MULTICLASS_LOSSES
 
+    # -- the training protocol: batches chosen by the caller ------------------------------
+    # fit() and partial_fit() choose their batches among the rows of an array; a caller
+    # that reads its rows elsewhere (blocks of partitioned data) drives the same iterations
+    # through prepare(), labels(), step() and finish().
+    def prepare(self, X: np.ndarray, *, classes: Iterable[Any] | None = None,
+                offset: float = 0.0) -> None:
+        """Start a new model, to be trained batch by batch with :meth:`step`.
+
+        Parameters
+        ----------
+        X : ndarray, shape (m, p)
+            Rows that give the number of features p and, when ``sigma`` is None, the
+            bandwidth (the median heuristic on these rows).
+        classes : array_like, optional
+            The classifier's class labels, all of them (two, or more for the multinomial
+            loss), as :meth:`DSGClassifier.partial_fit` takes them.
+        offset : float
+            The regressor's offset, added to its predictions: the value subtracted from
+            the targets by :meth:`labels` (``fit`` uses the mean of y; the median under the
+            quantile loss).
+        """
+        self._rule = self._check_params()
+        self._prepare_targets(classes, offset)
+        X = np.asarray(X, dtype=np.float64)
+        self._initialise(X)
+        self.n_features_in_ = int(X.shape[1])
+
+    def _prepare_targets(self, classes: Iterable[Any] | None, offset: float) -> None:
+        raise NotImplementedError
+
+    def labels(self, y: np.ndarray) -> np.ndarray:
+        """The targets of :meth:`step` for the raw targets ``y``."""
+        raise NotImplementedError
+
+    def step(self, Xb: np.ndarray, targets: np.ndarray) -> Step:
+        """One iteration (Algorithm 1) on the batch ``Xb`` with targets ``targets`` (from
+        :meth:`labels`); the features of the iteration come from the model's seed. The
+        model must be prepared (:meth:`prepare`, or a previous fit)."""
+        if not hasattr(self, "_coef_buf"):
+            raise ParameterError("the model is not prepared for training: call prepare() "
+                                 "or fit() first")
+        if getattr(self, "_rule", None) is None:  # unpickled: the rule is not pickled
+            self._rule = self._check_params()
+        if self._n_cached < self.n_iter_:
+            self._restore_cache()
+        loss, theta, t0 = self._rule
+        value, grad, gamma = self._step(Xb, targets, loss, theta, t0)
+        return Step(value, grad, gamma)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = super().__getstate__()
+        state.pop("_rule", None)  # the loss holds functions; step() makes it again
+        return state
+
+    def finish(self) -> None:
+        """End a series of :meth:`step` calls: ``coef_`` shows every iteration so far, and
+        without ``cache_features`` the working cache of features is released (the model
+        is the coefficients and the seed; :meth:`step` regenerates the cache to go on)."""
+        self.coef_ = self._coef_view()
+        if not self.cache_features:
+            self._W_buf = np.zeros((self.n_features_in_, 0))
+            self._b_buf = np.zeros(0)
+            self._n_cached = 0
+
     # -- Algorithm 1 ---------------------------------------------------------------------
     def _step(self, Xb: np.ndarray, yb: np.ndarray, loss: Loss, theta: float, t0: float
               ) -> tuple[float, np.ndarray, float]:
@@ -241,26 +325,23 @@ class _DSGBase(BaseEstimator):
 
     def _run(self, X: np.ndarray, y: np.ndarray, batches: Any,
              eval_set: tuple[np.ndarray, np.ndarray] | None = None) -> None:
-        loss, theta, t0 = self._check_params()
+        self._rule = self._check_params()
+        loss = self._rule[0]
         recent: list[float] = []
         for idx in batches:
-            value, grad, gamma = self._step(X[idx], y[idx], loss, theta, t0)
-            recent.append(value)
+            step = self.step(X[idx], y[idx])
+            recent.append(step.loss)
             if self.callback is not None and self.n_iter_ % self.callback_every == 0:
                 info = {"iteration": self.n_iter_, "samples_seen": self.n_samples_seen_,
                         "train_loss": float(np.mean(recent)), "model": self,
-                        "batch_index": idx, "batch_grad": grad, "step": gamma}
+                        "batch_index": idx, "batch_grad": step.grad, "step": step.gamma}
                 if eval_set is not None:
                     Xv, yv = eval_set
                     info["test_loss"] = float(np.mean(loss.value(self._raw_predict(Xv), yv)))
                 recent = []
                 if self.callback(info) is False:
                     break
-        self.coef_ = self._coef_view()
-        if not self.cache_features:  # the model is the coefficients and the seed
-            self._W_buf = np.zeros((X.shape[1], 0))
-            self._b_buf = np.zeros(0)
-            self._n_cached = 0
+        self.finish()
 
     def _fit_xy(self, X: np.ndarray, y: np.ndarray,
                 eval_set: tuple[np.ndarray, np.ndarray] | None = None) -> None:
@@ -353,6 +434,15 @@ class DSGRegressor(RegressorMixin, _DSGBase):
 
     _parameter_checks: ClassVar = {**_DSGBase._parameter_checks, "loss": OneOf(REGRESSION_LOSSES)}
 
+    def _prepare_targets(self, classes: Iterable[Any] | None, offset: float) -> None:
+        if classes is not None:
+            raise ParameterError("a regressor has no classes; give the targets' offset")
+        self.offset_ = float(offset)
+
+    def labels(self, y: np.ndarray) -> np.ndarray:
+        """The targets DSG fits: ``y − offset_``."""
+        return np.asarray(y, dtype=np.float64) - self.offset_
+
     def __init__(self, loss: str = "squared", *, kernel: str = "gaussian",
                  sigma: float | None = None, nu: float = 1e-4, theta: float | None = None,
                  t0: float | None = None, n_iter: int = 500, batch_size: int = 32,
@@ -436,7 +526,14 @@ class DSGClassifier(ClassifierMixin, _DSGBase):
                          callback_every=callback_every, warm_start=warm_start,
                          random_state=random_state)
 
-    def _labels(self, y: np.ndarray) -> np.ndarray:
+    def _prepare_targets(self, classes: Iterable[Any] | None, offset: float) -> None:
+        found = np.unique(np.asarray([] if classes is None else list(classes)))
+        if found.size < 2:
+            raise ValueError(f"DSGClassifier needs every class label to prepare training "
+                             f"(at least two; got {found.size})")
+        self._set_classes(found)
+
+    def labels(self, y: np.ndarray) -> np.ndarray:
         """±1 labels, or class codes 0 … K−1 under the multinomial loss."""
         if self.multinomial_:
             codes = np.searchsorted(self.classes_, y)
@@ -461,8 +558,8 @@ class DSGClassifier(ClassifierMixin, _DSGBase):
         ev = None
         if eval_set is not None:
             Xv = validate_data(self, eval_set[0], reset=False, dtype=np.float64)
-            ev = (Xv, self._labels(np.asarray(eval_set[1])))
-        self._fit_xy(X, self._labels(y), ev)
+            ev = (Xv, self.labels(np.asarray(eval_set[1])))
+        self._fit_xy(X, self.labels(y), ev)
         return self
 
     def partial_fit(self, X: Any, y: Any, classes: Any = None) -> DSGClassifier:
@@ -474,7 +571,7 @@ class DSGClassifier(ClassifierMixin, _DSGBase):
                 raise ValueError("partial_fit needs every class on the first call "
                                  "(pass classes=[a, b, …])")
             self._set_classes(found)
-        self._partial_xy(X, self._labels(y))
+        self._partial_xy(X, self.labels(y))
         return self
 
     def decision_function(self, X: Any) -> np.ndarray:

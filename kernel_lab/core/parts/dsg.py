@@ -16,22 +16,24 @@ that depends on the seed and the global row indices only — not on how the rows
   cross a block's or an epoch's end).
 
 So the client holds one block of rows (two while a batch crosses into the next), and the
-batches — hence every iteration, done by the model's own ``_step`` with the features of
-iteration ``t`` drawn from the model's seed — are the same whether the data are one array
-or sixteen Parquet files on a cluster.
+batches — hence every iteration, done by the model's own :meth:`~DSGRegressor.step` with
+the features of iteration ``t`` drawn from the model's seed — are the same whether the data
+are one array or sixteen Parquet files on a cluster. Every loss of the regressor and the
+classifier runs this way, two classes or more (the multinomial loss).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from kernel_lab.core import rowkeys
 from kernel_lab.core.errors import ParameterError
-from kernel_lab.core.models.dsg import DSGClassifier, _DSGBase
-from kernel_lab.core.parts.base import PartMap, RowPlan, Rows, part_rows
+from kernel_lab.core.models.dsg import DSGClassifier, DSGRegressor, Step
+from kernel_lab.core.parts.base import PartMap, RowPlan, Rows, part_rows, reduce_blocks
 from kernel_lab.core.progress import Progress
 
 #: Rows per block at most (a block is what the client reads at a time).
@@ -163,9 +165,10 @@ class BlockStream:
 
 
 class BlockedDSG:
-    """A DSG model (:class:`~kernel_lab.core.models.DSGRegressor` or, two classes,
-    :class:`~kernel_lab.core.models.DSGClassifier`) trained on partitioned rows by its own
-    ``_step``, one mini-batch of the keyed :class:`BlockStream` per iteration.
+    """A DSG model (:class:`~kernel_lab.core.models.DSGRegressor` or
+    :class:`~kernel_lab.core.models.DSGClassifier`, any of their losses) trained on
+    partitioned rows through its public training protocol (``prepare``, ``labels``,
+    ``step``, ``finish``), one mini-batch of the keyed :class:`BlockStream` per iteration.
 
     Parameters
     ----------
@@ -177,10 +180,11 @@ class BlockedDSG:
     seed : int
         Seed of the epochs' order of rows (keys of the global row indices).
     offset : float
-        Regression: the mean of the training targets (the model fits y − offset and adds it
-        back when predicting, as :meth:`DSGRegressor.fit` does with the mean of y).
+        Regression: the value subtracted from the targets and added back to predictions
+        (:meth:`DSGRegressor.fit` takes the mean of y; the median under the quantile loss).
     classes : array_like, optional
-        Classification: the two class labels (the upper one is +1).
+        Classification: every class label of the data set (two: the upper one is +1; more,
+        or the multinomial loss: class codes in the order of the sorted labels).
     block : int, optional
         Rows per block; default :func:`block_rows` of the number of columns.
     p : int, optional
@@ -192,45 +196,96 @@ class BlockedDSG:
     stream : BlockStream
     """
 
-    def __init__(self, model: _DSGBase, parts: PartMap, plan: RowPlan, seed: int, *,
-                 offset: float = 0.0, classes: Any = None, block: int | None = None,
-                 p: int | None = None) -> None:
+    def __init__(self, model: DSGRegressor | DSGClassifier, parts: PartMap, plan: RowPlan,
+                 seed: int, *, offset: float = 0.0, classes: Any = None,
+                 block: int | None = None, p: int | None = None) -> None:
         if model.sigma is None:
             raise ParameterError("DSG on partitioned data needs an explicit bandwidth σ "
                                  "(compute it from a keyed sample of the rows)")
         p = _width(plan, p)
-        self._loss, self._theta, self._t0 = model._check_params()
-        self.labels: Callable[[np.ndarray], np.ndarray]
         if isinstance(model, DSGClassifier):
-            found = np.unique(np.asarray(classes if classes is not None else []))
-            if found.size != 2:
-                raise ParameterError("DSG over partitions classifies two classes; give both "
-                                     f"labels (got {found.size})")
-            model._set_classes(found)
-            self.labels = model._labels
+            found = np.unique(np.asarray([] if classes is None else classes))
+            if found.size < 2:
+                raise ParameterError("DSG over partitions classifies the data set's classes; "
+                                     f"give every class label (got {found.size})")
+            model.prepare(np.zeros((1, p)), classes=found)
         else:
-            model.offset_ = float(offset)
-            self.labels = lambda y: y - model.offset_
-        model._initialise(np.zeros((1, p)))
-        model.n_features_in_ = p
+            model.prepare(np.zeros((1, p)), offset=offset)
         self.model = model
         self.stream = BlockStream(parts, plan, seed, int(model.batch_size), block, p)
         self._batches = iter(self.stream)
 
-    def advance(self, iterations: int, progress: Progress | None = None, message: str = ""
-                ) -> list[float]:
+    def advance(self, iterations: int, progress: Progress | None = None, message: str = "",
+                on_step: Callable[[Rows, Step], Any] | None = None) -> list[float]:
         """Run ``iterations`` more iterations; the mean loss of each batch before its
         update (DSG's progressive training loss). ``progress`` is told every
-        :data:`REPORT_EVERY` iterations (and may cancel)."""
+        :data:`REPORT_EVERY` iterations (and may cancel); ``on_step(batch, step)`` is
+        called after each iteration with the batch's rows (global indices) and what the
+        step did (its loss gradients and step size: a kernel twin follows them)."""
         out = []
+        model = self.model
         for i in range(int(iterations)):
             if progress is not None and i % REPORT_EVERY == 0:
                 progress(i / iterations, message)
             batch = next(self._batches)
-            value, _, _ = self.model._step(batch.X, self.labels(batch.y), self._loss,
-                                           self._theta, self._t0)
-            out.append(value)
-        self.model.coef_ = self.model._coef_view()
+            step = model.step(batch.X, model.labels(batch.y))
+            if on_step is not None:
+                on_step(batch, step)
+            out.append(step.loss)
+        model.finish()
         if progress is not None:
             progress(1.0, message)
         return out
+
+
+@dataclass(frozen=True)
+class TargetSummary:
+    """What DSG needs to know of the training targets before training on partitions.
+
+    Attributes
+    ----------
+    n : int
+        Training rows.
+    total : float
+        Sum of their targets (the regressor's offset is ``total / n``).
+    values : ndarray
+        The distinct target values (sorted), when asked for: the classes present.
+    """
+
+    n: int
+    total: float
+    values: np.ndarray
+
+    @property
+    def mean(self) -> float:
+        return self.total / max(self.n, 1)
+
+
+def _block_targets(rows: Rows, values: bool) -> TargetSummary:
+    y = rows.y
+    return TargetSummary(int(y.size), float(y.sum()),
+                         np.unique(y) if values else np.zeros(0))
+
+
+def _add_targets(a: TargetSummary, b: TargetSummary) -> TargetSummary:
+    return TargetSummary(a.n + b.n, a.total + b.total, np.union1d(a.values, b.values))
+
+
+def target_summary(parts: PartMap, plan: RowPlan, values: bool = False,
+                   progress: Progress | None = None) -> TargetSummary:
+    """Count, sum and (``values``: class targets) distinct values of the training targets,
+    in one pass: per canonical block, added in the blocks' tree (the same bits whatever
+    the parts)."""
+    return reduce_blocks(parts, _block_targets, plan, bool(values), combine=_add_targets,
+                         progress=progress, message="the training targets")
+
+
+def _part_y(part: Any, plan: RowPlan) -> np.ndarray:
+    return part_rows(part, plan, "train").y
+
+
+def target_median(parts: PartMap, plan: RowPlan) -> float:
+    """The median of the training targets (the quantile loss's offset, as
+    :meth:`DSGRegressor.fit` takes it): the target column alone is gathered, 8 bytes a
+    row — an order statistic, the same value however the rows are cut."""
+    return float(np.median(np.concatenate(parts.map(_part_y, plan))))

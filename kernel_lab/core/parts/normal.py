@@ -31,10 +31,12 @@ from kernel_lab.core.models.nystrom import nystrom_factor
 from kernel_lab.core.models.rff import cos_features
 from kernel_lab.core.models.streaming import NormalSums, accumulate, solve_squared
 from kernel_lab.core.parts.base import (
+    Part,
     PartMap,
     RowPlan,
     Rows,
     keyed_subset,
+    part_rows,
     reduce_blocks,
     take_rows,
 )
@@ -147,3 +149,24 @@ def uniform_landmarks(parts: PartMap, plan: RowPlan, k: int,
     rows = take_rows(parts, plan, keyed_subset(parts, plan, stream, k), "train")
     order = np.argsort(rowkeys.keys(plan.seed, stream, rows.index), kind="stable")
     return Rows(rows.X[order], rows.y[order], rows.index[order])
+
+
+def _part_features(part: Part, plan: RowPlan, maps: Sequence[Any]
+                   ) -> tuple[list[np.ndarray], np.ndarray]:
+    rows = part_rows(part, plan, "train")
+    return [f(rows.X) for f in maps], rows.y
+
+
+def gather_features(parts: PartMap, plan: RowPlan, maps: Sequence[FeatureMap],
+                    progress: Progress | None = None, message: str = "features"
+                    ) -> tuple[list[np.ndarray], np.ndarray]:
+    """The n × width features of each map over the training rows, computed where the rows
+    live and gathered to the client in global row order, with the raw targets: for the
+    fits that need the features themselves (losses other than the squared). The caller
+    bounds n × width (the learning curve's ``DENSE_BYTES``, as in memory)."""
+    got = [g for g in parts.map(_part_features, plan, list(maps), progress=progress,
+                                message=message) if g[1].size]
+    if not got:
+        return [np.zeros((0, f.width)) for f in maps], np.zeros(0)
+    return ([np.concatenate([g[0][j] for g in got]) for j in range(len(maps))],
+            np.concatenate([g[1] for g in got]))
