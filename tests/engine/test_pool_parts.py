@@ -282,3 +282,43 @@ def test_a_run_cancelled_on_the_pool_stops(folder):
                        data_options={"partitions": "keep"}, workers=2, backend="processes",
                        is_cancelled=lambda: time.monotonic() > asked)
     assert time.monotonic() - start < 30
+
+
+CRASH = """
+import os, sys
+import numpy as np
+from kernel_lab.core.parts import array_parts
+from kernel_lab.engine.executors import kill_pools
+from kernel_lab.engine.pool_parts import PoolParts
+from tests.engine.test_pool_parts import _fails_on_part_3
+
+if __name__ == "__main__":
+    X, y = np.ones((1000, 3)), np.ones(1000)
+    pool = PoolParts(array_parts(X, y, 3), 2)
+    assert pool.map(_fails_on_part_3, "x") == [0, 1, 2]
+    print(pool._arrays.memory.name, flush=True)
+    kill_pools()
+    os._exit(0)  # as the window's worker process does when it is terminated
+"""
+
+
+def test_the_shared_block_of_a_process_killed_outright_is_removed(tmp_path):
+    """No close(), no finally: Python's resource tracker unlinks the block once the
+    process that made it is gone."""
+    import subprocess
+    import sys
+
+    if not os.path.isdir("/dev/shm"):
+        pytest.skip("shared memory blocks are not files here")
+    script = tmp_path / "crash.py"
+    script.write_text(CRASH)
+    root = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          env=env, timeout=120, check=True)
+    name = done.stdout.split()[-1]
+    deadline = time.monotonic() + 20
+    while os.path.exists(f"/dev/shm/{name}"):
+        if time.monotonic() > deadline:
+            pytest.fail(f"the shared block {name} outlived its process by 20 s")
+        time.sleep(0.2)
