@@ -30,20 +30,10 @@ from kernel_lab.core.progress import Cancelled, Progress
 from kernel_lab.engine.executors import WorkerLost, kept_pool
 from kernel_lab.engine.pool_parts import PoolParts, PoolRunner
 from kernel_lab.engine.runner import parts_runner, run_experiment
+from tests.engine.test_partitioned_runs import CURVE, NYSTROM, N, P, _rows
 
-N, P = 1500, 4
-CUTS = [0, 170, 171, 500, 800, 1234, N]  # six files of unequal sizes, one of a single row
-NYSTROM = {"samplers": ["uniform", "recursive-rls", "rp-cholesky", "rff"], "sizes": "10,30",
-           "trials": 2, "eval_points": 300, "lam": 0.1, "sigma": 1.5, "seed": 3}
-CURVE = {"loss": "squared", "n_iter": 60, "batch_size": 16, "features_per_iter": 4,
-         "points": 5, "sigma": 1.5, "seed": 3}
-
-
-def _rows() -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(11)
-    X = rng.uniform(-1, 1, size=(N, P))
-    y = np.sin(3 * X[:, 0]) + X[:, 1] ** 2 + 0.1 * rng.normal(size=N)
-    return X, y
+# the rows, and the parameters, of the runs on a cluster (six files here, one of one row)
+CUTS = [0, 170, 171, 500, 800, 1234, N]
 
 
 @pytest.fixture(scope="module")
