@@ -73,7 +73,7 @@ def _die_with_parent() -> None:
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
-def _pool_task(fn: Callable[[Any], Any], task: Any) -> Any:
+def pool_task(fn: Callable[[Any], Any], task: Any) -> Any:
     """A task in a pool process: ``fn(task)`` with one BLAS thread, then the heap's free
     memory returned, so idle pool processes do not sit on their peak
     (:mod:`kernel_lab.engine.heap`)."""
@@ -100,7 +100,7 @@ class ProcessExecutor:
         from functools import partial
 
         pending = list(tasks)
-        call = partial(_pool_task, fn)
+        call = partial(pool_task, fn)
         for attempt in (1, 2):
             pool, futures = submit_to_pool(self.workers, call, pending)
             try:

@@ -50,7 +50,7 @@ import numpy as np
 from kernel_lab.core.parts.base import LocalParts, Part, run_cache_bytes, set_read_cache
 from kernel_lab.core.progress import Progress
 from kernel_lab.engine.cluster_wait import TICK, WorkerLost
-from kernel_lab.engine.executors import _pool_task, drop_pool, submit_to_pool
+from kernel_lab.engine.executors import drop_pool, pool_task, submit_to_pool
 
 #: Bytes between the starts of two arrays in the shared block (cache-line aligned).
 ALIGN = 64
@@ -307,7 +307,7 @@ class PoolParts(LocalParts):
         if self._sent is None:
             self._sent = self._arrays.share(self.parts)
         sent = self._sent
-        call = partial(_pool_task, _run_part)
+        call = partial(pool_task, _run_part)
         unfinished = list(range(len(self.parts)))
         for attempt in (1, 2):
             pool, futures = submit_to_pool(
