@@ -73,7 +73,7 @@ def _die_with_parent() -> None:
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
-def pool_task(fn: Callable[[Any], Any], task: Any) -> Any:
+def _pool_task(fn: Callable[[Any], Any], task: Any) -> Any:
     """A task in a pool process: ``fn(task)`` with one BLAS thread, then the heap's free
     memory returned, so idle pool processes do not sit on their peak
     (:mod:`kernel_lab.engine.heap`)."""
@@ -100,7 +100,7 @@ class ProcessExecutor:
         from functools import partial
 
         pending = list(tasks)
-        call = partial(pool_task, fn)
+        call = partial(_pool_task, fn)
         for attempt in (1, 2):
             pool, futures = submit_to_pool(self.workers, call, pending)
             try:
@@ -127,12 +127,13 @@ class ProcessExecutor:
 _POOLS: dict[int, Any] = {}
 
 
-def kept_pool(workers: int) -> Any:
-    """The kept pool of ``workers`` spawned processes (started now if there is none):
-    starting processes costs about a second, so later runs reuse it. Each process gets
-    :func:`_die_with_parent` and keeps its heap (:mod:`kernel_lab.engine.heap`)."""
+def kept_pool(workers: int, start: bool = True) -> Any:
+    """The kept pool of ``workers`` spawned processes, started now if there is none (None
+    then, with ``start=False``): starting processes costs about a second, so later runs
+    reuse it. Each process gets :func:`_die_with_parent` and keeps its heap
+    (:mod:`kernel_lab.engine.heap`)."""
     pool = _POOLS.get(workers)
-    if pool is None:
+    if pool is None and start:
         pool = _new_pool(workers)
         _POOLS[workers] = pool
     return pool

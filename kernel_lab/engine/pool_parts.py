@@ -15,7 +15,8 @@ What travels to the pool processes:
 - a partition read from a file (Parquet, Zarr) travels as what it is, a path and a range
   of rows; the pool process reads the rows itself and keeps a share of what it read for
   the run's later passes (the same share of the memory budget as a run in this process,
-  divided among the processes);
+  divided among the processes). When the run ends (:meth:`PoolParts.close`) each process
+  drops what it kept and returns its free heap — once per run, not after each task;
 - a partition held in memory (arrays) has its arrays copied once per :class:`PoolParts`
   into one block of shared memory (:mod:`multiprocessing.shared_memory`); the tasks
   carry only the block's name and each array's place in it, and read the arrays there
@@ -37,6 +38,7 @@ from __future__ import annotations
 
 import dataclasses
 import pickle
+import time
 import traceback
 import uuid
 import weakref
@@ -47,10 +49,12 @@ from typing import Any
 
 import numpy as np
 
+from kernel_lab.core.executor import call_single_threaded
 from kernel_lab.core.parts.base import LocalParts, Part, run_cache_bytes, set_read_cache
 from kernel_lab.core.progress import Progress
 from kernel_lab.engine.cluster_wait import TICK, WorkerLost
-from kernel_lab.engine.executors import drop_pool, pool_task, submit_to_pool
+from kernel_lab.engine.executors import drop_pool, kept_pool, submit_to_pool
+from kernel_lab.engine.heap import release_heap
 
 #: Bytes between the starts of two arrays in the shared block (cache-line aligned).
 ALIGN = 64
@@ -219,6 +223,26 @@ def _close_open() -> None:
             pass
 
 
+#: Seconds a pool process holds on to :func:`_release`'s task, so that each idle process of
+#: the pool takes one of those sent together.
+RELEASE_PAUSE = 0.05
+
+
+def _release(run: str) -> None:
+    """In a pool process after the run ``run``: drop the partitions kept for it and give
+    the heap's free memory back (:func:`~kernel_lab.engine.heap.release_heap`), once for
+    the run rather than after each partition's task — trimming after every task had each
+    task fault its working memory in again, and doubled the time of a pass over small
+    partitions (measured: 6.7 s against 3.5 s in the passes of a ``nystrom`` run on 200,000
+    rows in 8 files)."""
+    if _KEEPING["run"] == run:
+        set_read_cache(0)
+        _KEEPING["run"] = ""
+    _close_open()
+    release_heap()
+    time.sleep(RELEASE_PAUSE)
+
+
 def _run_part(job: tuple[Callable[..., Any], Any, tuple[Any, ...], str, int]) -> bytes:
     """A partition's task in a pool process: ``fn(part, *args)``, its result pickled here
     (so nothing sent back refers to the shared block, which is closed before the task
@@ -287,9 +311,18 @@ class PoolParts(LocalParts):
         self._sent: list[Any] | None = None
 
     def close(self) -> None:
-        """Remove the shared block of the in-memory partitions (shared again if the
-        object is used afterwards)."""
+        """The run is over: remove the shared block of the in-memory partitions (shared
+        again if the object is used afterwards) and have each pool process drop what it
+        kept for the run and return its free heap (sent, not awaited)."""
         self._arrays.close()
+        if self._sent is not None:
+            pool = kept_pool(self.workers, start=False)
+            if pool is not None:
+                try:
+                    for _ in range(self.workers):
+                        pool.submit(_release, self.run)
+                except RuntimeError:  # a broken or shut-down pool: nothing is kept
+                    pass
         self._sent = None
 
     def __enter__(self) -> PoolParts:
@@ -307,7 +340,7 @@ class PoolParts(LocalParts):
         if self._sent is None:
             self._sent = self._arrays.share(self.parts)
         sent = self._sent
-        call = partial(pool_task, _run_part)
+        call = partial(call_single_threaded, _run_part)
         unfinished = list(range(len(self.parts)))
         for attempt in (1, 2):
             pool, futures = submit_to_pool(

@@ -122,6 +122,29 @@ def test_arrays_are_shared_once_and_removed_at_close():
         shared_memory.SharedMemory(name=name)
 
 
+def _kept_bytes(_task):
+    from kernel_lab.core.parts.base import READ_CACHE
+
+    time.sleep(0.3)  # the two tasks sent together go to the two processes
+    return os.getpid(), READ_CACHE.used
+
+
+def _kept_by_each() -> dict[int, int]:
+    pool = kept_pool(2)
+    got = dict(f.result() for f in [pool.submit(_kept_bytes, k) for k in range(2)])
+    assert len(got) == 2
+    return got
+
+
+def test_what_the_processes_kept_for_a_run_is_dropped_when_it_ends(file_parts):
+    pool = PoolParts(file_parts, 2)
+    column_stats(pool, RowPlan.split(7, N, 0.25))
+    assert sum(_kept_by_each().values()) > 0  # the partitions read are kept for the run
+    pool.close()
+    time.sleep(0.5)
+    assert set(_kept_by_each().values()) == {0}
+
+
 def test_progress_is_reported_per_partition_as_in_this_process(file_parts):
     plan = RowPlan.split(7, N, 0.25)
     here: list = []
