@@ -102,24 +102,13 @@ class ProcessExecutor:
         pending = list(tasks)
         call = partial(_pool_task, fn)
         for attempt in (1, 2):
-            pool = _POOLS.get(self.workers)
-            if pool is None:  # kept for later runs: starting processes costs a second
-                pool = _new_pool(self.workers)
-                _POOLS[self.workers] = pool
-            try:
-                futures = [pool.submit(call, t) for t in pending]
-            except BrokenProcessPool:  # a kept pool lost a process while idle: start afresh
-                _POOLS.pop(self.workers, None)
-                pool = _new_pool(self.workers)
-                _POOLS[self.workers] = pool
-                futures = [pool.submit(call, t) for t in pending]
+            pool, futures = submit_to_pool(self.workers, call, pending)
             try:
                 for k, fut in enumerate(futures):
                     try:
                         result = fut.result()
                     except BrokenProcessPool:
-                        _POOLS.pop(self.workers, None)
-                        pool.shutdown(wait=False, cancel_futures=True)
+                        drop_pool(self.workers, pool)
                         if attempt == 2:
                             raise WorkerLost(
                                 "a worker process of the process pool died twice (crashed "
@@ -136,6 +125,46 @@ class ProcessExecutor:
 
 
 _POOLS: dict[int, Any] = {}
+
+
+def kept_pool(workers: int, start: bool = True) -> Any:
+    """The kept pool of ``workers`` spawned processes, started now if there is none (None
+    then, with ``start=False``): starting processes costs about a second, so later runs
+    reuse it. Each process gets :func:`_die_with_parent` and keeps its heap
+    (:mod:`kernel_lab.engine.heap`)."""
+    pool = _POOLS.get(workers)
+    if pool is None and start:
+        pool = _new_pool(workers)
+        _POOLS[workers] = pool
+    return pool
+
+
+def submit_to_pool(workers: int, call: Callable[[Any], Any], tasks: Iterable[Any]
+                   ) -> tuple[Any, list[Future[Any]]]:
+    """``call(task)`` submitted to the kept pool of ``workers`` processes for every task;
+    a kept pool that lost a process while idle is replaced first. Returns the pool and
+    the futures, in task order."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    tasks = list(tasks)
+    pool = kept_pool(workers)
+    try:
+        return pool, [pool.submit(call, t) for t in tasks]
+    except BrokenProcessPool:  # a kept pool lost a process while idle: start afresh
+        drop_pool(workers, pool)
+        pool = kept_pool(workers)
+        return pool, [pool.submit(call, t) for t in tasks]
+
+
+def drop_pool(workers: int, pool: Any, kill: bool = False) -> None:
+    """Forget ``pool`` (the next run starts a fresh one) and shut it down; ``kill``: kill
+    its processes at once — tasks still running in them (a cancelled run's) stop there
+    rather than finish unused while the next run waits."""
+    if _POOLS.get(workers) is pool:
+        _POOLS.pop(workers)
+    if kill:
+        _kill_processes(pool)
+    pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _new_pool(workers: int) -> Any:
@@ -157,12 +186,16 @@ def shutdown_pools() -> None:
 def kill_pools() -> None:
     """Kill the kept pools' processes at once (this process is being terminated)."""
     for pool in _POOLS.values():
-        for proc in list(getattr(pool, "_processes", {}).values()):
-            try:
-                proc.kill()
-            except (OSError, AttributeError):
-                pass
+        _kill_processes(pool)
     _POOLS.clear()
+
+
+def _kill_processes(pool: Any) -> None:
+    for proc in list((getattr(pool, "_processes", None) or {}).values()):
+        try:
+            proc.kill()
+        except (OSError, AttributeError):
+            pass
 
 
 atexit.register(shutdown_pools)

@@ -20,7 +20,7 @@ from kernel_lab.core.parts.base import run_cache_bytes
 from kernel_lab.core.progress import Progress
 from kernel_lab.data.lazy import MakeParts
 from kernel_lab.data.source import DataSource
-from kernel_lab.engine.executors import make_executor
+from kernel_lab.engine.executors import ProcessExecutor, make_executor
 from kernel_lab.engine.jsonable import jsonable
 from kernel_lab.engine.spec import RunSpec
 from kernel_lab.experiments import PartialResult, check_task, get_experiment, run_on
@@ -70,11 +70,18 @@ class RunResult:
         return json.dumps(self.to_dict(), indent=2, ensure_ascii=False, allow_nan=False)
 
 
-def parts_runner(executor: Any) -> MakeParts | None:
+def parts_runner(executor: Any) -> MakeParts:
     """Where the computations on a partitioned source run: on the Dask cluster of a
-    ``dask`` executor, else in this process, one partition at a time (keeping a share of
-    the memory budget of what it reads, for the run's later passes)."""
+    ``dask`` executor, in the kept process pool of a ``processes`` executor
+    (:class:`~kernel_lab.engine.pool_parts.PoolParts`), else in this process, one
+    partition at a time. Both local ways keep a share of the memory budget of what they
+    read, for the run's later passes. What it returns may have a ``close()``, which the
+    runner calls when the run ends."""
     client = getattr(executor, "client", None)
+    if isinstance(executor, ProcessExecutor):
+        from kernel_lab.engine.pool_parts import PoolRunner
+
+        return PoolRunner(executor.workers)
     if client is None:
         return lambda parts: LocalParts(parts, cache=run_cache_bytes())
 
@@ -123,10 +130,11 @@ def run(
     t0 = time.perf_counter()
     progress(0.0, "loading data")
     executor = make_executor(spec.workers, spec.backend, spec.scheduler)
+    make_parts = parts_runner(executor)
     try:
         if dataset is None:
             dataset = spec.data_source().open(
-                seed, progress.sub(0.0, 0.02), make_parts=parts_runner(executor))
+                seed, progress.sub(0.0, 0.02), make_parts=make_parts)
         t_data = time.perf_counter() - t0
         check_task(experiment, dataset)
         resolved, fitted = experiment.fit_to_data(resolved, dataset)  # too big: clamped
@@ -150,9 +158,10 @@ def run(
             if on_partial is not None:
                 on_partial(partial)
     finally:
-        close = getattr(executor, "close", None)
-        if close is not None:
-            close()
+        for used in (make_parts, executor):
+            close = getattr(used, "close", None)
+            if close is not None:
+                close()
     t_run = time.perf_counter() - t1
     result.timings = {"data_s": round(t_data, 4), "run_s": round(t_run, 4),
                       "total_s": round(time.perf_counter() - t0, 4)}

@@ -35,7 +35,7 @@ from __future__ import annotations
 import itertools
 import operator
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -137,13 +137,23 @@ class LocalParts:
 
     def map(self, fn: Callable[..., Any], *args: Any, progress: Progress | None = None,
             message: str = "") -> list[Any]:
-        out = []
-        for k, part in enumerate(self.parts):
-            out.append(call_single_threaded(lambda p: fn(p, *args), part))
+        total = len(self.parts)
+        out: list[Any] = [None] * total
+        for done, (k, value) in enumerate(self.calls(fn, args, progress), start=1):
+            out[k] = value
             if progress is not None:
-                progress((k + 1) / len(self.parts),
-                         f"{message} ({k + 1}/{len(self.parts)} partitions)")
+                progress(done / total, f"{message} ({done}/{total} partitions)")
         return out
+
+    def calls(self, fn: Callable[..., Any], args: tuple[Any, ...],
+              progress: Progress | None = None) -> Iterator[tuple[int, Any]]:
+        """``(k, fn(parts[k], *args))`` for every part, as each is done: here one after the
+        other, in part order. The one step a process pool replaces
+        (:mod:`kernel_lab.engine.pool_parts`), which may also check ``progress`` for
+        cancellation while it waits; everything else — the results' order, the reports,
+        the combining tree — stays this class's."""
+        for k, part in enumerate(self.parts):
+            yield k, call_single_threaded(lambda p: fn(p, *args), part)
 
     def reduce(self, fn: Callable[..., Any], *args: Any,
                combine: Callable[[Any, Any], Any] = operator.add,
