@@ -27,6 +27,7 @@ from kernel_lab.core.parts import (
     take_rows,
 )
 from kernel_lab.core.progress import Cancelled, Progress
+from kernel_lab.core.rows import blocks
 from kernel_lab.engine.executors import WorkerLost, kept_pool
 from kernel_lab.engine.pool_parts import PoolParts, PoolRunner
 from kernel_lab.engine.runner import parts_runner, run_experiment
@@ -34,6 +35,7 @@ from tests.engine.test_partitioned_runs import CURVE, NYSTROM, N, P, _rows
 
 # the rows, and the parameters, of the runs on a cluster (six files here, one of one row)
 CUTS = [0, 170, 171, 500, 800, 1234, N]
+BLOCK = 128
 
 
 @pytest.fixture(scope="module")
@@ -276,7 +278,14 @@ def _tables_equal(a, b) -> None:
 
 
 @pytest.mark.parametrize("name,params", [("nystrom", NYSTROM), ("learning-curve", CURVE)])
-def test_experiments_on_a_folder_give_the_numbers_of_this_process(name, params, folder):
+def test_experiments_on_a_folder_give_the_numbers_of_this_process(name, params, folder,
+                                                                  monkeypatch):
+    # canonical blocks of 128 rows: the six files are read as parts of whole blocks, one
+    # per file in which a block starts (the default block would make them one part)
+    monkeypatch.setattr(blocks, "ROW_BLOCK", BLOCK)
+    parts = sum(any(a <= k * BLOCK < b for k in range(N // BLOCK + 1))
+                for a, b in itertools.pairwise(CUTS))
+    assert 1 < parts < len(CUTS) - 1
     keep = {"partitions": "keep"}
     here = run_experiment(name, params, data=folder, data_options=keep)
     reports: list = []
@@ -284,7 +293,7 @@ def test_experiments_on_a_folder_give_the_numbers_of_this_process(name, params, 
                             backend="processes", on_progress=lambda f, m: reports.append(m))
     assert "kept in 6 partitions" in " ".join(pooled.data["notes"])
     _tables_equal(here, pooled)
-    assert any("/6 partitions)" in m for m in reports)
+    assert any(f"/{parts} partitions)" in m for m in reports)
 
 
 def test_a_run_cancelled_on_the_pool_stops(folder):
