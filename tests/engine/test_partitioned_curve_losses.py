@@ -65,21 +65,13 @@ def test_every_loss_on_six_files_gives_the_numbers_of_one_file(folders, loss):
     assert six.summaries["partitions"] == 4 and one.summaries["partitions"] == 1
     assert six.summaries["loss"] == loss and six.summaries["task"] == kind
     assert set(six.table) == set(one.table)
-    # the same bits (canonical blocks), except what the hinge loss's exact floor gives: its
-    # solver does not repeat itself to the last bits even on the same rows (~1e-10)
-    loose = {k for k in (*six.table, *six.summaries)
-             if loss == "hinge" and any(w in k for w in ("floor", "objective", "rate_guide"))}
+    # the same bits: canonical blocks, and the hinge's exact solver seeded
     for key in six.table:
-        if key in loose:
-            np.testing.assert_allclose(six.table[key], one.table[key], rtol=1e-8,
-                                       equal_nan=True, err_msg=key)
-        else:
-            np.testing.assert_array_equal(six.table[key], one.table[key], err_msg=key)
+        np.testing.assert_array_equal(six.table[key], one.table[key], err_msg=key)
     for key, value in six.summaries.items():
         if isinstance(value, float) and key != "partitions":
             other = one.summaries[key]
-            assert (value == pytest.approx(other, rel=1e-8) if key in loose else
-                    value == other or (np.isnan(value) and np.isnan(other))), key
+            assert value == other or (np.isnan(value) and np.isnan(other)), key
     t = six.table
     assert np.isfinite(t["dsg_test_error"]).all() and np.isfinite(t["dsg_train_loss"]).all()
     has = t["n_features"] <= 160

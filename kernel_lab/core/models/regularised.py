@@ -161,12 +161,15 @@ def _multinomial(Phi: np.ndarray, y: np.ndarray, nu: float, k: int, max_iter: in
 
 def _hinge(Phi: np.ndarray, y: np.ndarray, nu: float) -> RegularisedFit:
     # liblinear's dual coordinate descent (through scikit-learn) on
-    # ½‖w‖² + C Σ max(0, 1 − y_i φ_iᵀw) with C = 1/(nν), which is J/ν
+    # ½‖w‖² + C Σ max(0, 1 − y_i φ_iᵀw) with C = 1/(nν), which is J/ν. It visits the
+    # coordinates in a random order: a fixed random_state makes the same rows give the
+    # same bits (without it, liblinear draws from numpy's global generator: the floor
+    # moved by ~1e-10 from run to run)
     from sklearn.svm import LinearSVC
 
     n = Phi.shape[0]
     svm = LinearSVC(loss="hinge", C=1.0 / (n * nu), fit_intercept=False, dual=True,
-                    tol=1e-10, max_iter=1_000_000)
+                    tol=1e-10, max_iter=1_000_000, random_state=0)
     with warnings.catch_warnings():  # reaching max_iter is checked below
         warnings.simplefilter("ignore", ConvergenceWarning)
         svm.fit(Phi, y)
