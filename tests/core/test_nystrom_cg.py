@@ -12,14 +12,19 @@ from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
+from kernel_lab.core import rowkeys
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.kernels import GaussianKernel, LaplaceKernel, make_kernel
 from kernel_lab.core.models import nystrom, nystrom_cg
 from kernel_lab.core.models.feature_ridge import feature_ridge
 from kernel_lab.core.models.nystrom import NystromRidge, nystrom_factor
 from kernel_lab.core.models.nystrom_cg import nystrom_predict, nystrom_ridge_cg
+from kernel_lab.core.parts.base import LocalParts, RowPlan, array_parts, keyed_subset_of
+from kernel_lab.core.parts.cg import nystrom_ridge_cg_parts
 from kernel_lab.core.progress import Cancelled, Progress
-from kernel_lab.core.validation import check_generator
+from kernel_lab.core.rows import blocks
+from kernel_lab.core.rows.blocks import ROW_BLOCK
+from kernel_lab.core.validation import check_seed
 
 EPS = np.finfo(np.float64).eps / 2          # unit roundoff u
 
@@ -93,9 +98,13 @@ class Guarantee:
         self.b = Fc.T @ (y - self.y_mean)
         self.w = np.linalg.solve(self.A, self.b)             # the direct solve, w*
         self.c = self.y_mean - float(self.mu @ self.w)
-        rows = nystrom_cg.PRECONDITIONER_ROWS_PER_LANDMARK * S.shape[0]  # the solver's
-        L, _ = nystrom_cg._preconditioner(kernel, X, S, N, self.mu, lam, rows,  # defaults
-                                          check_generator(seed))
+        # the solver's default preconditioner: the landmarks and the 4 s training rows
+        # with the smallest keys of the stream LANDMARKS + CG_ROWS under the seed
+        rows = nystrom_cg.PRECONDITIONER_ROWS_PER_LANDMARK * S.shape[0]
+        index = keyed_subset_of(np.arange(X.shape[0]), seed,
+                                rowkeys.LANDMARKS + nystrom_cg.CG_ROWS, rows)
+        L = nystrom_cg.preconditioner_factor(kernel, np.concatenate([S, X[index]]), S, N,
+                                             self.mu, lam, X.shape[0] / (S.shape[0] + rows))
         self.Linv = np.linalg.inv(L)
         m = np.linalg.eigvalsh(self.Linv @ self.A @ self.Linv.T)
         self.lam_min_A = float(np.linalg.eigvalsh(self.A)[0])
@@ -191,7 +200,8 @@ def test_tiny_blocks_give_the_same_answer(data):
     S, N = setup(kernel, X, 50)
     coef, c, info = nystrom_ridge_cg(kernel, X, y, S, N, 0.01)
     coef7, c7, info7 = nystrom_ridge_cg(kernel, X, y, S, N, 0.01, block_rows=7)
-    assert info7.block_rows == 7 and info.block_rows == 64 * 2**20 // (8 * 50)
+    # the default kernel block: 64 MiB of k(X_block, S), at most one canonical row block
+    assert info7.block_rows == 7 and info.block_rows == min(64 * 2**20 // (8 * 50), ROW_BLOCK)
     # Blocks only reorder the float64 sums, so the two runs solve the same system and each
     # stops within CG's guarantee (a 1e-8 agreement was one BLAS's luck: 1.4e-8 measured
     # with OpenBLAS's SkylakeX kernels, where one run stops an iteration earlier).
@@ -287,7 +297,7 @@ def test_nystrom_ridge_cg_and_direct_agree(data, centered):
     assert len(calls) == cg.n_iter_
     f = cg.features_
     S, N = f.landmarks_, f.normalization_
-    guarantee = Guarantee(f.kernel_, X, y, S, N, 0.01, centered, seed=3)
+    guarantee = Guarantee(f.kernel_, X, y, S, N, 0.01, centered, seed=check_seed(3))
     guarantee.check(cg.coef_, cg.intercept_)
     # the direct solver is w* up to its rounding (≲ r u κ(A) relative)
     assert (np.linalg.norm(direct.coef_ - guarantee.w)
@@ -346,3 +356,23 @@ def test_sklearn_compatible_with_cg(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         check(estimator)
+
+
+def test_estimator_cg_is_the_partitioned_cg_bit_for_bit(monkeypatch):
+    """NystromRidge(solver="cg") on an array runs the partitioned CG on the array as one part:
+    the same rows cut into five unequal parts at the canonical blocks give the same bits."""
+    monkeypatch.setattr(blocks, "ROW_BLOCK", 64)
+    X, y = friedman(700, seed=4)
+    est = NystromRidge(0.01, n_components=30, sampler="uniform", solver="cg",
+                       random_state=5).fit(X, y)
+    info = est.cg_info_
+    assert info.converged and info.iterations > 1
+    assert info.preconditioner_rows == 30 + 4 * 30 < 700 and info.block_rows == 64
+    five = LocalParts(array_parts(X, y, [128, 256, 64, 192, 60]))   # cut at multiples of 64
+    plan = RowPlan(seed=0, n=700, n_test=0, cut=None)                # every row trains
+    assert plan.block == 64
+    f = est.features_
+    coef, c, info5 = nystrom_ridge_cg_parts(five, plan, f.kernel_, f.landmarks_,
+                                            f.normalization_, 0.01, seed=check_seed(5))
+    assert np.array_equal(coef, est.coef_) and c == est.intercept_
+    assert info5.history == info.history

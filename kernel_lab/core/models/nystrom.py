@@ -9,7 +9,7 @@ so duplicate landmarks and a singular W are handled. The two bases differ by a r
 F Fᵀ, and every fit and prediction made from F, are the same.
 :class:`NystromRidge` solves its ridge problem directly on the n × r features or, for large
 n·s, by preconditioned conjugate gradients that never form them
-(:mod:`kernel_lab.core.models.nystrom_cg`).
+(:mod:`kernel_lab.core.parts.cg`).
 
 References
 ----------
@@ -39,14 +39,14 @@ from kernel_lab.core.kernels import (
 )
 from kernel_lab.core.memory import check_allocation, rows_per_block
 from kernel_lab.core.models.feature_ridge import feature_ridge
-from kernel_lab.core.models.nystrom_cg import (
+from kernel_lab.core.models.streaming import GRAM_KAPPA_MAX
+from kernel_lab.core.parts.cg import (
     DEFAULT_MAX_ITER,
     DEFAULT_TOL,
     CGInfo,
     nystrom_predict,
     nystrom_ridge_cg,
 )
-from kernel_lab.core.models.streaming import GRAM_KAPPA_MAX
 from kernel_lab.core.samplers import SAMPLERS, CountingKernel, make_sampler
 from kernel_lab.core.validation import (
     LAM,
@@ -55,6 +55,7 @@ from kernel_lab.core.validation import (
     Real,
     check_generator,
     check_params,
+    check_seed,
 )
 
 #: Eigenvalues of W below this fraction of the largest are treated as zero.
@@ -231,7 +232,7 @@ class NystromRidge(RegressorMixin, BaseEstimator):
         ``"direct"`` forms the n × r features and solves by Cholesky
         (:func:`~kernel_lab.core.models.feature_ridge.feature_ridge`); ``"cg"`` solves the
         same problem by preconditioned conjugate gradients streaming X in row blocks
-        (:func:`~kernel_lab.core.models.nystrom_cg.nystrom_ridge_cg`: memory O(block + s r),
+        (:func:`~kernel_lab.core.parts.cg.nystrom_ridge_cg`: memory O(block + s r),
         never n × s); ``"auto"`` takes CG when ``8 n s`` bytes exceed :data:`CG_AUTO_BYTES`.
     cg_tol : float
         CG stopping tolerance on the relative residual (see ``nystrom_ridge_cg``).
@@ -304,7 +305,7 @@ class NystromRidge(RegressorMixin, BaseEstimator):
             self.features_.kernel_, X, y, self.features_.landmarks_,
             self.features_.normalization_, p["lam"], intercept=self.centered,
             tol=p["cg_tol"], max_iter=p["cg_max_iter"],
-            random_state=check_generator(self.random_state), progress=progress)
+            random_state=check_seed(self.random_state), progress=progress)
         self.cg_info_, self.n_iter_, self.converged_ = info, info.iterations, info.converged
         return self
 

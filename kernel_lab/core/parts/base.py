@@ -370,7 +370,8 @@ def part_rows(part: Part, plan: RowPlan, which: str = "train") -> Rows:
     X, y = READ_CACHE.read(part)
     index = np.arange(part.start, part.start + X.shape[0])
     keep = plan.which(index, which)
-    X, y, index = X[keep], y[keep], index[keep]
+    if not keep.all():  # every row kept (an array as one part): views, no copy of X
+        X, y, index = X[keep], y[keep], index[keep]
     finite = np.isfinite(X)
     holes = None
     bad = ~np.isfinite(y)
