@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from kernel_lab.experiments.plotspec import (
+    Curve,
     CurveLine,
     OffScale,
     PlotSpec,
@@ -34,7 +35,7 @@ from kernel_lab.plotting.ranges import (
     positive_mask,
     within,
 )
-from kernel_lab.plotting.styles import assign_colors, curve_style
+from kernel_lab.plotting.styles import ROLE_STYLES, assign_colors, curve_style
 from kernel_lab.plotting.view_pins import PinParts
 from kernel_lab.plotting.view_scatter import ScatterParts
 from kernel_lab.plotting.view_texts import TextParts
@@ -198,6 +199,7 @@ class PlotView(LegendParts, TextParts, ScatterParts, PinParts):
             self._extent[col] = ((float(ym.min()), float(ym.max())) if ym.size
                                  else (np.inf, -np.inf))
             self.curves[col].setData(x[mask], ym)
+            self._mark_lone_point(self.curves[col], line.curve, color, ym.size == 1)
             if ym.size:
                 self._has_data.add(col)
             else:
@@ -235,6 +237,22 @@ class PlotView(LegendParts, TextParts, ScatterParts, PinParts):
         self._say_empty(not shown and not live and _has_rows(table))
         return shown
 
+
+    def _mark_lone_point(self, item: Any, curve: Curve, color: str, lone: bool) -> None:
+        """A curve drawn as a line alone (limit, estimate, reference) with a single point
+        draws nothing — one λ of Algorithm 2's bound, the first partial result of a limit:
+        such a point gets a dot, taken away again when the curve has two."""
+        import pyqtgraph as pg
+
+        if ROLE_STYLES[curve.role][2]:
+            return  # the role draws its points already
+        if lone and item.opts.get("symbol") is None:
+            item.setSymbol("o")
+            item.setSymbolSize(7 * self.scale)
+            item.setSymbolBrush(pg.mkBrush(color))
+            item.setSymbolPen(pg.mkPen(None))
+        elif not lone and item.opts.get("symbol") is not None:
+            item.setSymbol(None)
     def _limit_ranges(self, window: tuple[float, float] | None) -> None:
         """pyqtgraph clamps a curve's points to a band around the view (Qt mis-draws, or
         drops, coordinates far outside it) and so makes the curve and its symbols again

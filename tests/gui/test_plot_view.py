@@ -414,3 +414,22 @@ def test_a_detached_legend_ignores_its_deleted_holder(qtbot):
     view.detach()
     shiboken6.delete(view._holder)
     view.legend._GraphicsWidgetAnchor__geometryChanged()  # the late signal: no error
+
+
+def test_a_line_of_one_point_gets_a_dot_until_it_has_two(view):
+    """A limit, estimate or reference curve is a line without markers: with a single point
+    (one λ of Algorithm 2's bound) it would draw nothing. It gets a dot, in its colour,
+    which goes again when the curve has two points; roles that draw points keep theirs."""
+    one = {"lam": np.array([1.0]), "R_limit[linear]": np.array([2.0]),
+           "R_emp[linear]": np.array([2.5]), "R_std[linear]": np.array([0.0]),
+           "R_est[linear]": np.array([1.5])}
+    view.update(one)
+    limit, emp, est = (view.curves[f"{s}[linear]"] for s in ("R_limit", "R_emp", "R_est"))
+    for line in (limit, est):
+        assert line.opts["symbol"] == "o"
+        assert pg.mkBrush(line.opts["symbolBrush"]).color().name() == \
+            line.opts["pen"].color().name()
+    assert emp.opts["symbol"] == "o" and emp.opts["symbolSize"] == 6.0  # its own marker
+    view.update(table())
+    assert limit.opts["symbol"] is None and est.opts["symbol"] is None
+    assert emp.opts["symbol"] == "o"
