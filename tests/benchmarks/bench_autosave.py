@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 import perfdoc  # this folder, first on the path of a script
-from timing import quiet_offscreen_noise
+from timing import loop_until, pump, quiet_offscreen_noise
 
 PERIOD_MS = 5
 WRITES = 20
@@ -56,11 +56,6 @@ def main() -> int:
     tick_timer = QtCore.QTimer(interval=PERIOD_MS,
                                timeout=lambda: ticks.append(time.perf_counter()))
 
-    def pump(seconds: float) -> None:
-        loop = QtCore.QEventLoop()
-        QtCore.QTimer.singleShot(int(seconds * 1000), loop.quit)
-        loop.exec()
-
     def stalls_while(action) -> np.ndarray:
         ticks.clear()
         tick_timer.start()
@@ -77,18 +72,9 @@ def main() -> int:
             k += 1
             start = saver.writes
             saver.worker.submit((saver.writer, b if k % 2 else a), saver._written)
-            loop_until(lambda s=start: saver.writes > s)
+            loop_until(lambda s=start: saver.writes > s, 60.0, "the autosave did not write")
             done.append(saver.last)
         return done
-
-    def loop_until(cond, timeout: float = 60.0) -> None:
-        """Run the event loop (woken by the autosave's answer or the probe's timer, no
-        busy polling) until ``cond()``."""
-        deadline = time.monotonic() + timeout
-        while not cond():
-            if time.monotonic() > deadline:
-                raise TimeoutError("the autosave did not write")
-            app.processEvents(QtCore.QEventLoop.ProcessEventsFlag.WaitForMoreEvents)
 
     rng = np.random.default_rng(0)
     ok = True

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 import perfdoc  # this folder, first on the path of a script
-from timing import quiet_offscreen_noise
+from timing import loop_until, pump, quiet_offscreen_noise
 
 PERIOD_MS = 10
 POINTS = 1_000_000
@@ -62,24 +62,13 @@ def main() -> int:
     path = session_file(tmp)
     print(f"session file: {path.stat().st_size / 2**20:.1f} MB, {POINTS:,} pinned points")
 
-    def loop_until(cond, timeout: float = 120.0) -> None:
-        deadline = time.monotonic() + timeout
-        while not cond():
-            if time.monotonic() > deadline:
-                raise TimeoutError("the session did not open")
-            app.processEvents(QtCore.QEventLoop.ProcessEventsFlag.WaitForMoreEvents, 50)
-
-    def pump(seconds: float) -> None:
-        loop = QtCore.QEventLoop()
-        QtCore.QTimer.singleShot(int(seconds * 1000), loop.quit)
-        loop.exec()
 
     stalls, opened = [], []
     for k in range(REPEATS):
         window = MainWindow(QtCore.QSettings(str(tmp / f"s{k}.ini"),
                                              QtCore.QSettings.Format.IniFormat))
         window.show()
-        loop_until(lambda w=window: not w.model.loading)
+        loop_until(lambda w=window: not w.model.loading, 120.0, "the window did not load")
         # what the window still has to do at start-up is not the session's: the theory
         # preview of its first experiment and the plan's speed probe
         pump(0.5)
@@ -92,7 +81,8 @@ def main() -> int:
         t0 = time.perf_counter()
         window.files.read_in_background(path)
         loop_until(lambda w=window: w.plot_panel.built and bool(w.model.pins)
-                   and bool(w.plot_views) and bool(w.plot_views[0].pins))
+                   and bool(w.plot_views) and bool(w.plot_views[0].pins), 120.0,
+                   "the session did not open")
         opened.append(time.perf_counter() - t0)
         pump(0.5)
         timer.stop()

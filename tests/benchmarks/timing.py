@@ -92,3 +92,26 @@ def quiet_offscreen_noise() -> None:
                   flush=True)
 
     QtCore.qInstallMessageHandler(handler)
+
+
+def pump(seconds: float) -> None:
+    """Run Qt's event loop for ``seconds`` (redraws, timers, queued answers)."""
+    from PySide6 import QtCore
+
+    loop = QtCore.QEventLoop()
+    QtCore.QTimer.singleShot(max(0, int(seconds * 1000)), loop.quit)
+    loop.exec()
+
+
+def loop_until(cond: Callable[[], bool], timeout: float, what: str) -> None:
+    """Run Qt's event loop, woken by events (no busy polling; at most 50 ms asleep), until
+    ``cond()``; a :class:`TimeoutError` saying ``what`` did not happen after ``timeout``
+    seconds."""
+    from PySide6 import QtCore, QtWidgets
+
+    app = QtWidgets.QApplication.instance()
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise TimeoutError(what)
+        app.processEvents(QtCore.QEventLoop.ProcessEventsFlag.WaitForMoreEvents, 50)
