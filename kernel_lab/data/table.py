@@ -66,6 +66,13 @@ class Table:
     #: test rows of the split.
     dropped: np.ndarray | None = None
 
+    def kept(self) -> np.ndarray:
+        """Whether each row is kept (not in :attr:`dropped`)."""
+        keep = np.ones(len(self.y), dtype=bool)
+        if self.dropped is not None:
+            keep[self.dropped] = False
+        return keep
+
 
 #: Text feature columns with more distinct values than this are dropped, not encoded.
 MAX_LEVELS = 50
