@@ -19,8 +19,8 @@ import pytest
 
 pytest.importorskip("pyarrow")
 
-from kernel_lab.core.dataset import Dataset  # noqa: E402
-from kernel_lab.core.parts import (  # noqa: E402
+from kernel_lab.core.dataset import Dataset
+from kernel_lab.core.parts import (
     LocalParts,
     MemoryPart,
     PartitionedData,
@@ -30,12 +30,12 @@ from kernel_lab.core.parts import (  # noqa: E402
     reduce_blocks,
     take_rows,
 )
-from kernel_lab.core.rows import align_parts, blocks  # noqa: E402
-from kernel_lab.core.rows import keys as rowkeys  # noqa: E402
-from kernel_lab.data import lazy  # noqa: E402
-from kernel_lab.data.source import DataSource  # noqa: E402
-from kernel_lab.data.split import dataset_from_table  # noqa: E402
-from kernel_lab.data.table import Table  # noqa: E402
+from kernel_lab.core.rows import align_parts, blocks
+from kernel_lab.core.rows import keys as rowkeys
+from kernel_lab.data import lazy
+from kernel_lab.data.source import DataSource
+from kernel_lab.data.split import dataset_from_table
+from kernel_lab.data.table import Table
 
 N, P, SEED, BLOCK = 3_000, 5, 11, 256
 #: Rows per file of the 16-file folder: unequal, with 1-row files and files over a block.
