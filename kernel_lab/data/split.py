@@ -275,7 +275,8 @@ def dataset_from_table(table: Table, *, name: str, test_fraction: float, seed: i
                  classes=None if table.classes is None else list(table.classes),
                  columns=None if table.columns is None else list(table.columns),
                  plan=plan, i_train=i_train, i_test=i_test)
-    if ds.task != "multiclass":  # class codes have no order to rank
+    if table.classes is None or len(table.classes) <= 2:  # class codes have no order
+        # to rank (ds.task, without a pass over the target)
         ds.warnings = sampled_leakage(ds, dropped, ds.columns)
     filled = missing_warning(stats.missing, ds.feature_names, ds.columns, dropped)
     if filled:
