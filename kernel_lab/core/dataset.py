@@ -1,6 +1,8 @@
 """The data a run uses: a :class:`Dataset` (train and test arrays, names, notes) and, for
 synthetic data, its generating process (:class:`InputLaw`, :class:`TargetFunction`,
-:class:`SyntheticSource`), which the theory reads; the seeded train/test split.
+:class:`SyntheticSource`), which the theory reads. A data set is one part of the row
+layer (:attr:`Dataset.parts`); a table's keyed split is made in
+:mod:`kernel_lab.data.split`.
 
 Reading files, the generators and the bundled examples live in :mod:`kernel_lab.data`.
 

@@ -5,8 +5,9 @@ kept in its partitions.
 
 - ``auto`` (default): the rows are read into one ordinary table — every experiment then
   works on them — when they take at most :data:`WHOLE_BYTES`; otherwise they stay in their
-  partitions. The rule is the data's size alone, so a command gives the same numbers on
-  every machine, under any load and on every backend;
+  partitions. The rule is the data's size alone, and it decides only where the rows are
+  held: loaded, they are split and prepared by the same keys and column statistics
+  (:func:`~kernel_lab.data.split.dataset_from_table`), so the same rows either way;
 - ``keep``: they stay in their partitions (a :class:`~kernel_lab.core.parts.PartitionedData`:
   the split is defined per row by the seed — among the rows kept, with ``drop_nan`` —
   missing cells are filled with the training means and the standardisation uses column
