@@ -27,6 +27,7 @@ from kernel_lab.core.dataset import (
 )
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.params import ParamSpec, resolve_params
+from kernel_lab.core.parts.base import RowPlan
 
 
 def _toeplitz_eig(p: int, rho: float) -> tuple[np.ndarray, np.ndarray]:
@@ -172,6 +173,7 @@ def generate(name: str, params: Mapping[str, Any] | None = None, *, seed: int = 
     Xtr, ftr, ytr = source.sample(values["n"], rng_train)
     Xte, fte, yte = source.sample(values["n_test"], rng_test)
     args = ",".join(f"{k}={v}" for k, v in (params or {}).items())
+    # a given split: the training and the test sample were drawn as such (no keys)
     return Dataset(Xtr, ytr, Xte, yte, [f"x{j + 1}" for j in range(source.law.p)], "y",
                    name=f"{name}:{args}" if args else name, f_train=ftr, f_test=fte,
-                   source=source)
+                   source=source, plan=RowPlan.given(len(ytr) + len(yte), len(yte), seed))

@@ -5,8 +5,9 @@ kept in its partitions.
 
 - ``auto`` (default): the rows are read into one ordinary table — every experiment then
   works on them — when they take at most :data:`WHOLE_BYTES`; otherwise they stay in their
-  partitions. The rule is the data's size alone, so a command gives the same numbers on
-  every machine, under any load and on every backend;
+  partitions. The rule is the data's size alone, and it decides only where the rows are
+  held: loaded, they are split and prepared by the same keys and column statistics
+  (:func:`~kernel_lab.data.split.dataset_from_table`), so the same rows either way;
 - ``keep``: they stay in their partitions (a :class:`~kernel_lab.core.parts.PartitionedData`:
   the split is defined per row by the seed — among the rows kept, with ``drop_nan`` —
   missing cells are filled with the training means and the standardisation uses column
@@ -28,19 +29,16 @@ from typing import Any
 
 import numpy as np
 
-from kernel_lab.core import rowkeys
 from kernel_lab.core.dataset import Dataset
 from kernel_lab.core.errors import DataError, ParameterError, data_option
 from kernel_lab.core.memory import format_bytes, memory_budget_bytes
 from kernel_lab.core.parts import (
     ColumnStats,
     LocalParts,
-    Part,
     PartitionedData,
     PartMap,
     RowPlan,
     column_stats,
-    keyed_subset,
     nonfinite_rows,
     prepared_plan,
     take_rows,
@@ -48,12 +46,15 @@ from kernel_lab.core.parts import (
 from kernel_lab.core.progress import Progress
 from kernel_lab.core.rows import align_parts, row_block
 from kernel_lab.data.columns import split_names
-from kernel_lab.data.leakage import leakage_warning
 from kernel_lab.data.split import (
-    class_shares,
+    constant_note,
     dataset_from_table,
     missing_warning,
     refuse_empty_columns,
+    sample_note,
+    sampled_leakage,
+    sampled_rows,
+    sampling_plan,
 )
 from kernel_lab.data.table import Table, drop_columns_offer, unfillable_refusal
 
@@ -116,8 +117,7 @@ def open_run_data(path: str, options: Mapping[str, Any], *, seed: int, name: str
                                 progress=progress)
     return dataset_from_table(table, name=name, test_fraction=options["test_fraction"],
                               dropped=split_names(options.get("drop_columns") or None),
-                              rng=np.random.default_rng(seed),
-                              standardize=options["standardize"])
+                              seed=seed, standardize=options["standardize"])
 
 
 def partitioned_data(source: Any, parts: PartMap, options: Mapping[str, Any], *, seed: int,
@@ -147,16 +147,14 @@ def partitioned_data(source: Any, parts: PartMap, options: Mapping[str, Any], *,
     if standardize:
         notes.append("standardised by the training rows' column statistics (reduced over "
                      "the partitions)")
-    if constant.size:
-        named = ", ".join(repr(source.feature_names[j]) for j in constant[:8])
-        notes.append(f"kept the constant column{'s' if constant.size > 1 else ''} {named}"
-                     f"{' …' if constant.size > 8 else ''} with scale 1: the same value "
-                     "in every training row, nothing to scale by")
+    said = constant_note(source.feature_names, constant)
+    if said:
+        notes.append(said)
     data = PartitionedData(parts, plan, list(source.feature_names), source.target_name,
                            name=name, notes=notes, task=source.task,
                            classes=getattr(source, "classes", None))
     if data.task != "multiclass":  # class codes have no order to rank
-        data.warnings = _sampled_leakage(data, dropped_columns)
+        data.warnings = sampled_leakage(data, dropped_columns)
     filled = missing_warning(stats.missing, source.feature_names,
                              [*source.feature_names, source.target_name], dropped_columns)
     if filled:
@@ -193,31 +191,13 @@ def _refuse_unfillable(source: Any, stats: ColumnStats, dropped: Sequence[str]) 
         offer="" if stats.bad_target else drop_columns_offer(infinite, dropped))
 
 
-#: Training rows of partitioned data the leakage check ranks (a seeded sample).
-LEAKAGE_ROWS = 20_000
-
-
-def _sampled_leakage(data: PartitionedData, dropped: Sequence[str]) -> list[str]:
-    """The leakage warning of data kept in partitions, from a seeded sample of at most
-    :data:`LEAKAGE_ROWS` training rows (chosen per row by its key: the same rows on any
-    backend)."""
-    k = min(LEAKAGE_ROWS, data.n_train)
-    index = keyed_subset(data.parts, data.plan, rowkeys.LEAKAGE, k)
-    got = take_rows(data.parts, data.plan, index)
-    said = (f"the {k:,} training rows" if k == data.n_train else
-            f"a random {k:,} of the {data.n_train:,} training rows (chosen per row from the "
-            "seed)")
-    warning = leakage_warning(got.X, got.y, data.feature_names, data.target_name,
-                              rows_said=said, dropped=dropped)
-    return [] if warning is None else [warning]
-
-
 def sample_table(source: Any, parts: PartMap, rows: int, seed: int,
                  progress: Progress | None = None, *, drop_nan: bool = False) -> Table:
     """A seeded sample of ``rows`` rows gathered into an ordinary table (in file order):
     the rows with the smallest keys of the subsample stream — for a class target, the
     smallest keys within each class, each class keeping its share (as
-    :func:`~kernel_lab.data.split.subsample_table` does in memory). With ``drop_nan`` the
+    :func:`~kernel_lab.data.split.subsample_table` does in memory: one rule,
+    :func:`~kernel_lab.data.split.sampled_rows`). With ``drop_nan`` the
     rows with a missing or non-finite value are left out first (one pass); missing feature
     cells stay missing (the split fills them)."""
     notes = list(source.notes)
@@ -228,13 +208,9 @@ def sample_table(source: Any, parts: PartMap, rows: int, seed: int,
         table.notes.append(f"subsample={rows}: all {total:,} rows used (no more in the "
                            "table)")
         return table
-    # every row a "training" row; NaN as the fill value keeps missing cells missing
-    everything = RowPlan(int(seed), source.n, 0, None, fill=np.full(source.p, np.nan),
-                         dropped=dropped)
-    if source.task in ("classification", "multiclass"):
-        index = _stratified(parts, everything, rows)
-    else:
-        index = keyed_subset(parts, everything, rowkeys.SUBSAMPLE, rows)
+    everything = sampling_plan(seed, source.n, source.p, dropped)
+    index = sampled_rows(parts, everything, rows,
+                         source.task in ("classification", "multiclass"))
     got = take_rows(parts, everything, index)
     if got.index.size != index.size:  # pragma: no cover - a part read fewer rows than listed
         raise DataError(f"read {got.index.size} of the {index.size} sampled rows",
@@ -242,53 +218,6 @@ def sample_table(source: Any, parts: PartMap, rows: int, seed: int,
                         path=getattr(source, "source", None))
     classes = getattr(source, "classes", None)
     return Table(got.X, got.y, list(source.feature_names), source.target_name,
-                 notes=[*notes, f"used a random {rows:,} of {total:,} rows "
-                                f"(subsample={rows}, seed {seed}, chosen per row)"],
+                 notes=[*notes, sample_note(rows, total, seed)],
                  classes=None if classes is None else list(classes),
                  columns=[*source.feature_names, source.target_name])
-
-
-def _target(part: Part, plan: RowPlan) -> tuple[np.ndarray, np.ndarray]:
-    """A part's kept rows: their global indices and target values (the target column
-    alone is read, unless the part was kept in memory whole)."""
-    index = np.arange(part.start, part.start + part.rows)
-    y = part.read_target() if hasattr(part, "read_target") else part.read()[1]
-    kept = plan.kept(index) & np.isfinite(y)
-    return index[kept], y[kept]
-
-
-def _class_counts(part: Part, plan: RowPlan) -> dict[float, int]:
-    _, y = _target(part, plan)
-    values, counts = np.unique(y, return_counts=True)
-    return dict(zip(values.tolist(), counts.tolist(), strict=True))
-
-
-def _class_smallest(part: Part, plan: RowPlan, values: np.ndarray, shares: np.ndarray
-                    ) -> list[tuple[np.ndarray, np.ndarray]]:
-    index, y = _target(part, plan)
-    out = []
-    for value, k in zip(values, shares, strict=True):
-        rows = index[y == value]
-        key = rowkeys.keys(plan.seed, rowkeys.SUBSAMPLE, rows)
-        pick = rowkeys.smallest(key, rows, int(k))
-        out.append((key[pick], rows[pick]))
-    return out
-
-
-def _stratified(parts: PartMap, plan: RowPlan, rows: int) -> np.ndarray:
-    """Global indices (sorted) of a stratified keyed sample of ``rows`` rows: each class
-    keeps its share (:func:`~kernel_lab.data.split.class_shares`), its rows those with
-    the smallest subsample keys within the class. Two passes over the target column."""
-    counts: dict[float, int] = {}
-    for got in parts.map(_class_counts, plan, message="counting the classes"):
-        for value, k in got.items():
-            counts[value] = counts.get(value, 0) + k
-    values = np.array(sorted(counts))
-    shares = class_shares(np.array([counts[v] for v in values]), rows)
-    per_part = parts.map(_class_smallest, plan, values, shares, message="sampling by class")
-    chosen = []
-    for c, k in enumerate(shares):
-        key = np.concatenate([got[c][0] for got in per_part])
-        index = np.concatenate([got[c][1] for got in per_part])
-        chosen.append(index[rowkeys.smallest(key, index, int(k))])
-    return np.sort(np.concatenate(chosen))

@@ -8,7 +8,8 @@ forced format) — text tables (:mod:`~kernel_lab.data.text`, also compressed as
 :class:`~kernel_lab.data.table.Table` or raises a
 :class:`~kernel_lab.core.errors.DataError` naming the file, the line and column where
 that applies, the problem and the fix. Missing or non-finite values are an error unless
-``nan_policy="drop"``, which drops the affected rows and records how many. A value beyond
+``nan_policy="drop"``, which marks the affected rows dropped (``Table.dropped``: they stay
+in place, so no row number shifts) and records how many. A value beyond
 ±:data:`~kernel_lab.data.table.MAX_MAGNITUDE` is refused in every format
 (:func:`~kernel_lab.data.table.refuse_huge_values`): it is a damaged cell, not data.
 """
@@ -86,7 +87,8 @@ def load_table(
         Target column: a header name, or a 0-based index (negative counts from the
         end). Default: the last column (for NPZ/MAT, the variable ``y``).
     nan_policy : {"error", "drop", "fill"}
-        What to do with missing or non-finite values: refuse them, drop their rows, or
+        What to do with missing or non-finite values: refuse them, mark their rows
+        dropped (left out of the split), or
         keep the missing feature cells as NaN for the split to fill
         (:func:`~kernel_lab.data.split.dataset_from_table`; a missing target or an
         infinite value is still refused).

@@ -23,8 +23,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import numpy as np
-
 from kernel_lab.core.dataset import Dataset
 from kernel_lab.core.errors import DataError, ParameterError, data_option
 from kernel_lab.core.params import ParamSpec, parse_assignments, resolve_params
@@ -287,8 +285,7 @@ class DataSource:
             progress(0.85, f"splitting {len(table.y):,} rows into training and test sets"
                      + (" and standardising" if opts["standardize"] else ""))
         return dataset_from_table(table, name=self.label(), dropped=choice.drop,
-                                  test_fraction=opts["test_fraction"],
-                                  rng=np.random.default_rng(seed),
+                                  test_fraction=opts["test_fraction"], seed=seed,
                                   standardize=opts["standardize"])
 
 

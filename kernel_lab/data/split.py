@@ -1,43 +1,134 @@
-"""From a table to a data set: a seeded subsample of a table too large for the exact
-methods, and the seeded train/test split (with standardisation)."""
+"""From a table to a data set, by the code data kept in partitions use.
+
+- :func:`subsample_table`: a seeded sample of a table too large for the exact methods,
+  chosen per row by its key (:func:`sampled_rows`, the rule of a Parquet folder's
+  ``subsample=N``; for a class target each class keeps its share);
+- :func:`dataset_from_table`: the keyed split (:meth:`RowPlan.split`, rows dropped by
+  ``drop_nan`` in neither set, global indices never shifting), missing feature cells filled
+  with the training means and the standardisation by the training rows' column statistics
+  — computed by :func:`~kernel_lab.core.parts.base.column_stats` over the canonical blocks
+  of the table seen as one part, the very code a folder's partitions go through, so the
+  same rows give the same bits wherever they live. The prepared rows are made in one
+  pass: the training and test rows are gathered (``np.take``, sorted indices) and filled
+  and scaled in place.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
-from kernel_lab.core.dataset import Dataset, train_test_split
+from kernel_lab.core.dataset import Dataset
 from kernel_lab.core.errors import DataError, data_option
+from kernel_lab.core.parts.base import (
+    ArrayPart,
+    LocalParts,
+    Part,
+    PartMap,
+    RowPlan,
+    column_stats,
+    keyed_subset,
+    prepared_plan,
+    take_rows,
+)
+from kernel_lab.core.rows import keys as rowkeys
 from kernel_lab.data.columns import join_names
 from kernel_lab.data.leakage import file_column, leakage_warning
-from kernel_lab.data.table import Table
+from kernel_lab.data.table import Table, unfillable_refusal
+
+
+def sampled_rows(parts: PartMap, plan: RowPlan, rows: int, stratified: bool) -> np.ndarray:
+    """Global indices (sorted) of a seeded sample of ``rows`` of the plan's kept rows: those
+    with the smallest keys of the subsample stream — with ``stratified`` (a class target),
+    the smallest keys within each class, each class keeping its share
+    (:func:`class_shares`). The one rule of ``subsample=N``, for a table in memory and for
+    data kept in partitions."""
+    if stratified:
+        return _stratified(parts, plan, rows)
+    return keyed_subset(parts, plan, rowkeys.SUBSAMPLE, rows)
+
+
+def sampling_plan(seed: int, n: int, p: int, dropped: np.ndarray | None) -> RowPlan:
+    """The plan a sample is chosen and gathered with: every kept row a "training" row, and
+    NaN as the fill value, so that missing cells stay missing (the split fills them)."""
+    return RowPlan(int(seed), int(n), 0, None, fill=np.full(p, np.nan), dropped=dropped)
+
+
+def sample_note(rows: int, total: int, seed: int) -> str:
+    return (f"used a random {rows:,} of {total:,} rows (subsample={rows}, seed {seed}, "
+            "chosen per row)")
 
 
 def subsample_table(table: Table, n: int, seed: int) -> Table:
-    """At most ``n`` rows of the table, a seeded random subset in file order (a note says
-    so); the table itself when it is not larger. A class target is sampled class by class
-    (each class keeps its share, and at least one row), so no class disappears."""
-    total = len(table.y)
+    """At most ``n`` rows of the table, a seeded sample in file order (a note says so),
+    chosen per row as data kept in partitions choose theirs (:func:`sampled_rows`); the
+    table itself when it is not larger. A class target is sampled class by class (each
+    class keeps its share, and at least one row), so no class disappears. Rows dropped
+    for their missing values (``drop_nan``) are never chosen; the sample is renumbered."""
+    dropped = table.dropped
+    total = len(table.y) - (0 if dropped is None else dropped.size)
     if n <= 0:
         return table
     if total <= n:
         return replace(table, notes=[*table.notes, f"subsample={n}: all {total:,} rows "
                                                    "used (no more in the table)"])
-    rng = np.random.default_rng([seed, 0x5AB5])
-    values, codes = np.unique(table.y, return_inverse=True)
-    if table.classes is not None or values.size == 2:  # classes: stratified
-        share = class_shares(np.bincount(codes), n)
-        keep = np.sort(np.concatenate([rng.choice(np.flatnonzero(codes == k), s,
-                                                  replace=False)
-                                       for k, s in enumerate(share)]))
-    else:
-        keep = np.sort(rng.choice(total, n, replace=False))
-    return replace(table, X=table.X[keep], y=table.y[keep],
-                   lines=None if table.lines is None else table.lines[keep],
-                   notes=[*table.notes, f"used a random {n:,} of {total:,} rows "
-                                        f"(subsample={n}, seed {seed})"])
+    plan = sampling_plan(seed, len(table.y), table.X.shape[1], dropped)
+    kept = table.y if dropped is None else table.y[plan.kept(np.arange(len(table.y)))]
+    stratified = table.classes is not None or np.unique(kept).size == 2
+    keep = sampled_rows(LocalParts([ArrayPart(0, 0, table.X, table.y)]), plan, n,
+                        stratified)
+    return replace(table, X=np.take(table.X, keep, axis=0), y=table.y[keep],
+                   lines=None if table.lines is None else table.lines[keep], dropped=None,
+                   notes=[*table.notes, sample_note(n, total, seed)])
+
+
+def _target(part: Part, plan: RowPlan) -> tuple[np.ndarray, np.ndarray]:
+    """A part's kept rows: their global indices and target values (the target column
+    alone is read, unless the part is held in memory whole)."""
+    index = np.arange(part.start, part.start + part.rows)
+    y = part.read_target() if hasattr(part, "read_target") else part.read()[1]
+    kept = plan.kept(index) & np.isfinite(y)
+    return index[kept], y[kept]
+
+
+def _class_counts(part: Part, plan: RowPlan) -> dict[float, int]:
+    _, y = _target(part, plan)
+    values, counts = np.unique(y, return_counts=True)
+    return dict(zip(values.tolist(), counts.tolist(), strict=True))
+
+
+def _class_smallest(part: Part, plan: RowPlan, values: np.ndarray, shares: np.ndarray
+                    ) -> list[tuple[np.ndarray, np.ndarray]]:
+    index, y = _target(part, plan)
+    out = []
+    for value, k in zip(values, shares, strict=True):
+        rows = index[y == value]
+        key = rowkeys.keys(plan.seed, rowkeys.SUBSAMPLE, rows)
+        pick = rowkeys.smallest(key, rows, int(k))
+        out.append((key[pick], rows[pick]))
+    return out
+
+
+def _stratified(parts: PartMap, plan: RowPlan, rows: int) -> np.ndarray:
+    """Global indices (sorted) of a stratified keyed sample of ``rows`` rows: each class
+    keeps its share (:func:`class_shares`), its rows those with the smallest subsample
+    keys within the class. Two passes over the target column."""
+    counts: dict[float, int] = {}
+    for got in parts.map(_class_counts, plan, message="counting the classes"):
+        for value, k in got.items():
+            counts[value] = counts.get(value, 0) + k
+    values = np.array(sorted(counts))
+    shares = class_shares(np.array([counts[v] for v in values]), rows)
+    per_part = parts.map(_class_smallest, plan, values, shares, message="sampling by class")
+    chosen = []
+    for c, k in enumerate(shares):
+        key = np.concatenate([got[c][0] for got in per_part])
+        index = np.concatenate([got[c][1] for got in per_part])
+        chosen.append(index[rowkeys.smallest(key, index, int(k))])
+    return np.sort(np.concatenate(chosen))
 
 
 def class_shares(counts: np.ndarray, n: int) -> np.ndarray:
@@ -92,59 +183,102 @@ def missing_warning(counts: np.ndarray, feature_names: Sequence[str],
             f"{data_option('drop_columns', join_names([*dropped, *names]))}")
 
 
-def fill_missing(X_train: np.ndarray, X_test: np.ndarray, feature_names: Sequence[str],
-                 columns: Sequence[str] | None = None, dropped: Sequence[str] = ()
-                 ) -> str | None:
-    """Fill the missing (NaN) cells of each feature column, in place, with the column's
-    mean over the *training* rows (the test rows never inform it), and return the
-    warning that says so — which columns, how many cells, and the options that leave
-    those rows or columns out instead; None when nothing was missing. A column with no
-    value in any training row is refused by name."""
-    step = 1 << 16  # in row blocks: no n × p temporary
-    counts = np.zeros(X_train.shape[1], dtype=np.int64)
-    for A in (X_train, X_test):
-        for start in range(0, A.shape[0], step):
-            counts += np.isnan(A[start:start + step]).sum(axis=0)
-    cols = np.flatnonzero(counts)
-    if cols.size == 0:
+def constant_note(feature_names: Sequence[str], constant: np.ndarray) -> str | None:
+    """The note naming the columns (0-based numbers ``constant``) kept with scale 1."""
+    if constant.size == 0:
         return None
-    sums = np.zeros(cols.size)
-    seen = np.zeros(cols.size, dtype=np.int64)
-    for start in range(0, X_train.shape[0], step):
-        block = X_train[start:start + step, cols]
-        ok = ~np.isnan(block)
-        sums += np.where(ok, block, 0.0).sum(axis=0)
-        seen += ok.sum(axis=0)
-    refuse_empty_columns([feature_names[j] for j, k in zip(cols, seen, strict=True)
-                          if k == 0], dropped)
-    means = sums / seen
-    for A in (X_train, X_test):
-        for start in range(0, A.shape[0], step):
-            block = A[start:start + step, cols]
-            hole = np.isnan(block)
-            if hole.any():
-                A[start:start + step, cols] = np.where(hole, means, block)
-    return missing_warning(counts, feature_names, columns, dropped)
+    named = ", ".join(repr(feature_names[j]) for j in constant[:8])
+    return (f"kept the constant column{'s' if constant.size > 1 else ''} {named}"
+            f"{' …' if constant.size > 8 else ''} with scale 1: the same value in every "
+            "training row, nothing to scale by")
 
 
-def dataset_from_table(table: Table, *, name: str, test_fraction: float,
-                       rng: np.random.Generator, standardize: bool,
-                       dropped: Sequence[str] = ()) -> Dataset:
-    """Split (and optionally standardise) a loaded table, and warn about features that
-    leak the target (:func:`~kernel_lab.data.leakage.leakage_warning`; ``dropped``: the
-    columns already left out, kept in the option it offers)."""
-    Xtr, ytr, Xte, yte = train_test_split(table.X, table.y, test_fraction, rng, name)
-    filled = fill_missing(Xtr, Xte, table.feature_names, table.columns, dropped)
-    ds = Dataset(Xtr, ytr, Xte, yte, list(table.feature_names), table.target_name,
-                 name=name, notes=[*([table.target_note] if table.target_note else []),
-                                   *table.notes],
+#: Training rows the leakage check ranks (a seeded sample, chosen per row by its key).
+LEAKAGE_ROWS = 20_000
+
+
+def sampled_leakage(data: Any, dropped: Sequence[str] = (),
+                    columns: Sequence[str] | None = None) -> list[str]:
+    """The leakage warning of a data set (in memory or kept in partitions), from a seeded
+    sample of at most :data:`LEAKAGE_ROWS` training rows (chosen per row by its key: the
+    same rows wherever they live and on any backend)."""
+    k = min(LEAKAGE_ROWS, data.n_train)
+    index = keyed_subset(data.parts, data.plan, rowkeys.LEAKAGE, k)
+    got = take_rows(data.parts, data.plan, index)
+    said = (f"the {k:,} training rows" if k == data.n_train else
+            f"a random {k:,} of the {data.n_train:,} training rows (chosen per row from the "
+            "seed)")
+    warning = leakage_warning(got.X, got.y, data.feature_names, data.target_name,
+                              columns=columns, rows_said=said, dropped=dropped)
+    return [] if warning is None else [warning]
+
+
+#: Rows filled and scaled at a time (no temporary the size of the data).
+PREPARE_ROWS = 1 << 16
+
+
+def prepared_rows(X: np.ndarray, y: np.ndarray, index: np.ndarray, plan: RowPlan
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """The rows ``index`` (sorted global indices) of the raw ``X, y``, as float64, filled
+    and scaled by the plan — gathered once (``np.take``) and prepared in place, block by
+    block: the bits of :meth:`RowPlan.prepared` on the same rows (the same operations,
+    element by element)."""
+    A = np.take(X, index, axis=0)
+    if A.dtype != np.float64:
+        A = A.astype(np.float64)
+    b = np.take(y, index).astype(np.float64, copy=False)
+    fill, mean, scale = plan.fill, plan.mean, plan.scale
+    for start in range(0, A.shape[0], PREPARE_ROWS):
+        block = A[start:start + PREPARE_ROWS]
+        if fill is not None:
+            holes = np.isnan(block)
+            if holes.any():
+                np.copyto(block, np.broadcast_to(fill, block.shape), where=holes)
+        if mean is not None and scale is not None:
+            block -= mean
+            block /= scale
+    return A, b
+
+
+def dataset_from_table(table: Table, *, name: str, test_fraction: float, seed: int,
+                       standardize: bool, dropped: Sequence[str] = ()) -> Dataset:
+    """Split (and optionally standardise) a loaded table as data kept in partitions are
+    (see the module docstring), and warn about features that leak the target
+    (:func:`sampled_leakage`; ``dropped``: the columns already left out, kept in the
+    option it offers)."""
+    n = len(table.y)
+    plan = RowPlan.split(seed, n, test_fraction, source=name, dropped=table.dropped)
+    stats = column_stats(LocalParts([ArrayPart(0, 0, table.X, table.y)]), plan)
+    if stats.first_bad is not None:  # the readers refuse these first; a table made by hand
+        assert stats.infinite is not None
+        raise unfillable_refusal(
+            "", stats.first_bad[0], stats.bad_target, stats.rows, table.target_name,
+            [c for c, k in zip(table.feature_names, stats.infinite, strict=True) if k],
+            stats.several, name)
+    refuse_empty_columns([table.feature_names[j] for j in
+                          np.flatnonzero((stats.missing > 0) & (stats.count == 0))], dropped)
+    plan, constant = prepared_plan(plan, stats, standardize)
+    index = np.arange(n)
+    test = plan.is_test(index)
+    i_test = np.flatnonzero(test)
+    i_train = np.flatnonzero(~test if plan.dropped is None else ~test & plan.kept(index))
+    X_train, y_train = prepared_rows(table.X, table.y, i_train, plan)
+    X_test, y_test = prepared_rows(table.X, table.y, i_test, plan)
+    notes = [*([table.target_note] if table.target_note else []), *table.notes]
+    if standardize:
+        notes.append("features standardised with the training mean and std")
+    said = constant_note(table.feature_names, constant)
+    if said:
+        notes.append(said)
+    ds = Dataset(X_train, y_train, X_test, y_test, list(table.feature_names),
+                 table.target_name, name=name, notes=notes,
                  classes=None if table.classes is None else list(table.classes),
-                 columns=None if table.columns is None else list(table.columns))
-    if ds.task != "multiclass":  # class codes have no order to rank
-        warning = leakage_warning(Xtr, ytr, ds.feature_names, ds.target_name,
-                                  columns=ds.columns, dropped=dropped)
-        ds.warnings = [] if warning is None else [warning]
+                 columns=None if table.columns is None else list(table.columns),
+                 plan=plan, i_train=i_train, i_test=i_test)
+    if table.classes is None or len(table.classes) <= 2:  # class codes have no order
+        # to rank (ds.task, without a pass over the target)
+        ds.warnings = sampled_leakage(ds, dropped, ds.columns)
+    filled = missing_warning(stats.missing, ds.feature_names, ds.columns, dropped)
     if filled:
         ds.warnings.insert(0, filled)
-    # the split made fresh copies: standardised in place
-    return ds.standardized(inplace=True) if standardize else ds
+    return ds

@@ -61,6 +61,17 @@ class Table:
     #: Which column is the target and how it was chosen (:func:`target_note`), for the
     #: first line of a run.
     target_note: str = ""
+    #: Rows left out for a missing or non-finite value (``drop_nan``), sorted: they stay in
+    #: ``X`` and ``y`` (row numbers never shift) and are in neither the training nor the
+    #: test rows of the split.
+    dropped: np.ndarray | None = None
+
+    def kept(self) -> np.ndarray:
+        """Whether each row is kept (not in :attr:`dropped`)."""
+        keep = np.ones(len(self.y), dtype=bool)
+        if self.dropped is not None:
+            keep[self.dropped] = False
+        return keep
 
 
 #: Text feature columns with more distinct values than this are dropped, not encoded.
@@ -168,7 +179,8 @@ def split_target(path: Path, M: np.ndarray, names: list[str], target: str | int 
 
 def apply_nan_policy(table: Table, policy: str, path: Path, dropped: Sequence[str] = ()
                      ) -> Table:
-    """Drop the rows with missing or non-finite values (``policy="drop"``), keep the
+    """Drop the rows with missing or non-finite values (``policy="drop"``: marked in
+    :attr:`Table.dropped`, left in place so that no row number shifts), keep the
     missing (NaN) feature cells for the split to fill with the training means
     (``policy="fill"``; a missing target or an infinite value is still refused), or
     refuse them naming the columns and the options that help (``dropped``: the columns
@@ -191,9 +203,8 @@ def apply_nan_policy(table: Table, policy: str, path: Path, dropped: Sequence[st
                             path=path)
         table.notes.append(f"dropped {int(bad.sum())} of {bad.size} rows with missing or "
                            "non-finite values")
-        table.X, table.y = table.X[~bad], table.y[~bad]
-        if table.lines is not None:
-            table.lines = table.lines[~bad]
+        # marked, not removed: the rows keep their numbers, and so their split keys
+        table.dropped = np.flatnonzero(bad)
         return table
     row = int(np.flatnonzero(bad)[0])
     line_no = int(table.lines[row]) if table.lines is not None else None

@@ -110,7 +110,7 @@ def test_data_kept_in_partitions_are_checked_on_a_sample_of_training_rows(tmp_pa
     import pandas as pd
 
     from kernel_lab.core.parts import PartitionedData
-    from kernel_lab.data import lazy
+    from kernel_lab.data import split
 
     rng = np.random.default_rng(5)
     n = 400
@@ -126,9 +126,12 @@ def test_data_kept_in_partitions_are_checked_on_a_sample_of_training_rows(tmp_pa
     assert len(data.warnings) == 1 and "'a' (ρ = +" in data.warnings[0]
     assert f"on the {data.n_train:,} training rows" in data.warnings[0]
     assert data.summary()["warnings"] == data.warnings
-    monkeypatch.setattr(lazy, "LEAKAGE_ROWS", 150)
+    monkeypatch.setattr(split, "LEAKAGE_ROWS", 150)  # one rule, in memory too
     sampled = source.open().warnings
     assert "a random 150 of the" in sampled[0] and "'a'" in sampled[0]
+    frame.to_csv(tmp_path / "rows.csv", index=False)
+    memory = DataSource.from_spec(str(tmp_path / "rows.csv")).load()
+    assert memory.warnings == sampled  # the same rows ranked: the same warning
     assert source.with_options(drop_columns="a").open().warnings == []
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kernel_lab.core.dataset import train_test_split
 from kernel_lab.core.errors import DataError, ParameterError
 from kernel_lab.data.examples import EXAMPLES
 from kernel_lab.data.generators import GENERATORS, generate
@@ -116,14 +115,27 @@ def test_bundled_examples_load_and_standardise(name):
         assert set(np.unique(ds.y_train)) == set(range(10))
 
 
-def test_split_is_seeded_and_partitions():
+def test_split_is_keyed_seeded_and_partitions():
+    from kernel_lab.core.rows import keys as rowkeys
+    from kernel_lab.data.split import dataset_from_table
+    from kernel_lab.data.table import Table
+
     X = np.arange(40.0).reshape(20, 2)
     y = np.arange(20.0)
-    a = train_test_split(X, y, 0.25, np.random.default_rng(0))
-    b = train_test_split(X, y, 0.25, np.random.default_rng(0))
-    assert a[2].shape == (5, 2)
-    np.testing.assert_array_equal(a[1], b[1])
-    assert sorted(np.concatenate([a[1], a[3]])) == list(range(20))
+
+    def split(seed):
+        return dataset_from_table(Table(X.copy(), y.copy(), ["a", "b"], "y"), name="t",
+                                  test_fraction=0.25, seed=seed, standardize=False)
+
+    a, b = split(0), split(0)
+    assert a.X_test.shape == (5, 2)
+    np.testing.assert_array_equal(a.y_train, b.y_train)
+    assert sorted(np.concatenate([a.y_train, a.y_test])) == list(range(20))
+    # the law: the test rows are the 5 rows with the smallest split keys, in row order
+    keys = rowkeys.keys(0, rowkeys.SPLIT, np.arange(20))
+    np.testing.assert_array_equal(a.i_test, np.sort(np.argsort(keys)[:5]))
+    np.testing.assert_array_equal(a.y_test, a.i_test.astype(float))
+    assert not np.array_equal(split(1).i_test, a.i_test)
 
 
 @pytest.mark.parametrize(

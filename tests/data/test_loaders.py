@@ -338,9 +338,12 @@ NAN_CSV = "a,b,c\n1,2,3\n4,,6\n7,8,9\n10,NA,12\n13,14,inf\n15,16,17\n"
 
 def test_drop_nan_drops_the_right_rows(tmp_path):
     table = load_table(write(tmp_path, "d.csv", NAN_CSV), nan_policy="drop")
-    assert_array_equal(table.X, [[1, 2], [7, 8], [15, 16]])
-    assert_array_equal(table.y, [3, 9, 17])
-    assert_array_equal(table.lines, [2, 4, 7])
+    # marked, not removed: the rows keep their numbers (and so their split keys)
+    assert_array_equal(table.dropped, [1, 3, 4])
+    keep = table.kept()
+    assert_array_equal(table.X[keep], [[1, 2], [7, 8], [15, 16]])
+    assert_array_equal(table.y[keep], [3, 9, 17])
+    assert_array_equal(table.lines[keep], [2, 4, 7])
     assert table.notes == ["dropped 3 of 6 rows with missing or non-finite values"]
 
 
@@ -355,9 +358,11 @@ def test_nan_is_an_error_by_default(tmp_path):
 def test_drop_nan_svmlight(tmp_path):
     path = write(tmp_path, "d.svm", "1 1:2\nnan 1:3\n3 1:inf\n4 1:5\n")
     table = load_table(path, nan_policy="drop")
-    assert_array_equal(table.X, [[2], [5]])
-    assert_array_equal(table.y, [1, 4])
-    assert_array_equal(table.lines, [1, 4])
+    assert_array_equal(table.dropped, [1, 2])
+    keep = table.kept()
+    assert_array_equal(table.X[keep], [[2], [5]])
+    assert_array_equal(table.y[keep], [1, 4])
+    assert_array_equal(table.lines[keep], [1, 4])
     assert table.notes == ["dropped 2 of 4 rows with missing or non-finite values"]
 
 
@@ -365,8 +370,9 @@ def test_drop_nan_npz(tmp_path):
     X = np.array([[1.0, 2.0], [np.nan, 0.0], [3.0, 4.0]])
     y = np.array([1.0, 2.0, -np.inf])
     table = load_table(write(tmp_path, "d.npz", npz_bytes(X=X, y=y)), nan_policy="drop")
-    assert_array_equal(table.X, [[1, 2]])
-    assert_array_equal(table.y, [1])
+    assert_array_equal(table.dropped, [1, 2])
+    assert_array_equal(table.X[table.kept()], [[1, 2]])
+    assert_array_equal(table.y[table.kept()], [1])
     assert table.notes == ["dropped 2 of 3 rows with missing or non-finite values"]
 
 

@@ -10,7 +10,8 @@ import pytest
 from kernel_lab.core.errors import DataError
 from kernel_lab.data.read import load_table
 from kernel_lab.data.source import DataSource
-from kernel_lab.data.split import fill_missing
+from kernel_lab.data.split import dataset_from_table
+from kernel_lab.data.table import Table
 
 
 def _table_with_holes(tmp_path, n=200, seed=3):
@@ -75,25 +76,38 @@ def test_the_reader_can_still_refuse_every_missing_value(tmp_path):
         load_table(path, nan_policy="error")
 
 
+def _split(X, names, columns=None):
+    """The table's rows, every one a training row but the last (a given fraction)."""
+    table = Table(X, np.arange(float(X.shape[0])), list(names), "y", columns=columns)
+    return dataset_from_table(table, name="t", test_fraction=0.25, seed=0,
+                              standardize=False)
+
+
 def test_a_column_with_no_training_value_is_refused_by_name():
-    X_train = np.array([[1.0, np.nan], [2.0, np.nan], [3.0, np.nan]])
-    X_test = np.array([[1.0, 4.0]])
+    X = np.array([[1.0, np.nan], [2.0, np.nan], [3.0, np.nan], [1.0, np.nan]])
     with pytest.raises(DataError, match=r"the column 'b' has no value in any training row"
                                         r".*drop_columns=b"):
-        fill_missing(X_train, X_test, ["a", "b"])
+        _split(X, ["a", "b"])
 
 
 def test_one_hot_parts_are_named_by_their_file_column():
-    X_train = np.array([[1.0, 0.0, np.nan], [0.0, 1.0, 2.0], [1.0, 0.0, 4.0]])
-    X_test = X_train.copy()
-    said = fill_missing(X_train, X_test, ["region=N", "region=S", "rooms"],
-                        columns=["region", "rooms", "price"])
-    assert said is not None and "drop_columns=rooms" in said
-    assert X_train[0, 2] == 3.0 and X_test[0, 2] == 3.0
+    X = np.array([[1.0, 0.0, np.nan], [0.0, 1.0, 2.0], [1.0, 0.0, 4.0], [0.0, 1.0, 6.0],
+                  [1.0, 0.0, np.nan]])
+    ds = _split(X, ["region=N", "region=S", "rooms"], columns=["region", "rooms", "price"])
+    said = ds.warnings[0]
+    assert "drop_columns=rooms" in said
+    present = ~np.isnan(X[ds.i_train, 2])
+    mean = X[ds.i_train, 2][present].mean()  # the training rows' mean fills every hole
+    for rows, got in ((ds.i_train, ds.X_train), (ds.i_test, ds.X_test)):
+        holes = np.isnan(X[rows, 2])
+        assert (got[holes, 2] == mean).all()
+        np.testing.assert_array_equal(got[~holes], X[rows][~holes])
 
 
 def test_nothing_missing_is_left_alone():
-    X = np.arange(6.0).reshape(3, 2)
+    X = np.arange(8.0).reshape(4, 2)
     before = X.copy()
-    assert fill_missing(X, X[:1].copy(), ["a", "b"]) is None
+    ds = _split(X, ["a", "b"])
+    assert not any(w.startswith("filled") for w in ds.warnings)
     np.testing.assert_array_equal(X, before)
+    np.testing.assert_array_equal(ds.X_train, before[ds.i_train])

@@ -217,7 +217,9 @@ def test_to_table_refuses_missing_values_naming_the_file(tmp_path):
     with pytest.raises(DataError, match=r"^part\.1\.parquet: row 8 \(row 4 of this file\)"):
         table.to_table()
     dropped = table.to_table(nan_policy="drop")
-    assert dropped.X.shape == (9, 3) and any("dropped 1" in n for n in dropped.notes)
+    assert dropped.X[dropped.kept()].shape == (9, 3) and any("dropped 1" in n
+                                                                  for n in dropped.notes)
+    assert dropped.dropped.tolist() == [8]
 
 
 # -- bad folders, each named ---------------------------------------------------------------

@@ -307,15 +307,18 @@ def test_spreadsheet_error_values_are_missing_cells_wherever_they_stand(tmp_path
     with pytest.raises(DataError, match=r"missing or non-finite values in 2 of 4 rows"):
         load_table(path)
     table = load_table(path, nan_policy="drop")
-    assert_array_equal(table.X, [[4, 5], [10, 11]])
-    assert_array_equal(table.y, [6, 12])
-    assert_array_equal(table.lines, [3, 5])
+    assert_array_equal(table.dropped, [0, 2])  # marked, their rows kept in place
+    keep = table.kept()
+    assert_array_equal(table.X[keep], [[4, 5], [10, 11]])
+    assert_array_equal(table.y[keep], [6, 12])
+    assert_array_equal(table.lines[keep], [3, 5])
     assert table.notes == ["dropped 2 of 4 rows with missing or non-finite values"]
     # first in a row without a header, and in a whitespace-delimited table
     bare = load_table(write(tmp_path, "e.txt", f"{error} 2 3\n4 5 6\n7 8 9\n"),
                       nan_policy="drop")
-    assert_array_equal(bare.X, [[4, 5], [7, 8]])
-    assert_array_equal(bare.lines, [2, 3])
+    assert_array_equal(bare.dropped, [0])
+    assert_array_equal(bare.X[bare.kept()], [[4, 5], [7, 8]])
+    assert_array_equal(bare.lines[bare.kept()], [2, 3])
 
 
 def test_comment_lines_are_skipped_with_a_note_saying_how_many(tmp_path):

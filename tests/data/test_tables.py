@@ -219,10 +219,11 @@ def test_an_xlsx_workbook_loads_like_the_same_csv(tmp_path):
     for sheet in ("data", "2"):
         a = load_table(book, sheet=sheet, nan_policy="drop")
         b = load_table(csv, nan_policy="drop")
-        assert_array_equal(a.X, b.X)
+        assert_array_equal(a.X, b.X)  # the dropped row stays, marked (NaN in both)
         assert_array_equal(a.y, b.y)
+        assert_array_equal(a.dropped, [1]) and assert_array_equal(b.dropped, [1])
         assert a.feature_names == b.feature_names
-        assert_array_equal(a.lines, [2, 4, 5])  # spreadsheet row numbers
+        assert_array_equal(a.lines[a.kept()], [2, 4, 5])  # spreadsheet row numbers
         assert a.notes == [*b.notes[:-1], "read worksheet 'data' of 2", b.notes[-1]]
     with pytest.raises(DataError, match=r"d.xlsx: there is no worksheet 'Sheet9'.*"
                                         r"Choose one of: notes, data"):
@@ -245,7 +246,7 @@ def test_subsample_is_seeded_noted_and_reproducible(tmp_path):
     assert one.n_train + one.n_test == 120
     assert_array_equal(one.X_train, two.X_train)
     assert_array_equal(one.y_test, two.y_test)
-    assert "used a random 120 of 500 rows (subsample=120, seed 3)" in one.notes
+    assert "used a random 120 of 500 rows (subsample=120, seed 3, chosen per row)" in one.notes
     other = src.load(seed=4)
     assert not np.array_equal(np.sort(other.y_train), np.sort(one.y_train))
     again = DataSource.from_dict(src.to_dict()).load(seed=3)  # a session round trip

@@ -110,6 +110,58 @@ def array_parts(X: np.ndarray, y: np.ndarray, pieces: int | Sequence[int] = 1
     return [ArrayPart(k, a, X[a:b], y[a:b]) for k, (a, b) in enumerate(spans)]
 
 
+@dataclass(frozen=True)
+class MemoryPart:
+    """A data set held in memory as one part: its rows already split and prepared.
+
+    Global rows ``0 … rows − 1`` (training, test and dropped rows alike); ``X_train``,
+    ``y_train`` hold the training rows filled and standardised by the plan they were made
+    with, in global row order, ``i_train`` their sorted global indices, and likewise the
+    test rows. :func:`part_rows` hands out views of these arrays — no mask, no copy, no
+    second preparation — so every computation written against parts runs on it unchanged,
+    with the bits of the same rows read raw from files and prepared by the same plan.
+    ``split``: ``(seed, n, n_test, cut, given_test_start, n_dropped)`` of that plan, which
+    :func:`part_rows` checks a plan against. The raw values are not kept (:meth:`read`
+    refuses); its arrays travel to a process pool once, through shared memory
+    (:mod:`kernel_lab.engine.pool_parts`)."""
+
+    index: int
+    start: int
+    rows: int
+    X_train: np.ndarray = field(repr=False)
+    y_train: np.ndarray = field(repr=False)
+    i_train: np.ndarray = field(repr=False)
+    X_test: np.ndarray = field(repr=False)
+    y_test: np.ndarray = field(repr=False)
+    i_test: np.ndarray = field(repr=False)
+    split: tuple[Any, ...] = ()
+
+    @property
+    def X(self) -> np.ndarray:
+        """The training rows (their width, for size estimates)."""
+        return self.X_train
+
+    def held(self, which: str) -> Rows:
+        """The training (``which="train"``) or test rows, as views."""
+        if which == "test":
+            return Rows(self.X_test, self.y_test, self.i_test)
+        return Rows(self.X_train, self.y_train, self.i_train)
+
+    def read(self) -> tuple[np.ndarray, np.ndarray]:
+        raise TypeError("an in-memory data set holds its rows already split and prepared: "
+                        "read them with part_rows (its raw values are not kept), and compute "
+                        "column statistics or missing values on the table it was made from")
+
+    def describe(self) -> str:
+        return f"rows 0–{self.rows - 1:,} (in memory)"
+
+
+def split_signature(plan: RowPlan) -> tuple[Any, ...]:
+    """What identifies a plan's split (:attr:`MemoryPart.split`)."""
+    return (plan.seed, plan.n, plan.n_test, plan.cut, plan.given_test_start,
+            plan.n_dropped)
+
+
 class PartMap(Protocol):
     """Runs functions over the parts of a data set (see the module docstring)."""
 
@@ -132,7 +184,7 @@ class LocalParts:
 
     def __init__(self, parts: Sequence[Part], cache: int = 0) -> None:
         self.parts = list(parts)
-        if not all(isinstance(p, ArrayPart) for p in self.parts):
+        if not all(isinstance(p, (ArrayPart, MemoryPart)) for p in self.parts):
             set_read_cache(cache)
 
     def map(self, fn: Callable[..., Any], *args: Any, progress: Progress | None = None,
@@ -203,7 +255,9 @@ class RowPlan:
     ``mean``/``scale``: ``(x − mean) / scale`` per column, or None to keep raw values;
     ``block``: rows per canonical block (:mod:`kernel_lab.core.rows.blocks`), the unit every
     computation per row and every sum over rows is done in — it travels with the plan, so
-    the workers of a cluster use the client's."""
+    the workers of a cluster use the client's; ``given_test_start``: a *given* split
+    (:meth:`given`: generated data, plain arrays) — global rows at or past it are the test
+    rows, no keys (``cut`` is then None)."""
 
     seed: int
     n: int
@@ -214,6 +268,7 @@ class RowPlan:
     fill: np.ndarray | None = None
     dropped: np.ndarray | None = None
     block: int = field(default_factory=row_block)
+    given_test_start: int | None = None
 
     @classmethod
     def split(cls, seed: int, n: int, test_fraction: float, source: str | None = None,
@@ -226,6 +281,15 @@ class RowPlan:
         cut = (int(rowkeys.threshold(seed, rowkeys.SPLIT, n, n_test, exclude=gone))
                if n_test else None)
         return cls(int(seed), int(n), n_test, cut, dropped=gone)
+
+    @classmethod
+    def given(cls, n: int, n_test: int, seed: int = 0) -> RowPlan:
+        """The given split of rows ``0 … n−1``: the last ``n_test`` are the test rows, the
+        others the training rows (data drawn as a training and a test sample, arrays handed
+        over as they are). ``seed`` is the seed of the keyed choices made on the rows."""
+        if not 0 <= n_test <= n:
+            raise ValueError(f"{n_test} test rows of {n}")
+        return cls(int(seed), int(n), int(n_test), None, given_test_start=int(n - n_test))
 
     @property
     def n_dropped(self) -> int:
@@ -244,6 +308,9 @@ class RowPlan:
         return self.dropped[at] != rows
 
     def is_test(self, rows: np.ndarray) -> np.ndarray:
+        if self.given_test_start is not None:
+            test = np.asarray(rows) >= self.given_test_start
+            return test if self.dropped is None else test & self.kept(rows)
         if self.cut is None:
             return np.zeros(np.asarray(rows).shape, dtype=bool)
         test = rowkeys.is_selected(self.seed, rowkeys.SPLIT, rows, np.uint64(self.cut))
@@ -366,7 +433,13 @@ def part_rows(part: Part, plan: RowPlan, which: str = "train") -> Rows:
     standardised by the plan (dropped rows are in neither). Raw values are checked: a
     value the plan neither drops nor fills (a missing target, an infinite value, or any
     missing value of a plan without ``fill``) is a :class:`DataError` naming the partition
-    and the row."""
+    and the row. A :class:`MemoryPart` gives views of its prepared rows (checked when it
+    was made)."""
+    if isinstance(part, MemoryPart):
+        if part.split != split_signature(plan):
+            raise ValueError(f"the plan splits {plan.n:,} rows otherwise than the rows held in "
+                             "memory were split: use the data set's own plan")
+        return part.held(which)
     X, y = READ_CACHE.read(part)
     index = np.arange(part.start, part.start + X.shape[0])
     keep = plan.which(index, which)
@@ -605,8 +678,10 @@ def _take(part: Part, plan: RowPlan, which: str, wanted: np.ndarray) -> Rows:
     if hi == lo:
         return Rows(np.zeros((0, 0)), np.zeros(0), np.zeros(0, dtype=np.int64))
     rows = part_rows(part, plan, which)
-    keep = np.isin(rows.index, wanted[lo:hi])
-    return Rows(rows.X[keep], rows.y[keep], rows.index[keep])
+    wanted = wanted[lo:hi]
+    at = np.minimum(np.searchsorted(rows.index, wanted), max(rows.index.size - 1, 0))
+    keep = at[rows.index[at] == wanted] if rows.index.size else at[:0]
+    return Rows(np.take(rows.X, keep, axis=0), rows.y[keep], rows.index[keep])
 
 
 def take_rows(parts: PartMap, plan: RowPlan, index: np.ndarray, which: str = "train"

@@ -127,6 +127,9 @@ def _columns(parts: PartMap, plan: RowPlan) -> int:
 
 
 def _width(part: Any) -> int:
+    held = getattr(part, "X", None)  # in memory: no read
+    if held is not None:
+        return int(held.shape[1])
     return int(part.read()[0].shape[1]) if part.rows else -1
 
 

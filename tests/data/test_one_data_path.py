@@ -1,0 +1,262 @@
+"""One data path: the same rows as a ``.npy`` file, a CSV, one Parquet file read whole and
+sixteen Parquet files of unequal sizes kept in their partitions give the same split (cut,
+test count, rows dropped), the same filling and scaling (bit for bit) and the same prepared
+training and test rows in global row order — because a table in memory is split and
+prepared by the code partitions use (column statistics over canonical blocks), and held as
+one part (:class:`~kernel_lab.core.parts.base.MemoryPart`) that every computation over
+parts reads unchanged. Rows are checked with missing cells, a constant column, a text
+target and ``drop_nan``; a folder just over and just under the size at which it is loaded
+rather than kept gives the same test rows. The row block is 256, so 3,000 rows make 12
+blocks, most straddling a file boundary."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pytest.importorskip("pyarrow")
+
+from kernel_lab.core.dataset import Dataset
+from kernel_lab.core.parts import (
+    LocalParts,
+    MemoryPart,
+    PartitionedData,
+    RowPlan,
+    array_parts,
+    keyed_subset,
+    reduce_blocks,
+    take_rows,
+)
+from kernel_lab.core.rows import align_parts, blocks
+from kernel_lab.core.rows import keys as rowkeys
+from kernel_lab.data import lazy
+from kernel_lab.data.source import DataSource
+from kernel_lab.data.split import dataset_from_table
+from kernel_lab.data.table import Table
+
+N, P, SEED, BLOCK = 3_000, 5, 11, 256
+#: Rows per file of the 16-file folder: unequal, with 1-row files and files over a block.
+SIZES = [1, 900, 17, 300, 1, 250, 64, 333, 5, 400, 20, 128, 77, 200, 5, 299]
+NAMES = [f"x{j + 1}" for j in range(P)]
+LEVELS = np.array(["apple", "banana", "cherry"], dtype=object)
+
+
+@pytest.fixture(autouse=True)
+def small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(blocks, "ROW_BLOCK", BLOCK)
+
+
+def _rows(variant: str) -> tuple[np.ndarray, np.ndarray]:
+    """3,000 rows: 30 missing cells in x3, a constant column x5; ``drop`` adds 12 rows
+    with a non-finite value (NaN or inf feature, NaN target) for ``drop_nan``."""
+    rng = np.random.default_rng(43)
+    X = rng.uniform(-1, 1, size=(N, P)) * np.arange(1, P + 1) + np.arange(P)
+    X[:, 4] = 2.5
+    X[rng.choice(N, 30, replace=False), 2] = np.nan
+    y = np.sin(3 * X[:, 0]) + X[:, 1] ** 2 + 0.1 * rng.normal(size=N)
+    if variant == "drop":
+        bad = rng.choice(N, 12, replace=False)
+        X[bad[:5], 0] = np.nan
+        X[bad[5:8], 3] = np.inf
+        y[bad[8:]] = np.nan
+    return X, y
+
+
+def _frame(X: np.ndarray, y: np.ndarray) -> pd.DataFrame:
+    frame = pd.DataFrame(X, columns=NAMES)
+    frame["y"] = y
+    return frame
+
+
+def _sources(root, variant: str) -> tuple[dict[str, str], np.ndarray, np.ndarray]:
+    """The rows as .npy (numeric targets), CSV, one Parquet file and 16 Parquet files."""
+    X, y = _rows(variant)
+    target: np.ndarray = y
+    if variant == "text":
+        target = LEVELS[np.digitize(y, np.quantile(y, [0.3, 0.7]))]
+    frame = _frame(X, target)
+    root.mkdir()
+    out = {"csv": str(root / "rows.csv")}
+    frame.to_csv(out["csv"], index=False, float_format="%.17g")
+    if variant != "text":
+        out["npy"] = str(root / "rows.npy")
+        np.save(out["npy"], np.column_stack([X, y]))
+    one = root / "one"
+    one.mkdir()
+    frame.to_parquet(one / "all.parquet", index=False)
+    many = root / "many"
+    many.mkdir()
+    cuts = np.concatenate([[0], np.cumsum(SIZES)])
+    assert cuts[-1] == N
+    for k, (a, b) in enumerate(itertools.pairwise(cuts)):
+        frame.iloc[a:b].to_parquet(many / f"part.{k:02d}.parquet", index=False)
+    out["one"], out["many"] = str(one), str(many)
+    return out, X, y
+
+
+OPTIONS = {"csv": "", "npy": ",target=-1", "one": ",partitions=load",
+           "many": ",partitions=keep"}
+
+
+def _open(path: str, kind: str, variant: str) -> Dataset | PartitionedData:
+    drop = ",drop_nan=true" if variant == "drop" else ""
+    return DataSource.from_spec(f"{path}:test_fraction=0.3{OPTIONS[kind]}{drop}").open(SEED)
+
+
+def _gathered(data: Dataset | PartitionedData, which: str):
+    """The prepared rows of a data set in global order, through its parts (a gather)."""
+    index = np.flatnonzero(data.plan.which(np.arange(data.plan.n), which))
+    return take_rows(data.parts, data.plan, index, which)
+
+
+@pytest.mark.parametrize("variant", ["fill", "text", "drop"])
+def test_every_source_gives_the_same_plan_and_prepared_rows(tmp_path, variant):
+    paths, X, _ = _sources(tmp_path / "d", variant)
+    got = {kind: _open(path, kind, variant) for kind, path in paths.items()}
+    kept = got.pop("many")
+    assert isinstance(kept, PartitionedData) and len(kept.parts.parts) > 1
+    ref = kept.plan
+    assert ref.scale is not None and ref.scale[4] == 1.0  # the constant column: scale 1
+    # drop_nan leaves out every row with a missing cell: nothing is left to fill
+    assert (ref.fill is None) == (variant == "drop")
+    assert (ref.n_dropped > 0) == (variant == "drop")
+    for kind, ds in got.items():
+        assert isinstance(ds, Dataset), kind
+        plan = ds.plan
+        assert (plan.n, plan.n_test, plan.cut, plan.seed) == (ref.n, ref.n_test, ref.cut,
+                                                              ref.seed), kind
+        for name in ("dropped", "fill", "mean", "scale"):
+            a, b = getattr(plan, name), getattr(ref, name)
+            assert (a is None) == (b is None), (kind, name)
+            if a is not None:
+                assert np.array_equal(a, b), (kind, name)
+        for which, X_held, y_held, i_held in (
+                ("train", ds.X_train, ds.y_train, ds.i_train),
+                ("test", ds.X_test, ds.y_test, ds.i_test)):
+            rows = _gathered(kept, which)
+            assert np.array_equal(i_held, rows.index), (kind, which)
+            assert np.array_equal(X_held, rows.X), (kind, which)
+            assert np.array_equal(y_held, rows.y), (kind, which)
+            # the in-memory data set's own part gives the very arrays back (views)
+            mine = _gathered(ds, which)
+            assert np.array_equal(mine.X, X_held) and np.array_equal(mine.index, i_held)
+        assert ds.task == kept.task and ds.classes == kept.classes, kind
+    # against an independent reference: the test rows are the round(0.3 · kept) kept rows
+    # with the smallest split keys, and a filled cell holds the training rows' mean
+    ds = got["csv"]
+    keep = np.ones(N, dtype=bool)
+    if ds.plan.dropped is not None:
+        keep[ds.plan.dropped] = False
+    rows = np.flatnonzero(keep)
+    order = np.argsort(rowkeys.keys(SEED, rowkeys.SPLIT, rows))
+    test = np.sort(rows[order[:round(0.3 * rows.size)]])
+    assert np.array_equal(ds.i_test, test)
+    if variant == "drop":
+        assert np.array_equal(ds.plan.dropped, np.flatnonzero(
+            ~(np.isfinite(X).all(axis=1) & np.isfinite(_rows(variant)[1]))))
+        return
+    train = np.setdiff1d(rows, test)
+    column = X[train, 2]
+    mean = column[~np.isnan(column)].mean()
+    np.testing.assert_allclose(ds.plan.fill[2], mean, rtol=1e-12)
+    holes = np.isnan(column)
+    np.testing.assert_allclose(ds.X_train[holes, 2],
+                               (mean - ds.plan.mean[2]) / ds.plan.scale[2], atol=1e-12)
+
+
+def test_a_folder_over_and_under_the_loading_size_gives_the_same_test_rows(tmp_path,
+                                                                          monkeypatch):
+    paths, _, _ = _sources(tmp_path / "d", "fill")
+    folder = paths["many"]
+    spec = f"{folder}:test_fraction=0.3"
+    nbytes = N * (P + 1) * 8  # rows × (columns + 1) × 8: the size the rule reads
+    row = (P + 1) * 8
+    got = {}
+    for limit in (nbytes + row, nbytes - row):  # one row over, one row under
+        monkeypatch.setattr(lazy, "WHOLE_BYTES", limit)
+        got[limit] = DataSource.from_spec(spec).open(SEED)
+    loaded, kept = got[nbytes + row], got[nbytes - row]
+    assert isinstance(loaded, Dataset) and isinstance(kept, PartitionedData)
+    everything = np.arange(N)
+    assert np.array_equal(loaded.plan.is_test(everything), kept.plan.is_test(everything))
+    assert np.array_equal(loaded.i_test, np.flatnonzero(kept.plan.is_test(everything)))
+    assert np.array_equal(loaded.X_test, _gathered(kept, "test").X)
+
+
+# -- a data set in memory is one part ------------------------------------------------------
+def _block_sums(rows, width: int) -> np.ndarray:
+    """Per block: the sums of X, of y, and of XᵀX (a matrix product: its bits depend on
+    the block's rows), and the number of rows."""
+    if rows.index.size == 0:
+        return np.zeros(width + 1 + width * width + 1)
+    return np.concatenate([rows.X.sum(axis=0), [rows.y.sum()], (rows.X.T @ rows.X).ravel(),
+                           [rows.index.size]])
+
+
+def _memory_and_pieces(variant: str):
+    X, y = _rows(variant)
+    table = Table(X.copy(), y.copy(), list(NAMES), "y")
+    if variant == "drop":
+        bad = ~(np.isfinite(X).all(axis=1) & np.isfinite(y))
+        table.dropped = np.flatnonzero(bad)
+    ds = dataset_from_table(table, name="t", test_fraction=0.3, seed=SEED, standardize=True)
+    pieces = LocalParts(align_parts(array_parts(X, y, SIZES), N, BLOCK))
+    return ds, pieces
+
+
+@pytest.mark.parametrize("variant", ["fill", "drop"])
+def test_the_memory_part_reduces_gathers_and_samples_as_sixteen_array_parts(variant):
+    ds, pieces = _memory_and_pieces(variant)
+    (part,) = ds.parts.parts
+    assert isinstance(part, MemoryPart) and part.rows == N and part.start == 0
+    assert len(pieces.parts) > 1
+    for which in ("train", "test"):
+        mine = reduce_blocks(ds.parts, _block_sums, ds.plan, P, which=which)
+        theirs = reduce_blocks(pieces, _block_sums, ds.plan, P, which=which)
+        assert np.array_equal(mine, theirs), which
+        for stream, k in ((rowkeys.EVAL_SUBSET, 100), (rowkeys.VIEW_SUBSET, 7)):
+            a = keyed_subset(ds.parts, ds.plan, stream, k, which)
+            b = keyed_subset(pieces, ds.plan, stream, k, which)
+            assert np.array_equal(a, b)
+            got, ref = take_rows(ds.parts, ds.plan, a, which), take_rows(pieces, ds.plan, a,
+                                                                          which)
+            assert np.array_equal(got.X, ref.X) and np.array_equal(got.y, ref.y)
+            assert np.array_equal(got.index, a)
+    # part_rows hands out the arrays themselves: no copy
+    from kernel_lab.core.parts import part_rows
+
+    held = part_rows(part, ds.plan)
+    assert np.shares_memory(held.X, ds.X_train) and held.X.shape == ds.X_train.shape
+    # a plan of another split is refused, not read with the wrong rows
+    with pytest.raises(ValueError, match="otherwise"):
+        part_rows(part, RowPlan.split(SEED + 1, N, 0.3))
+    with pytest.raises(TypeError, match="part_rows"):
+        part.read()
+
+
+def test_plain_arrays_and_generated_data_are_a_given_split():
+    X = np.arange(20.0).reshape(10, 2)
+    ds = Dataset(X[:7], np.arange(7.0), X[7:], np.arange(7.0, 10.0), ["a", "b"], "y")
+    assert ds.plan.given_test_start == 7 and ds.plan.cut is None
+    assert ds.plan.is_test(np.arange(10)).tolist() == [False] * 7 + [True] * 3
+    assert ds.i_train.tolist() == list(range(7)) and ds.i_test.tolist() == [7, 8, 9]
+    got = take_rows(ds.parts, ds.plan, np.arange(10), "test")
+    assert np.array_equal(got.X, X[7:]) and np.array_equal(got.index, [7, 8, 9])
+    gen = DataSource.from_spec("gaussian:n=30,n_test=12,p=3").load(seed=4)
+    assert gen.plan.given_test_start == 30 and gen.plan.n_test == 12
+    assert gen.plan.seed == 4 and gen.source is not None
+
+
+def test_the_memory_part_travels_to_a_process_pool():
+    from kernel_lab.engine.pool_parts import PoolParts
+
+    ds, _ = _memory_and_pieces("fill")
+    pool = PoolParts(ds.parts.parts, 1)
+    try:
+        got = reduce_blocks(pool, _block_sums, ds.plan, P)
+    finally:
+        pool.close()
+    assert np.array_equal(got, reduce_blocks(ds.parts, _block_sums, ds.plan, P))
