@@ -649,11 +649,14 @@ def keyed_subset_of(index: np.ndarray, seed: int, stream: int, k: int) -> np.nda
 
 @dataclass
 class PartitionedData:
-    """A data set that stays in its partitions: what an experiment gets instead of a
-    :class:`~kernel_lab.core.dataset.Dataset` when the rows are not gathered.
+    """A data set that stays in its partitions, with the interface of a data set in memory
+    (:class:`~kernel_lab.core.dataset.Dataset`): an experiment takes either alike.
 
     ``parts`` runs computations on the partitions (in this process or on a cluster);
-    ``plan`` says which rows train and test and how columns are standardised."""
+    ``plan`` says which rows train and test and how columns are standardised. What needs
+    every row at once reads :attr:`X_train` … : the prepared rows gathered in global row
+    order, checked first against the memory budget (refused, with the seeded sample
+    offered, when they do not fit)."""
 
     parts: PartMap
     plan: RowPlan
