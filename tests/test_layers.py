@@ -387,6 +387,54 @@ def test_thread_check_names_a_new_thread(tmp_path, source):
     assert any(m.startswith(f"{pkg.name}/gui/forms.py:") for m in new), new
 
 
+# type checks on the data's container belong to the data layer: everything above it takes
+# any data set of the one interface (X_train …, parts, plan) and decides by size, not type
+CONTAINER_TYPES = {"PartitionedData"}
+CONTAINER_HOME = "data/"
+
+
+def container_checks(package_dir: Path) -> list[str]:
+    """``file:line`` for every ``isinstance(…, PartitionedData)`` (alone, in a tuple or a
+    union) in a module of the package outside :data:`CONTAINER_HOME`."""
+    found = []
+    for path in sorted(package_dir.rglob("*.py")):
+        rel = path.relative_to(package_dir).as_posix()
+        if rel.startswith(CONTAINER_HOME):
+            continue
+        for node in ast.walk(_parse(path.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Call) and _final_name(node.func) == "isinstance"
+                    and len(node.args) == 2
+                    and any(_final_name(n) in CONTAINER_TYPES
+                            for n in ast.walk(node.args[1]))):
+                found.append(f"{package_dir.name}/{rel}:{node.lineno}")
+    return found
+
+
+def test_no_container_checks_outside_data():
+    found = container_checks(PACKAGE_DIR)
+    assert not found, ("isinstance(…, PartitionedData) outside the data layer (decide by "
+                       "size — data.in_memory, the memory budget — not by type):\n"
+                       + "\n".join(found))
+
+
+@pytest.mark.parametrize("source", [
+    "def _f(d):\n    return isinstance(d, PartitionedData)",
+    "def _f(d):\n    return isinstance(d, (Dataset, parts.PartitionedData))",
+    "def _f(d):\n    return isinstance(d, Dataset | PartitionedData)",
+])
+def test_container_check_names_a_new_type_check(tmp_path, source):
+    pkg = tmp_path / PACKAGE_DIR.name
+    shutil.copytree(PACKAGE_DIR, pkg, ignore=shutil.ignore_patterns("__pycache__"))
+    path = pkg / "experiments" / "krr_path.py"
+    path.write_text(path.read_text(encoding="utf-8") + "\n" + source + "\n", encoding="utf-8")
+    new = set(container_checks(pkg)) - set(container_checks(PACKAGE_DIR))
+    assert any(m.startswith(f"{pkg.name}/experiments/krr_path.py:") for m in new), new
+    allowed = pkg / "data" / "source.py"
+    allowed.write_text(allowed.read_text(encoding="utf-8") + "\n" + source + "\n",
+                       encoding="utf-8")
+    assert not any("/data/" in m for m in container_checks(pkg))
+
+
 def test_core_and_experiments_do_not_import_qt():
     extra = ", kernel_lab.model" if importlib.util.find_spec("kernel_lab.model") else ""
     code = (

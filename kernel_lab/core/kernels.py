@@ -54,6 +54,7 @@ from scipy.spatial.distance import cdist
 
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.memory import DEFAULT_BLOCK_BYTES, check_allocation
+from kernel_lab.core.rows import keys as rowkeys
 
 #: The Gaussian kernel's elementwise passes over a block (distances to exponents, the
 #: exponential) run over row chunks of at most this many bytes (1 MiB), which stay in a
@@ -656,17 +657,22 @@ def parse_kernel(spec: str) -> Kernel:
     return make_kernel(key, params)
 
 
-def median_heuristic(
-    X: Any, rng: np.random.Generator | None = None, max_points: int = 1000
-) -> float:
+def median_heuristic(X: Any, max_points: int = 1000, *, seed: int = 0,
+                     rows: np.ndarray | None = None) -> float:
     """Median pairwise Euclidean distance of (a random subset of at most ``max_points`` of) X.
 
-    A common default for the bandwidth σ of shift-invariant kernels.
+    A common default for the bandwidth σ of shift-invariant kernels. The subset is keyed
+    per row (:mod:`kernel_lab.core.rows.keys`, stream ``BANDWIDTH``): the ``max_points``
+    rows with the smallest keys for ``seed`` and each row's global index ``rows`` (default:
+    its position in X), taken in their order in X — so the same rows give the same σ
+    wherever they are held, as a subset of partitioned data drawn by the same rule does.
     """
     X = _as_2d(X, "X")
     if X.shape[0] > max_points:
-        rng = np.random.default_rng(0) if rng is None else rng
-        X = X[rng.choice(X.shape[0], max_points, replace=False)]
+        index = np.arange(X.shape[0]) if rows is None else np.asarray(rows, dtype=np.int64)
+        pick = rowkeys.smallest(rowkeys.keys(seed, rowkeys.BANDWIDTH, index), index,
+                                max_points)
+        X = X[np.sort(pick)]
     D = np.sqrt(squared_distances(X, X))
     vals = D[np.triu_indices(X.shape[0], k=1)]
     vals = vals[vals > 0]

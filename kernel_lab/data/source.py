@@ -246,12 +246,13 @@ class DataSource:
         """
         if self.partitioned():
             data = self.open(seed, progress)
-            if isinstance(data, PartitionedData):
+            if not data.in_memory:
                 raise DataError(
-                    f"{data.n_train + data.n_test:,} rows in {len(data.parts.parts)} "
-                    "partitions are too many to read into memory",
-                    "run nystrom or learning-curve on them (they stay in their partitions), "
-                    f"or use a seeded sample ({data_option('subsample', 'N')})", path=self.name)
+                    f"the {data.n_train + data.n_test:,} rows stay in their "
+                    f"{len(data.parts.parts)} partitions (too large to read whole, or "
+                    f"{data_option('partitions', 'keep')}), and this needs them in memory",
+                    f"run an experiment on them, or use a seeded sample "
+                    f"({data_option('subsample', 'N')})", path=self.name)
             return data
         if self.kind == "generator":
             ds = generate(self.name, self.params, seed=seed)

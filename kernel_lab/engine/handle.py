@@ -69,6 +69,7 @@ class InlineLauncher:
 
     @staticmethod
     def _run(job: Job) -> None:
+        from kernel_lab.core.errors import KernelLabError
         from kernel_lab.core.progress import Cancelled
         from kernel_lab.engine.runner import run
 
@@ -79,7 +80,9 @@ class InlineLauncher:
                          is_cancelled=job.superseded)
         except Cancelled:
             job.emit("cancelled", False)
-        except MemoryError:
+        except MemoryError as exc:
+            if isinstance(exc, KernelLabError):
+                raise  # a refusal by the memory budget: its message says what to do
             job.emit("failed", "out of memory: use fewer points or an approximate "
                                "method", False)
         else:

@@ -11,7 +11,6 @@ from kernel_lab.experiments.registry import (
     check_task,
     get_experiment,
     list_experiments,
-    partitioned_experiments,
     register,
     run_on,
 )
@@ -25,7 +24,6 @@ __all__ = [
     "check_task",
     "get_experiment",
     "list_experiments",
-    "partitioned_experiments",
     "register",
     "run_on",
 ]

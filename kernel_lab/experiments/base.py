@@ -24,6 +24,7 @@ from kernel_lab.core.kernels import (
     Kernel,
     ShiftInvariantKernel,
     make_kernel,
+    median_heuristic,
     resolve_bandwidth,
 )
 from kernel_lab.core.params import ParamSpec, resolve_params
@@ -226,11 +227,34 @@ def kernel_param_specs(default: str = "gaussian",
     return tuple(specs)
 
 
-def build_kernel(params: Mapping[str, Any], X_train: np.ndarray) -> Kernel:
+def build_kernel(params: Mapping[str, Any], X_train: np.ndarray,
+                 rows: np.ndarray | None = None) -> Kernel:
     """The kernel described by ``params``; an automatic bandwidth σ is the median
-    pairwise distance of ``X_train`` (see :func:`~kernel_lab.core.kernels.median_heuristic`)."""
+    pairwise distance of ``X_train`` (see :func:`~kernel_lab.core.kernels.median_heuristic`):
+    with ``rows`` (the training rows' global indices, :func:`row_index`), on the rows the
+    keys of the run's seed choose, wherever the rows are held."""
     name = params["kernel"]
     kparams = {k: params[k] for k in KERNEL_PARAMS[name] if params.get(k) is not None}
     if issubclass(KERNELS[name], ShiftInvariantKernel):
-        kparams["sigma"] = resolve_bandwidth(params.get("sigma"), X_train)
+        sigma = params.get("sigma")
+        if sigma is None and rows is not None:
+            sigma = median_heuristic(X_train, seed=int(params["seed"]), rows=rows)
+        kparams["sigma"] = resolve_bandwidth(sigma, X_train)
     return make_kernel(name, kparams)
+
+
+def row_index(data: Dataset, which: str = "train") -> np.ndarray:
+    """The global row indices of the data's training (or test) rows, in the order of
+    ``X_train`` (``X_test``): what a keyed choice of rows keys on, so that the same rows
+    give the same choice wherever they are held (one array, a CSV, Parquet partitions).
+
+    A data set with a row plan (``data.plan``: the rows kept in partitions, and every data
+    set once the in-memory one is a part of the same row layer) answers from it. One
+    without (an in-memory data set split by a generator) numbers its rows by position:
+    training rows ``0 … n_train−1``, then the test rows."""
+    plan = getattr(data, "plan", None)
+    if plan is None:
+        start = 0 if which == "train" else data.n_train
+        return np.arange(start, start + (data.n_train if which == "train" else data.n_test))
+    index = np.arange(plan.n)
+    return index[plan.which(index, which)]

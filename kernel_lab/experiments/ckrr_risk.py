@@ -15,6 +15,7 @@ from kernel_lab.core.kernels import InnerProductKernel
 from kernel_lab.core.models import CenteredKernelRidge
 from kernel_lab.core.params import ParamSpec
 from kernel_lab.core.progress import Progress
+from kernel_lab.core.rows import keys as rowkeys
 from kernel_lab.core.theory.ckrr import (
     DataSpectrum,
     LimitSetting,
@@ -35,6 +36,7 @@ from kernel_lab.experiments.base import (
     lam_grid,
     lam_specs,
     paper_kernels,
+    row_index,
     singular_bound,
 )
 from kernel_lab.experiments.plotspec import Curve
@@ -58,7 +60,11 @@ class TrialTask:
     ``source`` (or evaluates on ``(X_test, f_test)`` when given). A test sample of its own
     per trial matters: one sample shared by every trial offsets all the means by that
     sample's error (±3 % at 2000 points), which more trials do not remove.
-    Real-data mode re-splits ``(X_all, f_all)`` and adds noise to the training responses.
+    Real-data mode re-splits ``(X_all, f_all)`` and adds noise to the training responses:
+    the trial's training rows are the ``n`` rows with the smallest keys of stream
+    ``TRIAL_SUBSET + trial`` (:mod:`kernel_lab.core.rows.keys`, seed ``key_seed``) over
+    their global indices ``rows_all``, its test rows the next ``n_test`` — the same rows
+    wherever the data are held.
     """
 
     seed: np.random.SeedSequence
@@ -72,6 +78,9 @@ class TrialTask:
     f_test: np.ndarray | None = None
     X_all: np.ndarray | None = None   # real-data mode: inputs and noiseless responses
     f_all: np.ndarray | None = None
+    rows_all: np.ndarray | None = None  # real-data mode: the rows' global indices
+    key_seed: int = 0
+    trial: int = 0
 
 
 def _mean_square_error(pred: np.ndarray, target: np.ndarray) -> np.ndarray:
@@ -89,6 +98,15 @@ class TrialResult:
     spectrum: DataSpectrum
     #: Per kernel: the least and the largest eigenvalue of the centred kernel matrix.
     eig_range: dict[str, tuple[float, float]] = field(default_factory=dict)
+
+
+def trial_rows(seed: int, trial: int, rows: np.ndarray, n: int, n_test: int
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """Positions of one real-data trial's training and test rows among ``rows`` (the
+    rows' global indices): all rows in the order of their keys of stream
+    ``TRIAL_SUBSET + trial``, the first ``n`` training, the next ``n_test`` test."""
+    perm = rowkeys.order(seed, rowkeys.TRIAL_SUBSET + trial, rows)
+    return perm[:n], perm[n: n + n_test]
 
 
 def run_trial(task: TrialTask) -> TrialResult:
@@ -109,8 +127,7 @@ def run_trial(task: TrialTask) -> TrialResult:
         else:
             Xs, fs = task.X_test, task.f_test
     else:
-        perm = rng.permutation(task.X_all.shape[0])
-        tr, te = perm[: task.n], perm[task.n: task.n + task.n_test]
+        tr, te = trial_rows(task.key_seed, task.trial, task.rows_all, task.n, task.n_test)
         X, f = task.X_all[tr], task.f_all[tr]
         Xs, fs = task.X_all[te], task.f_all[te]
         y = f + np.sqrt(task.noise) * rng.standard_normal(task.n)
@@ -285,13 +302,14 @@ class CkrrRiskExperiment(Experiment):
             mins = [summaries[f"R_test_min_limit[{k}]"] for k in kernels]
             summaries["R_test_min_limit_spread"] = float(max(mins) - min(mins))
             n_test = params["n_test"]
-            X_all = f_all = None
+            X_all = f_all = rows_all = None
         else:
             noise = params["noise"]
             if noise <= 0:
                 raise ParameterError("real-data mode needs noise σ² > 0 (parameter noise)")
             X_all = np.concatenate([data.X_train, data.X_test])
             f_all = np.concatenate([data.y_train, data.y_test])
+            rows_all = np.concatenate([row_index(data, "train"), row_index(data, "test")])
             n = params["n_train"] or n
             n_test = X_all.shape[0] - n
             if params["n_train"] is None and n_test < 1:
@@ -314,7 +332,8 @@ class CkrrRiskExperiment(Experiment):
         # sample shared by all trials would offset every mean by its own sampling error
         _, *seeds = np.random.SeedSequence(params["seed"]).spawn(params["trials"] + 1)
         tasks = (TrialTask(s, kernels, lams, noise, n, n_test, source if synthetic else None,
-                           None, None, X_all, f_all) for s in seeds)
+                           None, None, X_all, f_all, rows_all, int(params["seed"]), t)
+                 for t, s in enumerate(seeds))
         total = params["trials"]
         # one row per trial, filled as trials arrive (no re-stacking per partial result)
         acc = {k: {key: np.empty((total, lams.size)) for key in TRIAL_CURVES} for k in kernels}

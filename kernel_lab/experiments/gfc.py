@@ -28,6 +28,7 @@ from kernel_lab.experiments.base import (
     PlotSpec,
     TaskExecutor,
     pad_columns,
+    row_index,
 )
 from kernel_lab.experiments.plotspec import Curve
 
@@ -235,6 +236,7 @@ class GFCExperiment(Experiment):
         X, Xt = data.X_train, data.X_test
         y, yt = (data.y_train - offset) / scale, (data.y_test - offset) / scale
         n, p = X.shape
+        rows = row_index(data)  # the training rows' global indices: what row choices key on
         names = input_names(data)
         D = params["n_features"]
         sizes = baseline_sizes(D, params["points"])
@@ -268,7 +270,7 @@ class GFCExperiment(Experiment):
                 random_state=check_seed(gfc_seed))
             t0 = time.perf_counter()
             feats, errs, times = [], [], []
-            for info in model.fit_passes(X, y):
+            for info in model.fit_passes(X, y, rows):
                 feats.append(info["n_features"])
                 errs.append(percent_rmse(model.predict(Xt), yt))
                 times.append(time.perf_counter() - t0)
@@ -289,7 +291,7 @@ class GFCExperiment(Experiment):
                               f"error {errs[-1]:.2f}")
 
         baselines = [m for m in methods if m != "gfc"]
-        median = median_heuristic(X)
+        median = median_heuristic(X, seed=params["seed"], rows=rows)
         sigmas = median * 2.0 ** np.arange(-2, params["bandwidths"] - 2)
         tasks = [BaselineTask(m, int(s), sigmas, cell_seeds[BASELINES.index(m) * sizes.size + i],
                               X, y, Xt, yt)

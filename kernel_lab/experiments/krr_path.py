@@ -22,6 +22,7 @@ from kernel_lab.experiments.base import (
     kernel_param_specs,
     lam_grid,
     lam_specs,
+    row_index,
     singular_bound,
 )
 from kernel_lab.experiments.plotspec import Curve
@@ -156,7 +157,7 @@ class KrrPathExperiment(Experiment):
             executor: TaskExecutor = SERIAL) -> Iterator[PartialResult]:
         lams = lam_grid(params["lam_min"], params["lam_max"], params["n_lams"])
         summaries: dict[str, Any] = {}
-        kernel = build_kernel(params, data.X_train)
+        kernel = build_kernel(params, data.X_train, rows=row_index(data))
         if isinstance(kernel, ShiftInvariantKernel):
             summaries["sigma"] = kernel.sigma
         summaries["kernel"] = kernel.spec()

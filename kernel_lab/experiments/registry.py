@@ -6,21 +6,17 @@ no experiment module imports the registry back."""
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from kernel_lab.core.dataset import Dataset
-from kernel_lab.core.errors import ParameterError, data_option
+from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.executor import TaskExecutor
 from kernel_lab.core.parts import PartitionedData
 from kernel_lab.core.progress import Progress
 from kernel_lab.experiments.base import Experiment, PartialResult
 
 _REGISTRY: dict[str, type[Experiment]] = {}
-#: The experiments that also run on data kept in partitions (a PartitionedData, never
-#: gathered), with the function that runs them there: ``fn(experiment, params, data,
-#: progress)`` yielding the partial results :meth:`Experiment.run` would.
-_ON_PARTS: dict[str, Callable[..., Iterator[PartialResult]]] = {}
 
 
 def register(cls: type[Experiment]) -> type[Experiment]:
@@ -52,10 +48,9 @@ def list_experiments() -> list[type[Experiment]]:
 
 def check_task(experiment: Experiment, data: Dataset | PartitionedData) -> None:
     """Raise a ParameterError naming the experiments that can run on ``data`` when
-    ``experiment`` cannot (e.g. more than two classes, or data kept in partitions for an
-    experiment that needs all rows in memory)."""
-    if isinstance(data, PartitionedData):
-        _check_partitions(experiment, data)
+    ``experiment`` cannot (e.g. more than two classes). Where the rows live is no rule
+    here: an experiment that needs every row at once reads ``data.X_train``, which
+    refuses rows that do not fit in memory (and offers a seeded sample)."""
     task = data.task
     if task in experiment.tasks:
         return
@@ -67,33 +62,11 @@ def check_task(experiment: Experiment, data: Dataset | PartitionedData) -> None:
                          f"({what}){where}")
 
 
-def partitioned_experiments() -> list[str]:
-    """Names of the experiments that also run on data kept in partitions."""
-    _load_builtin()
-    return sorted(_ON_PARTS)
-
-
 def run_on(experiment: Experiment, params: Mapping[str, Any], data: Dataset | PartitionedData,
            progress: Progress, executor: TaskExecutor) -> Iterator[PartialResult]:
-    """The experiment's partial results on ``data``: :meth:`Experiment.run` on a data set in
-    memory, its partitioned half on data kept in partitions (:func:`check_task` refuses
-    those for the experiments that need all rows in memory)."""
-    if not isinstance(data, PartitionedData):
-        return experiment.run(params, data, progress, executor)
-    check_task(experiment, data)
-    return _ON_PARTS[experiment.name](experiment, params, data, progress)
-
-
-def _check_partitions(experiment: Experiment, data: PartitionedData) -> None:
-    _load_builtin()
-    if experiment.name not in _ON_PARTS:
-        raise ParameterError(
-            f"experiment {experiment.name!r} needs all {data.n_train:,} training rows in "
-            f"memory (an exact n × n kernel matrix), and the data stay in their "
-            f"{len(data.parts.parts)} partitions; use a seeded sample of the rows "
-            f"({data_option('subsample', 'N')}, e.g. 2000) or run "
-            f"{' or '.join(partitioned_experiments())} "
-            "on all of them")
+    """The experiment's partial results on ``data``, wherever its rows live (one run for
+    every data set: :meth:`Experiment.run`)."""
+    return experiment.run(params, data, progress, executor)
 
 
 def _load_builtin() -> None:
@@ -109,9 +82,3 @@ def _load_builtin() -> None:
     for cls in (CkrrRiskExperiment, GFCExperiment, KrrPathExperiment, LearningCurveExperiment,
                 NystromExperiment, SpectrumExperiment):
         register(cls)
-    if not _ON_PARTS:
-        from kernel_lab.experiments.learning_curve_parts import run_on_parts as curve_on_parts
-        from kernel_lab.experiments.nystrom_parts import run_on_parts as nystrom_on_parts
-
-        _ON_PARTS["learning-curve"] = curve_on_parts
-        _ON_PARTS["nystrom"] = nystrom_on_parts

@@ -232,7 +232,7 @@ class MainWindow(QtWidgets.QMainWindow):
         """Send one input column (with the target: 1-D regression) or two (with a
         two-class target: 2-D classification) of the loaded data to the Playground."""
         ds = self.model.dataset
-        if ds is None or not hasattr(ds, "X_train"):  # none, or kept in partitions
+        if ds is None or not ds.in_memory:  # none, or kept in partitions
             self.status.setText(NO_COLUMNS[ds is None])
             return False
         names = list(ds.feature_names)

@@ -21,7 +21,6 @@ from kernel_lab.data.examples import EXAMPLES
 from kernel_lab.data.generators import GENERATORS
 from kernel_lab.data.read import FILE_PATTERNS, peek_rows
 from kernel_lab.data.source import DataSource
-from kernel_lab.experiments import partitioned_experiments
 from kernel_lab.gui.forms import ParamForm
 from kernel_lab.model import LabModel
 from kernel_lab.model.columns import TARGET
@@ -403,9 +402,9 @@ class DataPanel(QtWidgets.QWidget):
                          for n in s["notes"])
         self.status.setStyleSheet("")
         if not ds.in_memory:
-            where = (f"kept in {s['partitions']} partitions (too large to read whole: "
-                     f"{' and '.join(partitioned_experiments())} run on all rows, the others "
-                     "on a seeded sample — 'Rows')")
+            where = (f"kept in {s['partitions']} partitions (too large to read whole: an "
+                     "experiment that needs every row at once reads them when they fit in "
+                     "memory, else use a seeded sample — 'Rows')")
         else:
             where = (f"from {s['target_min']:.4g} to {s['target_max']:.4g}")
         self.status.setText(

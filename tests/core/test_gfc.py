@@ -24,6 +24,7 @@ from kernel_lab.core.models.gfc import (
     relative_change,
     step_search,
 )
+from kernel_lab.core.rows import keys as rowkeys
 from kernel_lab.engine.executors import ThreadExecutor
 
 
@@ -227,15 +228,16 @@ def test_ridge_loo_handles_duplicate_features_and_rejects_bad_grid():
 
 
 # -- the paper's protocol --------------------------------------------------------------------
-def _literal_paper_descent(X, y, f0, settings, rng):
+def _literal_paper_descent(X, y, f0, settings, rng, key_seed):
     """Algorithm 1 as the paper prints it, with its use of the folds: c fitted on one fold
     and θ tuned on all the others (the roles rotating), the step's feature added (line 4)
     and only then the relative-ε test on the sample's training error (line 5). The
-    amplitudes come from scikit-learn's Ridge; θ from the module's own step search, so
-    that the random draws are the same."""
+    amplitudes come from scikit-learn's Ridge; θ from the module's own step search, and the
+    folds from the rows in the order of their keys (``key_seed``), so that the random
+    draws are the same."""
     n = len(y)
     Xa = np.hstack([X, np.ones((n, 1))])
-    perm = rng.permutation(n)
+    perm = np.argsort(rowkeys.keys(key_seed, rowkeys.GFC_FOLDS, np.arange(n)))
     folds = np.array_split(perm, settings.n_folds)
     W, f, E = [], f0.copy(), [np.mean((y - f0) ** 2)]
     for k in range(settings.max_steps):
@@ -266,18 +268,19 @@ def test_paper_rule_equals_a_literal_algorithm_1(seed):
     X, y = _wavy(seed)
     f0 = np.zeros(len(y))
     base = DescentSettings(max_steps=10, eps=0.0, protocol="paper", candidates=64)
-    full, _, e_full = greedy_descent(X, y, f0, base, np.random.default_rng(seed))
+    full, _, e_full = greedy_descent(X, y, f0, base, np.random.default_rng(seed), seed=seed)
     assert full.shape[0] == 10  # ε = 0: the rule never fires (a change is never < 0)
     r = [relative_change(a, b) for a, b in itertools.pairwise(e_full)]  # r[j]: step j + 1
     # a precision that first fires at step k + 1: between r[k] and every earlier r
     k = next(j for j in range(2, len(r)) if r[j] < min(r[:j]))
     eps = math.sqrt(r[k] * min(r[:k]))
     settings = replace(base, eps=eps)
-    thetas, f, errors = greedy_descent(X, y, f0, settings, np.random.default_rng(seed))
+    thetas, f, errors = greedy_descent(X, y, f0, settings, np.random.default_rng(seed),
+                                       seed=seed)
     assert thetas.shape[0] == k + 1  # the feature that triggers the stop is kept
     np.testing.assert_array_equal(thetas, full[: k + 1])
     lit_W, lit_f, lit_E = _literal_paper_descent(X, y, f0, settings,
-                                                 np.random.default_rng(seed))
+                                                 np.random.default_rng(seed), seed)
     np.testing.assert_allclose(thetas, lit_W, rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(errors, lit_E, rtol=1e-8)
     np.testing.assert_allclose(f, lit_f, rtol=1e-6, atol=1e-8)

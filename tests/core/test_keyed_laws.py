@@ -26,6 +26,7 @@ from scipy import stats
 
 from kernel_lab.core import rowkeys
 from kernel_lab.core.kernels import GaussianKernel
+from kernel_lab.core.models.gfc import DescentSettings, descent_rows, greedy_descent
 from kernel_lab.core.parts import dsg as parts_dsg
 from kernel_lab.core.parts import landmarks as parts_landmarks
 from kernel_lab.core.parts.base import (
@@ -35,7 +36,9 @@ from kernel_lab.core.parts.base import (
     keyed_subset,
     keyed_subset_of,
 )
+from kernel_lab.core.rows import keys
 from kernel_lab.core.samplers import RecursiveRLSSampler
+from kernel_lab.experiments.ckrr_risk import trial_rows
 
 #: Per-assertion false-alarm rate of the χ² and binomial tests below.
 ALPHA = 1e-4
@@ -151,6 +154,9 @@ STREAM_PAIRS = {
                                   (5, parts_landmarks.RPC_ACCEPT + 3)),
     "DSG epoch e, e+1": ((5, rowkeys.DSG_EPOCH), (5, rowkeys.DSG_EPOCH + 1)),
     "seed s and 2^32+s": ((5, rowkeys.SPLIT), (5 + 2**32, rowkeys.SPLIT)),
+    "ckrr trial t, t+1": ((5, keys.TRIAL_SUBSET), (5, keys.TRIAL_SUBSET + 1)),
+    "GFC descent rows, folds": ((5, keys.GFC_SUBSET), (5, keys.GFC_FOLDS)),
+    "bandwidth rows, split": ((5, keys.BANDWIDTH), (5, keys.SPLIT)),
 }
 
 
@@ -179,6 +185,86 @@ def test_streams_and_seeds_are_independent(pair):
     counts = np.append(overlaps[:last], overlaps[last:].sum())
     expected = np.append(law[:last], blocks - law[:last].sum())
     assert pearson(counts, expected) > ALPHA
+
+
+# ---------------------------------------------------------------------------------------
+# the row choices of the experiments that need every row at once (ckrr-risk, gfc)
+
+#: Global indices of 40 rows as a split leaves them: not consecutive, some beyond 2³².
+SCATTERED = np.sort(np.random.default_rng(0).choice(10**6, 40, replace=False)) + 2**33
+
+
+def test_ckrr_trials_train_and_test_on_uniform_disjoint_subsets():
+    """ckrr-risk on real data, 3,000 trials of one seed: each trial's 10 training rows and
+    12 test rows of 40 are disjoint; each row is a training row (and a test row) equally
+    often (χ², without-replacement null), so the trials' subsets are uniform."""
+    n, n_test, trials = 10, 12, 3000
+    N = SCATTERED.size
+    train, test = np.zeros(N), np.zeros(N)
+    for t in range(trials):
+        tr, te = trial_rows(7, t, SCATTERED, n, n_test)
+        assert tr.size == n and te.size == n_test and np.intersect1d(tr, te).size == 0
+        train[tr] += 1
+        test[te] += 1
+    assert pearson(train, np.full(N, trials * n / N), without_replacement(N, n)) > ALPHA
+    assert pearson(test, np.full(N, trials * n_test / N),
+                   without_replacement(N, n_test)) > ALPHA
+
+
+def test_a_ckrr_trial_is_the_same_rows_wherever_they_are_held():
+    """The same rows listed in another order (as another file layout would hold them)
+    give the same trial: the same global rows, in the same order."""
+    order = np.random.default_rng(1).permutation(SCATTERED.size)
+    for t in range(5):
+        tr, te = trial_rows(3, t, SCATTERED, 10, 12)
+        tr2, te2 = trial_rows(3, t, SCATTERED[order], 10, 12)
+        assert np.array_equal(SCATTERED[tr], SCATTERED[order][tr2])
+        assert np.array_equal(SCATTERED[te], SCATTERED[order][te2])
+
+
+def test_gfc_descents_draw_uniform_subsets():
+    """A GFC descent's 8 rows of 40, over 3,000 descent seeds: each row equally often
+    (χ², without-replacement null)."""
+    k, seeds = 8, 3000
+    N = SCATTERED.size
+    counts = np.zeros(N)
+    for seed in range(seeds):
+        S = descent_rows(seed, SCATTERED, k)
+        assert S.size == k and np.all(np.diff(S) > 0)
+        counts[S] += 1
+    assert pearson(counts, np.full(N, seeds * k / N), without_replacement(N, k)) > ALPHA
+
+
+def test_gfc_folds_put_each_row_in_each_fold_equally_often():
+    """The folds of a descent on 20 rows (5 folds of 4, the runs of the rows' keyed
+    order), over 2,000 seeds: within one seed the folds partition the rows; each row's
+    fold is uniform — a χ² of its 5 counts (multinomial, 4 degrees of freedom) per row,
+    at ALPHA / 20 each."""
+    N, folds, seeds = 20, 5, 2000
+    rows = SCATTERED[:N]
+    table = np.zeros((N, folds))
+    for seed in range(seeds):
+        perm = keys.order(seed, keys.GFC_FOLDS, rows)
+        assert np.array_equal(np.sort(perm), np.arange(N))
+        for f, fold in enumerate(np.array_split(perm, folds)):
+            table[fold, f] += 1
+    for counts in table:
+        assert pearson(counts, np.full(folds, seeds / folds)) > ALPHA / N
+
+
+def test_a_gfc_descent_uses_the_keyed_folds():
+    """greedy_descent's folds are the keyed order's runs: the same rows given in another
+    order (with their global indices) make the same descent."""
+    rng = np.random.default_rng(2)
+    X = rng.uniform(-1, 1, size=(60, 2))
+    y = np.sin(3 * X[:, 0]) + 0.1 * rng.normal(size=60)
+    rows = np.arange(60) * 7 + 11
+    order = rng.permutation(60)
+    settings = DescentSettings(max_steps=3, candidates=16)
+    a = greedy_descent(X, y, np.zeros(60), settings, np.random.default_rng(0), rows, 4)
+    b = greedy_descent(X[order], y[order], np.zeros(60), settings, np.random.default_rng(0),
+                       rows[order], 4)
+    np.testing.assert_allclose(a[0], b[0], rtol=1e-9, atol=1e-12)
 
 
 # ---------------------------------------------------------------------------------------

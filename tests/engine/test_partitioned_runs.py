@@ -13,7 +13,7 @@ import itertools
 
 import pandas as pd
 
-from kernel_lab.core.errors import DataError, ParameterError
+from kernel_lab.core.errors import DataError, MemoryBudgetError, ParameterError
 from kernel_lab.core.parts import (
     LocalParts,
     PartitionedData,
@@ -106,9 +106,17 @@ def test_learning_curve_in_memory_parquet_and_cluster_agree(folder: str, cluster
     _same_tables(memory.table, remote.table, keys)
 
 
-def test_an_exact_experiment_on_partitions_offers_a_seeded_sample(folder: str) -> None:
-    with pytest.raises(ParameterError, match="subsample=N"):
-        run_experiment("krr-path", {}, data=f"{folder}:partitions=keep")
+def test_an_exact_experiment_on_partitions_offers_a_seeded_sample(
+        folder: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the 1,125 training rows fit: the exact experiment reads them and runs
+    kept = run_experiment("krr-path", {"n_lams": 4}, data=f"{folder}:partitions=keep")
+    assert kept.data["n_train"] == 1125 and np.isfinite(kept.table["test_mse_krr"]).all()
+    # they do not fit a budget below 2 × 1,125 × 5 × 8 bytes: refused by memory, the
+    # seeded sample offered
+    with monkeypatch.context() as mp:
+        mp.setenv("KERNEL_LAB_MEMORY_MB", str(50_000 / 2**20))
+        with pytest.raises(MemoryBudgetError, match=r"all 1,125 training rows.*subsample=N"):
+            run_experiment("krr-path", {}, data=f"{folder}:partitions=keep")
     # the seeded sample: the same rows wherever the data live
     a = run_experiment("krr-path", {"seed": 2}, data=f"{folder}:subsample=300")
     b = run_experiment("krr-path", {"seed": 2}, data=f"{folder}:subsample=300,partitions=keep")

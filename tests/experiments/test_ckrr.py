@@ -274,7 +274,9 @@ def test_real_data_training_size_against_ridge_regression():
     x/√p: one trial's risks equal scikit-learn's Ridge on the same split and noise."""
     from sklearn.linear_model import Ridge
 
+    from kernel_lab.core.rows import keys as rowkeys
     from kernel_lab.data.source import load_data
+    from kernel_lab.experiments.base import row_index
 
     data = load_data("diabetes", seed=0)
     n, noise, seed = 30, 100.0, 4
@@ -284,9 +286,12 @@ def test_real_data_training_size_against_ridge_regression():
     assert (s["n"], s["n_test"], s["c"]) == (n, 442 - n, pytest.approx(10 / n))
     X = np.concatenate([data.X_train, data.X_test]) / np.sqrt(data.p)
     f = np.concatenate([data.y_train, data.y_test])
-    rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(2)[1])
-    perm = rng.permutation(f.size)
+    # the trial's rows: all rows in the order of their keys (trial 0), its noise: the
+    # first draws of the trial's generator
+    rows = np.concatenate([row_index(data, "train"), row_index(data, "test")])
+    perm = np.argsort(rowkeys.keys(seed, rowkeys.TRIAL_SUBSET, rows))
     tr, te = perm[:n], perm[n:]
+    rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(2)[1])
     y = f[tr] + np.sqrt(noise) * rng.standard_normal(n)
     want = [np.mean((Ridge(alpha=lam).fit(X[tr], y).predict(X[te]) - f[te]) ** 2)
             for lam in r.table["lam"]]

@@ -1,6 +1,7 @@
 """A folder of Parquet files too large to read whole, opened in the Data panel: it stays in
-its partitions, the panel says so and previews its first training rows, nystrom runs on
-all of it and an exact experiment is refused with the seeded sample offered."""
+its partitions, the panel says so and previews its first training rows; every experiment
+runs on it — one that needs every row at once reads them when they fit in memory, and is
+refused by memory, with the seeded sample offered, when they do not."""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ pytest.importorskip("pyarrow")
 
 import pandas as pd
 
-from kernel_lab.core.parts import PartitionedData
 from kernel_lab.engine.handle import InlineLauncher
 from kernel_lab.gui.data_panel import DataPanel
 from kernel_lab.model import LabModel
@@ -47,7 +47,7 @@ def panel(qtbot, monkeypatch):
 def test_a_large_folder_stays_in_partitions_and_runs(panel, folder):
     panel.set_spec(str(folder))
     ds = panel.dataset
-    assert isinstance(ds, PartitionedData)
+    assert not ds.in_memory
     shown = html.unescape(panel.status.text())
     assert "kept in 3 partitions" in shown and "n = 450 training + 150 test" in shown
     assert panel.preview.rowCount() == 8 and panel.preview.columnCount() == 4
@@ -56,9 +56,12 @@ def test_a_large_folder_stays_in_partitions_and_runs(panel, folder):
 
     said: list[str] = []
     panel.model.status.connect(said.append)
+    # an exact experiment reads the 450 training rows: they fit, so it runs
     panel.model.set_experiment("krr-path")
+    panel.model.set_params({"n_lams": 5})
     panel.model.start_run()
-    assert any("seeded sample of the rows ('Rows' in the Data panel" in s for s in said), said
+    assert panel.model.state is RunState.DONE, said
+    assert np.isfinite(panel.model.table["test_mse_krr"]).all()
 
     panel.model.set_experiment("nystrom")
     panel.model.set_params({"samplers": ["uniform"], "sizes": "5,10", "trials": 1,
@@ -67,3 +70,18 @@ def test_a_large_folder_stays_in_partitions_and_runs(panel, folder):
     assert panel.model.state is RunState.DONE, said
     spectral = panel.model.table["spectral_median[uniform]"][:2]  # s = 5, 10 (then padding)
     assert np.isfinite(spectral).all() and spectral[1] < spectral[0]
+
+
+def test_rows_that_do_not_fit_are_refused_with_the_sample_offered(panel, folder,
+                                                                  monkeypatch):
+    panel.set_spec(str(folder))
+    said: list[str] = []
+    panel.model.status.connect(said.append)
+    # a budget below the 450 training rows' 2 × 450 × 4 × 8 bytes: the gather refuses
+    monkeypatch.setenv("KERNEL_LAB_MEMORY_MB", str(20_000 / 2**20))
+    panel.model.set_experiment("krr-path")
+    panel.model.set_params({"n_lams": 5})
+    panel.model.start_run()
+    assert panel.model.state is not RunState.DONE
+    assert any("all 450 training rows" in s and "'Rows' in the Data panel" in s
+               for s in said), said

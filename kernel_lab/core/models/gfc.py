@@ -58,8 +58,9 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from kernel_lab.core.executor import SERIAL
-from kernel_lab.core.kernels import resolve_bandwidth
+from kernel_lab.core.kernels import median_heuristic
 from kernel_lab.core.models.feature_ridge import feature_ridge, ridge_loo
+from kernel_lab.core.rows import keys as rowkeys
 from kernel_lab.core.validation import LAM, Integer, OneOf, Real, check_params, check_seed
 
 #: How a descent uses its folds and when it stops (see the module docstring).
@@ -198,8 +199,15 @@ def _starts(d: int, settings: DescentSettings, rng: np.random.Generator) -> np.n
 
 
 def greedy_descent(X: np.ndarray, y: np.ndarray, f0: np.ndarray, settings: DescentSettings,
-                   rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, list[float]]:
+                   rng: np.random.Generator, rows: np.ndarray | None = None,
+                   seed: int | None = None) -> tuple[np.ndarray, np.ndarray, list[float]]:
     """Algorithm 1 on the sample (X, y) with initial estimates ``f0``.
+
+    The folds are a keyed choice of rows (:mod:`kernel_lab.core.rows.keys`, stream
+    ``GFC_FOLDS``): the sample's rows in the order of their keys for ``seed`` (default: a
+    draw from ``rng``) and their global indices ``rows`` (default: positions), cut into
+    ``settings.n_folds`` folds — the same folds for the same rows wherever they are held.
+    ``rng`` draws the random starting frequencies.
 
     Each step refits the amplitudes on the whole sample. ``"paper"``: every step is added,
     then the relative-ε rule may stop the descent. ``"held-out"``: a step that does not
@@ -221,7 +229,9 @@ def greedy_descent(X: np.ndarray, y: np.ndarray, f0: np.ndarray, settings: Desce
     f = np.asarray(f0, dtype=np.float64).copy()
     errors = [float(np.mean((y - f) ** 2))]
     thetas: list[np.ndarray] = []
-    perm = rng.permutation(n)
+    index = np.arange(n) if rows is None else np.asarray(rows, dtype=np.int64)
+    perm = rowkeys.order(int(rng.integers(2**31)) if seed is None else seed,
+                         rowkeys.GFC_FOLDS, index)  # the folds: consecutive runs of it
     folds = (np.array_split(perm, settings.n_folds) if n >= 2 * settings.n_folds
              else [perm])
     for step in range(settings.max_steps):
@@ -289,21 +299,31 @@ def _split(folds: list[np.ndarray], step: int, perm: np.ndarray, held_out: bool 
     return folds[t], va, (folds[h] if held_out else None)
 
 
+def descent_rows(seed: int, rows: np.ndarray, size: int) -> np.ndarray:
+    """Positions (sorted) of a descent's ``size`` rows among ``rows`` (global indices):
+    those with the smallest keys of stream ``GFC_SUBSET`` for the descent's ``seed``."""
+    return np.sort(rowkeys.smallest(rowkeys.keys(seed, rowkeys.GFC_SUBSET, rows), rows, size))
+
+
 @dataclass(frozen=True)
 class DescentTask:
-    """One greedy descent of a GFC pass; picklable, with its own seed."""
+    """One greedy descent of a GFC pass; picklable, with its own seed (its starting
+    frequencies) and the keys of its rows (their global indices ``rows`` and the seed
+    ``key_seed`` of its folds)."""
 
     X: np.ndarray
     y: np.ndarray
     f: np.ndarray
     settings: DescentSettings
     seed: np.random.SeedSequence
+    rows: np.ndarray | None = None
+    key_seed: int | None = None
 
 
 def run_descent(task: DescentTask) -> np.ndarray:
     """The features (rows ``(w, b)``) that one descent constructs."""
     thetas, _, _ = greedy_descent(task.X, task.y, task.f, task.settings,
-                                  np.random.default_rng(task.seed))
+                                  np.random.default_rng(task.seed), task.rows, task.key_seed)
     return thetas
 
 
@@ -406,31 +426,41 @@ class GreedyFeatureRegressor(RegressorMixin, BaseEstimator):
         self.random_state = random_state
 
     @staticmethod
-    def _settings(p: dict[str, Any], X: np.ndarray) -> DescentSettings:
+    def _settings(p: dict[str, Any], X: np.ndarray, rows: np.ndarray) -> DescentSettings:
         """The descent settings from the checked parameters ``p``; the reference
-        bandwidth is the median heuristic unless given (1 when all inputs are equal)."""
+        bandwidth is the median heuristic (keyed on the rows' global indices ``rows``, seed
+        0) unless given (1 when all inputs are equal)."""
+        sigma = p["bandwidth"] if p["bandwidth"] is not None else median_heuristic(X, rows=rows)
         return DescentSettings(
             max_steps=1, lam=p["lam"], eps=p["eps"], n_folds=p["n_folds"],
             restarts=p["restarts"], candidates=max(p["candidates"], p["restarts"]),
-            max_iter=p["max_iter"], sigma=float(resolve_bandwidth(p["bandwidth"], X)),
-            protocol=p["protocol"])
+            max_iter=p["max_iter"], sigma=float(sigma), protocol=p["protocol"])
 
-    def fit(self, X: Any, y: Any) -> GreedyFeatureRegressor:
-        for _ in self.fit_passes(X, y):
+    def fit(self, X: Any, y: Any, rows: Any = None) -> GreedyFeatureRegressor:
+        """Fit all passes (see :meth:`fit_passes` for ``rows``)."""
+        for _ in self.fit_passes(X, y, rows):
             pass
         return self
 
-    def fit_passes(self, X: Any, y: Any) -> Iterator[dict[str, Any]]:
+    def fit_passes(self, X: Any, y: Any, rows: Any = None) -> Iterator[dict[str, Any]]:
         """Fit pass by pass: yields the pass information (as given to ``callback``) after
         every pass, with the model usable for ``predict`` at that point. Stopping the
-        iteration early leaves the model of the last finished pass."""
+        iteration early leaves the model of the last finished pass.
+
+        ``rows``: the global indices of X's rows in the data set they come from (default:
+        their positions). Every random choice of rows — each descent's subset, its folds,
+        the bandwidth's sample — is keyed on them (:mod:`kernel_lab.core.rows.keys`), so
+        the same rows give the same model wherever they are held."""
         X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
         m, p = X.shape
+        index = np.arange(m) if rows is None else np.asarray(rows, dtype=np.int64)
+        if index.shape != (m,):
+            raise ValueError(f"rows has shape {index.shape}; X has {m} rows")
         checked = check_params(self)
         budget, passes = checked["n_features"], checked["n_passes"]
         M, max_steps, eta = checked["n_descents"], checked["max_steps"], checked["eta"]
         subset = min(m, 5000 if checked["subset_size"] is None else checked["subset_size"])
-        base = self._settings(checked, X)
+        base = self._settings(checked, X, index)
         run = (self.executor or SERIAL).map
 
         self.y_mean_ = float(y.mean())
@@ -450,14 +480,14 @@ class GreedyFeatureRegressor(RegressorMixin, BaseEstimator):
             remaining = budget - thetas.shape[0]
             steps = self._pass_steps(remaining, passes - t, M, max_steps)
             seeds = pass_seeds[t].spawn(M + 1)
-            rng = np.random.default_rng(seeds[0])
             tasks = []
             for j, k in enumerate(steps):
                 if k == 0:
                     continue
-                S = np.sort(rng.choice(m, size=subset, replace=False))
+                key_seed = check_seed(seeds[j + 1])
+                S = descent_rows(key_seed, index, subset)
                 tasks.append(DescentTask(X[S], ys[S], f[S], replace(base, max_steps=k),
-                                         seeds[j + 1]))
+                                         seeds[j + 1], index[S], key_seed))
             built = list(run(run_descent, tasks))
             short = sum(T.shape[0] < task.settings.max_steps
                         for T, task in zip(built, tasks, strict=True))

@@ -43,7 +43,7 @@ import numpy as np
 
 from kernel_lab.core.errors import DataError, ParameterError, data_option
 from kernel_lab.core.executor import call_single_threaded
-from kernel_lab.core.memory import memory_budget_bytes
+from kernel_lab.core.memory import check_allocation, memory_budget_bytes
 from kernel_lab.core.progress import Progress
 from kernel_lab.core.rows import keys as rowkeys
 from kernel_lab.core.rows.blocks import (
@@ -724,11 +724,14 @@ def keyed_subset_of(index: np.ndarray, seed: int, stream: int, k: int) -> np.nda
 
 @dataclass
 class PartitionedData:
-    """A data set that stays in its partitions: what an experiment gets instead of a
-    :class:`~kernel_lab.core.dataset.Dataset` when the rows are not gathered.
+    """A data set that stays in its partitions, with the interface of a data set in memory
+    (:class:`~kernel_lab.core.dataset.Dataset`): an experiment takes either alike.
 
     ``parts`` runs computations on the partitions (in this process or on a cluster);
-    ``plan`` says which rows train and test and how columns are standardised."""
+    ``plan`` says which rows train and test and how columns are standardised. What needs
+    every row at once reads :attr:`X_train` … : the prepared rows gathered in global row
+    order, checked first against the memory budget (refused, with the seeded sample
+    offered, when they do not fit)."""
 
     parts: PartMap
     plan: RowPlan
@@ -758,8 +761,53 @@ class PartitionedData:
     def p(self) -> int:
         return len(self.feature_names)
 
-    #: The rows stay in their partitions: nothing reads every training row at once.
+    #: The rows stay in their partitions until something reads every training row at
+    #: once (:attr:`X_train` …, gathered when they fit in memory).
     in_memory = False
+    #: A table's own column names before encoding (a text column before one-hot): the
+    #: partitioned readers name the stored columns themselves, so none.
+    columns = None
+    #: No generating process and no noiseless target: the rows come from files.
+    source = None
+    f_train = None
+    f_test = None
+    #: The gathered rows (:meth:`gathered`), by ``"train"`` / ``"test"``.
+    _gathered: dict[str, Rows] = field(default_factory=dict, repr=False, compare=False)
+
+    def gathered(self, which: str = "train") -> Rows:
+        """Every training (or test) row, prepared as the computations see them (filled,
+        standardised), in global row order, read from the partitions once and kept.
+
+        Raises
+        ------
+        MemoryBudgetError
+            When the rows do not fit in the memory budget: the error names the data, the
+            size, and the seeded sample (``subsample=N``) that would fit.
+        """
+        rows = self._gathered.get(which)
+        if rows is None:
+            check_gather(self, which)
+            rows = gather_rows(self.parts, self.plan, which)
+            self._gathered[which] = rows
+        return rows
+
+    @property
+    def X_train(self) -> np.ndarray:
+        """The training rows, prepared, in global row order (:meth:`gathered`)."""
+        return self.gathered("train").X
+
+    @property
+    def y_train(self) -> np.ndarray:
+        return self.gathered("train").y
+
+    @property
+    def X_test(self) -> np.ndarray:
+        """The test rows, prepared, in global row order (:meth:`gathered`)."""
+        return self.gathered("test").X
+
+    @property
+    def y_test(self) -> np.ndarray:
+        return self.gathered("test").y
 
     def first_rows(self, rows: int = 8) -> Rows:
         """The first ``rows`` training rows (standardised), read from the first partitions
@@ -780,4 +828,43 @@ class PartitionedData:
                 "p": self.p, "partitions": len(self.parts.parts), "target": self.target_name,
                 "task": self.task, "notes": list(self.notes),
                 "classes": None if self.classes is None else list(self.classes),
-                "warnings": list(self.warnings)}
+                "synthetic": False, "truth": None, "warnings": list(self.warnings)}
+
+
+#: How many copies of the gathered rows exist at once while they are joined: each
+#: part's rows, then the joined array.
+GATHER_COPIES = 2
+
+
+def gather_bytes(data: PartitionedData, which: str = "train") -> int:
+    """Peak bytes of gathering the training (or test) rows of ``data`` into memory
+    (float64 features and target, :data:`GATHER_COPIES` copies while they are joined)."""
+    n = data.n_train if which == "train" else data.n_test
+    return GATHER_COPIES * 8 * n * (data.p + 1)
+
+
+def check_gather(data: PartitionedData, which: str = "train") -> None:
+    """Refuse (:class:`~kernel_lab.core.errors.MemoryBudgetError`) to gather rows that do
+    not fit in the memory budget, naming the data, the size and the seeded sample."""
+    n = data.n_train if which == "train" else data.n_test
+    where = f"of {data.name}" if data.name else "of the data"
+    k = len(data.parts.parts)
+    check_allocation(
+        gather_bytes(data, which),
+        f"all {n:,} {'training' if which == 'train' else 'test'} rows {where} "
+        f"({n:,} × {data.p} values, kept in {k} partition{'s' if k != 1 else ''}) read "
+        "into memory at once",
+        f"Use a seeded sample of the rows ({data_option('subsample', 'N')}, e.g. 2000), "
+        "or an experiment that works on the rows where they are (nystrom, learning-curve).")
+
+
+def gather_rows(parts: PartMap, plan: RowPlan, which: str = "train") -> Rows:
+    """Every training (or test) row of the parts, prepared by the plan, in global row
+    order (the parts are in row order): one map over the parts, each sending back its
+    rows. The caller checks the memory first (:func:`check_gather`)."""
+    every = parts.map(part_rows, plan, which)
+    got = [r for r in every if r.index.size] or every[:1]
+    if len(got) == 1:
+        return got[0]
+    return Rows(np.concatenate([r.X for r in got]), np.concatenate([r.y for r in got]),
+                np.concatenate([r.index for r in got]))

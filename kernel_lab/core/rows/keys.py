@@ -41,6 +41,9 @@ LEAKAGE = 7           # the training rows of partitioned data the leakage check 
 LANDMARKS = 16        # + sampler-specific offsets (uniform landmarks, RLS levels, …)
 RPC_ROUND = 1 << 20   # + round number: RP-Cholesky's pivot draws
 DSG_EPOCH = 1 << 30   # + epoch number: DSG's order within a block of rows
+TRIAL_SUBSET = 1 << 36  # + trial number: ckrr-risk's training and test rows of one trial
+GFC_SUBSET = 1 << 44  # the rows of one GFC descent (keyed by the descent's own seed)
+GFC_FOLDS = (1 << 44) + 1  # the folds of one GFC descent's rows (the descent's seed)
 
 #: The ranges of keys :func:`threshold` counts in (by their top 16 bits).
 BUCKETS = 1 << 16
@@ -132,6 +135,14 @@ def threshold(seed: int, stream: int, n: int, k: int, chunk: int = 1 << 20,
         inside.append(block[(block >> top) == np.uint64(bucket)])
     kept = np.setdiff1d(np.concatenate(inside), left_out, assume_unique=True)
     return np.uint64(np.partition(kept, rank - 1)[rank - 1])
+
+
+def order(seed: int, stream: int, rows: np.ndarray) -> np.ndarray:
+    """Positions of ``rows`` in increasing order of their keys (ties by the row index): a
+    uniform random permutation, defined per row — the rows ranked first are the
+    :func:`smallest`."""
+    rows = np.asarray(rows)
+    return np.lexsort((rows, keys(seed, stream, rows)))
 
 
 def is_selected(seed: int, stream: int, rows: np.ndarray, cut: np.uint64) -> np.ndarray:
