@@ -11,8 +11,7 @@ from typing import Any
 import numpy as np
 
 from kernel_lab.core.kernels import Kernel
-from kernel_lab.experiments.nystrom_cells import FIXED_LAMBDA
-from kernel_lab.experiments.nystrom_nested import CellTask
+from kernel_lab.experiments.nystrom_cells import FIXED_LAMBDA, CellTask
 
 #: The paper's protocol (Musco & Musco, Section 5): the spectral error on at most 20 000
 #: points, the mean of 10 trials, the downstream ridge λ by cross-validation.
