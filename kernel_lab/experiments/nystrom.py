@@ -27,6 +27,7 @@ modules named by what they hold: a cell (draw, features, ridge fit, errors) in
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -35,6 +36,7 @@ from kernel_lab.core import rowkeys
 from kernel_lab.core.approx_error import effective_dimension
 from kernel_lab.core.dataset import Dataset
 from kernel_lab.core.errors import ParameterError
+from kernel_lab.core.executor import call_single_threaded
 from kernel_lab.core.kernels import Kernel
 from kernel_lab.core.memory import check_allocation
 from kernel_lab.core.params import ParamSpec
@@ -67,8 +69,8 @@ from kernel_lab.experiments.nystrom_cells import (
     cell_seed,
     check_random_features,
     exact_reference,
-    run_cell,
 )
+from kernel_lab.experiments.nystrom_nested import NESTED_TRIALS, NestedTask, run_task
 from kernel_lab.experiments.nystrom_picture import VIEW_MAX, View, with_view
 from kernel_lab.experiments.nystrom_table import (
     CV_TEXT,
@@ -343,41 +345,40 @@ class NystromExperiment(Experiment):
 
         inputs = CellInputs(data, kernel, ridge_lam, diag, X_eval, K_eval, test.X, test.y,
                             view_index)
-        seed = int(params["seed"])
-        tasks = [CellTask(name, int(sizes[i]), None, cell_seed(seed, name, k, int(sizes[i])),
-                          inputs)
-                 for i in range(sizes.size) for name in budget for k in range(trials)]
-        tasks += [CellTask(FIXED_LAMBDA, None, float(lams[j]),
-                           cell_seed(seed, FIXED_LAMBDA, k, lam=float(lams[j])), inputs)
-                  for j in range(lams.size) for k in range(trials)]
-        # progress by the cells' operation counts (a cell of 160 landmarks costs hundreds
+        tasks = self._tasks(int(params["seed"]), budget, sizes, lams, trials, inputs)
+        # progress by the tasks' operation counts (a cell of 160 landmarks costs hundreds
         # of times one of 10), not by their number
-        cost = np.cumsum([nystrom_cost.cell_cost(task.s, n, data.p, m, task.rls_lam)
-                          for task in tasks])
+        cost = np.cumsum([nystrom_cost.task_cost(task, n, data.p, m) for task in tasks])
         results: dict[tuple[int, str], list[dict[str, Any]]] = {}
         view_scores = view_marks = None
         fraction = 0.03
-        for done, (task, res) in enumerate(zip(tasks, self._cells(tasks, cost, progress,
-                                                                 executor), strict=True),
+        for done, (task, out) in enumerate(zip(tasks, self._run_tasks(tasks, cost, progress,
+                                                                     executor), strict=True),
                                            start=1):
-            i = row_of(task, sizes, lams)
             fixed = task.sampler == FIXED_LAMBDA
-            at = f"λ = {task.rls_lam:g}" if fixed else f"s = {task.s}"
-            fraction = 0.03 + 0.97 * float(cost[done - 1] / cost[-1])
-            scores, marks = res.pop("scores"), res.pop("marks")
-            results.setdefault((i, task.sampler), []).append(res)
-            fill_row(table, results, i, task.sampler, stat, paper)
-            if view_scores is None and scores is not None and task.sampler != "rp-cholesky":
-                # the picture: the leverage-type scores and landmarks of the first
-                # (smallest) landmark set of a leverage sampler, where single landmarks
-                # stay visible
-                view_scores, view_marks = scores, marks
-                if marks is not None:
-                    summaries.update(landmark_summaries(task.sampler, len(marks)))
-            summaries[f"evals_per_point_max_s[{task.sampler}]"] = (
-                table[f"evals_{stat}[{task.sampler}]"][i] / n)
+            if isinstance(task, NestedTask):
+                rows = list(range(sizes.size))
+                at = f"s = {task.sizes[0]}…{task.sizes[-1]}"
+            else:
+                rows = [row_of(task, sizes, lams)]
+                at = f"λ = {task.rls_lam:g}" if fixed else f"s = {task.s}"
+            for i, res in zip(rows, out, strict=True):
+                scores, marks = res.pop("scores"), res.pop("marks")
+                results.setdefault((i, task.sampler), []).append(res)
+                fill_row(table, results, i, task.sampler, stat, paper)
+                if view_scores is None and scores is not None \
+                        and task.sampler != "rp-cholesky":
+                    # the picture: the leverage-type scores and landmarks of the first
+                    # (smallest) landmark set of a leverage sampler, where single landmarks
+                    # stay visible
+                    view_scores, view_marks = scores, marks
+                    if marks is not None:
+                        summaries.update(landmark_summaries(task.sampler, len(marks)))
+                summaries[f"evals_per_point_max_s[{task.sampler}]"] = (
+                    table[f"evals_{stat}[{task.sampler}]"][i] / n)
             if fixed:
                 summaries.update(fixed_lambda_summaries(table, results, lams))
+            fraction = 0.03 + 0.97 * float(cost[done - 1] / cost[-1])
             message = f"{task.sampler}, {at} ({done}/{len(tasks)})"
             progress(fraction, message)
             yield PartialResult(fraction, message,
@@ -385,22 +386,48 @@ class NystromExperiment(Experiment):
                                 dict(summaries))
 
     @staticmethod
-    def _cells(tasks: list[CellTask], cost: np.ndarray, progress: Progress,
-               executor: TaskExecutor) -> Iterator[dict[str, Any]]:
-        """The cells' results in task order. Parts read in this process one at a time
-        (:class:`~kernel_lab.core.parts.base.LocalParts`: an array in memory, files read
-        here) leave the other cores idle, so the cells run through the run's executor,
-        each with one BLAS thread; parts spread over a process pool or a cluster run each
-        cell's passes there, one cell after the other with its progress. Every cell has
-        its own seed and every sum its fixed tree: the same bits either way."""
+    def _tasks(seed: int, budget: list[str], sizes: np.ndarray, lams: np.ndarray,
+               trials: int, inputs: CellInputs) -> list[CellTask | NestedTask]:
+        """The run's tasks in table order (size, sampler, trial; Algorithm 2 last): a cell
+        per (sampler, s, trial), or, for a sampler whose draws nest and several sizes, one
+        nested trial for all sizes (placed at the smallest)."""
+        tasks: list[CellTask | NestedTask] = []
+        for i, s in enumerate(int(v) for v in sizes):
+            for name in budget:
+                if name in NESTED_TRIALS and sizes.size > 1:
+                    if i == 0:
+                        tasks += [NestedTask(name, tuple(int(v) for v in sizes),
+                                             cell_seed(seed, name, k), inputs)
+                                  for k in range(trials)]
+                    continue
+                tasks += [CellTask(name, s, None, cell_seed(seed, name, k, s), inputs)
+                          for k in range(trials)]
+        tasks += [CellTask(FIXED_LAMBDA, None, float(lam),
+                           cell_seed(seed, FIXED_LAMBDA, k, lam=float(lam)), inputs)
+                  for lam in lams for k in range(trials)]
+        return tasks
+
+    @staticmethod
+    def _run_tasks(tasks: list[CellTask | NestedTask], cost: np.ndarray, progress: Progress,
+                   executor: TaskExecutor) -> Iterator[list[dict[str, Any]]]:
+        """The tasks' results in task order (a list per task: one per size). Parts read in
+        this process one at a time (:class:`~kernel_lab.core.parts.base.LocalParts`: an
+        array in memory, files read here) leave the other cores idle, so with a parallel
+        executor the tasks run through it, each with one BLAS thread, and the run is
+        cancelled between tasks; otherwise (one worker, or parts spread over a process
+        pool or a cluster, which run each pass there) one task after the other, each with
+        its share of the progress and cancelled within it. Every task has its own seed,
+        every sum its fixed tree, and every task runs with one BLAS thread: the same bits
+        either way."""
         parts = tasks[0].inputs.data.parts if tasks else None
-        if type(parts) is LocalParts:
-            yield from executor.map(run_cell, tasks)
+        if type(parts) is LocalParts and executor is not SERIAL:
+            yield from executor.map(run_task, tasks)
             return
         before = 0.0
         for task, upto in zip(tasks, cost, strict=True):
             lo, hi = 0.03 + 0.97 * before / cost[-1], 0.03 + 0.97 * float(upto) / cost[-1]
-            yield run_cell(task, progress.sub(lo, hi))
+            yield call_single_threaded(partial(run_task, progress=progress.sub(lo, hi)),
+                                       task)
             before = float(upto)
 
     @staticmethod

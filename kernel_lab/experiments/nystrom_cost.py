@@ -1,6 +1,6 @@
 """The cost model of the ``nystrom`` experiment: the multiply-adds and memory a run will
 take (:func:`estimate`, the plan line before Run) and the operations of each cell
-(:func:`cell_cost`), by which the progress bar moves."""
+(:func:`cell_cost`, :func:`task_cost`), by which the progress bar moves."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from typing import Any
 from kernel_lab.core.kernels import KERNELS
 from kernel_lab.core.samplers import BLOCK_ENTRIES, RPC_STORED_MAX
 from kernel_lab.experiments.nystrom_cells import FIXED_LAMBDA, RANDOM_FEATURES
+from kernel_lab.experiments.nystrom_nested import NESTED_TRIALS
 from kernel_lab.experiments.nystrom_table import (
     EXACT_CV_MAX_N,
     EXACT_MAX_N,
@@ -90,6 +91,10 @@ def estimate(params: Mapping[str, Any], n: int, p: int) -> dict[str, Any]:
         for s in cell_sizes:
             measures = (m * s * (entry + mul * s) + 25.0 * m * m + n_test * s * entry
                         + mul * s**3 + CELL_OVERHEAD)
+            if name in NESTED_TRIALS and len(sizes) > 1 and s != max(sizes):
+                # one draw and pass serve every size; leave-one-out per size
+                flops += trials * (measures + (passes - 1.0) * n * s * (entry + mul * s))
+                continue
             if name in RANDOM_FEATURES:
                 sampling, per_entry = 0.0, cosine
             elif name == "uniform":
@@ -130,6 +135,17 @@ def estimate(params: Mapping[str, Any], n: int, p: int) -> dict[str, Any]:
     if n // 3 > TEST_MAX:
         note += f"; test RMSE on {TEST_MAX} test points"
     return {"memory_bytes": memory, "flops": flops, "note": note}
+
+
+def task_cost(task: Any, n: int, p: int, m: int) -> float:
+    """:func:`cell_cost` of a cell, or of a nested trial (``task.sizes``): one pass at its
+    largest s and the measures at every s."""
+    sizes = getattr(task, "sizes", None)
+    if not sizes:
+        return cell_cost(task.s, n, p, m, task.rls_lam)
+    *smaller, largest = sizes
+    return cell_cost(largest, n, p, m) + sum(2.0 * m * m * s + 60.0 * m * m + s**3
+                                              + CELL_OVERHEAD for s in smaller)
 
 
 def cell_cost(s: int | None, n: int, p: int, m: int, lam: float | None = None) -> float:
