@@ -92,8 +92,8 @@ from kernel_lab.experiments.nystrom_words import (
 )
 from kernel_lab.experiments.plotspec import Curve
 
-#: The bandwidth's median heuristic looks at this many training rows (the first keys of
-#: the evaluation subset).
+#: The bandwidth's median heuristic looks at this many training rows (those with the
+#: smallest keys of the evaluation stream: all of them up to this many).
 BANDWIDTH_ROWS = 1000
 
 
@@ -291,18 +291,16 @@ class NystromExperiment(Experiment):
         d_eff = bool(lams.size) and n <= EXACT_MAX_N
         exact = line or d_eff  # every training row is gathered: their n × n matrix fits
         progress(0.005, "evaluation, test and picture rows")
-        eval_index = keyed_subset(parts, plan, rowkeys.EVAL_SUBSET, n if exact else m)
-        train = take_rows(parts, plan, eval_index)  # every training row when exact
-        if exact and m < n:
-            chosen = np.isin(eval_index, keyed_subset_of(eval_index, plan.seed,
-                                                         rowkeys.EVAL_SUBSET, m))
-            X_eval = train.X[chosen]
-            eval_index = eval_index[chosen]
-        else:
-            X_eval = train.X
-        bandwidth = np.isin(eval_index, keyed_subset_of(eval_index, plan.seed,
-                                                        rowkeys.EVAL_SUBSET, BANDWIDTH_ROWS))
-        kernel = build_kernel(params, X_eval[bandwidth])
+        # one gather: the rows with the smallest keys of the evaluation stream — every
+        # training row when the n × n references are formed; the evaluation rows (the
+        # first m keys) and the bandwidth's (the first BANDWIDTH_ROWS) are among them
+        b = min(n, BANDWIDTH_ROWS)
+        index = keyed_subset(parts, plan, rowkeys.EVAL_SUBSET, n if exact else max(m, b))
+        train = take_rows(parts, plan, index)
+        X_eval = train.X[np.isin(index, keyed_subset_of(index, plan.seed,
+                                                        rowkeys.EVAL_SUBSET, m))]
+        bandwidth = np.isin(index, keyed_subset_of(index, plan.seed, rowkeys.EVAL_SUBSET, b))
+        kernel = build_kernel(params, train.X[bandwidth])
         check_random_features(samplers, kernel)
         where = (f"a keyed random subset of {m} of the {n} training points" if m < n
                  else f"all {n} training points")
