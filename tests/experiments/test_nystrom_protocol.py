@@ -125,7 +125,7 @@ def test_light_protocol_is_the_default_and_says_so():
                                    "eval_points": 100}, data=DATA)
     assert r.summaries["protocol"] == "light" and r.summaries["statistic"] == "median"
     assert r.summaries["protocol_note"].startswith(
-        "light protocol: ‖K − K̃‖₂ on a random subset of 100 of the")
+        "light protocol: ‖K − K̃‖₂ on a keyed random subset of 100 of the")
     assert "median of 2 trials, downstream λ = 1 (fixed)" in r.summaries["protocol_note"]
     assert "spectral_mean[uniform]" not in r.table and "ridge_lam_median[uniform]" not in r.table
     np.testing.assert_array_equal(r.table["s[uniform]"][:2], [10, 20])
