@@ -1,7 +1,6 @@
 """The result table and summaries of the ``nystrom`` experiment: the protocol (light or the
 paper's) and what it says, the table's columns before any cell ran (:func:`empty_table`),
-a row filled from its cells' results (:func:`fill_row`), and Algorithm 2's summaries.
-Shared by the run in memory and the run on partitions."""
+a row filled from its cells' results (:func:`fill_row`), and Algorithm 2's summaries."""
 
 from __future__ import annotations
 
