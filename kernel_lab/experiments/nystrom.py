@@ -3,18 +3,22 @@ evaluations and downstream ridge regression — fixed-size samplers at the given
 RLS at a fixed λ (Musco & Musco, Algorithm 2) at the number of landmarks it draws, under the
 light protocol or the paper's (Section 5; see ``docs/papers.md``).
 
-At scale the n × s features are never held whole: one pass over row blocks of at most
-:data:`~kernel_lab.experiments.nystrom_cells.FEATURE_BLOCK_ENTRIES` entries accumulates what
-the trace error and the downstream ridge need (FᵀF, Fᵀy and column sums); the spectral error
-is measured on a seeded subset of eval_points training rows, the test RMSE on at most
-:data:`~kernel_lab.experiments.nystrom_table.TEST_MAX` test points and the picture shows at
-most :data:`~kernel_lab.experiments.nystrom_picture.VIEW_MAX` points — each subset is stated
-in the summaries.
+One implementation for every data set, wherever its rows live (an array in memory is one
+part): the data set's ``parts`` and ``plan`` (:mod:`kernel_lab.core.parts`). Every random
+choice about rows is keyed by the global row index (:mod:`kernel_lab.core.rowkeys`): the
+evaluation rows (at most eval_points) the spectral error is measured on, the test rows
+(at most :data:`~kernel_lab.experiments.nystrom_table.TEST_MAX`), the picture's rows (at
+most :data:`~kernel_lab.experiments.nystrom_picture.VIEW_MAX`), the bandwidth's rows
+(:data:`BANDWIDTH_ROWS`) and every landmark draw; every sum over the training rows is taken
+per canonical row block and combined in one fixed tree. So the same rows as one array, one
+file or many files, read here, in a process pool or on a cluster, give the same table. What
+needs the n × n kernel matrix — the exact-KRR line and d_eff(λ) — is computed from the
+gathered training rows when n is small enough (size rules, the same for every kind of
+data set), and said to be left out otherwise.
 
 This module is the experiment: its parameters, plots and run. What it is made of sits in
 modules named by what they hold: a cell (draw, features, ridge fit, errors) in
-:mod:`~kernel_lab.experiments.nystrom_cells`, a nested trial in
-:mod:`~kernel_lab.experiments.nystrom_nested`, the result table and summaries in
+:mod:`~kernel_lab.experiments.nystrom_cells`, the result table and summaries in
 :mod:`~kernel_lab.experiments.nystrom_table`, the picture in
 :mod:`~kernel_lab.experiments.nystrom_picture`, the time and memory model in
 :mod:`~kernel_lab.experiments.nystrom_cost`, the plots' words in
@@ -23,15 +27,28 @@ modules named by what they hold: a cell (draw, features, ridge fit, errors) in
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from functools import partial
 from typing import Any
 
 import numpy as np
 
+from kernel_lab.core import rowkeys
 from kernel_lab.core.approx_error import effective_dimension
 from kernel_lab.core.dataset import Dataset
 from kernel_lab.core.errors import ParameterError
+from kernel_lab.core.executor import call_single_threaded
+from kernel_lab.core.kernels import Kernel
 from kernel_lab.core.memory import check_allocation
 from kernel_lab.core.params import ParamSpec
+from kernel_lab.core.parts.base import (
+    LocalParts,
+    Rows,
+    keyed_subset,
+    keyed_subset_of,
+    take_rows,
+)
+from kernel_lab.core.parts.landmarks import check_exact_rows
+from kernel_lab.core.parts.ridge import diag_sum
 from kernel_lab.core.progress import Progress
 from kernel_lab.core.samplers import SAMPLERS, check_fixed_lam
 from kernel_lab.experiments import nystrom_cost
@@ -46,12 +63,14 @@ from kernel_lab.experiments.base import (
 )
 from kernel_lab.experiments.nystrom_cells import (
     FIXED_LAMBDA,
+    RANDOM_FEATURES,
+    CellInputs,
+    CellTask,
+    cell_seed,
     check_random_features,
     exact_reference,
-    feature_block_rows,
-    run_task,
 )
-from kernel_lab.experiments.nystrom_nested import NESTED, RANDOM_FEATURES, CellTask
+from kernel_lab.experiments.nystrom_nested import NESTED_TRIALS, NestedTask, run_task
 from kernel_lab.experiments.nystrom_picture import VIEW_MAX, View, with_view
 from kernel_lab.experiments.nystrom_table import (
     CV_TEXT,
@@ -72,6 +91,10 @@ from kernel_lab.experiments.nystrom_words import (
     spectral_summaries,
 )
 from kernel_lab.experiments.plotspec import Curve
+
+#: The bandwidth's median heuristic looks at this many training rows (those with the
+#: smallest keys of the evaluation stream: all of them up to this many).
+BANDWIDTH_ROWS = 1000
 
 
 def parse_sizes(text: str, n: int) -> np.ndarray:
@@ -147,14 +170,15 @@ class NystromExperiment(Experiment):
         "when there are fewer), the mean of 10 trials, and the downstream " + CV_TEXT[0].lower()
         + CV_TEXT[1:] + ", chosen per trial and sampler (the exact-KRR line alike). The "
         "summaries name the protocol that produced the figure. "
-        "Large data: the n × s features are streamed in row blocks (the trace error and the "
-        f"downstream ridge still use every training point); the test RMSE uses at most "
+        "Large data: the n × s features are never held whole — their sums are taken over "
+        f"blocks of rows (the trace error and the downstream ridge still use every training "
+        f"point); the spectral error uses eval_points training points, the test RMSE at most "
         f"{TEST_MAX:,} test points and the picture at most {VIEW_MAX:,} training points, "
-        "seeded subsets that the summaries state. Where the features stream, uniform, "
-        "RP-Cholesky and random features draw once per trial at the largest s and measure "
-        "every streamed s on a prefix of that draw (each prefix is a draw of the method at "
-        "its size), with one pass over the rows for all of them; the time at s is what the "
-        "trial spent until its features at s were complete."
+        "random subsets keyed by row that the summaries state. The exact-KRR line and d_eff "
+        f"need the n × n kernel matrix: they are drawn up to n = {EXACT_MAX_N:,} training "
+        f"points ({EXACT_CV_MAX_N:,} for the line under the paper protocol). Every cell "
+        "(sampler, s, trial) has its own seed, so adding a size or a sampler leaves the "
+        "other cells' draws as they were."
     )
     params = (
         *kernel_param_specs("gaussian", ("gaussian", "laplace", "cauchy", "matern32",
@@ -252,7 +276,7 @@ class NystromExperiment(Experiment):
 
     def run(self, params: Mapping[str, Any], data: Dataset, progress: Progress,
             executor: TaskExecutor = SERIAL) -> Iterator[PartialResult]:
-        X, y, Xt, yt = data.X_train, data.y_train, data.X_test, data.y_test
+        parts, plan = data.parts, data.plan
         n = data.n_train
         if data.n_test < 1:
             raise ParameterError("the downstream error needs a test set (test fraction > 0)")
@@ -261,121 +285,178 @@ class NystromExperiment(Experiment):
         sizes = parse_sizes(params["sizes"], n) if budget else np.zeros(0, dtype=int)
         lams = parse_lams(params["rls_lams"]) if FIXED_LAMBDA in samplers else np.zeros(0)
         if "exact-rls" in samplers:
-            check_allocation(3 * 8.0 * n * n, f"exact leverage scores on {n} points",
-                             "Leave out the exact-rls sampler (use recursive-rls).")
-        kernel = build_kernel(params, X)
-        check_random_features(samplers, kernel)
+            check_exact_rows(plan)
         paper, trials, stat, ridge_lam, m = protocol_settings(params, n)
-        rng = np.random.default_rng(np.random.SeedSequence(params["seed"]).spawn(1)[0])
-        eval_rows = np.sort(rng.choice(n, size=m, replace=False)) if m < n else np.arange(n)
-        where = (f"a random subset of {m} of the {n} training points" if m < n
+        line = n <= (EXACT_CV_MAX_N if paper else EXACT_MAX_N)
+        d_eff = bool(lams.size) and n <= EXACT_MAX_N
+        exact = line or d_eff  # every training row is gathered: their n × n matrix fits
+        progress(0.005, "evaluation, test and picture rows")
+        # one gather: the rows with the smallest keys of the evaluation stream — every
+        # training row when the n × n references are formed; the evaluation rows (the
+        # first m keys) and the bandwidth's (the first BANDWIDTH_ROWS) are among them
+        b = min(n, BANDWIDTH_ROWS)
+        index = keyed_subset(parts, plan, rowkeys.EVAL_SUBSET, n if exact else max(m, b))
+        train = take_rows(parts, plan, index)
+        X_eval = train.X[np.isin(index, keyed_subset_of(index, plan.seed,
+                                                        rowkeys.EVAL_SUBSET, m))]
+        bandwidth = np.isin(index, keyed_subset_of(index, plan.seed, rowkeys.EVAL_SUBSET, b))
+        kernel = build_kernel(params, train.X[bandwidth])
+        check_random_features(samplers, kernel)
+        where = (f"a keyed random subset of {m} of the {n} training points" if m < n
                  else f"all {n} training points")
         summaries = protocol_summaries(params, kernel, n, m, where)
+        summaries["partitions"] = len(parts.parts)
         if m < n:
-            summaries["note"] = (f"spectral error measured on {where} (a lower bound of "
-                                 f"the full norm); the trace error and the downstream "
-                                 f"ridge use all {n}")
-        # further seeded subsets from the same generator, drawn only when the data are
-        # large (the draws above stay those of every earlier version)
-        if data.n_test > TEST_MAX:
-            test_rows = np.sort(rng.choice(data.n_test, size=TEST_MAX, replace=False))
-            Xt, yt = Xt[test_rows], yt[test_rows]
-            summaries["note_test"] = (f"test RMSE on a random subset of {TEST_MAX} of the "
+            summaries["note"] = (f"spectral error measured on {where} (a lower bound of the "
+                                 f"full norm); the trace error and the downstream ridge use "
+                                 f"all {n}")
+        summaries.update(spectral_summaries(FIXED_LAMBDA in samplers, n, m))
+        t = min(data.n_test, TEST_MAX)
+        test = take_rows(parts, plan, keyed_subset(parts, plan, rowkeys.TEST_SUBSET, t,
+                                                   "test"), "test")
+        if t < data.n_test:
+            summaries["note_test"] = (f"test RMSE on a keyed random subset of {t} of the "
                                       f"{data.n_test} test points")
-        summaries["test_points"] = Xt.shape[0]
-        view_rows = (np.sort(rng.choice(n, size=VIEW_MAX, replace=False)) if n > VIEW_MAX
-                     else None)
-        if view_rows is not None:
-            summaries["note_view"] = (f"picture: a random subset of {VIEW_MAX} of the {n} "
-                                      "training points")
-        progress(0.01, f"kernel matrix of the {m} evaluation points")
+        summaries["test_points"] = t
+        v = min(n, VIEW_MAX)
+        view_index = keyed_subset(parts, plan, rowkeys.VIEW_SUBSET, v)
+        view = View(take_rows(parts, plan, view_index).X, params["view"], np.arange(v))
+        summaries.update(picture_summaries(list(data.feature_names), view.X.shape[1],
+                                           params["view"]))
+        if v < n:
+            summaries["note_view"] = (f"picture: a keyed random subset of {v} of the {n} "
+                                      "training points (principal axes of that subset)")
         check_allocation(8.0 * m * m, f"the {m}×{m} evaluation kernel matrix",
                          "Lower eval_points." if not paper else
                          "Use the light protocol with fewer evaluation points.")
-        K_eval = kernel(X[eval_rows])
+        progress(0.01, f"kernel matrix of the {m} evaluation points")
+        K_eval = kernel(X_eval)
+        diag = diag_sum(parts, plan, kernel)
         table = empty_table(samplers, sizes, lams, stat, paper)
         if lams.size:
             table[f"lam_bound[{FIXED_LAMBDA}]"] = lams.copy()
-        if n <= (EXACT_CV_MAX_N if paper else EXACT_MAX_N):
-            progress(0.02, "exact kernel ridge (downstream reference)")
-            summaries.update(exact_reference(X, y, Xt, yt, kernel, ridge_lam))
-            table["rmse_exact"] = np.full(max(sizes.size, lams.size), summaries["rmse_exact"])
-        elif paper:
-            summaries["note_exact"] = (f"no exact-KRR line: its cross-validation costs "
-                                       f"O(n³), done up to n = {EXACT_CV_MAX_N}")
-        if lams.size and n <= EXACT_MAX_N:
-            progress(0.025, "effective dimensions d_eff(λ) of K (for comparison)")
-            check_allocation(8.0 * n * n, "the kernel matrix for d_eff(λ)",
-                             "Leave out recursive-rls-lambda or use fewer points.")
-            eigvals = np.linalg.eigvalsh(kernel(X))
-            for lam_j in lams:
-                summaries[f"d_eff[λ={lam_j:g}]"] = effective_dimension(eigvals, float(lam_j))
-        view = View(X, params["view"], view_rows)
-        summaries.update(spectral_summaries(FIXED_LAMBDA in samplers, n, m))
-        summaries.update(picture_summaries(list(data.feature_names), X.shape[1],
-                                           params["view"]))
-        yield PartialResult(0.03, "sampling", with_view(table, view, None, None),
+        summaries.update(self._exact(train if exact else None, test, kernel, ridge_lam,
+                                     lams if d_eff else lams[:0], table if line else None,
+                                     max(sizes.size, lams.size), paper, progress))
+        yield PartialResult(0.03, "sampling", with_view(table, view, None, None, n),
                             dict(summaries))
 
-        spawned = iter(np.random.SeedSequence(params["seed"]).spawn(
-            (sizes.size * len(budget) + lams.size) * trials + 1)[1:])
-        # every cell keeps the seed it always had (in the order size, sampler, trial);
-        # a nested trial (one draw for all sizes) takes the seed of its smallest size
-        order = [(i, name) for i in range(sizes.size) for name in budget]
-        order += [(j, FIXED_LAMBDA) for j in range(lams.size)]
-        seeds = {(i, name, t): next(spawned) for i, name in order for t in range(trials)}
-        # the sizes whose features stream over row blocks (n above one block of rows, a
-        # suffix of the sizes) share one draw and one pass per trial for the samplers
-        # whose draws nest; sizes held whole stay cells of their own (see nystrom_nested)
-        streamed = [i for i in range(sizes.size)
-                    if n > feature_block_rows(int(sizes[i]))]
-        nested = tuple(int(sizes[i]) for i in streamed) if len(streamed) > 1 else ()
-        tasks: list[CellTask] = []
-        for i, name in order:
-            if name in NESTED and nested and i >= streamed[0]:
-                if i == streamed[0]:
-                    tasks += [CellTask(name, None, seeds[(i, name, t)], X, y, Xt, yt,
-                                       eval_rows, K_eval, kernel, ridge_lam, None, view_rows,
-                                       feature_block_rows(nested[-1]), nested)
-                              for t in range(trials)]
-                continue
-            s_i = None if name == FIXED_LAMBDA else int(sizes[i])
-            tasks += [CellTask(name, s_i, seeds[(i, name, t)], X, y, Xt, yt, eval_rows,
-                               K_eval, kernel, ridge_lam,
-                               float(lams[i]) if name == FIXED_LAMBDA else None,
-                               view_rows) for t in range(trials)]
+        inputs = CellInputs(data, kernel, ridge_lam, diag, X_eval, K_eval, test.X, test.y,
+                            view_index)
+        tasks = self._tasks(int(params["seed"]), budget, sizes, lams, trials, inputs)
         # progress by the tasks' operation counts (a cell of 160 landmarks costs hundreds
         # of times one of 10), not by their number
-        done_cost = np.cumsum([nystrom_cost.task_cost(t, n, X.shape[1], m) for t in tasks])
+        cost = np.cumsum([nystrom_cost.task_cost(task, n, data.p, m) for task in tasks])
         results: dict[tuple[int, str], list[dict[str, Any]]] = {}
         view_scores = view_marks = None
-        for done, (task, out) in enumerate(zip(tasks, executor.map(run_task, tasks),
-                                               strict=True), start=1):
-            if task.sizes:
-                rows = list(streamed)
+        fraction = 0.03
+        for done, (task, out) in enumerate(zip(tasks, self._run_tasks(tasks, cost, progress,
+                                                                     executor), strict=True),
+                                           start=1):
+            fixed = task.sampler == FIXED_LAMBDA
+            if isinstance(task, NestedTask):
+                rows = list(range(sizes.size))
                 at = f"s = {task.sizes[0]}…{task.sizes[-1]}"
             else:
                 rows = [row_of(task, sizes, lams)]
-                at = (f"λ = {task.rls_lam:g}" if task.sampler == FIXED_LAMBDA
-                      else f"s = {task.s}")
+                at = f"λ = {task.rls_lam:g}" if fixed else f"s = {task.s}"
             for i, res in zip(rows, out, strict=True):
-                scores, marks = res.pop("scores"), res.pop("indices")  # one cell's only
+                scores, marks = res.pop("scores"), res.pop("marks")
                 results.setdefault((i, task.sampler), []).append(res)
                 fill_row(table, results, i, task.sampler, stat, paper)
                 if view_scores is None and scores is not None \
                         and task.sampler != "rp-cholesky":
-                    # the picture: leverage-type scores and landmarks of the first
-                    # (smallest) landmark set of a leverage sampler, where individual
-                    # landmarks stay visible
+                    # the picture: the leverage-type scores and landmarks of the first
+                    # (smallest) landmark set of a leverage sampler, where single landmarks
+                    # stay visible
                     view_scores, view_marks = scores, marks
                     if marks is not None:
                         summaries.update(landmark_summaries(task.sampler, len(marks)))
                 summaries[f"evals_per_point_max_s[{task.sampler}]"] = (
                     table[f"evals_{stat}[{task.sampler}]"][i] / n)
-            if task.sampler == FIXED_LAMBDA:
+            if fixed:
                 summaries.update(fixed_lambda_summaries(table, results, lams))
-            yield PartialResult(0.03 + 0.97 * float(done_cost[done - 1] / done_cost[-1]),
-                                f"{task.sampler}, {at} ({done}/{len(tasks)})",
-                                with_view(table, view, view_scores, view_marks),
+            fraction = 0.03 + 0.97 * float(cost[done - 1] / cost[-1])
+            message = f"{task.sampler}, {at} ({done}/{len(tasks)})"
+            progress(fraction, message)
+            yield PartialResult(fraction, message,
+                                with_view(table, view, view_scores, None, n, view_marks),
                                 dict(summaries))
 
+    @staticmethod
+    def _tasks(seed: int, budget: list[str], sizes: np.ndarray, lams: np.ndarray,
+               trials: int, inputs: CellInputs) -> list[CellTask | NestedTask]:
+        """The run's tasks in table order (size, sampler, trial; Algorithm 2 last): a cell
+        per (sampler, s, trial), or, for a sampler whose draws nest and several sizes, one
+        nested trial for all sizes (placed at the smallest)."""
+        tasks: list[CellTask | NestedTask] = []
+        for i, s in enumerate(int(v) for v in sizes):
+            for name in budget:
+                if name in NESTED_TRIALS and sizes.size > 1:
+                    if i == 0:
+                        tasks += [NestedTask(name, tuple(int(v) for v in sizes),
+                                             cell_seed(seed, name, k), inputs)
+                                  for k in range(trials)]
+                    continue
+                tasks += [CellTask(name, s, None, cell_seed(seed, name, k, s), inputs)
+                          for k in range(trials)]
+        tasks += [CellTask(FIXED_LAMBDA, None, float(lam),
+                           cell_seed(seed, FIXED_LAMBDA, k, lam=float(lam)), inputs)
+                  for lam in lams for k in range(trials)]
+        return tasks
+
+    @staticmethod
+    def _run_tasks(tasks: list[CellTask | NestedTask], cost: np.ndarray, progress: Progress,
+                   executor: TaskExecutor) -> Iterator[list[dict[str, Any]]]:
+        """The tasks' results in task order (a list per task: one per size). Parts read in
+        this process one at a time (:class:`~kernel_lab.core.parts.base.LocalParts`: an
+        array in memory, files read here) leave the other cores idle, so with a parallel
+        executor the tasks run through it, each with one BLAS thread, and the run is
+        cancelled between tasks; otherwise (one worker, or parts spread over a process
+        pool or a cluster, which run each pass there) one task after the other, each with
+        its share of the progress and cancelled within it. Every task has its own seed,
+        every sum its fixed tree, and every task runs with one BLAS thread: the same bits
+        either way."""
+        parts = tasks[0].inputs.data.parts if tasks else None
+        if type(parts) is LocalParts and executor is not SERIAL:
+            yield from executor.map(run_task, tasks)
+            return
+        before = 0.0
+        for task, upto in zip(tasks, cost, strict=True):
+            lo, hi = 0.03 + 0.97 * before / cost[-1], 0.03 + 0.97 * float(upto) / cost[-1]
+            yield call_single_threaded(partial(run_task, progress=progress.sub(lo, hi)),
+                                       task)
+            before = float(upto)
+
+    @staticmethod
+    def _exact(train: Rows | None, test: Rows, kernel: Kernel, lam: float | None,
+               lams: np.ndarray, table: dict[str, np.ndarray] | None, rows: int,
+               paper: bool, progress: Progress) -> dict[str, Any]:
+        """The exact-KRR line (``rmse_exact``, into ``table``; None: no line) and d_eff(λ)
+        of ``lams`` from every training row (``train``), whose n × n kernel matrix is
+        formed up to n = EXACT_MAX_N (the line under the paper protocol up to
+        EXACT_CV_MAX_N, its cross-validation costing O(n³)); a note says what is left
+        out."""
+        out: dict[str, Any] = {}
+        if table is None:
+            limit = EXACT_CV_MAX_N if paper else EXACT_MAX_N
+            out["note_exact"] = ("no exact-KRR line: it needs the n × n kernel matrix"
+                                 + (" and a cross-validation costing O(n³)" if paper
+                                    else "")
+                                 + f", formed up to n = {limit:,} training points")
+        if train is None:
+            return out
+        n = train.index.size
+        check_allocation(3 * 8.0 * n * n, f"the {n}×{n} kernel matrix of the training rows "
+                                          "(exact-KRR line, d_eff)",
+                         "Open fewer rows with the data option subsample=N.")
+        if table is not None:
+            progress(0.02, "exact kernel ridge (downstream reference)")
+            out.update(exact_reference(train.X, train.y, test.X, test.y, kernel, lam))
+            table["rmse_exact"] = np.full(rows, out["rmse_exact"])
+        if lams.size:
+            progress(0.025, "effective dimensions d_eff(λ) of K (for comparison)")
+            eigvals = np.linalg.eigvalsh(kernel(train.X))
+            for lam_j in lams:
+                out[f"d_eff[λ={lam_j:g}]"] = effective_dimension(eigvals, float(lam_j))
+        return out

@@ -1,15 +1,19 @@
 """The cells of the ``nystrom`` experiment: one (sampler, s, trial) — or (Algorithm 2, λ,
-trial) — draw of landmarks or random features, the n × s features it gives, the downstream
-ridge fitted on them and the errors measured on them (:func:`run_cell`). A nested trial,
-every streamed s from one draw, is :mod:`~kernel_lab.experiments.nystrom_nested`'s;
-:func:`run_task` runs either.
+trial) — draw of landmarks or random features, the ridge on the features of every
+training row and the errors measured on them (:func:`run_cell`), on any data set (its
+``parts`` and ``plan``).
 
-Up to one block of rows (:func:`feature_block_rows`) a cell forms its n × s features whole;
-above, it streams them over row blocks (:class:`StreamedRidge`) and never holds them."""
+A cell's landmarks come from :func:`~kernel_lab.core.parts.landmarks.choose_landmarks`
+(keyed draws), its sums from one map-reduce over the canonical row blocks
+(:func:`~kernel_lab.core.parts.ridge.fit_ridge`; a second one for λ by leave-one-out under
+the paper protocol): the same bits however the rows are stored. Each cell has its own seed
+(:func:`cell_seed`), so the cells may run in any order, one after the other or at once."""
 
 from __future__ import annotations
 
 import time
+import zlib
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -18,43 +22,102 @@ from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.kernels import Kernel
 from kernel_lab.core.models import CenteredKernelRidge
 from kernel_lab.core.models.feature_ridge import feature_ridge, ridge_loo
-from kernel_lab.core.models.nystrom import NystromFeatures, nystrom_factor
-from kernel_lab.core.models.rff import RFF_KERNELS, RandomFourierFeatures
-from kernel_lab.core.models.streaming import StreamedRidge, kernel_columns
-from kernel_lab.core.samplers import (
-    BLOCK_ENTRIES,
-    CountingKernel,
-    RecursiveRLSSampler,
-    Sample,
-)
-from kernel_lab.core.validation import check_generator
-from kernel_lab.experiments.nystrom_nested import (
+from kernel_lab.core.models.nystrom import nystrom_factor
+from kernel_lab.core.models.rff import RFF_KERNELS
+from kernel_lab.core.parts.ridge import (
     RANDOM_FEATURES,
-    CellTask,
-    cell_measures,
-    run_nested,
+    FeatureMap,
+    fit_ridge,
+    make_features,
+    spectral_error,
+    test_rmse,
 )
+from kernel_lab.core.progress import Progress
 
 #: Algorithm 2 of Musco & Musco (fixed λ, sample size set by d_eff(λ)) as a sampler choice;
 #: its runs are placed at the number of landmarks they actually sampled.
 FIXED_LAMBDA = "recursive-rls-lambda"
 
-#: Entries of one row block of the n × s features (8 MiB of float64): up to one block of
-#: rows the features are formed whole, as they always were.
-FEATURE_BLOCK_ENTRIES = BLOCK_ENTRIES
+#: The samplers and features whose draws nest: with one seed, the draw at a smaller s is
+#: (up to the accelerated RP-Cholesky's rounds) the start of the draw at a larger one, so
+#: their cells of one trial share a seed across the sizes (see :func:`cell_seed`).
+NESTED = ("uniform", "rp-cholesky", *RANDOM_FEATURES)
 
-#: Above that, a cell streams its kernel columns and their Gram in blocks of at most this
-#: many entries (2 MiB): the block's Gram product then runs in cache, 7 % less time per
-#: cell than blocks of FEATURE_BLOCK_ENTRIES (recursive-rls-fast on 750,000 rows, s = 40
-#: and 160, medians of 4). The nested pass keeps its blocks (no difference measured).
-STREAM_BLOCK_ENTRIES = BLOCK_ENTRIES // 4
+#: Up to this many evaluation points ‖K − FFᵀ‖₂ comes from a full eigendecomposition; above,
+#: from Lanczos (the same value to about 1e-10 relative, 20–60 times faster at 2000 points).
+EXACT_MAX = 500
 
 
-def feature_block_rows(width: int) -> int:
-    """Rows of one block of :data:`FEATURE_BLOCK_ENTRIES` features of this width: up to this
-    many training rows the features are formed whole, above they stream (and a nested
-    trial's pass at its largest width takes blocks of this many rows)."""
-    return max(1, FEATURE_BLOCK_ENTRIES // max(width, 1))
+def cell_seed(seed: int, sampler: str, trial: int, s: int | None = None,
+              lam: float | None = None) -> np.random.SeedSequence:
+    """The seed of one cell: ``SeedSequence([seed, crc32(sampler), trial])``, plus s for a
+    sampler whose draws do not nest (recursive RLS, exact RLS: their λ follows s) and
+    the bits of λ for Algorithm 2. Adding a size, a λ or a sampler to a run therefore
+    leaves every other cell's draws as they were."""
+    entropy = [int(seed), zlib.crc32(sampler.encode()), int(trial)]
+    if lam is not None:
+        entropy.append(int(np.float64(lam).view(np.uint64)))
+    elif sampler not in NESTED and s is not None:
+        entropy.append(int(s))
+    return np.random.SeedSequence(entropy)
+
+
+@dataclass(frozen=True)
+class CellInputs:
+    """What every cell of a run shares: the data set (``parts``, ``plan``), the kernel,
+    the downstream λ (None: by leave-one-out), ``Σ k(x, x)`` over the training rows, the
+    evaluation rows and their kernel matrix, the test rows and the picture's rows."""
+
+    data: Any = field(repr=False)
+    kernel: Kernel
+    lam: float | None
+    diag: float
+    X_eval: np.ndarray = field(repr=False)
+    K_eval: np.ndarray = field(repr=False)
+    X_test: np.ndarray = field(repr=False)
+    y_test: np.ndarray = field(repr=False)
+    view: np.ndarray = field(repr=False)
+
+
+@dataclass(frozen=True)
+class CellTask:
+    """One cell: the sampler, s (None for Algorithm 2), Algorithm 2's λ, the cell's seed
+    and the shared inputs."""
+
+    sampler: str
+    s: int | None
+    rls_lam: float | None
+    seed: np.random.SeedSequence
+    inputs: CellInputs = field(repr=False)
+
+
+def run_cell(task: CellTask, progress: Progress | None = None) -> dict[str, Any]:
+    """The measures of one cell: ‖K − FFᵀ‖₂ on the evaluation rows, the trace error
+    ``Σ k(x, x) − ‖F‖_F²`` over every training row, the seconds to the fitted ridge,
+    kernel evaluations, the number of landmarks (features), the downstream λ, the test
+    RMSE, and the sampler's scores of the picture's rows and its landmark rows (None
+    without). ``progress`` covers the cell (the landmarks its first half, the pass over the
+    rows the rest)."""
+    inputs = task.inputs
+    data = inputs.data
+    t0 = time.perf_counter()
+    features: FeatureMap = make_features(
+        "recursive-rls" if task.sampler == FIXED_LAMBDA else task.sampler, data.parts,
+        data.plan, inputs.kernel, task.s, task.seed, lam=task.rls_lam, view=inputs.view,
+        progress=None if progress is None else progress.sub(0.0, 0.5))
+    fit = fit_ridge(data.parts, data.plan, features, inputs.lam,
+                    None if progress is None else progress.sub(0.5, 1.0))
+    seconds = time.perf_counter() - t0
+    sample = features.sample
+    size = features.width if sample is None else sample.index.size
+    return {"spectral": spectral_error(inputs.K_eval, features, inputs.X_eval,
+                                       exact_max=EXACT_MAX),
+            "trace": float(inputs.diag - fit.squared_norm), "time": seconds,
+            "evals": 0 if sample is None else sample.evaluations + size * size,
+            "rmse": test_rmse(fit, features, inputs.X_test, inputs.y_test),
+            "landmarks": size, "ridge_lam": fit.lam,
+            "scores": None if sample is None else sample.scores,
+            "marks": None if sample is None else sample.X}
 
 
 def downstream_ridge(F: np.ndarray, y: np.ndarray, lam: float | None
@@ -69,80 +132,6 @@ def downstream_ridge(F: np.ndarray, y: np.ndarray, lam: float | None
         return coef, intercept, float(lam)
     coef, intercept, chosen, _ = ridge_loo(F, y, refine=False)
     return coef, intercept, chosen
-
-
-class SampledFeatures:
-    """Nyström features ``x ↦ W^{-1/2} k(S, x)`` on the landmarks of a sampler whose size is
-    its own (Algorithm 2 at a fixed λ), with the attributes :class:`NystromFeatures` has."""
-
-    def __init__(self, kernel: Kernel, sampler: RecursiveRLSSampler, X: np.ndarray,
-                 seed: Any) -> None:
-        sample: Sample = sampler.sample(X, kernel, None, check_generator(seed))
-        counter = CountingKernel(kernel)
-        self.kernel_ = kernel
-        self.landmark_indices_ = sample.indices
-        self.landmarks_ = X[sample.indices]
-        self.normalization_ = nystrom_factor(counter(self.landmarks_))
-        self.lower_inverse_ = None  # the eigenbasis (see NystromFeatures)
-        self.scores_ = sample.scores
-        self.kernel_evaluations_ = sample.kernel_evaluations + counter.evaluations
-
-    def transform(self, X: np.ndarray) -> np.ndarray:
-        return self.kernel_(X, self.landmarks_) @ self.normalization_
-
-
-def run_cell(task: CellTask) -> dict[str, Any]:
-    """Fit s Nyström features (landmark sampling and factorisation), the landmarks of
-    Algorithm 2 at λ, or s random Fourier features, and measure the n × s factor F:
-    ‖K − FFᵀ‖₂ on the evaluation rows, tr(K − FFᵀ), the time to F, kernel evaluations,
-    the number of landmarks (features), the downstream λ and test RMSE. Up to one block of
-    rows F is formed whole; above, it is streamed over row blocks (:class:`StreamedRidge`)
-    and never held, and the time includes that pass."""
-    t0 = time.perf_counter()
-    if task.sampler in RANDOM_FEATURES:
-        kernel = task.kernel
-        features: Any = RandomFourierFeatures(
-            kernel.name, sigma=kernel.params()["sigma"], n_components=task.s,
-            orthogonal=RANDOM_FEATURES[task.sampler], random_state=task.seed).fit(task.X)
-        width = int(task.s)
-    elif task.sampler == FIXED_LAMBDA:
-        features = SampledFeatures(task.kernel, RecursiveRLSSampler(lam=task.rls_lam), task.X,
-                                   task.seed)
-        width = features.landmarks_.shape[0]
-    else:
-        features = NystromFeatures(task.kernel, n_components=task.s, sampler=task.sampler,
-                                   random_state=task.seed).fit(task.X)
-        width = features.landmarks_.shape[0]
-    whole = task.block_rows or feature_block_rows(width)
-    rows = task.block_rows or max(1, STREAM_BLOCK_ENTRIES // max(width, 1))
-    F = ridge = None
-    if task.X.shape[0] <= whole:  # one block: F in memory
-        F = features.transform(task.X)
-        seconds = time.perf_counter() - t0
-        coef, intercept, ridge_lam = downstream_ridge(F, task.y, task.lam)
-    else:
-        ridge = StreamedRidge(features.transform, task.X, task.y, rows,
-                              kernel_columns(features))
-        seconds = time.perf_counter() - t0
-        coef, intercept, ridge_lam = ridge.solve(task.lam)
-    out: dict[str, Any] = cell_measures(
-        features, ridge, F, coef, intercept, float(task.kernel.diag(task.X).sum()),
-        task.X[task.eval_rows], task.K_eval, task.X_test, task.y_test, rows)
-    del F
-    indices = getattr(features, "landmark_indices_", None)
-    scores = getattr(features, "scores_", None)
-    if scores is not None and task.view_rows is not None:
-        scores = scores[task.view_rows]
-    out.update({"time": seconds, "evals": getattr(features, "kernel_evaluations_", 0),
-                "landmarks": task.s if indices is None else indices.size,
-                "ridge_lam": ridge_lam, "indices": indices, "scores": scores})
-    return out
-
-
-def run_task(task: CellTask) -> list[dict[str, Any]]:
-    """A cell's result, or a nested trial's (one per size; see
-    :mod:`~kernel_lab.experiments.nystrom_nested`)."""
-    return run_nested(task) if task.sizes else [run_cell(task)]
 
 
 def check_random_features(samplers: list[str], kernel: Kernel) -> None:
@@ -161,15 +150,15 @@ def check_random_features(samplers: list[str], kernel: Kernel) -> None:
 def exact_reference(X: np.ndarray, y: np.ndarray, Xt: np.ndarray, yt: np.ndarray,
                     kernel: Kernel, lam: float | None) -> dict[str, float]:
     """Test RMSE of exact kernel ridge on all n training points at ``lam`` — or, with
-    ``lam=None``, at the λ the paper protocol's cross-validation picks, through Nyström
-    features with every training point a landmark (``F Fᵀ = K``)."""
+    ``lam=None``, at the λ the paper protocol's cross-validation picks, through the
+    features ``F = K W^{-1/2}`` with every training point a landmark (``F Fᵀ = K``)."""
     out: dict[str, float] = {}
     if lam is not None:
         pred = CenteredKernelRidge(lam, kernel=kernel).fit(X, y).predict(Xt)
     else:
-        features = NystromFeatures(kernel, n_components=X.shape[0], sampler="uniform",
-                                   random_state=0).fit(X)
-        coef, intercept, out["lam_exact"] = downstream_ridge(features.transform(X), y, None)
-        pred = features.transform(Xt) @ coef + intercept
+        K = kernel(X)
+        N = nystrom_factor(K)
+        coef, intercept, out["lam_exact"] = downstream_ridge(K @ N, y, None)
+        pred = kernel(Xt, X) @ N @ coef + intercept
     out["rmse_exact"] = float(np.sqrt(np.mean((pred - yt) ** 2)))
     return out

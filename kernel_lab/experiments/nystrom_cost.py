@@ -10,9 +10,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from kernel_lab.core.kernels import KERNELS
-from kernel_lab.core.samplers import RPC_STORED_MAX
-from kernel_lab.experiments.nystrom_cells import FEATURE_BLOCK_ENTRIES, FIXED_LAMBDA
-from kernel_lab.experiments.nystrom_nested import NESTED, RANDOM_FEATURES, CellTask
+from kernel_lab.core.samplers import BLOCK_ENTRIES, RPC_STORED_MAX
+from kernel_lab.experiments.nystrom_cells import FIXED_LAMBDA, RANDOM_FEATURES
+from kernel_lab.experiments.nystrom_nested import NESTED_TRIALS
 from kernel_lab.experiments.nystrom_table import (
     EXACT_CV_MAX_N,
     EXACT_MAX_N,
@@ -33,6 +33,27 @@ CELL_OVERHEAD = 4.5e7
 #: estimate's operations are counted at (16 % of it). Measured on 750,000 rows: 0.24 for
 #: the features' Gram of 160 columns, 0.41 for Lemma 6's triangular products.
 PRODUCT = 0.35
+
+#: Algorithm 2's landmarks per ``sqrt(n / λ)`` in :func:`fixed_lambda_size`.
+FIXED_LAMBDA_SIZE = 12.0
+
+
+def fixed_lambda_size(n: int, lam: float) -> int:
+    """A rough estimate, known before any kernel entry, of the landmarks Algorithm 2 draws
+    at λ on n rows: about d_eff(λ) times its oversampling, which depend on the data's
+    spectrum. Taken as ``12 · sqrt(n / λ)`` (at most n): the one measured calibration
+    point, 269,000 training rows of a real table at λ = 10, drew about 1,950 landmarks
+    (this gives 1,970); the estimate can be several times off on other data (tight
+    clusters have a far smaller d_eff), which the plan's range allows for."""
+    return int(min(n, math.ceil(FIXED_LAMBDA_SIZE * math.sqrt(n / max(lam, 1e-300)))))
+
+
+def _fixed_lams(params: Mapping[str, Any]) -> list[float]:
+    try:
+        return [float(v) for v in str(params.get("rls_lams", "1")).replace(";", ",")
+                .split(",") if v.strip()] or [1.0]
+    except ValueError:
+        return [1.0]
 
 
 def estimate(params: Mapping[str, Any], n: int, p: int) -> dict[str, Any]:
@@ -62,17 +83,16 @@ def estimate(params: Mapping[str, Any], n: int, p: int) -> dict[str, Any]:
     scored = 0.45 * entry if kind is not None and kind.coarse_error else entry
     mul = PRODUCT  # per multiply-add of a large product
     passes = 2.0 if paper else 1.0
-    shared = [s for s in sizes if n > max(1, FEATURE_BLOCK_ENTRIES // s)]
-    shared = shared if len(shared) > 1 else []
     flops = 0.0
     for name in samplers:
-        cell_sizes = ([max(sizes)] * len(str(params.get("rls_lams", "1")).split(","))
+        # Algorithm 2 at λ draws about fixed_lambda_size(n, λ) landmarks (an estimate)
+        cell_sizes = ([fixed_lambda_size(n, lam) for lam in _fixed_lams(params)]
                       if name == FIXED_LAMBDA else sizes)
         for s in cell_sizes:
             measures = (m * s * (entry + mul * s) + 25.0 * m * m + n_test * s * entry
                         + mul * s**3 + CELL_OVERHEAD)
-            if name in NESTED and s in shared and s != max(sizes):
-                # one draw and pass serve the streamed sizes; leave-one-out per size
+            if name in NESTED_TRIALS and len(sizes) > 1 and s != max(sizes):
+                # one draw and pass serve every size; leave-one-out per size
                 flops += trials * (measures + (passes - 1.0) * n * s * (entry + mul * s))
                 continue
             if name in RANDOM_FEATURES:
@@ -100,35 +120,39 @@ def estimate(params: Mapping[str, Any], n: int, p: int) -> dict[str, Any]:
     # evaluation kernel, and per cell running at once (one per core) its n-long vectors
     # (permutation, scores, residual diagonal, …), a few blocks of the features and
     # the m × s features of the evaluation rows; exact references are n × n
-    s_max = max(sizes)
+    s_max = max(sizes + ([fixed_lambda_size(n, min(_fixed_lams(params)))]
+                         if FIXED_LAMBDA in samplers else []))
     workers = max(1, min(os.cpu_count() or 1, trials * len(samplers) * len(sizes)))
-    cell = 8.0 * (8 * n + 4 * FEATURE_BLOCK_ENTRIES + m * s_max + n_test)
+    cell = 8.0 * (8 * n + 4 * BLOCK_ENTRIES + m * s_max + n_test)
     memory = (8.0 * 2 * (n + n // 3) * (p + 1) + 8.0 * m * m + workers * cell
               + (8.0 * 4 * n * n if exact_ref else 0.0)
               + (8.0 * 3 * n * n if "exact-rls" in samplers else 0.0))
     note = f"spectral error on {m} of {n} points"
-    if n > FEATURE_BLOCK_ENTRIES // s_max:
-        note += "; features streamed over row blocks"
+    if n > BLOCK_ENTRIES // s_max:
+        note += "; features summed over row blocks"
+    if FIXED_LAMBDA in samplers:
+        note += "; Algorithm 2's landmarks estimated at 12·√(n/λ)"
     if n // 3 > TEST_MAX:
         note += f"; test RMSE on {TEST_MAX} test points"
     return {"memory_bytes": memory, "flops": flops, "note": note}
 
 
-def task_cost(task: CellTask, n: int, p: int, m: int) -> float:
-    """:func:`cell_cost` of a cell, or of a nested trial: one pass at its largest s and
-    the measures at every s."""
-    if not task.sizes:
-        return cell_cost(task.s, n, p, m)
-    *smaller, largest = task.sizes
+def task_cost(task: Any, n: int, p: int, m: int) -> float:
+    """:func:`cell_cost` of a cell, or of a nested trial (``task.sizes``): one pass at its
+    largest s and the measures at every s."""
+    sizes = getattr(task, "sizes", None)
+    if not sizes:
+        return cell_cost(task.s, n, p, m, task.rls_lam)
+    *smaller, largest = sizes
     return cell_cost(largest, n, p, m) + sum(2.0 * m * m * s + 60.0 * m * m + s**3
                                               + CELL_OVERHEAD for s in smaller)
 
 
-def cell_cost(s: int | None, n: int, p: int, m: int) -> float:
+def cell_cost(s: int | None, n: int, p: int, m: int, lam: float | None = None) -> float:
     """Multiply-adds of one cell, as :func:`estimate` counts them: the sampler and the sums
     over the rows (n s², n s kernel entries at about 200 each), the spectral error on the
-    m evaluation points and the s × s solves. Algorithm 2's cells (s unknown before they
-    run) count as 100 landmarks."""
-    s = 100 if s is None else int(s)
+    m evaluation points and the s × s solves. Algorithm 2's cells (``s=None``, at
+    ``lam``) count the landmarks :func:`fixed_lambda_size` estimates."""
+    s = fixed_lambda_size(n, 1.0 if lam is None else lam) if s is None else int(s)
     return (4.0 * n * s * s + 2.0 * n * s * (p + 200) + 2.0 * m * m * s + 60.0 * m * m + s**3
             + CELL_OVERHEAD)

@@ -1,284 +1,186 @@
-"""Nested runs of the ``nystrom`` experiment: every streamed landmark count s of one trial
-from one draw of the largest.
+"""Nested trials of the ``nystrom`` experiment: every landmark count s of one trial of
+uniform sampling or random Fourier features from one draw of the largest.
 
-Uniform sampling, RP-Cholesky and random features draw their landmarks (features) one
-after another, and every prefix of a draw is itself a draw of the method at that size:
-the first s points of a uniformly random order are a uniform sample of s; RP-Cholesky's
-k-th pivot is drawn ∝ the residual left by the pivots before it, so its first s pivots are
-RP-Cholesky's law at s (its accelerated form keeps that law, see
-:class:`~kernel_lab.core.samplers.RPCholeskySampler`); the first s of D i.i.d. random
-features (orthogonal ones: whole blocks of p, then the first columns of the next, as a
-draw of s makes them) are a draw of s. So one trial of these methods draws the largest s
-once and measures every s on its prefix, and one pass over the training rows serves all
-of them: the kernel columns (features) of each group of landmarks between consecutive
-sizes are evaluated once, and the Gram blocks of the groups add up to the centred sums of
-every prefix (:meth:`CentredSums.leading`). With sizes 10, 20, …, 160 that is the work of
-the largest alone, about half the work of five separate draws.
+The first s of the uniform landmarks in the order of their keys are the uniform draw of s
+with the same seed (the s smallest keys); the first s of D random features (orthogonal
+ones: whole blocks of p, then the first columns of the next) are a draw of s, scaled by
+``√(D/s)``. So one trial draws the largest s once and one map-reduce over the canonical
+row blocks serves every size: per block the kernel columns (features) of the largest
+draw and their centred sums, whose leading s × s part is the sums of the prefix
+(:meth:`~kernel_lab.core.models.streaming.CentredSums.leading`), mapped by the prefix's
+``W^{-1/2}`` — or, where that map is ill conditioned, the prefix's features summed
+themselves in the same pass. The sums are per canonical block in the one fixed tree, so
+the same rows in any parts give the same bits. With sizes 10, 20, …, 160 that is the
+work of the largest alone, about half that of five separate cells.
 
-Only the sizes whose features stream over row blocks (n above one block of rows; there
-the pass is the cost) are nested: smaller sizes, and every size of small data, stay cells
-of their own with the draws and times they always had. At those sizes n·s is above
-RP-Cholesky's stored limit, so a draw of s alone would take the accelerated form too.
-
-Time at s: what the trial spent until its features at s were complete — the draw until
-its s-th landmark was final (RP-Cholesky: the end of the round that accepted it, whose
-proposals were sized for the largest s), the factorisation of the s × s W, and the pass's
-work on the groups up to s (their kernel columns, each timed, and their share of the Gram
-product) plus its bookkeeping: the work of a streamed cell at s (the landmarks, the
-features' sums), as :func:`kernel_lab.experiments.nystrom_cells.run_cell` times it. The Gram
-matrix of all groups is one product per block of rows (split by groups it cost two fifths
-more); each group is charged its share of that product's multiply-adds,
-``(hi² − lo²) / s_max²`` for the group of columns lo..hi — a measured time divided by
-operation counts, not a time measured per group.
-
-The samples of one trial are therefore not independent across sizes (the medians over
-trials are); the recursive-RLS samplers, whose samples do not nest (their λ follows s),
-keep one draw per size and trial (:func:`kernel_lab.experiments.nystrom_cells.run_cell`).
-"""
+Time at s: the draw, the factorisation at s and the pass's share ``s² / s_max²`` of its
+measured time (the Gram products' share of multiply-adds), plus the measures at s. The
+samples of one trial are therefore not independent across sizes (the trials are); the
+samplers whose draws do not nest keep one cell per size
+(:func:`~kernel_lab.experiments.nystrom_cells.run_cell`)."""
 
 from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from kernel_lab.core.approx_error import residual_norm
-from kernel_lab.core.kernels import Kernel
-from kernel_lab.core.models.nystrom import nystrom_features, nystrom_normalization
-from kernel_lab.core.models.rff import cos_features, sample_features
-from kernel_lab.core.models.streaming import (
-    CentredSums,
-    StreamedRidge,
-    column_means,
-    columns_well_conditioned,
+from kernel_lab.core import rowkeys
+from kernel_lab.core.models.nystrom import nystrom_factor
+from kernel_lab.core.models.streaming import CentredSums, LooGrid, columns_well_conditioned
+from kernel_lab.core.parts.base import Rows, reduce_blocks
+from kernel_lab.core.parts.landmarks import UNIFORM, Landmarks, row_seed, uniform_landmarks
+from kernel_lab.core.parts.ridge import (
+    RANDOM_FEATURES,
+    SUM_ENTRIES,
+    NystromMap,
+    RandomMap,
+    RidgeFit,
+    make_features,
+    spectral_error,
+    test_rmse,
 )
-from kernel_lab.core.samplers import SAMPLERS, CountingKernel
-from kernel_lab.core.validation import check_generator
+from kernel_lab.core.progress import Progress
+from kernel_lab.experiments.nystrom_cells import EXACT_MAX, CellInputs, CellTask, run_cell
 
-#: Random Fourier features beside the landmark samplers, on the same axes (s features):
-#: name → orthogonal.
-RANDOM_FEATURES = {"rff": False, "rff-orthogonal": True}
-
-#: The samplers and features whose draws nest (see the module docstring).
-NESTED = ("uniform", "rp-cholesky", *RANDOM_FEATURES)
-
-#: Up to this many evaluation points ‖K − FFᵀ‖₂ comes from a full eigendecomposition; above,
-#: from Lanczos (the same value to about 1e-10 relative, 20–60 times faster at 2000 points).
-EXACT_MAX = 500
-
-
-def cell_measures(features: Any, ridge: StreamedRidge | None, F: np.ndarray | None,
-                  coef: np.ndarray, intercept: float, kernel_diag_sum: float,
-                  X_eval: np.ndarray, K_eval: np.ndarray, X_test: np.ndarray,
-                  y_test: np.ndarray, rows: int) -> dict[str, float]:
-    """The measures of one fitted feature map: ‖K − FFᵀ‖₂ on the evaluation rows, the
-    trace error ``Σ k(x, x) − ‖F‖_F²`` (F held whole, or its streamed sums), and the test
-    RMSE of the downstream ridge (predicted in blocks of ``rows``)."""
-    squared = ridge.squared_norm if F is None else float(np.einsum("ij,ij->", F, F))
-    spectral = residual_norm(K_eval, features.transform(X_eval), exact_max=EXACT_MAX).value
-    pred = np.concatenate([features.transform(X_test[i:i + rows]) @ coef + intercept
-                           for i in range(0, X_test.shape[0], rows)])
-    return {"spectral": spectral, "trace": float(kernel_diag_sum - squared),
-            "rmse": float(np.sqrt(np.mean((pred - y_test) ** 2)))}
+#: The samplers whose trials are nested (one draw and one pass for all sizes).
+NESTED_TRIALS = ("uniform", *RANDOM_FEATURES)
 
 
 @dataclass(frozen=True)
-class CellTask:
-    """One (sampler, s, trial) cell, or (Algorithm 2, λ, trial) with ``s=None`` and
-    ``rls_lam`` set, or a nested trial (:data:`NESTED`) at every s of ``sizes`` (ascending)
-    with ``s=None``; ``lam=None`` chooses the downstream λ by cross-validation. Picklable.
-
-    ``view_rows``: the training rows whose scores the picture shows (None: all);
-    ``block_rows``: rows of features per block (None: ``FEATURE_BLOCK_ENTRIES`` / s of
-    :mod:`~kernel_lab.experiments.nystrom_cells`; a nested trial needs it)."""
+class NestedTask:
+    """One trial of a nesting sampler at every size (increasing), its seed and inputs."""
 
     sampler: str
-    s: int | None
+    sizes: tuple[int, ...]
     seed: np.random.SeedSequence
-    X: np.ndarray
-    y: np.ndarray
-    X_test: np.ndarray
-    y_test: np.ndarray
-    eval_rows: np.ndarray
-    K_eval: np.ndarray
-    kernel: Kernel
-    lam: float | None
-    rls_lam: float | None = None
-    view_rows: np.ndarray | None = None
-    block_rows: int | None = None
-    sizes: tuple[int, ...] = ()
+    inputs: CellInputs = field(repr=False)
 
 
-class PrefixLandmarks:
-    """Nyström features on the first s landmarks of a nested draw (the attributes of
-    :class:`~kernel_lab.core.models.nystrom.NystromFeatures` that the experiment reads)."""
+@dataclass(frozen=True)
+class PrefixSums:
+    """What a block's pass sums: the features of the largest draw (for landmarks their
+    kernel columns) and, for the sizes whose map is ill conditioned, their own features
+    (``maps``)."""
 
-    def __init__(self, kernel: Kernel, landmarks: np.ndarray, W: np.ndarray) -> None:
-        self.kernel_, self.landmarks_ = kernel, landmarks
-        self.normalization_, self.lower_inverse_ = nystrom_normalization(W)
-
-    @property
-    def sums_of_columns(self) -> bool:
-        """Whether the sums of k(X, S) may be mapped to those of F (see
-        :func:`~kernel_lab.core.models.streaming.kernel_columns`)."""
-        return (self.lower_inverse_ is not None
-                or columns_well_conditioned(self.normalization_))
-
-    def transform(self, X: np.ndarray) -> np.ndarray:
-        return nystrom_features(self.kernel_, X, self.landmarks_, self.normalization_,
-                                self.lower_inverse_)
+    largest: NystromMap | RandomMap
+    maps: tuple[NystromMap | RandomMap, ...]
 
 
-class PrefixFeatures:
-    """The first s of a draw of random Fourier features, ``√(2/s) cos(Xw + b)``."""
-
-    def __init__(self, W: np.ndarray, b: np.ndarray) -> None:
-        self.W, self.b = W, b
-        self.scale = math.sqrt(2.0 / W.shape[1])
-        self.sums_of_columns = True
-        self.normalization_ = self.scale * np.eye(W.shape[1])
-
-    def transform(self, X: np.ndarray) -> np.ndarray:
-        return cos_features(X, self.W, self.b, self.scale)
+def _add(a: list[CentredSums], b: list[CentredSums]) -> list[CentredSums]:
+    return [x + y for x, y in zip(a, b, strict=True)]
 
 
-@dataclass
-class _Draw:
-    """A nested draw: per size its features, the seconds and kernel entries the draw had
-    spent when they were complete, and (landmark samplers) the sample."""
-
-    columns: Any                      # (rows, lo, hi) → columns lo..hi of k(X, S) or cos
-    features: list[Any]
-    seconds: list[float]
-    evaluations: list[int]
-    order: np.ndarray | None = None
-    scores: np.ndarray | None = None
-
-
-def _draw(task: CellTask, t0: float) -> _Draw:
-    sizes, s_max, kernel = task.sizes, task.sizes[-1], task.kernel
-    rng = check_generator(task.seed)
-    if task.sampler in RANDOM_FEATURES:
-        W, b = sample_features(kernel, task.X.shape[1], s_max, rng,
-                               orthogonal=RANDOM_FEATURES[task.sampler])
-        drawn = time.perf_counter() - t0
-        features, seconds = [], []
-        for s in sizes:
-            t = time.perf_counter()
-            features.append(PrefixFeatures(W[:, :s], b[:s]))
-            seconds.append(drawn + time.perf_counter() - t)
-        return _Draw(lambda A, lo, hi: cos_features(A, W[:, lo:hi], b[lo:hi], 1.0),
-                     features, seconds, [0] * len(sizes))
-    sample = SAMPLERS[task.sampler]().sample(task.X, kernel, s_max, rng)
-    assert sample.order is not None, f"{task.sampler} does not nest"
-    order = sample.order
-    if sample.marks is None:  # uniform: the whole draw at once
-        marks = np.tile([time.perf_counter() - t0, sample.kernel_evaluations], (s_max, 1))
-    else:
-        marks = sample.marks
-    landmarks = task.X[order]
-    counter = CountingKernel(kernel)
-    t = time.perf_counter()
-    K_SS = counter(landmarks)
-    spent = (time.perf_counter() - t) / s_max**2  # per entry of W
-    features, seconds, evaluations = [], [], []
-    for s in sizes:
-        t = time.perf_counter()
-        features.append(PrefixLandmarks(kernel, landmarks[:s], K_SS[:s, :s]))
-        seconds.append(float(marks[s - 1, 0]) + spent * s * s + time.perf_counter() - t)
-        evaluations.append(int(marks[s - 1, 1]) + s * s)
-    return _Draw(lambda A, lo, hi: kernel(A, landmarks[lo:hi]), features, seconds,
-                 evaluations, order, sample.scores)
-
-
-def _pass(task: CellTask, columns: Any, sizes: tuple[int, ...]
-          ) -> tuple[CentredSums, np.ndarray, float]:
-    """One pass over the rows: the centred sums of the columns of every group of landmarks
-    (between consecutive ``sizes``) and of their Gram blocks, added over row blocks.
-    Returns the sums of the first ``sizes[-1]`` columns, the seconds spent per group and
-    the bookkeeping's."""
-    groups = list(zip((0, *sizes[:-1]), sizes, strict=True))
-    s_max = sizes[-1]
-    spent = np.zeros(len(groups))
-    shared = 0.0
-    total: CentredSums | None = None
-    rows = task.block_rows
-    assert rows is not None, "a nested trial needs its block of rows"
-    # the Gram matrix of all groups is one product per block (split by groups, into each
-    # group's own block and its products with every earlier group, it cost 6.1 against
-    # 4.4 ns per entry for 160 columns in groups of 10, 10, 20, 40, 80); a group is charged
-    # the share of its multiply-adds, ``(hi² − lo²) / s_max²``, of that product's time
-    share = np.array([(hi * hi - lo * lo) / (s_max * s_max) for lo, hi in groups])
-    centred = np.empty((min(rows, task.X.shape[0]), s_max))
-    scratch = np.empty((s_max, s_max))
-    for start in range(0, task.X.shape[0], rows):
-        t = time.perf_counter()
-        Xb, yb = task.X[start:start + rows], task.y[start:start + rows]
-        y_mean = float(yb.mean())
-        yc = yb - y_mean
-        mean, rhs = np.empty(s_max), np.empty(s_max)
-        Cb = centred[:Xb.shape[0]]
-        shared += time.perf_counter() - t
-        for j, (lo, hi) in enumerate(groups):
-            t = time.perf_counter()
-            C = columns(Xb, lo, hi)
-            mean[lo:hi] = column_means(C)
-            C -= mean[lo:hi]
-            rhs[lo:hi] = C.T @ yc
-            Cb[:, lo:hi] = C
-            spent[j] += time.perf_counter() - t
-        t = time.perf_counter()
-        gram = Cb.T @ Cb
-        spent += (time.perf_counter() - t) * share
-        t = time.perf_counter()
-        part = CentredSums(Xb.shape[0], mean, y_mean, gram, rhs)
-        total = part if total is None else total.absorb(part, scratch)
-        shared += time.perf_counter() - t
-    assert total is not None, "no rows"
-    return total, spent, shared
-
-
-def run_nested(task: CellTask) -> list[dict[str, Any]]:
-    """Every size of one trial (see the module docstring): per size the dictionary of
-    :func:`kernel_lab.experiments.nystrom_cells.run_cell`."""
-    t0 = time.perf_counter()
-    draw = _draw(task, t0)
-    # the shared pass goes up to the largest size whose sums of k(X, S) are accurate; a
-    # size whose W is too ill-conditioned for them (rare; then mostly the largest ones, as
-    # W's condition grows with s) sums its own features in a pass of its own
-    ok = [j for j, f in enumerate(draw.features) if f.sums_of_columns]
-    if ok:
-        sums, spent, shared = _pass(task, draw.columns, task.sizes[:ok[-1] + 1])
-        pass_seconds = np.cumsum(spent) + shared
-    X, y = task.X, task.y
-    diag = float(task.kernel.diag(X).sum())
-    X_eval = X[task.eval_rows]
+def _sums(rows: Rows, what: PrefixSums) -> list[CentredSums]:
     out = []
-    for j, (s, features) in enumerate(zip(task.sizes, draw.features, strict=True)):
-        rows = max(1, (task.block_rows or 1) * task.sizes[-1] // s)
-        if features.sums_of_columns:
-            ridge = StreamedRidge.of_sums(sums.leading(s).mapped(features.normalization_),
-                                          features.transform, X, y, rows)
-            seconds = draw.seconds[j] + float(pass_seconds[j])
-        else:  # an ill-conditioned W: its own pass over the features themselves
-            t = time.perf_counter()
-            ridge = StreamedRidge(features.transform, X, y, rows)
-            seconds = draw.seconds[j] + time.perf_counter() - t
-        coef, intercept, ridge_lam = ridge.solve(task.lam)
-        res: dict[str, Any] = cell_measures(features, ridge, None, coef, intercept, diag,
-                                            X_eval, task.K_eval, task.X_test, task.y_test,
-                                            rows)
-        indices = scores = None
-        if draw.order is not None:
-            indices = np.sort(draw.order[:s])
-        if draw.scores is not None:  # RP-Cholesky: k(x, x) / Σ k · s, scaled to this s
-            scores = draw.scores * (s / task.sizes[-1])
-            if task.view_rows is not None:
-                scores = scores[task.view_rows]
-        res.update({"time": seconds, "evals": draw.evaluations[j], "landmarks": s,
-                    "ridge_lam": ridge_lam, "indices": indices, "scores": scores})
+    for features in (what.largest, *what.maps):
+        step = max(1, SUM_ENTRIES // max(features.width, 1))
+        total = CentredSums.of(np.zeros((0, features.width)), np.zeros(0))
+        for start in range(0, rows.index.size, step):
+            sums = CentredSums.of(features.block(rows.X[start:start + step]),
+                                  rows.y[start:start + step], overwrite=True)
+            total = sums if total.n == 0 else total.absorb(sums)
+        out.append(total)
+    return out
+
+
+def _loo(rows: Rows, maps: tuple[Any, ...], grids: tuple[LooGrid, ...]) -> list[np.ndarray]:
+    out = []
+    for features, grid in zip(maps, grids, strict=True):
+        sse = np.zeros(grid.nus.size)
+        step = max(1, SUM_ENTRIES // max(features.width, 1))
+        for start in range(0, rows.index.size, step):
+            sse += grid.sse(features.transform(rows.X[start:start + step]),
+                            rows.y[start:start + step])
+        out.append(sse)
+    return out
+
+
+def _sum_arrays(a: list[np.ndarray], b: list[np.ndarray]) -> list[np.ndarray]:
+    return [x + y for x, y in zip(a, b, strict=True)]
+
+
+def _prefixes(task: NestedTask) -> tuple[Any, list[Any]]:
+    """The largest draw's feature map and the map of every size (prefixes)."""
+    inputs, data = task.inputs, task.inputs.data
+    s_max = task.sizes[-1]
+    if task.sampler in RANDOM_FEATURES:
+        largest = make_features(task.sampler, data.parts, data.plan, inputs.kernel, s_max,
+                                task.seed)
+        rff = largest.features
+        maps = []
+        for s in task.sizes:
+            part = type(rff)(**rff.get_params()).set_params(n_components=s)
+            part.kernel_, part.weights_ = rff.kernel_, rff.weights_[:, :s]
+            part.offsets_ = rff.offsets_[:s]
+            part.n_features_in_ = rff.n_features_in_
+            maps.append(RandomMap(part))
+        return largest, maps
+    marks = uniform_landmarks(data.parts, data.plan, s_max, task.seed)
+    key = rowkeys.keys(row_seed(task.seed), rowkeys.LANDMARKS + UNIFORM, marks.index)
+    order = np.lexsort((marks.index, key))  # the order of the keys: prefixes are draws
+    X = marks.X[order]
+    K = inputs.kernel(X)
+    maps = []
+    for s in task.sizes:
+        N = nystrom_factor(K[:s, :s])
+        sample = Landmarks(np.sort(marks.index[order[:s]]), X[:s], 0)
+        maps.append(NystromMap(inputs.kernel, X[:s], N, columns_well_conditioned(N), sample))
+    return NystromMap(inputs.kernel, X, np.eye(s_max), True), maps
+
+
+def run_nested(task: NestedTask) -> list[dict[str, Any]]:
+    """The measures of every size of one nested trial, as
+    :func:`~kernel_lab.experiments.nystrom_cells.run_cell` gives them for one cell."""
+    inputs, data = task.inputs, task.inputs.data
+    s_max = task.sizes[-1]
+    t0 = time.perf_counter()
+    largest, maps = _prefixes(task)
+    t_draw = time.perf_counter() - t0
+    alone = tuple(m for m in maps if isinstance(m, NystromMap) and not m.columns)
+    sums = reduce_blocks(data.parts, _sums, data.plan, PrefixSums(largest, alone),
+                         combine=_add)
+    t_pass = time.perf_counter() - t0 - t_draw
+    own = dict(zip((id(m) for m in alone), sums[1:], strict=True))
+    fitted = []
+    for s, features in zip(task.sizes, maps, strict=True):
+        if id(features) in own:
+            fitted.append(own[id(features)])
+        elif isinstance(features, NystromMap):
+            fitted.append(sums[0].leading(s).mapped(features.normalization))
+        else:
+            fitted.append(sums[0].leading(s).mapped(np.eye(s) * math.sqrt(s_max / s)))
+    if inputs.lam is None:
+        grids = tuple(LooGrid.of(f) for f in fitted)
+        sse = reduce_blocks(data.parts, _loo, data.plan, tuple(maps), grids,
+                            combine=_sum_arrays)
+        solved = [grid.solve(e) for grid, e in zip(grids, sse, strict=True)]
+    else:
+        solved = [(*f.solve(inputs.lam), float(inputs.lam)) for f in fitted]
+    t_loo = time.perf_counter() - t0 - t_draw - t_pass
+    out = []
+    for s, features, f, (coef, intercept, lam) in zip(task.sizes, maps, fitted, solved,
+                                                      strict=True):
+        t1 = time.perf_counter()
+        fit = RidgeFit(coef, intercept, lam, f.squared_norm, f)
+        share = (s / s_max) ** 2
+        res = {"spectral": spectral_error(inputs.K_eval, features, inputs.X_eval,
+                                          exact_max=EXACT_MAX),
+               "trace": float(inputs.diag - fit.squared_norm),
+               "evals": 0 if features.sample is None else s * s,
+               "rmse": test_rmse(fit, features, inputs.X_test, inputs.y_test),
+               "landmarks": s, "ridge_lam": fit.lam, "scores": None, "marks": None}
+        res["time"] = t_draw + share * (t_pass + t_loo) + time.perf_counter() - t1
         out.append(res)
     return out
+
+
+def run_task(task: CellTask | NestedTask, progress: Progress | None = None
+             ) -> list[dict[str, Any]]:
+    """A cell's result, or a nested trial's (one per size)."""
+    if isinstance(task, NestedTask):
+        return run_nested(task)
+    return [run_cell(task, progress)]

@@ -1,7 +1,6 @@
 """The result table and summaries of the ``nystrom`` experiment: the protocol (light or the
 paper's) and what it says, the table's columns before any cell ran (:func:`empty_table`),
-a row filled from its cells' results (:func:`fill_row`), and Algorithm 2's summaries.
-Shared by the run in memory and the run on partitions."""
+a row filled from its cells' results (:func:`fill_row`), and Algorithm 2's summaries."""
 
 from __future__ import annotations
 
@@ -11,8 +10,7 @@ from typing import Any
 import numpy as np
 
 from kernel_lab.core.kernels import Kernel
-from kernel_lab.experiments.nystrom_cells import FIXED_LAMBDA
-from kernel_lab.experiments.nystrom_nested import CellTask
+from kernel_lab.experiments.nystrom_cells import FIXED_LAMBDA, CellTask
 
 #: The paper's protocol (Musco & Musco, Section 5): the spectral error on at most 20 000
 #: points, the mean of 10 trials, the downstream ridge λ by cross-validation.

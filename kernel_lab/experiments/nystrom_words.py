@@ -1,7 +1,7 @@
 """The words of the Nyström experiment's plots that only a run knows (summaries its plot
 texts read, see :func:`kernel_lab.experiments.plotspec.fill`): what the landmark axis
 counts, the subset the spectral error is measured on, the picture's axes and whose
-landmarks it marks. Shared by the run in memory and the run on partitions."""
+landmarks it marks."""
 
 from __future__ import annotations
 

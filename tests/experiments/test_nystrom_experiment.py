@@ -20,7 +20,9 @@ def test_results_per_sampler_and_s():
     r = run_experiment("nystrom", {**SMALL, "samplers": "uniform,recursive-rls,rp-cholesky"},
                        data="clusters:n=800,k=6,imbalance=3,spread=0.05",
                        on_partial=partials.append, workers=2)
-    assert len(partials) == 1 + 3 * 3 * 2  # a partial result after every cell
+    # a partial result after every cell, and after each trial of uniform sampling, whose
+    # sizes nest (one draw and pass for all three)
+    assert len(partials) == 1 + 2 * 3 * 2 + 2
     s = r.table["s"][np.isfinite(r.table["s"])]
     np.testing.assert_array_equal(s, [10, 20, 40])
     for name in ("uniform", "recursive-rls", "rp-cholesky"):
@@ -78,8 +80,14 @@ def test_random_features_on_the_same_axes():
     from kernel_lab.core.approx_error import residual_norm
     from kernel_lab.core.kernels import GaussianKernel
     from kernel_lab.core.models.rff import RandomFourierFeatures
-    from kernel_lab.experiments.nystrom_cells import run_cell
-    from kernel_lab.experiments.nystrom_nested import CellTask
+    from kernel_lab.core.parts.base import (
+        LocalParts,
+        PartitionedData,
+        RowPlan,
+        array_parts,
+        take_rows,
+    )
+    from kernel_lab.experiments.nystrom_cells import CellInputs, CellTask, run_cell
 
     r = run_experiment("nystrom", {"sizes": "20,80", "trials": 1, "eval_points": 600,
                                    "samplers": ["recursive-rls", "rff", "rff-orthogonal"]},
@@ -92,15 +100,17 @@ def test_random_features_on_the_same_axes():
     # one cell against the literal computation
     rng = np.random.default_rng(0)
     X, y = rng.normal(size=(120, 3)), rng.normal(size=120)
+    parts, plan = LocalParts(array_parts(X, y)), RowPlan.split(0, 120, 0.25)
+    data = PartitionedData(parts, plan, ["a", "b", "c"], "y")
+    train = take_rows(parts, plan, np.arange(120))
     kernel, seed = GaussianKernel(1.3), np.random.SeedSequence(4)
-    rows = np.arange(0, 120, 2)
-    task = CellTask("rff-orthogonal", 30, seed, X, y, X[:10], y[:10], rows, kernel(X[rows]),
-                    kernel, 1.0)
+    rows = train.X[::2]
+    inputs = CellInputs(data, kernel, 1.0, 0.0, rows, kernel(rows), train.X[:10],
+                        train.y[:10], np.zeros(0, dtype=np.int64))
     Z = RandomFourierFeatures("gaussian", sigma=1.3, n_components=30, orthogonal=True,
-                              random_state=seed).fit(X).transform(X)
-    assert run_cell(task)["spectral"] == pytest.approx(
-        residual_norm(kernel(X[rows]), Z[rows]).value, rel=1e-12)
-
+                              random_state=seed).fit(X).transform(rows)
+    assert run_cell(CellTask("rff-orthogonal", 30, None, seed, inputs))["spectral"] == (
+        pytest.approx(residual_norm(kernel(rows), Z).value, rel=1e-12))
 
 def test_orthogonal_features_need_a_rotation_invariant_kernel():
     with pytest.raises(ParameterError, match="rotation-invariant"):

@@ -10,13 +10,28 @@ from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.models import CenteredKernelRidge
 from kernel_lab.core.models.feature_ridge import feature_ridge
 from kernel_lab.core.models.nystrom import NystromFeatures
+from kernel_lab.core.parts.base import (
+    LocalParts,
+    PartitionedData,
+    RowPlan,
+    array_parts,
+    standardize_plan,
+    take_rows,
+)
+from kernel_lab.core.progress import Progress
 from kernel_lab.data.generators import generate
 from kernel_lab.engine import run_experiment
 from kernel_lab.experiments import get_experiment
 from kernel_lab.experiments.base import build_kernel
 from kernel_lab.experiments.nystrom import parse_lams
-from kernel_lab.experiments.nystrom_cells import FIXED_LAMBDA, downstream_ridge, run_cell
-from kernel_lab.experiments.nystrom_nested import CellTask
+from kernel_lab.experiments.nystrom_cells import (
+    FIXED_LAMBDA,
+    CellInputs,
+    CellTask,
+    cell_seed,
+    downstream_ridge,
+    run_cell,
+)
 from kernel_lab.experiments.plotspec import resolve_curves
 
 DATA = "clusters:n=300,n_test=100,k=5,imbalance=3,spread=0.1"
@@ -66,24 +81,43 @@ def test_paper_protocol_means_of_ten_trials_on_all_points_with_cv():
     for name in ("uniform", "recursive-rls"):
         assert np.all(np.isfinite(r.table[f"spectral_mean[{name}]"][:2]))
         assert np.all(r.table[f"ridge_lam_median[{name}]"][:2] > 0)
-    # the mean of the ten cells, recomputed cell by cell with the run's seeds
+    # exact KRR at the cross-validated λ, by the estimator itself
     data = generate("clusters", {"n": 300, "n_test": 100, "k": 5, "imbalance": 3,
                                  "spread": 0.1}, seed=11)
     X, y = data.X_train, data.y_train
     kernel = build_kernel(get_experiment("nystrom").resolve(params), X)
-    seeds = np.random.SeedSequence(11).spawn(2 * 2 * 10 + 1)[1:]
-    rows = np.arange(n)
-    cells = [run_cell(CellTask("recursive-rls", 10, seeds[10 + t], X, y, data.X_test,
-                               data.y_test, rows, kernel(X), kernel, None))
+    exact = CenteredKernelRidge(r.summaries["lam_exact"], kernel=kernel).fit(X, y)
+    rmse = np.sqrt(np.mean((exact.predict(data.X_test) - data.y_test) ** 2))
+    assert r.summaries["rmse_exact"] == pytest.approx(rmse, rel=1e-6)
+
+
+def test_paper_protocol_means_the_cells_of_the_run():
+    """Under the paper protocol a table entry is the mean of ten cells, each recomputed
+    here with its seed (run seed, sampler, trial, s) on the run's keyed subsets."""
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(400, 3))
+    y = np.sin(X[:, 0]) + 0.1 * rng.normal(size=400)
+    parts = LocalParts(array_parts(X, y, 2))
+    plan = standardize_plan(parts, RowPlan.split(11, 400, 0.25))
+    d = PartitionedData(parts, plan, ["a", "b", "c"], "y")
+    exp = get_experiment("nystrom")
+    params = exp.resolve({"sizes": "10,40", "samplers": ["recursive-rls"],
+                          "protocol": "paper", "seed": 11})
+    r = None
+    for r in exp.run(params, d, Progress()):  # noqa: B007
+        pass
+    train = take_rows(parts, plan, np.arange(400))
+    test = take_rows(parts, plan, np.arange(400), "test")
+    kernel = build_kernel(params, train.X)  # fewer rows than BANDWIDTH_ROWS: all of them
+    inputs = CellInputs(d, kernel, None, float(kernel.diag(train.X).sum()), train.X,
+                        kernel(train.X), test.X, test.y, np.zeros(0, dtype=np.int64))
+    cells = [run_cell(CellTask("recursive-rls", 10, None,
+                               cell_seed(11, "recursive-rls", t, 10), inputs))
              for t in range(10)]
     assert r.table["spectral_mean[recursive-rls]"][0] == pytest.approx(
         np.mean([c["spectral"] for c in cells]), rel=1e-9)
     assert r.table["rmse_mean[recursive-rls]"][0] == pytest.approx(
         np.mean([c["rmse"] for c in cells]), rel=1e-9)
-    # exact KRR at the cross-validated λ, by the estimator itself
-    exact = CenteredKernelRidge(r.summaries["lam_exact"], kernel=kernel).fit(X, y)
-    rmse = np.sqrt(np.mean((exact.predict(data.X_test) - data.y_test) ** 2))
-    assert r.summaries["rmse_exact"] == pytest.approx(rmse, rel=1e-6)
 
 
 def test_light_protocol_is_the_default_and_says_so():
@@ -91,7 +125,7 @@ def test_light_protocol_is_the_default_and_says_so():
                                    "eval_points": 100}, data=DATA)
     assert r.summaries["protocol"] == "light" and r.summaries["statistic"] == "median"
     assert r.summaries["protocol_note"].startswith(
-        "light protocol: ‖K − K̃‖₂ on a random subset of 100 of the")
+        "light protocol: ‖K − K̃‖₂ on a keyed random subset of 100 of the")
     assert "median of 2 trials, downstream λ = 1 (fixed)" in r.summaries["protocol_note"]
     assert "spectral_mean[uniform]" not in r.table and "ridge_lam_median[uniform]" not in r.table
     np.testing.assert_array_equal(r.table["s[uniform]"][:2], [10, 20])

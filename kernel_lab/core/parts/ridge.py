@@ -137,13 +137,27 @@ def _block_rows(width: int) -> int:
     return max(1, BLOCK_ENTRIES // max(width, 1))
 
 
+#: Rows of one step of the feature sums inside a canonical block: at most this many
+#: entries of features (2 MiB), whose Gram product then runs in cache, added into one
+#: running total: about 30 % less CPU per pass than steps of BLOCK_ENTRIES each summed
+#: anew (750,000 rows × 20, s = 160, one thread: 0.78 s against 1.1 s).
+SUM_ENTRIES = BLOCK_ENTRIES // 4
+
+
 def _block_sums(rows: Rows, features: FeatureMap) -> CentredSums:
-    step = _block_rows(features.width)
-    sums = CentredSums.of(np.zeros((0, features.width)), np.zeros(0))
+    step = max(1, SUM_ENTRIES // max(features.width, 1))
+    total = CentredSums.of(np.zeros((0, features.width)), np.zeros(0))
+    scratch = None
     for start in range(0, rows.index.size, step):
-        sums = sums + CentredSums.of(features.block(rows.X[start:start + step]),
-                                     rows.y[start:start + step])
-    return sums
+        sums = CentredSums.of(features.block(rows.X[start:start + step]),
+                              rows.y[start:start + step], overwrite=True)
+        if total.n == 0:  # a running total over the steps, in the arrays of the first
+            total = sums
+            continue
+        if scratch is None:
+            scratch = np.empty_like(total.gram)
+        total = total.absorb(sums, scratch)
+    return total
 
 
 def _block_loo(rows: Rows, features: FeatureMap, grid: LooGrid) -> np.ndarray:
