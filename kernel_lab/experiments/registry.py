@@ -110,8 +110,8 @@ def _load_builtin() -> None:
                 NystromExperiment, SpectrumExperiment):
         register(cls)
     if not _ON_PARTS:
-        from kernel_lab.experiments.learning_curve_parts import run_on_parts as curve_on_parts
         from kernel_lab.experiments.nystrom_parts import run_on_parts as nystrom_on_parts
 
-        _ON_PARTS["learning-curve"] = curve_on_parts
+        _ON_PARTS["learning-curve"] = lambda exp, params, data, progress: exp.run(
+            params, data, progress)
         _ON_PARTS["nystrom"] = nystrom_on_parts

@@ -21,6 +21,7 @@ doubly stochastic gradients", NIPS 2014.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -341,9 +342,9 @@ class _DSGBase(BaseEstimator):
               on_step: Callable[[Rows, Step], Any] | None = None,
               eval_set: tuple[np.ndarray, np.ndarray] | None = None) -> list[float]:
         """Run one iteration per batch of ``batches`` (:class:`Rows`: rows, targets as
-        :meth:`labels` makes them, and the rows' indices), ``iterations`` of them at most (default: until the batches
-        end), then :meth:`finish`; the mean loss of each batch before its update (DSG's
-        progressive training loss).
+        :meth:`labels` makes them, and the rows' indices), ``iterations`` of them at most
+        (default: until the batches end), then :meth:`finish`; the mean loss of each
+        batch before its update (DSG's progressive training loss).
 
         The one training loop of :meth:`fit` (keyed epochs of the rows,
         :class:`~kernel_lab.core.parts.dsg.BlockStream`), :meth:`partial_fit` (the rows
@@ -357,9 +358,9 @@ class _DSGBase(BaseEstimator):
         loss = self._rule[0]
         out: list[float] = []
         recent: list[float] = []
-        for i, batch in enumerate(batches):
-            if iterations is not None and i >= iterations:
-                break
+        # islice: a batch past the last iteration is not taken from a shared stream
+        chosen = batches if iterations is None else itertools.islice(batches, iterations)
+        for i, batch in enumerate(chosen):
             if progress is not None and i % REPORT_EVERY == 0:
                 progress(i / iterations if iterations else 0.0, message)
             step = self.step(batch.X, batch.y)
