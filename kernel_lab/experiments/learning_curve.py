@@ -1,6 +1,40 @@
 """Experiment ``learning-curve``: doubly stochastic gradients against random features and
 Nyström landmarks fitted with the same loss, and the exact minimiser of DSG's objective;
-test error against the number of features, and the convergence to that minimiser."""
+test error against the number of features, and the convergence to that minimiser.
+
+One run for every data set, in memory (one part) or kept in partitions (many): every row
+is read through the data set's parts and plan, and every choice about rows comes from keys
+of the global row index (:mod:`kernel_lab.core.rows.keys`), so the same rows give the same
+numbers wherever they live, for every DSG loss, regression, two classes and more:
+
+- DSG trained in keyed epochs of blocks of rows (:class:`~kernel_lab.core.parts.dsg.
+  BlockStream`: every training row once per epoch, blocks and the rows inside them in
+  keyed order), through the model's own training loop — the stream the estimators'
+  ``fit`` takes on an array, so an estimator and this run give the same DSG on the same
+  rows; the features of iteration t drawn from the model's seed;
+- the test error on at most :data:`TEST_CAP` test rows (the smallest keys of
+  ``TEST_SUBSET``), the automatic bandwidth on :data:`BANDWIDTH_ROWS` keyed training rows;
+- the RFF and Nyström baselines at DSG's feature counts, minimising DSG's objective with
+  its loss: the first D of one draw of random features, and the first s of one keyed
+  uniform sample of landmarks. With the squared loss they come from ``ΦᵀΦ`` and ``Φᵀy``
+  summed per canonical row block and added in the blocks' fixed tree
+  (:mod:`kernel_lab.core.parts.normal`), for any n; with another solvable loss the n × D
+  features are computed where the rows live and gathered in row order, under the size
+  rule :func:`_rff_cap` (within :data:`DENSE_BYTES` when the count is auto). Beyond n
+  random features the RFF baseline comes from the n × n Gram matrix of the gathered
+  training rows;
+- the exact floor and DSG's kernel twin when n ≤ ``exact_max`` and the loss is solvable:
+  the training rows gathered and the n × n problem solved; gathering is refused by name
+  when the n × n matrices exceed the memory budget.
+
+Why uniform landmarks for the Nyström baseline, not recursive leverage scores: the first s
+of a keyed order are themselves a uniform sample of s rows, so every curve point has a
+baseline of the law it names, while the first s of one leverage-score draw of the largest
+count are a uniform subset of a sample taken at that count's λ, a law of neither size;
+and uniform costs one gather of the landmarks' rows, where recursive RLS adds a pass over
+the rows per level. It is a weaker baseline where the leverage is uneven (a few clusters,
+outliers); the ``nystrom`` experiment is where the samplers are compared.
+"""
 
 from __future__ import annotations
 
@@ -142,12 +176,8 @@ class CurveTargets:
     Two classes with the multinomial (softmax) loss get class codes, as DSG's classifier
     makes them from its sorted classes: 0 for the lower label (−1), 1 for the upper (+1);
     the floor and the baselines fit those codes (:meth:`codes`), and the error compares
-    argmaxes. Built from the targets in memory (:meth:`of`), or from what a pass over
-    partitions found (the upper label ``top``, the number of classes, the mean ``shift``)."""
-
-    #: In memory (:meth:`of`): the training targets the references fit, and DSG's.
-    fit: np.ndarray
-    dsg_fit: np.ndarray
+    argmaxes. Built from what one pass over the training targets found (the upper label
+    ``top``, the number of classes, the mean ``shift``)."""
 
     def __init__(self, task: str, loss: str, yt: np.ndarray, *, top: float | None = None,
                  n_classes: int | None = None, shift: float = 0.0) -> None:
@@ -157,22 +187,6 @@ class CurveTargets:
             n_classes if task == "multiclass" else None)
         self.shift = shift if task == "regression" else 0.0
         self.test = yt if task in ("regression", "multiclass") else self.codes(yt)
-
-    @classmethod
-    def of(cls, task: str, y: np.ndarray, yt: np.ndarray, loss: str) -> CurveTargets:
-        """The targets of training targets ``y`` and test targets ``yt`` in memory."""
-        top, n_classes, shift = None, None, 0.0
-        if task == "classification":
-            top = float(np.unique(np.concatenate([y, yt]))[-1])
-        elif task == "multiclass":
-            n_classes = int(max(y.max(), yt.max())) + 1
-            missing_class(np.unique(y), n_classes)
-        else:
-            shift = float(np.mean(y))
-        targets = cls(task, loss, yt, top=top, n_classes=n_classes, shift=shift)
-        targets.fit = targets.codes(y)
-        targets.dsg_fit = y
-        return targets
 
     def codes(self, y: np.ndarray) -> np.ndarray:
         """Training targets as the floor and the baselines fit them: ±1 (or codes 0, 1
@@ -470,12 +484,14 @@ class LearningCurveExperiment(Experiment):
         "Doubly stochastic functional gradients (Dai et al.) train a kernel machine by SGD in "
         "which two things are random at every step: the data points (a mini-batch) and the "
         "random Fourier features that stand in for the kernel (a fresh block per iteration). "
-        "Both randomisations keep the gradient unbiased. The "
+        "Here the points are taken in epochs, every training row once per pass in a random "
+        "order keyed by the row index (random reshuffling by blocks of rows: the paper draws "
+        "them independently, see docs/papers.md), the same wherever the rows live. The "
         "model is only the coefficients and a seed: the features are regenerated from "
         "(seed, iteration) when predicting, so memory grows as O(t), not O(n²). For "
         "comparison, all minimising DSG's own objective mean l(f(x), y) + ν/2 ‖f‖² with "
         "DSG's loss: the same number of random features drawn once (RFF), as many Nyström "
-        "landmarks chosen by recursive leverage scores, and the exact minimiser over the "
+        "landmarks drawn uniformly from the training rows, and the exact minimiser over the "
         "whole RKHS as the floor (the limit DSG converges to; with the squared loss it is "
         "plain kernel ridge on y − ȳ with λ = nν, since DSG subtracts the mean of the "
         "training targets and fits the rest without an intercept; with the logistic, hinge "
