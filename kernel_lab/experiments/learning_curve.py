@@ -668,7 +668,9 @@ class LearningCurveExperiment(Experiment):
             table[key] = np.full(L, np.nan)
         summaries: dict[str, Any] = {
             "task": task, "loss": loss, "sigma": sigma, "lam_exact": n * nu, "theta": theta,
-            "t0": t0, "rff_max_features": D_max, "partitions": len(parts.parts),
+            "t0": t0, "rff_max_features": D_max,
+            # arrays without parts are one data set in memory, read as two views
+            "partitions": len(parts.parts) if getattr(data, "parts", None) is not None else 1,
             "n_iter": n_iter}
         if params["n_iter"] is None:
             summaries["n_iter_note"] = _auto_note(n, B, n_iter)

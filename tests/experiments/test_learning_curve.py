@@ -524,3 +524,24 @@ def test_the_rates_text_holds_over_five_seeds():
     assert _spread(transient, ("excess", "first")) == (-0.78, -0.75)
     assert _spread(transient, ("excess", "last")) == (-0.57, -0.32)
     assert "−0.75 to −0.78 over iterations 10–100 and −0.32 to −0.57 over 100–1000" in RATES
+
+
+def test_the_curves_dsg_is_the_estimators_fit_on_the_same_rows():
+    """Generated data keep their given split (training rows first): DSGRegressor.fit on
+    the training arrays, with the run's seed and settings, takes the same keyed epochs as
+    the learning curve, so its predictions give the curve's last test error."""
+    from kernel_lab.core.models import DSGRegressor
+    from kernel_lab.core.validation import check_seed
+    from kernel_lab.data.source import load_data
+
+    spec = "friedman:n=600,n_test=200"
+    params = {"n_iter": 150, "points": 5, "batch_size": 16, "features_per_iter": 8,
+              "rff_max": 0, "exact_max": 0, "nu": 1e-3, "seed": 6}
+    r = run_experiment("learning-curve", params, data=spec)
+    d = load_data(spec, seed=6)
+    model = DSGRegressor(sigma=r.summaries["sigma"], nu=1e-3, n_iter=150, batch_size=16,
+                         n_features_per_iter=8,
+                         random_state=check_seed(np.random.SeedSequence(6))).fit(
+        d.X_train, d.y_train)
+    mse = np.mean((model.predict(d.X_test) - d.y_test) ** 2)
+    assert r.table["dsg_test_error"][-1] == pytest.approx(mse, rel=1e-10)
