@@ -442,7 +442,7 @@ class _Baselines:
 def _gathered(parts: PartMap, plan: RowPlan, p: int, m: int, exact: bool, cap: int,
               params: Mapping[str, Any]) -> Rows:
     """The training rows, gathered for the n × n matrices of the floor or of the RFF
-    baseline beyond n features (memory's rules), after checking that those fit."""
+    baseline beyond n features (the size rules), after checking that those fit."""
     n = plan.n_train
     why = (f"the exact floor (n = {n:,} ≤ exact_max = {int(params['exact_max']):,})" if exact
            else f"the RFF baseline beyond n = {n:,} features (up to {cap:,})")

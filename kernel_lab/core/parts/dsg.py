@@ -1,4 +1,4 @@
-"""Doubly stochastic gradients over partitioned rows, in an order keyed by the row index.
+"""Doubly stochastic gradients over rows in parts, in an order keyed by the row index.
 
 DSG (:mod:`kernel_lab.core.models.dsg`) takes one mini-batch of rows per iteration. Over
 partitions the rows are visited in *epochs*, each a pass over the training rows in an order
@@ -19,7 +19,8 @@ So the client holds one block of rows (two while a batch crosses into the next),
 batches — hence every iteration, done by the model's own :meth:`~DSGRegressor.step` with
 the features of iteration ``t`` drawn from the model's seed — are the same whether the data
 are one array or sixteen Parquet files on a cluster. Every loss of the regressor and the
-classifier runs this way, two classes or more (the multinomial loss).
+classifier runs this way, two classes or more (the multinomial loss): the learning curve
+over a data set's parts, and the estimators' ``fit`` over its array as one part.
 """
 
 from __future__ import annotations
