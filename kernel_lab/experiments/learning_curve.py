@@ -1,24 +1,58 @@
 """Experiment ``learning-curve``: doubly stochastic gradients against random features and
 Nyström landmarks fitted with the same loss, and the exact minimiser of DSG's objective;
-test error against the number of features, and the convergence to that minimiser."""
+test error against the number of features, and the convergence to that minimiser.
+
+One run for every data set, in memory (one part) or kept in partitions (many): every row
+is read through the data set's parts and plan, and every choice about rows comes from keys
+of the global row index (:mod:`kernel_lab.core.rows.keys`), so the same rows give the same
+numbers wherever they live, for every DSG loss, regression, two classes and more:
+
+- DSG trained in keyed epochs of blocks of rows (:class:`~kernel_lab.core.parts.dsg.
+  BlockStream`: every training row once per epoch, blocks and the rows inside them in
+  keyed order), through the model's own training loop — the stream the estimators'
+  ``fit`` takes on an array, so an estimator and this run give the same DSG on the same
+  rows; the features of iteration t drawn from the model's seed;
+- the test error on at most :data:`TEST_CAP` test rows (the smallest keys of
+  ``TEST_SUBSET``), the automatic bandwidth on :data:`BANDWIDTH_ROWS` keyed training rows;
+- the RFF and Nyström baselines at DSG's feature counts, minimising DSG's objective with
+  its loss: the first D of one draw of random features, and the first s of one keyed
+  uniform sample of landmarks. With the squared loss they come from ``ΦᵀΦ`` and ``Φᵀy``
+  summed per canonical row block and added in the blocks' fixed tree
+  (:mod:`kernel_lab.core.parts.normal`), for any n; with another solvable loss the n × D
+  features are computed where the rows live and gathered in row order, under the size
+  rule :func:`_rff_cap` (within :data:`DENSE_BYTES` when the count is auto). Beyond n
+  random features the RFF baseline comes from the n × n Gram matrix of the gathered
+  training rows;
+- the exact floor and DSG's kernel twin when n ≤ ``exact_max`` and the loss is solvable:
+  the training rows gathered and the n × n problem solved; gathering is refused by name
+  when the n × n matrices exceed the memory budget.
+
+Why uniform landmarks for the Nyström baseline, not recursive leverage scores: the first s
+of a keyed order are themselves a uniform sample of s rows, so every curve point has a
+baseline of the law it names, while the first s of one leverage-score draw of the largest
+count are a uniform subset of a sample taken at that count's λ, a law of neither size;
+and uniform costs one gather of the landmarks' rows, where recursive RLS adds a pass over
+the rows per level. It is a weaker baseline where the leverage is uneven (a few clusters,
+outliers); the ``nystrom`` experiment is where the samplers are compared.
+"""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from scipy import linalg
 
-from kernel_lab.core.dataset import Dataset
 from kernel_lab.core.errors import ParameterError
-from kernel_lab.core.kernels import make_kernel, resolve_bandwidth
+from kernel_lab.core.kernels import make_kernel, median_heuristic
 from kernel_lab.core.losses import CLASSIFICATION_LOSSES, MULTICLASS_LOSSES, REGRESSION_LOSSES
-from kernel_lab.core.models import DSGClassifier, DSGRegressor, NystromFeatures
-from kernel_lab.core.models.dsg import PredictionSums as _TestSums
-from kernel_lab.core.models.dsg import checkpoints
+from kernel_lab.core.memory import check_allocation
+from kernel_lab.core.models import DSGClassifier, DSGRegressor
+from kernel_lab.core.models.dsg import PredictionSums, Step, checkpoints
+from kernel_lab.core.models.nystrom import nystrom_factor
 from kernel_lab.core.models.regularised import (
     SOLVABLE_LOSSES,
     fit_regularised,
@@ -26,14 +60,28 @@ from kernel_lab.core.models.regularised import (
     objective,
 )
 from kernel_lab.core.models.rff import RandomFourierFeatures, cos_features
-from kernel_lab.core.models.streaming import (
-    BLOCK_BYTES,
-    NormalSums,
-    accumulate,
-)
 from kernel_lab.core.params import ParamSpec
-from kernel_lab.core.parts.normal import fit_first_features, fit_first_landmarks
+from kernel_lab.core.parts.base import (
+    ArrayPart,
+    LocalParts,
+    PartMap,
+    RowPlan,
+    Rows,
+    keyed_subset,
+    take_rows,
+)
+from kernel_lab.core.parts.dsg import BlockStream, take_range, target_median, target_summary
+from kernel_lab.core.parts.normal import (
+    CosineFeatures,
+    KernelColumns,
+    fit_first_features,
+    fit_first_landmarks,
+    gather_features,
+    normal_sums,
+    uniform_landmarks,
+)
 from kernel_lab.core.progress import Progress
+from kernel_lab.core.rows import keys as rowkeys
 from kernel_lab.core.validation import check_seed
 from kernel_lab.experiments.base import SERIAL, Experiment, PartialResult, PlotSpec, TaskExecutor
 from kernel_lab.experiments.learning_curve_summary import summarise
@@ -49,9 +97,12 @@ PRIMAL_BUDGET = 2e11
 #: and Φᵀy accumulated over row blocks (never the n × D matrix), and the other losses
 #: get fewer features, so that the n × D matrix stays within it.
 DENSE_BYTES = 2**28
-#: At most this many test points are predicted; a larger test set is subsampled (seeded,
-#: and the results say so).
+#: At most this many test points are predicted; a larger test set is subsampled (keyed by
+#: the row index, and the results say so).
 TEST_CAP = 20_000
+#: Training rows (a keyed sample) the automatic bandwidth is computed on, as the median
+#: heuristic samples them.
+BANDWIDTH_ROWS = 1000
 
 
 #: ``n_iter`` = auto: this many passes over the training points (AUTO_EPOCHS · n / batch
@@ -119,84 +170,14 @@ def _rff_cap(requested: int | None, final: int, n: int, squared: bool = True) ->
     return int(min(final, max(primal, RFF_GRAM_BUDGET / n**2)))
 
 
-def _streams(n: int, D: int, loss: str) -> bool:
-    """Whether the baselines with D features on n points are fitted from sums over row
-    blocks (:mod:`kernel_lab.core.models.streaming`) rather than from the n × D matrix."""
-    return loss == "squared" and 0 < D <= n and 8.0 * n * D > DENSE_BYTES
-
-
-def _test_subset(Xt: np.ndarray, yt: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray,
-                                                                      str | None]:
-    """At most :data:`TEST_CAP` test points, a seeded random subset (with a note), so that
-    predicting DSG's growing sum of cosines stays affordable on a huge test set."""
-    m = Xt.shape[0]
-    if m <= TEST_CAP:
-        return Xt, yt, None
-    keep = np.sort(np.random.default_rng([seed, 0x7E57]).choice(m, TEST_CAP, replace=False))
-    return Xt[keep], yt[keep], (f"test error on a random {TEST_CAP:,} of the {m:,} test "
-                                "points (seeded)")
-
-
-class _Costs:
-    """Multiply-adds of each stage of a run, so that the progress bar and the time
-    estimate move with the real work: the floor, the streamed baselines, then per curve
-    point DSG's iterations (iteration i evaluates B points on i·r features), its test
-    predictions and the baselines at that point."""
-
-    def __init__(self, params: Mapping[str, Any], n: int, p: int, m: int, pts: np.ndarray,
-                 cap: int, loss: str, exact: bool) -> None:
-        B, r = params.get("batch_size", 32), params.get("features_per_iter", 16)
-        # a cosine or an exponential takes about as long as 200 multiply-adds of a matrix
-        # product (measured on the baselines' stages: 3e8 cosines ≈ 1.2e11 in syrk)
-        q = p + 200
-        sizes = [int(t * r) for t in pts if t * r <= cap]
-        self.D_max = min(max(sizes, default=0), n)
-        self.exact = exact
-        self.streamed = _streams(n, self.D_max, loss)
-        self.floor = (2.0 * n**3 + n * n * q) if exact else 0.0
-        D = self.D_max
-        # streamed: the RFF sums, the landmarks' sampler, the Nyström sums (with the test
-        # features of each)
-        self.parts = ((n * D * (q + D) + m * D * q, n * D * (q + D), n * D * (q + D) + m * D * q)
-                      if self.streamed else (0.0, 0.0, 0.0))
-        self.start = self.floor + sum(self.parts)
-        steps, prev_t, prev_D = [], 0, 0
-        for t in pts:
-            t, D = int(t), int(t * r)
-            cost = (B * r * q * (t * t - prev_t * prev_t) / 2 + 5e6 * (t - prev_t)
-                    + m * r * (t - prev_t) * q)  # DSG's new iterations, on the test points
-            if self.streamed:
-                cost += (2 * D**3 / 3 + 2 * m * D) if D <= self.D_max else 0.0
-            elif D <= cap and loss in SOLVABLE_LOSSES:
-                if D <= n:  # both baselines on n × D features (and the landmarks' sampler)
-                    cost += 2 * (n * D * q + n * D * D + D**3 / 3) + n * D * D
-                else:  # the RFF Gram matrix grows by D − D_prev features; one n × n solve
-                    cost += n * n * (D - prev_D) + n**3 / 3
-            steps.append(cost)
-            prev_t, prev_D = t, D
-        self.steps = np.cumsum(steps)
-        self.total = self.start + float(self.steps[-1] if len(steps) else 0.0)
-
-    def before(self, k: int) -> float:
-        """The cost done when curve point k starts (k = number of points done)."""
-        return self.start + (float(self.steps[k - 1]) if k > 0 else 0.0)
-
-    def fraction(self, cost: float) -> float:
-        return min(cost / self.total, 1.0) if self.total > 0 else 0.0
-
-
 class CurveTargets:
     """The data's targets as DSG fits them, and the test error of predicted scores.
 
     Two classes with the multinomial (softmax) loss get class codes, as DSG's classifier
     makes them from its sorted classes: 0 for the lower label (−1), 1 for the upper (+1);
     the floor and the baselines fit those codes (:meth:`codes`), and the error compares
-    argmaxes. Built from the targets in memory (:meth:`of`), or from what a pass over
-    partitions found (the upper label ``top``, the number of classes, the mean ``shift``)."""
-
-    #: In memory (:meth:`of`): the training targets the references fit, and DSG's.
-    fit: np.ndarray
-    dsg_fit: np.ndarray
+    argmaxes. Built from what one pass over the training targets found (the upper label
+    ``top``, the number of classes, the mean ``shift``)."""
 
     def __init__(self, task: str, loss: str, yt: np.ndarray, *, top: float | None = None,
                  n_classes: int | None = None, shift: float = 0.0) -> None:
@@ -206,22 +187,6 @@ class CurveTargets:
             n_classes if task == "multiclass" else None)
         self.shift = shift if task == "regression" else 0.0
         self.test = yt if task in ("regression", "multiclass") else self.codes(yt)
-
-    @classmethod
-    def of(cls, task: str, y: np.ndarray, yt: np.ndarray, loss: str) -> CurveTargets:
-        """The targets of training targets ``y`` and test targets ``yt`` in memory."""
-        top, n_classes, shift = None, None, 0.0
-        if task == "classification":
-            top = float(np.unique(np.concatenate([y, yt]))[-1])
-        elif task == "multiclass":
-            n_classes = int(max(y.max(), yt.max())) + 1
-            missing_class(np.unique(y), n_classes)
-        else:
-            shift = float(np.mean(y))
-        targets = cls(task, loss, yt, top=top, n_classes=n_classes, shift=shift)
-        targets.fit = targets.codes(y)
-        targets.dsg_fit = y
-        return targets
 
     def codes(self, y: np.ndarray) -> np.ndarray:
         """Training targets as the floor and the baselines fit them: ±1 (or codes 0, 1
@@ -338,54 +303,6 @@ class RFFBaseline:
         return fit_gram(self.G * scale, self.Gt * scale, y, loss, nu, n_classes)
 
 
-class _StreamedBaselines:
-    """Both baselines with the squared loss on more points than their n × D features
-    would fit in memory: the first D of one draw of D_max random features (a draw of D
-    features), and the first s of one recursive-RLS draw of D_max landmarks in a seeded
-    random order (a random s-subset of it: leverage-weighted at D_max's λ, not a fresh
-    recursive-RLS sample of s), each from ΦᵀΦ and Φᵀy summed over row blocks once
-    (see :mod:`kernel_lab.core.models.streaming`); the test features (at most
-    :data:`TEST_CAP` rows) are kept."""
-
-    def __init__(self, kernel_name: str, sigma: float, X: np.ndarray, y: np.ndarray,
-                 Xt: np.ndarray, D_max: int, seed: Any, order_seed: int,
-                 progress: Progress, splits: np.ndarray) -> None:
-        at_sampler, at_sums = (float(v) for v in splits)  # where those stages start
-        rff = RandomFourierFeatures(kernel_name, sigma=sigma, n_components=D_max,
-                                    random_state=seed).fit(X[:1])
-        W, b = rff.weights_, rff.offsets_
-
-        def cosines(A: np.ndarray) -> np.ndarray:
-            return cos_features(A, W, b, 1.0)
-
-        n = X.shape[0]
-        self.rff: NormalSums = accumulate(
-            cosines, X, y, D_max, progress.sub(0.0, at_sampler),
-            f"RFF baseline: ΦᵀΦ over {n:,} rows, {D_max} features")
-        self.rff_test = cosines(Xt)
-        progress.sub(at_sampler, at_sums)(0.0, f"Nyström baseline: choosing {D_max} "
-                                          "landmarks")
-        nys = NystromFeatures(kernel_name, kernel_params={"sigma": sigma},
-                              n_components=D_max, random_state=seed).fit(X)
-        order = np.random.default_rng([order_seed, 0x1A4D]).permutation(
-            nys.landmark_indices_.size)
-        self.landmarks = nys.landmarks_[order]
-        self.kernel = nys.kernel_
-        width = self.landmarks.shape[0]
-        self.nys: NormalSums = accumulate(
-            lambda A: self.kernel(A, self.landmarks), X, y, width,
-            progress.sub(at_sums, 1.0),
-            f"Nyström baseline: ΦᵀΦ over {n:,} rows, {width} landmarks")
-        self.nys_test = self.kernel(Xt, self.landmarks)
-
-    def rff_fit(self, D: int, nu: float) -> CurveFit:
-        return CurveFit(*fit_first_features(self.rff, self.rff_test, D, nu))
-
-    def nystrom_fit(self, s: int, nu: float) -> CurveFit:
-        return CurveFit(*fit_first_landmarks(self.nys, self.nys_test, self.kernel, self.landmarks,
-                                         s, nu))
-
-
 class KernelTwin:
     """DSG's kernel twin h_t, the function Dai et al.'s analysis follows: the same sampled
     points and loss gradients l'(f_t(x), y), with the exact kernel in place of the random
@@ -412,6 +329,154 @@ class KernelTwin:
         return objective(f, y, loss, self.nu, float(np.sum(a * f)))
 
 
+def _targets(data: Any, parts: PartMap, plan: RowPlan, loss: str, test: Rows,
+             progress: Progress) -> tuple[CurveTargets, Any, float]:
+    """The curve's targets from one pass over the training targets, DSG's classes (None
+    in regression) and DSG's regression offset (the mean; the median under the quantile
+    loss, as :meth:`DSGRegressor.fit` takes it)."""
+    task = data.task
+    found = target_summary(parts, plan, task != "regression", progress)
+    if task == "classification":
+        if found.values.size != 2:
+            raise ParameterError(
+                f"the training rows of {data.name or 'the data'} hold {found.values.size} "
+                f"distinct value{'s' if found.values.size != 1 else ''} of the target "
+                f"{data.target_name!r}: two classes are needed; use a smaller test fraction "
+                "or another seed")
+        top = float(found.values[-1])
+        return CurveTargets(task, loss, test.y, top=top), found.values, 0.0
+    if task == "multiclass":
+        names = getattr(data, "classes", None)  # the data set's class list, if it has one
+        k = len(names) if names else int(found.values.max()) + 1
+        missing_class(found.values, k)
+        return (CurveTargets(task, loss, test.y, n_classes=k), np.arange(k, dtype=float),
+                0.0)
+    offset = target_median(parts, plan) if loss == "quantile" else found.mean
+    return CurveTargets(task, loss, test.y, shift=found.mean), None, offset
+
+
+def _costs(n: int, p: int, m: int, D: int, pts: np.ndarray, B: int, r: int, loss: str,
+           exact: bool, gram: int) -> tuple[float, np.ndarray]:
+    """Multiply-adds of the set-up (reading the rows, the floor, the baselines' sums or
+    features) and, cumulated, of each curve point (DSG's iterations, its test predictions,
+    the baselines' fits; the RFF Gram matrix up to ``gram`` features beyond n), as in the
+    in-memory run's estimate; for the progress bar."""
+    q = p + 200  # a cosine costs about 200 multiply-adds
+    squared = loss == "squared"
+    start = 4.0 * n * p + 2.0 * n * D * (q + (D if squared else 0)) + 2.0 * m * D * q
+    start += (2.0 * n**3 + n * n * q) if exact else 0.0
+    steps, prev = [], 0
+    for t in pts:
+        t = int(t)
+        cost = (B * r * q * (t * t - prev * prev) / 2 + 5e6 * (t - prev) + m * r * (t - prev) * q
+                + B * p * 4.0 * (t - prev))
+        d = t * r
+        if d <= D:
+            cost += (2 * d**3 / 3 + 2 * m * d) if squared else 2 * (n * d * d + d**3 / 3)
+        elif n < d <= gram:  # the Gram matrix grows by the new features; one n × n solve
+            cost += n * n * (d - max(prev * r, n)) + n**3 / 3
+        steps.append(cost)
+        prev = t
+    return start, np.cumsum(steps)
+
+
+class _Floor:
+    """The exact minimiser of DSG's objective on the gathered training rows, and DSG's
+    kernel twin following the same batches (global row indices mapped to the rows)."""
+
+    def __init__(self, train: Rows, test: Rows, kernel: Any, targets: CurveTargets,
+                 loss: str, nu: float) -> None:
+        self.index = train.index
+        self.y = targets.codes(train.y)
+        self.K = kernel(train.X)
+        self.fit = fit_gram(self.K, kernel(test.X, train.X), self.y, loss, nu,
+                            targets.n_classes)
+        self.twin = KernelTwin(train.index.size, targets.n_classes, nu)
+        self.loss = loss
+
+    def follow(self, batch: Rows, step: Step) -> None:
+        self.twin.step(np.searchsorted(self.index, batch.index), step.grad, step.gamma)
+
+    def excess(self) -> float:
+        return self.twin.objective(self.K, self.y, self.loss) - self.fit.objective
+
+
+class _Baselines:
+    """The RFF and Nyström baselines at D features (see the module docstring): from
+    normal sums with the squared loss, from the gathered n × D features otherwise."""
+
+    def __init__(self, parts: PartMap, plan: RowPlan, kernel: Any,
+                 rff: RandomFourierFeatures, test: Rows, targets: CurveTargets, loss: str,
+                 D_max: int, nu: float, progress: Progress) -> None:
+        self.kernel, self.targets, self.loss, self.nu = kernel, targets, loss, nu
+        cosines = CosineFeatures(rff.weights_[:, :D_max], rff.offsets_[:D_max])
+        progress(0.0, f"Nyström baseline: {D_max} landmarks")
+        self.marks = uniform_landmarks(parts, plan, D_max).X
+        maps = [cosines, KernelColumns(kernel, self.marks)]
+        self.rff_test, self.nys_test = cosines(test.X), kernel(test.X, self.marks)
+        if loss == "squared":
+            self.sums = normal_sums(parts, plan, maps, targets.shift, progress.sub(0.1, 1.0),
+                                    f"ΦᵀΦ of {D_max} random features and landmarks")
+        else:
+            (self.rff_train, self.nys_train), y = gather_features(
+                parts, plan, maps, progress.sub(0.1, 1.0),
+                f"{D_max} random features and landmark columns of the training rows")
+            self.y = targets.codes(y)
+
+    def rff(self, D: int) -> CurveFit:
+        if self.loss == "squared":
+            return CurveFit(*fit_first_features(self.sums[0], self.rff_test, D, self.nu))
+        root = math.sqrt(2.0 / D)
+        return fit_primal(self.rff_train[:, :D] * root, self.rff_test[:, :D] * root, self.y,
+                          self.loss, self.nu, self.targets.n_classes)
+
+    def nystrom(self, s: int) -> CurveFit:
+        if self.loss == "squared":
+            return CurveFit(*fit_first_landmarks(self.sums[1], self.nys_test, self.kernel,
+                                                 self.marks, s, self.nu))
+        N = nystrom_factor(self.kernel(self.marks[:s]))
+        return fit_primal(self.nys_train[:, :s] @ N, self.nys_test[:, :s] @ N, self.y,
+                          self.loss, self.nu, self.targets.n_classes)
+
+
+def _gathered(parts: PartMap, plan: RowPlan, p: int, m: int, exact: bool, cap: int,
+              params: Mapping[str, Any]) -> Rows:
+    """The training rows, gathered for the n × n matrices of the floor or of the RFF
+    baseline beyond n features (the size rules), after checking that those fit."""
+    n = plan.n_train
+    why = (f"the exact floor (n = {n:,} ≤ exact_max = {int(params['exact_max']):,})" if exact
+           else f"the RFF baseline beyond n = {n:,} features (up to {cap:,})")
+    check_allocation(8.0 * (4 * n * n + 2 * m * n + n * p),
+                     f"the {n:,} × {n:,} kernel matrices of {why}",
+                     "lower exact_max below n (no floor)" if exact else
+                     f"set rff_max to at most {n:,}")
+    return take_range(parts, plan, 0, plan.n)
+
+
+@dataclass(frozen=True)
+class _GivenSplit(RowPlan):
+    """A plan whose rows from ``given_test_start`` on are the test rows (no keys): the
+    split of a data set held as training arrays followed by test arrays."""
+
+    given_test_start: int = field(default=0, kw_only=True)
+
+    def is_test(self, rows: np.ndarray) -> np.ndarray:
+        return np.asarray(rows) >= self.given_test_start
+
+
+def _rows_of(data: Any) -> tuple[PartMap, RowPlan]:
+    """The data set's parts and plan. A data set that carries none (in memory, arrays
+    already split and standardised) is read as two parts, its training rows (global rows
+    0 … n_train − 1) and its test rows after them, a given split of views."""
+    parts = getattr(data, "parts", None)
+    if parts is not None:
+        return parts, data.plan
+    n, m = int(data.n_train), int(data.n_test)
+    plan = _GivenSplit(0, n + m, m, None, given_test_start=n)
+    return LocalParts([ArrayPart(0, 0, data.X_train, data.y_train),
+                       ArrayPart(1, n, data.X_test, data.y_test)]), plan
+
+
 class LearningCurveExperiment(Experiment):
     name = "learning-curve"
     title = "Doubly stochastic gradients: learning curve"
@@ -419,12 +484,14 @@ class LearningCurveExperiment(Experiment):
         "Doubly stochastic functional gradients (Dai et al.) train a kernel machine by SGD in "
         "which two things are random at every step: the data points (a mini-batch) and the "
         "random Fourier features that stand in for the kernel (a fresh block per iteration). "
-        "Both randomisations keep the gradient unbiased. The "
+        "Here the points are taken in epochs, every training row once per pass in a random "
+        "order keyed by the row index (random reshuffling by blocks of rows: the paper draws "
+        "them independently, see docs/papers.md), the same wherever the rows live. The "
         "model is only the coefficients and a seed: the features are regenerated from "
         "(seed, iteration) when predicting, so memory grows as O(t), not O(n²). For "
         "comparison, all minimising DSG's own objective mean l(f(x), y) + ν/2 ‖f‖² with "
         "DSG's loss: the same number of random features drawn once (RFF), as many Nyström "
-        "landmarks chosen by recursive leverage scores, and the exact minimiser over the "
+        "landmarks drawn uniformly from the training rows, and the exact minimiser over the "
         "whole RKHS as the floor (the limit DSG converges to; with the squared loss it is "
         "plain kernel ridge on y − ȳ with λ = nν, since DSG subtracts the mean of the "
         "training targets and fits the rest without an intercept; with the logistic, hinge "
@@ -525,174 +592,168 @@ class LearningCurveExperiment(Experiment):
                "krr_test_error", "dsg_floor_distance", "dsg_twin_excess_objective",
                "nystrom_excess_objective", "rate_guide")
 
-    # The run on partitioned data (kernel_lab.experiments.learning_curve_parts) is given the
-    # experiment and reaches the rules it shares with run() through it: experiment modules
-    # do not import one another.
-    loss_for = staticmethod(_loss_for)
-    rff_cap = staticmethod(_rff_cap)
-    iterations = staticmethod(_iterations)
-    auto_note = staticmethod(_auto_note)
-
-    @staticmethod
-    def test_cap() -> int:
-        """At most this many test points are predicted (:data:`TEST_CAP`)."""
-        return TEST_CAP
-
     def estimate(self, params: Mapping[str, Any], n: int, p: int) -> dict[str, Any]:
         loss = params.get("loss", "auto")
-        squared = loss in ("auto", "squared")  # auto is squared on regression data
-        exact = n <= params.get("exact_max", 4000) and (loss == "auto"
-                                                         or loss in SOLVABLE_LOSSES)
+        loss = "squared" if loss == "auto" else loss  # auto is squared on regression data
+        solvable = loss in SOLVABLE_LOSSES
+        exact = solvable and n <= params.get("exact_max", 4000)
         T, r = _iterations(params, n), params.get("features_per_iter", 16)
+        B = params.get("batch_size", 32)
         pts = checkpoints(T, params.get("points", 16))
         m = min(max(n // 3, 1), TEST_CAP)  # test points (a quarter of the rows, capped)
-        cap = _rff_cap(params.get("rff_max"), int(pts[-1] * r), n, squared)
-        costs = _Costs(params, n, p, m, pts, cap, "squared" if squared else loss, exact)
-        D = costs.D_max
-        # the split data (train, test and the table they came from), DSG's coefficients
-        # and features, the floor's n × n matrices, and the baselines: sums (D × D) and test
-        # features when streamed, else the n × D features (a few copies)
+        cap = _rff_cap(params.get("rff_max"), int(pts[-1] * r), n, loss == "squared")
+        D = min(max((int(t * r) for t in pts if t * r <= cap), default=0), n) if solvable else 0
+        gram = cap if solvable and cap > n else 0
+        start, steps = _costs(n, p, m, D, pts, B, r, loss, exact, gram)
+        # the data (train and test, and the table they came from), DSG's coefficients and
+        # features, the floor's n × n matrices, the baselines' sums (D × D) and test
+        # features with the squared loss, else their n × D features, and the Gram matrix
+        # beyond n features
         memory = 8.0 * (2 * (n + n // 3) * p + 4 * T * r * (p + 2))
-        memory += 8.0 * 4 * n * n if exact else 0.0
-        if costs.streamed:
-            memory += 8.0 * (6 * D * D + 2 * m * D) + 4 * BLOCK_BYTES
-        elif D <= n:
-            memory += 8.0 * 3 * (n + m) * D
-        else:
-            memory += 8.0 * 2 * (n + m) * n
+        memory += 8.0 * 4 * n * n if exact or gram else 0.0
+        memory += (8.0 * (6 * D * D + 2 * m * D) if loss == "squared" else
+                   8.0 * 3 * (n + m) * D)
         note = "exact floor included" if exact else "no exact floor (n too large)"
-        if costs.streamed:
-            note += (f"; with the squared loss (regression) the baselines are streamed over "
-                     f"row blocks ({D} features)")
-        return {"memory_bytes": memory, "flops": costs.total, "note": note}
+        if D and loss == "squared":
+            note += (f"; with the squared loss the baselines are fitted from sums over row "
+                     f"blocks ({D} features)")
+        return {"memory_bytes": memory, "flops": start + float(steps[-1]), "note": note}
 
-    def run(self, params: Mapping[str, Any], data: Dataset, progress: Progress,
+    def run(self, params: Mapping[str, Any], data: Any, progress: Progress,
             executor: TaskExecutor = SERIAL) -> Iterator[PartialResult]:
-        X, y, Xt, yt = data.X_train, data.y_train, data.X_test, data.y_test
+        """The learning curve on any data set: its rows read through its parts and plan
+        (one part for an array in memory, many for partitions), every choice about rows
+        keyed by the global row index (see the module docstring)."""
         if data.n_test < 1:
             raise ParameterError("the learning curve needs a test set (test fraction > 0)")
-        Xt, yt, test_note = _test_subset(Xt, yt, params["seed"])
         task = data.task
         loss = _loss_for(params["loss"], task)
-        n = data.n_train
-        sigma = resolve_bandwidth(params["sigma"], X)
-        nu = params["nu"]
+        solvable = loss in SOLVABLE_LOSSES
+        parts, plan = _rows_of(data)
+        n, p, seed = plan.n_train, data.p, int(params["seed"])
+        nu, r = float(params["nu"]), int(params["features_per_iter"])
+        B = int(params["batch_size"])
         theta = params["theta"] or 1.0 / nu
         t0 = theta if params["t0"] is None else params["t0"]
-        r = params["features_per_iter"]
-        targets = CurveTargets.of(task, y, yt, loss)
-        n_classes = targets.n_classes
-
-        n_iter = _iterations(params, n)
+        n_iter = int(_iterations(params, n))
         pts = checkpoints(n_iter, params["points"])
         L = pts.size
-        table = {"iteration": pts.astype(float), "samples_seen": pts * float(params[
-            "batch_size"]), "n_features": pts * float(r)}
+        m = min(TEST_CAP, plan.n_test)
+        exact = solvable and n <= int(params["exact_max"])
+        cap = _rff_cap(params["rff_max"], int(pts[-1] * r), n, loss == "squared")
+        D_max = (min(max((int(t * r) for t in pts if t * r <= cap), default=0), n)
+                 if solvable else 0)
+        start, steps = _costs(n, p, m, D_max, pts, B, r, loss, exact,
+                              cap if solvable and cap > n else 0)
+        total = start + float(steps[-1])
+
+        def at(cost: float) -> float:
+            return min(cost / total, 1.0) if total > 0 else 0.0
+
+        setup = progress.sub(0.0, at(start))
+        setup(0.0, f"gathering {m:,} test rows")
+        test = take_rows(parts, plan, keyed_subset(parts, plan, rowkeys.TEST_SUBSET, m,
+                                                   "test"), "test")
+        sigma = params["sigma"]
+        if sigma is None:
+            setup(0.05, "bandwidth from a keyed sample of the training rows")
+            sample = take_rows(parts, plan, keyed_subset(parts, plan, rowkeys.BANDWIDTH,
+                                                         BANDWIDTH_ROWS))
+            sigma = median_heuristic(sample.X)
+        targets, classes, offset = _targets(data, parts, plan, loss, test, setup.sub(0.1, 0.2))
+
+        table = {"iteration": pts.astype(float), "samples_seen": pts * float(B),
+                 "n_features": pts * float(r)}
         for key in self.columns:
             table[key] = np.full(L, np.nan)
-        summaries: dict[str, Any] = {"task": task, "loss": loss, "sigma": sigma,
-                                     "lam_exact": n * nu, "theta": theta, "t0": t0,
-                                     "n_iter": n_iter}
+        summaries: dict[str, Any] = {
+            "task": task, "loss": loss, "sigma": sigma, "lam_exact": n * nu, "theta": theta,
+            "t0": t0, "rff_max_features": D_max,
+            # arrays without parts are one data set in memory, read as two views
+            "partitions": len(parts.parts) if getattr(data, "parts", None) is not None else 1,
+            "n_iter": n_iter}
         if params["n_iter"] is None:
-            summaries["n_iter_note"] = _auto_note(n, params["batch_size"], n_iter)
-        if n_classes:
-            summaries["classes"] = n_classes
-        if test_note:
-            summaries["test_note"] = test_note
-        rff_cap = _rff_cap(params["rff_max"], int(pts[-1] * r), n, loss == "squared")
-        summaries["rff_max_features"] = rff_cap
-        solvable = loss in SOLVABLE_LOSSES
-        costs = _Costs(params, n, X.shape[1], Xt.shape[0], pts, rff_cap, loss,
-                       solvable and n <= params["exact_max"])
-
-        # Every reference minimises DSG's own objective J(f) = mean l(f(x), y) + ν/2 ‖f‖²
-        # with DSG's loss and targets: ±1 labels or class codes, and in regression y − ȳ
-        # with ȳ fixed (DSG fits f without intercept), so in regression with the squared
-        # loss the floor is plain KRR on y − ȳ with λ = nν, not centred KRR.
-        summaries.update(floor_words(task, loss, n, params["exact_max"]))
+            summaries["n_iter_note"] = _auto_note(n, B, n_iter)
+        if targets.n_classes:
+            summaries["classes"] = targets.n_classes
+        summaries.update(floor_words(task, loss, n, int(params["exact_max"])))
+        if m < plan.n_test:
+            summaries["test_note"] = (f"test error on a random {m:,} of the {plan.n_test:,} "
+                                      "test points (keyed by the row index)")
+        model_seed = check_seed(np.random.SeedSequence(seed))
         kernel = make_kernel(params["kernel"], {"sigma": sigma})
-        floor: CurveFit | None = None
-        K = None
-        if costs.exact:
-            progress(0.0, f"exact kernel machine on {n} points (the floor)")
-            K = kernel(X)
-            floor = fit_gram(K, kernel(Xt, X), targets.fit, loss, nu, n_classes)
-            value = targets.error(floor.test_scores)
+        floor, gram = None, None
+        if exact or (solvable and cap > n):
+            train = _gathered(parts, plan, p, m, exact, cap, params)
+        if exact:
+            setup(0.2, f"exact kernel machine on {n:,} points (the floor)")
+            floor = _Floor(train, test, kernel, targets, loss, nu)
+            value = targets.error(floor.fit.test_scores)
             table["krr_test_error"] = np.full(L, value)
             summaries["krr_test_error"] = value
-            summaries["objective_floor"] = floor.objective
-        streamed = None
-        if solvable and costs.streamed:
+            summaries["objective_floor"] = floor.fit.objective
+        baselines = None
+        if D_max > 0:
+            how = ("from ΦᵀΦ summed over blocks of rows (the "
+                   f"{n:,} × {D_max} features never held)" if loss == "squared" else
+                   f"from the {n:,} × {D_max} features computed where the rows live and "
+                   "gathered in row order")
             summaries["baseline_note"] = (
-                f"RFF and Nyström baselines from ΦᵀΦ summed over blocks of rows (the "
-                f"{n:,} × {costs.D_max} features never held): the first D of one draw of "
-                f"{costs.D_max} random features, and a random D of one recursive-RLS draw of "
-                f"{costs.D_max} landmarks")
-            summaries["rff_max_features"] = costs.D_max  # at most n, the largest point
-            streamed = _StreamedBaselines(
-                params["kernel"], sigma, X, targets.fit, Xt, costs.D_max,
-                check_seed(np.random.SeedSequence(params["seed"])), params["seed"],
-                progress.sub(costs.fraction(costs.floor), costs.fraction(costs.start)),
-                np.cumsum(costs.parts)[:2] / sum(costs.parts))
-        yield PartialResult(costs.fraction(costs.start), "training", dict(table),
-                            dict(summaries))
+                f"RFF and Nyström baselines {how}: the first D of one draw of {D_max} random "
+                f"features, and the first s of {D_max} landmarks, a uniform sample of the "
+                "training rows keyed by the row index")
+            # one draw of as many features as the cap, of which the first D_max serve
+            rff = RandomFourierFeatures(params["kernel"], sigma=sigma,
+                                        n_components=max(cap, 1),
+                                        random_state=model_seed).fit(np.zeros((1, p)))
+            baselines = _Baselines(parts, plan, kernel, rff, test, targets, loss, D_max, nu,
+                                   setup.sub(0.5 if exact else 0.2, 1.0))
+            if cap > n:  # beyond n features: the Gram matrix of the gathered rows
+                gram = (RFFBaseline(rff, train.X, test.X), targets.codes(train.y))
+                summaries["rff_max_features"] = cap
 
         cls = DSGClassifier if task != "regression" else DSGRegressor
-        seed = check_seed(np.random.SeedSequence(params["seed"]))
-        recent: list[float] = []
-        twin = KernelTwin(n, n_classes, nu) if K is not None else None
-
-        def callback(info: dict[str, Any]) -> None:
-            recent.append(info["train_loss"])
-            if twin is not None:
-                twin.step(info["batch_index"], info["batch_grad"], info["step"])
-
         model = cls(loss, kernel=params["kernel"], sigma=sigma, nu=nu, theta=theta, t0=t0,
-                    n_iter=1, batch_size=params["batch_size"], n_features_per_iter=r,
-                    cache_features=True, warm_start=True, callback=callback,
-                    callback_every=1, random_state=seed)
-        rff = RFFBaseline(RandomFourierFeatures(
-            params["kernel"], sigma=sigma, n_components=max(rff_cap, 1),
-            random_state=seed).fit(X), X, Xt) if (rff_cap and streamed is None
-                                                  and solvable) else None
+                    n_iter=1, batch_size=B, n_features_per_iter=r, cache_features=True,
+                    random_state=model_seed)
+        if task == "regression":
+            model.prepare(np.zeros((1, p)), offset=offset)
+        else:
+            model.prepare(np.zeros((1, p)), classes=classes)
+        # the estimators' fit takes the same keyed epochs of the same rows
+        stream = BlockStream(parts, plan, model.seed_, B, p=p)
+        batches = (Rows(b.X, model.labels(b.y), b.index) for b in stream)
+        summaries["dsg_block_rows"] = stream.block
+        yield PartialResult(at(start), "training", dict(table), dict(summaries))
+
+        predict = PredictionSums(test.X)
         done = 0
-        test_sums = _TestSums(Xt)
         for k, t in enumerate(pts):
-            progress(costs.fraction(costs.before(k)), f"iteration {done} of {pts[-1]}")
-            recent.clear()
-            model.set_params(n_iter=int(t - done))
-            model.fit(X, targets.dsg_fit)
+            before = start + (float(steps[k - 1]) if k else 0.0)
+            losses = model.train(batches, int(t) - done,
+                                 progress=progress.sub(at(before), at(start + steps[k])),
+                                 message=f"iterations {done + 1}–{t} of {pts[-1]}",
+                                 on_step=None if floor is None else floor.follow)
             done = int(t)
-            scores = targets.scores(model, test_sums(model))
+            scores = targets.scores(model, predict(model))
             table["dsg_test_error"][k] = targets.error(scores)
-            table["dsg_train_loss"][k] = float(np.mean(recent))
+            table["dsg_train_loss"][k] = float(np.mean(losses))
             if floor is not None:
                 table["dsg_floor_distance"][k] = float(np.mean(np.sum(
-                    np.reshape((scores - floor.test_scores) ** 2, (len(Xt), -1)), axis=1)))
-            if twin is not None and floor is not None:
-                table["dsg_twin_excess_objective"][k] = (
-                    twin.objective(K, targets.fit, loss) - floor.objective)
+                    np.reshape((scores - floor.fit.test_scores) ** 2, (m, -1)), axis=1)))
+                table["dsg_twin_excess_objective"][k] = floor.excess()
             D = int(t * r)
-            if streamed is not None and D <= costs.D_max:
-                fit = streamed.rff_fit(D, nu)
-                table["rff_test_error"][k] = targets.error(fit.test_scores)
-                fit = streamed.nystrom_fit(D, nu)
+            if baselines is not None and D <= D_max:
+                table["rff_test_error"][k] = targets.error(baselines.rff(D).test_scores)
+                fit = baselines.nystrom(D)
                 table["nystrom_test_error"][k] = targets.error(fit.test_scores)
                 if floor is not None:
-                    table["nystrom_excess_objective"][k] = fit.objective - floor.objective
-            elif rff is not None and D <= rff_cap and solvable:
-                fit = rff.fit(D, targets.fit, loss, nu, n_classes)
+                    table["nystrom_excess_objective"][k] = fit.objective - floor.fit.objective
+            elif gram is not None and D <= cap:
+                fit = gram[0].fit(D, gram[1], loss, nu, targets.n_classes)
                 table["rff_test_error"][k] = targets.error(fit.test_scores)
-                if D <= n:
-                    nys = NystromFeatures(params["kernel"], kernel_params={"sigma": sigma},
-                                          n_components=D, random_state=seed).fit(X)
-                    fit = fit_primal(nys.transform(X), nys.transform(Xt), targets.fit, loss,
-                                      nu, n_classes)
-                    table["nystrom_test_error"][k] = targets.error(fit.test_scores)
-                    if floor is not None:
-                        table["nystrom_excess_objective"][k] = fit.objective - floor.objective
-            frac = costs.fraction(costs.before(k + 1))
             if k == L - 1:
+                summaries["dsg_epochs"] = done * B / n
                 summarise(table, summaries)
-            yield PartialResult(frac, f"iteration {t} of {pts[-1]}", dict(table),
-                                dict(summaries))
+            yield PartialResult(at(start + steps[k]), f"iteration {t} of {pts[-1]}",
+                                dict(table), dict(summaries))

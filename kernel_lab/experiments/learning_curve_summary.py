@@ -1,7 +1,6 @@
 """The summaries of the ``learning-curve`` experiment once its curve is complete: the final
 values and the log–log slopes over the last two decades of iterations, each beside the rate
-of Dai et al. (2014) it is to be compared with. Shared by the run in memory and the run on
-partitions."""
+of Dai et al. (2014) it is to be compared with."""
 
 from __future__ import annotations
 

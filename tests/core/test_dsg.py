@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -14,6 +15,8 @@ from kernel_lab.core.losses import CLASSIFICATION_LOSSES, REGRESSION_LOSSES, mak
 from kernel_lab.core.models import CenteredKernelRidge, KernelRidge
 from kernel_lab.core.models.dsg import DSGClassifier, DSGRegressor
 from kernel_lab.core.models.rff import RandomFourierFeatures, RFFRidge
+from kernel_lab.core.parts.dsg import block_rows
+from kernel_lab.core.rows import keys as rowkeys
 
 
 # -- losses ----------------------------------------------------------------------------
@@ -86,13 +89,24 @@ def test_rff_ridge_without_intercept_is_plain_ridge_and_approaches_krr():
 
 
 # -- the literal oracle of Algorithm 1 -----------------------------------------------------
+def literal_epochs(n, seed):
+    """The rows of DSG's keyed epochs, literally: epoch e lists rows 0 … n−1 by their keys
+    for (seed, DSG_EPOCH + e), ties by index (fewer rows than a block: one block, so the
+    blocks' order plays no part)."""
+    for e in itertools.count():
+        yield from sorted(range(n), key=lambda j: (int(rowkeys.keys(
+            seed, rowkeys.DSG_EPOCH + e, np.array([j]))[0]), j))
+
+
 def literal_streams(X, *, kernel, theta, t0, n_iter, batch, r, seed):
     """Algorithm 1's random choices, literally and in order: for each iteration i its
-    mini-batch, step size and r random features (the estimator's random streams)."""
+    mini-batch (the next ``batch`` rows of the keyed epochs), step size and r random
+    features (the estimator's random streams)."""
     n, p = X.shape
-    data_rng = np.random.default_rng([seed, 2**31])
+    assert n < block_rows(p)
+    rows = literal_epochs(n, seed)
     for i in range(1, n_iter + 1):
-        idx = data_rng.integers(0, n, size=min(batch, n))
+        idx = [next(rows) for _ in range(batch)]
         frng = np.random.default_rng([seed, i])
         W = kernel.sample_frequencies(p, r, frng)
         b = frng.uniform(0.0, 2 * math.pi, r)

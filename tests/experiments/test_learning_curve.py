@@ -207,22 +207,21 @@ def test_other_experiments_refuse_many_classes_and_name_the_one_that_can():
         run_experiment("krr-path", data="digits")
 
 
-def test_at_scale_the_baselines_come_from_sums_over_row_blocks(monkeypatch):
-    """Beyond DENSE_BYTES of n × D features the squared-loss baselines are fitted from
-    ΦᵀΦ and Φᵀy summed over row blocks, and a test set beyond TEST_CAP is subsampled —
-    forced here at a small size and checked against the dense fit of the same features
-    on the same test points."""
-    from kernel_lab.core.kernels import resolve_bandwidth
-    from kernel_lab.core.models import streaming
+def test_squared_loss_baselines_come_from_sums_over_row_blocks(monkeypatch):
+    """With the squared loss the baselines are fitted from ΦᵀΦ and Φᵀy summed over
+    canonical row blocks (several here), and a test set beyond TEST_CAP is a keyed subset
+    (the TEST_CAP test rows with the smallest keys) — checked against the dense fit of the
+    same features on those test points, chosen here from the keys directly."""
     from kernel_lab.core.models.regularised import fit_regularised
     from kernel_lab.core.models.rff import RandomFourierFeatures, cos_features
+    from kernel_lab.core.rows import blocks
+    from kernel_lab.core.rows import keys as rowkeys
     from kernel_lab.core.validation import check_seed
     from kernel_lab.data.source import load_data
     from kernel_lab.experiments import learning_curve as lc
 
-    monkeypatch.setattr(lc, "DENSE_BYTES", 1000)
     monkeypatch.setattr(lc, "TEST_CAP", 120)
-    monkeypatch.setattr(streaming, "BLOCK_BYTES", 8 * 64 * 50)  # blocks of 50 rows
+    monkeypatch.setattr(blocks, "ROW_BLOCK", 64)  # 800 rows: 13 blocks
     spec, nu = "friedman:n=500,n_test=300", 1e-3
     params = {"n_iter": 8, "points": 4, "batch_size": 8, "features_per_iter": 8, "nu": nu,
               "rff_max": 64, "seed": 3}
@@ -236,10 +235,14 @@ def test_at_scale_the_baselines_come_from_sums_over_row_blocks(monkeypatch):
     assert np.isfinite(t["nystrom_test_error"]).all()
 
     d = load_data(spec, seed=3)
-    Xt, yt, _ = lc._test_subset(d.X_test, d.y_test, 3)
+    _, plan = lc._rows_of(d)
+    rows = np.arange(plan.n)
+    test_rows = rows[plan.is_test(rows)]
+    keys = rowkeys.keys(plan.seed, rowkeys.TEST_SUBSET, test_rows)
+    picked = np.sort(np.argsort(keys, kind="stable")[:120])  # positions among test rows
+    Xt, yt = d.X_test[picked], d.y_test[picked]
     ybar = d.y_train.mean()
-    sigma = resolve_bandwidth(None, d.X_train)
-    rff = RandomFourierFeatures("gaussian", sigma=sigma, n_components=64,
+    rff = RandomFourierFeatures("gaussian", sigma=r.summaries["sigma"], n_components=64,
                                 random_state=check_seed(np.random.SeedSequence(3))).fit(
         d.X_train[:1])
     for k, D in enumerate(t["n_features"].astype(int)):
@@ -252,14 +255,15 @@ def test_at_scale_the_baselines_come_from_sums_over_row_blocks(monkeypatch):
 
 
 def test_the_plan_of_a_million_rows_fits_in_memory():
-    """1M × 20 with the defaults: the baselines stream, the plan stays below 1.5 GB."""
+    """1M × 20 with the defaults: the baselines come from sums, the plan stays below
+    1.5 GB."""
     from kernel_lab.experiments import learning_curve as lc
     from kernel_lab.experiments.registry import get_experiment
 
     exp = get_experiment("learning-curve")
     params = {p.name: p.default for p in exp.params}
     est = exp.estimate(params, 750_000, 20)
-    assert est["memory_bytes"] < 1.5 * 2**30 and "streamed" in est["note"]
+    assert est["memory_bytes"] < 1.5 * 2**30 and "sums over row blocks" in est["note"]
     assert lc._rff_cap(None, 16_000, 750_000) < 1000
     assert lc._rff_cap(None, 16_000, 750_000, squared=False) * 8 * 750_000 <= lc.DENSE_BYTES
 
@@ -268,7 +272,7 @@ def test_test_predictions_are_extended_not_recomputed_and_equal_the_models():
     """The curve extends DSG's test sums by the new iterations at each point; they equal
     the model's own predictions, also after it folded its scale into the coefficients."""
     from kernel_lab.core.models import DSGRegressor
-    from kernel_lab.experiments.learning_curve import _TestSums
+    from kernel_lab.core.models.dsg import PredictionSums as _TestSums
 
     rng = np.random.default_rng(0)
     X, Xt = rng.normal(size=(300, 3)), rng.normal(size=(50, 3))
@@ -520,3 +524,24 @@ def test_the_rates_text_holds_over_five_seeds():
     assert _spread(transient, ("excess", "first")) == (-0.78, -0.75)
     assert _spread(transient, ("excess", "last")) == (-0.57, -0.32)
     assert "−0.75 to −0.78 over iterations 10–100 and −0.32 to −0.57 over 100–1000" in RATES
+
+
+def test_the_curves_dsg_is_the_estimators_fit_on_the_same_rows():
+    """Generated data keep their given split (training rows first): DSGRegressor.fit on
+    the training arrays, with the run's seed and settings, takes the same keyed epochs as
+    the learning curve, so its predictions give the curve's last test error."""
+    from kernel_lab.core.models import DSGRegressor
+    from kernel_lab.core.validation import check_seed
+    from kernel_lab.data.source import load_data
+
+    spec = "friedman:n=600,n_test=200"
+    params = {"n_iter": 150, "points": 5, "batch_size": 16, "features_per_iter": 8,
+              "rff_max": 0, "exact_max": 0, "nu": 1e-3, "seed": 6}
+    r = run_experiment("learning-curve", params, data=spec)
+    d = load_data(spec, seed=6)
+    model = DSGRegressor(sigma=r.summaries["sigma"], nu=1e-3, n_iter=150, batch_size=16,
+                         n_features_per_iter=8,
+                         random_state=check_seed(np.random.SeedSequence(6))).fit(
+        d.X_train, d.y_train)
+    mse = np.mean((model.predict(d.X_test) - d.y_test) ** 2)
+    assert r.table["dsg_test_error"][-1] == pytest.approx(mse, rel=1e-10)

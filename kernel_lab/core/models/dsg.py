@@ -21,8 +21,9 @@ doubly stochastic gradients", NIPS 2014.
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -41,10 +42,23 @@ from kernel_lab.core.losses import (
     make_loss,
 )
 from kernel_lab.core.models.rff import RFF_KERNELS
+from kernel_lab.core.parts.base import ArrayPart, LocalParts, RowPlan, Rows
+from kernel_lab.core.parts.dsg import BlockStream, target_summary
+from kernel_lab.core.progress import Progress
 from kernel_lab.core.validation import Integer, OneOf, Real, check_params, check_seed
 
 #: Iterations whose features are regenerated and applied together in prediction.
 PREDICT_BLOCK = 64
+#: :meth:`_DSGBase.train` reports progress (a cancellation point) this often.
+REPORT_EVERY = 64
+
+
+def one_part(X: np.ndarray, y: np.ndarray) -> tuple[LocalParts, RowPlan]:
+    """An array as one part whose rows are all training rows, and its plan (no split, no
+    scaling): what :meth:`DSGRegressor.fit` streams its batches from, as the learning
+    curve streams them from a data set's parts — the same rows give the same batches."""
+    n = int(X.shape[0])
+    return LocalParts([ArrayPart(0, 0, X, y)]), RowPlan(0, n, 0, None)
 
 
 @dataclass(frozen=True)
@@ -135,7 +149,7 @@ class _DSGBase(BaseEstimator):
         assert isinstance(kernel, ShiftInvariantKernel)
         self.kernel_ = kernel
         self.seed_ = check_seed(self.random_state)
-        self._data_rng = np.random.default_rng([self.seed_, 2**31])
+        self.stream_position_ = 0
         r = int(self.n_features_per_iter)
         self.scale_ = 1.0
         self.n_rescales_ = 0
@@ -323,18 +337,44 @@ class _DSGBase(BaseEstimator):
         self.n_samples_seen_ += len(yb)
         return float(np.mean(loss.value(f, yb))), g, gamma
 
-    def _run(self, X: np.ndarray, y: np.ndarray, batches: Any,
-             eval_set: tuple[np.ndarray, np.ndarray] | None = None) -> None:
+    def train(self, batches: Iterator[Rows], iterations: int | None = None, *,
+              progress: Progress | None = None, message: str = "",
+              on_step: Callable[[Rows, Step], Any] | None = None,
+              eval_set: tuple[np.ndarray, np.ndarray] | None = None) -> list[float]:
+        """Run one iteration per batch of ``batches`` (:class:`Rows`: rows, targets as
+        :meth:`labels` makes them, and the rows' indices), ``iterations`` of them at most
+        (default: until the batches end), then :meth:`finish`; the mean loss of each
+        batch before its update (DSG's progressive training loss).
+
+        The one training loop of :meth:`fit` (keyed epochs of the rows,
+        :class:`~kernel_lab.core.parts.dsg.BlockStream`), :meth:`partial_fit` (the rows
+        in order) and the learning curve (the same keyed epochs over a data set's parts).
+        ``progress`` is told every :data:`REPORT_EVERY` iterations (and may cancel);
+        ``on_step(batch, step)`` is called after each iteration with the batch and what
+        the step did (a kernel twin follows them); the model's ``callback`` is called as
+        its parameters say, ``eval_set`` (targets as :meth:`labels` makes them) adding
+        ``test_loss`` to the callback's info."""
         self._rule = self._check_params()
         loss = self._rule[0]
+        out: list[float] = []
         recent: list[float] = []
-        for idx in batches:
-            step = self.step(X[idx], y[idx])
+        # islice: a batch past the last iteration is not taken from a shared stream
+        chosen = batches if iterations is None else itertools.islice(batches, iterations)
+        for i, batch in enumerate(chosen):
+            if progress is not None and i % REPORT_EVERY == 0:
+                progress(i / iterations if iterations else 0.0, message)
+            step = self.step(batch.X, batch.y)
+            out.append(step.loss)
+            if on_step is not None:
+                on_step(batch, step)
+            if self.callback is None:
+                continue
             recent.append(step.loss)
-            if self.callback is not None and self.n_iter_ % self.callback_every == 0:
+            if self.n_iter_ % self.callback_every == 0:
                 info = {"iteration": self.n_iter_, "samples_seen": self.n_samples_seen_,
                         "train_loss": float(np.mean(recent)), "model": self,
-                        "batch_index": idx, "batch_grad": step.grad, "step": step.gamma}
+                        "batch_index": batch.index, "batch_grad": step.grad,
+                        "step": step.gamma}
                 if eval_set is not None:
                     Xv, yv = eval_set
                     info["test_loss"] = float(np.mean(loss.value(self._raw_predict(Xv), yv)))
@@ -342,17 +382,27 @@ class _DSGBase(BaseEstimator):
                 if self.callback(info) is False:
                     break
         self.finish()
+        if progress is not None:
+            progress(1.0, message)
+        return out
 
     def _fit_xy(self, X: np.ndarray, y: np.ndarray,
                 eval_set: tuple[np.ndarray, np.ndarray] | None = None) -> None:
+        """``n_iter`` iterations on the rows of X (targets y from :meth:`labels`) in DSG's
+        keyed epochs,
+        the array taken as one part of training rows (:func:`one_part`): a warm start
+        continues the stream where the last fit left it."""
         self._check_params()
         if not (self.warm_start and getattr(self, "n_iter_", 0) > 0):
             self._initialise(X)
         elif self._n_cached < self.n_iter_:
             self._restore_cache()
-        n, B = X.shape[0], int(self.batch_size)
-        batches = (self._data_rng.integers(0, n, size=min(B, n)) for _ in range(self.n_iter))
-        self._run(X, y, batches, eval_set)
+        parts, plan = one_part(X, y)
+        stream = BlockStream(parts, plan, self.seed_, int(self.batch_size), p=X.shape[1],
+                             start=self.stream_position_)
+        seen = self.n_samples_seen_
+        self.train(iter(stream), int(self.n_iter), eval_set=eval_set)
+        self.stream_position_ += self.n_samples_seen_ - seen
 
     def _partial_xy(self, X: np.ndarray, y: np.ndarray) -> None:
         if not hasattr(self, "coef_"):
@@ -360,9 +410,9 @@ class _DSGBase(BaseEstimator):
             self._initialise(X)
         elif self._n_cached < self.n_iter_:
             self._restore_cache()
-        B = int(self.batch_size)
-        batches = (np.arange(s, min(s + B, X.shape[0])) for s in range(0, X.shape[0], B))
-        self._run(X, y, batches)
+        B, n = int(self.batch_size), X.shape[0]
+        index = np.arange(n)
+        self.train(Rows(X[s:s + B], y[s:s + B], index[s:s + B]) for s in range(0, n, B))
 
     def _restore_cache(self) -> None:
         """Regenerate the working cache of features to continue training."""
@@ -402,7 +452,11 @@ class DSGRegressor(RegressorMixin, _DSGBase):
     n_iter : int
         Iterations of :meth:`fit`.
     batch_size : int
-        Points per iteration.
+        Points per iteration. :meth:`fit` takes its batches as consecutive rows of keyed
+        epochs over the rows (random reshuffling by blocks of rows, keyed by the row index
+        and the seed: :class:`~kernel_lab.core.parts.dsg.BlockStream`), the batches the
+        learning curve takes from the same rows wherever they live; :meth:`partial_fit`
+        takes the rows in order.
     n_features_per_iter : int
         Random features generated per iteration.
     epsilon, quantile : float
@@ -429,7 +483,11 @@ class DSGRegressor(RegressorMixin, _DSGBase):
         Mean of the training targets, added to predictions (an unpenalised intercept).
     kernel_ : ShiftInvariantKernel
     seed_ : int
-        Seed from which every iteration's features are regenerated.
+        Seed from which every iteration's features are regenerated, and of the keyed
+        epochs of :meth:`fit`.
+    stream_position_ : int
+        Rows of :meth:`fit`'s stream of epochs used so far (a warm start goes on from
+        there).
     """
 
     _parameter_checks: ClassVar = {**_DSGBase._parameter_checks, "loss": OneOf(REGRESSION_LOSSES)}
@@ -463,13 +521,14 @@ class DSGRegressor(RegressorMixin, _DSGBase):
         """
         warm = self.warm_start and getattr(self, "n_iter_", 0) > 0
         X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64, reset=not warm)
-        if not warm:
-            self.offset_ = float(np.median(y)) if self.loss == "quantile" else float(y.mean())
+        if not warm:  # the mean as the learning curve takes it: summed per row block
+            self.offset_ = (float(np.median(y)) if self.loss == "quantile" else
+                            target_summary(*one_part(X, y)).mean)
         ev = None
         if eval_set is not None:
             Xv = validate_data(self, eval_set[0], reset=False, dtype=np.float64)
             ev = (Xv, np.asarray(eval_set[1], dtype=np.float64) - self.offset_)
-        self._fit_xy(X, y - self.offset_, ev)
+        self._fit_xy(X, self.labels(y), ev)
         return self
 
     def partial_fit(self, X: Any, y: Any) -> DSGRegressor:
@@ -478,7 +537,7 @@ class DSGRegressor(RegressorMixin, _DSGBase):
         X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64, reset=first)
         if first:
             self.offset_ = float(y.mean())
-        self._partial_xy(X, y - self.offset_)
+        self._partial_xy(X, self.labels(y))
         return self
 
     def predict(self, X: Any) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""Doubly stochastic gradients over partitioned rows, in an order keyed by the row index.
+"""Doubly stochastic gradients over rows in parts, in an order keyed by the row index.
 
 DSG (:mod:`kernel_lab.core.models.dsg`) takes one mini-batch of rows per iteration. Over
 partitions the rows are visited in *epochs*, each a pass over the training rows in an order
@@ -19,12 +19,13 @@ So the client holds one block of rows (two while a batch crosses into the next),
 batches — hence every iteration, done by the model's own :meth:`~DSGRegressor.step` with
 the features of iteration ``t`` drawn from the model's seed — are the same whether the data
 are one array or sixteen Parquet files on a cluster. Every loss of the regressor and the
-classifier runs this way, two classes or more (the multinomial loss).
+classifier runs this way, two classes or more (the multinomial loss): the learning curve
+over a data set's parts, and the estimators' ``fit`` over its array as one part.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,7 +33,6 @@ import numpy as np
 
 from kernel_lab.core import rowkeys
 from kernel_lab.core.errors import ParameterError
-from kernel_lab.core.models.dsg import DSGClassifier, DSGRegressor, Step
 from kernel_lab.core.parts.base import PartMap, RowPlan, Rows, part_rows, reduce_blocks
 from kernel_lab.core.progress import Progress
 
@@ -42,8 +42,6 @@ BLOCK_ROWS = 65_536
 MIN_BLOCK_ROWS = 1_024
 #: A block of rows (float64) is kept within this size: wide data get smaller blocks.
 BLOCK_BYTES = 32 * 2**20
-#: :meth:`BlockedDSG.advance` reports progress (a cancellation point) this often.
-REPORT_EVERY = 64
 
 
 def block_rows(p: int) -> int:
@@ -114,30 +112,44 @@ class BlockStream:
 
     Iterating yields :class:`Rows` (X standardised, raw y, global indices); ``epoch`` is the
     epoch of the block read last and ``blocks_read`` counts the blocks read so far.
+    ``start`` rows of the stream are passed over first (from the keys alone, no block
+    before the one that holds row ``start`` is read): a stream that starts at
+    ``t · batch_size`` yields the batches from iteration t + 1 on, so a model trained in
+    several calls (``warm_start``) continues the stream of one call.
     """
 
     def __init__(self, parts: PartMap, plan: RowPlan, seed: int, batch_size: int,
-                 block: int | None = None, p: int | None = None) -> None:
+                 block: int | None = None, p: int | None = None, start: int = 0) -> None:
         if batch_size < 1:
             raise ParameterError(f"the batch size must be at least 1, got {batch_size}")
+        if plan.n_train < 1:
+            raise ParameterError("DSG needs at least one training row")
         self.parts, self.plan, self.seed = parts, plan, int(seed)
         self.batch_size = int(batch_size)
         if block is None:
             block = block_rows(_width(plan, p))
         self.block = int(block)
-        self.epoch = 0
+        self.start = int(start)
+        self.epoch = self.start // plan.n_train
         self.blocks_read = 0
 
     def _blocks(self) -> Iterator[Rows]:
         n, R = self.plan.n, self.block
-        epoch = 0
+        epoch, skip = divmod(self.start, self.plan.n_train)
         while True:
             self.epoch = epoch
             for k in block_order(self.seed, epoch, -(-n // R)):
-                rows = take_range(self.parts, self.plan, k * R, min((k + 1) * R, n))
+                lo, hi = k * R, min((k + 1) * R, n)
+                if skip:  # rows of the stream before ``start``: counted from keys, not read
+                    count = int(np.count_nonzero(self.plan.is_train(np.arange(lo, hi))))
+                    if count <= skip:
+                        skip -= count
+                        continue
+                rows = take_range(self.parts, self.plan, lo, hi)
                 self.blocks_read += 1
                 if rows.index.size:
-                    order = row_order(self.seed, epoch, rows.index)
+                    order = row_order(self.seed, epoch, rows.index)[skip:]
+                    skip = 0
                     # rebound, so that the block in index order is freed: two blocks at most
                     rows = Rows(rows.X[order], rows.y[order], rows.index[order])
                     yield rows
@@ -162,80 +174,6 @@ class BlockStream:
                 yield Rows(rows.X[s:s + B], rows.y[s:s + B], rows.index[s:s + B])
             # a copy, so that the block itself is freed when the next one is read
             carry = Rows(rows.X[full:].copy(), rows.y[full:].copy(), rows.index[full:].copy())
-
-
-class BlockedDSG:
-    """A DSG model (:class:`~kernel_lab.core.models.DSGRegressor` or
-    :class:`~kernel_lab.core.models.DSGClassifier`, any of their losses) trained on
-    partitioned rows through its public training protocol (``prepare``, ``labels``,
-    ``step``, ``finish``), one mini-batch of the keyed :class:`BlockStream` per iteration.
-
-    Parameters
-    ----------
-    model : DSGRegressor or DSGClassifier
-        Unfitted, with an explicit bandwidth ``sigma``; its ``batch_size`` is the batch, its
-        ``random_state`` draws the features of each iteration (as in memory).
-    parts, plan
-        The partitions and their split and standardisation.
-    seed : int
-        Seed of the epochs' order of rows (keys of the global row indices).
-    offset : float
-        Regression: the value subtracted from the targets and added back to predictions
-        (:meth:`DSGRegressor.fit` takes the mean of y; the median under the quantile loss).
-    classes : array_like, optional
-        Classification: every class label of the data set (two: the upper one is +1; more,
-        or the multinomial loss: class codes in the order of the sorted labels).
-    block : int, optional
-        Rows per block; default :func:`block_rows` of the number of columns.
-    p : int, optional
-        Number of columns; default the length of the plan's column means.
-
-    Attributes
-    ----------
-    model : the model being trained (``predict`` works on standardised rows at any time)
-    stream : BlockStream
-    """
-
-    def __init__(self, model: DSGRegressor | DSGClassifier, parts: PartMap, plan: RowPlan,
-                 seed: int, *, offset: float = 0.0, classes: Any = None,
-                 block: int | None = None, p: int | None = None) -> None:
-        if model.sigma is None:
-            raise ParameterError("DSG on partitioned data needs an explicit bandwidth σ "
-                                 "(compute it from a keyed sample of the rows)")
-        p = _width(plan, p)
-        if isinstance(model, DSGClassifier):
-            found = np.unique(np.asarray([] if classes is None else classes))
-            if found.size < 2:
-                raise ParameterError("DSG over partitions classifies the data set's classes; "
-                                     f"give every class label (got {found.size})")
-            model.prepare(np.zeros((1, p)), classes=found)
-        else:
-            model.prepare(np.zeros((1, p)), offset=offset)
-        self.model = model
-        self.stream = BlockStream(parts, plan, seed, int(model.batch_size), block, p)
-        self._batches = iter(self.stream)
-
-    def advance(self, iterations: int, progress: Progress | None = None, message: str = "",
-                on_step: Callable[[Rows, Step], Any] | None = None) -> list[float]:
-        """Run ``iterations`` more iterations; the mean loss of each batch before its
-        update (DSG's progressive training loss). ``progress`` is told every
-        :data:`REPORT_EVERY` iterations (and may cancel); ``on_step(batch, step)`` is
-        called after each iteration with the batch's rows (global indices) and what the
-        step did (its loss gradients and step size: a kernel twin follows them)."""
-        out = []
-        model = self.model
-        for i in range(int(iterations)):
-            if progress is not None and i % REPORT_EVERY == 0:
-                progress(i / iterations, message)
-            batch = next(self._batches)
-            step = model.step(batch.X, model.labels(batch.y))
-            if on_step is not None:
-                on_step(batch, step)
-            out.append(step.loss)
-        model.finish()
-        if progress is not None:
-            progress(1.0, message)
-        return out
 
 
 @dataclass(frozen=True)

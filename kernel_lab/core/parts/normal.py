@@ -13,8 +13,7 @@ are restricted and scaled afterwards) and :class:`KernelColumns` (``k(X, S)`` fo
 S; Nyström features ``k(X, S) N`` are mapped by N afterwards). Landmarks for the Nyström
 baseline are a keyed uniform subset of the training rows (:func:`uniform_landmarks`).
 :func:`fit_first_features` and :func:`fit_first_landmarks` fit the squared loss on the
-first D features or s landmarks from such sums, wherever they were summed (the in-memory
-learning curve sums them over row blocks).
+first D features or s landmarks from such sums.
 """
 
 from __future__ import annotations
@@ -163,7 +162,7 @@ def gather_features(parts: PartMap, plan: RowPlan, maps: Sequence[FeatureMap],
     """The n × width features of each map over the training rows, computed where the rows
     live and gathered to the client in global row order, with the raw targets: for the
     fits that need the features themselves (losses other than the squared). The caller
-    bounds n × width (the learning curve's ``DENSE_BYTES``, as in memory)."""
+    bounds n × width (the learning curve's ``DENSE_BYTES`` size rule)."""
     got = [g for g in parts.map(_part_features, plan, list(maps), progress=progress,
                                 message=message) if g[1].size]
     if not got:
