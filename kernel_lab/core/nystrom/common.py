@@ -1,11 +1,11 @@
 """What every Nyström landmark sampler shares: the counted kernel, the :class:`Sample` a
-sampler returns, the budget check, draws by weight, the :class:`Sampler` interface and the
+sampler returns, the budget check, the :class:`Sampler` interface and the
 block and size constants (:mod:`kernel_lab.core.nystrom`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -117,27 +117,15 @@ def check_budget(n: int, s: int, what: str = "points") -> int:
     return n
 
 
-def distinct_by_weight(weights: np.ndarray, s: int, rng: np.random.Generator) -> np.ndarray:
-    """s distinct indices drawn with probabilities proportional to ``weights`` (without
-    replacement); if fewer than s weights are positive, the rest are drawn uniformly."""
-    w = np.clip(np.nan_to_num(weights, nan=0.0), 0.0, None)
-    positive = np.flatnonzero(w > 0)
-    take = min(s, positive.size)
-    chosen = (rng.choice(positive, size=take, replace=False, p=w[positive] / w[positive].sum())
-              if take else np.zeros(0, dtype=int))
-    if take < s:
-        rest = np.setdiff1d(np.arange(w.size), chosen)
-        chosen = np.concatenate([chosen, rng.choice(rest, size=s - take, replace=False)])
-    return np.sort(chosen.astype(np.int64))
-
-
 class Sampler:
-    """Base class; subclasses implement :meth:`sample`."""
+    """Base class; subclasses implement :meth:`sample` (see
+    :mod:`kernel_lab.core.nystrom.samplers`)."""
 
     name: ClassVar[str] = ""
     title: ClassVar[str] = ""
     scalable: ClassVar[bool] = True
 
-    def sample(self, X: np.ndarray, kernel: Kernel, s: int, rng: np.random.Generator) -> Sample:
+    def sample(self, X: np.ndarray, kernel: Kernel, s: int | None,
+               random_state: Any = None) -> Sample:
         raise NotImplementedError
 

@@ -8,11 +8,11 @@ the same rows in one part or in many give the same landmarks:
 - **recursive RLS** (Musco & Musco, Algorithm 3 with a budget s, and its accelerated
   variant): the nested uniform levels are defined by keys — level ℓ holds the rows whose
   uniform is below 2^-ℓ, together with the ``⌈n / 2^L⌉`` rows of smallest key that form the
-  deepest level L — so they are nested as the in-memory sampler's prefixes of one
+  deepest level L — so they are nested, as the reference code's prefixes of one
   permutation are. Levels of at most :data:`GATHER_ROWS` rows are gathered once and run in
   memory; the larger ones, the top level with every training row included, are scored per
   partition. Each level's λ, scores (Lemma 6), oversampling and cap are those of
-  :class:`~kernel_lab.core.nystrom.rls.RecursiveRLSSampler` (its functions are called); the
+  :class:`~kernel_lab.core.nystrom.samplers.RecursiveRLSSampler` describes; the
   Bernoulli keeps are ``u_i < p_i`` and the top level's s landmarks are drawn without
   replacement ∝ the scores by weighted keys, each partition proposing its s smallest;
 - **recursive RLS at a fixed λ** (Algorithm 2, O(n s)): the same levels, every level (the
@@ -26,18 +26,19 @@ the same rows in one part or in many give the same landmarks:
   partition recomputes its residual diagonal from the pivots so far and proposes its b
   smallest weighted keys (b draws without replacement ∝ the residual); the client keeps the
   global b smallest, in key order (the order of sequential draws), and accepts them by
-  rejection against the candidates' exact residual (the in-memory sampler's
-  :func:`~kernel_lab.core.nystrom.rpcholesky.accept_pivots`). While n·s ≤
+  rejection against the candidates' exact residual
+  (:func:`~kernel_lab.core.nystrom.rpcholesky.accept_pivots`). While n·s ≤
   ``RPC_STORED_MAX`` a round proposes one pivot (b = 1): the exact sequential law.
 
-The in-memory samplers draw from one generator walking the rows, so their landmarks differ
-from these for the same seed; the laws are the same (for RP-Cholesky: proposals without
-replacement instead of i.i.d., accepted by the same rule).
+An array in memory is one part of this same implementation
+(:mod:`kernel_lab.core.nystrom.samplers`: ``sampler.sample(X, kernel, s, seed)``): the same
+rows give the same landmarks in memory and in partitions.
 """
 
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -58,12 +59,15 @@ from kernel_lab.core.nystrom.common import (
     CountingKernel,
     check_budget,
 )
-from kernel_lab.core.nystrom.rls import RecursiveRLSSampler, accelerated_level_size
+from kernel_lab.core.nystrom.rls import accelerated_level_size
 from kernel_lab.core.nystrom.rpcholesky import accept_pivots, candidate_residual, residual_rows
-from kernel_lab.core.nystrom.samplers import EXACT_BYTES_PER_ENTRY, check_exact_memory
 from kernel_lab.core.nystrom.scores import (
+    EXACT_BYTES_PER_ENTRY,
     FLOAT64,
     SINGLE,
+    check_delta,
+    check_exact_memory,
+    check_fixed_lam,
     exact_ridge_scores,
     fixed_lambda_oversampling_bound,
     lambda_for_budget,
@@ -88,6 +92,7 @@ from kernel_lab.core.rows.blocks import (
     sum_frontier,
     tree_combine,
 )
+from kernel_lab.core.rows.keys import key_uniforms
 
 #: Offsets of :data:`~kernel_lab.core.rowkeys.LANDMARKS`: the streams of the samplers' draws.
 UNIFORM = 0        # uniform landmarks
@@ -134,6 +139,14 @@ class Landmarks:
     sample : (ndarray, ndarray) or None
         The weighted sample the top level's scores came from: global indices and weights
         (recursive RLS), for checks.
+    order : ndarray of int or None
+        For the samplers whose draws nest (uniform, RP-Cholesky): ``index`` in the order
+        drawn (uniform: of the keys; RP-Cholesky: of acceptance), each prefix of which is
+        the sampler's draw of that size (RP-Cholesky: while the size rule picks the same
+        form, see :func:`rp_cholesky_landmarks`).
+    marks : ndarray, shape (s, 2), or None
+        RP-Cholesky: for each k, the seconds from the start and the kernel entries
+        evaluated when the first k + 1 pivots of ``order`` were final.
     """
 
     index: np.ndarray
@@ -142,6 +155,8 @@ class Landmarks:
     scores: np.ndarray | None = None
     lam: float | None = None
     sample: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
+    order: np.ndarray | None = field(default=None, repr=False)
+    marks: np.ndarray | None = field(default=None, repr=False)
 
 
 def row_seed(seed: Any) -> int:
@@ -190,11 +205,16 @@ def _sorted(index: np.ndarray, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def uniform_landmarks(parts: PartMap, plan: RowPlan, s: int, seed: Any) -> Landmarks:
-    """The s training rows with the smallest keys of stream ``LANDMARKS + UNIFORM``."""
+    """The s training rows with the smallest keys of stream ``LANDMARKS + UNIFORM``
+    (``order``: in the order of their keys, so that every prefix is the draw of its size)."""
     _check(plan, s)
-    index = keyed_subset(parts, plan, rowkeys.LANDMARKS + UNIFORM, s, seed=row_seed(seed))
+    seed = row_seed(seed)
+    stream = rowkeys.LANDMARKS + UNIFORM
+    index = keyed_subset(parts, plan, stream, s, seed=seed)
     rows = _gather(parts, plan, index)
-    return Landmarks(rows.index, rows.X, 0)
+    order = rows.index[rowkeys.smallest(rowkeys.keys(seed, stream, rows.index), rows.index,
+                                        s)]
+    return Landmarks(rows.index, rows.X, 0, order=order)
 
 
 # ---------------------------------------------------------------------------------------
@@ -202,16 +222,15 @@ def uniform_landmarks(parts: PartMap, plan: RowPlan, s: int, seed: Any) -> Landm
 
 
 def rls_levels(n: int, s_rec: int) -> int:
-    """Halvings of recursive RLS: ``⌈log2(n / s_rec)⌉`` (as the in-memory sampler)."""
+    """Halvings of recursive RLS: ``⌈log2(n / s_rec)⌉``."""
     return math.ceil(math.log2(n / s_rec))
 
 
 def _in_level(index: np.ndarray, seed: int, level: int, deep_cut: int) -> np.ndarray:
     """Whether each row is in recursion level ``level``: its uniform is below 2^-level or
     its key is among the deepest level's (``≤ deep_cut``)."""
-    stream = rowkeys.LANDMARKS + RLS_LEVELS
-    return ((rowkeys.uniforms(seed, stream, index) < 0.5**level)
-            | (rowkeys.keys(seed, stream, index) <= np.uint64(deep_cut)))
+    key = rowkeys.keys(seed, rowkeys.LANDMARKS + RLS_LEVELS, index)
+    return (key_uniforms(key) < 0.5**level) | (key <= np.uint64(deep_cut))
 
 
 def _level_rows(part: Any, plan: RowPlan, seed: int, level: int, deep_cut: int) -> Rows:
@@ -251,7 +270,7 @@ class LevelStep(LevelScoring):
     #: whole to the client.
     cap: int = 0
     #: The precision of the scores (decided once per level by
-    #: :func:`~kernel_lab.core.nystrom.scores.score_precision`, as in memory).
+    #: :func:`~kernel_lab.core.nystrom.scores.score_precision`).
     precision: str = FLOAT64
     #: Rows per canonical block (the plan's): scores are computed block by block, so a
     #: row's score has the same bits wherever its rows were read.
@@ -278,10 +297,9 @@ class LevelStep(LevelScoring):
             kept = kept[rowkeys.smallest(rowkeys.keys(self.seed, self.stream(1), index[kept]),
                                          index[kept], self.cap)]
         out["kept"] = (index[kept], X[kept], scores[kept])
-        fall = rowkeys.smallest(rowkeys.keys(self.seed, self.stream(2), index), index,
-                                self.fallback)
-        out["fallback"] = (rowkeys.keys(self.seed, self.stream(2), index[fall]), index[fall],
-                           X[fall])
+        key = rowkeys.keys(self.seed, self.stream(2), index)
+        fall = rowkeys.smallest(key, index, self.fallback)
+        out["fallback"] = (key[fall], index[fall], X[fall])
         return out
 
 
@@ -385,7 +403,8 @@ def recursive_rls_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel, s: in
                             gather_rows: int = GATHER_ROWS,
                             progress: Progress | None = None) -> Landmarks:
     """Recursive ridge-leverage-score landmarks with a budget s (Musco & Musco, Alg. 3 as
-    :class:`~kernel_lab.core.nystrom.rls.RecursiveRLSSampler` runs it), over partitions; see
+    :class:`~kernel_lab.core.nystrom.samplers.RecursiveRLSSampler` describes it), over
+    partitions; see
     the module docstring. ``view``: global row indices whose top-level scores to return;
     ``progress`` is told before every level (and may cancel)."""
     n = _check(plan, s)
@@ -413,7 +432,7 @@ def recursive_rls_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel, s: in
         q = 1.0 if top else math.log(max(s_rec, 2))
         cap = max(s_rec, math.ceil(LEVEL_CAP * q * s_rec))
         Linv = ridge_factor(SKS, w, lam)
-        # the level's expected size, which the in-memory sampler's level has exactly
+        # the level's expected size (its keyed size is random)
         precision = score_precision(kernel, Linv, w, lam, math.ceil(n / 2**level), q)
         step = LevelStep(kernel, XS, Linv, lam, q, seed, level, deep_cut, top, s,
                          min(s_rec, n), view if top else None, cap, precision, plan.block)
@@ -459,15 +478,15 @@ def recursive_rls_fixed_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel,
                                   gather_rows: int = GATHER_ROWS,
                                   progress: Progress | None = None) -> Landmarks:
     """Recursive ridge-leverage-score landmarks at a fixed ridge λ (Musco & Musco,
-    Algorithm 2, as :class:`~kernel_lab.core.nystrom.rls.RecursiveRLSSampler` with ``lam``
-    runs it), over partitions: as many landmarks as d_eff(λ) calls for, O(n s) kernel
+    Algorithm 2, as :class:`~kernel_lab.core.nystrom.samplers.RecursiveRLSSampler` with
+    ``lam`` describes it), over partitions: as many landmarks as d_eff(λ) calls for, O(n s) kernel
     entries. The levels are those of :func:`recursive_rls_landmarks` with
     ``⌈log2(n / FIXED_LAMBDA_BASE)⌉`` halvings (at least one); each level keeps a row
     with probability ``min(1, q l̃_i)``, ``q = max(1, log(Σ l̃ / δ))`` (the top level
     included: the number of landmarks is random), by the keyed uniforms ``u_i``; a top
     level that keeps no row takes one ∝ the scores. ``view`` and ``progress`` as
     :func:`recursive_rls_landmarks` takes them."""
-    RecursiveRLSSampler(lam=lam, delta=delta)  # the parameter checks of the in-memory form
+    lam, delta = check_fixed_lam(lam), check_delta(delta)
     n = plan.n_train
     if n < 1:
         raise ParameterError("recursive RLS needs at least one training row")
@@ -554,7 +573,7 @@ def exact_rls_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel, s: int, s
                         lam: float | None = None, view: np.ndarray | None = None
                         ) -> Landmarks:
     """s landmarks ∝ the exact ridge leverage scores of the training rows (as
-    :class:`~kernel_lab.core.nystrom.samplers.ExactRLSSampler`): the rows are gathered in
+    :class:`~kernel_lab.core.nystrom.samplers.ExactRLSSampler` describes): the rows are gathered in
     index order when their n × n kernel matrix fits memory (:func:`check_exact_rows`),
     λ from :func:`lambda_for_budget` unless given, and the s landmarks drawn without
     replacement ∝ the scores by the weighted keys of stream ``LANDMARKS + EXACT_DRAW``
@@ -614,17 +633,81 @@ def _uniform_fill(parts: PartMap, plan: RowPlan, seed: int, chosen: np.ndarray, 
     return _gather(parts, plan, index)
 
 
+def _rpc_stored(rows: Rows, kernel: Kernel, s: int, seed: int, t0: float,
+                progress: Progress | None) -> Landmarks:
+    """RP-Cholesky one pivot at a time on gathered training rows (in index order), keeping
+    their n × s factor (Chen et al., Algorithm 1): the residual diagonal d is updated by
+    each new Cholesky column (one kernel column per pivot), and pivot r is the row where
+    the running sum of d (in index order) first exceeds ``U_r · Σd``, U_r the uniform of
+    stream ``RPC_ROUND + r`` at row 0 — a draw ∝ d; when d is exhausted the rest are the
+    smallest keys of stream FILL, as in the rounds."""
+    X, index = rows.X, rows.index
+    n = index.size
+    counter = CountingKernel(kernel)
+    first = counter.diag(X).astype(np.float64)
+    first_total = float(first.sum())
+    d = first.copy()
+    F = np.zeros((n, s))
+    chosen: list[int] = []
+    marks: list[tuple[float, int]] = []
+    rnd = empty = 0
+    while len(chosen) < s:
+        k = len(chosen)
+        if progress is not None and k % 64 == 0:
+            progress(k / s, f"RP-Cholesky: {k} of {s} pivots")
+        if not float(d.sum()) > 1e-12 * first_total or empty == RPC_EMPTY_ROUNDS:
+            stream = rowkeys.LANDMARKS + FILL
+            rest = np.flatnonzero(~np.isin(np.arange(n), chosen))
+            pick = rest[rowkeys.smallest(rowkeys.keys(seed, stream, index[rest]), index[rest],
+                                         s - k)]
+            chosen += [int(j) for j in pick]
+            marks += [(time.perf_counter() - t0, counter.evaluations)] * pick.size
+            break
+        positive = np.flatnonzero(d > 0.0)
+        running = np.cumsum(d[positive])
+        u = float(rowkeys.uniforms(seed, rowkeys.RPC_ROUND + rnd, np.zeros(1, np.int64))[0])
+        rnd += 1
+        j = int(positive[min(int(np.searchsorted(running, u * running[-1], side="right")),
+                             positive.size - 1)])
+        g = counter(X, X[j:j + 1])[:, 0] - F[:, :k] @ F[j, :k]
+        if not g[j] > 0.0:  # only rounding left in its residual: propose again
+            d[j] = 0.0
+            empty += 1
+            continue
+        empty = 0
+        F[:, k] = g / math.sqrt(g[j])
+        d = np.clip(d - F[:, k] ** 2, 0.0, None)
+        d[j] = 0.0
+        chosen.append(j)
+        marks.append((time.perf_counter() - t0, counter.evaluations))
+    order = np.asarray(chosen, dtype=np.int64)
+    at = np.sort(order)
+    return Landmarks(index[at], X[at], counter.evaluations, order=index[order],
+                     marks=np.array(marks, dtype=float).reshape(-1, 2))
+
+
 def rp_cholesky_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel, s: int, seed: Any,
-                          progress: Progress | None = None) -> Landmarks:
+                          progress: Progress | None = None, *,
+                          one_at_a_time: bool | None = None) -> Landmarks:
     """Blocked, accelerated RP-Cholesky over partitions (see the module docstring): one
     map over the partitions per round, memory on the client O(s² + parts · b);
     ``progress`` is told before every round (and may cancel). While ``n·s ≤
-    RPC_STORED_MAX`` (where the in-memory sampler keeps its factor and pivots one at a
-    time) a round proposes one pivot (b = 1): the single smallest weighted key is a draw
+    RPC_STORED_MAX`` a round proposes one pivot (b = 1): the single smallest weighted key is a draw
     ∝ the current residual, accepted unless rounding made its residual smaller, so the
-    pivots follow the exact sequential law of Chen et al.'s Algorithm 1."""
+    pivots follow the exact sequential law of Chen et al.'s Algorithm 1; and when, besides,
+    at most :data:`GATHER_ROWS` training rows are there, they are gathered and their n × s
+    factor kept (:func:`_rpc_stored`: one kernel column per pivot, not a pass over every
+    pivot so far) — a size rule, the same wherever the rows live. ``one_at_a_time``
+    forces either form (None: the size rule). ``order`` holds the pivots in the order
+    accepted, ``marks`` when each was final."""
+    t0 = time.perf_counter()
     n = _check(plan, s)
-    one_at_a_time = n * s <= RPC_STORED_MAX
+    if one_at_a_time is None:
+        one_at_a_time = n * s <= RPC_STORED_MAX
+    if one_at_a_time and n <= GATHER_ROWS:
+        return _rpc_stored(_training_rows(parts, plan), kernel, s, row_seed(seed), t0,
+                           progress)
+    marks: list[tuple[float, int]] = []
     seed = row_seed(seed)
     counter = CountingKernel(kernel)
     index = np.zeros(0, dtype=np.int64)
@@ -652,6 +735,7 @@ def rp_cholesky_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel, s: int,
             fill = _uniform_fill(parts, plan, seed, index, need)
             index = np.concatenate([index, fill.index])
             XS = fill.X if XS is None else np.concatenate([XS, fill.X])
+            marks += [(time.perf_counter() - t0, evaluations + counter.evaluations)] * need
             break
         _, T, XT, d_T = _union([o["candidates"] for o in outs], b)
         u = rowkeys.uniforms(seed, RPC_ACCEPT + rnd, T)
@@ -668,9 +752,12 @@ def rp_cholesky_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel, s: int,
         L[k:k + a, k:k + a] = cols[acc, :a]
         index = np.concatenate([index, T[acc]])
         XS = XT[acc] if XS is None else np.concatenate([XS, XT[acc]])
+        marks += [(time.perf_counter() - t0, evaluations + counter.evaluations)] * a
     assert XS is not None
+    order = index.astype(np.int64)
     index, XS = _sorted(index, XS)
-    return Landmarks(index, XS, evaluations + counter.evaluations)
+    return Landmarks(index, XS, evaluations + counter.evaluations, order=order,
+                     marks=np.array(marks, dtype=float).reshape(-1, 2))
 
 
 def choose_landmarks(name: str, parts: PartMap, plan: RowPlan, kernel: Kernel,
