@@ -271,10 +271,10 @@ def test_accelerated_rls_takes_lambda_from_the_level_size_at_the_top_too(monkeyp
     from kernel_lab.core.kernels import GaussianKernel
 
     budgets = []
-    from kernel_lab.core.nystrom import rls
+    from kernel_lab.core.parts import landmarks
 
     real = samplers.lambda_for_budget
-    monkeypatch.setattr(rls, "lambda_for_budget",
+    monkeypatch.setattr(landmarks, "lambda_for_budget",
                         lambda SKS, w, s: budgets.append(s) or real(SKS, w, s))
     X = np.random.default_rng(0).normal(size=(2000, 3))
     n, s = 2000, 100
@@ -323,7 +323,7 @@ def test_the_thinning_cap_keeps_the_accelerated_variant_linear():
     asked; uncapped, the next level's scores then cost several times n s kernel entries
     (measured 5.8–8.1 × n s), capped well under n s."""
     import kernel_lab.core.samplers as samplers
-    from kernel_lab.core.nystrom import rls
+    from kernel_lab.core.parts import landmarks
 
     X = generate("clusters", {"n": 1500, "p": 2, "k": 8, "imbalance": 3.0, "spread": 0.05},
                  seed=0).X_train
@@ -337,6 +337,6 @@ def test_the_thinning_cap_keeps_the_accelerated_variant_linear():
 
     capped = evaluations()
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(rls, "LEVEL_CAP", 1e9)  # never reached
+        mp.setattr(landmarks, "LEVEL_CAP", 1e9)  # never reached
         uncapped = evaluations()
     assert capped <= n * s < uncapped / 3, (capped, uncapped)

@@ -60,7 +60,12 @@ from kernel_lab.core.nystrom.common import (
     check_budget,
 )
 from kernel_lab.core.nystrom.rls import accelerated_level_size
-from kernel_lab.core.nystrom.rpcholesky import accept_pivots, candidate_residual, residual_rows
+from kernel_lab.core.nystrom.rpcholesky import (
+    accept_pivots,
+    candidate_residual,
+    residual_rows,
+    stored_pivots,
+)
 from kernel_lab.core.nystrom.scores import (
     EXACT_BYTES_PER_ENTRY,
     FLOAT64,
@@ -195,6 +200,21 @@ def _union(got: list[tuple[np.ndarray, ...]], k: int) -> tuple[np.ndarray, ...]:
     return tuple(c[pick] for c in columns)
 
 
+def _as_view(view: Any) -> np.ndarray | None:
+    """Rows whose scores to return, as sorted distinct global indices (None: none)."""
+    if view is None:
+        return None
+    view = np.asarray(view, dtype=np.int64)
+    return view if view.size < 2 or bool((np.diff(view) > 0).all()) else np.unique(view)
+
+
+def _in_view(index: np.ndarray, view: np.ndarray) -> np.ndarray:
+    """Whether each global row of ``index`` is among the sorted ``view`` rows."""
+    if view.size == 0:
+        return np.zeros(index.shape, dtype=bool)
+    return view[np.minimum(np.searchsorted(view, index), view.size - 1)] == index
+
+
 def _sorted(index: np.ndarray, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     order = np.argsort(index)
     return index[order].astype(np.int64), X[order]
@@ -284,7 +304,7 @@ class LevelStep(LevelScoring):
         scores = np.minimum(1.0, self.q * raw)
         out: dict[str, Any] = {"count": index.size, "evaluations": evaluations}
         if self.view is not None:
-            seen = np.isin(index, self.view)
+            seen = _in_view(index, self.view)
             out["view"] = (index[seen], scores[seen])
         if self.top:
             value = _by_weight(self.seed, rowkeys.LANDMARKS + RLS_DRAW, index, scores)
@@ -364,7 +384,7 @@ class FixedLevelStep(LevelScoring):
                                "kept": (index[may], X[may], raw[may]),
                                "fallback": (value[first], index[first], X[first])}
         if self.view is not None:
-            seen = np.isin(index, self.view)
+            seen = _in_view(index, self.view)
             out["view"] = (index[seen], raw[seen])
         return out
 
@@ -409,7 +429,7 @@ def recursive_rls_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel, s: in
     ``progress`` is told before every level (and may cancel)."""
     n = _check(plan, s)
     seed = row_seed(seed)
-    view = None if view is None else np.unique(np.asarray(view, dtype=np.int64))
+    view = _as_view(view)
     if s == n:
         index = keyed_subset(parts, plan, rowkeys.LANDMARKS + UNIFORM, n, seed=seed)
         rows = _gather(parts, plan, index)
@@ -491,7 +511,7 @@ def recursive_rls_fixed_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel,
     if n < 1:
         raise ParameterError("recursive RLS needs at least one training row")
     seed = row_seed(seed)
-    view = None if view is None else np.unique(np.asarray(view, dtype=np.int64))
+    view = _as_view(view)
     levels = max(1, math.ceil(math.log2(n / FIXED_LAMBDA_BASE)))
     local, deep_cut, gathered = _deepest_level(parts, plan, seed, levels, gather_rows)
     sample, XS, w = _deepest_sample(local, seed, levels, deep_cut)
@@ -590,7 +610,7 @@ def exact_rls_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel, s: int, s
                                                                               rows.X)))
     seen = None
     if view is not None:
-        view = np.unique(np.asarray(view, dtype=np.int64))
+        view = _as_view(view)
         at = np.minimum(np.searchsorted(rows.index, view), n - 1)
         seen = np.where(rows.index[at] == view, scores[at], np.nan)
     return Landmarks(index, X, K.size, seen, lam)
@@ -636,54 +656,12 @@ def _uniform_fill(parts: PartMap, plan: RowPlan, seed: int, chosen: np.ndarray, 
 def _rpc_stored(rows: Rows, kernel: Kernel, s: int, seed: int, t0: float,
                 progress: Progress | None) -> Landmarks:
     """RP-Cholesky one pivot at a time on gathered training rows (in index order), keeping
-    their n × s factor (Chen et al., Algorithm 1): the residual diagonal d is updated by
-    each new Cholesky column (one kernel column per pivot), and pivot r is the row where
-    the running sum of d (in index order) first exceeds ``U_r · Σd``, U_r the uniform of
-    stream ``RPC_ROUND + r`` at row 0 — a draw ∝ d; when d is exhausted the rest are the
-    smallest keys of stream FILL, as in the rounds."""
-    X, index = rows.X, rows.index
-    n = index.size
-    counter = CountingKernel(kernel)
-    first = counter.diag(X).astype(np.float64)
-    first_total = float(first.sum())
-    d = first.copy()
-    F = np.zeros((n, s))
-    chosen: list[int] = []
-    marks: list[tuple[float, int]] = []
-    rnd = empty = 0
-    while len(chosen) < s:
-        k = len(chosen)
-        if progress is not None and k % 64 == 0:
-            progress(k / s, f"RP-Cholesky: {k} of {s} pivots")
-        if not float(d.sum()) > 1e-12 * first_total or empty == RPC_EMPTY_ROUNDS:
-            stream = rowkeys.LANDMARKS + FILL
-            rest = np.flatnonzero(~np.isin(np.arange(n), chosen))
-            pick = rest[rowkeys.smallest(rowkeys.keys(seed, stream, index[rest]), index[rest],
-                                         s - k)]
-            chosen += [int(j) for j in pick]
-            marks += [(time.perf_counter() - t0, counter.evaluations)] * pick.size
-            break
-        positive = np.flatnonzero(d > 0.0)
-        running = np.cumsum(d[positive])
-        u = float(rowkeys.uniforms(seed, rowkeys.RPC_ROUND + rnd, np.zeros(1, np.int64))[0])
-        rnd += 1
-        j = int(positive[min(int(np.searchsorted(running, u * running[-1], side="right")),
-                             positive.size - 1)])
-        g = counter(X, X[j:j + 1])[:, 0] - F[:, :k] @ F[j, :k]
-        if not g[j] > 0.0:  # only rounding left in its residual: propose again
-            d[j] = 0.0
-            empty += 1
-            continue
-        empty = 0
-        F[:, k] = g / math.sqrt(g[j])
-        d = np.clip(d - F[:, k] ** 2, 0.0, None)
-        d[j] = 0.0
-        chosen.append(j)
-        marks.append((time.perf_counter() - t0, counter.evaluations))
-    order = np.asarray(chosen, dtype=np.int64)
+    their factor (:func:`~kernel_lab.core.nystrom.rpcholesky.stored_pivots`)."""
+    order, marks, evaluations = stored_pivots(rows.X, rows.index, kernel, s, seed,
+                                              rowkeys.LANDMARKS + FILL, t0, progress)
     at = np.sort(order)
-    return Landmarks(index[at], X[at], counter.evaluations, order=index[order],
-                     marks=np.array(marks, dtype=float).reshape(-1, 2))
+    return Landmarks(rows.index[at], rows.X[at], evaluations, order=rows.index[order],
+                     marks=marks)
 
 
 def rp_cholesky_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel, s: int, seed: Any,
