@@ -20,23 +20,20 @@ FIXED_LAMBDA_BASE = 64
 #: a time: the rows of n × |S| kernel matrices are streamed, never held whole.
 BLOCK_ENTRIES = 2**20
 
-#: RP-Cholesky keeps its n × s factor and pivots one point at a time (Chen et al.,
-#: Algorithm 1) while that factor fits in one block (n·s ≤ this); above, it proposes pivots
-#: in blocks and accepts them by rejection (Epperly, Tropp & Webber: the same law of the
-#: pivots), keeping only the residual diagonal, recomputed over row blocks after each block.
+#: RP-Cholesky pivots one at a time (Chen et al., Algorithm 1) while its n × s factor fits in
+#: one block (n·s ≤ this; kept when the training rows are few enough to gather, see
+#: :func:`~kernel_lab.core.parts.landmarks.rp_cholesky_landmarks`); above, it proposes
+#: pivots in blocks and accepts them by rejection (after Epperly, Tropp & Webber), keeping
+#: only the residual diagonal, recomputed over row blocks after each block.
 RPC_STORED_MAX = BLOCK_ENTRIES
 
 #: Budget mode of recursive RLS: a level below the top keeps at most
 #: ``max(s_rec, ceil(LEVEL_CAP · q · s_rec))`` points (q = log s_rec, its oversampling), thinned
 #: uniformly (inclusion probabilities scaled alike). Kernel Lab's own: in neither Musco &
 #: Musco's paper nor their reference code. It acts when the λ of a small level size comes out
-#: too small (s_rec = 3 takes λ from k = 1 eigenvalue); see :class:`RecursiveRLSSampler`.
+#: too small (s_rec = 3 takes λ from k = 1 eigenvalue); see
+#: :class:`~kernel_lab.core.nystrom.samplers.RecursiveRLSSampler`.
 LEVEL_CAP = 2.0
-
-#: The top level of recursive RLS reads the rows between the sample's in place when they
-#: run this long on average; shorter runs (a large sample among few rows: 500 of 50,000)
-#: made blocks too small to pay, and are gathered.
-RUN_ROWS = 2048
 
 #: At most this many pivots are proposed in one block of accelerated RP-Cholesky.
 RPC_MAX_PROPOSALS = 1024
