@@ -75,7 +75,8 @@ def stored_pivots(X: np.ndarray, index: np.ndarray, kernel: Kernel, s: int, seed
     indices ``index``; Chen et al., Algorithm 1): the residual diagonal d is updated by
     each new Cholesky column (one kernel column per pivot), and pivot r is the row where
     the running sum of d (in row order) first exceeds ``U_r · Σd``, U_r the uniform of
-    stream ``RPC_ROUND + r`` at row 0 — a draw ∝ d; when d is exhausted the rest are the
+    stream ``RPC_ROUND`` at position r (the round number in the place of a row) — a draw
+    ∝ d; when d is exhausted the rest are the
     rows of smallest key in ``fill_stream``. Returns the pivots' positions in X in the
     order drawn, the seconds since ``t0`` and kernel entries when each was final (s × 2),
     and the kernel entries evaluated."""
@@ -88,6 +89,7 @@ def stored_pivots(X: np.ndarray, index: np.ndarray, kernel: Kernel, s: int, seed
     chosen: list[int] = []
     marks: list[tuple[float, int]] = []
     rnd = empty = 0
+    rounds = keys.uniforms(seed, keys.RPC_ROUND, np.arange(s + RPC_EMPTY_ROUNDS))
     while len(chosen) < s:
         k = len(chosen)
         if progress is not None and k % 64 == 0:
@@ -101,7 +103,9 @@ def stored_pivots(X: np.ndarray, index: np.ndarray, kernel: Kernel, s: int, seed
             break
         positive = np.flatnonzero(d > 0.0)
         running = np.cumsum(d[positive])
-        u = float(keys.uniforms(seed, keys.RPC_ROUND + rnd, np.zeros(1, np.int64))[0])
+        if rnd == rounds.size:  # (a rejection takes a round without a pivot)
+            rounds = keys.uniforms(seed, keys.RPC_ROUND, np.arange(2 * rnd))
+        u = float(rounds[rnd])
         rnd += 1
         j = int(positive[min(int(np.searchsorted(running, u * running[-1], side="right")),
                              positive.size - 1)])

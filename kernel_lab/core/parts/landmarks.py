@@ -249,6 +249,8 @@ def rls_levels(n: int, s_rec: int) -> int:
 def _in_level(index: np.ndarray, seed: int, level: int, deep_cut: int) -> np.ndarray:
     """Whether each row is in recursion level ``level``: its uniform is below 2^-level or
     its key is among the deepest level's (``≤ deep_cut``)."""
+    if level == 0:  # every uniform is below 1
+        return np.ones(np.shape(index), dtype=bool)
     key = rowkeys.keys(seed, rowkeys.LANDMARKS + RLS_LEVELS, index)
     return (key_uniforms(key) < 0.5**level) | (key <= np.uint64(deep_cut))
 
@@ -317,9 +319,10 @@ class LevelStep(LevelScoring):
             kept = kept[rowkeys.smallest(rowkeys.keys(self.seed, self.stream(1), index[kept]),
                                          index[kept], self.cap)]
         out["kept"] = (index[kept], X[kept], scores[kept])
-        key = rowkeys.keys(self.seed, self.stream(2), index)
-        fall = rowkeys.smallest(key, index, self.fallback)
-        out["fallback"] = (key[fall], index[fall], X[fall])
+        if kept.size == 0:  # (the client falls back only when no part keeps a row)
+            key = rowkeys.keys(self.seed, self.stream(2), index)
+            fall = rowkeys.smallest(key, index, self.fallback)
+            out["fallback"] = (key[fall], index[fall], X[fall])
         return out
 
 
@@ -331,8 +334,10 @@ def _level_raw(step: LevelStep | FixedLevelStep, rows: Rows
     has the same bits wherever its rows were read) and the step's precision, and the kernel
     entries evaluated."""
     counter = CountingKernel(step.kernel)
-    keep = _in_level(rows.index, step.seed, step.level, step.deep_cut)
-    X, index = rows.X[keep], rows.index[keep]
+    X, index = rows.X, rows.index
+    if step.level > 0:  # (the top level is every row: no copy)
+        keep = _in_level(index, step.seed, step.level, step.deep_cut)
+        X, index = X[keep], index[keep]
     raw = np.empty(index.size)
     size = max(1, BLOCK_ENTRIES // max(step.XS.shape[0], 1))
     Linv32 = step.Linv.astype(np.float32) if step.precision == SINGLE else None
@@ -377,12 +382,12 @@ class FixedLevelStep(LevelScoring):
         may = u < np.minimum(1.0, self.q * raw)
         # the one landmark of a top level that keeps none, ∝ the scores (all below 1 then)
         value = _by_weight(self.seed, rowkeys.LANDMARKS + RLS_DRAW, index, raw)
-        first = rowkeys.smallest(value, index, 1)
+        pick = rowkeys.smallest(value, index, 1)
         blocks, first = np.unique(index // self.block, return_index=True)
         totals = np.add.reduceat(raw, first) if raw.size else np.zeros(0)
         out: dict[str, Any] = {"total": (blocks, totals), "evaluations": evaluations,
                                "kept": (index[may], X[may], raw[may]),
-                               "fallback": (value[first], index[first], X[first])}
+                               "fallback": (value[pick], index[pick], X[pick])}
         if self.view is not None:
             seen = _in_view(index, self.view)
             out["view"] = (index[seen], raw[seen])
@@ -477,7 +482,8 @@ def recursive_rls_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel, s: in
             kept_index, kept_X = kept_index[pick], kept_X[pick]
         if not kept_index.size:
             count = sum(o["count"] for o in outs)
-            _, kept_index, kept_X = _union([o["fallback"] for o in outs], min(s_rec, count))
+            _, kept_index, kept_X = _union([o["fallback"] for o in outs if "fallback" in o],
+                                           min(s_rec, count))
             prob = np.ones(kept_index.size)
         order = np.argsort(kept_index)
         sample, XS, w = kept_index[order], kept_X[order], 1.0 / np.sqrt(prob[order])
