@@ -365,8 +365,8 @@ def test_recursive_rls_with_a_budget_keeps_the_papers_law(spectrum, where):
 
 
 def test_recursive_rls_with_a_fixed_lambda_keeps_the_papers_law(spectrum):
-    """Algorithm 2 (in memory; the partitioned path has no fixed-λ mode) at λ = 3 over 20
-    seeds: each point is kept with probability ``p_i ≥ l_i(λ)``, so the mean number of
+    """Algorithm 2 (on the array as one part, :class:`RecursiveRLSSampler`) at λ = 3 over
+    20 seeds: each point is kept with probability ``p_i ≥ l_i(λ)``, so the mean number of
     landmarks is at least d_eff(λ) (a t-test on the 20 counts), and Theorem 7's
     ``s ≤ 384 d_eff log(d_eff/δ)`` and ``‖K − K̃‖₂ ≤ λ`` fail together with probability at
     most 3δ (binomial test)."""
