@@ -451,8 +451,8 @@ def test_recursive_rls_with_a_budget_keeps_the_papers_law(spectrum, where):
 
 
 def test_recursive_rls_with_a_fixed_lambda_keeps_the_papers_law(spectrum):
-    """Algorithm 2 (in memory; the partitioned path has no fixed-λ mode) at λ = 3 over 20
-    seeds: each point is kept with probability ``p_i ≥ l_i(λ)``, so the mean number of
+    """Algorithm 2 (on the array as one part, :class:`RecursiveRLSSampler`) at λ = 3 over
+    20 seeds: each point is kept with probability ``p_i ≥ l_i(λ)``, so the mean number of
     landmarks is at least d_eff(λ) (a t-test on the 20 counts), and Theorem 7's
     ``s ≤ 384 d_eff log(d_eff/δ)`` and ``‖K − K̃‖₂ ≤ λ`` fail together with probability at
     most 3δ (binomial test)."""
@@ -512,26 +512,29 @@ def first_two_pivot_laws(K: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             np.array([blocked[a, b] + blocked[b, a] for a, b in pairs]))
 
 
-def test_rp_cholesky_on_partitions_draws_its_pivots_by_the_blocked_law():
+@pytest.mark.parametrize("blocked", [False, True])
+def test_rp_cholesky_on_partitions_draws_its_pivots_by_its_law(blocked):
     """Six points on a line (four close, two far), two landmarks over two partitions,
-    8,000 seeds: the pair of pivots follows the exact law of proposals drawn *without*
+    8,000 seeds. Proposals in blocks (forced; the size rule takes them above
+    RPC_STORED_MAX): the pair of pivots follows the exact law of proposals drawn *without*
     replacement and accepted by rejection (χ², 14 degrees of freedom). That law is not
     RP-Cholesky's: here its total variation from it is 0.015 (a rejected candidate is
-    never proposed again in its round, which favours the others); with i.i.d. proposals,
-    as in memory, the two would agree."""
+    never proposed again in its round, which favours the others). One proposal a round
+    (the size rule here): RP-Cholesky's own law."""
     X = np.array([0.0, 0.1, 0.2, 0.3, 3.0, 3.2])[:, None]
     kernel = GaussianKernel(0.3)
-    exact, blocked = first_two_pivot_laws(kernel(X))
-    assert 0.5 * np.abs(exact - blocked).sum() > 0.01
+    exact, law = first_two_pivot_laws(kernel(X))
+    assert 0.5 * np.abs(exact - law).sum() > 0.01
     parts = LocalParts(array_parts(X, X[:, 0].copy(), [2, 4]))
     plan = RowPlan.split(0, X.shape[0], 0.0)
     at = {p: j for j, p in enumerate(itertools.combinations(range(X.shape[0]), 2))}
     seeds = 8000
     counts = np.zeros(len(at))
     for seed in range(seeds):
-        got = parts_landmarks.rp_cholesky_landmarks(parts, plan, kernel, 2, seed)
+        got = parts_landmarks.rp_cholesky_landmarks(
+            parts, plan, kernel, 2, seed, one_at_a_time=False if blocked else None)
         counts[at[tuple(got.index)]] += 1
-    assert pearson(counts, seeds * blocked) > ALPHA
+    assert pearson(counts, seeds * (law if blocked else exact)) > ALPHA
 
 
 # ---------------------------------------------------------------------------------------

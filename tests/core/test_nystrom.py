@@ -271,10 +271,10 @@ def test_accelerated_rls_takes_lambda_from_the_level_size_at_the_top_too(monkeyp
     from kernel_lab.core.kernels import GaussianKernel
 
     budgets = []
-    from kernel_lab.core.nystrom import rls
+    from kernel_lab.core.parts import landmarks
 
     real = samplers.lambda_for_budget
-    monkeypatch.setattr(rls, "lambda_for_budget",
+    monkeypatch.setattr(landmarks, "lambda_for_budget",
                         lambda SKS, w, s: budgets.append(s) or real(SKS, w, s))
     X = np.random.default_rng(0).normal(size=(2000, 3))
     n, s = 2000, 100
@@ -323,7 +323,7 @@ def test_the_thinning_cap_keeps_the_accelerated_variant_linear():
     asked; uncapped, the next level's scores then cost several times n s kernel entries
     (measured 5.8–8.1 × n s), capped well under n s."""
     import kernel_lab.core.samplers as samplers
-    from kernel_lab.core.nystrom import rls
+    from kernel_lab.core.parts import landmarks
 
     X = generate("clusters", {"n": 1500, "p": 2, "k": 8, "imbalance": 3.0, "spread": 0.05},
                  seed=0).X_train
@@ -337,6 +337,26 @@ def test_the_thinning_cap_keeps_the_accelerated_variant_linear():
 
     capped = evaluations()
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(rls, "LEVEL_CAP", 1e9)  # never reached
+        mp.setattr(landmarks, "LEVEL_CAP", 1e9)  # never reached
         uncapped = evaluations()
     assert capped <= n * s < uncapped / 3, (capped, uncapped)
+
+
+@pytest.mark.parametrize("name", list(SAMPLERS))
+def test_an_array_is_one_part_of_the_keyed_samplers(name):
+    """The samplers by name run the keyed implementation on the array as one part: the
+    same seed gives the landmarks (and scores) of the same rows cut into five unequal
+    parts with canonical blocks of 64 rows."""
+    from kernel_lab.core.parts import landmarks
+    from kernel_lab.core.parts.base import LocalParts, RowPlan, array_parts
+
+    X = generate("clusters", {"n": 700, "p": 2, "k": 5, "imbalance": 3.0}, seed=1).X_train
+    kernel = GaussianKernel(1.0)
+    front = make_sampler(name).sample(X, kernel, 40, 17)
+    parts = LocalParts(array_parts(X, np.zeros(X.shape[0]), [1, 250, 64, 300, X.shape[0] - 615]))
+    plan = RowPlan(0, X.shape[0], 0, None, block=64)
+    got = landmarks.choose_landmarks(name, parts, plan, kernel, 40, 17,
+                                     view=np.arange(X.shape[0]))
+    np.testing.assert_array_equal(front.indices, got.index)
+    if name in ("recursive-rls", "recursive-rls-fast", "exact-rls"):
+        np.testing.assert_allclose(front.scores, got.scores, rtol=1e-12)

@@ -8,8 +8,10 @@ import math
 import numpy as np
 import pytest
 
+from kernel_lab.core import rowkeys
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.kernels import GaussianKernel
+from kernel_lab.core.parts import landmarks
 from kernel_lab.core.samplers import FIXED_LAMBDA_BASE, RecursiveRLSSampler
 from kernel_lab.data.generators import generate
 
@@ -97,26 +99,33 @@ def test_probabilities_over_estimate_the_exact_scores(cases):
             assert smp.scores.sum() >= exact.sum()
 
 
-def _literal(X, kernel, lam, rng):
-    """Algorithm 2 written out point by point: nested halves of one permutation, the
-    deepest taken whole, then per level the Lemma 6 score of every point by its own
-    solve, p_i = min(1, q l̃_i) with q = max(1, log(Σ l̃ / δ)), independent coin flips,
-    weights 1/√p."""
+def _literal(X, kernel, lam, seed):
+    """Algorithm 2 written out point by point on the keyed draws: level ℓ holds the rows
+    whose level uniform is below 2^-ℓ and the ⌈n / 2^L⌉ rows of smallest level key (the
+    deepest level L, taken whole); per level the Lemma 6 score of every point by its own
+    solve, p_i = min(1, q l̃_i) with q = max(1, log(Σ l̃ / δ)), the row kept when its
+    uniform of the level's keep stream is below p_i, weights 1/√p."""
     n = X.shape[0]
     K = kernel(X)
+    rows = np.arange(n)
     levels = max(1, math.ceil(math.log2(n / FIXED_LAMBDA_BASE)))
-    sizes = [n]
-    for _ in range(levels):
-        sizes.append(math.ceil(sizes[-1] / 2))
-    perm = rng.permutation(n)
-    S, w = perm[: sizes[-1]], np.ones(sizes[-1])
+    stream = rowkeys.LANDMARKS + landmarks.RLS_LEVELS
+    key, u = rowkeys.keys(seed, stream, rows), rowkeys.uniforms(seed, stream, rows)
+    deep = np.sort(key)[math.ceil(n / 2**levels) - 1]
+
+    def level_rows(level):
+        return rows[(u < 0.5**level) | (key <= deep)]
+
+    S = level_rows(levels)
+    w = np.ones(S.size)
     for level in range(levels - 1, -1, -1):
-        pts = perm[: sizes[level]]
+        pts = level_rows(level)
         A = K[np.ix_(S, S)] + lam * np.diag(1.0 / w**2)
         raw = np.array([max(0.0, K[i, i] - K[i, S] @ np.linalg.solve(A, K[S, i])) / lam
                         for i in pts])
         p = np.minimum(1.0, max(1.0, math.log(max(raw.sum(), 1.0) / DELTA)) * raw)
-        keep = rng.random(pts.size) < p
+        keep = rowkeys.uniforms(seed, rowkeys.LANDMARKS + landmarks.RLS_LEVEL + 4 * level,
+                                pts) < p
         if level == 0:
             return np.sort(pts[keep])
         S, w = pts[keep], 1.0 / np.sqrt(p[keep])
@@ -126,9 +135,8 @@ def test_matches_a_literal_implementation():
     X = np.random.default_rng(7).normal(size=(600, 3))
     kernel = GaussianKernel(1.5)
     for lam, seed in ((3.0, 0), (0.3, 1), (0.03, 2)):
-        fast = RecursiveRLSSampler(lam=lam).sample(X, kernel, None, np.random.default_rng(seed))
-        np.testing.assert_array_equal(fast.indices,
-                                      _literal(X, kernel, lam, np.random.default_rng(seed)))
+        fast = RecursiveRLSSampler(lam=lam).sample(X, kernel, None, seed)
+        np.testing.assert_array_equal(fast.indices, _literal(X, kernel, lam, seed))
 
 
 def test_same_seed_same_landmarks(cases):

@@ -1,5 +1,6 @@
 """The samplers at scale: kernel rows in bounded blocks, never an n × s (let alone n × n)
-matrix; accelerated RP-Cholesky draws its pivots with the law of the one-at-a-time form."""
+matrix; RP-Cholesky draws its pivots one at a time with the exact law, whether it keeps
+its factor (a few rows) or recomputes the residual each round."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ import pytest
 
 from kernel_lab.core import lapack, samplers
 from kernel_lab.core.kernels import GaussianKernel, median_heuristic
-from kernel_lab.core.nystrom import rls, rpcholesky, scores
+from kernel_lab.core.nystrom import scores
+from kernel_lab.core.parts import landmarks
+from kernel_lab.core.parts.base import Rows
 from kernel_lab.core.samplers import (
     BLOCK_ENTRIES,
     RPC_STORED_MAX,
@@ -42,19 +45,22 @@ def _rpc_law(K: np.ndarray, s: int) -> dict[tuple[int, ...], float]:
     return law
 
 
-@pytest.mark.parametrize("accelerated", [False, True])
-def test_rp_cholesky_both_forms_draw_the_exact_law(accelerated):
-    """Five points, three pivots: the frequency of each pivot set over 3000 seeds against
-    the law enumerated over all pivot orders (a chi-square with 9 degrees of freedom stays
-    below 27.9, its 0.1 % quantile)."""
+@pytest.mark.parametrize("stored", [True, False])
+def test_rp_cholesky_both_one_at_a_time_forms_draw_the_exact_law(monkeypatch, stored):
+    """Five points, three pivots, one proposal a round: with the factor kept (a few rows
+    gathered) and with the residual recomputed from the pivots each round (no rows
+    gathered), the frequency of each pivot set over 3000 seeds against the law enumerated
+    over all pivot orders (a chi-square with 9 degrees of freedom stays below 27.9, its
+    0.1 % quantile). (Proposals in blocks follow a nearby law: ``test_keyed_laws``.)"""
+    if not stored:
+        monkeypatch.setattr(landmarks, "GATHER_ROWS", 0)
     X = np.random.default_rng(1).normal(size=(5, 2))
     kernel = GaussianKernel(1.0)
     law = _rpc_law(kernel(X), 3)
     draws = 3000
     counts: dict[tuple[int, ...], int] = {}
     for seed in range(draws):
-        key = tuple(int(i) for i in RPCholeskySampler(accelerated=accelerated).sample(
-            X, kernel, 3, np.random.default_rng(seed)).indices)
+        key = tuple(int(i) for i in RPCholeskySampler().sample(X, kernel, 3, seed).indices)
         counts[key] = counts.get(key, 0) + 1
     assert set(counts) <= set(law)
     chi2 = sum((counts.get(k, 0) - draws * p) ** 2 / (draws * p) for k, p in law.items())
@@ -73,15 +79,26 @@ def test_accelerated_rp_cholesky_is_chosen_by_size_and_exhausts_the_residual(mon
     smp = RPCholeskySampler(accelerated=True).sample(dup, kernel, 60, np.random.default_rng(2))
     assert np.unique(smp.indices).size == 60
     assert np.unique(dup[smp.indices], axis=0).shape[0] == 40
-    # the form follows n·s unless forced
+    # the form follows n·s unless forced: one proposal a round up to RPC_STORED_MAX (the
+    # factor kept on a few rows), proposals in blocks above
     n = RPC_STORED_MAX // 50 + 1
-    calls = []
-    real = rpcholesky._rpc_rounds
-    monkeypatch.setattr(rpcholesky, "_rpc_rounds", lambda *a: calls.append(a[3]) or real(*a))
+    proposals: list[int] = []
+    stored: list[int] = []
+    real, real_stored = landmarks.accept_pivots, landmarks._rpc_stored
+    monkeypatch.setattr(landmarks, "accept_pivots",
+                        lambda H, T, *a: proposals.append(T.size) or real(H, T, *a))
+    monkeypatch.setattr(landmarks, "_rpc_stored",
+                        lambda rows, k, s, *a: stored.append(s) or real_stored(rows, k, s, *a))
     Xn = np.random.default_rng(3).normal(size=(n, 2))
-    RPCholeskySampler().sample(Xn, kernel, 50, np.random.default_rng(0))
-    RPCholeskySampler().sample(Xn, kernel, 49, np.random.default_rng(0))
-    assert calls == [50]
+    RPCholeskySampler().sample(Xn, kernel, 50, 0)
+    assert proposals[0] >= 50 and not stored
+    proposals.clear()
+    RPCholeskySampler().sample(Xn, kernel, 49, 0)
+    assert set(proposals) == {1} and not stored  # more rows than GATHER_ROWS
+    monkeypatch.setattr(landmarks, "GATHER_ROWS", n)
+    proposals.clear()
+    RPCholeskySampler().sample(Xn, kernel, 49, 0)
+    assert stored == [49] and not proposals
 
 
 def test_accelerated_rp_cholesky_approximates_like_the_stored_form():
@@ -106,38 +123,36 @@ def test_accelerated_rp_cholesky_approximates_like_the_stored_form():
     assert 0.7 < rounds / stored < 1.4, (rounds, stored)
 
 
-@pytest.mark.parametrize("level", ["inner", "top", "top-runs"])
+@pytest.mark.parametrize("block", [landmarks.ROW_BLOCK, 64])
+@pytest.mark.parametrize("level", [0, 1])
 @pytest.mark.parametrize("precision", [samplers.FLOAT64, samplers.COARSE, samplers.SINGLE])
-def test_level_scores_in_blocks_equal_the_dense_formula(monkeypatch, precision, level):
-    """Lemma 6 scores of a level from blocks of kernel rows (the sample's own rows from
-    K_SS) equal those of the dense n × |S| matrix, and count each entry once — for an inner
-    level (gathered rows) and the top one (gathered, or its runs of rows between the
-    sample's read in place); from coarse entries (float32 exponentials), and from those with float32
-    products, they lie within the bound that allows each, and that bound is not vacuous."""
+def test_level_scores_in_blocks_equal_the_dense_formula(monkeypatch, precision, level, block):
+    """Lemma 6 scores of a level's rows from blocks of kernel rows (at most 7 rows each,
+    inside canonical blocks of ``block`` rows) equal those of the dense n × |S| matrix,
+    and count each entry once — for an inner level (about half the rows, by their keys)
+    and the top one; from coarse entries (float32 exponentials), and from those with
+    float32 products, they lie within the bound that allows each, and that bound is not
+    vacuous."""
     rng = np.random.default_rng(4)
     X = rng.normal(size=(700, 3))
     kernel = GaussianKernel(1.2)
-    perm = rng.permutation(700)
-    inv = np.empty(700, dtype=np.int64)
-    inv[perm] = np.arange(700)
-    size = 500 if level == "inner" else 700
-    if level == "top-runs":  # its runs of rows between the sample's read in place
-        monkeypatch.setattr(rls, "RUN_ROWS", 1)
-    pts = perm[:size]
-    sample = np.sort(pts[rng.random(size) < 0.1])
+    index = np.arange(700)
+    pts = index[landmarks._in_level(index, 5, level, 0)]
+    assert (pts.size == 700) if level == 0 else (250 < pts.size < 450)
+    sample = np.sort(pts[rng.random(pts.size) < 0.1])
     w = 1.0 / np.sqrt(rng.uniform(0.2, 1.0, size=sample.size))
     KS = kernel(X[pts], X[sample])
-    dense = ridge_scores(kernel.diag(X[pts]), KS, KS[inv[sample]], w, 0.3)
-    monkeypatch.setattr(rls, "BLOCK_ENTRIES", 7 * sample.size)  # blocks of 7 rows
-    monkeypatch.setattr(rls, "score_precision", lambda *args: precision)
-    counter = CountingKernel(kernel)
-    SKS = counter(X[sample])
-    blocks = rls._level_scores(X, pts, inv, sample, SKS, w, 0.3, counter)
-    assert counter.evaluations == size * sample.size + size
+    dense = ridge_scores(kernel.diag(X[pts]), KS, kernel(X[sample]), w, 0.3)
+    monkeypatch.setattr(landmarks, "BLOCK_ENTRIES", 7 * sample.size)  # blocks of 7 rows
+    Linv = scores.ridge_factor(kernel(X[sample]), w, 0.3)
+    step = landmarks.FixedLevelStep(kernel, X[sample], Linv, 0.3, 1.0, 5, level, 0,
+                                    precision, None, block)
+    _, got_index, blocks, evaluations = landmarks._level_raw(step, Rows(X, X[:, 0], index))
+    np.testing.assert_array_equal(got_index, pts)
+    assert evaluations == pts.size * sample.size + pts.size
     if precision == samplers.FLOAT64:
         np.testing.assert_allclose(blocks, dense, rtol=1e-10, atol=1e-13)
         return
-    Linv = scores.ridge_factor(SKS, w, 0.3)
     bound = samplers.coarse_score_error(kernel.coarse_error, Linv, w, 0.3,
                                         precision == samplers.SINGLE)
     error = np.abs(blocks - dense).max()
@@ -184,9 +199,9 @@ def _draw(monkeypatch, X, kernel, s, seed, changes, lam=None, accelerated=False)
         return decided[-1]
 
     monkeypatch.setattr(scores, "COARSE_CHANGES", changes)
-    monkeypatch.setattr(rls, "score_precision", recorded)
+    monkeypatch.setattr(landmarks, "score_precision", recorded)
     sampler = RecursiveRLSSampler(lam=lam, accelerated=accelerated)
-    return sampler.sample(X, kernel, None if lam else s, np.random.default_rng(seed)), decided
+    return sampler.sample(X, kernel, None if lam else s, seed), decided
 
 
 @pytest.mark.parametrize(("lam", "accelerated"), [(None, False), (30.0, False), (None, True)])

@@ -53,7 +53,6 @@ from kernel_lab.core.validation import (
     Integer,
     OneOf,
     Real,
-    check_generator,
     check_params,
     check_seed,
 )
@@ -155,8 +154,11 @@ class NystromFeatures(TransformerMixin, BaseEstimator):
     n_components : int
         Number of landmarks s (at most n).
     sampler : str
-        One of :data:`kernel_lab.core.samplers.SAMPLERS`.
+        One of :data:`kernel_lab.core.samplers.SAMPLERS`: the one implementation of each
+        (:mod:`kernel_lab.core.parts.landmarks`) on X as one part.
     random_state : int, RandomState, Generator, SeedSequence or None
+        Gives the seed of the row keys that make every random choice of the sampler
+        (:func:`~kernel_lab.core.validation.check_seed`).
 
     Attributes
     ----------
@@ -197,8 +199,9 @@ class NystromFeatures(TransformerMixin, BaseEstimator):
                                ShiftInvariantKernel)):
             params["sigma"] = resolve_bandwidth(params.get("sigma"), X)
         self.kernel_ = make_kernel(self.kernel, params)
+        # X is one part of the keyed samplers, every row a training row
         sample = make_sampler(p["sampler"]).sample(X, self.kernel_, s,
-                                                   check_generator(self.random_state))
+                                                   check_seed(self.random_state))
         counter = CountingKernel(self.kernel_)
         self.landmark_indices_ = sample.indices
         self.landmarks_ = X[sample.indices]

@@ -1,11 +1,11 @@
 """What every Nyström landmark sampler shares: the counted kernel, the :class:`Sample` a
-sampler returns, the budget check, draws by weight, the :class:`Sampler` interface and the
+sampler returns, the budget check, the :class:`Sampler` interface and the
 block and size constants (:mod:`kernel_lab.core.nystrom`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -20,23 +20,20 @@ FIXED_LAMBDA_BASE = 64
 #: a time: the rows of n × |S| kernel matrices are streamed, never held whole.
 BLOCK_ENTRIES = 2**20
 
-#: RP-Cholesky keeps its n × s factor and pivots one point at a time (Chen et al.,
-#: Algorithm 1) while that factor fits in one block (n·s ≤ this); above, it proposes pivots
-#: in blocks and accepts them by rejection (Epperly, Tropp & Webber: the same law of the
-#: pivots), keeping only the residual diagonal, recomputed over row blocks after each block.
+#: RP-Cholesky pivots one at a time (Chen et al., Algorithm 1) while its n × s factor fits in
+#: one block (n·s ≤ this; kept when the training rows are few enough to gather, see
+#: :func:`~kernel_lab.core.parts.landmarks.rp_cholesky_landmarks`); above, it proposes
+#: pivots in blocks and accepts them by rejection (after Epperly, Tropp & Webber), keeping
+#: only the residual diagonal, recomputed over row blocks after each block.
 RPC_STORED_MAX = BLOCK_ENTRIES
 
 #: Budget mode of recursive RLS: a level below the top keeps at most
 #: ``max(s_rec, ceil(LEVEL_CAP · q · s_rec))`` points (q = log s_rec, its oversampling), thinned
 #: uniformly (inclusion probabilities scaled alike). Kernel Lab's own: in neither Musco &
 #: Musco's paper nor their reference code. It acts when the λ of a small level size comes out
-#: too small (s_rec = 3 takes λ from k = 1 eigenvalue); see :class:`RecursiveRLSSampler`.
+#: too small (s_rec = 3 takes λ from k = 1 eigenvalue); see
+#: :class:`~kernel_lab.core.nystrom.samplers.RecursiveRLSSampler`.
 LEVEL_CAP = 2.0
-
-#: The top level of recursive RLS reads the rows between the sample's in place when they
-#: run this long on average; shorter runs (a large sample among few rows: 500 of 50,000)
-#: made blocks too small to pay, and are gathered.
-RUN_ROWS = 2048
 
 #: At most this many pivots are proposed in one block of accelerated RP-Cholesky.
 RPC_MAX_PROPOSALS = 1024
@@ -117,27 +114,15 @@ def check_budget(n: int, s: int, what: str = "points") -> int:
     return n
 
 
-def distinct_by_weight(weights: np.ndarray, s: int, rng: np.random.Generator) -> np.ndarray:
-    """s distinct indices drawn with probabilities proportional to ``weights`` (without
-    replacement); if fewer than s weights are positive, the rest are drawn uniformly."""
-    w = np.clip(np.nan_to_num(weights, nan=0.0), 0.0, None)
-    positive = np.flatnonzero(w > 0)
-    take = min(s, positive.size)
-    chosen = (rng.choice(positive, size=take, replace=False, p=w[positive] / w[positive].sum())
-              if take else np.zeros(0, dtype=int))
-    if take < s:
-        rest = np.setdiff1d(np.arange(w.size), chosen)
-        chosen = np.concatenate([chosen, rng.choice(rest, size=s - take, replace=False)])
-    return np.sort(chosen.astype(np.int64))
-
-
 class Sampler:
-    """Base class; subclasses implement :meth:`sample`."""
+    """Base class; subclasses implement :meth:`sample` (see
+    :mod:`kernel_lab.core.nystrom.samplers`)."""
 
     name: ClassVar[str] = ""
     title: ClassVar[str] = ""
     scalable: ClassVar[bool] = True
 
-    def sample(self, X: np.ndarray, kernel: Kernel, s: int, rng: np.random.Generator) -> Sample:
+    def sample(self, X: np.ndarray, kernel: Kernel, s: int | None,
+               random_state: Any = None) -> Sample:
         raise NotImplementedError
 

@@ -15,6 +15,7 @@ from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.executor import one_blas_thread
 from kernel_lab.core.kernels import Kernel
 from kernel_lab.core.lapack import lower_inverse, times_lower_transposed
+from kernel_lab.core.memory import check_allocation
 from kernel_lab.core.nystrom.common import CountingKernel
 
 #: Recursive RLS scores a level's rows from coarse kernel entries (float32 exponentials,
@@ -46,6 +47,16 @@ def check_fixed_lam(lam: Any) -> float:
                              f"positive and finite, got {lam!r}; e.g. 1e-2 (the "
                              f"approximation then meets ‖K − K̃‖₂ ≲ λ)")
     return float(lam)
+
+
+def check_delta(delta: Any) -> float:
+    """Algorithm 2's failure probability δ: strictly between 0 and 1, else a ParameterError
+    saying so."""
+    if isinstance(delta, bool) or not isinstance(delta, numbers.Real) \
+            or not 0.0 < delta < 1.0:
+        raise ParameterError(f"the failure probability δ of recursive RLS sampling must "
+                             f"lie strictly between 0 and 1, got {delta!r}; e.g. 0.1")
+    return float(delta)
 
 
 def lambda_for_budget(SKS: np.ndarray, w: np.ndarray, s: int) -> float:
@@ -170,6 +181,16 @@ def fixed_lambda_oversampling_bound(rows: int, lam: float, delta: float) -> floa
     return max(1.0, math.log(max(rows / (lam * delta), 1.0)))
 
 
+#: Bytes the exact leverage scores of n points take per entry of the n × n kernel matrix:
+#: the matrix, its eigenvectors and LAPACK's work space.
+EXACT_BYTES_PER_ENTRY = 3 * 8.0
+
+
+def check_exact_memory(n: int, fix: str) -> None:
+    """Refuse (MemoryBudgetError, saying ``fix``) exact leverage scores on n points whose
+    n × n work does not fit the memory budget."""
+    check_allocation(EXACT_BYTES_PER_ENTRY * n * n, f"exact leverage scores on {n} points",
+                     fix)
 
 
 def exact_ridge_scores(K: np.ndarray, lam: float) -> np.ndarray:

@@ -8,11 +8,11 @@ the same rows in one part or in many give the same landmarks:
 - **recursive RLS** (Musco & Musco, Algorithm 3 with a budget s, and its accelerated
   variant): the nested uniform levels are defined by keys — level ℓ holds the rows whose
   uniform is below 2^-ℓ, together with the ``⌈n / 2^L⌉`` rows of smallest key that form the
-  deepest level L — so they are nested as the in-memory sampler's prefixes of one
+  deepest level L — so they are nested, as the reference code's prefixes of one
   permutation are. Levels of at most :data:`GATHER_ROWS` rows are gathered once and run in
   memory; the larger ones, the top level with every training row included, are scored per
   partition. Each level's λ, scores (Lemma 6), oversampling and cap are those of
-  :class:`~kernel_lab.core.nystrom.rls.RecursiveRLSSampler` (its functions are called); the
+  :class:`~kernel_lab.core.nystrom.samplers.RecursiveRLSSampler` describes; the
   Bernoulli keeps are ``u_i < p_i`` and the top level's s landmarks are drawn without
   replacement ∝ the scores by weighted keys, each partition proposing its s smallest;
 - **recursive RLS at a fixed λ** (Algorithm 2, O(n s)): the same levels, every level (the
@@ -26,18 +26,19 @@ the same rows in one part or in many give the same landmarks:
   partition recomputes its residual diagonal from the pivots so far and proposes its b
   smallest weighted keys (b draws without replacement ∝ the residual); the client keeps the
   global b smallest, in key order (the order of sequential draws), and accepts them by
-  rejection against the candidates' exact residual (the in-memory sampler's
-  :func:`~kernel_lab.core.nystrom.rpcholesky.accept_pivots`). While n·s ≤
+  rejection against the candidates' exact residual
+  (:func:`~kernel_lab.core.nystrom.rpcholesky.accept_pivots`). While n·s ≤
   ``RPC_STORED_MAX`` a round proposes one pivot (b = 1): the exact sequential law.
 
-The in-memory samplers draw from one generator walking the rows, so their landmarks differ
-from these for the same seed; the laws are the same (for RP-Cholesky: proposals without
-replacement instead of i.i.d., accepted by the same rule).
+An array in memory is one part of this same implementation
+(:mod:`kernel_lab.core.nystrom.samplers`: ``sampler.sample(X, kernel, s, seed)``): the same
+rows give the same landmarks in memory and in partitions.
 """
 
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -58,12 +59,20 @@ from kernel_lab.core.nystrom.common import (
     CountingKernel,
     check_budget,
 )
-from kernel_lab.core.nystrom.rls import RecursiveRLSSampler, accelerated_level_size
-from kernel_lab.core.nystrom.rpcholesky import accept_pivots, candidate_residual, residual_rows
-from kernel_lab.core.nystrom.samplers import EXACT_BYTES_PER_ENTRY, check_exact_memory
+from kernel_lab.core.nystrom.rls import accelerated_level_size
+from kernel_lab.core.nystrom.rpcholesky import (
+    accept_pivots,
+    candidate_residual,
+    residual_rows,
+    stored_pivots,
+)
 from kernel_lab.core.nystrom.scores import (
+    EXACT_BYTES_PER_ENTRY,
     FLOAT64,
     SINGLE,
+    check_delta,
+    check_exact_memory,
+    check_fixed_lam,
     exact_ridge_scores,
     fixed_lambda_oversampling_bound,
     lambda_for_budget,
@@ -88,6 +97,7 @@ from kernel_lab.core.rows.blocks import (
     sum_frontier,
     tree_combine,
 )
+from kernel_lab.core.rows.keys import key_uniforms
 
 #: Offsets of :data:`~kernel_lab.core.rowkeys.LANDMARKS`: the streams of the samplers' draws.
 UNIFORM = 0        # uniform landmarks
@@ -134,6 +144,14 @@ class Landmarks:
     sample : (ndarray, ndarray) or None
         The weighted sample the top level's scores came from: global indices and weights
         (recursive RLS), for checks.
+    order : ndarray of int or None
+        For the samplers whose draws nest (uniform, RP-Cholesky): ``index`` in the order
+        drawn (uniform: of the keys; RP-Cholesky: of acceptance), each prefix of which is
+        the sampler's draw of that size (RP-Cholesky: while the size rule picks the same
+        form, see :func:`rp_cholesky_landmarks`).
+    marks : ndarray, shape (s, 2), or None
+        RP-Cholesky: for each k, the seconds from the start and the kernel entries
+        evaluated when the first k + 1 pivots of ``order`` were final.
     """
 
     index: np.ndarray
@@ -142,6 +160,8 @@ class Landmarks:
     scores: np.ndarray | None = None
     lam: float | None = None
     sample: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
+    order: np.ndarray | None = field(default=None, repr=False)
+    marks: np.ndarray | None = field(default=None, repr=False)
 
 
 def row_seed(seed: Any) -> int:
@@ -180,6 +200,21 @@ def _union(got: list[tuple[np.ndarray, ...]], k: int) -> tuple[np.ndarray, ...]:
     return tuple(c[pick] for c in columns)
 
 
+def _as_view(view: Any) -> np.ndarray | None:
+    """Rows whose scores to return, as sorted distinct global indices (None: none)."""
+    if view is None:
+        return None
+    view = np.asarray(view, dtype=np.int64)
+    return view if view.size < 2 or bool((np.diff(view) > 0).all()) else np.unique(view)
+
+
+def _in_view(index: np.ndarray, view: np.ndarray) -> np.ndarray:
+    """Whether each global row of ``index`` is among the sorted ``view`` rows."""
+    if view.size == 0:
+        return np.zeros(index.shape, dtype=bool)
+    return view[np.minimum(np.searchsorted(view, index), view.size - 1)] == index
+
+
 def _sorted(index: np.ndarray, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     order = np.argsort(index)
     return index[order].astype(np.int64), X[order]
@@ -190,11 +225,16 @@ def _sorted(index: np.ndarray, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def uniform_landmarks(parts: PartMap, plan: RowPlan, s: int, seed: Any) -> Landmarks:
-    """The s training rows with the smallest keys of stream ``LANDMARKS + UNIFORM``."""
+    """The s training rows with the smallest keys of stream ``LANDMARKS + UNIFORM``
+    (``order``: in the order of their keys, so that every prefix is the draw of its size)."""
     _check(plan, s)
-    index = keyed_subset(parts, plan, rowkeys.LANDMARKS + UNIFORM, s, seed=row_seed(seed))
+    seed = row_seed(seed)
+    stream = rowkeys.LANDMARKS + UNIFORM
+    index = keyed_subset(parts, plan, stream, s, seed=seed)
     rows = _gather(parts, plan, index)
-    return Landmarks(rows.index, rows.X, 0)
+    order = rows.index[rowkeys.smallest(rowkeys.keys(seed, stream, rows.index), rows.index,
+                                        s)]
+    return Landmarks(rows.index, rows.X, 0, order=order)
 
 
 # ---------------------------------------------------------------------------------------
@@ -202,16 +242,17 @@ def uniform_landmarks(parts: PartMap, plan: RowPlan, s: int, seed: Any) -> Landm
 
 
 def rls_levels(n: int, s_rec: int) -> int:
-    """Halvings of recursive RLS: ``⌈log2(n / s_rec)⌉`` (as the in-memory sampler)."""
+    """Halvings of recursive RLS: ``⌈log2(n / s_rec)⌉``."""
     return math.ceil(math.log2(n / s_rec))
 
 
 def _in_level(index: np.ndarray, seed: int, level: int, deep_cut: int) -> np.ndarray:
     """Whether each row is in recursion level ``level``: its uniform is below 2^-level or
     its key is among the deepest level's (``≤ deep_cut``)."""
-    stream = rowkeys.LANDMARKS + RLS_LEVELS
-    return ((rowkeys.uniforms(seed, stream, index) < 0.5**level)
-            | (rowkeys.keys(seed, stream, index) <= np.uint64(deep_cut)))
+    if level == 0:  # every uniform is below 1
+        return np.ones(np.shape(index), dtype=bool)
+    key = rowkeys.keys(seed, rowkeys.LANDMARKS + RLS_LEVELS, index)
+    return (key_uniforms(key) < 0.5**level) | (key <= np.uint64(deep_cut))
 
 
 def _level_rows(part: Any, plan: RowPlan, seed: int, level: int, deep_cut: int) -> Rows:
@@ -251,7 +292,7 @@ class LevelStep(LevelScoring):
     #: whole to the client.
     cap: int = 0
     #: The precision of the scores (decided once per level by
-    #: :func:`~kernel_lab.core.nystrom.scores.score_precision`, as in memory).
+    #: :func:`~kernel_lab.core.nystrom.scores.score_precision`).
     precision: str = FLOAT64
     #: Rows per canonical block (the plan's): scores are computed block by block, so a
     #: row's score has the same bits wherever its rows were read.
@@ -265,7 +306,7 @@ class LevelStep(LevelScoring):
         scores = np.minimum(1.0, self.q * raw)
         out: dict[str, Any] = {"count": index.size, "evaluations": evaluations}
         if self.view is not None:
-            seen = np.isin(index, self.view)
+            seen = _in_view(index, self.view)
             out["view"] = (index[seen], scores[seen])
         if self.top:
             value = _by_weight(self.seed, rowkeys.LANDMARKS + RLS_DRAW, index, scores)
@@ -278,10 +319,10 @@ class LevelStep(LevelScoring):
             kept = kept[rowkeys.smallest(rowkeys.keys(self.seed, self.stream(1), index[kept]),
                                          index[kept], self.cap)]
         out["kept"] = (index[kept], X[kept], scores[kept])
-        fall = rowkeys.smallest(rowkeys.keys(self.seed, self.stream(2), index), index,
-                                self.fallback)
-        out["fallback"] = (rowkeys.keys(self.seed, self.stream(2), index[fall]), index[fall],
-                           X[fall])
+        if kept.size == 0:  # (the client falls back only when no part keeps a row)
+            key = rowkeys.keys(self.seed, self.stream(2), index)
+            fall = rowkeys.smallest(key, index, self.fallback)
+            out["fallback"] = (key[fall], index[fall], X[fall])
         return out
 
 
@@ -293,8 +334,10 @@ def _level_raw(step: LevelStep | FixedLevelStep, rows: Rows
     has the same bits wherever its rows were read) and the step's precision, and the kernel
     entries evaluated."""
     counter = CountingKernel(step.kernel)
-    keep = _in_level(rows.index, step.seed, step.level, step.deep_cut)
-    X, index = rows.X[keep], rows.index[keep]
+    X, index = rows.X, rows.index
+    if step.level > 0:  # (the top level is every row: no copy)
+        keep = _in_level(index, step.seed, step.level, step.deep_cut)
+        X, index = X[keep], index[keep]
     raw = np.empty(index.size)
     size = max(1, BLOCK_ENTRIES // max(step.XS.shape[0], 1))
     Linv32 = step.Linv.astype(np.float32) if step.precision == SINGLE else None
@@ -339,14 +382,14 @@ class FixedLevelStep(LevelScoring):
         may = u < np.minimum(1.0, self.q * raw)
         # the one landmark of a top level that keeps none, ∝ the scores (all below 1 then)
         value = _by_weight(self.seed, rowkeys.LANDMARKS + RLS_DRAW, index, raw)
-        first = rowkeys.smallest(value, index, 1)
+        pick = rowkeys.smallest(value, index, 1)
         blocks, first = np.unique(index // self.block, return_index=True)
         totals = np.add.reduceat(raw, first) if raw.size else np.zeros(0)
         out: dict[str, Any] = {"total": (blocks, totals), "evaluations": evaluations,
                                "kept": (index[may], X[may], raw[may]),
-                               "fallback": (value[first], index[first], X[first])}
+                               "fallback": (value[pick], index[pick], X[pick])}
         if self.view is not None:
-            seen = np.isin(index, self.view)
+            seen = _in_view(index, self.view)
             out["view"] = (index[seen], raw[seen])
         return out
 
@@ -385,12 +428,13 @@ def recursive_rls_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel, s: in
                             gather_rows: int = GATHER_ROWS,
                             progress: Progress | None = None) -> Landmarks:
     """Recursive ridge-leverage-score landmarks with a budget s (Musco & Musco, Alg. 3 as
-    :class:`~kernel_lab.core.nystrom.rls.RecursiveRLSSampler` runs it), over partitions; see
+    :class:`~kernel_lab.core.nystrom.samplers.RecursiveRLSSampler` describes it), over
+    partitions; see
     the module docstring. ``view``: global row indices whose top-level scores to return;
     ``progress`` is told before every level (and may cancel)."""
     n = _check(plan, s)
     seed = row_seed(seed)
-    view = None if view is None else np.unique(np.asarray(view, dtype=np.int64))
+    view = _as_view(view)
     if s == n:
         index = keyed_subset(parts, plan, rowkeys.LANDMARKS + UNIFORM, n, seed=seed)
         rows = _gather(parts, plan, index)
@@ -413,7 +457,7 @@ def recursive_rls_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel, s: in
         q = 1.0 if top else math.log(max(s_rec, 2))
         cap = max(s_rec, math.ceil(LEVEL_CAP * q * s_rec))
         Linv = ridge_factor(SKS, w, lam)
-        # the level's expected size, which the in-memory sampler's level has exactly
+        # the level's expected size (its keyed size is random)
         precision = score_precision(kernel, Linv, w, lam, math.ceil(n / 2**level), q)
         step = LevelStep(kernel, XS, Linv, lam, q, seed, level, deep_cut, top, s,
                          min(s_rec, n), view if top else None, cap, precision, plan.block)
@@ -438,7 +482,8 @@ def recursive_rls_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel, s: in
             kept_index, kept_X = kept_index[pick], kept_X[pick]
         if not kept_index.size:
             count = sum(o["count"] for o in outs)
-            _, kept_index, kept_X = _union([o["fallback"] for o in outs], min(s_rec, count))
+            _, kept_index, kept_X = _union([o["fallback"] for o in outs if "fallback" in o],
+                                           min(s_rec, count))
             prob = np.ones(kept_index.size)
         order = np.argsort(kept_index)
         sample, XS, w = kept_index[order], kept_X[order], 1.0 / np.sqrt(prob[order])
@@ -459,20 +504,20 @@ def recursive_rls_fixed_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel,
                                   gather_rows: int = GATHER_ROWS,
                                   progress: Progress | None = None) -> Landmarks:
     """Recursive ridge-leverage-score landmarks at a fixed ridge λ (Musco & Musco,
-    Algorithm 2, as :class:`~kernel_lab.core.nystrom.rls.RecursiveRLSSampler` with ``lam``
-    runs it), over partitions: as many landmarks as d_eff(λ) calls for, O(n s) kernel
+    Algorithm 2, as :class:`~kernel_lab.core.nystrom.samplers.RecursiveRLSSampler` with
+    ``lam`` describes it), over partitions: as many landmarks as d_eff(λ) calls for, O(n s) kernel
     entries. The levels are those of :func:`recursive_rls_landmarks` with
     ``⌈log2(n / FIXED_LAMBDA_BASE)⌉`` halvings (at least one); each level keeps a row
     with probability ``min(1, q l̃_i)``, ``q = max(1, log(Σ l̃ / δ))`` (the top level
     included: the number of landmarks is random), by the keyed uniforms ``u_i``; a top
     level that keeps no row takes one ∝ the scores. ``view`` and ``progress`` as
     :func:`recursive_rls_landmarks` takes them."""
-    RecursiveRLSSampler(lam=lam, delta=delta)  # the parameter checks of the in-memory form
+    lam, delta = check_fixed_lam(lam), check_delta(delta)
     n = plan.n_train
     if n < 1:
         raise ParameterError("recursive RLS needs at least one training row")
     seed = row_seed(seed)
-    view = None if view is None else np.unique(np.asarray(view, dtype=np.int64))
+    view = _as_view(view)
     levels = max(1, math.ceil(math.log2(n / FIXED_LAMBDA_BASE)))
     local, deep_cut, gathered = _deepest_level(parts, plan, seed, levels, gather_rows)
     sample, XS, w = _deepest_sample(local, seed, levels, deep_cut)
@@ -554,7 +599,7 @@ def exact_rls_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel, s: int, s
                         lam: float | None = None, view: np.ndarray | None = None
                         ) -> Landmarks:
     """s landmarks ∝ the exact ridge leverage scores of the training rows (as
-    :class:`~kernel_lab.core.nystrom.samplers.ExactRLSSampler`): the rows are gathered in
+    :class:`~kernel_lab.core.nystrom.samplers.ExactRLSSampler` describes): the rows are gathered in
     index order when their n × n kernel matrix fits memory (:func:`check_exact_rows`),
     λ from :func:`lambda_for_budget` unless given, and the s landmarks drawn without
     replacement ∝ the scores by the weighted keys of stream ``LANDMARKS + EXACT_DRAW``
@@ -571,7 +616,7 @@ def exact_rls_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel, s: int, s
                                                                               rows.X)))
     seen = None
     if view is not None:
-        view = np.unique(np.asarray(view, dtype=np.int64))
+        view = _as_view(view)
         at = np.minimum(np.searchsorted(rows.index, view), n - 1)
         seen = np.where(rows.index[at] == view, scores[at], np.nan)
     return Landmarks(index, X, K.size, seen, lam)
@@ -614,17 +659,39 @@ def _uniform_fill(parts: PartMap, plan: RowPlan, seed: int, chosen: np.ndarray, 
     return _gather(parts, plan, index)
 
 
+def _rpc_stored(rows: Rows, kernel: Kernel, s: int, seed: int, t0: float,
+                progress: Progress | None) -> Landmarks:
+    """RP-Cholesky one pivot at a time on gathered training rows (in index order), keeping
+    their factor (:func:`~kernel_lab.core.nystrom.rpcholesky.stored_pivots`)."""
+    order, marks, evaluations = stored_pivots(rows.X, rows.index, kernel, s, seed,
+                                              rowkeys.LANDMARKS + FILL, t0, progress)
+    at = np.sort(order)
+    return Landmarks(rows.index[at], rows.X[at], evaluations, order=rows.index[order],
+                     marks=marks)
+
+
 def rp_cholesky_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel, s: int, seed: Any,
-                          progress: Progress | None = None) -> Landmarks:
+                          progress: Progress | None = None, *,
+                          one_at_a_time: bool | None = None) -> Landmarks:
     """Blocked, accelerated RP-Cholesky over partitions (see the module docstring): one
     map over the partitions per round, memory on the client O(s² + parts · b);
     ``progress`` is told before every round (and may cancel). While ``n·s ≤
-    RPC_STORED_MAX`` (where the in-memory sampler keeps its factor and pivots one at a
-    time) a round proposes one pivot (b = 1): the single smallest weighted key is a draw
+    RPC_STORED_MAX`` a round proposes one pivot (b = 1): the single smallest weighted key is a draw
     ∝ the current residual, accepted unless rounding made its residual smaller, so the
-    pivots follow the exact sequential law of Chen et al.'s Algorithm 1."""
+    pivots follow the exact sequential law of Chen et al.'s Algorithm 1; and when, besides,
+    at most :data:`GATHER_ROWS` training rows are there, they are gathered and their n × s
+    factor kept (:func:`_rpc_stored`: one kernel column per pivot, not a pass over every
+    pivot so far) — a size rule, the same wherever the rows live. ``one_at_a_time``
+    forces either form (None: the size rule). ``order`` holds the pivots in the order
+    accepted, ``marks`` when each was final."""
+    t0 = time.perf_counter()
     n = _check(plan, s)
-    one_at_a_time = n * s <= RPC_STORED_MAX
+    if one_at_a_time is None:
+        one_at_a_time = n * s <= RPC_STORED_MAX
+    if one_at_a_time and n <= GATHER_ROWS:
+        return _rpc_stored(_training_rows(parts, plan), kernel, s, row_seed(seed), t0,
+                           progress)
+    marks: list[tuple[float, int]] = []
     seed = row_seed(seed)
     counter = CountingKernel(kernel)
     index = np.zeros(0, dtype=np.int64)
@@ -652,6 +719,7 @@ def rp_cholesky_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel, s: int,
             fill = _uniform_fill(parts, plan, seed, index, need)
             index = np.concatenate([index, fill.index])
             XS = fill.X if XS is None else np.concatenate([XS, fill.X])
+            marks += [(time.perf_counter() - t0, evaluations + counter.evaluations)] * need
             break
         _, T, XT, d_T = _union([o["candidates"] for o in outs], b)
         u = rowkeys.uniforms(seed, RPC_ACCEPT + rnd, T)
@@ -668,9 +736,12 @@ def rp_cholesky_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel, s: int,
         L[k:k + a, k:k + a] = cols[acc, :a]
         index = np.concatenate([index, T[acc]])
         XS = XT[acc] if XS is None else np.concatenate([XS, XT[acc]])
+        marks += [(time.perf_counter() - t0, evaluations + counter.evaluations)] * a
     assert XS is not None
+    order = index.astype(np.int64)
     index, XS = _sorted(index, XS)
-    return Landmarks(index, XS, evaluations + counter.evaluations)
+    return Landmarks(index, XS, evaluations + counter.evaluations, order=order,
+                     marks=np.array(marks, dtype=float).reshape(-1, 2))
 
 
 def choose_landmarks(name: str, parts: PartMap, plan: RowPlan, kernel: Kernel,

@@ -30,10 +30,10 @@ from kernel_lab.core.models.streaming import (
     LooGrid,
     columns_well_conditioned,
 )
+from kernel_lab.core.nystrom.common import BLOCK_ENTRIES
 from kernel_lab.core.parts.base import PartMap, RowPlan, Rows, reduce_blocks
 from kernel_lab.core.parts.landmarks import PART_SAMPLERS, Landmarks, choose_landmarks
 from kernel_lab.core.progress import Progress
-from kernel_lab.core.samplers import BLOCK_ENTRIES
 
 #: Random Fourier features (orthogonal or not) beside the landmark samplers.
 RANDOM_FEATURES = {"rff": False, "rff-orthogonal": True}

@@ -73,7 +73,12 @@ def keys(seed: int, stream: int, rows: np.ndarray) -> np.ndarray:
 
 def uniforms(seed: int, stream: int, rows: np.ndarray) -> np.ndarray:
     """A uniform in [0, 1) per row (the top 53 bits of its key)."""
-    return (keys(seed, stream, rows) >> np.uint64(11)).astype(np.float64) * 2.0**-53
+    return key_uniforms(keys(seed, stream, rows))
+
+
+def key_uniforms(key: np.ndarray) -> np.ndarray:
+    """The uniforms of :func:`uniforms` from keys already computed."""
+    return (key >> np.uint64(11)).astype(np.float64) * 2.0**-53
 
 
 def weighted_keys(seed: int, stream: int, rows: np.ndarray, weights: np.ndarray
