@@ -1,7 +1,9 @@
-"""The same rows give the same numbers wherever they live: one Parquet file, sixteen of
-unequal sizes (a 1-row file, one bigger than a row block) and a Zarr store, kept in their
-partitions, give bit-identical ``nystrom`` and ``learning-curve`` tables — in this process
-and on a LocalCluster. What makes it hold: parts cut at canonical row-block boundaries and
+"""The same rows give the same numbers wherever they live: one ``.npy`` file and one CSV read
+into memory, one Parquet file (read into memory or kept), sixteen of unequal sizes (a 1-row
+file, one bigger than a row block) and a Zarr store, kept in their partitions, give
+bit-identical ``nystrom`` and ``learning-curve`` tables — in this process, in a process pool
+and on a LocalCluster. An array in memory is one part of the same implementation, split by
+the same per-row keys. What makes it hold: parts cut at canonical row-block boundaries and
 every sum over rows taken per block and combined in one tree over the block numbers
 (kernel_lab.core.rows.blocks); the block size is 256 here, so the 3,000 rows make 12
 blocks, most of them straddling a file boundary."""
@@ -64,7 +66,17 @@ def sources(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     group = zarr.open_group(str(store), mode="w")
     group.create_array("X", data=X, chunks=(700, P))
     group.create_array("y", data=y, chunks=(700,))
-    return {"one": str(one), "many": str(many), "zarr": str(store)}
+    npy = root / "rows.npy"
+    np.save(npy, np.column_stack([X, y]))
+    csv = root / "rows.csv"
+    _frame(X, y).to_csv(csv, index=False, float_format="%.17g")
+    return {"one": str(one), "many": str(many), "zarr": str(store), "npy": str(npy),
+            "csv": str(csv)}
+
+
+#: How each source is opened: kept in its partitions, or read into memory (one part).
+OPEN = {"one": "partitions=keep", "many": "partitions=keep", "zarr": "partitions=keep",
+        "npy": "", "csv": "target=y", "one-loaded": "partitions=load"}
 
 
 @pytest.fixture
@@ -72,8 +84,9 @@ def small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(blocks, "ROW_BLOCK", BLOCK)
 
 
-def _run(name: str, params: dict, path: str, **backend) -> object:
-    return run_experiment(name, params, data=f"{path}:partitions=keep", **backend)
+def _run(name: str, params: dict, path: str, how: str = "partitions=keep", **backend
+         ) -> object:
+    return run_experiment(name, params, data=f"{path}:{how}" if how else path, **backend)
 
 
 def _numbers(result) -> dict[str, np.ndarray]:
@@ -97,19 +110,45 @@ def _assert_same(a, b, label: str) -> None:
 
 @pytest.mark.parametrize("name, params", [("nystrom", NYSTROM), ("learning-curve", CURVE)],
                          ids=["nystrom", "learning-curve"])
-def test_one_file_sixteen_files_and_zarr_give_the_same_bits(sources, small_blocks, name,
-                                                            params) -> None:
-    runs = {where: _run(name, params, path) for where, path in sources.items()}
-    numbers = _numbers(runs["one"])
+def test_npy_csv_one_file_sixteen_files_and_zarr_give_the_same_bits(sources, small_blocks,
+                                                                     name, params) -> None:
+    runs = {where: _run(name, params, sources[where.removesuffix("-loaded")], how)
+            for where, how in OPEN.items()}
+    numbers = _numbers(runs["npy"])
     assert any(k.startswith("table:") for k in numbers)
     errors = [k for k in numbers if k.startswith("table:") and ("error" in k or "rmse" in k)]
     assert errors and all(np.isfinite(numbers[k]).any() for k in errors if "krr" not in k)
-    _assert_same(runs["one"], runs["many"], f"{name}: 1 file vs 16 files")
-    _assert_same(runs["one"], runs["zarr"], f"{name}: 1 file vs Zarr")
+    for where in OPEN:
+        if where != "npy":
+            _assert_same(runs["npy"], runs[where], f"{name}: .npy in memory vs {where}")
     # read as parts of whole 256-row blocks: one per file in which a block starts (9 of
-    # the 16 files; each of the 5 Zarr chunks of 700 rows)
+    # the 16 files; each of the 5 Zarr chunks of 700 rows); in memory, one part
     assert runs["many"].summaries["partitions"] == 9
     assert runs["zarr"].summaries["partitions"] == 5
+    assert runs["npy"].summaries["partitions"] == runs["csv"].summaries["partitions"] == 1
+
+
+def test_a_file_on_either_side_of_the_keep_threshold_gives_the_same_numbers(
+        sources, small_blocks, monkeypatch) -> None:
+    """partitions=auto reads a source whole below a size and keeps it in partitions above:
+    which side a file falls on changes where its rows live, never its numbers."""
+    from kernel_lab.data import lazy
+
+    params = {**NYSTROM, "samplers": ["uniform", "recursive-rls"], "trials": 1}
+    path = sources["many"]
+    monkeypatch.setattr(lazy, "WHOLE_BYTES", 1 << 40)
+    whole = _run("nystrom", params, path, "partitions=auto")
+    monkeypatch.setattr(lazy, "WHOLE_BYTES", 1)
+    kept = _run("nystrom", params, path, "partitions=auto")
+    assert whole.summaries["partitions"] == 1 and kept.summaries["partitions"] == 9
+    _assert_same(whole, kept, "nystrom: the same folder read whole vs kept")
+
+
+def test_a_process_pool_gives_the_bits_of_this_process(sources, small_blocks) -> None:
+    params = {**NYSTROM, "samplers": ["uniform", "rp-cholesky"], "trials": 1}
+    here = _run("nystrom", params, sources["npy"], "")
+    there = _run("nystrom", params, sources["many"], backend="processes", workers=2)
+    _assert_same(here, there, "nystrom: .npy here vs 16 files in a process pool")
 
 
 def test_the_block_size_is_what_defines_the_numbers(sources, monkeypatch) -> None:
@@ -139,11 +178,11 @@ def cluster():
 def test_a_local_cluster_gives_the_bits_of_this_process(sources, small_blocks, cluster
                                                        ) -> None:
     params = {**NYSTROM, "samplers": ["uniform", "recursive-rls"], "trials": 1}
-    here = _run("nystrom", params, sources["one"])
+    here = _run("nystrom", params, sources["npy"], "")
     there = _run("nystrom", params, sources["many"], backend="dask",
                  scheduler=cluster.client.scheduler.address)
     _assert_same(here, there, "nystrom: 1 file here vs 16 files on a LocalCluster")
-    here = _run("learning-curve", CURVE, sources["zarr"])
+    here = _run("learning-curve", CURVE, sources["csv"], "target=y")
     there = _run("learning-curve", CURVE, sources["many"], backend="dask",
                  scheduler=cluster.client.scheduler.address)
     _assert_same(here, there, "learning-curve: Zarr here vs 16 files on a LocalCluster")
