@@ -200,3 +200,26 @@ def test_every_sampler_on_a_local_cluster_gives_the_bits_of_this_process(
         there = _run("nystrom", params, sources[where], backend="dask",
                      scheduler=cluster.client.scheduler.address)
         _assert_same(here, there, f"nystrom: Zarr here vs {where} on a LocalCluster")
+
+
+@pytest.mark.slow
+def test_an_external_scheduler_gives_the_bits_of_an_array_in_memory(sources, small_blocks
+                                                                    ) -> None:
+    """`dask scheduler` and two `dask worker` processes started apart from this one (as a
+    user's own cluster is): the 16 files there give the numbers of the ``.npy`` here."""
+    pytest.importorskip("distributed")
+    from test_cluster import _external  # the scheduler and workers, killed at the end
+
+    params = {**NYSTROM, "samplers": ["uniform", "recursive-rls", "rp-cholesky"],
+              "trials": 1}
+    here = {"nystrom": _run("nystrom", params, sources["npy"], ""),
+            "learning-curve": _run("learning-curve", CURVE, sources["npy"], "")}
+    with _external(2) as (c, _):
+        address = c.client.scheduler.address
+        there = {"nystrom": _run("nystrom", params, sources["many"], backend="dask",
+                                 scheduler=address),
+                 "learning-curve": _run("learning-curve", CURVE, sources["many"],
+                                        backend="dask", scheduler=address)}
+    for name in here:
+        _assert_same(here[name], there[name], f"{name}: .npy here vs 16 files on an "
+                                               "external scheduler")
