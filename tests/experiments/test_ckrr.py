@@ -375,9 +375,9 @@ def test_the_drawn_marker_and_its_legend_follow_the_table():
 
 @pytest.mark.slow
 def test_ckrr_real_wide_preset_shows_what_its_text_says():
-    """The full preset (about 5 s): Theorem 2's common minimum 8–14 % below the empirical
-    minima, which differ by up to 7 %; the linear kernel's λ found, the others' smaller;
-    λ̂ costs about +4, +15 and +25 %."""
+    """The full preset (about 5 s): Theorem 2's common minimum 9–14 % below the empirical
+    minima, which differ by up to 5 %; the linear kernel's λ found, the others' smaller;
+    λ̂ costs about +3, +18 and +27 %."""
     from kernel_lab.engine import run
     from kernel_lab.engine.presets import load_preset
 
@@ -389,14 +389,14 @@ def test_ckrr_real_wide_preset_shows_what_its_text_says():
     thm2 = {k: s[f"R_test_min_thm2[{k}]"] for k in kernels}
     assert max(thm2.values()) / min(thm2.values()) - 1 < 0.002
     for k in kernels:
-        assert 0.075 <= 1 - thm2[k] / emp[k] <= 0.145, k
-    assert max(emp.values()) / min(emp.values()) - 1 <= 0.075
+        assert 0.085 <= 1 - thm2[k] / emp[k] <= 0.145, k
+    assert max(emp.values()) / min(emp.values()) - 1 <= 0.055
     lam_emp, lam_thm2 = s["lam_best_emp[linear]"], s["lam_star_thm2[linear]"]
     assert abs(np.log(lam_thm2 / lam_emp)) < np.log(1.3)
     for k in ("polynomial", "exponential"):
         assert s[f"lam_star_thm2[{k}]"] < s[f"lam_best_emp[{k}]"] / 1.5, k
     costs = [s[f"thm2_choice_cost_pct[{k}]"] for k in kernels]
-    np.testing.assert_allclose(costs, [4, 15, 25], atol=1.0)
+    np.testing.assert_allclose(costs, [3, 18, 27], atol=1.0)
     # the sigmoid kernel, left out: its test risk explodes where K_c + λI turns singular
     from dataclasses import replace
 
