@@ -493,7 +493,7 @@ def _flag_bound(r, k):
 
 def test_theorem2_choice_stays_out_of_the_flagged_region():
     """The sigmoid kernel on diabetes (the ckrr-real preset's setting): K_c has eigenvalues
-    down to about −3, and Theorem 2's λ̂ had landed at 0.7, inside the region the run
+    down to about −4, and Theorem 2's λ̂ had landed at 0.7, inside the region the run
     flags, costing more than a hundredfold. λ̂ (each trial's pick, hence the median) now
     lies above it, and the cost is also given against the best λ outside it. The
     estimator's own minimum (common to all kernels) stays, said to be flagged, beside its
