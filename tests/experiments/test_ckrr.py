@@ -201,21 +201,30 @@ def test_no_shared_test_sample_offsets_the_means():
     assert np.std(devs, ddof=1) <= 0.016 and abs(np.mean(devs)) <= 0.02, devs
 
 
-@pytest.mark.parametrize("data,params", [
-    ("gaussian:n=120,p=60,cov=toeplitz,rho=0.4,noise=0.5,f=sin", {}),
-    ("diabetes", {"noise": 0.5}),  # real-data mode
+@pytest.mark.parametrize("data,params,bounds", [
+    ("gaussian:n=120,p=60,cov=toeplitz,rho=0.4,noise=0.5,f=sin", {},
+     {"linear": 15, "exponential": 15}),
+    ("diabetes", {"noise": 0.5}, {"linear": 3, "exponential": None}),  # real-data mode
 ])
-def test_the_cost_of_choosing_lambda_by_theorem2(data, params):
+def test_the_cost_of_choosing_lambda_by_theorem2(data, params, bounds):
     """Each trial picks λ where its own Theorem 2 estimate is least; the summaries say
-    what that costs against the best mean empirical test risk on the grid."""
+    what that costs against the best mean empirical test risk on the grid.
+
+    Theorem 2 estimates the test risk consistently when n and p grow together (the
+    Gaussian data, p/n = 0.5), and for the linear kernel also when p ≪ n (there it is
+    the estimate of ordinary ridge regression): a small cost (over seeds 0–7: 0.6–8.2 %
+    Gaussian, 0.1–1.7 % diabetes). For a nonlinear kernel with p = 10 (diabetes) the
+    estimate is that of the kernel's linearisation, blind to the rest: nothing bounds
+    the cost (over seeds 0–7 it ranged from 1 % to 103 %), so none is asserted."""
     r = run_experiment("ckrr-risk", {"kernels": ["linear", "exponential"], "trials": 6,
                                      "n_lams": 20, **params}, data=data)
-    for k in ("linear", "exponential"):
+    for k, bound in bounds.items():
         chosen = r.summaries[f"R_test_at_thm2_choice[{k}]"]
         best = r.summaries[f"R_test_min_emp[{k}]"]
         cost = r.summaries[f"thm2_choice_cost_pct[{k}]"]
         assert cost == pytest.approx(100 * (chosen / best - 1))
-        assert -10 < cost < 15, (k, cost)
+        assert -10 < cost, (k, cost)
+        assert bound is None or cost < bound, (k, cost)
         lam = r.summaries[f"lam_thm2_choice_median[{k}]"]
         assert r.table["lam"][0] <= lam <= r.table["lam"][-1]
 
