@@ -113,10 +113,10 @@ def _real_wide(r):
     assert s["mode"] == "real data" and (s["n"], s["p"]) == (100, 99)  # p ≈ n
     for k in ("linear", "polynomial", "exponential"):
         emp, thm2 = s[f"R_test_min_emp[{k}]"], s[f"R_test_min_thm2[{k}]"]
-        assert abs(thm2 - emp) / emp < 0.2, k  # Theorem 2 tracks it: 8–14 % below at full size
+        assert abs(thm2 - emp) / emp < 0.2, k  # Theorem 2 tracks it: 9–14 % below at full size
         assert np.isfinite(s[f"thm2_choice_cost_pct[{k}]"]), k  # what λ̂ costs is reported
         assert np.isfinite(r.table[f"R_test_emp_at_thm2_choice[{k}]"]).sum() == 1  # its marker
-    assert s["thm2_choice_cost_pct[linear]"] < 15  # +4 % at full size
+    assert s["thm2_choice_cost_pct[linear]"] < 15  # +3 % at full size
 
 
 #: preset → (parameter overrides, data override, headline check); sizes cut for the tests.

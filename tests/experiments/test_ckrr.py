@@ -201,21 +201,30 @@ def test_no_shared_test_sample_offsets_the_means():
     assert np.std(devs, ddof=1) <= 0.016 and abs(np.mean(devs)) <= 0.02, devs
 
 
-@pytest.mark.parametrize("data,params", [
-    ("gaussian:n=120,p=60,cov=toeplitz,rho=0.4,noise=0.5,f=sin", {}),
-    ("diabetes", {"noise": 0.5}),  # real-data mode
+@pytest.mark.parametrize("data,params,bounds", [
+    ("gaussian:n=120,p=60,cov=toeplitz,rho=0.4,noise=0.5,f=sin", {},
+     {"linear": 15, "exponential": 15}),
+    ("diabetes", {"noise": 0.5}, {"linear": 3, "exponential": None}),  # real-data mode
 ])
-def test_the_cost_of_choosing_lambda_by_theorem2(data, params):
+def test_the_cost_of_choosing_lambda_by_theorem2(data, params, bounds):
     """Each trial picks λ where its own Theorem 2 estimate is least; the summaries say
-    what that costs against the best mean empirical test risk on the grid."""
+    what that costs against the best mean empirical test risk on the grid.
+
+    Theorem 2 estimates the test risk consistently when n and p grow together (the
+    Gaussian data, p/n = 0.5), and for the linear kernel also when p ≪ n (there it is
+    the estimate of ordinary ridge regression): a small cost (over seeds 0–7: 0.6–8.2 %
+    Gaussian, 0.1–1.7 % diabetes). For a nonlinear kernel with p = 10 (diabetes) the
+    estimate is that of the kernel's linearisation, blind to the rest: nothing bounds
+    the cost (over seeds 0–7 it ranged from 1 % to 103 %), so none is asserted."""
     r = run_experiment("ckrr-risk", {"kernels": ["linear", "exponential"], "trials": 6,
                                      "n_lams": 20, **params}, data=data)
-    for k in ("linear", "exponential"):
+    for k, bound in bounds.items():
         chosen = r.summaries[f"R_test_at_thm2_choice[{k}]"]
         best = r.summaries[f"R_test_min_emp[{k}]"]
         cost = r.summaries[f"thm2_choice_cost_pct[{k}]"]
         assert cost == pytest.approx(100 * (chosen / best - 1))
-        assert -10 < cost < 15, (k, cost)
+        assert -10 < cost, (k, cost)
+        assert bound is None or cost < bound, (k, cost)
         lam = r.summaries[f"lam_thm2_choice_median[{k}]"]
         assert r.table["lam"][0] <= lam <= r.table["lam"][-1]
 
@@ -375,9 +384,9 @@ def test_the_drawn_marker_and_its_legend_follow_the_table():
 
 @pytest.mark.slow
 def test_ckrr_real_wide_preset_shows_what_its_text_says():
-    """The full preset (about 5 s): Theorem 2's common minimum 8–14 % below the empirical
-    minima, which differ by up to 7 %; the linear kernel's λ found, the others' smaller;
-    λ̂ costs about +4, +15 and +25 %."""
+    """The full preset (about 5 s): Theorem 2's common minimum 9–14 % below the empirical
+    minima, which differ by up to 5 %; the linear kernel's λ found, the others' smaller;
+    λ̂ costs about +3, +18 and +27 %."""
     from kernel_lab.engine import run
     from kernel_lab.engine.presets import load_preset
 
@@ -389,14 +398,14 @@ def test_ckrr_real_wide_preset_shows_what_its_text_says():
     thm2 = {k: s[f"R_test_min_thm2[{k}]"] for k in kernels}
     assert max(thm2.values()) / min(thm2.values()) - 1 < 0.002
     for k in kernels:
-        assert 0.075 <= 1 - thm2[k] / emp[k] <= 0.145, k
-    assert max(emp.values()) / min(emp.values()) - 1 <= 0.075
+        assert 0.085 <= 1 - thm2[k] / emp[k] <= 0.145, k
+    assert max(emp.values()) / min(emp.values()) - 1 <= 0.055
     lam_emp, lam_thm2 = s["lam_best_emp[linear]"], s["lam_star_thm2[linear]"]
     assert abs(np.log(lam_thm2 / lam_emp)) < np.log(1.3)
     for k in ("polynomial", "exponential"):
         assert s[f"lam_star_thm2[{k}]"] < s[f"lam_best_emp[{k}]"] / 1.5, k
     costs = [s[f"thm2_choice_cost_pct[{k}]"] for k in kernels]
-    np.testing.assert_allclose(costs, [4, 15, 25], atol=1.0)
+    np.testing.assert_allclose(costs, [3, 18, 27], atol=1.0)
     # the sigmoid kernel, left out: its test risk explodes where K_c + λI turns singular
     from dataclasses import replace
 
@@ -493,7 +502,7 @@ def _flag_bound(r, k):
 
 def test_theorem2_choice_stays_out_of_the_flagged_region():
     """The sigmoid kernel on diabetes (the ckrr-real preset's setting): K_c has eigenvalues
-    down to about −3, and Theorem 2's λ̂ had landed at 0.7, inside the region the run
+    down to about −4, and Theorem 2's λ̂ had landed at 0.7, inside the region the run
     flags, costing more than a hundredfold. λ̂ (each trial's pick, hence the median) now
     lies above it, and the cost is also given against the best λ outside it. The
     estimator's own minimum (common to all kernels) stays, said to be flagged, beside its

@@ -66,7 +66,9 @@ def test_headless_png_panels_do_not_collide_and_are_readable(qtbot, ckrr_real):
 
 def test_window_test_risk_is_scaled_to_the_common_minimum(qtbot, ckrr_real):
     """The flag crosses sit on the sigmoid's exploding points and are off the scale with
-    them: the kernels' common minimum is not squeezed into the bottom of the plot."""
+    them: the kernels' common minimum is not squeezed into the bottom of the plot. The
+    calm kernels' empirical risks set the range: they fill it but for its padding (were
+    the crosses counted, at up to 10⁹, they would fill a millionth of it)."""
     w = pg.GraphicsLayoutWidget()
     qtbot.addWidget(w)
     w.resize(660, 640)
@@ -77,8 +79,8 @@ def test_window_test_risk_is_scaled_to_the_common_minimum(qtbot, ckrr_real):
     pg.QtWidgets.QApplication.processEvents()
     y0, y1 = view.item.vb.viewRange()[1]
     low, high = calm_span(ckrr_real)
-    assert y1 < 3 * high
-    assert (low - y0) / (y1 - y0) > 0.1  # the minimum is not in the bottom tenth
+    assert y0 < low and high < y1 < 3 * high
+    assert (high - low) / (y1 - y0) > 0.75  # the calm curves fill the view
     flagged = ckrr_real["R_test_indefinite[sigmoid]"]
     flagged = flagged[np.isfinite(flagged)]
     assert flagged.size and (flagged > y1).any()  # crosses off the scale, like their points
