@@ -12,10 +12,17 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from scipy.spatial.distance import pdist
 
+from kernel_lab.core import rowkeys
+from kernel_lab.core.kernels import median_heuristic
+from kernel_lab.core.parts.base import keyed_subset
+from kernel_lab.core.parts.landmarks import recursive_rls_landmarks
 from kernel_lab.engine import run
 from kernel_lab.engine.presets import load_preset
 from kernel_lab.experiments import get_experiment
+from kernel_lab.experiments.base import build_kernel
+from kernel_lab.experiments.nystrom_cells import cell_seed
 
 KERNELS = ("linear", "polynomial", "sigmoid", "exponential")
 NONLINEAR = KERNELS[1:]
@@ -51,11 +58,20 @@ QUOTED = {
         "RP-Cholesky's 13 times lower", "within 1.5 % of exact kernel ridge (0.409)",
     ),
     "nystrom-leverage": (
-        "2015, 640, 217, 85, 23, 17 and 3 points", "recursive RLS's first draw (10 landmarks)",
-        "the four smallest clusters light up", "7.1 times the median",
-        "the 3 points and the isolated cluster of 85 score highest",
-        "(1.8 at 40, 1.7 at 80, 1.5 at 160 landmarks)", "2·10⁻⁸ and 2·10⁻⁹ at 160",
-        "(1.9 at 40, 1.6 at 80) before it falls to 0.001 at 160", "115 at 160",
+        "2015, 640, 217, 85, 23, 17 and 3 points",
+        "σ is fixed at 0.23, the median distance over all pairs",
+        "half of all pairs (50.3 %) lie within a cluster, most of them within the cluster of 2015",
+        "between about 0.2 and 2.7 with the rows drawn",
+        "stays below 10⁻⁵", "recursive RLS's first draw (10 landmarks)",
+        "the four smallest clusters light up", "2.1 to 2.4 times the median on average",
+        "the three large clusters' 0.9 to 1.2 times",
+        "the cluster of 85 and the 3 points score highest, all alike at 1/λ",
+        "the recursion's sample holds none of their rows",
+        "at 10, 80 and 160 landmarks its error is the top eigenvalue of a missed cluster's "
+        "block — 53 (the cluster of 85), 16 (the 23), 10 (the 17)",
+        "starts worse (102 at 10 landmarks)", "to 0.7 at 80 and 0.13 at 160",
+        "to 0.001 at 80 and below 10⁻⁷ at 160", "(53 at 10 and 20, 16 at 40 and 80)",
+        "falls to 1.9 at 160, the 3 points' block", "130 at 160",
     ),
     "dsg-regression": (
         "from about 23 to 5.0 after 1,000 iterations of 16",
@@ -314,12 +330,15 @@ def test_nystrom_real_shows_what_its_text_says():
 
 @pytest.mark.slow
 def test_nystrom_leverage_shows_what_its_text_says():
-    """About 10–20 s. Clusters of 2015, 640, 217, 85, 23, 17, 3 and 0 points; in the picture
-    (recursive RLS's first draw, 10 landmarks) the four smallest score above the three
-    large ones, 7.1 times the median on average, the 3 points and the isolated 85 highest;
-    uniform sampling stalls (1.8, 1.7, 1.5 at 40, 80, 160) while recursive RLS and
-    RP-Cholesky keep falling, to 2e-8 and 2e-9 at 160; the fast variant 1.9 at 40, 1.6 at
-    80, 0.001 at 160; random features 115 at 160."""
+    """About 10–40 s. Clusters of 2015, 640, 217, 85, 23, 17, 3 and 0 points; σ = 0.23, the
+    all-pairs median, on the edge between within- and across-cluster distances (a 1,000-row
+    sample's median jumps between about 0.2 and 2.7), clusters nearly orthogonal. In the
+    picture (recursive RLS's first draw, 10 landmarks) the four smallest clusters score 2.1–2.4
+    times the median on average, the large ones 0.9–1.2; the 85 and the 3 points at 1/λ, no
+    row of the sample among them. Uniform's error is a missed cluster's block at 10, 80 and
+    160 (53, 16, 10); recursive RLS 102 at 10, 0.7 at 80, 0.13 at 160; RP-Cholesky 0.001 at
+    80, below 1e-7 at 160; the fast variant stalls on the blocks (53, 53, 16, 16) and ends
+    at the 3 points' (1.9); random features 130 at 160."""
     r = _run("nystrom-leverage")
     t = r.table
     data = load_preset("nystrom-leverage").spec.data_source().load(r.seed)
@@ -329,35 +348,61 @@ def test_nystrom_leverage_shows_what_its_text_says():
     label = np.argmin(((X[:, None, :] - centers[None]) ** 2).sum(-1), axis=1)
     sizes = np.bincount(label, minlength=8)
     assert sizes.tolist() == [2015, 640, 217, 85, 23, 17, 3, 0]
+
+    # σ: the median over all pairs, on the edge between within- and across-cluster pairs
+    assert r.summaries["kernel"] == "gaussian:sigma=0.23"
+    distance = pdist(X)
+    within = pdist(label[:, None].astype(float)) == 0
+    assert round(float(np.median(distance)), 2) == 0.23
+    assert round(within.mean(), 3) == 0.503  # half of all pairs lie within a cluster,
+    assert sizes[0] * (sizes[0] - 1) / 2 > 0.85 * within.sum()  # most within the 2015
+    assert distance[within].max() < 0.4 < 1.1 < distance[~within].min()
+    medians = [median_heuristic(X, seed=k, rows=np.arange(X.shape[0])) for k in range(12)]
+    # over the first 12 keyed draws of the 1,000 rows: 0.19–0.24 or 1.3–2.7, nothing between
+    assert (round(min(medians), 1), round(max(medians), 1)) == (0.2, 2.7)
+    assert not any(0.3 < m < 1.2 for m in medians)
+    kernel = build_kernel(r.params, X)
+    far = max(kernel(X[label == a], X[label == b]).max()
+              for a in range(7) for b in range(7) if a != b)
+    assert far < 1e-5  # the clusters barely see one another
+
+    # the picture: recursive RLS's first draw at s = 10
     assert r.summaries["landmarks_label"] == "landmarks: recursive-rls, s = 10"
     assert np.isfinite(t["landmark_x"]).sum() == 10  # the chosen landmarks are marked
     score = _finite(t["view_score"])
-    small = (sizes > 0) & (sizes < 100)
-    lit = small[label]
-    assert score[lit].min() > score[~lit].max()  # the four smallest clusters light up
-    assert round(score[lit].mean() / np.median(score), 1) == 7.1
-    mean = np.array([score[label == c].mean() if sizes[c] else np.nan for c in range(8)])
-    highest = set(np.argsort(np.where(small, mean, -np.inf))[-2:].tolist())
-    assert highest == {3, 6}  # the 85 isolated points and the 3 points; 23 and 17 less
-    distance = np.linalg.norm(centers[:, None] - centers[None], axis=-1)
-    np.fill_diagonal(distance, np.inf)
-    large = np.flatnonzero(sizes > 100)
-    assert distance[[4, 5]][:, large].min(axis=1).max() < distance[[3, 6]][:, large].min()
-    err = _errors(t, r.params["samplers"])
-    s_grid = _finite(t["s"])
-    assert s_grid.tolist() == [10, 20, 40, 80, 160]
-    uniform = err["uniform"]
-    assert [round(e, 1) for e in uniform[2:]] == [1.8, 1.7, 1.5]
-    assert uniform[4] > 0.8 * uniform[2]  # stalls: four times the landmarks, < 20 % less
-    for m in ("recursive-rls", "rp-cholesky"):
-        assert np.all(np.diff(err[m]) < 0), m  # keep improving
-    assert 1.5e-8 <= err["recursive-rls"][-1] < 2.5e-8
-    assert 1.5e-9 <= err["rp-cholesky"][-1] < 2.5e-9
-    fast = err["recursive-rls-fast"]
-    assert (round(fast[2], 1), round(fast[3], 1)) == (1.9, 1.6) and fast[3] > 0.8 * fast[2]
-    assert round(fast[4], 3) == 0.001
-    assert round(err["rff"][-1]) == 115 and np.all(err["rff"] > uniform)
+    median = np.median(score)
+    ratio = [round(score[label == c].mean() / median, 1) for c in range(7)]
+    assert (min(ratio[3:]), max(ratio[3:])) == (2.1, 2.4)  # the four smallest light up
+    assert (min(ratio[:3]), max(ratio[:3])) == (0.9, 1.2)
+    draw = recursive_rls_landmarks(data.parts, data.plan, kernel, 10,
+                                   cell_seed(r.seed, "recursive-rls", 0, 10),
+                                   view=np.arange(X.shape[0]))
+    np.testing.assert_array_equal(draw.scores, score)  # the picture is that draw
+    top = np.isin(label, [3, 6])  # the 85 and the 3 points
+    assert not np.isin(label[draw.sample[0]], [3, 6]).any()  # none of them in the sample
+    np.testing.assert_allclose(score[top], 1.0 / draw.lam, rtol=1e-12)
+    assert score[~top].max() < 1.0 / draw.lam
 
+    # the errors; a cluster's block: the top eigenvalue of its evaluation rows' kernel matrix
+    err = _errors(t, r.params["samplers"])
+    assert _finite(t["s"]).tolist() == [10, 20, 40, 80, 160]
+    rows = keyed_subset(data.parts, data.plan, rowkeys.EVAL_SUBSET,
+                        r.summaries["eval_points"])
+    block = [np.linalg.eigvalsh(kernel(X[rows][label[rows] == c]))[-1] for c in range(7)]
+    uniform = err["uniform"]
+    np.testing.assert_allclose(uniform[[0, 3, 4]], [block[3], block[4], block[5]], rtol=1e-6)
+    assert [round(e) for e in uniform[[0, 3, 4]]] == [53, 16, 10]
+    rls, rpc, fast = err["recursive-rls"], err["rp-cholesky"], err["recursive-rls-fast"]
+    assert round(rls[0]) == 102 and rls[0] > uniform[0]  # starts worse
+    assert (round(rls[3], 1), round(rls[4], 2)) == (0.7, 0.13)
+    for m in ("recursive-rls", "rp-cholesky"):
+        assert np.all(np.diff(err[m]) < 0), m  # keep falling
+    assert round(rpc[3], 3) == 0.001 and rpc[4] < 1e-7
+    assert np.all(rpc < rls) and np.all(rpc < uniform)  # RP-Cholesky falls fastest
+    np.testing.assert_allclose(fast, [block[3], block[3], block[4], block[4], block[6]],
+                               rtol=1e-6)  # stalls on the blocks, ends at the 3 points'
+    assert [round(e) for e in fast[:4]] == [53, 53, 16, 16] and round(fast[4], 1) == 1.9
+    assert round(err["rff"][-1]) == 130 and np.all(err["rff"] > uniform)
 
 # -- doubly stochastic gradients ------------------------------------------------------
 
