@@ -12,10 +12,17 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from scipy.spatial.distance import pdist
 
+from kernel_lab.core import rowkeys
+from kernel_lab.core.kernels import median_heuristic
+from kernel_lab.core.parts.base import keyed_subset
+from kernel_lab.core.parts.landmarks import recursive_rls_landmarks
 from kernel_lab.engine import run
 from kernel_lab.engine.presets import load_preset
 from kernel_lab.experiments import get_experiment
+from kernel_lab.experiments.base import build_kernel
+from kernel_lab.experiments.nystrom_cells import cell_seed
 
 KERNELS = ("linear", "polynomial", "sigmoid", "exponential")
 NONLINEAR = KERNELS[1:]
@@ -48,12 +55,24 @@ QUOTED = {
     ),
     "nystrom-real": (
         "427 training points, 30 features", "within a factor of two",
-        "at 10, uniform sampling is even the best", "2.6 to 4.9 times lower",
-        "RP-Cholesky's 11 times lower", "within 1.5 % of exact kernel ridge (0.435)",
+        "at 10, uniform sampling even beats all three RLS samplers", "2.1 to 6.2 times lower",
+        "RP-Cholesky's 13 times lower", "within 1.5 % of exact kernel ridge (0.409)",
     ),
     "nystrom-leverage": (
-        "2015, 640, 217, 85, 23, 17 and 3 points", "2.5 times the median",
-        "at 11 from 80 landmarks on", "0.005 and 10⁻⁷", "11 at 80, 2.9 at 160", "92 at 160",
+        "2015, 640, 217, 85, 23, 17 and 3 points",
+        "σ is fixed at 0.23, the median distance over all pairs",
+        "half of all pairs (50.3 %) lie within a cluster, most of them within the cluster of 2015",
+        "between about 0.2 and 2.7 with the rows drawn",
+        "stays below 10⁻⁵", "recursive RLS's first draw (10 landmarks)",
+        "the four smallest clusters light up", "2.1 to 2.4 times the median on average",
+        "the three large clusters' 0.9 to 1.2 times",
+        "the cluster of 85 and the 3 points score highest, all alike at 1/λ",
+        "the recursion's sample holds none of their rows",
+        "at 10, 80 and 160 landmarks its error is the top eigenvalue of a missed cluster's "
+        "block — 53 (the cluster of 85), 16 (the 23), 10 (the 17)",
+        "starts worse (102 at 10 landmarks)", "to 0.7 at 80 and 0.13 at 160",
+        "to 0.001 at 80 and below 10⁻⁷ at 160", "(53 at 10 and 20, 16 at 40 and 80)",
+        "falls to 1.9 at 160, the 3 points' block", "130 at 160",
     ),
     "dsg-regression": (
         "from about 23 to 5.0 after 1,000 iterations of 16",
@@ -286,8 +305,9 @@ def _errors(t, samplers, key="spectral_median"):
 @pytest.mark.slow
 def test_nystrom_real_shows_what_its_text_says():
     """About 2 s. Up to 50 landmarks every sampler within a factor of two of the others
-    (uniform the best at 10); at 200 the RLS samplers 2.6–4.9 and RP-Cholesky 11 times
-    below uniform; from 100 landmarks every test RMSE within 1.5 % of exact ridge (0.435)."""
+    (uniform below the three RLS samplers at 10); at 200 the RLS samplers 2.1–6.2 and
+    RP-Cholesky 13 times below uniform; from 100 landmarks every test RMSE within 1.5 % of
+    exact ridge (0.409)."""
     r = _run("nystrom-real")
     s, t = r.summaries, r.table
     assert (r.data["n_train"], r.data["p"]) == (427, 30)
@@ -296,14 +316,15 @@ def test_nystrom_real_shows_what_its_text_says():
     spectral = np.array(list(_errors(t, samplers).values()))  # samplers × sizes
     for j in np.flatnonzero(sizes <= 50):
         assert spectral[:, j].max() < 2 * spectral[:, j].min(), sizes[j]
-    assert np.argmin(spectral[:, 0]) == samplers.index("uniform") and sizes[0] == 10
+    rls = [samplers.index(m) for m in ("exact-rls", "recursive-rls", "recursive-rls-fast")]
+    assert spectral[samplers.index("uniform"), 0] < spectral[rls, 0].min() and sizes[0] == 10
     last = {m: spectral[i, -1] for i, m in enumerate(samplers)}
     assert sizes[-1] == 200
     ratios = [last["uniform"] / last[m] for m in ("exact-rls", "recursive-rls",
                                                    "recursive-rls-fast")]
-    assert (round(min(ratios), 1), round(max(ratios), 1)) == (2.6, 4.9)
-    assert round(last["uniform"] / last["rp-cholesky"]) == 11
-    assert round(s["rmse_exact"], 3) == 0.435
+    assert (round(min(ratios), 1), round(max(ratios), 1)) == (2.1, 6.2)
+    assert round(last["uniform"] / last["rp-cholesky"]) == 13
+    assert round(s["rmse_exact"], 3) == 0.409
     for m, rmse in _errors(t, samplers, "rmse_median").items():
         assert np.all((rmse[sizes >= 100] >= s["rmse_exact"])
                       & (rmse[sizes >= 100] < 1.015 * s["rmse_exact"])), m
@@ -311,10 +332,15 @@ def test_nystrom_real_shows_what_its_text_says():
 
 @pytest.mark.slow
 def test_nystrom_leverage_shows_what_its_text_says():
-    """About 5 s. Clusters of 2015, 640, 217, 85, 23, 17, 3 and 0 points; the three small
-    ones score highest, 2.5 times the median; uniform sampling stalls at 11 from 80
-    landmarks on while recursive RLS and RP-Cholesky keep falling, to 0.005 and 1e-7 at
-    160; the fast variant 11 at 80 and 2.9 at 160; random features 92 at 160."""
+    """About 10–40 s. Clusters of 2015, 640, 217, 85, 23, 17, 3 and 0 points; σ = 0.23, the
+    all-pairs median, on the edge between within- and across-cluster distances (a 1,000-row
+    sample's median jumps between about 0.2 and 2.7), clusters nearly orthogonal. In the
+    picture (recursive RLS's first draw, 10 landmarks) the four smallest clusters score 2.1–2.4
+    times the median on average, the large ones 0.9–1.2; the 85 and the 3 points at 1/λ, no
+    row of the sample among them. Uniform's error is a missed cluster's block at 10, 80 and
+    160 (53, 16, 10); recursive RLS 102 at 10, 0.7 at 80, 0.13 at 160; RP-Cholesky 0.001 at
+    80, below 1e-7 at 160; the fast variant stalls on the blocks (53, 53, 16, 16) and ends
+    at the 3 points' (1.9); random features 130 at 160."""
     r = _run("nystrom-leverage")
     t = r.table
     data = load_preset("nystrom-leverage").spec.data_source().load(r.seed)
@@ -324,24 +350,61 @@ def test_nystrom_leverage_shows_what_its_text_says():
     label = np.argmin(((X[:, None, :] - centers[None]) ** 2).sum(-1), axis=1)
     sizes = np.bincount(label, minlength=8)
     assert sizes.tolist() == [2015, 640, 217, 85, 23, 17, 3, 0]
-    score = _finite(t["view_score"])
-    small = np.isin(label, np.flatnonzero((sizes > 0) & (sizes < 30)))
-    assert score[small].min() > score[~small].max()  # the small clusters light up
-    assert round(score[small].mean() / np.median(score), 1) == 2.5
-    assert np.isfinite(t["landmark_x"]).sum() > 0  # the chosen landmarks are marked
-    err = _errors(t, r.params["samplers"])
-    s_grid = _finite(t["s"])
-    assert s_grid.tolist() == [10, 20, 40, 80, 160]
-    uniform = err["uniform"]
-    assert round(uniform[3]) == round(uniform[4]) == 11 and uniform[4] > 0.95 * uniform[3]
-    for m in ("recursive-rls", "rp-cholesky"):
-        assert np.all(np.diff(err[m]) < 0), m  # keep improving
-    assert round(err["recursive-rls"][-1], 3) == 0.005
-    assert 1e-8 < err["rp-cholesky"][-1] < 1e-6
-    fast = err["recursive-rls-fast"]
-    assert round(fast[3]) == 11 and round(fast[4], 1) == 2.9
-    assert round(err["rff"][-1]) == 92 and np.all(err["rff"] > uniform)
 
+    # σ: the median over all pairs, on the edge between within- and across-cluster pairs
+    assert r.summaries["kernel"] == "gaussian:sigma=0.23"
+    distance = pdist(X)
+    within = pdist(label[:, None].astype(float)) == 0
+    assert round(float(np.median(distance)), 2) == 0.23
+    assert round(within.mean(), 3) == 0.503  # half of all pairs lie within a cluster,
+    assert sizes[0] * (sizes[0] - 1) / 2 > 0.85 * within.sum()  # most within the 2015
+    assert distance[within].max() < 0.4 < 1.1 < distance[~within].min()
+    medians = [median_heuristic(X, seed=k, rows=np.arange(X.shape[0])) for k in range(12)]
+    # over the first 12 keyed draws of the 1,000 rows: 0.19–0.24 or 1.3–2.7, nothing between
+    assert (round(min(medians), 1), round(max(medians), 1)) == (0.2, 2.7)
+    assert not any(0.3 < m < 1.2 for m in medians)
+    kernel = build_kernel(r.params, X)
+    far = max(kernel(X[label == a], X[label == b]).max()
+              for a in range(7) for b in range(7) if a != b)
+    assert far < 1e-5  # the clusters barely see one another
+
+    # the picture: recursive RLS's first draw at s = 10
+    assert r.summaries["landmarks_label"] == "landmarks: recursive-rls, s = 10"
+    assert np.isfinite(t["landmark_x"]).sum() == 10  # the chosen landmarks are marked
+    score = _finite(t["view_score"])
+    median = np.median(score)
+    ratio = [round(score[label == c].mean() / median, 1) for c in range(7)]
+    assert (min(ratio[3:]), max(ratio[3:])) == (2.1, 2.4)  # the four smallest light up
+    assert (min(ratio[:3]), max(ratio[:3])) == (0.9, 1.2)
+    draw = recursive_rls_landmarks(data.parts, data.plan, kernel, 10,
+                                   cell_seed(r.seed, "recursive-rls", 0, 10),
+                                   view=np.arange(X.shape[0]))
+    np.testing.assert_array_equal(draw.scores, score)  # the picture is that draw
+    top = np.isin(label, [3, 6])  # the 85 and the 3 points
+    assert not np.isin(label[draw.sample[0]], [3, 6]).any()  # none of them in the sample
+    np.testing.assert_allclose(score[top], 1.0 / draw.lam, rtol=1e-12)
+    assert score[~top].max() < 1.0 / draw.lam
+
+    # the errors; a cluster's block: the top eigenvalue of its evaluation rows' kernel matrix
+    err = _errors(t, r.params["samplers"])
+    assert _finite(t["s"]).tolist() == [10, 20, 40, 80, 160]
+    rows = keyed_subset(data.parts, data.plan, rowkeys.EVAL_SUBSET,
+                        r.summaries["eval_points"])
+    block = [np.linalg.eigvalsh(kernel(X[rows][label[rows] == c]))[-1] for c in range(7)]
+    uniform = err["uniform"]
+    np.testing.assert_allclose(uniform[[0, 3, 4]], [block[3], block[4], block[5]], rtol=1e-6)
+    assert [round(e) for e in uniform[[0, 3, 4]]] == [53, 16, 10]
+    rls, rpc, fast = err["recursive-rls"], err["rp-cholesky"], err["recursive-rls-fast"]
+    assert round(rls[0]) == 102 and rls[0] > uniform[0]  # starts worse
+    assert (round(rls[3], 1), round(rls[4], 2)) == (0.7, 0.13)
+    for m in ("recursive-rls", "rp-cholesky"):
+        assert np.all(np.diff(err[m]) < 0), m  # keep falling
+    assert round(rpc[3], 3) == 0.001 and rpc[4] < 1e-7
+    assert np.all(rpc < rls) and np.all(rpc < uniform)  # RP-Cholesky falls fastest
+    np.testing.assert_allclose(fast, [block[3], block[3], block[4], block[4], block[6]],
+                               rtol=1e-6)  # stalls on the blocks, ends at the 3 points'
+    assert [round(e) for e in fast[:4]] == [53, 53, 16, 16] and round(fast[4], 1) == 1.9
+    assert round(err["rff"][-1]) == 130 and np.all(err["rff"] > uniform)
 
 # -- doubly stochastic gradients ------------------------------------------------------
 

@@ -101,3 +101,45 @@ def test_a_run_nests_uniform_and_features_only_with_several_sizes(data):
     assert len(one) == 1 + 3 * 2
     for name in ("uniform", "rff"):
         assert np.all(np.isfinite(many[-1].table[f"spectral_median[{name}]"][:3]))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_an_ill_conditioned_prefix_gets_a_pass_of_its_own(seed):
+    """40 points, each with a twin 1e-4 σ away (80 training rows): a prefix holding a point
+    and its twin has a W whose kept eigenvalues span far more than 10⁶, so its features
+    are summed themselves in the pass, not mapped from k(X, S). Which prefixes hold a pair
+    depends on the draw, but 1 landmark never does and 45 always do (45 > 40 points): the
+    test asks the draw, and every size equals the dense fit of its own draw."""
+    from kernel_lab.experiments.nystrom_nested import _prefixes
+
+    rng = np.random.default_rng(5)
+    base, X_test = rng.normal(size=(40, 3)), rng.normal(size=(40, 3))
+    X = np.vstack([base, base + 1e-4 * 1.5 / math.sqrt(3), X_test])  # rows i and 40 + i
+    y = np.sin(X[:, 0]) + X[:, 1]
+    parts = LocalParts(array_parts(X, y))
+    d = PartitionedData(parts, RowPlan.given(120, 40), ["a", "b", "c"], "y")
+    train = take_rows(parts, d.plan, np.arange(120))
+    test = take_rows(parts, d.plan, np.arange(120), "test")
+    sizes = (1, 12, 45)
+    inputs = _inputs(d, train, test, 0.5)
+    task = NestedTask("uniform", sizes, np.random.SeedSequence(seed), inputs)
+    _, maps = _prefixes(task)
+    paired = []
+    for s, features in zip(sizes, maps, strict=True):
+        drawn = uniform_landmarks(d.parts, d.plan, s, task.seed).index
+        paired.append(np.unique(drawn % 40).size < s)  # a point and its twin
+        assert not features.columns == paired[-1], s  # summed alone exactly when paired
+    assert paired[0] is False and paired[-1] is True
+    kernel = inputs.kernel
+    scale = {"spectral": np.linalg.norm(inputs.K_eval, 2), "trace": inputs.diag,
+             "rmse": np.sqrt(np.mean(test.y**2)), "ridge_lam": 0.5}
+    for s, res, pair in zip(sizes, run_nested(task), paired, strict=True):
+        marks = uniform_landmarks(d.parts, d.plan, s, task.seed).X
+        N = nystrom_factor(kernel(marks))
+        ref = _dense(*[kernel(Z, marks) @ N for Z in (train.X, inputs.X_eval, test.X)],
+                     inputs, train, test, 0.5)
+        # with a twin pair W's smallest kept eigenvalue is about 1e-9 of its largest, so
+        # both computations are good to about cond · eps ≈ 3e-7 of the scale, not to 1e-14
+        tol = 2e-6 if pair else 1e-9
+        for key, value in ref.items():
+            assert abs(res[key] - value) <= tol * scale[key], (s, key)
