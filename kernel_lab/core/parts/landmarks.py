@@ -107,8 +107,8 @@ FILL = 3           # a uniform fill when the scores or the residual are exhauste
 EXACT_DRAW = 4     # exact RLS: the s landmarks ∝ the exact scores
 RLS_LEVEL = 8      # + 4·level + {0: the Bernoulli keeps, 1: thinning to the cap, 2: fallback}
 
-#: Acceptance uniforms of RP-Cholesky round r are stream ``RPC_ACCEPT + r`` (proposals:
-#: ``RPC_ROUND + r``); rounds stay far below 2^19.
+#: Acceptance uniforms of RP-Cholesky round r are stream ``RPC_ACCEPT + r``, keyed by the
+#: proposal's number (proposals: ``RPC_ROUND + r``); rounds stay far below 2^19.
 RPC_ACCEPT = rowkeys.RPC_ROUND + (1 << 19)
 
 #: Recursion levels of recursive RLS with at most this many (expected) rows are gathered
@@ -628,8 +628,8 @@ def exact_rls_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel, s: int, s
 
 def _rpc_part(part: Any, plan: RowPlan, kernel: Kernel, XS: np.ndarray, Linv: np.ndarray,
               chosen: np.ndarray, seed: int, stream: int, b: int) -> dict[str, Any]:
-    """A partition's residual diagonal after the pivots ``XS`` and its b smallest weighted
-    keys by it."""
+    """A partition's residual diagonal d after the pivots ``XS`` and its b earliest
+    arrivals by it (:func:`rpc_arrivals`)."""
     rows = part_rows(part, plan)
     counter = CountingKernel(kernel)
     first = counter.diag(rows.X)
@@ -639,14 +639,53 @@ def _rpc_part(part: Any, plan: RowPlan, kernel: Kernel, XS: np.ndarray, Linv: np
         for at in block_slices(rows.index, plan.block, step):  # canonical blocks
             d[at] = residual_rows(counter, rows.X[at], first[at], XS, Linv)
     d[np.isin(rows.index, chosen)] = 0.0
-    value = rowkeys.weighted_keys(seed, stream, rows.index, d)
-    pick = rowkeys.smallest(value, rows.index, b)
-    pick = pick[np.isfinite(value[pick])]
+    value, pick = rpc_arrivals(seed, stream, rows.index, d, b)
     span = {"rows": (part.start, part.start + part.rows), "block": plan.block, "n": plan.n}
     return {"total": sum_frontier(rows.index, d, **span),
             "first": sum_frontier(rows.index, first, **span),
-            "candidates": (value[pick], rows.index[pick], rows.X[pick], d[pick]),
+            "candidates": (value, rows.index[pick], rows.X[pick], d[pick]),
             "evaluations": counter.evaluations}
+
+
+#: Arrival k of row i in RP-Cholesky's round r is keyed by the "row" ``i · RPC_ARRIVALS + k``
+#: of stream ``RPC_ROUND + r``; a row never needs more arrivals than a round proposes
+#: (at most RPC_MAX_PROPOSALS < RPC_ARRIVALS).
+RPC_ARRIVALS = 1 << 11
+
+
+def rpc_arrivals(seed: int, stream: int, index: np.ndarray, d: np.ndarray, b: int
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """The b earliest arrivals of independent Poisson processes, one per row of rate d_i
+    (rows with d_i = 0 never arrive): row i's k-th arrival is at ``Σ_{j<k} E_ij / d_i``,
+    ``E_ij = −log(1 − U_ij)`` the keyed exponentials of ``(seed, stream, i · RPC_ARRIVALS
+    + j)``. In the superposed process (rate Σd) the row of each arrival is independent of
+    the others and of the arrival times, and is row i with probability ``d_i / Σd``: the
+    earliest b arrivals, in time order, are b draws **i.i.d.** ∝ d (with repeats) —
+    the with-replacement counterpart of the weighted keys (whose first arrivals alone
+    are draws without replacement). Every arrival depends on its own row only, so the
+    earliest b of several parts' candidates are those of all their rows together: the
+    same bits however the rows are cut. Returns the arrival times (increasing, ties by
+    row) and the positions in ``index`` of their rows (a row as often as it arrived)."""
+    index = np.asarray(index, dtype=np.int64)
+    times = rowkeys.weighted_keys(seed, stream, index * RPC_ARRIVALS, d)
+    pick = rowkeys.smallest(times, index, b)
+    pick = pick[np.isfinite(times[pick])]
+    got_t, got_at = [times[pick]], [pick]
+    active, last = pick, times[pick]
+    for k in range(1, RPC_ARRIVALS):
+        seen = np.concatenate(got_t)
+        cut = np.partition(seen, b - 1)[b - 1] if seen.size >= b else np.inf
+        keep = last < cut  # only these rows can arrive again before the b-th arrival
+        active, last = active[keep], last[keep]
+        if not active.size:
+            break
+        last = last + rowkeys.weighted_keys(seed, stream, index[active] * RPC_ARRIVALS + k,
+                                            d[active])
+        got_t.append(last)
+        got_at.append(active)
+    t, at = np.concatenate(got_t), np.concatenate(got_at)
+    first = rowkeys.smallest(t, index[at], b)
+    return t[first], at[first]
 
 
 def _uniform_fill(parts: PartMap, plan: RowPlan, seed: int, chosen: np.ndarray, need: int
@@ -722,7 +761,7 @@ def rp_cholesky_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel, s: int,
             marks += [(time.perf_counter() - t0, evaluations + counter.evaluations)] * need
             break
         _, T, XT, d_T = _union([o["candidates"] for o in outs], b)
-        u = rowkeys.uniforms(seed, RPC_ACCEPT + rnd, T)
+        u = rowkeys.uniforms(seed, RPC_ACCEPT + rnd, np.arange(T.size))
         H, FT = candidate_residual(counter, XT, XS[:k] if k else XT[:0], L[:k, :k])
         acc, cols, tried = accept_pivots(H, T, u, d_T, need)
         rnd += 1
