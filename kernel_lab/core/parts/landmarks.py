@@ -23,12 +23,13 @@ the same rows in one part or in many give the same landmarks:
   matrix fits memory (else refused, naming ``subsample=N``), and s rows are drawn ∝ the
   exact scores by weighted keys;
 - **RP-Cholesky**, blocked and accelerated (Epperly, Tropp & Webber): each round every
-  partition recomputes its residual diagonal from the pivots so far and proposes its b
-  smallest weighted keys (b draws without replacement ∝ the residual); the client keeps the
-  global b smallest, in key order (the order of sequential draws), and accepts them by
+  partition recomputes its residual diagonal d from the pivots so far and proposes the b
+  earliest arrivals of its rows, each row a Poisson process of rate d_i with keyed
+  exponential gaps (:func:`rpc_arrivals`); the client keeps the global b earliest, in
+  time order — b proposals **i.i.d.** ∝ d, repeats possible — and accepts them by
   rejection against the candidates' exact residual
-  (:func:`~kernel_lab.core.nystrom.rpcholesky.accept_pivots`). While n·s ≤
-  ``RPC_STORED_MAX`` a round proposes one pivot (b = 1): the exact sequential law.
+  (:func:`~kernel_lab.core.nystrom.rpcholesky.accept_pivots`), which keeps RP-Cholesky's
+  law exactly. While n·s ≤ ``RPC_STORED_MAX`` a round proposes one pivot (b = 1).
 
 An array in memory is one part of this same implementation
 (:mod:`kernel_lab.core.nystrom.samplers`: ``sampler.sample(X, kernel, s, seed)``): the same
@@ -715,9 +716,10 @@ def rp_cholesky_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel, s: int,
     """Blocked, accelerated RP-Cholesky over partitions (see the module docstring): one
     map over the partitions per round, memory on the client O(s² + parts · b);
     ``progress`` is told before every round (and may cancel). While ``n·s ≤
-    RPC_STORED_MAX`` a round proposes one pivot (b = 1): the single smallest weighted key is a draw
-    ∝ the current residual, accepted unless rounding made its residual smaller, so the
-    pivots follow the exact sequential law of Chen et al.'s Algorithm 1; and when, besides,
+    RPC_STORED_MAX`` a round proposes one pivot (b = 1): the earliest arrival is a draw ∝
+    the current residual, accepted unless rounding made its residual smaller, so the
+    pivots follow the exact sequential law of Chen et al.'s Algorithm 1 (as the b i.i.d.
+    proposals of a larger round do, accepted by rejection); and when, besides,
     at most :data:`GATHER_ROWS` training rows are there, they are gathered and their n × s
     factor kept (:func:`_rpc_stored`: one kernel column per pivot, not a pass over every
     pivot so far) — a size rule, the same wherever the rows live. ``one_at_a_time``
