@@ -474,67 +474,59 @@ def test_recursive_rls_with_a_fixed_lambda_keeps_the_papers_law(spectrum):
 
 
 # ---------------------------------------------------------------------------------------
-# RP-Cholesky on partitions: proposals without replacement
+# RP-Cholesky on partitions: i.i.d. proposals accepted by rejection
 
 
-def first_two_pivot_laws(K: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The law of the first two pivots as an unordered pair (pairs in
-    ``itertools.combinations`` order): RP-Cholesky's (the second ∝ the residual the first
-    leaves), and that of the partitioned blocked form for s = 2 — round 0 proposes b = 3
-    candidates without replacement ∝ the diagonal d; the first is accepted; the second and
-    then the third are accepted with probability ``d'_j / d_j`` (d' the residual after the
-    first); if neither is, the next round's first proposal, ∝ d', is accepted."""
-    n = K.shape[0]
-    d = np.diag(K).copy()
-    exact, blocked = np.zeros((n, n)), np.zeros((n, n))
-    for i in range(n):
-        left = np.clip(d - K[:, i] ** 2 / K[i, i], 0.0, None)
-        left[i] = 0.0
-        after = left / left.sum()
-        accept = left / d
-        exact[i] = d[i] / d.sum() * after
-        second = np.zeros(n)
-        rest = d.sum() - d[i]
-        for a in range(n):
-            if a == i:
-                continue
-            pa = d[a] / rest
-            second[a] += pa * accept[a]
-            for b in range(n):
-                if b in (i, a):
-                    continue
-                pb = d[b] / (rest - d[a])
-                second[b] += pa * (1 - accept[a]) * pb * accept[b]
-                second += pa * (1 - accept[a]) * pb * (1 - accept[b]) * after
-        blocked[i] = d[i] / d.sum() * second
-    pairs = list(itertools.combinations(range(n), 2))
-    return (np.array([exact[a, b] + exact[b, a] for a, b in pairs]),
-            np.array([blocked[a, b] + blocked[b, a] for a, b in pairs]))
+def rp_cholesky_law(K: np.ndarray, s: int) -> np.ndarray:
+    """RP-Cholesky's law of its first s pivots as a set (Chen et al., Algorithm 1: each
+    pivot ∝ the residual diagonal the previous ones leave), by enumerating every ordered
+    sequence; sets in ``itertools.combinations`` order."""
+    law: dict[tuple[int, ...], float] = {}
+
+    def walk(R: np.ndarray, chosen: list[int], prob: float) -> None:
+        if len(chosen) == s:
+            key = tuple(sorted(chosen))
+            law[key] = law.get(key, 0.0) + prob
+            return
+        d = np.clip(np.diag(R).copy(), 0.0, None)
+        d[chosen] = 0.0
+        for i in np.flatnonzero(d > 0.0):
+            walk(R - np.outer(R[:, i], R[:, i]) / R[i, i], [*chosen, int(i)],
+                 prob * d[i] / d.sum())
+
+    walk(K, [], 1.0)
+    return np.array([law.get(c, 0.0) for c in itertools.combinations(range(K.shape[0]), s)])
 
 
-@pytest.mark.parametrize("blocked", [False, True])
-def test_rp_cholesky_on_partitions_draws_its_pivots_by_its_law(blocked):
-    """Six points on a line (four close, two far), two landmarks over two partitions,
-    8,000 seeds. Proposals in blocks (forced; the size rule takes them above
-    RPC_STORED_MAX): the pair of pivots follows the exact law of proposals drawn *without*
-    replacement and accepted by rejection (χ², 14 degrees of freedom). That law is not
-    RP-Cholesky's: here its total variation from it is 0.015 (a rejected candidate is
-    never proposed again in its round, which favours the others). One proposal a round
-    (the size rule here): RP-Cholesky's own law."""
+@pytest.mark.parametrize(("blocked", "block", "s"),
+                         [(False, None, 2), (True, None, 2), (True, 2, 2), (True, 2, 3)])
+def test_rp_cholesky_on_partitions_draws_its_pivots_by_its_law(monkeypatch, blocked, block,
+                                                               s):
+    """Six points on a line (four close, two far), two partitions of 2 and 4 rows, 8,000
+    seeds: the set of s pivots follows RP-Cholesky's exact law (χ² against the
+    enumeration, C(6, s) − 1 degrees of freedom) — one proposal a round (the size rule
+    here) and proposals in blocks (forced; the size rule takes them above
+    RPC_STORED_MAX): b proposals i.i.d. ∝ the residual (duplicates possible) accepted by
+    rejection keep the law exactly. Canonical blocks of the default size (one segment per
+    part) and of 2 rows (three segments, one of them a whole part's). (Proposals drawn
+    *without* replacement, as this sampler once drew them, gave for s = 2 a law 0.015
+    from RP-Cholesky's in total variation.)"""
+    if block is not None:
+        monkeypatch.setattr("kernel_lab.core.rows.blocks.ROW_BLOCK", block)
     X = np.array([0.0, 0.1, 0.2, 0.3, 3.0, 3.2])[:, None]
     kernel = GaussianKernel(0.3)
-    exact, law = first_two_pivot_laws(kernel(X))
-    assert 0.5 * np.abs(exact - law).sum() > 0.01
+    exact = rp_cholesky_law(kernel(X), s)
     parts = LocalParts(array_parts(X, X[:, 0].copy(), [2, 4]))
     plan = RowPlan.split(0, X.shape[0], 0.0)
-    at = {p: j for j, p in enumerate(itertools.combinations(range(X.shape[0]), 2))}
+    assert plan.block == (block or plan.block)
+    at = {c: j for j, c in enumerate(itertools.combinations(range(X.shape[0]), s))}
     seeds = 8000
     counts = np.zeros(len(at))
     for seed in range(seeds):
         got = parts_landmarks.rp_cholesky_landmarks(
-            parts, plan, kernel, 2, seed, one_at_a_time=False if blocked else None)
+            parts, plan, kernel, s, seed, one_at_a_time=False if blocked else None)
         counts[at[tuple(got.index)]] += 1
-    assert pearson(counts, seeds * (law if blocked else exact)) > ALPHA
+    assert pearson(counts, seeds * exact) > ALPHA
 
 
 # ---------------------------------------------------------------------------------------

@@ -223,3 +223,42 @@ def test_an_external_scheduler_gives_the_bits_of_an_array_in_memory(sources, sma
     for name in here:
         _assert_same(here[name], there[name], f"{name}: .npy here vs 16 files on an "
                                                "external scheduler")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("block", [64, BLOCK])
+def test_blocked_rp_cholesky_has_the_same_pivots_in_a_pool_and_on_a_local_cluster(
+        monkeypatch, block, cluster) -> None:
+    """RP-Cholesky with proposals in blocks (forced: these rows are too few for the size
+    rule to choose it; i.i.d. proposals, several rounds): the same pivots, bit for bit and
+    in the order accepted, on one part here, on the 16 unequal parts of SIZES, on parts
+    cut at block boundaries, in a process pool and on a LocalCluster."""
+    from kernel_lab.core.kernels import GaussianKernel
+    from kernel_lab.core.parts.base import LocalParts, RowPlan, array_parts
+    from kernel_lab.core.parts.landmarks import rp_cholesky_landmarks
+    from kernel_lab.engine.dask_parts import DaskParts
+    from kernel_lab.engine.pool_parts import PoolParts
+
+    monkeypatch.setattr(blocks, "ROW_BLOCK", block)
+    X, y = _rows()
+    plan = RowPlan.split(5, N, 0.25)
+    ends = np.unique(np.append(np.cumsum(SIZES)[:-1] // block * block, N))
+    aligned = np.diff(np.concatenate([[0], ends[ends > 0]])).tolist()
+    rounds: list[str] = []
+
+    def pivots(parts, progress=None):
+        got = rp_cholesky_landmarks(parts, plan, GaussianKernel(2.0), 120, 7, progress,
+                                    one_at_a_time=False)
+        return got.order, got.X
+
+    order, XS = pivots(LocalParts(array_parts(X, y, 1)), lambda f, m: rounds.append(m))
+    assert len(rounds) >= 2 and np.unique(order).size == 120
+    for name, parts in [("16 unequal parts", LocalParts(array_parts(X, y, SIZES))),
+                        (f"{len(aligned)} aligned parts", LocalParts(array_parts(X, y,
+                                                                                 aligned))),
+                        ("a process pool", PoolParts(array_parts(X, y, SIZES), 2)),
+                        ("a LocalCluster", DaskParts(array_parts(X, y, SIZES),
+                                                     cluster.client))]:
+        got_order, got_X = pivots(parts)
+        np.testing.assert_array_equal(got_order, order, err_msg=name)
+        np.testing.assert_array_equal(got_X, XS, err_msg=name)

@@ -202,10 +202,11 @@ class RPCholeskySampler(Sampler):
     each recomputes the residual diagonal d from the pivots so far over row blocks as
     ``k(x, x) − ‖K(x, S) L⁻ᵀ‖²`` (L the Cholesky factor of K_SS), so only d and s × s
     matrices are kept. While n·s ≤ :data:`~kernel_lab.core.nystrom.common.RPC_STORED_MAX`
-    a round proposes one pivot, the smallest weighted key ∝ d: the exact sequential law of
-    Chen et al. Above, the accelerated form of Epperly, Tropp & Webber proposes b points
-    ∝ d (without replacement) and goes through them in key order, accepting each with
-    probability (its residual now) / d — the candidates' residual matrix is updated by a
+    a round proposes one pivot, drawn ∝ d: the exact sequential law of Chen et al. Above,
+    the accelerated form of Epperly, Tropp & Webber proposes b points i.i.d. ∝ d (the
+    earliest arrivals of per-row Poisson processes of rate d, repeats possible) and goes
+    through them in order, accepting each with probability (its residual now) / d, which
+    keeps the sequential law exactly — the candidates' residual matrix is updated by a
     Schur complement after each acceptance; each round costs n |S| kernel evaluations (a
     few rounds: a few n s in all, reported as evaluated). When the residual is exhausted
     the rest is drawn uniformly. ``scores`` are the first pivot's selection probabilities

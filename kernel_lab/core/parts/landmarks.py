@@ -23,12 +23,13 @@ the same rows in one part or in many give the same landmarks:
   matrix fits memory (else refused, naming ``subsample=N``), and s rows are drawn ∝ the
   exact scores by weighted keys;
 - **RP-Cholesky**, blocked and accelerated (Epperly, Tropp & Webber): each round every
-  partition recomputes its residual diagonal from the pivots so far and proposes its b
-  smallest weighted keys (b draws without replacement ∝ the residual); the client keeps the
-  global b smallest, in key order (the order of sequential draws), and accepts them by
+  partition recomputes its residual diagonal d from the pivots so far and proposes the b
+  earliest arrivals of its rows, each row a Poisson process of rate d_i with keyed
+  exponential gaps (:func:`rpc_arrivals`); the client keeps the global b earliest, in
+  time order — b proposals **i.i.d.** ∝ d, repeats possible — and accepts them by
   rejection against the candidates' exact residual
-  (:func:`~kernel_lab.core.nystrom.rpcholesky.accept_pivots`). While n·s ≤
-  ``RPC_STORED_MAX`` a round proposes one pivot (b = 1): the exact sequential law.
+  (:func:`~kernel_lab.core.nystrom.rpcholesky.accept_pivots`), which keeps RP-Cholesky's
+  law exactly. While n·s ≤ ``RPC_STORED_MAX`` a round proposes one pivot (b = 1).
 
 An array in memory is one part of this same implementation
 (:mod:`kernel_lab.core.nystrom.samplers`: ``sampler.sample(X, kernel, s, seed)``): the same
@@ -107,8 +108,8 @@ FILL = 3           # a uniform fill when the scores or the residual are exhauste
 EXACT_DRAW = 4     # exact RLS: the s landmarks ∝ the exact scores
 RLS_LEVEL = 8      # + 4·level + {0: the Bernoulli keeps, 1: thinning to the cap, 2: fallback}
 
-#: Acceptance uniforms of RP-Cholesky round r are stream ``RPC_ACCEPT + r`` (proposals:
-#: ``RPC_ROUND + r``); rounds stay far below 2^19.
+#: Acceptance uniforms of RP-Cholesky round r are stream ``RPC_ACCEPT + r``, keyed by the
+#: proposal's number (proposals: ``RPC_ROUND + r``); rounds stay far below 2^19.
 RPC_ACCEPT = rowkeys.RPC_ROUND + (1 << 19)
 
 #: Recursion levels of recursive RLS with at most this many (expected) rows are gathered
@@ -628,8 +629,8 @@ def exact_rls_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel, s: int, s
 
 def _rpc_part(part: Any, plan: RowPlan, kernel: Kernel, XS: np.ndarray, Linv: np.ndarray,
               chosen: np.ndarray, seed: int, stream: int, b: int) -> dict[str, Any]:
-    """A partition's residual diagonal after the pivots ``XS`` and its b smallest weighted
-    keys by it."""
+    """A partition's residual diagonal d after the pivots ``XS`` and its b earliest
+    arrivals by it (:func:`rpc_arrivals`)."""
     rows = part_rows(part, plan)
     counter = CountingKernel(kernel)
     first = counter.diag(rows.X)
@@ -639,14 +640,53 @@ def _rpc_part(part: Any, plan: RowPlan, kernel: Kernel, XS: np.ndarray, Linv: np
         for at in block_slices(rows.index, plan.block, step):  # canonical blocks
             d[at] = residual_rows(counter, rows.X[at], first[at], XS, Linv)
     d[np.isin(rows.index, chosen)] = 0.0
-    value = rowkeys.weighted_keys(seed, stream, rows.index, d)
-    pick = rowkeys.smallest(value, rows.index, b)
-    pick = pick[np.isfinite(value[pick])]
+    value, pick = rpc_arrivals(seed, stream, rows.index, d, b)
     span = {"rows": (part.start, part.start + part.rows), "block": plan.block, "n": plan.n}
     return {"total": sum_frontier(rows.index, d, **span),
             "first": sum_frontier(rows.index, first, **span),
-            "candidates": (value[pick], rows.index[pick], rows.X[pick], d[pick]),
+            "candidates": (value, rows.index[pick], rows.X[pick], d[pick]),
             "evaluations": counter.evaluations}
+
+
+#: Arrival k of row i in RP-Cholesky's round r is keyed by the "row" ``i · RPC_ARRIVALS + k``
+#: of stream ``RPC_ROUND + r``; a row never needs more arrivals than a round proposes
+#: (at most RPC_MAX_PROPOSALS < RPC_ARRIVALS).
+RPC_ARRIVALS = 1 << 11
+
+
+def rpc_arrivals(seed: int, stream: int, index: np.ndarray, d: np.ndarray, b: int
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """The b earliest arrivals of independent Poisson processes, one per row of rate d_i
+    (rows with d_i = 0 never arrive): row i's k-th arrival is at ``Σ_{j<k} E_ij / d_i``,
+    ``E_ij = −log(1 − U_ij)`` the keyed exponentials of ``(seed, stream, i · RPC_ARRIVALS
+    + j)``. In the superposed process (rate Σd) the row of each arrival is independent of
+    the others and of the arrival times, and is row i with probability ``d_i / Σd``: the
+    earliest b arrivals, in time order, are b draws **i.i.d.** ∝ d (with repeats) —
+    the with-replacement counterpart of the weighted keys (whose first arrivals alone
+    are draws without replacement). Every arrival depends on its own row only, so the
+    earliest b of several parts' candidates are those of all their rows together: the
+    same bits however the rows are cut. Returns the arrival times (increasing, ties by
+    row) and the positions in ``index`` of their rows (a row as often as it arrived)."""
+    index = np.asarray(index, dtype=np.int64)
+    times = rowkeys.weighted_keys(seed, stream, index * RPC_ARRIVALS, d)
+    pick = rowkeys.smallest(times, index, b)
+    pick = pick[np.isfinite(times[pick])]
+    got_t, got_at = [times[pick]], [pick]
+    active, last = pick, times[pick]
+    for k in range(1, RPC_ARRIVALS):
+        seen = np.concatenate(got_t)
+        cut = np.partition(seen, b - 1)[b - 1] if seen.size >= b else np.inf
+        keep = last < cut  # only these rows can arrive again before the b-th arrival
+        active, last = active[keep], last[keep]
+        if not active.size:
+            break
+        last = last + rowkeys.weighted_keys(seed, stream, index[active] * RPC_ARRIVALS + k,
+                                            d[active])
+        got_t.append(last)
+        got_at.append(active)
+    t, at = np.concatenate(got_t), np.concatenate(got_at)
+    first = rowkeys.smallest(t, index[at], b)
+    return t[first], at[first]
 
 
 def _uniform_fill(parts: PartMap, plan: RowPlan, seed: int, chosen: np.ndarray, need: int
@@ -676,9 +716,10 @@ def rp_cholesky_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel, s: int,
     """Blocked, accelerated RP-Cholesky over partitions (see the module docstring): one
     map over the partitions per round, memory on the client O(s² + parts · b);
     ``progress`` is told before every round (and may cancel). While ``n·s ≤
-    RPC_STORED_MAX`` a round proposes one pivot (b = 1): the single smallest weighted key is a draw
-    ∝ the current residual, accepted unless rounding made its residual smaller, so the
-    pivots follow the exact sequential law of Chen et al.'s Algorithm 1; and when, besides,
+    RPC_STORED_MAX`` a round proposes one pivot (b = 1): the earliest arrival is a draw ∝
+    the current residual, accepted unless rounding made its residual smaller, so the
+    pivots follow the exact sequential law of Chen et al.'s Algorithm 1 (as the b i.i.d.
+    proposals of a larger round do, accepted by rejection); and when, besides,
     at most :data:`GATHER_ROWS` training rows are there, they are gathered and their n × s
     factor kept (:func:`_rpc_stored`: one kernel column per pivot, not a pass over every
     pivot so far) — a size rule, the same wherever the rows live. ``one_at_a_time``
@@ -722,7 +763,7 @@ def rp_cholesky_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel, s: int,
             marks += [(time.perf_counter() - t0, evaluations + counter.evaluations)] * need
             break
         _, T, XT, d_T = _union([o["candidates"] for o in outs], b)
-        u = rowkeys.uniforms(seed, RPC_ACCEPT + rnd, T)
+        u = rowkeys.uniforms(seed, RPC_ACCEPT + rnd, np.arange(T.size))
         H, FT = candidate_residual(counter, XT, XS[:k] if k else XT[:0], L[:k, :k])
         acc, cols, tried = accept_pivots(H, T, u, d_T, need)
         rnd += 1
