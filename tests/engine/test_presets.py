@@ -209,13 +209,17 @@ def test_report_of_a_session_file_and_bad_sources(tmp_path, capsys):
 
 @pytest.mark.slow
 def test_dsg_classification_preset_shows_what_its_text_says():
-    """The full preset (about 20 s): below 10 % error within a few hundred iterations,
-    and within two test points of the exact floor at the end."""
-    r = run(load_preset("dsg-classification").spec)
+    """The full preset (about 20 s): about 20 % error after the first few iterations, below
+    10 % from about 40 on, and within two test points of the exact floor at the end."""
+    preset = load_preset("dsg-classification")
+    assert "about 20 % after the first few, below 10 % from about 40 on" in preset.about
+    r = run(preset.spec)
     t = r.table
     n_test = r.data["n_test"]
-    assert t["dsg_test_error"][t["iteration"] <= 400][-1] < 0.10
-    assert t["dsg_test_error"][-1] - r.summaries["krr_test_error"] <= 2.0 / n_test + 1e-12
+    err, it = t["dsg_test_error"], t["iteration"]
+    assert 0.15 < np.median(err[it <= 10]) < 0.25
+    assert np.all(err[it >= 40] < 0.10) and err[it < 40][-1] >= 0.10  # not before
+    assert abs(err[-1] - r.summaries["krr_test_error"]) <= 2.0 / n_test + 1e-12  # either side
     assert r.summaries["loss"] == "logistic"  # the floor minimises the same objective
     for slope in ("floor_distance_slope", "excess_objective_slope"):
         assert -1.5 <= r.summaries[slope] <= -0.8, slope
