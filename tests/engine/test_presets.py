@@ -209,13 +209,17 @@ def test_report_of_a_session_file_and_bad_sources(tmp_path, capsys):
 
 @pytest.mark.slow
 def test_dsg_classification_preset_shows_what_its_text_says():
-    """The full preset (about 20 s): below 10 % error within a few hundred iterations,
-    and within two test points of the exact floor at the end."""
-    r = run(load_preset("dsg-classification").spec)
+    """The full preset (about 20 s): about 20 % error after the first few iterations, below
+    10 % from about 40 on, and within two test points of the exact floor at the end."""
+    preset = load_preset("dsg-classification")
+    assert "about 20 % after the first few, below 10 % from about 40 on" in preset.about
+    r = run(preset.spec)
     t = r.table
     n_test = r.data["n_test"]
-    assert t["dsg_test_error"][t["iteration"] <= 400][-1] < 0.10
-    assert t["dsg_test_error"][-1] - r.summaries["krr_test_error"] <= 2.0 / n_test + 1e-12
+    err, it = t["dsg_test_error"], t["iteration"]
+    assert 0.15 < np.median(err[it <= 10]) < 0.25
+    assert np.all(err[it >= 40] < 0.10) and err[it < 40][-1] >= 0.10  # not before
+    assert abs(err[-1] - r.summaries["krr_test_error"]) <= 2.0 / n_test + 1e-12  # either side
     assert r.summaries["loss"] == "logistic"  # the floor minimises the same objective
     for slope in ("floor_distance_slope", "excess_objective_slope"):
         assert -1.5 <= r.summaries[slope] <= -0.8, slope
@@ -223,17 +227,27 @@ def test_dsg_classification_preset_shows_what_its_text_says():
 
 @pytest.mark.slow
 def test_dsg_digits_preset_shows_what_its_text_says():
-    """The full preset (about 17 s): from about 80 % error to about 6 %, within a few test
-    points of the softmax floor; random features reach the floor with a few thousand."""
-    r = run(load_preset("dsg-digits").spec)
+    """The full preset (about 17 s): from about 85 % error to 6.5 %, 5 test points above
+    the softmax floor (5.3 %); Nyström (uniform landmarks) reaches the floor from about a
+    hundred landmarks, random features from about a thousand, both then within three test
+    points of it."""
+    preset = load_preset("dsg-digits")
+    for words in ("from about 85 % (chance is 90 %) to 6.5 %", "5 test points (1.1 %) above",
+                  "the whole RKHS, 5.3 %", "from about a hundred landmarks and from about a "
+                  "thousand features, and then stay within three test points"):
+        assert words in preset.about, words
+    r = run(preset.spec)
     t, s = r.table, r.summaries
     n_test = r.data["n_test"]
     assert n_test == 449 and r.data["n_train"] == 1348
-    assert 0.7 < t["dsg_test_error"][0] < 0.9 and t["dsg_test_error"][-1] < 0.075
-    assert 0.04 < s["krr_test_error"] < 0.075
-    assert t["dsg_test_error"][-1] - s["krr_test_error"] <= 4.0 / n_test + 1e-12
-    few_thousand = (t["n_features"] >= 2000) & (t["n_features"] <= 5000)
-    assert (t["rff_test_error"][few_thousand] <= s["krr_test_error"] + 1e-12).any()
+    dsg, floor = t["dsg_test_error"], s["krr_test_error"]
+    assert 0.8 < dsg[0] < 0.9 and round(100 * dsg[-1], 1) == 6.5 and round(100 * floor, 1) == 5.3
+    assert round((dsg[-1] - floor) * n_test) == 5
+    for column, first in (("nystrom_test_error", 96), ("rff_test_error", 1008)):
+        points = np.round((t[column] - floor) * n_test)  # test points above the floor
+        at = np.isfinite(points) & (t["n_features"] >= first)
+        assert points[t["n_features"] == first][0] <= 0 < points[t["n_features"] < first].min()
+        assert points[at].max() <= 3, column
     for slope in ("floor_distance_slope", "excess_objective_slope"):
         assert -1.5 <= s[slope] <= -0.7, slope
 

@@ -307,7 +307,8 @@ def test_xor_preset():
 def test_dsg_preset():
     _m, fits = _preset("playground-dsg")
     history = fits[-1].primary.extra["history"]
-    assert history[0, 0] == 1 and 0.1 <= history[0, 2] <= 0.2
+    assert "from about 35 % after one iteration to 0" in load_preset("playground-dsg").about
+    assert history[0, 0] == 1 and 0.3 <= history[0, 2] <= 0.4
     assert history[-1, 0] == 200 and history[-1, 2] == 0.0
 
 
