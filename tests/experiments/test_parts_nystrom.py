@@ -21,13 +21,13 @@ from kernel_lab.core.parts import landmarks as parts_landmarks
 from kernel_lab.core.parts import ridge as parts_ridge
 from kernel_lab.core.parts.base import (
     LocalParts,
-    PartitionedData,
     RowPlan,
     array_parts,
     keyed_subset,
-    standardize_plan,
     take_rows,
 )
+from kernel_lab.core.parts.data import PartitionedData
+from kernel_lab.core.parts.prepare import standardize_plan
 from kernel_lab.core.progress import Cancelled, Progress
 from kernel_lab.core.rows import blocks
 from kernel_lab.experiments.nystrom import NystromExperiment
