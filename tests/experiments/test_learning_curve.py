@@ -235,7 +235,7 @@ def test_squared_loss_baselines_come_from_sums_over_row_blocks(monkeypatch):
     assert np.isfinite(t["nystrom_test_error"]).all()
 
     d = load_data(spec, seed=3)
-    _, plan = lc._rows_of(d)
+    plan = d.plan
     rows = np.arange(plan.n)
     test_rows = rows[plan.is_test(rows)]
     keys = rowkeys.keys(plan.seed, rowkeys.TEST_SUBSET, test_rows)

@@ -174,8 +174,8 @@ def test_the_estimators_fit_is_the_stream_over_its_array_as_one_part(cls):
     data set whose training rows are those rows (global rows 0 … n − 1): the same batches,
     hence the same model, bit for bit — also when split in warm-started fits whose
     batches cross blocks and epochs."""
-    from kernel_lab.core.models.dsg import one_part
     from kernel_lab.core.parts import dsg
+    from kernel_lab.core.parts.base import one_part
 
     X, y = _data(300)
     if cls is DSGClassifier:

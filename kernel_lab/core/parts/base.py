@@ -213,6 +213,31 @@ class LocalParts:
         return tree_combine(self.map(fn, *args, progress=progress, message=message), combine)
 
 
+class OnePart(LocalParts):
+    """One part run in the caller's thread with the caller's BLAS threads (a
+    :class:`LocalParts` limits each part's call to one, for parts run side by side; with
+    one part that costs a few tenths of a millisecond per pass, which the Playground's
+    small fits felt, and the cores of a large array)."""
+
+    def calls(self, fn: Callable[..., Any], args: tuple[Any, ...],
+              progress: Progress | None = None) -> Iterator[tuple[int, Any]]:
+        for k, part in enumerate(self.parts):
+            yield k, fn(part, *args)
+
+
+def one_part(X: np.ndarray, y: np.ndarray | None = None) -> tuple[OnePart, RowPlan]:
+    """Arrays handed to an estimator as one part of training rows: every row ``0 … n−1``
+    a training row (:meth:`RowPlan.given` with no test rows), no scaling, run in this
+    thread (:class:`OnePart`). What the fronts (samplers, DSG, conjugate gradients) run
+    the implementation over parts on, so that the same rows give the same draws as in a
+    data set whose training rows are global rows ``0 … n−1``. ``y`` defaults to zeros (a
+    sampler needs no target)."""
+    X = np.asarray(X, dtype=np.float64)
+    n = int(X.shape[0])
+    y = np.zeros(n) if y is None else np.asarray(y, dtype=np.float64)
+    return OnePart([ArrayPart(0, 0, X, y)]), RowPlan.given(n, 0)
+
+
 # ---------------------------------------------------------------------------------------
 # Which rows train and test, and the columns' scaling
 
