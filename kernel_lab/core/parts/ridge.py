@@ -4,10 +4,10 @@ The features ``F`` (Nyström ``k(X, S) N`` or random Fourier features) of the tr
 rows of each canonical block are summed into
 :class:`~kernel_lab.core.models.streaming.CentredSums`, and the blocks' sums are combined
 in the one tree over the blocks (:func:`~kernel_lab.core.parts.base.reduce_blocks`: the
-same bits however the rows are stored). From them: the ridge at a given λ, ``‖F‖_F²`` for the trace error
-``Σ k(x, x) − ‖F‖_F²``, and, with ``lam=None``, λ by exact leave-one-out from a second pass
-(:class:`~kernel_lab.core.models.streaming.LooGrid`, its residuals summed per block). The
-spectral error and the test RMSE are measured on small keyed subsets gathered to the client
+same bits however the rows are stored). From them: the ridge at a given λ, ``‖F‖_F²``
+for the trace error ``Σ k(x, x) − ‖F‖_F²``, and, with ``lam=None``, λ by exact
+leave-one-out from a second pass (:class:`~kernel_lab.core.models.streaming.LooGrid`, its
+residuals summed per block). The spectral error and the test RMSE are measured on small keyed subsets gathered to the client
 (:func:`spectral_error`, :func:`test_rmse`).
 """
 
