@@ -7,8 +7,8 @@ in the one tree over the blocks (:func:`~kernel_lab.core.parts.base.reduce_block
 same bits however the rows are stored). From them: the ridge at a given λ, ``‖F‖_F²``
 for the trace error ``Σ k(x, x) − ‖F‖_F²``, and, with ``lam=None``, λ by exact
 leave-one-out from a second pass (:class:`~kernel_lab.core.models.streaming.LooGrid`, its
-residuals summed per block). The spectral error and the test RMSE are measured on small keyed subsets gathered to the client
-(:func:`spectral_error`, :func:`test_rmse`).
+residuals summed per block). The spectral error and the test RMSE are measured on small
+keyed subsets gathered to the client (:func:`spectral_error`, :func:`test_rmse`).
 """
 
 from __future__ import annotations
