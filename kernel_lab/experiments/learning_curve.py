@@ -357,8 +357,8 @@ def _costs(n: int, p: int, m: int, D: int, pts: np.ndarray, B: int, r: int, loss
            exact: bool, gram: int) -> tuple[float, np.ndarray]:
     """Multiply-adds of the set-up (reading the rows, the floor, the baselines' sums or
     features) and, cumulated, of each curve point (DSG's iterations, its test predictions,
-    the baselines' fits; the RFF Gram matrix up to ``gram`` features beyond n), as in the
-    in-memory run's estimate; for the progress bar."""
+    the baselines' fits; the RFF Gram matrix up to ``gram`` features beyond n): the
+    progress bar's weights and the plan's estimate."""
     q = p + 200  # a cosine costs about 200 multiply-adds
     squared = loss == "squared"
     start = 4.0 * n * p + 2.0 * n * D * (q + (D if squared else 0)) + 2.0 * m * D * q

@@ -147,7 +147,7 @@ def nonfinite_rows(parts: PartMap, progress: Progress | None = None) -> np.ndarr
     return np.sort(np.concatenate([np.asarray(g, dtype=np.int64) for g in got]))
 
 
-#: A column whose training standard deviation is below this keeps scale 1 (as in memory).
+#: A column whose training standard deviation is below this keeps scale 1.
 CONSTANT_SCALE = 1e-12
 
 
@@ -163,7 +163,7 @@ def prepared_plan(plan: RowPlan, stats: ColumnStats, standardize: bool = True
                   ) -> tuple[RowPlan, np.ndarray]:
     """The plan that fills each missing cell with its column's training mean and (when
     ``standardize``) scales by the training mean and standard deviation — filling first
-    and scaling second, as in memory: the filled cells add nothing to the sum of squared
+    and scaling second: the filled cells add nothing to the sum of squared
     deviations, so the standard deviation is ``sqrt(m2 / n_train)``. A column of scale
     below :data:`CONSTANT_SCALE` keeps scale 1; their numbers are returned (0-based) for a
     note. The caller refuses a column with missing cells and no training value."""
