@@ -11,7 +11,6 @@ import pickle
 import numpy as np
 import pytest
 
-from kernel_lab.core import rowkeys
 from kernel_lab.core.dataset import Dataset
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.kernels import make_kernel
@@ -35,6 +34,7 @@ from kernel_lab.core.parts.normal import (
     uniform_landmarks,
 )
 from kernel_lab.core.progress import Cancelled, Progress
+from kernel_lab.core.rows import keys as rowkeys
 from kernel_lab.experiments.learning_curve import LearningCurveExperiment
 
 

@@ -63,7 +63,6 @@ import numpy as np
 from scipy.linalg import solve_triangular
 from sklearn.exceptions import ConvergenceWarning
 
-from kernel_lab.core import rowkeys
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.kernels import Kernel
 from kernel_lab.core.memory import rows_per_block
@@ -76,6 +75,7 @@ from kernel_lab.core.parts.base import (
     reduce_blocks,
     take_rows,
 )
+from kernel_lab.core.rows import keys as rowkeys
 from kernel_lab.core.validation import check_seed
 
 #: Default stopping tolerance on the relative residual ``√(rᵀP⁻¹r / bᵀP⁻¹b)``.
@@ -84,7 +84,7 @@ DEFAULT_TOL = 1e-8
 DEFAULT_MAX_ITER = 200
 #: Extra random rows of X in the preconditioner, as a multiple of the number of landmarks.
 PRECONDITIONER_ROWS_PER_LANDMARK = 4
-#: Offset of :data:`~kernel_lab.core.rowkeys.LANDMARKS`: the preconditioner's extra rows.
+#: Offset of :data:`~kernel_lab.core.rows.keys.LANDMARKS`: the preconditioner's extra rows.
 CG_ROWS = 6
 
 Progress = Callable[[float, str], None]

@@ -24,7 +24,6 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from kernel_lab.core import rowkeys
 from kernel_lab.core.kernels import Kernel
 from kernel_lab.core.models.nystrom import nystrom_factor
 from kernel_lab.core.models.rff import cos_features
@@ -40,6 +39,7 @@ from kernel_lab.core.parts.base import (
     take_rows,
 )
 from kernel_lab.core.progress import Progress
+from kernel_lab.core.rows import keys as rowkeys
 
 
 class FeatureMap(Protocol):
