@@ -125,21 +125,6 @@ def normal_sums(parts: PartMap, plan: RowPlan, maps: Sequence[FeatureMap], shift
                          combine=_add_each, progress=progress, message=message)
 
 
-def _target_sum(rows: Rows) -> tuple[int, float]:
-    return int(rows.y.size), float(rows.y.sum())
-
-
-def _add_pairs(a: tuple[int, float], b: tuple[int, float]) -> tuple[int, float]:
-    return a[0] + b[0], a[1] + b[1]
-
-
-def target_mean(parts: PartMap, plan: RowPlan, progress: Progress | None = None) -> float:
-    """The mean of the training targets, reduced over the parts."""
-    n, total = reduce_blocks(parts, _target_sum, plan, combine=_add_pairs, progress=progress,
-                             message="mean of the targets")
-    return total / max(n, 1)
-
-
 def uniform_landmarks(parts: PartMap, plan: RowPlan, k: int,
                       stream: int = rowkeys.LANDMARKS) -> Rows:
     """``k`` training rows, a uniform subset keyed by ``(plan.seed, stream)``, in the order
