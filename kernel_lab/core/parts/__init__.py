@@ -1,4 +1,5 @@
-"""Computations over partitioned data (see :mod:`kernel_lab.core.parts.base`)."""
+"""Computations over a data set's parts, in memory or kept in partitions (see
+:mod:`kernel_lab.core.parts.base`)."""
 
 from kernel_lab.core.parts.base import (
     ArrayPart,
