@@ -47,12 +47,11 @@ NO_THREADS = {"core"}
 # the experiments' shared modules; every other module in experiments/ is one experiment and
 # imports no other module of experiments/ but these (the registry imports the experiments)
 EXPERIMENT_HELPERS = {"base", "plotspec"}
-# an experiment's modules named by what they hold — its run on partitioned data
-# (<name>_parts), its cells (<name>_cells), its nested trials (<name>_nested), its result
-# table (<name>_table), its picture (<name>_picture), its cost model (<name>_cost), its
-# summaries (<name>_summary) and its plots' words from a run (<name>_words) — are part of
-# experiment <name>
-PART_SUFFIXES = ("_parts", "_cells", "_nested", "_table", "_picture", "_cost", "_summary",
+# an experiment's modules named by what they hold — its cells (<name>_cells), its nested
+# trials (<name>_nested), its result table (<name>_table), its picture (<name>_picture),
+# its cost model (<name>_cost), its summaries (<name>_summary) and its plots' words from a
+# run (<name>_words) — are part of experiment <name>
+PART_SUFFIXES = ("_cells", "_nested", "_table", "_picture", "_cost", "_summary",
                  "_words")
 MAX_LINES = 800
 

@@ -1,5 +1,5 @@
-"""Per-row keys: moved to :mod:`kernel_lab.core.rows.keys` (this name stays for the modules
-that still import it)."""
+"""Per-row keys: moved to :mod:`kernel_lab.core.rows.keys`. This name stays only for
+``core/parts/landmarks.py``, which still imports it; delete it with that import."""
 
 from kernel_lab.core.rows.keys import (
     BANDWIDTH,

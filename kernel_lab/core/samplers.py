@@ -1,5 +1,6 @@
 """Nyström landmark samplers: the public names of :mod:`kernel_lab.core.nystrom`, kept here
-for the callers that import them from this module (see that package for what each holds)."""
+for the tests that import them from this module (see that package for what each holds;
+kernel_lab itself imports them from there)."""
 
 from __future__ import annotations
 
@@ -31,7 +32,6 @@ from kernel_lab.core.nystrom.samplers import (
     UniformSampler,
     key_seed,
     make_sampler,
-    one_part,
 )
 from kernel_lab.core.nystrom.scores import (
     COARSE,
@@ -89,7 +89,6 @@ __all__ = [
     "lambda_for_budget",
     "level_scores",
     "make_sampler",
-    "one_part",
     "residual_rows",
     "ridge_factor",
     "ridge_scores",

@@ -6,7 +6,7 @@
 - :func:`dataset_from_table`: the keyed split (:meth:`RowPlan.split`, rows dropped by
   ``drop_nan`` in neither set, global indices never shifting), missing feature cells filled
   with the training means and the standardisation by the training rows' column statistics
-  — computed by :func:`~kernel_lab.core.parts.base.column_stats` over the canonical blocks
+  — computed by :func:`~kernel_lab.core.parts.prepare.column_stats` over the canonical blocks
   of the table seen as one part, the very code a folder's partitions go through, so the
   same rows give the same bits wherever they live. The prepared rows are made in one
   pass: the training and test rows are gathered (``np.take``, sorted indices) and filled
@@ -29,11 +29,10 @@ from kernel_lab.core.parts.base import (
     Part,
     PartMap,
     RowPlan,
-    column_stats,
     keyed_subset,
-    prepared_plan,
     take_rows,
 )
+from kernel_lab.core.parts.prepare import column_stats, prepared_plan
 from kernel_lab.core.rows import keys as rowkeys
 from kernel_lab.data.columns import join_names
 from kernel_lab.data.leakage import file_column, leakage_warning

@@ -383,9 +383,18 @@ class PoolParts(LocalParts):
 
     def _stop(self, pool: Any, futures: dict[Future[Any], int]) -> None:
         """The run stopped before its partitions were done (Cancel, an error): cancel the
-        partitions not started and, if some are still computing, kill the pool."""
+        partitions not started and, if some are still computing, kill the pool.
+
+        A pool that is killed is not asked to cancel futures from this thread: its manager
+        thread fails every pending future when it finds the processes dead, and Python 3.11's
+        ``terminate_broken`` raises ``InvalidStateError`` on a future already cancelled
+        (the manager thread then dies without closing the pool's queues). The pool's own
+        ``shutdown(cancel_futures=True)`` cancels them in the manager thread instead."""
+        if any(f.running() for f in futures):
+            drop_pool(self.workers, pool, kill=True)
+            return
         running = [f for f in futures if not f.cancel() and not f.done()]
-        if running:
+        if running:  # started between the two looks
             drop_pool(self.workers, pool, kill=True)
 
     def _noted(self, exc: BaseException, k: int) -> BaseException:

@@ -248,13 +248,9 @@ def row_index(data: Dataset, which: str = "train") -> np.ndarray:
     ``X_train`` (``X_test``): what a keyed choice of rows keys on, so that the same rows
     give the same choice wherever they are held (one array, a CSV, Parquet partitions).
 
-    A data set with a row plan (``data.plan``: the rows kept in partitions, and every data
-    set once the in-memory one is a part of the same row layer) answers from it. One
-    without (an in-memory data set split by a generator) numbers its rows by position:
-    training rows ``0 … n_train−1``, then the test rows."""
-    plan = getattr(data, "plan", None)
-    if plan is None:
-        start = 0 if which == "train" else data.n_train
-        return np.arange(start, start + (data.n_train if which == "train" else data.n_test))
+    Every data set carries its row plan (``data.plan``), in memory or kept in
+    partitions; a given split (generated data, plain arrays) numbers the training rows
+    ``0 … n_train−1`` and the test rows after them."""
+    plan = data.plan
     index = np.arange(plan.n)
     return index[plan.which(index, which)]

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -62,8 +62,6 @@ from kernel_lab.core.models.regularised import (
 from kernel_lab.core.models.rff import RandomFourierFeatures, cos_features
 from kernel_lab.core.params import ParamSpec
 from kernel_lab.core.parts.base import (
-    ArrayPart,
-    LocalParts,
     PartMap,
     RowPlan,
     Rows,
@@ -359,8 +357,8 @@ def _costs(n: int, p: int, m: int, D: int, pts: np.ndarray, B: int, r: int, loss
            exact: bool, gram: int) -> tuple[float, np.ndarray]:
     """Multiply-adds of the set-up (reading the rows, the floor, the baselines' sums or
     features) and, cumulated, of each curve point (DSG's iterations, its test predictions,
-    the baselines' fits; the RFF Gram matrix up to ``gram`` features beyond n), as in the
-    in-memory run's estimate; for the progress bar."""
+    the baselines' fits; the RFF Gram matrix up to ``gram`` features beyond n): the
+    progress bar's weights and the plan's estimate."""
     q = p + 200  # a cosine costs about 200 multiply-adds
     squared = loss == "squared"
     start = 4.0 * n * p + 2.0 * n * D * (q + (D if squared else 0)) + 2.0 * m * D * q
@@ -454,29 +452,6 @@ def _gathered(parts: PartMap, plan: RowPlan, p: int, m: int, exact: bool, cap: i
 
 
 @dataclass(frozen=True)
-class _GivenSplit(RowPlan):
-    """A plan whose rows from ``given_test_start`` on are the test rows (no keys): the
-    split of a data set held as training arrays followed by test arrays."""
-
-    given_test_start: int = field(default=0, kw_only=True)
-
-    def is_test(self, rows: np.ndarray) -> np.ndarray:
-        return np.asarray(rows) >= self.given_test_start
-
-
-def _rows_of(data: Any) -> tuple[PartMap, RowPlan]:
-    """The data set's parts and plan. A data set that carries none (in memory, arrays
-    already split and standardised) is read as two parts, its training rows (global rows
-    0 … n_train − 1) and its test rows after them, a given split of views."""
-    parts = getattr(data, "parts", None)
-    if parts is not None:
-        return parts, data.plan
-    n, m = int(data.n_train), int(data.n_test)
-    plan = _GivenSplit(0, n + m, m, None, given_test_start=n)
-    return LocalParts([ArrayPart(0, 0, data.X_train, data.y_train),
-                       ArrayPart(1, n, data.X_test, data.y_test)]), plan
-
-
 class LearningCurveExperiment(Experiment):
     name = "learning-curve"
     title = "Doubly stochastic gradients: learning curve"
@@ -629,7 +604,7 @@ class LearningCurveExperiment(Experiment):
         task = data.task
         loss = _loss_for(params["loss"], task)
         solvable = loss in SOLVABLE_LOSSES
-        parts, plan = _rows_of(data)
+        parts, plan = data.parts, data.plan
         n, p, seed = plan.n_train, data.p, int(params["seed"])
         nu, r = float(params["nu"]), int(params["features_per_iter"])
         B = int(params["batch_size"])

@@ -5,7 +5,7 @@ light protocol or the paper's (Section 5; see ``docs/papers.md``).
 
 One implementation for every data set, wherever its rows live (an array in memory is one
 part): the data set's ``parts`` and ``plan`` (:mod:`kernel_lab.core.parts`). Every random
-choice about rows is keyed by the global row index (:mod:`kernel_lab.core.rowkeys`): the
+choice about rows is keyed by the global row index (:mod:`kernel_lab.core.rows.keys`): the
 evaluation rows (at most eval_points) the spectral error is measured on, the test rows
 (at most :data:`~kernel_lab.experiments.nystrom_table.TEST_MAX`), the picture's rows (at
 most :data:`~kernel_lab.experiments.nystrom_picture.VIEW_MAX`), the bandwidth's rows
@@ -32,13 +32,14 @@ from typing import Any
 
 import numpy as np
 
-from kernel_lab.core import rowkeys
 from kernel_lab.core.approx_error import effective_dimension
 from kernel_lab.core.dataset import Dataset
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.executor import call_single_threaded
 from kernel_lab.core.kernels import Kernel
 from kernel_lab.core.memory import check_allocation
+from kernel_lab.core.nystrom.samplers import SAMPLERS
+from kernel_lab.core.nystrom.scores import check_fixed_lam
 from kernel_lab.core.params import ParamSpec
 from kernel_lab.core.parts.base import (
     LocalParts,
@@ -50,7 +51,7 @@ from kernel_lab.core.parts.base import (
 from kernel_lab.core.parts.landmarks import check_exact_rows
 from kernel_lab.core.parts.ridge import diag_sum
 from kernel_lab.core.progress import Progress
-from kernel_lab.core.samplers import SAMPLERS, check_fixed_lam
+from kernel_lab.core.rows import keys as rowkeys
 from kernel_lab.experiments import nystrom_cost
 from kernel_lab.experiments.base import (
     SERIAL,

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kernel_lab.core.kernels import KERNELS
-from kernel_lab.core.samplers import BLOCK_ENTRIES, RPC_STORED_MAX
+from kernel_lab.core.nystrom.common import BLOCK_ENTRIES, RPC_STORED_MAX
 from kernel_lab.experiments.nystrom_cells import FIXED_LAMBDA, RANDOM_FEATURES
 from kernel_lab.experiments.nystrom_nested import NESTED_TRIALS
 from kernel_lab.experiments.nystrom_table import (

@@ -28,7 +28,6 @@ from typing import Any
 
 import numpy as np
 
-from kernel_lab.core import rowkeys
 from kernel_lab.core.models.nystrom import nystrom_factor
 from kernel_lab.core.models.streaming import CentredSums, LooGrid, columns_well_conditioned
 from kernel_lab.core.parts.base import Rows, reduce_blocks
@@ -44,6 +43,7 @@ from kernel_lab.core.parts.ridge import (
     test_rmse,
 )
 from kernel_lab.core.progress import Progress
+from kernel_lab.core.rows import keys as rowkeys
 from kernel_lab.experiments.nystrom_cells import EXACT_MAX, CellInputs, CellTask, run_cell
 
 #: The samplers whose trials are nested (one draw and one pass for all sizes).

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kernel_lab.core.samplers import BLOCK_ENTRIES
+from kernel_lab.core.nystrom.common import BLOCK_ENTRIES
 from kernel_lab.experiments.base import pad_columns
 
 #: The picture shows at most this many training points (a seeded subset) with their scores.

@@ -291,12 +291,6 @@ def resolve_curves(spec: PlotSpec, columns: Iterable[str]) -> list[CurveLine]:
     return out
 
 
-def series_columns(series: Iterable[str], columns: Iterable[str]) -> list[str]:
-    """The columns of ``columns`` that belong to any of ``series`` (any group)."""
-    wanted = set(series)
-    return [c for c in columns if SeriesKey.parse(c).series in wanted]
-
-
 @dataclass(frozen=True)
 class LegendEntry:
     """A legend line: ``column`` (an ungrouped line or a ``note``: its own item is the

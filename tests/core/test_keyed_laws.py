@@ -1,4 +1,4 @@
-"""The laws of the keyed random choices (``kernel_lab.core.rowkeys`` and what the
+"""The laws of the keyed random choices (``kernel_lab.core.rows.keys`` and what the
 partitioned path builds on it), checked statistically against the laws of the papers and
 of the in-memory samplers.
 
@@ -24,7 +24,6 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from kernel_lab.core import rowkeys
 from kernel_lab.core.kernels import GaussianKernel
 from kernel_lab.core.models.gfc import DescentSettings, descent_rows, greedy_descent
 from kernel_lab.core.parts import dsg as parts_dsg
@@ -37,6 +36,7 @@ from kernel_lab.core.parts.base import (
     keyed_subset_of,
 )
 from kernel_lab.core.rows import keys
+from kernel_lab.core.rows import keys as rowkeys
 from kernel_lab.core.samplers import RecursiveRLSSampler
 from kernel_lab.experiments.ckrr_risk import trial_rows
 

@@ -12,7 +12,6 @@ from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from kernel_lab.core import rowkeys
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.kernels import GaussianKernel, LaplaceKernel, make_kernel
 from kernel_lab.core.models import nystrom, nystrom_cg
@@ -23,6 +22,7 @@ from kernel_lab.core.parts.base import LocalParts, RowPlan, array_parts, keyed_s
 from kernel_lab.core.parts.cg import nystrom_ridge_cg_parts
 from kernel_lab.core.progress import Cancelled, Progress
 from kernel_lab.core.rows import blocks
+from kernel_lab.core.rows import keys as rowkeys
 from kernel_lab.core.rows.blocks import ROW_BLOCK
 from kernel_lab.core.validation import check_seed
 

@@ -12,7 +12,7 @@ import pytest
 from kernel_lab.core.dataset import Dataset
 from kernel_lab.core.errors import MemoryBudgetError
 from kernel_lab.core.parts import LocalParts, PartitionedData, RowPlan, array_parts
-from kernel_lab.core.parts.base import standardize_plan
+from kernel_lab.core.parts.prepare import standardize_plan
 from kernel_lab.core.rows import align_parts, blocks
 from kernel_lab.engine.runner import run_experiment
 

@@ -8,10 +8,10 @@ import math
 import numpy as np
 import pytest
 
-from kernel_lab.core import rowkeys
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.kernels import GaussianKernel
 from kernel_lab.core.parts import landmarks
+from kernel_lab.core.rows import keys as rowkeys
 from kernel_lab.core.samplers import FIXED_LAMBDA_BASE, RecursiveRLSSampler
 from kernel_lab.data.generators import generate
 

@@ -1,11 +1,11 @@
-"""Keyed per-row random choices (kernel_lab.core.rowkeys) against brute force."""
+"""Keyed per-row random choices (kernel_lab.core.rows.keys) against brute force."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from kernel_lab.core import rowkeys
+from kernel_lab.core.rows import keys as rowkeys
 
 
 @pytest.mark.parametrize(("n", "k", "chunk"), [(1, 1, 8), (10, 1, 3), (10, 10, 3),

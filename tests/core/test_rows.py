@@ -18,8 +18,8 @@ from kernel_lab.core.parts.base import (
     Rows,
     array_parts,
     reduce_blocks,
-    training_moments,
 )
+from kernel_lab.core.parts.prepare import training_moments
 from kernel_lab.core.rows import (
     AlignedPart,
     Frontier,

@@ -51,8 +51,6 @@ def test_nystrom_features_from_sums_equal_the_dense_fit(tiny_blocks):
         w, value = streaming.solve_squared(sums.restrict(s, N), 1e-3)
         np.testing.assert_allclose(w, dense.w, rtol=1e-8, atol=1e-10)
         assert value == pytest.approx(dense.objective, rel=1e-8)
-        pred = streaming.predict_blocks(lambda A, s=s, N=N: kernel(A, L[:s]) @ N, X, w)
-        np.testing.assert_allclose(pred, kernel(X, L[:s]) @ N @ w, rtol=1e-12, atol=1e-12)
 
 
 def test_the_sums_are_those_of_the_whole_matrix_whatever_the_block_size(monkeypatch):
@@ -92,72 +90,30 @@ def test_accumulation_reports_each_block_and_can_be_cancelled(monkeypatch):
 
 # -- the downstream ridge of Nyström / random features with an intercept, over row blocks ---
 
-def test_streamed_ridge_is_feature_ridge_and_ridge_loo():
-    """The shifted one-pass sums against the centred dense formulas (feature_ridge at a
-    given λ, ridge_loo's grid without refinement for λ=None), on features whose columns have
-    a mean far above their spread (the shift keeps the centring exact)."""
+def test_centred_sums_over_blocks_are_feature_ridge_and_ridge_loo():
+    """The shifted sums of row blocks against the centred dense formulas (feature_ridge at
+    a given λ, ridge_loo's grid without refinement for λ=None, its residuals summed per
+    block), on features whose columns have a mean far above their spread (the shift keeps
+    the centring exact)."""
     rng = np.random.default_rng(2)
     F = 50.0 + rng.normal(size=(1000, 6)) @ np.diag([3, 1, 0.3, 0.1, 0.03, 0.01])
     y = F @ rng.normal(size=6) + rng.normal(size=1000)
-    sums = streaming.StreamedRidge(lambda A: A.copy(), F, y, 64)
+    starts = range(0, 1000, 64)
+    sums = streaming.CentredSums.of(F[:64], y[:64])
+    for a in starts[1:]:
+        sums = sums + streaming.CentredSums.of(F[a:a + 64], y[a:a + 64])
     assert sums.squared_norm == pytest.approx(float(np.sum(F * F)), rel=1e-13)
     for lam in (1e-3, 1.0):
-        coef, intercept, used = sums.solve(lam)
+        coef, intercept = sums.solve(lam)
         ref_coef, ref_intercept = feature_ridge(F, y, lam)
         np.testing.assert_allclose(coef, ref_coef, rtol=1e-7)
         assert intercept == pytest.approx(ref_intercept, rel=1e-7)
-        assert used == lam
-    coef, intercept, used = sums.solve(None)
+    grid = streaming.LooGrid.of(sums)
+    coef, intercept, used = grid.solve(sum(grid.sse(F[a:a + 64], y[a:a + 64]) for a in starts))
     ref_coef, ref_intercept, ref_nu, _ = ridge_loo(F, y, refine=False)
     np.testing.assert_allclose(coef, ref_coef, rtol=1e-7)
     assert intercept == pytest.approx(ref_intercept, rel=1e-7)
     assert used == pytest.approx(ref_nu, rel=1e-9)
-
-
-def test_streamed_ridge_on_kernel_columns_equals_the_features_themselves():
-    """Sums of C = k(X, S), mapped by N, give the fit of the features F = C N."""
-    rng = np.random.default_rng(4)
-    X = rng.normal(size=(500, 3))
-    y = np.sin(X[:, 0]) + 0.1 * rng.normal(size=500)
-    kernel = make_kernel("gaussian", {"sigma": 1.5})
-    landmarks = X[rng.choice(500, 15, replace=False)]
-    N = nystrom_factor(kernel(landmarks))
-
-    def features(A):
-        return kernel(A, landmarks) @ N
-
-    on_columns = streaming.StreamedRidge(features, X, y, 37,
-                                         (lambda A: kernel(A, landmarks), N))
-    on_features = streaming.StreamedRidge(features, X, y, 37)
-    assert on_columns.squared_norm == pytest.approx(on_features.squared_norm, rel=1e-9)
-    for lam in (1e-2, None):
-        for got, ref in zip(on_columns.solve(lam), on_features.solve(lam), strict=True):
-            np.testing.assert_allclose(got, ref, rtol=1e-6, atol=1e-9)
-
-
-def test_sums_of_kernel_columns_only_when_w_is_well_conditioned():
-    """Spread-out points give a well-conditioned W (the sums are taken of k(X, S)); tight
-    clusters do not (None: the features themselves are summed)."""
-    from kernel_lab.core.kernels import GaussianKernel
-    from kernel_lab.core.models.nystrom import NystromFeatures
-
-    rng = np.random.default_rng(0)
-    spread = rng.uniform(size=(400, 5))
-    clusters = rng.normal(size=(4, 5))[rng.integers(0, 4, 400)] + 0.05 * rng.normal(size=(400, 5))
-    well = NystromFeatures(GaussianKernel(2.0), n_components=20, sampler="uniform",
-                           random_state=0).fit(spread)
-    ill = NystromFeatures(GaussianKernel(1.0), n_components=40, sampler="uniform",
-                          random_state=0).fit(clusters)
-    columns = streaming.kernel_columns(well)
-    assert columns is not None and columns[1] is well.normalization_
-    # the features by a general product with N against the transform's triangular one
-    # (W is well conditioned here: N = L⁻ᵀ): the same sums in another order, so equal to
-    # the rounding of s terms of size up to max |N|
-    N = columns[1]
-    assert well.lower_inverse_ is not None
-    np.testing.assert_allclose(columns[0](spread[:5]) @ N, well.transform(spread[:5]),
-                               rtol=1e-12, atol=1e-15 * N.shape[0] * np.abs(N).max())
-    assert streaming.kernel_columns(ill) is None
 
 
 def test_centred_sums_in_place_equal_those_of_a_copy():
@@ -180,17 +136,6 @@ def test_centred_sums_in_place_equal_those_of_a_copy():
     assert np.all(np.abs(F - centred) <= bound)
     ref = (keep - keep.mean(axis=0)).T @ (keep - keep.mean(axis=0))
     np.testing.assert_allclose(b.gram, ref, rtol=1e-12)
-
-
-def test_a_transform_that_returns_its_rows_leaves_x_alone():
-    """Features that are the rows themselves (a view of X) are not centred in place."""
-    rng = np.random.default_rng(5)
-    X, y = rng.normal(size=(50, 3)) + 2.0, rng.normal(size=50)
-    keep = X.copy()
-    sums = streaming.StreamedRidge(lambda A: A, X, y, 7)
-    np.testing.assert_array_equal(X, keep)
-    Xc = keep - keep.mean(axis=0)
-    np.testing.assert_allclose(sums.gram, Xc.T @ Xc, rtol=1e-12)
 
 
 def test_absorbing_a_block_in_place_gives_the_sums_of_both():

@@ -27,8 +27,8 @@ from kernel_lab.core.parts.base import (
     keyed_subset,
     part_rows,
     reduce_blocks,
-    standardize_plan,
 )
+from kernel_lab.core.parts.prepare import standardize_plan
 from kernel_lab.core.progress import Cancelled, Progress
 from kernel_lab.core.rows import align_parts
 

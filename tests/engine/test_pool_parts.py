@@ -344,3 +344,37 @@ def test_the_shared_block_of_a_process_killed_outright_is_removed(tmp_path):
         if time.monotonic() > deadline:
             pytest.fail(f"the shared block {name} outlived its process by 20 s")
         time.sleep(0.2)
+
+
+def test_a_stop_that_kills_the_pool_leaves_its_manager_thread_whole(monkeypatch):
+    """A stopped run with a partition still computing kills the pool. Its manager thread
+    then fails every pending future; if one had been cancelled from this thread first,
+    Python 3.11's ``terminate_broken`` raised ``InvalidStateError`` and the thread died
+    without closing the pool. The kill is slowed here (0.5 s before the shutdown) so that
+    the manager sees the dead process first, the order that load made happen."""
+    import multiprocessing as mp
+    import threading
+    from concurrent.futures import ProcessPoolExecutor, wait
+
+    from kernel_lab.engine import executors
+
+    died: list[BaseException] = []
+    monkeypatch.setattr(threading, "excepthook", lambda a: died.append(a.exc_value))
+    kill = executors._kill_processes
+
+    def slow_kill(pool):
+        kill(pool)
+        time.sleep(0.5)
+
+    monkeypatch.setattr(executors, "_kill_processes", slow_kill)
+    pool = ProcessPoolExecutor(1, mp_context=mp.get_context("spawn"))
+    futures = {pool.submit(time.sleep, 30): k for k in range(20)}
+    deadline = time.monotonic() + 60
+    while not any(f.running() for f in futures) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(1.0)  # the manager thread settled, waiting on its process
+    parts = PoolParts(array_parts(np.ones((10, 2)), np.ones(10), 1), 1)
+    parts._stop(pool, futures)
+    done, _ = wait(list(futures), timeout=30)
+    time.sleep(0.5)  # the manager thread's last steps
+    assert len(done) == len(futures) and died == []

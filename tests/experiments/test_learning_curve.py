@@ -235,7 +235,7 @@ def test_squared_loss_baselines_come_from_sums_over_row_blocks(monkeypatch):
     assert np.isfinite(t["nystrom_test_error"]).all()
 
     d = load_data(spec, seed=3)
-    _, plan = lc._rows_of(d)
+    plan = d.plan
     rows = np.arange(plan.n)
     test_rows = rows[plan.is_test(rows)]
     keys = rowkeys.keys(plan.seed, rowkeys.TEST_SUBSET, test_rows)
@@ -317,19 +317,25 @@ def test_two_classes_with_the_softmax_loss_map_labels_to_class_codes():
     rate. Reference: with two classes the softmax objective with ν/2 (‖f₀‖² + ‖f₁‖²) is
     minimised at f₀ = −f₁ (the loss depends on d = f₁ − f₀ only, and ‖f₀‖² + ‖f₁‖² is least
     at f₁ = −f₀ = d/2), so d* is the binary logistic minimiser with ν/2 in place of ν —
-    scikit-learn's LogisticRegression with C = 2/(nν) on a Cholesky factor of K."""
+    scikit-learn's LogisticRegression with C = 2/(nν) on a Cholesky factor of K.
+
+    The curve runs on breast cancer's prepared arrays as a given split (training rows are
+    global rows 0 … n − 1), the rows :meth:`DSGClassifier.fit` indexes the same way, so the
+    estimator's keyed epochs are the curve's (a keyed split numbers the rows otherwise)."""
+    from kernel_lab.core.dataset import Dataset
     from kernel_lab.core.kernels import make_kernel, resolve_bandwidth
     from kernel_lab.core.models import DSGClassifier
     from kernel_lab.core.validation import check_seed
     from kernel_lab.data.source import load_data
 
-    spec, nu = "breast-cancer", 1e-2
-    d = load_data(spec)
+    nu = 1e-2
+    d = load_data("breast-cancer")
     X, y, Xt, yt = d.X_train, d.y_train, d.X_test, d.y_test
     assert set(np.unique(y)) == {-1.0, 1.0}
+    given = Dataset(X, y, Xt, yt, d.feature_names, d.target_name, name="breast-cancer")
     params = {"loss": "multinomial", "n_iter": 12, "points": 3, "nu": nu,
               "features_per_iter": 8, "rff_max": 64}
-    r = run_experiment("learning-curve", params, data=spec)
+    r = run_experiment("learning-curve", params, data=given)
     s, t = r.summaries, r.table
     assert s["loss"] == "multinomial" and s["classes"] == 2
     sigma = resolve_bandwidth(None, X)

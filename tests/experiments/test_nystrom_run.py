@@ -11,13 +11,13 @@ import pytest
 from kernel_lab.core.errors import MemoryBudgetError
 from kernel_lab.core.parts.base import (
     LocalParts,
-    PartitionedData,
     RowPlan,
     array_parts,
     keyed_subset,
-    standardize_plan,
     take_rows,
 )
+from kernel_lab.core.parts.data import PartitionedData
+from kernel_lab.core.parts.prepare import standardize_plan
 from kernel_lab.core.progress import Progress
 from kernel_lab.core.rows import blocks
 from kernel_lab.engine.executors import ThreadExecutor

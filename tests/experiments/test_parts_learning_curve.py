@@ -11,7 +11,6 @@ import pickle
 import numpy as np
 import pytest
 
-from kernel_lab.core import rowkeys
 from kernel_lab.core.dataset import Dataset
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.kernels import make_kernel
@@ -26,15 +25,15 @@ from kernel_lab.core.parts import (
     standardize_plan,
 )
 from kernel_lab.core.parts.base import Rows
-from kernel_lab.core.parts.dsg import BlockStream, epoch_rows, take_range
+from kernel_lab.core.parts.dsg import BlockStream, epoch_rows, take_range, target_summary
 from kernel_lab.core.parts.normal import (
     CosineFeatures,
     KernelColumns,
     normal_sums,
-    target_mean,
     uniform_landmarks,
 )
 from kernel_lab.core.progress import Cancelled, Progress
+from kernel_lab.core.rows import keys as rowkeys
 from kernel_lab.experiments.learning_curve import LearningCurveExperiment
 
 
@@ -174,8 +173,8 @@ def test_the_estimators_fit_is_the_stream_over_its_array_as_one_part(cls):
     data set whose training rows are those rows (global rows 0 … n − 1): the same batches,
     hence the same model, bit for bit — also when split in warm-started fits whose
     batches cross blocks and epochs."""
-    from kernel_lab.core.models.dsg import one_part
     from kernel_lab.core.parts import dsg
+    from kernel_lab.core.parts.base import one_part
 
     X, y = _data(300)
     if cls is DSGClassifier:
@@ -217,7 +216,7 @@ def test_dsg_over_the_stream_is_the_same_on_one_part_and_six():
     out = []
     for pieces in (1, 6):
         parts, plan = _split(X, y, pieces)
-        ybar = target_mean(parts, plan)
+        ybar = target_summary(parts, plan).mean
         model = DSGRegressor(sigma=2.0, nu=1e-3, batch_size=8, n_features_per_iter=4,
                              cache_features=True, random_state=3)
         _trained(model, parts, plan, 100, offset=ybar, block=128)
@@ -249,7 +248,7 @@ def test_normal_sums_over_parts_are_the_dense_products():
             np.testing.assert_allclose(sums.G, F.T @ F, rtol=1e-10)
             np.testing.assert_allclose(sums.b, F.T @ yc, rtol=1e-10)
             assert sums.yy == pytest.approx(yc @ yc, rel=1e-10) and sums.n == whole.y.size
-        assert target_mean(parts, plan) == pytest.approx(whole.y.mean(), rel=1e-12)
+        assert target_summary(parts, plan).mean == pytest.approx(whole.y.mean(), rel=1e-12)
 
 
 PARAMS = {"kernel": "gaussian", "sigma": None, "loss": "auto", "nu": 1e-3, "theta": None,

@@ -10,7 +10,7 @@ import pickle
 import numpy as np
 import pytest
 
-from kernel_lab.core import rowkeys, samplers
+from kernel_lab.core import samplers
 from kernel_lab.core.errors import MemoryBudgetError
 from kernel_lab.core.kernels import GaussianKernel
 from kernel_lab.core.models.feature_ridge import feature_ridge
@@ -21,15 +21,16 @@ from kernel_lab.core.parts import landmarks as parts_landmarks
 from kernel_lab.core.parts import ridge as parts_ridge
 from kernel_lab.core.parts.base import (
     LocalParts,
-    PartitionedData,
     RowPlan,
     array_parts,
     keyed_subset,
-    standardize_plan,
     take_rows,
 )
+from kernel_lab.core.parts.data import PartitionedData
+from kernel_lab.core.parts.prepare import standardize_plan
 from kernel_lab.core.progress import Cancelled, Progress
 from kernel_lab.core.rows import blocks
+from kernel_lab.core.rows import keys as rowkeys
 from kernel_lab.experiments.nystrom import NystromExperiment
 
 SAMPLERS = ("uniform", "recursive-rls", "recursive-rls-fast", "rp-cholesky")

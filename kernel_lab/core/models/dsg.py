@@ -42,7 +42,7 @@ from kernel_lab.core.losses import (
     make_loss,
 )
 from kernel_lab.core.models.rff import RFF_KERNELS
-from kernel_lab.core.parts.base import ArrayPart, LocalParts, RowPlan, Rows
+from kernel_lab.core.parts.base import Rows, one_part
 from kernel_lab.core.parts.dsg import BlockStream, target_summary
 from kernel_lab.core.progress import Progress
 from kernel_lab.core.validation import Integer, OneOf, Real, check_params, check_seed
@@ -51,14 +51,6 @@ from kernel_lab.core.validation import Integer, OneOf, Real, check_params, check
 PREDICT_BLOCK = 64
 #: :meth:`_DSGBase.train` reports progress (a cancellation point) this often.
 REPORT_EVERY = 64
-
-
-def one_part(X: np.ndarray, y: np.ndarray) -> tuple[LocalParts, RowPlan]:
-    """An array as one part whose rows are all training rows, and its plan (no split, no
-    scaling): what :meth:`DSGRegressor.fit` streams its batches from, as the learning
-    curve streams them from a data set's parts — the same rows give the same batches."""
-    n = int(X.shape[0])
-    return LocalParts([ArrayPart(0, 0, X, y)]), RowPlan(0, n, 0, None)
 
 
 @dataclass(frozen=True)
@@ -389,9 +381,9 @@ class _DSGBase(BaseEstimator):
     def _fit_xy(self, X: np.ndarray, y: np.ndarray,
                 eval_set: tuple[np.ndarray, np.ndarray] | None = None) -> None:
         """``n_iter`` iterations on the rows of X (targets y from :meth:`labels`) in DSG's
-        keyed epochs,
-        the array taken as one part of training rows (:func:`one_part`): a warm start
-        continues the stream where the last fit left it."""
+        keyed epochs, the array taken as one part of training rows
+        (:func:`~kernel_lab.core.parts.base.one_part`): a warm start continues the stream
+        where the last fit left it."""
         self._check_params()
         if not (self.warm_start and getattr(self, "n_iter_", 0) > 0):
             self._initialise(X)

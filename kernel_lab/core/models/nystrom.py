@@ -40,6 +40,8 @@ from kernel_lab.core.kernels import (
 from kernel_lab.core.memory import check_allocation, rows_per_block
 from kernel_lab.core.models.feature_ridge import feature_ridge
 from kernel_lab.core.models.streaming import GRAM_KAPPA_MAX
+from kernel_lab.core.nystrom.common import CountingKernel
+from kernel_lab.core.nystrom.samplers import SAMPLERS, make_sampler
 from kernel_lab.core.parts.cg import (
     DEFAULT_MAX_ITER,
     DEFAULT_TOL,
@@ -47,7 +49,6 @@ from kernel_lab.core.parts.cg import (
     nystrom_predict,
     nystrom_ridge_cg,
 )
-from kernel_lab.core.samplers import SAMPLERS, CountingKernel, make_sampler
 from kernel_lab.core.validation import (
     LAM,
     Integer,
@@ -154,7 +155,7 @@ class NystromFeatures(TransformerMixin, BaseEstimator):
     n_components : int
         Number of landmarks s (at most n).
     sampler : str
-        One of :data:`kernel_lab.core.samplers.SAMPLERS`: the one implementation of each
+        One of :data:`kernel_lab.core.nystrom.samplers.SAMPLERS`: the one implementation of each
         (:mod:`kernel_lab.core.parts.landmarks`) on X as one part.
     random_state : int, RandomState, Generator, SeedSequence or None
         Gives the seed of the row keys that make every random choice of the sampler

@@ -17,17 +17,16 @@ family of smaller fits comes from the same sums:
 The dense solver (:func:`kernel_lab.core.models.regularised.fit_regularised`) gives the
 same w to rounding; the tests compare the two.
 
-:class:`StreamedRidge` is the same idea for ridge with an unpenalised intercept (Nyström
-CKRR downstream of the nystrom experiment): :class:`CentredSums` from one pass (combined
-over blocks and partitions alike), and λ by exact leave-one-out from a second pass
-(:class:`LooGrid`).
+The same idea serves ridge with an unpenalised intercept (Nyström CKRR downstream of the
+nystrom experiment, :mod:`kernel_lab.core.parts.ridge`): :class:`CentredSums` from one
+pass (combined over blocks and parts alike), and λ by exact leave-one-out from a second
+pass (:class:`LooGrid`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from scipy import linalg
@@ -110,16 +109,6 @@ def solve_squared(sums: NormalSums, nu: float) -> tuple[np.ndarray, float]:
     return w, 0.5 * max(residual, 0.0) / sums.n + 0.5 * nu * float(w @ w)
 
 
-def predict_blocks(features: Callable[[np.ndarray], np.ndarray], X: np.ndarray,
-                   w: np.ndarray) -> np.ndarray:
-    """``features(X) @ w`` over row blocks of X (the features of all rows never held)."""
-    out = np.empty(X.shape[0])
-    step = block_rows(w.shape[0])
-    for start in range(0, X.shape[0], step):
-        out[start:start + step] = features(X[start:start + step]) @ w
-    return out
-
-
 def columns_well_conditioned(N: np.ndarray) -> bool:
     """Whether the Nyström normalisation in W's eigenbasis, ``N = V e^{-1/2}``, keeps
     eigenvalues of W spanning at most :data:`GRAM_KAPPA_MAX`, so that sums of ``k(X, S)``
@@ -128,21 +117,6 @@ def columns_well_conditioned(N: np.ndarray) -> bool:
         return False
     e = 1.0 / np.einsum("ij,ij->j", N, N)  # the kept eigenvalues of W (columns V e^{-1/2})
     return bool(e.max() <= GRAM_KAPPA_MAX * e.min())
-
-
-def kernel_columns(features: Any) -> tuple[Any, np.ndarray] | None:
-    """``(x ↦ k(x, S), N)`` for Nyström features ``F = k(X, S) N`` whose W is well conditioned
-    (see :data:`GRAM_KAPPA_MAX`), else None (random features, or an ill-conditioned W):
-    :class:`StreamedRidge` then sums the s columns of k(X, S) instead of the features."""
-    N = getattr(features, "normalization_", None)
-    if N is None:
-        return None
-    # a Cholesky basis N = L⁻ᵀ is given only to a W within TRIANGULAR_KAPPA_MAX (which
-    # is GRAM_KAPPA_MAX); the eigenbasis tells its eigenvalues by its columns' norms
-    if getattr(features, "lower_inverse_", None) is None and not columns_well_conditioned(N):
-        return None
-    kernel, landmarks = features.kernel_, features.landmarks_
-    return (lambda A: kernel(A, landmarks)), N
 
 
 def column_means(F: np.ndarray) -> np.ndarray:
@@ -273,77 +247,3 @@ class LooGrid:
         nu = float(self.nus[int(np.argmin(sse))])
         coef = self.V @ (np.sqrt(self.e) / (self.e + nu) * self.Uty)
         return coef, self.sums.y_mean - float(self.sums.mean @ coef), nu
-
-
-class StreamedRidge:
-    """The downstream ridge on features F = ``transform(X)`` streamed over row blocks.
-
-    One pass adds up the :class:`CentredSums` of the blocks (the centred ``F_cᵀF_c``,
-    ``F_cᵀ(y − ȳ)``, the means and so ``‖F‖_F²``). With ``columns = (C, N)`` the sums are
-    those of ``C(X)`` and are mapped by N (``F = C(X) N``, see :func:`kernel_columns`).
-    :meth:`solve` then fits at a given λ exactly as
-    :func:`~kernel_lab.core.models.feature_ridge.feature_ridge` does, or, with
-    ``lam=None``, picks λ by exact leave-one-out (:class:`LooGrid`) from a second pass over
-    the blocks. The partitioned path (:mod:`kernel_lab.core.parts.ridge`) adds the same
-    sums over parts.
-
-    Parameters
-    ----------
-    transform : callable
-        Rows of X (a block) to their features (a new array is centred in place).
-    X, y : ndarray
-        The training rows and targets.
-    rows : int
-        Rows per block.
-    columns : (callable, ndarray), optional
-        ``(x ↦ k(x, S), N)`` for Nyström features ``F = k(X, S) N`` (:func:`kernel_columns`).
-    """
-
-    def __init__(self, transform: Any, X: np.ndarray, y: np.ndarray, rows: int,
-                 columns: tuple[Any, np.ndarray] | None = None) -> None:
-        self.transform, self.X, self.y, self.rows = transform, X, y, rows
-        block = transform if columns is None else columns[0]
-        sums = scratch = None
-        for start in range(0, X.shape[0], rows):
-            # a block is a new array (the features or kernel columns of its rows),
-            # centred in place, unless it is (a view of) X itself
-            F = block(X[start:start + rows])
-            part = CentredSums.of(F, y[start:start + rows],
-                                  overwrite=not np.may_share_memory(F, X))
-            if sums is None:  # new arrays: the running total is kept in them
-                sums = part
-                continue
-            if scratch is None:
-                scratch = np.empty_like(sums.gram)
-            sums = sums.absorb(part, scratch)
-        assert sums is not None, "no rows"
-        self._keep(sums if columns is None else sums.mapped(columns[1]))
-
-    @classmethod
-    def of_sums(cls, sums: CentredSums, transform: Any, X: np.ndarray, y: np.ndarray,
-                rows: int) -> StreamedRidge:
-        """The ridge on features whose sums were added up elsewhere (e.g. for several
-        nested feature sets in one pass); ``transform``, X, y and ``rows`` serve
-        :meth:`solve`'s leave-one-out pass."""
-        self = cls.__new__(cls)
-        self.transform, self.X, self.y, self.rows = transform, X, y, rows
-        self._keep(sums)
-        return self
-
-    def _keep(self, sums: CentredSums) -> None:
-        self.sums = sums
-        self.gram, self.rhs, self.f_mean = sums.gram, sums.rhs, sums.mean
-        self.y_mean = sums.y_mean
-        self.squared_norm = sums.squared_norm
-
-    def solve(self, lam: float | None) -> tuple[np.ndarray, float, float]:
-        """Coefficients, intercept and the λ used (``lam=None``: chosen by leave-one-out)."""
-        if lam is None:
-            grid = LooGrid.of(self.sums)
-            sse = np.zeros(grid.nus.size)
-            for start in range(0, self.X.shape[0], self.rows):
-                sse += grid.sse(self.transform(self.X[start:start + self.rows]),
-                                self.y[start:start + self.rows])
-            return grid.solve(sse)
-        coef, intercept = self.sums.solve(lam)
-        return coef, intercept, float(lam)

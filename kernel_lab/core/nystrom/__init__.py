@@ -13,9 +13,11 @@
 - :mod:`~kernel_lab.core.nystrom.samplers`: uniform and exact RLS, and the samplers by name
   (``SAMPLERS``, ``make_sampler``).
 
-The same algorithms on partitioned rows (per-row keys instead of one generator) are in
+The one keyed implementation over a data set's parts is
 :mod:`kernel_lab.core.parts.landmarks`, which calls the numerics of ``scores`` and
-``rpcholesky``. ``kernel_lab.core.samplers`` re-exports the public names.
+``rpcholesky``; ``samplers`` runs it on an array as one part.
+``kernel_lab.core.samplers`` re-exports the public names for the tests that still import
+them from there.
 
 References
 ----------

@@ -21,7 +21,6 @@ many landmarks as d_eff(λ) calls for.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -31,7 +30,7 @@ from kernel_lab.core.kernels import Kernel
 from kernel_lab.core.nystrom.common import Sample, Sampler, check_rows
 from kernel_lab.core.nystrom.scores import check_delta, check_exact_memory, check_fixed_lam
 from kernel_lab.core.parts import landmarks
-from kernel_lab.core.parts.base import ArrayPart, LocalParts, PartMap, RowPlan
+from kernel_lab.core.parts.base import one_part
 from kernel_lab.core.validation import check_seed
 
 
@@ -42,25 +41,6 @@ def key_seed(random_state: Any) -> int:
     if isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool):
         return int(random_state)
     return check_seed(random_state)
-
-
-class OnePart(LocalParts):
-    """One part run in the caller's thread with the caller's BLAS threads (a
-    :class:`~kernel_lab.core.parts.base.LocalParts` limits each part's call to one, for
-    parts run side by side; with one part that costs a few tenths of a millisecond per
-    pass, which the Playground's small fits felt, and the cores of a large array)."""
-
-    def calls(self, fn: Callable[..., Any], args: tuple[Any, ...],
-              progress: Any = None) -> Iterator[tuple[int, Any]]:
-        for k, part in enumerate(self.parts):
-            yield k, fn(part, *args)
-
-
-def one_part(X: np.ndarray) -> tuple[PartMap, RowPlan]:
-    """X as one part in this process, every row a training row, no scaling."""
-    X = np.asarray(X, dtype=np.float64)
-    n = X.shape[0]
-    return OnePart([ArrayPart(0, 0, X, np.zeros(n))]), RowPlan(0, n, 0, None)
 
 
 def _sample(got: landmarks.Landmarks, scores: np.ndarray | None = None) -> Sample:

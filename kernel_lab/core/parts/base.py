@@ -43,7 +43,7 @@ import numpy as np
 
 from kernel_lab.core.errors import DataError, ParameterError, data_option
 from kernel_lab.core.executor import call_single_threaded
-from kernel_lab.core.memory import check_allocation, memory_budget_bytes
+from kernel_lab.core.memory import memory_budget_bytes
 from kernel_lab.core.progress import Progress
 from kernel_lab.core.rows import keys as rowkeys
 from kernel_lab.core.rows.blocks import (
@@ -211,6 +211,31 @@ class LocalParts:
                combine: Callable[[Any, Any], Any] = operator.add,
                progress: Progress | None = None, message: str = "") -> Any:
         return tree_combine(self.map(fn, *args, progress=progress, message=message), combine)
+
+
+class OnePart(LocalParts):
+    """One part run in the caller's thread with the caller's BLAS threads (a
+    :class:`LocalParts` limits each part's call to one, for parts run side by side; with
+    one part that costs a few tenths of a millisecond per pass, which the Playground's
+    small fits felt, and the cores of a large array)."""
+
+    def calls(self, fn: Callable[..., Any], args: tuple[Any, ...],
+              progress: Progress | None = None) -> Iterator[tuple[int, Any]]:
+        for k, part in enumerate(self.parts):
+            yield k, fn(part, *args)
+
+
+def one_part(X: np.ndarray, y: np.ndarray | None = None) -> tuple[OnePart, RowPlan]:
+    """Arrays handed to an estimator as one part of training rows: every row ``0 … n−1``
+    a training row (:meth:`RowPlan.given` with no test rows), no scaling, run in this
+    thread (:class:`OnePart`). What the fronts (samplers, DSG, conjugate gradients) run
+    the implementation over parts on, so that the same rows give the same draws as in a
+    data set whose training rows are global rows ``0 … n−1``. ``y`` defaults to zeros (a
+    sampler needs no target)."""
+    X = np.asarray(X, dtype=np.float64)
+    n = int(X.shape[0])
+    y = np.zeros(n) if y is None else np.asarray(y, dtype=np.float64)
+    return OnePart([ArrayPart(0, 0, X, y)]), RowPlan.given(n, 0)
 
 
 # ---------------------------------------------------------------------------------------
@@ -510,169 +535,6 @@ def reduce_blocks(parts: PartMap, fn: Callable[..., Any], plan: RowPlan, *args: 
     return front.finish(combine, block_count(plan.n, plan.block))
 
 
-@dataclass
-class ColumnStats:
-    """What one pass over the rows learns about the columns (:func:`column_stats`).
-
-    ``count``/``mean``/``m2``: per column, the non-missing training values' count, mean
-    and sum of squared deviations; ``missing``: per column, the missing (NaN) cells of the
-    kept rows (training and test); ``bad_target``: rows with a missing or non-finite
-    target; ``infinite``: per column, rows with an infinite value; ``first_bad``: the
-    first such row (global index), its part's first row and the part's description."""
-
-    rows: int
-    count: np.ndarray
-    mean: np.ndarray
-    m2: np.ndarray
-    missing: np.ndarray
-    bad_target: int = 0
-    infinite: np.ndarray | None = None
-    first_bad: tuple[int, int, str] | None = None
-    #: Rows with a missing target or an infinite value (the first is ``first_bad``).
-    bad_rows: int = 0
-
-    @property
-    def several(self) -> bool:
-        return self.bad_rows > 1
-
-    def merge(self, other: ColumnStats) -> ColumnStats:
-        """Both sets of rows (Chan et al.'s pairwise update, column by column)."""
-        na, nb = self.count, other.count
-        n = na + nb
-        delta = other.mean - self.mean
-        with np.errstate(invalid="ignore", divide="ignore"):
-            mean = np.where(na == 0, other.mean, np.where(
-                nb == 0, self.mean, self.mean + delta * (nb / n)))
-            m2 = np.where(na == 0, other.m2, np.where(
-                nb == 0, self.m2, self.m2 + other.m2 + delta * delta * (na * nb / n)))
-        firsts = [f for f in (self.first_bad, other.first_bad) if f is not None]
-        infinite = (other.infinite if self.infinite is None else self.infinite
-                    if other.infinite is None else self.infinite + other.infinite)
-        return ColumnStats(self.rows + other.rows, n, mean, m2, self.missing + other.missing,
-                           self.bad_target + other.bad_target, infinite,
-                           min(firsts) if firsts else None, self.bad_rows + other.bad_rows)
-
-
-def _block_stats(X: np.ndarray, y: np.ndarray, start: int, part: Part, plan: RowPlan
-                 ) -> ColumnStats:
-    """:class:`ColumnStats` of the raw rows ``X, y`` whose first is global row ``start``
-    (one canonical block, or the part of it ``part`` holds)."""
-    index = np.arange(start, start + X.shape[0])
-    kept = plan.kept(index)
-    p = X.shape[1]
-    stats = ColumnStats(int(kept.sum()), np.zeros(p, dtype=np.int64), np.zeros(p),
-                        np.zeros(p), np.zeros(p, dtype=np.int64))
-    finite = np.isfinite(X)
-    clean = bool(finite.all())
-    if not clean or not np.isfinite(y).all():
-        holes = np.isnan(X) & kept[:, None]
-        stats.missing = holes.sum(axis=0)
-        infinite = np.isinf(X) & kept[:, None]
-        bad = (~np.isfinite(y) & kept) | infinite.any(axis=1)
-        if bad.any():
-            first = int(np.flatnonzero(bad)[0])
-            stats.bad_target = int((~np.isfinite(y) & kept).sum())
-            stats.infinite = infinite.sum(axis=0)
-            where = holder_of(part, start + first)
-            stats.first_bad = (start + first, where.start, where.describe())
-            stats.bad_rows = int(bad.sum())
-    train = plan.is_train(index)
-    A = X[train]
-    if A.shape[0] == 0:
-        return stats
-    if clean:  # the usual case: every training value present
-        stats.count[:] = A.shape[0]
-        stats.mean = A.mean(axis=0)
-        d = A - stats.mean
-        stats.m2 = np.einsum("ij,ij->j", d, d)
-        return stats
-    ok = np.isfinite(A)
-    stats.count = ok.sum(axis=0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        stats.mean = np.where(stats.count > 0, np.where(ok, A, 0.0).sum(axis=0)
-                              / stats.count, 0.0)
-    d = np.where(ok, A - stats.mean, 0.0)
-    stats.m2 = np.einsum("ij,ij->j", d, d)
-    return stats
-
-
-def _stats_frontier(part: Part, plan: RowPlan) -> Frontier:
-    """A part's task of :func:`column_stats`: its raw rows' statistics per canonical
-    block, folded into the part's frontier of the blocks' tree."""
-    X, y = READ_CACHE.read(part)
-    if X.shape[0] == 0:
-        return Frontier()
-    B, start, end = int(plan.block), part.start, part.start + X.shape[0]
-
-    def block(k: int) -> ColumnStats:
-        lo, hi = max(k * B, start) - start, min((k + 1) * B, end) - start
-        return _block_stats(X[lo:hi], y[lo:hi], start + lo, part, plan)
-
-    return Frontier.of(((k, block(k)) for k in range(start // B, (end - 1) // B + 1)),
-                       ColumnStats.merge, rows=(start, end), block=B, n=plan.n)
-
-
-def column_stats(parts: PartMap, plan: RowPlan, progress: Progress | None = None
-                 ) -> ColumnStats:
-    """One pass over the partitions: the training rows' column moments over their
-    non-missing values, the missing cells of each column, and the rows whose target is
-    missing or which hold an infinite value (see :class:`ColumnStats`). Computed per
-    canonical block and combined in the blocks' one tree, so the same bits whatever the
-    files (:func:`reduce_blocks`)."""
-    front = parts.reduce(_stats_frontier, plan, combine=MergeFrontiers(ColumnStats.merge),
-                         progress=progress, message="column statistics")
-    return front.finish(ColumnStats.merge, block_count(plan.n, plan.block))
-
-
-def _nonfinite_rows(part: Part) -> np.ndarray:
-    X, y = READ_CACHE.read(part)
-    bad = ~(np.isfinite(X).all(axis=1) & np.isfinite(y))
-    return part.start + np.flatnonzero(bad)
-
-
-def nonfinite_rows(parts: PartMap, progress: Progress | None = None) -> np.ndarray:
-    """Global indices (sorted) of the rows with a missing or non-finite value: the rows
-    ``drop_nan`` leaves out."""
-    got = parts.map(_nonfinite_rows, progress=progress, message="rows with missing values")
-    return np.sort(np.concatenate([np.asarray(g, dtype=np.int64) for g in got]))
-
-
-#: A column whose training standard deviation is below this keeps scale 1 (as in memory).
-CONSTANT_SCALE = 1e-12
-
-
-def training_moments(parts: PartMap, plan: RowPlan, progress: Progress | None = None
-                     ) -> tuple[np.ndarray, np.ndarray]:
-    """Column means and standard deviations of the training rows (raw values, missing
-    cells filled by the mean), reduced over the partitions."""
-    stats = column_stats(parts, plan, progress)
-    return stats.mean, np.sqrt(stats.m2 / max(plan.n_train, 1))
-
-
-def prepared_plan(plan: RowPlan, stats: ColumnStats, standardize: bool = True
-                  ) -> tuple[RowPlan, np.ndarray]:
-    """The plan that fills each missing cell with its column's training mean and (when
-    ``standardize``) scales by the training mean and standard deviation — filling first
-    and scaling second, as in memory: the filled cells add nothing to the sum of squared
-    deviations, so the standard deviation is ``sqrt(m2 / n_train)``. A column of scale
-    below :data:`CONSTANT_SCALE` keeps scale 1; their numbers are returned (0-based) for a
-    note. The caller refuses a column with missing cells and no training value."""
-    fill = stats.mean.copy() if stats.missing.any() else None
-    if not standardize:
-        return replace(plan, fill=fill), np.zeros(0, dtype=np.intp)
-    scale = np.sqrt(stats.m2 / max(plan.n_train, 1))
-    flat = np.flatnonzero(scale < CONSTANT_SCALE)
-    scale[flat] = 1.0
-    return replace(plan.with_scaling(stats.mean, scale), fill=fill), flat
-
-
-def standardize_plan(parts: PartMap, plan: RowPlan, names: Sequence[str] | None = None,
-                     progress: Progress | None = None) -> RowPlan:
-    """The plan with the training rows' column statistics (missing cells filled by the
-    training mean, constant columns kept with scale 1)."""
-    return prepared_plan(plan, column_stats(parts, plan, progress))[0]
-
-
 def _take(part: Part, plan: RowPlan, which: str, wanted: np.ndarray) -> Rows:
     lo, hi = np.searchsorted(wanted, [part.start, part.start + part.rows])
     if hi == lo:
@@ -720,151 +582,3 @@ def keyed_subset_of(index: np.ndarray, seed: int, stream: int, k: int) -> np.nda
     """The same rule as :func:`keyed_subset` on indices held in memory (sorted result)."""
     index = np.asarray(index, dtype=np.int64)
     return np.sort(index[rowkeys.smallest(rowkeys.keys(seed, stream, index), index, k)])
-
-
-@dataclass
-class PartitionedData:
-    """A data set that stays in its partitions, with the interface of a data set in memory
-    (:class:`~kernel_lab.core.dataset.Dataset`): an experiment takes either alike.
-
-    ``parts`` runs computations on the partitions (in this process or on a cluster);
-    ``plan`` says which rows train and test and how columns are standardised. What needs
-    every row at once reads :attr:`X_train` … : the prepared rows gathered in global row
-    order, checked first against the memory budget (refused, with the seeded sample
-    offered, when they do not fit)."""
-
-    parts: PartMap
-    plan: RowPlan
-    feature_names: list[str]
-    target_name: str
-    name: str = ""
-    notes: list[str] = field(default_factory=list)
-    #: "regression", "classification" (a target with two values) or "multiclass" (class
-    #: codes 0 … K−1 of a text target, named by :attr:`classes`), from the source.
-    task: str = "regression"
-    #: The class names of a text target with more than two values (codes 0 … K−1).
-    classes: list[str] | None = None
-    #: The first training rows (for a preview), once :meth:`first_rows` has read them.
-    head: Rows | None = None
-    #: What the user should look at before trusting a result (target leakage, …).
-    warnings: list[str] = field(default_factory=list)
-
-    @property
-    def n_train(self) -> int:
-        return self.plan.n_train
-
-    @property
-    def n_test(self) -> int:
-        return self.plan.n_test
-
-    @property
-    def p(self) -> int:
-        return len(self.feature_names)
-
-    #: The rows stay in their partitions until something reads every training row at
-    #: once (:attr:`X_train` …, gathered when they fit in memory).
-    in_memory = False
-    #: A table's own column names before encoding (a text column before one-hot): the
-    #: partitioned readers name the stored columns themselves, so none.
-    columns = None
-    #: No generating process and no noiseless target: the rows come from files.
-    source = None
-    f_train = None
-    f_test = None
-    #: The gathered rows (:meth:`gathered`), by ``"train"`` / ``"test"``.
-    _gathered: dict[str, Rows] = field(default_factory=dict, repr=False, compare=False)
-
-    def gathered(self, which: str = "train") -> Rows:
-        """Every training (or test) row, prepared as the computations see them (filled,
-        standardised), in global row order, read from the partitions once and kept.
-
-        Raises
-        ------
-        MemoryBudgetError
-            When the rows do not fit in the memory budget: the error names the data, the
-            size, and the seeded sample (``subsample=N``) that would fit.
-        """
-        rows = self._gathered.get(which)
-        if rows is None:
-            check_gather(self, which)
-            rows = gather_rows(self.parts, self.plan, which)
-            self._gathered[which] = rows
-        return rows
-
-    @property
-    def X_train(self) -> np.ndarray:
-        """The training rows, prepared, in global row order (:meth:`gathered`)."""
-        return self.gathered("train").X
-
-    @property
-    def y_train(self) -> np.ndarray:
-        return self.gathered("train").y
-
-    @property
-    def X_test(self) -> np.ndarray:
-        """The test rows, prepared, in global row order (:meth:`gathered`)."""
-        return self.gathered("test").X
-
-    @property
-    def y_test(self) -> np.ndarray:
-        return self.gathered("test").y
-
-    def first_rows(self, rows: int = 8) -> Rows:
-        """The first ``rows`` training rows (standardised), read from the first partitions
-        that have any, and kept in :attr:`head`."""
-        if self.head is None or self.head.index.size < rows:
-            got: list[Rows] = []
-            for part in self.parts.parts:
-                got.append(part_rows(part, self.plan))
-                if sum(r.index.size for r in got) >= rows:
-                    break
-            self.head = Rows(np.concatenate([r.X for r in got])[:rows],
-                             np.concatenate([r.y for r in got])[:rows],
-                             np.concatenate([r.index for r in got])[:rows])
-        return self.head
-
-    def summary(self) -> dict[str, Any]:
-        return {"name": self.name, "n_train": self.n_train, "n_test": self.n_test,
-                "p": self.p, "partitions": len(self.parts.parts), "target": self.target_name,
-                "task": self.task, "notes": list(self.notes),
-                "classes": None if self.classes is None else list(self.classes),
-                "synthetic": False, "truth": None, "warnings": list(self.warnings)}
-
-
-#: How many copies of the gathered rows exist at once while they are joined: each
-#: part's rows, then the joined array.
-GATHER_COPIES = 2
-
-
-def gather_bytes(data: PartitionedData, which: str = "train") -> int:
-    """Peak bytes of gathering the training (or test) rows of ``data`` into memory
-    (float64 features and target, :data:`GATHER_COPIES` copies while they are joined)."""
-    n = data.n_train if which == "train" else data.n_test
-    return GATHER_COPIES * 8 * n * (data.p + 1)
-
-
-def check_gather(data: PartitionedData, which: str = "train") -> None:
-    """Refuse (:class:`~kernel_lab.core.errors.MemoryBudgetError`) to gather rows that do
-    not fit in the memory budget, naming the data, the size and the seeded sample."""
-    n = data.n_train if which == "train" else data.n_test
-    where = f"of {data.name}" if data.name else "of the data"
-    k = len(data.parts.parts)
-    check_allocation(
-        gather_bytes(data, which),
-        f"all {n:,} {'training' if which == 'train' else 'test'} rows {where} "
-        f"({n:,} × {data.p} values, kept in {k} partition{'s' if k != 1 else ''}) read "
-        "into memory at once",
-        f"Use a seeded sample of the rows ({data_option('subsample', 'N')}, e.g. 2000), "
-        "or an experiment that works on the rows where they are (nystrom, learning-curve).")
-
-
-def gather_rows(parts: PartMap, plan: RowPlan, which: str = "train") -> Rows:
-    """Every training (or test) row of the parts, prepared by the plan, in global row
-    order (the parts are in row order): one map over the parts, each sending back its
-    rows. The caller checks the memory first (:func:`check_gather`)."""
-    every = parts.map(part_rows, plan, which)
-    got = [r for r in every if r.index.size] or every[:1]
-    if len(got) == 1:
-        return got[0]
-    return Rows(np.concatenate([r.X for r in got]), np.concatenate([r.y for r in got]),
-                np.concatenate([r.index for r in got]))

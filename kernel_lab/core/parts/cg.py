@@ -63,20 +63,19 @@ import numpy as np
 from scipy.linalg import solve_triangular
 from sklearn.exceptions import ConvergenceWarning
 
-from kernel_lab.core import rowkeys
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.kernels import Kernel
 from kernel_lab.core.memory import rows_per_block
 from kernel_lab.core.parts.base import (
-    LocalParts,
     PartMap,
     RowPlan,
     Rows,
-    array_parts,
     keyed_subset,
+    one_part,
     reduce_blocks,
     take_rows,
 )
+from kernel_lab.core.rows import keys as rowkeys
 from kernel_lab.core.validation import check_seed
 
 #: Default stopping tolerance on the relative residual ``√(rᵀP⁻¹r / bᵀP⁻¹b)``.
@@ -85,7 +84,7 @@ DEFAULT_TOL = 1e-8
 DEFAULT_MAX_ITER = 200
 #: Extra random rows of X in the preconditioner, as a multiple of the number of landmarks.
 PRECONDITIONER_ROWS_PER_LANDMARK = 4
-#: Offset of :data:`~kernel_lab.core.rowkeys.LANDMARKS`: the preconditioner's extra rows.
+#: Offset of :data:`~kernel_lab.core.rows.keys.LANDMARKS`: the preconditioner's extra rows.
 CG_ROWS = 6
 
 Progress = Callable[[float, str], None]
@@ -331,12 +330,6 @@ def nystrom_ridge_cg_parts(parts: PartMap, plan: RowPlan, kernel: Kernel,
     return w, first.y_mean - float(mu @ w), info
 
 
-def array_plan(n: int) -> RowPlan:
-    """The plan of ``n`` rows held as one array: every row a training row, no scaling, the
-    canonical block of :func:`~kernel_lab.core.rows.blocks.row_block`."""
-    return RowPlan(0, int(n), 0, None)
-
-
 def nystrom_ridge_cg(kernel: Callable[..., np.ndarray], X: np.ndarray, y: np.ndarray,
                      landmarks: np.ndarray, normalization: np.ndarray, lam: float, *,
                      intercept: bool = True, tol: float = DEFAULT_TOL,
@@ -403,7 +396,7 @@ def nystrom_ridge_cg(kernel: Callable[..., np.ndarray], X: np.ndarray, y: np.nda
         raise ValueError(f"X has {n} rows, y {y.shape[0]}; landmarks have "
                          f"{np.shape(landmarks)[0]} rows and the normalization {s}: they "
                          "must agree")
-    return nystrom_ridge_cg_parts(LocalParts(array_parts(X, y, 1)), array_plan(n), kernel,
+    return nystrom_ridge_cg_parts(*one_part(X, y), kernel,
                                   landmarks, normalization, lam, intercept=intercept, tol=tol,
                                   max_iter=max_iter, block_rows=block_rows,
                                   preconditioner_rows=preconditioner_rows, seed=random_state,

@@ -24,7 +24,6 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from kernel_lab.core import rowkeys
 from kernel_lab.core.kernels import Kernel
 from kernel_lab.core.models.nystrom import nystrom_factor
 from kernel_lab.core.models.rff import cos_features
@@ -40,6 +39,7 @@ from kernel_lab.core.parts.base import (
     take_rows,
 )
 from kernel_lab.core.progress import Progress
+from kernel_lab.core.rows import keys as rowkeys
 
 
 class FeatureMap(Protocol):
@@ -123,21 +123,6 @@ def normal_sums(parts: PartMap, plan: RowPlan, maps: Sequence[FeatureMap], shift
     ``y − shift``; every part is read once for all the maps."""
     return reduce_blocks(parts, _block_sums, plan, list(maps), float(shift),
                          combine=_add_each, progress=progress, message=message)
-
-
-def _target_sum(rows: Rows) -> tuple[int, float]:
-    return int(rows.y.size), float(rows.y.sum())
-
-
-def _add_pairs(a: tuple[int, float], b: tuple[int, float]) -> tuple[int, float]:
-    return a[0] + b[0], a[1] + b[1]
-
-
-def target_mean(parts: PartMap, plan: RowPlan, progress: Progress | None = None) -> float:
-    """The mean of the training targets, reduced over the parts."""
-    n, total = reduce_blocks(parts, _target_sum, plan, combine=_add_pairs, progress=progress,
-                             message="mean of the targets")
-    return total / max(n, 1)
 
 
 def uniform_landmarks(parts: PartMap, plan: RowPlan, k: int,

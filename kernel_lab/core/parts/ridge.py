@@ -1,16 +1,14 @@
-"""The downstream ridge of the ``nystrom`` experiment over partitions.
+"""The downstream ridge of the ``nystrom`` experiment over a data set's parts.
 
 The features ``F`` (Nyström ``k(X, S) N`` or random Fourier features) of the training
 rows of each canonical block are summed into
-:class:`~kernel_lab.core.models.streaming.CentredSums` — the object
-:class:`~kernel_lab.core.models.streaming.StreamedRidge` adds over row blocks — and the
-blocks' sums are combined in the one tree over the blocks
-(:func:`~kernel_lab.core.parts.base.reduce_blocks`: the same bits however the rows are
-stored). From them: the ridge at a given λ, ``‖F‖_F²`` for the trace error
-``Σ k(x, x) − ‖F‖_F²``, and, with ``lam=None``, λ by exact leave-one-out from a second pass
-(:class:`~kernel_lab.core.models.streaming.LooGrid`, its residuals summed per block). The
-spectral error and the test RMSE are measured on small keyed subsets gathered to the client
-(:func:`spectral_error`, :func:`test_rmse`).
+:class:`~kernel_lab.core.models.streaming.CentredSums`, and the blocks' sums are combined
+in the one tree over the blocks (:func:`~kernel_lab.core.parts.base.reduce_blocks`: the
+same bits however the rows are stored). From them: the ridge at a given λ, ``‖F‖_F²``
+for the trace error ``Σ k(x, x) − ‖F‖_F²``, and, with ``lam=None``, λ by exact
+leave-one-out from a second pass (:class:`~kernel_lab.core.models.streaming.LooGrid`, its
+residuals summed per block). The spectral error and the test RMSE are measured on small
+keyed subsets gathered to the client (:func:`spectral_error`, :func:`test_rmse`).
 """
 
 from __future__ import annotations
@@ -44,7 +42,8 @@ class NystromMap:
     """Nyström features ``x ↦ k(x, S) N`` (picklable, for the partitions' workers).
 
     ``columns``: the sums are taken of ``k(X, S)`` and mapped by N afterwards (when W is
-    well conditioned, see :func:`columns_well_conditioned`), as StreamedRidge does."""
+    well conditioned, see :func:`columns_well_conditioned`): s columns summed instead of
+    the features, and exact enough."""
 
     kernel: Kernel
     landmarks: np.ndarray = field(repr=False)

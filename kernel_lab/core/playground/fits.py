@@ -15,8 +15,8 @@ import numpy as np
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.kernels import make_kernel
 from kernel_lab.core.models import NystromFeatures, RandomFourierFeatures
+from kernel_lab.core.nystrom.samplers import SAMPLERS
 from kernel_lab.core.playground.gridmap import GridMap
-from kernel_lab.core.samplers import SAMPLERS
 
 Array = np.ndarray
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from kernel_lab.core.nystrom.samplers import SAMPLERS
 from kernel_lab.core.params import ParamSpec, resolve_params
 from kernel_lab.core.playground import (
     BLANK,
@@ -18,7 +19,6 @@ from kernel_lab.core.playground import (
     SETS,
     STEPPED,
 )
-from kernel_lab.core.samplers import SAMPLERS
 from kernel_lab.experiments.base import SEED
 
 #: DSG iterations / GFC features a session or Play can ask for.
