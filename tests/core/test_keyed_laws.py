@@ -27,6 +27,7 @@ from scipy import stats
 from kernel_lab.core.kernels import GaussianKernel
 from kernel_lab.core.models.gfc import DescentSettings, descent_rows, greedy_descent
 from kernel_lab.core.parts import dsg as parts_dsg
+from kernel_lab.core.parts import landmark_rows
 from kernel_lab.core.parts import landmarks as parts_landmarks
 from kernel_lab.core.parts.base import (
     LocalParts,
@@ -352,7 +353,7 @@ def test_zero_weights_come_last_in_uniform_order():
     first_zero = np.zeros(zero.size)
     first = np.zeros(2)
     for seed in range(seeds):
-        value = parts_landmarks._by_weight(seed, rowkeys.LANDMARKS, index, w)
+        value = landmark_rows.by_weight(seed, rowkeys.LANDMARKS, index, w)
         order = rowkeys.smallest(value, index, w.size)
         assert set(order[:2]) == {1, 3}
         first[0 if order[0] == 1 else 1] += 1

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -58,7 +58,6 @@ from kernel_lab.core.nystrom.common import (
     RPC_MAX_PROPOSALS,
     RPC_STORED_MAX,
     CountingKernel,
-    check_budget,
 )
 from kernel_lab.core.nystrom.rls import accelerated_level_size
 from kernel_lab.core.nystrom.rpcholesky import (
@@ -87,7 +86,24 @@ from kernel_lab.core.parts.base import (
     Rows,
     keyed_subset,
     part_rows,
-    take_rows,
+)
+from kernel_lab.core.parts.landmark_rows import (
+    EXACT_DRAW,
+    FILL,
+    RLS_DRAW,
+    RLS_LEVEL,
+    RLS_LEVELS,
+    RPC_ACCEPT,
+    UNIFORM,
+    Landmarks,
+    as_view,
+    by_weight,
+    check_landmark_budget,
+    gather_landmarks,
+    in_view,
+    row_seed,
+    sorted_rows,
+    union_smallest,
 )
 from kernel_lab.core.progress import Progress
 from kernel_lab.core.rows.blocks import (
@@ -100,18 +116,6 @@ from kernel_lab.core.rows.blocks import (
 )
 from kernel_lab.core.rows.keys import key_uniforms
 
-#: Offsets of :data:`~kernel_lab.core.rowkeys.LANDMARKS`: the streams of the samplers' draws.
-UNIFORM = 0        # uniform landmarks
-RLS_LEVELS = 1     # recursive RLS: the nested uniform levels
-RLS_DRAW = 2       # recursive RLS: the top level's s landmarks ∝ scores
-FILL = 3           # a uniform fill when the scores or the residual are exhausted
-EXACT_DRAW = 4     # exact RLS: the s landmarks ∝ the exact scores
-RLS_LEVEL = 8      # + 4·level + {0: the Bernoulli keeps, 1: thinning to the cap, 2: fallback}
-
-#: Acceptance uniforms of RP-Cholesky round r are stream ``RPC_ACCEPT + r``, keyed by the
-#: proposal's number (proposals: ``RPC_ROUND + r``); rounds stay far below 2^19.
-RPC_ACCEPT = rowkeys.RPC_ROUND + (1 << 19)
-
 #: Recursion levels of recursive RLS with at most this many (expected) rows are gathered
 #: to the client once and run in memory; larger levels are scored per partition.
 GATHER_ROWS = 20_000
@@ -120,107 +124,6 @@ GATHER_ROWS = 20_000
 PART_SAMPLERS = ("uniform", "exact-rls", "recursive-rls", "recursive-rls-fast",
                  "rp-cholesky")
 
-#: Stand-in weighted key of a row of weight 0 (its draw comes after every positive weight's,
-#: in the uniform order of its own key).
-_ZERO_WEIGHT = 1e300
-
-
-@dataclass(frozen=True)
-class Landmarks:
-    """Landmarks chosen among the training rows.
-
-    Attributes
-    ----------
-    index : ndarray of int, shape (s,)
-        Global row indices, increasing.
-    X : ndarray, shape (s, p)
-        The landmark rows (standardised by the plan), in the order of ``index``.
-    evaluations : int
-        Kernel entries the sampler evaluated (on all partitions).
-    scores : ndarray or None
-        The sampler's scores of the ``view`` rows asked for (sorted distinct global
-        indices; NaN for rows that are not training rows), None when it has none.
-    lam : float or None
-        The ridge λ of the top level's scores (recursive RLS).
-    sample : (ndarray, ndarray) or None
-        The weighted sample the top level's scores came from: global indices and weights
-        (recursive RLS), for checks.
-    order : ndarray of int or None
-        For the samplers whose draws nest (uniform, RP-Cholesky): ``index`` in the order
-        drawn (uniform: of the keys; RP-Cholesky: of acceptance), each prefix of which is
-        the sampler's draw of that size (RP-Cholesky: while the size rule picks the same
-        form, see :func:`rp_cholesky_landmarks`).
-    marks : ndarray, shape (s, 2), or None
-        RP-Cholesky: for each k, the seconds from the start and the kernel entries
-        evaluated when the first k + 1 pivots of ``order`` were final.
-    """
-
-    index: np.ndarray
-    X: np.ndarray
-    evaluations: int
-    scores: np.ndarray | None = None
-    lam: float | None = None
-    sample: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
-    order: np.ndarray | None = field(default=None, repr=False)
-    marks: np.ndarray | None = field(default=None, repr=False)
-
-
-def row_seed(seed: Any) -> int:
-    """An integer seed for row keys: ``seed`` itself, or one drawn from a SeedSequence."""
-    if isinstance(seed, np.random.SeedSequence):
-        return int(seed.generate_state(1, np.uint64)[0])
-    return int(seed)
-
-
-def _check(plan: RowPlan, s: int) -> int:
-    return check_budget(plan.n_train, s, "training rows")
-
-
-def _gather(parts: PartMap, plan: RowPlan, index: np.ndarray) -> Rows:
-    rows = take_rows(parts, plan, index)
-    if rows.index.size != np.unique(index).size:
-        raise AssertionError("landmark rows missing from the partitions")
-    return rows
-
-
-def _by_weight(seed: int, stream: int, index: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """Weighted keys (:func:`rowkeys.weighted_keys`), rows of weight 0 after all others in
-    the order of a uniform key."""
-    value = rowkeys.weighted_keys(seed, stream, index, weights)
-    zero = ~np.isfinite(value)
-    value[zero] = _ZERO_WEIGHT * (1.0 + rowkeys.uniforms(seed, stream, index[zero]))
-    return value
-
-
-def _union(got: list[tuple[np.ndarray, ...]], k: int) -> tuple[np.ndarray, ...]:
-    """The k smallest (value, index) of the parts' candidates ``(value, index, X, …)``, in
-    increasing order of value, with their other columns."""
-    got = [g for g in got if g[1].size]
-    columns = [np.concatenate([g[j] for g in got]) for j in range(len(got[0]))]
-    pick = rowkeys.smallest(columns[0], columns[1], k)
-    return tuple(c[pick] for c in columns)
-
-
-def _as_view(view: Any) -> np.ndarray | None:
-    """Rows whose scores to return, as sorted distinct global indices (None: none)."""
-    if view is None:
-        return None
-    view = np.asarray(view, dtype=np.int64)
-    return view if view.size < 2 or bool((np.diff(view) > 0).all()) else np.unique(view)
-
-
-def _in_view(index: np.ndarray, view: np.ndarray) -> np.ndarray:
-    """Whether each global row of ``index`` is among the sorted ``view`` rows."""
-    if view.size == 0:
-        return np.zeros(index.shape, dtype=bool)
-    return view[np.minimum(np.searchsorted(view, index), view.size - 1)] == index
-
-
-def _sorted(index: np.ndarray, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    order = np.argsort(index)
-    return index[order].astype(np.int64), X[order]
-
-
 # ---------------------------------------------------------------------------------------
 # uniform
 
@@ -228,11 +131,11 @@ def _sorted(index: np.ndarray, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def uniform_landmarks(parts: PartMap, plan: RowPlan, s: int, seed: Any) -> Landmarks:
     """The s training rows with the smallest keys of stream ``LANDMARKS + UNIFORM``
     (``order``: in the order of their keys, so that every prefix is the draw of its size)."""
-    _check(plan, s)
+    check_landmark_budget(plan, s)
     seed = row_seed(seed)
     stream = rowkeys.LANDMARKS + UNIFORM
     index = keyed_subset(parts, plan, stream, s, seed=seed)
-    rows = _gather(parts, plan, index)
+    rows = gather_landmarks(parts, plan, index)
     order = rows.index[rowkeys.smallest(rowkeys.keys(seed, stream, rows.index), rows.index,
                                         s)]
     return Landmarks(rows.index, rows.X, 0, order=order)
@@ -307,10 +210,10 @@ class LevelStep(LevelScoring):
         scores = np.minimum(1.0, self.q * raw)
         out: dict[str, Any] = {"count": index.size, "evaluations": evaluations}
         if self.view is not None:
-            seen = _in_view(index, self.view)
+            seen = in_view(index, self.view)
             out["view"] = (index[seen], scores[seen])
         if self.top:
-            value = _by_weight(self.seed, rowkeys.LANDMARKS + RLS_DRAW, index, scores)
+            value = by_weight(self.seed, rowkeys.LANDMARKS + RLS_DRAW, index, scores)
             pick = rowkeys.smallest(value, index, self.s)
             out["candidates"] = (value[pick], index[pick], X[pick])
             return out
@@ -382,7 +285,7 @@ class FixedLevelStep(LevelScoring):
         u = rowkeys.uniforms(self.seed, _level_stream(self.level, 0), index)
         may = u < np.minimum(1.0, self.q * raw)
         # the one landmark of a top level that keeps none, ∝ the scores (all below 1 then)
-        value = _by_weight(self.seed, rowkeys.LANDMARKS + RLS_DRAW, index, raw)
+        value = by_weight(self.seed, rowkeys.LANDMARKS + RLS_DRAW, index, raw)
         pick = rowkeys.smallest(value, index, 1)
         blocks, first = np.unique(index // self.block, return_index=True)
         totals = np.add.reduceat(raw, first) if raw.size else np.zeros(0)
@@ -390,7 +293,7 @@ class FixedLevelStep(LevelScoring):
                                "kept": (index[may], X[may], raw[may]),
                                "fallback": (value[pick], index[pick], X[pick])}
         if self.view is not None:
-            seen = _in_view(index, self.view)
+            seen = in_view(index, self.view)
             out["view"] = (index[seen], raw[seen])
         return out
 
@@ -433,12 +336,12 @@ def recursive_rls_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel, s: in
     partitions; see
     the module docstring. ``view``: global row indices whose top-level scores to return;
     ``progress`` is told before every level (and may cancel)."""
-    n = _check(plan, s)
+    n = check_landmark_budget(plan, s)
     seed = row_seed(seed)
-    view = _as_view(view)
+    view = as_view(view)
     if s == n:
         index = keyed_subset(parts, plan, rowkeys.LANDMARKS + UNIFORM, n, seed=seed)
-        rows = _gather(parts, plan, index)
+        rows = gather_landmarks(parts, plan, index)
         scores = None if view is None else np.where(plan.is_test(view), np.nan, 1.0)
         return Landmarks(rows.index, rows.X, 0, scores)
     s_rec = accelerated_level_size(n, s) if accelerated else s
@@ -466,8 +369,8 @@ def recursive_rls_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel, s: in
                 else parts.map(_level_part, plan, step))
         evaluations += sum(o["evaluations"] for o in outs)
         if top:
-            _, index, X = _union([o["candidates"] for o in outs], s)
-            index, X = _sorted(index, X)
+            _, index, X = union_smallest([o["candidates"] for o in outs], s)
+            index, X = sorted_rows(index, X)
             scores = None if view is None else _view_scores(view, outs)
             return Landmarks(index, X, evaluations, scores, lam, (sample, w))
         kept_index = np.concatenate([o["kept"][0] for o in outs])
@@ -483,7 +386,7 @@ def recursive_rls_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel, s: in
             kept_index, kept_X = kept_index[pick], kept_X[pick]
         if not kept_index.size:
             count = sum(o["count"] for o in outs)
-            _, kept_index, kept_X = _union([o["fallback"] for o in outs if "fallback" in o],
+            _, kept_index, kept_X = union_smallest([o["fallback"] for o in outs if "fallback" in o],
                                            min(s_rec, count))
             prob = np.ones(kept_index.size)
         order = np.argsort(kept_index)
@@ -518,7 +421,7 @@ def recursive_rls_fixed_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel,
     if n < 1:
         raise ParameterError("recursive RLS needs at least one training row")
     seed = row_seed(seed)
-    view = _as_view(view)
+    view = as_view(view)
     levels = max(1, math.ceil(math.log2(n / FIXED_LAMBDA_BASE)))
     local, deep_cut, gathered = _deepest_level(parts, plan, seed, levels, gather_rows)
     sample, XS, w = _deepest_sample(local, seed, levels, deep_cut)
@@ -555,7 +458,7 @@ def recursive_rls_fixed_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel,
             sample, XS, w = index, X, 1.0 / np.sqrt(prob)
             continue
         if not index.size:
-            _, index, X = _union([o["fallback"] for o in outs], 1)
+            _, index, X = union_smallest([o["fallback"] for o in outs], 1)
         scores = None
         if view is not None:
             scores = np.minimum(1.0, q * _view_scores(view, outs))
@@ -605,19 +508,19 @@ def exact_rls_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel, s: int, s
     λ from :func:`lambda_for_budget` unless given, and the s landmarks drawn without
     replacement ∝ the scores by the weighted keys of stream ``LANDMARKS + EXACT_DRAW``
     (rows of score 0 after the others, uniformly). ``view``: rows whose scores to return."""
-    n = _check(plan, s)
+    n = check_landmark_budget(plan, s)
     check_exact_rows(plan)
     seed = row_seed(seed)
     rows = _training_rows(parts, plan)
     K = kernel(rows.X)
     lam = lambda_for_budget(K, np.ones(n), s) if lam is None else float(lam)
     scores = exact_ridge_scores(K, lam)
-    value = _by_weight(seed, rowkeys.LANDMARKS + EXACT_DRAW, rows.index, scores)
-    index, X = _sorted(*(c[rowkeys.smallest(value, rows.index, s)] for c in (rows.index,
+    value = by_weight(seed, rowkeys.LANDMARKS + EXACT_DRAW, rows.index, scores)
+    index, X = sorted_rows(*(c[rowkeys.smallest(value, rows.index, s)] for c in (rows.index,
                                                                               rows.X)))
     seen = None
     if view is not None:
-        view = _as_view(view)
+        view = as_view(view)
         at = np.minimum(np.searchsorted(rows.index, view), n - 1)
         seen = np.where(rows.index[at] == view, scores[at], np.nan)
     return Landmarks(index, X, K.size, seen, lam)
@@ -696,7 +599,7 @@ def _uniform_fill(parts: PartMap, plan: RowPlan, seed: int, chosen: np.ndarray, 
     index = keyed_subset(parts, plan, stream, need + chosen.size, seed=seed)
     index = index[~np.isin(index, chosen)]
     index = index[rowkeys.smallest(rowkeys.keys(seed, stream, index), index, need)]
-    return _gather(parts, plan, index)
+    return gather_landmarks(parts, plan, index)
 
 
 def _rpc_stored(rows: Rows, kernel: Kernel, s: int, seed: int, t0: float,
@@ -726,7 +629,7 @@ def rp_cholesky_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel, s: int,
     forces either form (None: the size rule). ``order`` holds the pivots in the order
     accepted, ``marks`` when each was final."""
     t0 = time.perf_counter()
-    n = _check(plan, s)
+    n = check_landmark_budget(plan, s)
     if one_at_a_time is None:
         one_at_a_time = n * s <= RPC_STORED_MAX
     if one_at_a_time and n <= GATHER_ROWS:
@@ -762,7 +665,7 @@ def rp_cholesky_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel, s: int,
             XS = fill.X if XS is None else np.concatenate([XS, fill.X])
             marks += [(time.perf_counter() - t0, evaluations + counter.evaluations)] * need
             break
-        _, T, XT, d_T = _union([o["candidates"] for o in outs], b)
+        _, T, XT, d_T = union_smallest([o["candidates"] for o in outs], b)
         u = rowkeys.uniforms(seed, RPC_ACCEPT + rnd, np.arange(T.size))
         H, FT = candidate_residual(counter, XT, XS[:k] if k else XT[:0], L[:k, :k])
         acc, cols, tried = accept_pivots(H, T, u, d_T, need)
@@ -780,7 +683,7 @@ def rp_cholesky_landmarks(parts: PartMap, plan: RowPlan, kernel: Kernel, s: int,
         marks += [(time.perf_counter() - t0, evaluations + counter.evaluations)] * a
     assert XS is not None
     order = index.astype(np.int64)
-    index, XS = _sorted(index, XS)
+    index, XS = sorted_rows(index, XS)
     return Landmarks(index, XS, evaluations + counter.evaluations, order=order,
                      marks=np.array(marks, dtype=float).reshape(-1, 2))
 
