@@ -13,12 +13,12 @@ import numpy as np
 #: reached asymptotically, for losses whose derivative is Lipschitz).
 RATES = ("asymptotic upper bounds — floor_distance_slope: −1 (E|f_t(x) − f*(x)|² = O(1/t)); "
          "excess_objective_slope: −1 (J(h_t) − J* is at most a multiple of ‖h_t − f*‖², "
-         "O(1/t); one run's slope scatters more than the distance's: −0.56 to −1.20 over "
+         "O(1/t); one run's slope scatters more than the distance's: −0.82 to −1.27 over "
          "five seeds after 3,000 iterations on Friedman data with t0 = 20, where the "
-         "distance's was −0.91 to −1.15); excess_test_error_slope: −½ (the test error above "
+         "distance's was −1.03 to −1.13); excess_test_error_slope: −½ (the test error above "
          "the floor's is O(1/√t); it may fall faster, and cross the floor; while t < t0 its "
-         "slope changes from decade to decade: with the defaults −0.75 to −0.78 over "
-         "iterations 10–100 and −0.32 to −0.57 over 100–1000, five seeds)")
+         "slope changes from decade to decade: with the defaults −0.75 to −0.81 over "
+         "iterations 10–100 and −0.31 to −0.52 over 100–1000, five seeds)")
 RATES_HINGE = ("the hinge loss has a derivative that jumps, outside Dai et al.'s assumptions "
                "(a Lipschitz derivative): no O(1/t) rate is promised for it; for smooth "
                "losses the slopes are compared with: " + RATES)
