@@ -9,7 +9,11 @@ so duplicate landmarks and a singular W are handled. The two bases differ by a r
 F Fᵀ, and every fit and prediction made from F, are the same.
 :class:`NystromRidge` solves its ridge problem directly on the n × r features or, for large
 n·s, by preconditioned conjugate gradients that never form them
-(:mod:`kernel_lab.core.parts.cg`).
+(:mod:`kernel_lab.core.parts.cg`). Both estimators also fit a data set of the row layer given
+as X alone (:func:`row_set`: a Parquet folder or Zarr store kept in its partitions, on any
+backend), where its rows are: keyed landmarks, then the features' centred sums in one pass
+(:mod:`kernel_lab.core.parts.ridge`) and one solve — the same rows as an array give the same
+coefficients.
 
 References
 ----------
