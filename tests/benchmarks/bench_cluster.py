@@ -158,13 +158,15 @@ class Judge:
 
     def run(self, name: str, run: dict, rows: int, workers: dict[str, float] | None
             ) -> float:
-        """A child run's time (NaN when it failed: its error is printed)."""
+        """A child run's time (NaN when it failed: its error is printed). A run on a
+        cluster (``workers`` given) counts for (d); one in memory is printed only."""
         if run["returncode"] != 0:
             print(f"{name}: FAILED ({run['returncode']}): {run['tail']}", flush=True)
             return self(f"{name} ({rows:,} rows): failed", float("nan"), "s")
         client = run["peak_kb"] / 1024
-        self.clients.append((name, client))
-        self.processes.append((f"{name}, client", client))
+        if workers is not None:
+            self.clients.append((name, client))
+            self.processes.append((f"{name}, client", client))
         for k, mb in enumerate((workers or {}).values()):
             self.processes.append((f"{name}, worker {k + 1}", mb))
         peaks = "" if not workers else (
