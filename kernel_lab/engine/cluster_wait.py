@@ -85,6 +85,8 @@ def ask_workers(client: Any) -> dict[str, Any]:
     try:
         info = client.sync(client.scheduler.identity, n_workers=-1,
                            callback_timeout=ASK_TIMEOUT)
+    except TimeoutError:  # no answer in time — not a closed connection, though an OSError
+        raise
     except OSError:  # the connection is closed
         raise scheduler_gone(client) from None
     return dict(info.get("workers", {}))

@@ -9,7 +9,11 @@ so duplicate landmarks and a singular W are handled. The two bases differ by a r
 F Fᵀ, and every fit and prediction made from F, are the same.
 :class:`NystromRidge` solves its ridge problem directly on the n × r features or, for large
 n·s, by preconditioned conjugate gradients that never form them
-(:mod:`kernel_lab.core.parts.cg`).
+(:mod:`kernel_lab.core.parts.cg`). Both estimators also fit a data set of the row layer given
+as X alone (:func:`row_set`: a Parquet folder or Zarr store kept in its partitions, on any
+backend), where its rows are: keyed landmarks, then the features' centred sums in one pass
+(:mod:`kernel_lab.core.parts.ridge`) and one solve — the same rows as an array give the same
+coefficients.
 
 References
 ----------
@@ -35,20 +39,35 @@ from kernel_lab.core.kernels import (
     ShiftInvariantKernel,
     canonical_kernel_name,
     make_kernel,
+    median_heuristic,
     resolve_bandwidth,
 )
 from kernel_lab.core.memory import check_allocation, rows_per_block
 from kernel_lab.core.models.feature_ridge import feature_ridge
-from kernel_lab.core.models.streaming import GRAM_KAPPA_MAX
+from kernel_lab.core.models.streaming import (
+    GRAM_KAPPA_MAX,
+    CentredSums,
+    columns_well_conditioned,
+)
 from kernel_lab.core.nystrom.common import CountingKernel
+from kernel_lab.core.nystrom.factor import RCOND, eigen_factor
+from kernel_lab.core.nystrom.factor import nystrom_factor as nystrom_factor  # re-exported
 from kernel_lab.core.nystrom.samplers import SAMPLERS, make_sampler
+
+# the module, not its names: a worker that unpickles parts.ridge first imports this module
+# (through the models package) while parts.ridge is still being initialised
+from kernel_lab.core.parts import ridge as parts_ridge
+from kernel_lab.core.parts.base import PartMap, RowPlan, keyed_subset, take_rows
 from kernel_lab.core.parts.cg import (
     DEFAULT_MAX_ITER,
     DEFAULT_TOL,
     CGInfo,
     nystrom_predict,
     nystrom_ridge_cg,
+    nystrom_ridge_cg_parts,
 )
+from kernel_lab.core.parts.landmarks import choose_landmarks
+from kernel_lab.core.rows import keys as rowkeys
 from kernel_lab.core.validation import (
     LAM,
     Integer,
@@ -57,9 +76,6 @@ from kernel_lab.core.validation import (
     check_params,
     check_seed,
 )
-
-#: Eigenvalues of W below this fraction of the largest are treated as zero.
-RCOND = 1e-12
 
 #: W whose largest eigenvalue is at most this many times its smallest gets the Cholesky
 #: basis ``F = C L⁻ᵀ`` (rounding in F is then at most about this times the machine epsilon
@@ -78,20 +94,43 @@ FEATURE_BLOCK_BYTES = 8 * 2**20
 #: The solvers of :class:`NystromRidge`.
 SOLVERS = ("auto", "cg", "direct")
 
-
-def nystrom_factor(W: np.ndarray, rcond: float = RCOND) -> np.ndarray:
-    """``W^{-1/2}`` restricted to the numerically non-null eigenspace of the symmetric W:
-    returns ``V diag(e^{-1/2})`` of shape (s, r), r ≤ s, so that ``F = C · result``.
-    The eigendecomposition runs on one BLAS thread (see
-    :func:`~kernel_lab.core.executor.one_blas_thread`)."""
-    with one_blas_thread():
-        e, V = np.linalg.eigh(W)
-    return _eigen_factor(e, V, rcond)
+#: Training rows of a data set whose median pairwise distance gives the default bandwidth:
+#: those with the smallest keys of the bandwidth stream under seed 0, the rows
+#: :func:`~kernel_lab.core.kernels.median_heuristic` picks from an array.
+BANDWIDTH_POINTS = 1000
 
 
-def _eigen_factor(e: np.ndarray, V: np.ndarray, rcond: float) -> np.ndarray:
-    keep = e > rcond * max(float(e.max(initial=0.0)), 1e-300)
-    return V[:, keep] / np.sqrt(e[keep])
+def row_set(X: Any) -> tuple[PartMap, RowPlan] | None:
+    """``(parts, plan)`` when X is a data set of the row layer — a Parquet folder or Zarr
+    store opened by the data layer and kept in its partitions (on any backend: this
+    process, a process pool, a Dask cluster), or a data set in memory — else None (an
+    array, a table). The estimators fit such a data set on its prepared (filled,
+    standardised) training rows where they are, without gathering them."""
+    plan = getattr(X, "plan", None)
+    if isinstance(plan, RowPlan) and hasattr(X, "parts"):
+        return X.parts, plan
+    return None
+
+
+def rows_bandwidth(parts: PartMap, plan: RowPlan) -> float:
+    """The median-heuristic bandwidth of a data set's training rows: the median pairwise
+    distance of the :data:`BANDWIDTH_POINTS` rows with the smallest keys (seed 0), gathered
+    — for rows ``0 … n−1`` all training rows, the σ the estimators take from the same rows
+    as an array."""
+    rows = take_rows(parts, plan, keyed_subset(parts, plan, rowkeys.BANDWIDTH,
+                                               BANDWIDTH_POINTS, seed=0))
+    return median_heuristic(rows.X, BANDWIDTH_POINTS, rows=rows.index)
+
+
+def _solve_sums(sums: CentredSums, lam: float, intercept: bool) -> tuple[np.ndarray, float]:
+    """The ridge at λ from the centred sums of the features; without an intercept from
+    the plain ones, ``FᵀF = F_cᵀF_c + n μμᵀ`` and ``Fᵀy = F_cᵀ(y − ȳ) + n ȳ μ``."""
+    if intercept:
+        return sums.solve(lam)
+    plain = CentredSums(sums.n, np.zeros_like(sums.mean), 0.0,
+                        sums.gram + sums.n * np.outer(sums.mean, sums.mean),
+                        sums.rhs + sums.n * sums.y_mean * sums.mean)
+    return plain.solve(lam)[0], 0.0
 
 
 def nystrom_normalization(W: np.ndarray, rcond: float = RCOND
@@ -109,7 +148,7 @@ def nystrom_normalization(W: np.ndarray, rcond: float = RCOND
                 return Linv.T, Linv
             except np.linalg.LinAlgError:
                 pass
-    return _eigen_factor(e, V, rcond), None
+    return eigen_factor(e, V, rcond), None
 
 
 def nystrom_features(kernel: Kernel, X: np.ndarray, landmarks: np.ndarray,
@@ -191,25 +230,49 @@ class NystromFeatures(TransformerMixin, BaseEstimator):
         self.random_state = random_state
 
     def fit(self, X: Any, y: Any = None) -> NystromFeatures:
+        """Choose the landmarks among the rows of X: an array, or a data set of the row
+        layer (:func:`row_set`: its prepared training rows where they are, never
+        gathered; ``landmark_indices_`` are then global row indices). Every choice is
+        keyed per row, so the same rows give the same landmarks either way."""
+        rows = row_set(X)
+        if rows is not None:
+            parts, plan = rows
+            p = check_params(self)
+            self._set_kernel(lambda: rows_bandwidth(parts, plan))
+            got = choose_landmarks(p["sampler"], parts, plan, self.kernel_,
+                                   min(p["n_components"], plan.n_train),
+                                   check_seed(self.random_state))
+            self.n_features_in_ = int(got.X.shape[1])
+            return self._set_landmarks(got.index, got.X, got.scores, got.evaluations)
         X = validate_data(self, X, dtype=np.float64)
         p = check_params(self)
         s = min(p["n_components"], X.shape[0])
-        params = dict(self.kernel_params or {})
-        if (isinstance(self.kernel, str)
-                and issubclass(KERNELS[canonical_kernel_name(self.kernel)],
-                               ShiftInvariantKernel)):
-            params["sigma"] = resolve_bandwidth(params.get("sigma"), X)
-        self.kernel_ = make_kernel(self.kernel, params)
+        self._set_kernel(lambda: resolve_bandwidth(None, X))
         # X is one part of the keyed samplers, every row a training row
         sample = make_sampler(p["sampler"]).sample(X, self.kernel_, s,
                                                    check_seed(self.random_state))
+        return self._set_landmarks(sample.indices, X[sample.indices], sample.scores,
+                                   sample.kernel_evaluations)
+
+    def _set_kernel(self, bandwidth: Callable[[], float]) -> None:
+        """``kernel_``; a named shift-invariant kernel without ``sigma`` gets
+        ``bandwidth()`` (the median heuristic on the training rows)."""
+        params = dict(self.kernel_params or {})
+        if (isinstance(self.kernel, str)
+                and issubclass(KERNELS[canonical_kernel_name(self.kernel)],
+                               ShiftInvariantKernel)
+                and params.get("sigma") is None):
+            params["sigma"] = bandwidth()
+        self.kernel_ = make_kernel(self.kernel, params)
+
+    def _set_landmarks(self, indices: np.ndarray, landmarks: np.ndarray,
+                       scores: np.ndarray | None, evaluations: int) -> NystromFeatures:
         counter = CountingKernel(self.kernel_)
-        self.landmark_indices_ = sample.indices
-        self.landmarks_ = X[sample.indices]
-        self.normalization_, self.lower_inverse_ = nystrom_normalization(
-            counter(self.landmarks_))
-        self.scores_ = sample.scores
-        self.kernel_evaluations_ = sample.kernel_evaluations + counter.evaluations
+        self.landmark_indices_ = indices
+        self.landmarks_ = landmarks
+        self.normalization_, self.lower_inverse_ = nystrom_normalization(counter(landmarks))
+        self.scores_ = scores
+        self.kernel_evaluations_ = evaluations + counter.evaluations
         return self
 
     def transform(self, X: Any) -> np.ndarray:
@@ -280,11 +343,21 @@ class NystromRidge(RegressorMixin, BaseEstimator):
         self.cg_max_iter = cg_max_iter
         self.random_state = random_state
 
-    def fit(self, X: Any, y: Any, *,
+    def fit(self, X: Any, y: Any = None, *,
             progress: Callable[[float, str], None] | None = None) -> NystromRidge:
-        """Fit; with the CG solver ``progress(fraction, message)`` is called once per
-        iteration (an exception it raises, a cancellation, propagates)."""
-        X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
+        """Fit on arrays X, y, or on a data set of the row layer given as X alone
+        (:func:`row_set`: a Parquet folder or Zarr store opened by the data layer, on any
+        backend, or a data set in memory) — its prepared training rows and their targets,
+        where they are: the landmarks by their keys, then (``"auto"``, ``"direct"``) the
+        features' centred sums in one pass over the parts, combined in the fixed tree over
+        the row blocks, and one solve; or CG with one pass per iteration. The same rows
+        give the same coefficients either way (to rounding), and predictions take rows
+        prepared as the data set's are. ``progress(fraction, message)`` is called once
+        per CG iteration, and per part done on a data set (an exception it raises, a
+        cancellation, propagates)."""
+        rows = row_set(X)
+        if rows is None:
+            X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
         p = check_params(self)
         if p["cg_tol"] >= 1:
             raise ParameterError(f"cg_tol must lie strictly between 0 and 1, got "
@@ -292,14 +365,17 @@ class NystromRidge(RegressorMixin, BaseEstimator):
         self.features_ = NystromFeatures(self.kernel, kernel_params=self.kernel_params,
                                          n_components=self.n_components, sampler=self.sampler,
                                          random_state=self.random_state).fit(X)
+        self.n_features_in_ = self.features_.n_features_in_
+        self.cg_info_: CGInfo | None = None
+        self.n_iter_: int | None = None
+        self.converged_ = True
+        if rows is not None:
+            return self._fit_rows(*rows, p, progress)
         s = self.features_.landmarks_.shape[0]
         solver = p["solver"]
         if solver == "auto":
             solver = "cg" if 8.0 * X.shape[0] * s > CG_AUTO_BYTES else "direct"
         self.solver_ = solver
-        self.cg_info_: CGInfo | None = None
-        self.n_iter_: int | None = None
-        self.converged_ = True
         if solver == "direct":
             self.coef_, self.intercept_ = feature_ridge(self.features_.transform(X), y,
                                                         p["lam"], intercept=self.centered)
@@ -310,6 +386,29 @@ class NystromRidge(RegressorMixin, BaseEstimator):
             self.features_.normalization_, p["lam"], intercept=self.centered,
             tol=p["cg_tol"], max_iter=p["cg_max_iter"],
             random_state=check_seed(self.random_state), progress=progress)
+        self.cg_info_, self.n_iter_, self.converged_ = info, info.iterations, info.converged
+        return self
+
+    def _fit_rows(self, parts: PartMap, plan: RowPlan, p: dict[str, Any],
+                  progress: Callable[[float, str], None] | None) -> NystromRidge:
+        """The ridge over a data set's training rows: ``"auto"`` is the direct solve
+        (the sums take O(s²) memory whatever the number of rows)."""
+        f = self.features_
+        self.solver_ = "cg" if p["solver"] == "cg" else "direct"
+        if self.solver_ == "direct":
+            # sums of k(X, S), mapped by N after the pass, when W is well conditioned
+            columns = (f.lower_inverse_ is not None
+                       or columns_well_conditioned(f.normalization_))
+            features = parts_ridge.NystromMap(f.kernel_, f.landmarks_, f.normalization_,
+                                              columns)
+            sums = parts_ridge.ridge_sums(parts, plan, features,
+                                          progress)  # type: ignore[arg-type]
+            self.coef_, self.intercept_ = _solve_sums(sums, p["lam"], self.centered)
+            return self
+        self.coef_, self.intercept_, info = nystrom_ridge_cg_parts(
+            parts, plan, f.kernel_, f.landmarks_, f.normalization_, p["lam"],
+            intercept=self.centered, tol=p["cg_tol"], max_iter=p["cg_max_iter"],
+            seed=check_seed(self.random_state), progress=progress)  # type: ignore[arg-type]
         self.cg_info_, self.n_iter_, self.converged_ = info, info.iterations, info.converged
         return self
 

@@ -21,7 +21,6 @@ import numpy as np
 from kernel_lab.core.approx_error import residual_norm
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.kernels import Kernel
-from kernel_lab.core.models.nystrom import nystrom_factor
 from kernel_lab.core.models.rff import RFF_KERNELS, RandomFourierFeatures
 from kernel_lab.core.models.streaming import (
     CentredSums,
@@ -29,6 +28,7 @@ from kernel_lab.core.models.streaming import (
     columns_well_conditioned,
 )
 from kernel_lab.core.nystrom.common import BLOCK_ENTRIES
+from kernel_lab.core.nystrom.factor import nystrom_factor
 from kernel_lab.core.parts.base import PartMap, RowPlan, Rows, reduce_blocks
 from kernel_lab.core.parts.landmarks import PART_SAMPLERS, Landmarks, choose_landmarks
 from kernel_lab.core.progress import Progress
