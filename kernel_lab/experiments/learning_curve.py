@@ -65,8 +65,8 @@ from kernel_lab.core.parts.base import (
     PartMap,
     RowPlan,
     Rows,
-    keyed_subset,
-    take_rows,
+    _smallest_keys,
+    _take,
 )
 from kernel_lab.core.parts.dsg import BlockStream, take_range, target_median, target_summary
 from kernel_lab.core.parts.normal import (
@@ -75,8 +75,8 @@ from kernel_lab.core.parts.normal import (
     fit_first_features,
     fit_first_landmarks,
     gather_features,
+    in_key_order,
     normal_sums,
-    uniform_landmarks,
 )
 from kernel_lab.core.progress import Progress
 from kernel_lab.core.rows import keys as rowkeys
@@ -327,6 +327,55 @@ class KernelTwin:
         return objective(f, y, loss, self.nu, float(np.sum(a * f)))
 
 
+def _subset_keys(part: Any, plan: RowPlan, asks: tuple[tuple[str, int, int], ...]
+                 ) -> list[tuple[np.ndarray, np.ndarray]]:
+    """A part's smallest keys for each ``(which, stream, k)`` of ``asks``."""
+    return [_smallest_keys(part, plan, which, stream, k) for which, stream, k in asks]
+
+
+def _subset_rows(part: Any, plan: RowPlan, wants: tuple[tuple[str, np.ndarray], ...]
+                 ) -> list[Rows]:
+    """A part's rows among each ``(which, sorted global indices)`` of ``wants``."""
+    return [_take(part, plan, which, wanted) for which, wanted in wants]
+
+
+def keyed_rows(parts: PartMap, plan: RowPlan, asks: list[tuple[str, int, int]]
+               ) -> list[Rows]:
+    """For each ``(which, stream, k)``: the rows of :func:`~kernel_lab.core.parts.base.
+    keyed_subset` (the k smallest keys of the training or test rows for ``(plan.seed,
+    stream)``) gathered in increasing index order as :func:`~kernel_lab.core.parts.base.
+    take_rows` gathers them — the same rows and bits, in two passes over the parts for
+    all of them (the keys, then the rows: each part reads its test and its training rows
+    once for every subset) where one subset at a time takes two each."""
+    got = parts.map(_subset_keys, plan, tuple(asks))
+    picks = []
+    for j, (_, _, k) in enumerate(asks):
+        key = np.concatenate([g[j][0] for g in got])
+        index = np.concatenate([g[j][1] for g in got])
+        picks.append(np.sort(index[rowkeys.smallest(key, index, k)]))
+    kinds = sorted({which for which, _, _ in asks})
+    union = {w: np.unique(np.concatenate([pick for (which, _, _), pick in zip(asks, picks,
+                                                                              strict=True)
+                                          if which == w])) for w in kinds}
+    held: dict[str, Rows] = {}
+    taken = parts.map(_subset_rows, plan, tuple((w, union[w]) for w in kinds))
+    for i, w in enumerate(kinds):
+        rows = [t[i] for t in taken if t[i].index.size]
+        held[w] = (Rows(np.concatenate([r.X for r in rows]), np.concatenate([r.y for r in rows]),
+                        np.concatenate([r.index for r in rows])) if rows else
+                   Rows(np.zeros((0, 0)), np.zeros(0), np.zeros(0, dtype=np.int64)))
+    out = []
+    for (which, _, _), pick in zip(asks, picks, strict=True):
+        rows = held[which]
+        if not rows.index.size:
+            out.append(rows)
+            continue
+        at = np.minimum(np.searchsorted(rows.index, pick), rows.index.size - 1)
+        at = at[rows.index[at] == pick]
+        out.append(Rows(rows.X[at], rows.y[at], rows.index[at]))
+    return out
+
+
 def _targets(data: Any, parts: PartMap, plan: RowPlan, loss: str, test: Rows,
              progress: Progress) -> tuple[CurveTargets, Any, float]:
     """The curve's targets from one pass over the training targets, DSG's classes (None
@@ -404,12 +453,12 @@ class _Baselines:
     normal sums with the squared loss, from the gathered n × D features otherwise."""
 
     def __init__(self, parts: PartMap, plan: RowPlan, kernel: Any,
-                 rff: RandomFourierFeatures, test: Rows, targets: CurveTargets, loss: str,
-                 D_max: int, nu: float, progress: Progress) -> None:
+                 rff: RandomFourierFeatures, test: Rows, marks: Rows, targets: CurveTargets,
+                 loss: str, D_max: int, nu: float, progress: Progress) -> None:
         self.kernel, self.targets, self.loss, self.nu = kernel, targets, loss, nu
         cosines = CosineFeatures(rff.weights_[:, :D_max], rff.offsets_[:D_max])
         progress(0.0, f"Nyström baseline: {D_max} landmarks")
-        self.marks = uniform_landmarks(parts, plan, D_max).X
+        self.marks = marks.X
         maps = [cosines, KernelColumns(kernel, self.marks)]
         self.rff_test, self.nys_test = cosines(test.X), kernel(test.X, self.marks)
         if loss == "squared":
@@ -626,15 +675,22 @@ class LearningCurveExperiment(Experiment):
             return min(cost / total, 1.0) if total > 0 else 0.0
 
         setup = progress.sub(0.0, at(start))
-        setup(0.0, f"gathering {m:,} test rows")
-        test = take_rows(parts, plan, keyed_subset(parts, plan, rowkeys.TEST_SUBSET, m,
-                                                   "test"), "test")
         sigma = params["sigma"]
+        # every keyed subset of rows the run needs, in one gather: the test rows, the
+        # bandwidth's sample, the Nyström baseline's landmarks
+        asks = [("test", rowkeys.TEST_SUBSET, m)]
         if sigma is None:
-            setup(0.05, "bandwidth from a keyed sample of the training rows")
-            sample = take_rows(parts, plan, keyed_subset(parts, plan, rowkeys.BANDWIDTH,
-                                                         BANDWIDTH_ROWS))
-            sigma = median_heuristic(sample.X)
+            asks.append(("train", rowkeys.BANDWIDTH, BANDWIDTH_ROWS))
+        if D_max > 0:
+            asks.append(("train", rowkeys.LANDMARKS, D_max))
+        setup(0.0, f"gathering {m:,} test rows" + (
+            ", a keyed sample of the training rows for the bandwidth" if sigma is None
+            else "") + (f", {D_max} landmarks" if D_max > 0 else ""))
+        gathered = keyed_rows(parts, plan, asks)
+        test = gathered[0]
+        if sigma is None:
+            sigma = median_heuristic(gathered[1].X)
+        marks = in_key_order(gathered[-1], plan.seed) if D_max > 0 else None
         targets, classes, offset = _targets(data, parts, plan, loss, test, setup.sub(0.1, 0.2))
 
         table = {"iteration": pts.astype(float), "samples_seen": pts * float(B),
@@ -681,8 +737,8 @@ class LearningCurveExperiment(Experiment):
             rff = RandomFourierFeatures(params["kernel"], sigma=sigma,
                                         n_components=max(cap, 1),
                                         random_state=model_seed).fit(np.zeros((1, p)))
-            baselines = _Baselines(parts, plan, kernel, rff, test, targets, loss, D_max, nu,
-                                   setup.sub(0.5 if exact else 0.2, 1.0))
+            baselines = _Baselines(parts, plan, kernel, rff, test, marks, targets, loss, D_max,
+                                   nu, setup.sub(0.5 if exact else 0.2, 1.0))
             if cap > n:  # beyond n features: the Gram matrix of the gathered rows
                 gram = (RFFBaseline(rff, train.X, test.X), targets.codes(train.y))
                 summaries["rff_max_features"] = cap
