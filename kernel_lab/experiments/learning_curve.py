@@ -38,8 +38,11 @@ outliers); the ``nystrom`` experiment is where the samplers are compared.
 
 from __future__ import annotations
 
+import itertools
 import math
+import threading
 from collections.abc import Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,6 +65,7 @@ from kernel_lab.core.models.regularised import (
 from kernel_lab.core.models.rff import RandomFourierFeatures, cos_features
 from kernel_lab.core.params import ParamSpec
 from kernel_lab.core.parts.base import (
+    LocalParts,
     PartMap,
     RowPlan,
     Rows,
@@ -450,28 +454,67 @@ class _Floor:
 
 class _Baselines:
     """The RFF and Nyström baselines at D features (see the module docstring): from
-    normal sums with the squared loss, from the gathered n × D features otherwise."""
+    normal sums with the squared loss, from the gathered n × D features otherwise.
+
+    ``later``: the normal sums' pass is not made here but by :meth:`start`, in a thread
+    that only waits for the cluster (the pass runs on the workers) while this thread
+    trains DSG on the client: DSG's iterations are sequential work of the client that
+    does not grow with n, the sums are the work that does and that the workers share, so
+    the two overlap instead of following each other. The same calls, so the same bits;
+    the curve points' baselines are filled in once the sums are there (:meth:`ready`)."""
 
     def __init__(self, parts: PartMap, plan: RowPlan, kernel: Any,
                  rff: RandomFourierFeatures, test: Rows, marks: Rows, targets: CurveTargets,
-                 loss: str, D_max: int, nu: float, progress: Progress) -> None:
+                 loss: str, D_max: int, nu: float, progress: Progress,
+                 later: bool = False) -> None:
         self.kernel, self.targets, self.loss, self.nu = kernel, targets, loss, nu
         cosines = CosineFeatures(rff.weights_[:, :D_max], rff.offsets_[:D_max])
         progress(0.0, f"Nyström baseline: {D_max} landmarks")
         self.marks = marks.X
         maps = [cosines, KernelColumns(kernel, self.marks)]
+        self.later = loss == "squared" and later
+        self._pool: ThreadPoolExecutor | None = None
+        self._pending: Future[Any] | None = None
+        self._stop = threading.Event()
+        self._work = (parts, plan, maps, targets.shift)
+        self._message = f"ΦᵀΦ of {D_max} random features and landmarks"
+        if loss == "squared" and not self.later:
+            self.sums = normal_sums(*self._work, progress.sub(0.1, 1.0), self._message)
         self.rff_test, self.nys_test = cosines(test.X), kernel(test.X, self.marks)
-        if loss == "squared":
-            self.sums = normal_sums(parts, plan, maps, targets.shift, progress.sub(0.1, 1.0),
-                                    f"ΦᵀΦ of {D_max} random features and landmarks")
-        else:
+        if loss != "squared":
             (self.rff_train, self.nys_train), y = gather_features(
                 parts, plan, maps, progress.sub(0.1, 1.0),
                 f"{D_max} random features and landmark columns of the training rows")
             self.y = targets.codes(y)
 
+    def start(self) -> None:
+        """Start the normal sums' pass in a thread of its own (``later``); cancelled by
+        :meth:`close`."""
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="baseline-sums")
+        self._pending = self._pool.submit(normal_sums, *self._work,
+                                          Progress(None, self._stop.is_set), self._message)
+
+    def ready(self) -> bool:
+        """Whether the baselines can be fitted without waiting for the sums."""
+        return self._pending is None or self._pending.done()
+
+    def close(self) -> None:
+        """Stop the sums' pass if it still runs (the run ended otherwise: cancelled, an
+        error) and wait for its thread."""
+        if self._pool is not None:
+            self._stop.set()
+            self._pool.shutdown(wait=True)
+            self._pool = None
+
+    def _wait(self) -> None:
+        if self._pending is not None:
+            self.sums = self._pending.result()
+            self._pending = None
+            self.close()
+
     def rff(self, D: int) -> CurveFit:
         if self.loss == "squared":
+            self._wait()
             return CurveFit(*fit_first_features(self.sums[0], self.rff_test, D, self.nu))
         root = math.sqrt(2.0 / D)
         return fit_primal(self.rff_train[:, :D] * root, self.rff_test[:, :D] * root, self.y,
@@ -479,6 +522,7 @@ class _Baselines:
 
     def nystrom(self, s: int) -> CurveFit:
         if self.loss == "squared":
+            self._wait()
             return CurveFit(*fit_first_landmarks(self.sums[1], self.nys_test, self.kernel,
                                                  self.marks, s, self.nu))
         N = nystrom_factor(self.kernel(self.marks[:s]))
@@ -737,8 +781,10 @@ class LearningCurveExperiment(Experiment):
             rff = RandomFourierFeatures(params["kernel"], sigma=sigma,
                                         n_components=max(cap, 1),
                                         random_state=model_seed).fit(np.zeros((1, p)))
+            # on a cluster, the sums' pass runs on the workers while the client trains DSG
+            later = loss == "squared" and not isinstance(parts, LocalParts)
             baselines = _Baselines(parts, plan, kernel, rff, test, marks, targets, loss, D_max,
-                                   nu, setup.sub(0.5 if exact else 0.2, 1.0))
+                                   nu, setup.sub(0.5 if exact else 0.2, 1.0), later)
             if cap > n:  # beyond n features: the Gram matrix of the gathered rows
                 gram = (RFFBaseline(rff, train.X, test.X), targets.codes(train.y))
                 summaries["rff_max_features"] = cap
@@ -757,34 +803,49 @@ class LearningCurveExperiment(Experiment):
         summaries["dsg_block_rows"] = stream.block
         yield PartialResult(at(start), "training", dict(table), dict(summaries))
 
-        predict = PredictionSums(test.X)
-        done = 0
-        for k, t in enumerate(pts):
-            before = start + (float(steps[k - 1]) if k else 0.0)
-            losses = model.train(batches, int(t) - done,
-                                 progress=progress.sub(at(before), at(start + steps[k])),
-                                 message=f"iterations {done + 1}–{t} of {pts[-1]}",
-                                 on_step=None if floor is None else floor.follow)
-            done = int(t)
-            scores = targets.scores(model, predict(model))
-            table["dsg_test_error"][k] = targets.error(scores)
-            table["dsg_train_loss"][k] = float(np.mean(losses))
-            if floor is not None:
-                table["dsg_floor_distance"][k] = float(np.mean(np.sum(
-                    np.reshape((scores - floor.fit.test_scores) ** 2, (m, -1)), axis=1)))
-                table["dsg_twin_excess_objective"][k] = floor.excess()
-            D = int(t * r)
-            if baselines is not None and D <= D_max:
-                table["rff_test_error"][k] = targets.error(baselines.rff(D).test_scores)
-                fit = baselines.nystrom(D)
-                table["nystrom_test_error"][k] = targets.error(fit.test_scores)
+        try:
+            if baselines is not None and baselines.later:
+                # DSG's first block of rows is read before the sums' pass takes the workers
+                batches = itertools.chain([next(batches)], batches)
+                baselines.start()
+            waiting: list[int] = []  # curve points whose baselines wait for the sums
+            predict = PredictionSums(test.X)
+            done = 0
+            for k, t in enumerate(pts):
+                before = start + (float(steps[k - 1]) if k else 0.0)
+                losses = model.train(batches, int(t) - done,
+                                     progress=progress.sub(at(before), at(start + steps[k])),
+                                     message=f"iterations {done + 1}–{t} of {pts[-1]}",
+                                     on_step=None if floor is None else floor.follow)
+                done = int(t)
+                scores = targets.scores(model, predict(model))
+                table["dsg_test_error"][k] = targets.error(scores)
+                table["dsg_train_loss"][k] = float(np.mean(losses))
                 if floor is not None:
-                    table["nystrom_excess_objective"][k] = fit.objective - floor.fit.objective
-            elif gram is not None and D <= cap:
-                fit = gram[0].fit(D, gram[1], loss, nu, targets.n_classes)
-                table["rff_test_error"][k] = targets.error(fit.test_scores)
-            if k == L - 1:
-                summaries["dsg_epochs"] = done * B / n
-                summarise(table, summaries)
-            yield PartialResult(at(start + steps[k]), f"iteration {t} of {pts[-1]}",
-                                dict(table), dict(summaries))
+                    table["dsg_floor_distance"][k] = float(np.mean(np.sum(
+                        np.reshape((scores - floor.fit.test_scores) ** 2, (m, -1)), axis=1)))
+                    table["dsg_twin_excess_objective"][k] = floor.excess()
+                D = int(t * r)
+                if baselines is not None and D <= D_max:
+                    waiting.append(k)
+                elif gram is not None and D <= cap:
+                    fit = gram[0].fit(D, gram[1], loss, nu, targets.n_classes)
+                    table["rff_test_error"][k] = targets.error(fit.test_scores)
+                if waiting and (k == L - 1 or (baselines is not None and baselines.ready())):
+                    for j in waiting:
+                        D = int(pts[j] * r)
+                        table["rff_test_error"][j] = targets.error(baselines.rff(D).test_scores)
+                        fit = baselines.nystrom(D)
+                        table["nystrom_test_error"][j] = targets.error(fit.test_scores)
+                        if floor is not None:
+                            table["nystrom_excess_objective"][j] = (fit.objective
+                                                                    - floor.fit.objective)
+                    waiting.clear()
+                if k == L - 1:
+                    summaries["dsg_epochs"] = done * B / n
+                    summarise(table, summaries)
+                yield PartialResult(at(start + steps[k]), f"iteration {t} of {pts[-1]}",
+                                    dict(table), dict(summaries))
+        finally:  # a run cancelled or failed stops the sums' pass too
+            if baselines is not None:
+                baselines.close()
