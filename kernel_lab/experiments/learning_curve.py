@@ -38,8 +38,11 @@ outliers); the ``nystrom`` experiment is where the samplers are compared.
 
 from __future__ import annotations
 
+import itertools
 import math
+import threading
 from collections.abc import Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,11 +65,12 @@ from kernel_lab.core.models.regularised import (
 from kernel_lab.core.models.rff import RandomFourierFeatures, cos_features
 from kernel_lab.core.params import ParamSpec
 from kernel_lab.core.parts.base import (
+    LocalParts,
     PartMap,
     RowPlan,
     Rows,
-    keyed_subset,
-    take_rows,
+    _smallest_keys,
+    _take,
 )
 from kernel_lab.core.parts.dsg import BlockStream, take_range, target_median, target_summary
 from kernel_lab.core.parts.normal import (
@@ -75,8 +79,8 @@ from kernel_lab.core.parts.normal import (
     fit_first_features,
     fit_first_landmarks,
     gather_features,
+    in_key_order,
     normal_sums,
-    uniform_landmarks,
 )
 from kernel_lab.core.progress import Progress
 from kernel_lab.core.rows import keys as rowkeys
@@ -327,6 +331,55 @@ class KernelTwin:
         return objective(f, y, loss, self.nu, float(np.sum(a * f)))
 
 
+def _subset_keys(part: Any, plan: RowPlan, asks: tuple[tuple[str, int, int], ...]
+                 ) -> list[tuple[np.ndarray, np.ndarray]]:
+    """A part's smallest keys for each ``(which, stream, k)`` of ``asks``."""
+    return [_smallest_keys(part, plan, which, stream, k) for which, stream, k in asks]
+
+
+def _subset_rows(part: Any, plan: RowPlan, wants: tuple[tuple[str, np.ndarray], ...]
+                 ) -> list[Rows]:
+    """A part's rows among each ``(which, sorted global indices)`` of ``wants``."""
+    return [_take(part, plan, which, wanted) for which, wanted in wants]
+
+
+def keyed_rows(parts: PartMap, plan: RowPlan, asks: list[tuple[str, int, int]]
+               ) -> list[Rows]:
+    """For each ``(which, stream, k)``: the rows of :func:`~kernel_lab.core.parts.base.
+    keyed_subset` (the k smallest keys of the training or test rows for ``(plan.seed,
+    stream)``) gathered in increasing index order as :func:`~kernel_lab.core.parts.base.
+    take_rows` gathers them — the same rows and bits, in two passes over the parts for
+    all of them (the keys, then the rows: each part reads its test and its training rows
+    once for every subset) where one subset at a time takes two each."""
+    got = parts.map(_subset_keys, plan, tuple(asks))
+    picks = []
+    for j, (_, _, k) in enumerate(asks):
+        key = np.concatenate([g[j][0] for g in got])
+        index = np.concatenate([g[j][1] for g in got])
+        picks.append(np.sort(index[rowkeys.smallest(key, index, k)]))
+    kinds = sorted({which for which, _, _ in asks})
+    union = {w: np.unique(np.concatenate([pick for (which, _, _), pick in zip(asks, picks,
+                                                                              strict=True)
+                                          if which == w])) for w in kinds}
+    held: dict[str, Rows] = {}
+    taken = parts.map(_subset_rows, plan, tuple((w, union[w]) for w in kinds))
+    for i, w in enumerate(kinds):
+        rows = [t[i] for t in taken if t[i].index.size]
+        held[w] = (Rows(np.concatenate([r.X for r in rows]), np.concatenate([r.y for r in rows]),
+                        np.concatenate([r.index for r in rows])) if rows else
+                   Rows(np.zeros((0, 0)), np.zeros(0), np.zeros(0, dtype=np.int64)))
+    out = []
+    for (which, _, _), pick in zip(asks, picks, strict=True):
+        rows = held[which]
+        if not rows.index.size:
+            out.append(rows)
+            continue
+        at = np.minimum(np.searchsorted(rows.index, pick), rows.index.size - 1)
+        at = at[rows.index[at] == pick]
+        out.append(Rows(rows.X[at], rows.y[at], rows.index[at]))
+    return out
+
+
 def _targets(data: Any, parts: PartMap, plan: RowPlan, loss: str, test: Rows,
              progress: Progress) -> tuple[CurveTargets, Any, float]:
     """The curve's targets from one pass over the training targets, DSG's classes (None
@@ -401,28 +454,67 @@ class _Floor:
 
 class _Baselines:
     """The RFF and Nyström baselines at D features (see the module docstring): from
-    normal sums with the squared loss, from the gathered n × D features otherwise."""
+    normal sums with the squared loss, from the gathered n × D features otherwise.
+
+    ``later``: the normal sums' pass is not made here but by :meth:`start`, in a thread
+    that only waits for the cluster (the pass runs on the workers) while this thread
+    trains DSG on the client: DSG's iterations are sequential work of the client that
+    does not grow with n, the sums are the work that does and that the workers share, so
+    the two overlap instead of following each other. The same calls, so the same bits;
+    the curve points' baselines are filled in once the sums are there (:meth:`ready`)."""
 
     def __init__(self, parts: PartMap, plan: RowPlan, kernel: Any,
-                 rff: RandomFourierFeatures, test: Rows, targets: CurveTargets, loss: str,
-                 D_max: int, nu: float, progress: Progress) -> None:
+                 rff: RandomFourierFeatures, test: Rows, marks: Rows, targets: CurveTargets,
+                 loss: str, D_max: int, nu: float, progress: Progress,
+                 later: bool = False) -> None:
         self.kernel, self.targets, self.loss, self.nu = kernel, targets, loss, nu
         cosines = CosineFeatures(rff.weights_[:, :D_max], rff.offsets_[:D_max])
         progress(0.0, f"Nyström baseline: {D_max} landmarks")
-        self.marks = uniform_landmarks(parts, plan, D_max).X
+        self.marks = marks.X
         maps = [cosines, KernelColumns(kernel, self.marks)]
+        self.later = loss == "squared" and later
+        self._pool: ThreadPoolExecutor | None = None
+        self._pending: Future[Any] | None = None
+        self._stop = threading.Event()
+        self._work = (parts, plan, maps, targets.shift)
+        self._message = f"ΦᵀΦ of {D_max} random features and landmarks"
+        if loss == "squared" and not self.later:
+            self.sums = normal_sums(*self._work, progress.sub(0.1, 1.0), self._message)
         self.rff_test, self.nys_test = cosines(test.X), kernel(test.X, self.marks)
-        if loss == "squared":
-            self.sums = normal_sums(parts, plan, maps, targets.shift, progress.sub(0.1, 1.0),
-                                    f"ΦᵀΦ of {D_max} random features and landmarks")
-        else:
+        if loss != "squared":
             (self.rff_train, self.nys_train), y = gather_features(
                 parts, plan, maps, progress.sub(0.1, 1.0),
                 f"{D_max} random features and landmark columns of the training rows")
             self.y = targets.codes(y)
 
+    def start(self) -> None:
+        """Start the normal sums' pass in a thread of its own (``later``); cancelled by
+        :meth:`close`."""
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="baseline-sums")
+        self._pending = self._pool.submit(normal_sums, *self._work,
+                                          Progress(None, self._stop.is_set), self._message)
+
+    def ready(self) -> bool:
+        """Whether the baselines can be fitted without waiting for the sums."""
+        return self._pending is None or self._pending.done()
+
+    def close(self) -> None:
+        """Stop the sums' pass if it still runs (the run ended otherwise: cancelled, an
+        error) and wait for its thread."""
+        if self._pool is not None:
+            self._stop.set()
+            self._pool.shutdown(wait=True)
+            self._pool = None
+
+    def _wait(self) -> None:
+        if self._pending is not None:
+            self.sums = self._pending.result()
+            self._pending = None
+            self.close()
+
     def rff(self, D: int) -> CurveFit:
         if self.loss == "squared":
+            self._wait()
             return CurveFit(*fit_first_features(self.sums[0], self.rff_test, D, self.nu))
         root = math.sqrt(2.0 / D)
         return fit_primal(self.rff_train[:, :D] * root, self.rff_test[:, :D] * root, self.y,
@@ -430,6 +522,7 @@ class _Baselines:
 
     def nystrom(self, s: int) -> CurveFit:
         if self.loss == "squared":
+            self._wait()
             return CurveFit(*fit_first_landmarks(self.sums[1], self.nys_test, self.kernel,
                                                  self.marks, s, self.nu))
         N = nystrom_factor(self.kernel(self.marks[:s]))
@@ -626,15 +719,22 @@ class LearningCurveExperiment(Experiment):
             return min(cost / total, 1.0) if total > 0 else 0.0
 
         setup = progress.sub(0.0, at(start))
-        setup(0.0, f"gathering {m:,} test rows")
-        test = take_rows(parts, plan, keyed_subset(parts, plan, rowkeys.TEST_SUBSET, m,
-                                                   "test"), "test")
         sigma = params["sigma"]
+        # every keyed subset of rows the run needs, in one gather: the test rows, the
+        # bandwidth's sample, the Nyström baseline's landmarks
+        asks = [("test", rowkeys.TEST_SUBSET, m)]
         if sigma is None:
-            setup(0.05, "bandwidth from a keyed sample of the training rows")
-            sample = take_rows(parts, plan, keyed_subset(parts, plan, rowkeys.BANDWIDTH,
-                                                         BANDWIDTH_ROWS))
-            sigma = median_heuristic(sample.X)
+            asks.append(("train", rowkeys.BANDWIDTH, BANDWIDTH_ROWS))
+        if D_max > 0:
+            asks.append(("train", rowkeys.LANDMARKS, D_max))
+        setup(0.0, f"gathering {m:,} test rows" + (
+            ", a keyed sample of the training rows for the bandwidth" if sigma is None
+            else "") + (f", {D_max} landmarks" if D_max > 0 else ""))
+        gathered = keyed_rows(parts, plan, asks)
+        test = gathered[0]
+        if sigma is None:
+            sigma = median_heuristic(gathered[1].X)
+        marks = in_key_order(gathered[-1], plan.seed) if D_max > 0 else None
         targets, classes, offset = _targets(data, parts, plan, loss, test, setup.sub(0.1, 0.2))
 
         table = {"iteration": pts.astype(float), "samples_seen": pts * float(B),
@@ -681,8 +781,10 @@ class LearningCurveExperiment(Experiment):
             rff = RandomFourierFeatures(params["kernel"], sigma=sigma,
                                         n_components=max(cap, 1),
                                         random_state=model_seed).fit(np.zeros((1, p)))
-            baselines = _Baselines(parts, plan, kernel, rff, test, targets, loss, D_max, nu,
-                                   setup.sub(0.5 if exact else 0.2, 1.0))
+            # on a cluster, the sums' pass runs on the workers while the client trains DSG
+            later = loss == "squared" and not isinstance(parts, LocalParts)
+            baselines = _Baselines(parts, plan, kernel, rff, test, marks, targets, loss, D_max,
+                                   nu, setup.sub(0.5 if exact else 0.2, 1.0), later)
             if cap > n:  # beyond n features: the Gram matrix of the gathered rows
                 gram = (RFFBaseline(rff, train.X, test.X), targets.codes(train.y))
                 summaries["rff_max_features"] = cap
@@ -701,34 +803,49 @@ class LearningCurveExperiment(Experiment):
         summaries["dsg_block_rows"] = stream.block
         yield PartialResult(at(start), "training", dict(table), dict(summaries))
 
-        predict = PredictionSums(test.X)
-        done = 0
-        for k, t in enumerate(pts):
-            before = start + (float(steps[k - 1]) if k else 0.0)
-            losses = model.train(batches, int(t) - done,
-                                 progress=progress.sub(at(before), at(start + steps[k])),
-                                 message=f"iterations {done + 1}–{t} of {pts[-1]}",
-                                 on_step=None if floor is None else floor.follow)
-            done = int(t)
-            scores = targets.scores(model, predict(model))
-            table["dsg_test_error"][k] = targets.error(scores)
-            table["dsg_train_loss"][k] = float(np.mean(losses))
-            if floor is not None:
-                table["dsg_floor_distance"][k] = float(np.mean(np.sum(
-                    np.reshape((scores - floor.fit.test_scores) ** 2, (m, -1)), axis=1)))
-                table["dsg_twin_excess_objective"][k] = floor.excess()
-            D = int(t * r)
-            if baselines is not None and D <= D_max:
-                table["rff_test_error"][k] = targets.error(baselines.rff(D).test_scores)
-                fit = baselines.nystrom(D)
-                table["nystrom_test_error"][k] = targets.error(fit.test_scores)
+        try:
+            if baselines is not None and baselines.later:
+                # DSG's first block of rows is read before the sums' pass takes the workers
+                batches = itertools.chain([next(batches)], batches)
+                baselines.start()
+            waiting: list[int] = []  # curve points whose baselines wait for the sums
+            predict = PredictionSums(test.X)
+            done = 0
+            for k, t in enumerate(pts):
+                before = start + (float(steps[k - 1]) if k else 0.0)
+                losses = model.train(batches, int(t) - done,
+                                     progress=progress.sub(at(before), at(start + steps[k])),
+                                     message=f"iterations {done + 1}–{t} of {pts[-1]}",
+                                     on_step=None if floor is None else floor.follow)
+                done = int(t)
+                scores = targets.scores(model, predict(model))
+                table["dsg_test_error"][k] = targets.error(scores)
+                table["dsg_train_loss"][k] = float(np.mean(losses))
                 if floor is not None:
-                    table["nystrom_excess_objective"][k] = fit.objective - floor.fit.objective
-            elif gram is not None and D <= cap:
-                fit = gram[0].fit(D, gram[1], loss, nu, targets.n_classes)
-                table["rff_test_error"][k] = targets.error(fit.test_scores)
-            if k == L - 1:
-                summaries["dsg_epochs"] = done * B / n
-                summarise(table, summaries)
-            yield PartialResult(at(start + steps[k]), f"iteration {t} of {pts[-1]}",
-                                dict(table), dict(summaries))
+                    table["dsg_floor_distance"][k] = float(np.mean(np.sum(
+                        np.reshape((scores - floor.fit.test_scores) ** 2, (m, -1)), axis=1)))
+                    table["dsg_twin_excess_objective"][k] = floor.excess()
+                D = int(t * r)
+                if baselines is not None and D <= D_max:
+                    waiting.append(k)
+                elif gram is not None and D <= cap:
+                    fit = gram[0].fit(D, gram[1], loss, nu, targets.n_classes)
+                    table["rff_test_error"][k] = targets.error(fit.test_scores)
+                if waiting and (k == L - 1 or (baselines is not None and baselines.ready())):
+                    for j in waiting:
+                        D = int(pts[j] * r)
+                        table["rff_test_error"][j] = targets.error(baselines.rff(D).test_scores)
+                        fit = baselines.nystrom(D)
+                        table["nystrom_test_error"][j] = targets.error(fit.test_scores)
+                        if floor is not None:
+                            table["nystrom_excess_objective"][j] = (fit.objective
+                                                                    - floor.fit.objective)
+                    waiting.clear()
+                if k == L - 1:
+                    summaries["dsg_epochs"] = done * B / n
+                    summarise(table, summaries)
+                yield PartialResult(at(start + steps[k]), f"iteration {t} of {pts[-1]}",
+                                    dict(table), dict(summaries))
+        finally:  # a run cancelled or failed stops the sums' pass too
+            if baselines is not None:
+                baselines.close()

@@ -130,8 +130,14 @@ def uniform_landmarks(parts: PartMap, plan: RowPlan, k: int,
     """``k`` training rows, a uniform subset keyed by ``(plan.seed, stream)``, in the order
     of their keys — so the first ``s`` are the keyed uniform subset of ``s`` rows — gathered
     to the client (:func:`keyed_subset` and :func:`take_rows`)."""
-    rows = take_rows(parts, plan, keyed_subset(parts, plan, stream, k), "train")
-    order = np.argsort(rowkeys.keys(plan.seed, stream, rows.index), kind="stable")
+    return in_key_order(take_rows(parts, plan, keyed_subset(parts, plan, stream, k), "train"),
+                        plan.seed, stream)
+
+
+def in_key_order(rows: Rows, seed: int, stream: int = rowkeys.LANDMARKS) -> Rows:
+    """``rows`` in the order of their keys for ``(seed, stream)``: the order of
+    :func:`uniform_landmarks`, whose first ``s`` are the keyed uniform subset of s rows."""
+    order = np.argsort(rowkeys.keys(seed, stream, rows.index), kind="stable")
     return Rows(rows.X[order], rows.y[order], rows.index[order])
 
 
