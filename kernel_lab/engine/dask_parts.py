@@ -335,8 +335,9 @@ class DaskParts:
         worker gone for good waiting when no other worker runs, hence the check before
         every pass. With one worker, or no answer, tasks go where Dask sends them."""
         try:
-            running = set(self.client.sync(self.client.scheduler.ncores_running,
-                                           callback_timeout=ASK_TIMEOUT))
+            running = set(wait_on(self.client, lambda: self.client.scheduler.ncores_running(),
+                                  Watch(self.client, grace=self.no_worker_grace,
+                                        deadline=RUN_DEADLINE)))
         except Exception:  # the waiting loop says what became of the scheduler
             running = set()
         if len(running) < 2:
