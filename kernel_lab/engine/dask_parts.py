@@ -84,8 +84,8 @@ def _name(fn: Callable[..., Any]) -> str:
 #: training rows as the computations see them, and test rows while there is room). Sized
 #: for 4M × 20 rows in 16 Parquet files on 2 workers of 1 GB (953.7 MiB): a worker's 8
 #: partitions hold 8 × 187,500 training rows × (20 + 1 + 1 index) × 8 bytes = 252 MiB,
-#: which 0.3 × 953.7 = 286 MiB keeps. With the worker's own ~180 MiB (Python, numpy,
-#: scipy, pyarrow, Dask) that leaves ~300 MiB below Dask's pause (80 %: 763 MiB) for a
+#: which 0.3 × 953.7 = 286 MiB keeps. With the worker's own ~150 MiB (Python, numpy,
+#: scipy, pyarrow, Dask) that leaves ~320 MiB below Dask's pause (80 %: 763 MiB) for a
 #: task's reads and blocks (:data:`PART_COPIES`); a larger share would pause workers, a
 #: smaller one would read part of the files again in every pass.
 KEEP_SHARE = 0.3
