@@ -4,9 +4,11 @@ kept in its partitions.
 :func:`open_run_data` decides, from the source's ``partitions`` option:
 
 - ``auto`` (default): the rows are read into one ordinary table — every experiment then
-  works on them — when they take at most :data:`WHOLE_BYTES`; otherwise they stay in their
-  partitions. The rule is the data's size alone, and it decides only where the rows are
-  held: loaded, they are split and prepared by the same keys and column statistics
+  works on them — when they take at most :data:`WHOLE_BYTES` (:data:`CLUSTER_WHOLE_BYTES`
+  when the run computes on a Dask cluster whose workers see the files: they then read
+  the partitions themselves rather than receive the table with every task); otherwise
+  they stay in their partitions. The rule decides only where the rows are held: loaded,
+  they are split and prepared by the same keys and column statistics
   (:func:`~kernel_lab.data.split.dataset_from_table`), so the same rows either way;
 - ``keep``: they stay in their partitions (a :class:`~kernel_lab.core.parts.PartitionedData`:
   the split is defined per row by the seed — among the rows kept, with ``drop_nan`` —
@@ -63,6 +65,11 @@ from kernel_lab.data.table import Table, drop_columns_offer, unfillable_refusal
 COPIES = 4
 #: ``partitions=auto`` reads a source whole up to this size (rows × (columns + 1) × 8).
 WHOLE_BYTES = 256 * 2**20
+#: ... and, when the computations run on a cluster whose workers see the files, only up to
+#: this size: a table loaded here travels to a worker with every task of the run (1M × 20
+#: rows, 168 MB, sent with each of ``nystrom``'s tasks filled 1 GB workers until Dask
+#: paused them), while kept partitions are read by the workers, each keeping its share.
+CLUSTER_WHOLE_BYTES = 16 * 2**20
 
 PARTITION_CHOICES = ("auto", "keep", "load")
 
@@ -103,7 +110,7 @@ def open_run_data(path: str, options: Mapping[str, Any], *, seed: int, name: str
     if subsample > 0:
         table = sample_table(source, mapper, subsample, seed, progress,
                              drop_nan=bool(options.get("drop_nan")))
-    elif how == "load" or (how == "auto" and source.nbytes <= WHOLE_BYTES):
+    elif how == "load" or (how == "auto" and source.nbytes <= whole_bytes(mapper, path)):
         if not fits:
             raise DataError(
                 f"{source.n:,} rows × {source.p + 1} columns ({format_bytes(source.nbytes)}) "
@@ -118,6 +125,14 @@ def open_run_data(path: str, options: Mapping[str, Any], *, seed: int, name: str
     return dataset_from_table(table, name=name, test_fraction=options["test_fraction"],
                               dropped=split_names(options.get("drop_columns") or None),
                               seed=seed, standardize=options["standardize"])
+
+
+def whole_bytes(parts: PartMap, path: str) -> int:
+    """The largest source ``partitions=auto`` reads whole when computing on ``parts``:
+    :data:`CLUSTER_WHOLE_BYTES` on a cluster whose workers see ``path`` (a PartMap with
+    ``workers_see``), else :data:`WHOLE_BYTES`."""
+    sees = getattr(parts, "workers_see", None)
+    return CLUSTER_WHOLE_BYTES if sees is not None and sees(path) else WHOLE_BYTES
 
 
 def partitioned_data(source: Any, parts: PartMap, options: Mapping[str, Any], *, seed: int,

@@ -381,17 +381,27 @@ class _ReadCache:
     """Partitions read by this process, kept while they fit in ``limit`` bytes.
 
     A computation passes over the same partitions many times (statistics, landmarks,
-    sums, subsets); a worker that keeps the partitions it has read answers the later
-    passes from memory — the data stay spread over the workers, each holding a share.
-    What does not fit is read again each time: the cache never evicts, since under
-    repeated scans in one order an evicting (LRU) cache would miss every time while one
-    that keeps its first entries hits on that share of them. In-memory parts
-    (:class:`ArrayPart`) are not copied."""
+    sums, subsets); a worker that keeps what it has read answers the later passes from
+    memory — the data stay spread over the workers, each holding a share. What it keeps
+    of a part is its rows *as the computations see them* (:meth:`rows`: the training or
+    the test rows, filled and standardised by a plan, with their global indices), so a
+    later pass takes them as they are — no mask, no copy, no second standardisation. The
+    raw rows (:meth:`read`, for the pass of column statistics that makes the plan) are
+    kept only in room nothing else wants: the first prepared pass makes the prepared rows
+    from them and they give way.
+
+    What does not fit is read again each time: rows of the plan in use never give way to
+    each other, since under repeated scans in one order an evicting (LRU) cache would miss
+    every time while one that keeps its first entries hits on that share of them. Rows of
+    another plan (an earlier run in the same worker) and raw rows give way to them, oldest
+    first. In-memory parts (:class:`ArrayPart`) are not copied. Cached arrays are
+    read-only: shared by later passes, never changed in place."""
 
     def __init__(self) -> None:
         self.limit = 0
         self.used = 0
-        self.entries: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        #: (part's key, plan's key or :data:`_RAW`) → (value, bytes), oldest first
+        self.entries: dict[tuple[str, str], tuple[Any, int]] = {}
 
     def configure(self, limit: int) -> None:
         """Set the size limit; entries beyond a smaller limit are dropped."""
@@ -401,20 +411,68 @@ class _ReadCache:
             self.used = 0
 
     def read(self, part: Part) -> tuple[np.ndarray, np.ndarray]:
+        """The part's raw rows (X, y), kept if there is free room."""
         if isinstance(part, ArrayPart) or self.limit <= 0:
             return part.read()
-        key = _cache_key(part)
+        key = (_cache_key(part), _RAW)
         hit = self.entries.get(key)
         if hit is not None:
-            return hit
+            return hit[0]
         X, y = part.read()
-        size = X.nbytes + y.nbytes
-        if self.used + size <= self.limit:
-            X.flags.writeable = False  # shared by later passes: never changed in place
-            y.flags.writeable = False
-            self.entries[key] = (X, y)
-            self.used += size
+        self._keep(key, (X, y), (X, y), evict=False)
         return X, y
+
+    def rows(self, part: Part, plan: RowPlan, which: str) -> Rows:
+        """The part's training (or test) rows prepared by ``plan`` (:func:`part_rows`),
+        kept while they fit (see the class docstring)."""
+        if isinstance(part, ArrayPart) or self.limit <= 0:
+            return _prepared_rows(part, plan, which, *part.read())
+        name = _cache_key(part)
+        key = (name, f"{_plan_key(plan)}:{which}")
+        hit = self.entries.get(key)
+        if hit is not None:
+            return hit[0]
+        raw = self.entries.get((name, _RAW))
+        rows = _prepared_rows(part, plan, which, *(raw[0] if raw else part.read()))
+        self._keep(key, rows, (rows.X, rows.y, rows.index), evict=True)
+        return rows
+
+    def _keep(self, key: tuple[str, str], value: Any, arrays: tuple[np.ndarray, ...],
+              evict: bool) -> None:
+        """Keep ``value`` if it fits — with ``evict``, after dropping raw rows and rows of
+        other plans, oldest first, as far as needed."""
+        size = sum(int(a.nbytes) for a in arrays)
+        if size > self.limit:
+            return
+        if evict and self.used + size > self.limit:
+            plan = key[1].rsplit(":", 1)[0]
+            for old in [k for k in self.entries
+                        if k[1] == _RAW or k[1].rsplit(":", 1)[0] != plan]:
+                self.used -= self.entries.pop(old)[1]
+                if self.used + size <= self.limit:
+                    break
+        if self.used + size > self.limit:
+            return
+        for a in arrays:
+            a.flags.writeable = False
+        self.entries[key] = (value, size)
+        self.used += size
+
+
+#: The cache's mark of a part's raw rows.
+_RAW = "raw"
+
+
+def _plan_key(plan: RowPlan) -> str:
+    """What identifies the rows a plan prepares: its split, dropped rows, filling and
+    scaling (not its block size, which does not change the rows)."""
+    import hashlib
+
+    h = hashlib.blake2b(digest_size=16)
+    h.update(repr((plan.seed, plan.n, plan.n_test, plan.cut, plan.given_test_start)).encode())
+    for a in (plan.dropped, plan.fill, plan.mean, plan.scale):
+        h.update(b"-" if a is None else np.ascontiguousarray(a).tobytes() + b"|")
+    return h.hexdigest()
 
 
 def _cache_key(part: Part) -> str:
@@ -446,6 +504,11 @@ def set_read_cache(limit: int) -> None:
     READ_CACHE.configure(limit)
 
 
+def read_cache_room() -> int:
+    """Bytes the read cache of this process may still fill."""
+    return max(READ_CACHE.limit - READ_CACHE.used, 0)
+
+
 def holder_of(part: Part, row: int) -> Part:
     """The file or chunk holding global row ``row`` of ``part`` (a part of whole row blocks
     may read several): what a message about the row names."""
@@ -459,16 +522,25 @@ def part_rows(part: Part, plan: RowPlan, which: str = "train") -> Rows:
     value the plan neither drops nor fills (a missing target, an infinite value, or any
     missing value of a plan without ``fill``) is a :class:`DataError` naming the partition
     and the row. A :class:`MemoryPart` gives views of its prepared rows (checked when it
-    was made)."""
+    was made); other parts' prepared rows are kept by this process's read cache while
+    they fit (:func:`set_read_cache`), read-only."""
     if isinstance(part, MemoryPart):
         if part.split != split_signature(plan):
             raise ValueError(f"the plan splits {plan.n:,} rows otherwise than the rows held in "
                              "memory were split: use the data set's own plan")
         return part.held(which)
-    X, y = READ_CACHE.read(part)
+    return READ_CACHE.rows(part, plan, which)
+
+
+def _prepared_rows(part: Part, plan: RowPlan, which: str, X: np.ndarray, y: np.ndarray
+                   ) -> Rows:
+    """:func:`part_rows` of the raw rows ``X, y`` of ``part``: selected, checked, filled
+    and scaled — in place in the selected rows' own copy (the arithmetic of
+    :meth:`RowPlan.prepared`, element by element: the same bits)."""
     index = np.arange(part.start, part.start + X.shape[0])
     keep = plan.which(index, which)
-    if not keep.all():  # every row kept (an array as one part): views, no copy of X
+    own = not keep.all()
+    if own:  # every row kept (an array as one part): views, no copy of X
         X, y, index = X[keep], y[keep], index[keep]
     finite = np.isfinite(X)
     holes = None
@@ -476,6 +548,7 @@ def part_rows(part: Part, plan: RowPlan, which: str = "train") -> Rows:
     if not finite.all():
         holes = np.isnan(X)
         bad |= (~(finite | holes)).any(axis=1) if plan.fill is not None else ~finite.all(axis=1)
+    del finite
     if bad.any():
         first = int(index[np.flatnonzero(bad)[0]])
         where = holder_of(part, first)
@@ -485,7 +558,14 @@ def part_rows(part: Part, plan: RowPlan, which: str = "train") -> Rows:
                         f"{int(bad.sum()):,} such rows in this partition",
                         "open the data again (its files may have changed), or drop the rows "
                         f"with missing values ({data_option('drop_nan', 'true')})")
-    return Rows(plan.prepared(X, holes), y, index)
+    if not own or not X.flags.writeable:
+        return Rows(plan.prepared(X, holes), y, index)
+    if plan.fill is not None and holes is not None and holes.any():
+        np.copyto(X, plan.fill, where=holes)  # np.where(holes, fill, X), in place
+    if plan.mean is not None and plan.scale is not None:
+        np.subtract(X, plan.mean, out=X)  # (X − mean) / scale, in place
+        np.divide(X, plan.scale, out=X)
+    return Rows(X, y, index)
 
 
 # ---------------------------------------------------------------------------------------
