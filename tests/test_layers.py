@@ -49,9 +49,10 @@ NO_THREADS = {"core"}
 EXPERIMENT_HELPERS = {"base", "plotspec"}
 # an experiment's modules named by what they hold — its cells (<name>_cells), its nested
 # trials (<name>_nested), its result table (<name>_table), its picture (<name>_picture),
-# its cost model (<name>_cost), its summaries (<name>_summary) and its plots' words from a
-# run (<name>_words) — are part of experiment <name>
-PART_SUFFIXES = ("_cells", "_nested", "_table", "_picture", "_cost", "_summary",
+# its cost model (<name>_cost), its summaries (<name>_summary), its fits besides the main
+# method's (<name>_fits) and its plots' words from a run (<name>_words) — are part of
+# experiment <name>
+PART_SUFFIXES = ("_cells", "_nested", "_table", "_picture", "_cost", "_summary", "_fits",
                  "_words")
 MAX_LINES = 800
 

@@ -40,29 +40,22 @@ from __future__ import annotations
 
 import itertools
 import math
-import threading
 from collections.abc import Iterator, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import linalg
 
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.kernels import make_kernel, median_heuristic
 from kernel_lab.core.losses import CLASSIFICATION_LOSSES, MULTICLASS_LOSSES, REGRESSION_LOSSES
 from kernel_lab.core.memory import check_allocation
 from kernel_lab.core.models import DSGClassifier, DSGRegressor
-from kernel_lab.core.models.dsg import PredictionSums, Step, checkpoints
-from kernel_lab.core.models.nystrom import nystrom_factor
+from kernel_lab.core.models.dsg import PredictionSums, checkpoints
 from kernel_lab.core.models.regularised import (
     SOLVABLE_LOSSES,
-    fit_regularised,
-    kernel_feature_map,
-    objective,
 )
-from kernel_lab.core.models.rff import RandomFourierFeatures, cos_features
+from kernel_lab.core.models.rff import RandomFourierFeatures
 from kernel_lab.core.params import ParamSpec
 from kernel_lab.core.parts.base import (
     LocalParts,
@@ -74,18 +67,19 @@ from kernel_lab.core.parts.base import (
 )
 from kernel_lab.core.parts.dsg import BlockStream, take_range, target_median, target_summary
 from kernel_lab.core.parts.normal import (
-    CosineFeatures,
-    KernelColumns,
-    fit_first_features,
-    fit_first_landmarks,
-    gather_features,
     in_key_order,
-    normal_sums,
 )
 from kernel_lab.core.progress import Progress
 from kernel_lab.core.rows import keys as rowkeys
 from kernel_lab.core.validation import check_seed
 from kernel_lab.experiments.base import SERIAL, Experiment, PartialResult, PlotSpec, TaskExecutor
+from kernel_lab.experiments.learning_curve_fits import (
+    Baselines,
+    CurveTargets,
+    Floor,
+    RFFBaseline,
+    missing_class,
+)
 from kernel_lab.experiments.learning_curve_summary import summarise
 from kernel_lab.experiments.plotspec import Curve
 
@@ -172,50 +166,6 @@ def _rff_cap(requested: int | None, final: int, n: int, squared: bool = True) ->
     return int(min(final, max(primal, RFF_GRAM_BUDGET / n**2)))
 
 
-class CurveTargets:
-    """The data's targets as DSG fits them, and the test error of predicted scores.
-
-    Two classes with the multinomial (softmax) loss get class codes, as DSG's classifier
-    makes them from its sorted classes: 0 for the lower label (−1), 1 for the upper (+1);
-    the floor and the baselines fit those codes (:meth:`codes`), and the error compares
-    argmaxes. Built from what one pass over the training targets found (the upper label
-    ``top``, the number of classes, the mean ``shift``)."""
-
-    def __init__(self, task: str, loss: str, yt: np.ndarray, *, top: float | None = None,
-                 n_classes: int | None = None, shift: float = 0.0) -> None:
-        self.task = task
-        self.top = top
-        self.n_classes = 2 if task == "classification" and loss in MULTICLASS_LOSSES else (
-            n_classes if task == "multiclass" else None)
-        self.shift = shift if task == "regression" else 0.0
-        self.test = yt if task in ("regression", "multiclass") else self.codes(yt)
-
-    def codes(self, y: np.ndarray) -> np.ndarray:
-        """Training targets as the floor and the baselines fit them: ±1 (or codes 0, 1
-        under the softmax loss) for two classes, codes 0 … K−1 for more, y − shift in
-        regression."""
-        if self.task == "classification":
-            return np.where(y == self.top, 1.0, 0.0 if self.n_classes else -1.0)
-        if self.task == "multiclass":
-            return y
-        return y - self.shift
-
-    def scores(self, model: Any, raw: np.ndarray) -> np.ndarray:
-        """DSG's scores on the scale of ``fit``, from its raw sum f (see
-        :class:`_TestSums`)."""
-        if self.task == "regression":
-            return raw + model.offset_ - self.shift
-        return raw
-
-    def error(self, scores: np.ndarray) -> float:
-        """Misclassification rate, or mean squared error of the predictions."""
-        if self.n_classes:  # one score per class (the softmax loss), codes as targets
-            return float(np.mean(np.argmax(scores, axis=1) != self.test))
-        if self.task == "classification":
-            return float(np.mean(np.where(scores >= 0, 1.0, -1.0) != self.test))
-        return float(np.mean((scores + self.shift - self.test) ** 2))
-
-
 def floor_words(task: str, loss: str, n: int, exact_max: int) -> dict[str, str]:
     """The summaries that say what the error is and why there is no exact floor, if none:
     the floor needs a solvable loss and n ≤ ``exact_max`` (an n × n kernel matrix)."""
@@ -231,104 +181,6 @@ def floor_words(task: str, loss: str, n: int, exact_max: int) -> dict[str, str]:
             f"n = {n:,} training rows is above exact_max = {exact_max:,} "
             "(raise it for the floor: an n × n kernel matrix and its solve).")
     return words
-
-
-def missing_class(found: np.ndarray, n_classes: int) -> None:
-    """Refuse training targets ``found`` (the codes seen) that miss one of the classes
-    0 … n_classes − 1."""
-    missing = np.setdiff1d(np.arange(n_classes), found)
-    if missing.size:
-        raise ParameterError(f"class {int(missing[0])} has no training point; use a "
-                             "smaller test fraction or another seed")
-
-
-@dataclass(frozen=True)
-class CurveFit:
-    test_scores: np.ndarray
-    objective: float
-
-
-def fit_primal(F: np.ndarray, Ft: np.ndarray, y: np.ndarray, loss: str, nu: float,
-                n_classes: int | None) -> CurveFit:
-    fit = fit_regularised(F, y, loss, nu, n_classes=n_classes)
-    return CurveFit(Ft @ fit.w, fit.objective)
-
-
-def fit_gram(G: np.ndarray, Gt: np.ndarray, y: np.ndarray, loss: str, nu: float,
-              n_classes: int | None) -> CurveFit:
-    """Minimiser over the RKHS of the kernel with Gram matrix G (test block Gt)."""
-    n = G.shape[0]
-    if loss == "squared":  # f = G a with (G + nν I) a = y: one Cholesky, no eigenvectors
-        A = G.copy()
-        A[np.diag_indices(n)] += n * nu
-        a = linalg.cho_solve(linalg.cho_factor(A), y)
-        f = G @ a
-        return CurveFit(Gt @ a, objective(f, y, loss, nu, float(a @ f)))
-    Phi, B = kernel_feature_map(G)
-    fit = fit_regularised(Phi, y, loss, nu, n_classes=n_classes)
-    return CurveFit(Gt @ (B @ fit.w), fit.objective)
-
-
-class RFFBaseline:
-    """Fits on the first D of one draw of random features, D growing over the curve. Up to
-    n features the n × D matrix is used; beyond, the n × n Gram matrix is accumulated in
-    feature blocks, continuing from the previous D (the n × D matrix is never formed)."""
-
-    def __init__(self, rff: RandomFourierFeatures, X: np.ndarray, Xt: np.ndarray) -> None:
-        self.W, self.b = rff.weights_, rff.offsets_
-        self.X, self.Xt = X, Xt
-        # Σ cos·cos (unscaled), made on the first fit beyond n features: at any n where
-        # D ≤ n they are never needed (and at large n could not be held)
-        self.G: np.ndarray | None = None
-        self.Gt: np.ndarray | None = None
-        self.done = 0
-
-    def _features(self, X: np.ndarray, start: int, stop: int) -> np.ndarray:
-        return cos_features(X, self.W[:, start:stop], self.b[start:stop], 1.0)
-
-    def fit(self, D: int, y: np.ndarray, loss: str, nu: float, n_classes: int | None) -> CurveFit:
-        n = self.X.shape[0]
-        scale = 2.0 / D
-        if D <= n:
-            root = math.sqrt(scale)
-            return fit_primal(self._features(self.X, 0, D) * root,
-                               self._features(self.Xt, 0, D) * root, y, loss, nu, n_classes)
-        if self.G is None or self.Gt is None:
-            self.G, self.Gt = np.zeros((n, n)), np.zeros((self.Xt.shape[0], n))
-        step = max(1, (1 << 22) // (n + self.Xt.shape[0]))
-        for j in range(self.done, D, step):
-            stop = min(j + step, D)
-            Z = self._features(self.X, j, stop)
-            self.G += Z @ Z.T
-            self.Gt += self._features(self.Xt, j, stop) @ Z.T
-        self.done = D
-        return fit_gram(self.G * scale, self.Gt * scale, y, loss, nu, n_classes)
-
-
-class KernelTwin:
-    """DSG's kernel twin h_t, the function Dai et al.'s analysis follows: the same sampled
-    points and loss gradients l'(f_t(x), y), with the exact kernel in place of the random
-    features, h ← (1 − γν) h − γ (1/B) Σ_b l'(f_t(x_b), y_b) k(x_b, ·). It lies in the
-    RKHS, so its objective J(h_t) is defined (DSG's own f_t, a sum of cosines, has no
-    RKHS norm); E‖h_t − f*‖² = O(1/t), and J(h_t) − J(f*) with it for a loss whose
-    derivative is Lipschitz (J(h) − J(f*) ≤ ½ (Lκ + ν) ‖h − f*‖²; see docs/papers.md)."""
-
-    def __init__(self, n: int, n_classes: int | None, nu: float) -> None:
-        self.a = np.zeros((n, n_classes) if n_classes else n)
-        self.scale = 1.0
-        self.nu = nu
-
-    def step(self, index: np.ndarray, grad: np.ndarray, gamma: float) -> None:
-        self.scale *= 1.0 - gamma * self.nu
-        np.add.at(self.a, index, (-gamma / len(index)) * grad / self.scale)
-        if self.scale < 1e-150:
-            self.a *= self.scale
-            self.scale = 1.0
-
-    def objective(self, K: np.ndarray, y: np.ndarray, loss: str) -> float:
-        a = self.a * self.scale
-        f = K @ a
-        return objective(f, y, loss, self.nu, float(np.sum(a * f)))
 
 
 def _subset_keys(part: Any, plan: RowPlan, asks: tuple[tuple[str, int, int], ...]
@@ -429,105 +281,6 @@ def _costs(n: int, p: int, m: int, D: int, pts: np.ndarray, B: int, r: int, loss
         steps.append(cost)
         prev = t
     return start, np.cumsum(steps)
-
-
-class _Floor:
-    """The exact minimiser of DSG's objective on the gathered training rows, and DSG's
-    kernel twin following the same batches (global row indices mapped to the rows)."""
-
-    def __init__(self, train: Rows, test: Rows, kernel: Any, targets: CurveTargets,
-                 loss: str, nu: float) -> None:
-        self.index = train.index
-        self.y = targets.codes(train.y)
-        self.K = kernel(train.X)
-        self.fit = fit_gram(self.K, kernel(test.X, train.X), self.y, loss, nu,
-                            targets.n_classes)
-        self.twin = KernelTwin(train.index.size, targets.n_classes, nu)
-        self.loss = loss
-
-    def follow(self, batch: Rows, step: Step) -> None:
-        self.twin.step(np.searchsorted(self.index, batch.index), step.grad, step.gamma)
-
-    def excess(self) -> float:
-        return self.twin.objective(self.K, self.y, self.loss) - self.fit.objective
-
-
-class _Baselines:
-    """The RFF and Nyström baselines at D features (see the module docstring): from
-    normal sums with the squared loss, from the gathered n × D features otherwise.
-
-    ``later``: the normal sums' pass is not made here but by :meth:`start`, in a thread
-    that only waits for the cluster (the pass runs on the workers) while this thread
-    trains DSG on the client: DSG's iterations are sequential work of the client that
-    does not grow with n, the sums are the work that does and that the workers share, so
-    the two overlap instead of following each other. The same calls, so the same bits;
-    the curve points' baselines are filled in once the sums are there (:meth:`ready`)."""
-
-    def __init__(self, parts: PartMap, plan: RowPlan, kernel: Any,
-                 rff: RandomFourierFeatures, test: Rows, marks: Rows, targets: CurveTargets,
-                 loss: str, D_max: int, nu: float, progress: Progress,
-                 later: bool = False) -> None:
-        self.kernel, self.targets, self.loss, self.nu = kernel, targets, loss, nu
-        cosines = CosineFeatures(rff.weights_[:, :D_max], rff.offsets_[:D_max])
-        progress(0.0, f"Nyström baseline: {D_max} landmarks")
-        self.marks = marks.X
-        maps = [cosines, KernelColumns(kernel, self.marks)]
-        self.later = loss == "squared" and later
-        self._pool: ThreadPoolExecutor | None = None
-        self._pending: Future[Any] | None = None
-        self._stop = threading.Event()
-        self._work = (parts, plan, maps, targets.shift)
-        self._message = f"ΦᵀΦ of {D_max} random features and landmarks"
-        if loss == "squared" and not self.later:
-            self.sums = normal_sums(*self._work, progress.sub(0.1, 1.0), self._message)
-        self.rff_test, self.nys_test = cosines(test.X), kernel(test.X, self.marks)
-        if loss != "squared":
-            (self.rff_train, self.nys_train), y = gather_features(
-                parts, plan, maps, progress.sub(0.1, 1.0),
-                f"{D_max} random features and landmark columns of the training rows")
-            self.y = targets.codes(y)
-
-    def start(self) -> None:
-        """Start the normal sums' pass in a thread of its own (``later``); cancelled by
-        :meth:`close`."""
-        self._pool = ThreadPoolExecutor(1, thread_name_prefix="baseline-sums")
-        self._pending = self._pool.submit(normal_sums, *self._work,
-                                          Progress(None, self._stop.is_set), self._message)
-
-    def ready(self) -> bool:
-        """Whether the baselines can be fitted without waiting for the sums."""
-        return self._pending is None or self._pending.done()
-
-    def close(self) -> None:
-        """Stop the sums' pass if it still runs (the run ended otherwise: cancelled, an
-        error) and wait for its thread."""
-        if self._pool is not None:
-            self._stop.set()
-            self._pool.shutdown(wait=True)
-            self._pool = None
-
-    def _wait(self) -> None:
-        if self._pending is not None:
-            self.sums = self._pending.result()
-            self._pending = None
-            self.close()
-
-    def rff(self, D: int) -> CurveFit:
-        if self.loss == "squared":
-            self._wait()
-            return CurveFit(*fit_first_features(self.sums[0], self.rff_test, D, self.nu))
-        root = math.sqrt(2.0 / D)
-        return fit_primal(self.rff_train[:, :D] * root, self.rff_test[:, :D] * root, self.y,
-                          self.loss, self.nu, self.targets.n_classes)
-
-    def nystrom(self, s: int) -> CurveFit:
-        if self.loss == "squared":
-            self._wait()
-            return CurveFit(*fit_first_landmarks(self.sums[1], self.nys_test, self.kernel,
-                                                 self.marks, s, self.nu))
-        N = nystrom_factor(self.kernel(self.marks[:s]))
-        return fit_primal(self.nys_train[:, :s] @ N, self.nys_test[:, :s] @ N, self.y,
-                          self.loss, self.nu, self.targets.n_classes)
 
 
 def _gathered(parts: PartMap, plan: RowPlan, p: int, m: int, exact: bool, cap: int,
@@ -762,7 +515,7 @@ class LearningCurveExperiment(Experiment):
             train = _gathered(parts, plan, p, m, exact, cap, params)
         if exact:
             setup(0.2, f"exact kernel machine on {n:,} points (the floor)")
-            floor = _Floor(train, test, kernel, targets, loss, nu)
+            floor = Floor(train, test, kernel, targets, loss, nu)
             value = targets.error(floor.fit.test_scores)
             table["krr_test_error"] = np.full(L, value)
             summaries["krr_test_error"] = value
@@ -783,7 +536,7 @@ class LearningCurveExperiment(Experiment):
                                         random_state=model_seed).fit(np.zeros((1, p)))
             # on a cluster, the sums' pass runs on the workers while the client trains DSG
             later = loss == "squared" and not isinstance(parts, LocalParts)
-            baselines = _Baselines(parts, plan, kernel, rff, test, marks, targets, loss, D_max,
+            baselines = Baselines(parts, plan, kernel, rff, test, marks, targets, loss, D_max,
                                    nu, setup.sub(0.5 if exact else 0.2, 1.0), later)
             if cap > n:  # beyond n features: the Gram matrix of the gathered rows
                 gram = (RFFBaseline(rff, train.X, test.X), targets.codes(train.y))

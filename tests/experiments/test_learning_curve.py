@@ -295,7 +295,7 @@ def test_large_runs_with_other_losses_allocate_nothing_of_size_n_squared():
     """Found in review: the RFF baseline made its n × n Gram matrix up front, needed only
     beyond n features — a quantile or logistic run on 80,000 points asked for 48 GiB."""
     from kernel_lab.core.models.rff import RandomFourierFeatures
-    from kernel_lab.experiments.learning_curve import RFFBaseline
+    from kernel_lab.experiments.learning_curve_fits import RFFBaseline
 
     r = run_experiment("learning-curve", {"n_iter": 2, "points": 2, "loss": "quantile"},
                        data="friedman:n=80000,n_test=100")

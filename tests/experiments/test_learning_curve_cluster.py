@@ -1,7 +1,7 @@
 """The learning curve on a Dask cluster: the baselines' sums overlap DSG's training.
 
 On a cluster the squared-loss baselines' normal-sums pass runs in a thread that waits for
-the workers while the client trains DSG (``experiments/learning_curve.py``, ``_Baselines``
+the workers while the client trains DSG (``experiments/learning_curve_fits.py``, ``Baselines``
 with ``later``). The numbers are those of this process (checked bit for bit by
 ``tests/engine/test_same_numbers.py``); here: the baselines of every curve point are there
 at the end, and a run cancelled while the pass runs stops it and leaves no thread behind.
