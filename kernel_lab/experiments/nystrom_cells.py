@@ -11,6 +11,7 @@ the paper protocol): the same bits however the rows are stored. Each cell has it
 
 from __future__ import annotations
 
+import threading
 import time
 import zlib
 from dataclasses import dataclass, field
@@ -48,6 +49,33 @@ NESTED = ("uniform", "rp-cholesky", *RANDOM_FEATURES)
 EXACT_MAX = 500
 
 
+#: The clock of a cell run as a lane of a fused run (``lane_clock.now``, set in that
+#: lane's thread by :mod:`~kernel_lab.experiments.nystrom_fused`): its own running time
+#: and its shares of the passes; elsewhere :func:`time.perf_counter`.
+lane_clock = threading.local()
+
+
+def clock() -> float:
+    """Seconds for a cell's time (see :data:`lane_clock`)."""
+    now = getattr(lane_clock, "now", None)
+    return time.perf_counter() if now is None else now()
+
+
+def trace_error(diag: float | None, squared_norm: float) -> float | None:
+    """``Σ k(x, x) − ‖F‖_F²``; None while the diagonal's sum is not known yet (a fused run
+    takes it in its first pass, and fills it in with :func:`fill_trace`)."""
+    return None if diag is None else float(diag - squared_norm)
+
+
+def fill_trace(result: dict[str, Any], diag: float | None) -> dict[str, Any]:
+    """A cell's result with its trace error from ``diag`` (see :func:`trace_error`), and
+    without the ``squared_norm`` it was computed from."""
+    squared_norm = result.pop("squared_norm", None)
+    if result["trace"] is None and diag is not None:
+        result["trace"] = float(diag - squared_norm)
+    return result
+
+
 def cell_seed(seed: int, sampler: str, trial: int, s: int | None = None,
               lam: float | None = None) -> np.random.SeedSequence:
     """The seed of one cell: ``SeedSequence([seed, crc32(sampler), trial])``, plus s for a
@@ -65,13 +93,14 @@ def cell_seed(seed: int, sampler: str, trial: int, s: int | None = None,
 @dataclass(frozen=True)
 class CellInputs:
     """What every cell of a run shares: the data set (``parts``, ``plan``), the kernel,
-    the downstream λ (None: by leave-one-out), ``Σ k(x, x)`` over the training rows, the
+    the downstream λ (None: by leave-one-out), ``Σ k(x, x)`` over the training rows (None:
+    not known yet, see :func:`trace_error`), the
     evaluation rows and their kernel matrix, the test rows and the picture's rows."""
 
     data: Any = field(repr=False)
     kernel: Kernel
     lam: float | None
-    diag: float
+    diag: float | None
     X_eval: np.ndarray = field(repr=False)
     K_eval: np.ndarray = field(repr=False)
     X_test: np.ndarray = field(repr=False)
@@ -100,19 +129,20 @@ def run_cell(task: CellTask, progress: Progress | None = None) -> dict[str, Any]
     rows the rest)."""
     inputs = task.inputs
     data = inputs.data
-    t0 = time.perf_counter()
+    t0 = clock()
     features: FeatureMap = make_features(
         "recursive-rls" if task.sampler == FIXED_LAMBDA else task.sampler, data.parts,
         data.plan, inputs.kernel, task.s, task.seed, lam=task.rls_lam, view=inputs.view,
         progress=None if progress is None else progress.sub(0.0, 0.5))
     fit = fit_ridge(data.parts, data.plan, features, inputs.lam,
                     None if progress is None else progress.sub(0.5, 1.0))
-    seconds = time.perf_counter() - t0
+    seconds = clock() - t0
     sample = features.sample
     size = features.width if sample is None else sample.index.size
     return {"spectral": spectral_error(inputs.K_eval, features, inputs.X_eval,
                                        exact_max=EXACT_MAX),
-            "trace": float(inputs.diag - fit.squared_norm), "time": seconds,
+            "trace": trace_error(inputs.diag, fit.squared_norm),
+            "squared_norm": fit.squared_norm, "time": seconds,
             "evals": 0 if sample is None else sample.evaluations + size * size,
             "rmse": test_rmse(fit, features, inputs.X_test, inputs.y_test),
             "landmarks": size, "ridge_lam": fit.lam,
