@@ -26,7 +26,7 @@ modules named by what they hold: a cell (draw, features, ridge fit, errors) in
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -43,8 +43,12 @@ from kernel_lab.core.nystrom.scores import check_fixed_lam
 from kernel_lab.core.params import ParamSpec
 from kernel_lab.core.parts.base import (
     LocalParts,
+    PartMap,
+    RowPlan,
     Rows,
+    keyed_subset,
     keyed_subset_of,
+    take_rows,
 )
 from kernel_lab.core.parts.landmarks import check_exact_rows
 from kernel_lab.core.parts.ridge import diag_sum
@@ -65,13 +69,13 @@ from kernel_lab.experiments.nystrom_cells import (
     RANDOM_FEATURES,
     CellInputs,
     CellTask,
+    FusedRun,
     cell_seed,
     check_random_features,
     exact_reference,
     fill_trace,
 )
-from kernel_lab.experiments.nystrom_fused import FusedRun, cell_job, diag_job, gather_subsets
-from kernel_lab.experiments.nystrom_nested import NESTED_TRIALS, NestedTask, run_task
+from kernel_lab.experiments.nystrom_nested import NESTED_TRIALS, NestedTask, cell_job, run_task
 from kernel_lab.experiments.nystrom_picture import VIEW_MAX, View, with_view
 from kernel_lab.experiments.nystrom_table import (
     CV_TEXT,
@@ -127,6 +131,26 @@ def parse_lams(text: str) -> np.ndarray:
     return np.asarray(sorted((check_fixed_lam(v) for v in values), reverse=True))
 
 
+
+def diag_job(plan: RowPlan, kernel: Kernel, parts: PartMap, progress: Progress) -> float:
+    """``Σ k(x, x)`` over the training rows (:func:`~kernel_lab.core.parts.ridge.diag_sum`)."""
+    return diag_sum(parts, plan, kernel)
+
+
+def _subset_job(plan: RowPlan, stream: int, k: int, which: str, parts: PartMap,
+                progress: Progress) -> tuple[np.ndarray, Rows]:
+    index = keyed_subset(parts, plan, stream, k, which)
+    return index, take_rows(parts, plan, index, which)
+
+
+def gather_subsets(parts: PartMap, plan: RowPlan, wanted: Sequence[tuple[int, int, str]]
+                   ) -> list[tuple[np.ndarray, Rows]]:
+    """For each ``(stream, k, which)``: the keyed subset of k training (``which="train"``)
+    or test rows (:func:`~kernel_lab.core.parts.base.keyed_subset`) and the rows
+    themselves (:func:`~kernel_lab.core.parts.base.take_rows`) — all of them in two fused
+    passes."""
+    run = FusedRun(parts, [partial(_subset_job, plan, *w) for w in wanted])
+    return [got for got, _ in run.results()]
 
 
 class NystromExperiment(Experiment):
@@ -434,14 +458,20 @@ class NystromExperiment(Experiment):
                 *(partial(cell_job, task) for task in tasks)]
         run = FusedRun(data.parts, jobs, progress.sub(0.03, 1.0),
                        [float(cost[0]) * 0.01, *np.diff(cost, prepend=0.0)])
-        with blas_controller().limit(limits=1):  # the cells' own work: one BLAS thread
-            results = run.results()
-            try:
-                diag, _ = next(results)
-                for out, fraction in results:
-                    yield [fill_trace(r, diag) for r in out], 0.03 + 0.97 * fraction
-            finally:
-                results.close()
+        results = run.results()
+        diag = None
+        try:
+            while True:
+                with blas_controller().limit(limits=1):  # the cells' work: one BLAS thread
+                    got = next(results, None)
+                if got is None:
+                    return
+                if diag is None:
+                    diag = got[0]
+                    continue
+                yield [fill_trace(r, diag) for r in got[0]], 0.03 + 0.97 * got[1]
+        finally:
+            results.close()
 
     @staticmethod
     def _exact(train: Rows | None, test: Rows, kernel: Kernel, lam: float | None,

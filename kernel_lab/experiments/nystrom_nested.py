@@ -22,14 +22,14 @@ samplers whose draws do not nest keep one cell per size
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from kernel_lab.core.models.nystrom import nystrom_factor
 from kernel_lab.core.models.streaming import CentredSums, LooGrid, columns_well_conditioned
-from kernel_lab.core.parts.base import Rows, reduce_blocks
+from kernel_lab.core.parts.base import PartMap, RowPlan, Rows, reduce_blocks
 from kernel_lab.core.parts.landmarks import UNIFORM, Landmarks, row_seed, uniform_landmarks
 from kernel_lab.core.parts.ridge import (
     RANDOM_FEATURES,
@@ -191,3 +191,18 @@ def run_task(task: CellTask | NestedTask, progress: Progress | None = None
     if isinstance(task, NestedTask):
         return run_nested(task)
     return [run_cell(task, progress)]
+
+
+@dataclass(frozen=True)
+class LaneData:
+    """What a cell reads of its data set (``parts``, ``plan``), with a lane's parts."""
+
+    parts: Any
+    plan: RowPlan
+
+
+def cell_job(task: CellTask | NestedTask, parts: PartMap, progress: Progress
+             ) -> list[dict[str, Any]]:
+    """A task (:func:`~kernel_lab.experiments.nystrom_nested.run_task`) on a lane's parts."""
+    inputs = replace(task.inputs, data=LaneData(parts, task.inputs.data.plan))
+    return run_task(replace(task, inputs=inputs), progress)
