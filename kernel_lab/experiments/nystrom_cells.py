@@ -295,14 +295,12 @@ class _Lane:
         self.request: Request | None = None
         self.done = False
         self.result: Any = None
-        self.fraction = 0.0
         self.said: str | None = None
         self._asked = 0
         self._start = 0.0
         self._shared = 0.0
 
     def _note(self, fraction: float, message: str) -> None:
-        self.fraction = max(self.fraction, fraction)
         self.said = message or self.said
 
     def now(self) -> float:
@@ -338,7 +336,7 @@ class _Lane:
 
 class FusedRun:
     """Jobs (``job(parts, progress)``, each a cell's computation written against a
-    PartMap) run together over ``parts``, every pass fused (see the module docstring).
+    PartMap) run together over ``parts``, every pass fused (see the comment above).
 
     ``weights``: each job's share of the work, for the progress (reported into
     ``progress``, checked for cancellation per partition of every pass). ``passes``
@@ -353,26 +351,26 @@ class FusedRun:
         self.weights = [1.0] * len(jobs) if weights is None else [float(w) for w in weights]
         self.passes = 0
         self.shown = 0.0
+        self.ahead = 0  # the jobs handed out
 
-    def fraction(self) -> float:
-        """The jobs' progress, weighted, never going back."""
+    def fraction(self, upto: int | None = None) -> float:
+        """The run's progress: the weights of the jobs handed out so far (or of the first
+        ``upto``), as when the jobs run one after the other, or what the passes since
+        have shown (each moving half-way to the next job's end), never going back."""
         total = sum(self.weights) or 1.0
-        done = sum(w * (1.0 if lane.done else lane.fraction)
-                   for w, lane in zip(self.weights, self.lanes, strict=True))
-        self.shown = max(self.shown, min(done / total, 1.0))
-        return self.shown
+        done = sum(self.weights[:self.ahead if upto is None else upto]) / total
+        return max(self.shown, min(done, 1.0))
 
     def results(self) -> Iterator[tuple[Any, float]]:
         """Each job's result in job order, as soon as it and those before it are done,
         with the run's progress fraction then; a job's error is raised (the others
         stopped)."""
-        ahead = 0
         for lane in self.lanes:
             self._step(lane)
         while True:
-            while ahead < len(self.lanes) and self.lanes[ahead].done:
-                yield self.lanes[ahead].result, self.fraction()
-                ahead += 1
+            while self.ahead < len(self.lanes) and self.lanes[self.ahead].done:
+                self.ahead += 1
+                yield self.lanes[self.ahead - 1].result, self.fraction()
             waiting = [lane for lane in self.lanes if not lane.done]
             if not waiting:
                 return
@@ -395,7 +393,7 @@ class FusedRun:
         calls = tuple((r.combine is not None, r.fn, r.args) for r in requests)  # type: ignore[union-attr]
         self.passes += 1
         start = self.fraction()
-        width = 0.1 * (1.0 - start)
+        width = 0.5 * max(self.fraction(self.ahead + 1) - start, 0.0)
         sub = None if self.progress is None else self.progress.sub(start, start + width)
         names = sorted({r.message for r in requests if r.message})  # type: ignore[union-attr]
         message = (f"pass {self.passes} over the partitions for {len(lanes)} cells"
