@@ -448,7 +448,7 @@ class NystromExperiment(Experiment):
                kernel: Kernel) -> Iterator[tuple[list[dict[str, Any]], float]]:
         """The tasks' results as :meth:`_run_tasks` gives them, all tasks run together,
         every pass over the partitions shared (:class:`~kernel_lab.experiments.
-        nystrom_fused.FusedRun`), the first with ``Σ k(x, x)`` over the training rows;
+        nystrom_cells.FusedRun`), the first with ``Σ k(x, x)`` over the training rows;
         progress per partition of each pass (cancelled there). The same bits: every
         task's calls are its own, each sum combined in its fixed tree."""
         if not tasks:

@@ -7,7 +7,8 @@ A cell's landmarks come from :func:`~kernel_lab.core.parts.landmarks.choose_land
 (keyed draws), its sums from one map-reduce over the canonical row blocks
 (:func:`~kernel_lab.core.parts.ridge.fit_ridge`; a second one for λ by leave-one-out under
 the paper protocol): the same bits however the rows are stored. Each cell has its own seed
-(:func:`cell_seed`), so the cells may run in any order, one after the other or at once."""
+(:func:`cell_seed`), so the cells may run in any order, one after the other or at once —
+or together, every pass over the partitions shared by all of them (:class:`FusedRun`)."""
 
 from __future__ import annotations
 
