@@ -26,7 +26,7 @@ modules named by what they hold: a cell (draw, features, ridge fit, errors) in
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -35,7 +35,7 @@ import numpy as np
 from kernel_lab.core.approx_error import effective_dimension
 from kernel_lab.core.dataset import Dataset
 from kernel_lab.core.errors import ParameterError
-from kernel_lab.core.executor import call_single_threaded
+from kernel_lab.core.executor import blas_controller
 from kernel_lab.core.kernels import Kernel
 from kernel_lab.core.memory import check_allocation
 from kernel_lab.core.nystrom.samplers import SAMPLERS
@@ -43,6 +43,8 @@ from kernel_lab.core.nystrom.scores import check_fixed_lam
 from kernel_lab.core.params import ParamSpec
 from kernel_lab.core.parts.base import (
     LocalParts,
+    PartMap,
+    RowPlan,
     Rows,
     keyed_subset,
     keyed_subset_of,
@@ -67,11 +69,13 @@ from kernel_lab.experiments.nystrom_cells import (
     RANDOM_FEATURES,
     CellInputs,
     CellTask,
+    FusedRun,
     cell_seed,
     check_random_features,
     exact_reference,
+    fill_trace,
 )
-from kernel_lab.experiments.nystrom_nested import NESTED_TRIALS, NestedTask, run_task
+from kernel_lab.experiments.nystrom_nested import NESTED_TRIALS, NestedTask, cell_job, run_task
 from kernel_lab.experiments.nystrom_picture import VIEW_MAX, View, with_view
 from kernel_lab.experiments.nystrom_table import (
     CV_TEXT,
@@ -127,6 +131,26 @@ def parse_lams(text: str) -> np.ndarray:
     return np.asarray(sorted((check_fixed_lam(v) for v in values), reverse=True))
 
 
+
+def diag_job(plan: RowPlan, kernel: Kernel, parts: PartMap, progress: Progress) -> float:
+    """``Σ k(x, x)`` over the training rows (:func:`~kernel_lab.core.parts.ridge.diag_sum`)."""
+    return diag_sum(parts, plan, kernel)
+
+
+def _subset_job(plan: RowPlan, stream: int, k: int, which: str, parts: PartMap,
+                progress: Progress) -> tuple[np.ndarray, Rows]:
+    index = keyed_subset(parts, plan, stream, k, which)
+    return index, take_rows(parts, plan, index, which)
+
+
+def gather_subsets(parts: PartMap, plan: RowPlan, wanted: Sequence[tuple[int, int, str]]
+                   ) -> list[tuple[np.ndarray, Rows]]:
+    """For each ``(stream, k, which)``: the keyed subset of k training (``which="train"``)
+    or test rows (:func:`~kernel_lab.core.parts.base.keyed_subset`) and the rows
+    themselves (:func:`~kernel_lab.core.parts.base.take_rows`) — all of them in two fused
+    passes."""
+    run = FusedRun(parts, [partial(_subset_job, plan, *w) for w in wanted])
+    return [got for got, _ in run.results()]
 
 
 class NystromExperiment(Experiment):
@@ -294,10 +318,15 @@ class NystromExperiment(Experiment):
         progress(0.005, "evaluation, test and picture rows")
         # one gather: the rows with the smallest keys of the evaluation stream — every
         # training row when the n × n references are formed; the evaluation rows (the
-        # first m keys) and the bandwidth's (the first BANDWIDTH_ROWS) are among them
+        # first m keys) and the bandwidth's (the first BANDWIDTH_ROWS) are among them;
+        # the test and the picture's rows in the same two passes
         b = min(n, BANDWIDTH_ROWS)
-        index = keyed_subset(parts, plan, rowkeys.EVAL_SUBSET, n if exact else max(m, b))
-        train = take_rows(parts, plan, index)
+        t = min(data.n_test, TEST_MAX)
+        v = min(n, VIEW_MAX)
+        gathered = gather_subsets(
+            parts, plan, [(rowkeys.EVAL_SUBSET, n if exact else max(m, b), "train"),
+                          (rowkeys.TEST_SUBSET, t, "test"), (rowkeys.VIEW_SUBSET, v, "train")])
+        (index, train), (_, test), (view_index, view_rows) = gathered
         X_eval = train.X[np.isin(index, keyed_subset_of(index, plan.seed,
                                                         rowkeys.EVAL_SUBSET, m))]
         bandwidth = np.isin(index, keyed_subset_of(index, plan.seed, rowkeys.EVAL_SUBSET, b))
@@ -312,16 +341,11 @@ class NystromExperiment(Experiment):
                                  f"full norm); the trace error and the downstream ridge use "
                                  f"all {n}")
         summaries.update(spectral_summaries(FIXED_LAMBDA in samplers, n, m))
-        t = min(data.n_test, TEST_MAX)
-        test = take_rows(parts, plan, keyed_subset(parts, plan, rowkeys.TEST_SUBSET, t,
-                                                   "test"), "test")
         if t < data.n_test:
             summaries["note_test"] = (f"test RMSE on a keyed random subset of {t} of the "
                                       f"{data.n_test} test points")
         summaries["test_points"] = t
-        v = min(n, VIEW_MAX)
-        view_index = keyed_subset(parts, plan, rowkeys.VIEW_SUBSET, v)
-        view = View(take_rows(parts, plan, view_index).X, params["view"], np.arange(v))
+        view = View(view_rows.X, params["view"], np.arange(v))
         summaries.update(picture_summaries(list(data.feature_names), view.X.shape[1],
                                            params["view"]))
         if v < n:
@@ -332,7 +356,10 @@ class NystromExperiment(Experiment):
                          "Use the light protocol with fewer evaluation points.")
         progress(0.01, f"kernel matrix of the {m} evaluation points")
         K_eval = kernel(X_eval)
-        diag = diag_sum(parts, plan, kernel)
+        # cells spread over the cores through the executor (rows in this process), or
+        # fused: every pass over the partitions shared by all cells, Σ k(x, x) in the first
+        fused = not (type(parts) is LocalParts and executor is not SERIAL)
+        diag = None if fused else diag_sum(parts, plan, kernel)
         table = empty_table(samplers, sizes, lams, stat, paper)
         if lams.size:
             table[f"lam_bound[{FIXED_LAMBDA}]"] = lams.copy()
@@ -350,10 +377,10 @@ class NystromExperiment(Experiment):
         cost = np.cumsum([nystrom_cost.task_cost(task, n, data.p, m) for task in tasks])
         results: dict[tuple[int, str], list[dict[str, Any]]] = {}
         view_scores = view_marks = None
-        fraction = 0.03
-        for done, (task, out) in enumerate(zip(tasks, self._run_tasks(tasks, cost, progress,
-                                                                     executor), strict=True),
-                                           start=1):
+        runs = (self._fused(tasks, cost, progress, kernel) if fused
+                else self._run_tasks(tasks, cost, executor))
+        for done, (task, (out, fraction)) in enumerate(zip(tasks, runs, strict=True),
+                                                       start=1):
             fixed = task.sampler == FIXED_LAMBDA
             if isinstance(task, NestedTask):
                 rows = list(range(sizes.size))
@@ -363,6 +390,7 @@ class NystromExperiment(Experiment):
                 at = f"λ = {task.rls_lam:g}" if fixed else f"s = {task.s}"
             for i, res in zip(rows, out, strict=True):
                 scores, marks = res.pop("scores"), res.pop("marks")
+                fill_trace(res, diag)
                 results.setdefault((i, task.sampler), []).append(res)
                 fill_row(table, results, i, task.sampler, stat, paper)
                 if view_scores is None and scores is not None \
@@ -377,7 +405,6 @@ class NystromExperiment(Experiment):
                     table[f"evals_{stat}[{task.sampler}]"][i] / n)
             if fixed:
                 summaries.update(fixed_lambda_summaries(table, results, lams))
-            fraction = 0.03 + 0.97 * float(cost[done - 1] / cost[-1])
             message = f"{task.sampler}, {at} ({done}/{len(tasks)})"
             progress(fraction, message)
             yield PartialResult(fraction, message,
@@ -407,27 +434,44 @@ class NystromExperiment(Experiment):
         return tasks
 
     @staticmethod
-    def _run_tasks(tasks: list[CellTask | NestedTask], cost: np.ndarray, progress: Progress,
-                   executor: TaskExecutor) -> Iterator[list[dict[str, Any]]]:
-        """The tasks' results in task order (a list per task: one per size). Parts read in
-        this process one at a time (:class:`~kernel_lab.core.parts.base.LocalParts`: an
-        array in memory, files read here) leave the other cores idle, so with a parallel
-        executor the tasks run through it, each with one BLAS thread, and the run is
-        cancelled between tasks; otherwise (one worker, or parts spread over a process
-        pool or a cluster, which run each pass there) one task after the other, each with
-        its share of the progress and cancelled within it. Every task has its own seed,
-        every sum its fixed tree, and every task runs with one BLAS thread: the same bits
-        either way."""
-        parts = tasks[0].inputs.data.parts if tasks else None
-        if type(parts) is LocalParts and executor is not SERIAL:
-            yield from executor.map(run_task, tasks)
+    def _run_tasks(tasks: list[CellTask | NestedTask], cost: np.ndarray,
+                   executor: TaskExecutor) -> Iterator[tuple[list[dict[str, Any]], float]]:
+        """The tasks' results in task order (a list per task: one per size) with the run's
+        progress fraction, each task run alone through the parallel ``executor`` (rows in
+        this process, which reads them one part at a time and would leave the other cores
+        idle), each with one BLAS thread; the run is cancelled between tasks."""
+        for done, out in enumerate(executor.map(run_task, tasks)):
+            yield out, 0.03 + 0.97 * float(cost[done] / cost[-1])
+
+    @staticmethod
+    def _fused(tasks: list[CellTask | NestedTask], cost: np.ndarray, progress: Progress,
+               kernel: Kernel) -> Iterator[tuple[list[dict[str, Any]], float]]:
+        """The tasks' results as :meth:`_run_tasks` gives them, all tasks run together,
+        every pass over the partitions shared (:class:`~kernel_lab.experiments.
+        nystrom_cells.FusedRun`), the first with ``Σ k(x, x)`` over the training rows;
+        progress per partition of each pass (cancelled there). The same bits: every
+        task's calls are its own, each sum combined in its fixed tree."""
+        if not tasks:
             return
-        before = 0.0
-        for task, upto in zip(tasks, cost, strict=True):
-            lo, hi = 0.03 + 0.97 * before / cost[-1], 0.03 + 0.97 * float(upto) / cost[-1]
-            yield call_single_threaded(partial(run_task, progress=progress.sub(lo, hi)),
-                                       task)
-            before = float(upto)
+        data = tasks[0].inputs.data
+        jobs = [partial(diag_job, data.plan, kernel),
+                *(partial(cell_job, task) for task in tasks)]
+        run = FusedRun(data.parts, jobs, progress.sub(0.03, 1.0),
+                       [float(cost[0]) * 0.01, *np.diff(cost, prepend=0.0)])
+        results = run.results()
+        diag = None
+        try:
+            while True:
+                with blas_controller().limit(limits=1):  # the cells' work: one BLAS thread
+                    got = next(results, None)
+                if got is None:
+                    return
+                if diag is None:
+                    diag = got[0]
+                    continue
+                yield [fill_trace(r, diag) for r in got[0]], 0.03 + 0.97 * got[1]
+        finally:
+            results.close()
 
     @staticmethod
     def _exact(train: Rows | None, test: Rows, kernel: Kernel, lam: float | None,

@@ -7,12 +7,17 @@ A cell's landmarks come from :func:`~kernel_lab.core.parts.landmarks.choose_land
 (keyed draws), its sums from one map-reduce over the canonical row blocks
 (:func:`~kernel_lab.core.parts.ridge.fit_ridge`; a second one for λ by leave-one-out under
 the paper protocol): the same bits however the rows are stored. Each cell has its own seed
-(:func:`cell_seed`), so the cells may run in any order, one after the other or at once."""
+(:func:`cell_seed`), so the cells may run in any order, one after the other or at once —
+or together, every pass over the partitions shared by all of them (:class:`FusedRun`)."""
 
 from __future__ import annotations
 
+import itertools
+import operator
+import threading
 import time
 import zlib
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +29,7 @@ from kernel_lab.core.models import CenteredKernelRidge
 from kernel_lab.core.models.feature_ridge import feature_ridge, ridge_loo
 from kernel_lab.core.models.nystrom import nystrom_factor
 from kernel_lab.core.models.rff import RFF_KERNELS
+from kernel_lab.core.parts.base import Part, PartMap
 from kernel_lab.core.parts.ridge import (
     RANDOM_FEATURES,
     FeatureMap,
@@ -48,6 +54,33 @@ NESTED = ("uniform", "rp-cholesky", *RANDOM_FEATURES)
 EXACT_MAX = 500
 
 
+#: The clock of a cell run in a fused run (``lane_clock.now``, set while the cell runs
+#: there, :class:`FusedRun`): its client time and its shares of the passes; elsewhere
+#: :func:`time.perf_counter`. Per thread: cells may run in an executor's threads.
+lane_clock = threading.local()
+
+
+def clock() -> float:
+    """Seconds for a cell's time (see :data:`lane_clock`)."""
+    now = getattr(lane_clock, "now", None)
+    return time.perf_counter() if now is None else now()
+
+
+def trace_error(diag: float | None, squared_norm: float) -> float | None:
+    """``Σ k(x, x) − ‖F‖_F²``; None while the diagonal's sum is not known yet (a fused run
+    takes it in its first pass, and fills it in with :func:`fill_trace`)."""
+    return None if diag is None else float(diag - squared_norm)
+
+
+def fill_trace(result: dict[str, Any], diag: float | None) -> dict[str, Any]:
+    """A cell's result with its trace error from ``diag`` (see :func:`trace_error`), and
+    without the ``squared_norm`` it was computed from."""
+    squared_norm = result.pop("squared_norm", None)
+    if result["trace"] is None and diag is not None:
+        result["trace"] = float(diag - squared_norm)
+    return result
+
+
 def cell_seed(seed: int, sampler: str, trial: int, s: int | None = None,
               lam: float | None = None) -> np.random.SeedSequence:
     """The seed of one cell: ``SeedSequence([seed, crc32(sampler), trial])``, plus s for a
@@ -65,13 +98,14 @@ def cell_seed(seed: int, sampler: str, trial: int, s: int | None = None,
 @dataclass(frozen=True)
 class CellInputs:
     """What every cell of a run shares: the data set (``parts``, ``plan``), the kernel,
-    the downstream λ (None: by leave-one-out), ``Σ k(x, x)`` over the training rows, the
+    the downstream λ (None: by leave-one-out), ``Σ k(x, x)`` over the training rows (None:
+    not known yet, see :func:`trace_error`), the
     evaluation rows and their kernel matrix, the test rows and the picture's rows."""
 
     data: Any = field(repr=False)
     kernel: Kernel
     lam: float | None
-    diag: float
+    diag: float | None
     X_eval: np.ndarray = field(repr=False)
     K_eval: np.ndarray = field(repr=False)
     X_test: np.ndarray = field(repr=False)
@@ -100,19 +134,20 @@ def run_cell(task: CellTask, progress: Progress | None = None) -> dict[str, Any]
     rows the rest)."""
     inputs = task.inputs
     data = inputs.data
-    t0 = time.perf_counter()
+    t0 = clock()
     features: FeatureMap = make_features(
         "recursive-rls" if task.sampler == FIXED_LAMBDA else task.sampler, data.parts,
         data.plan, inputs.kernel, task.s, task.seed, lam=task.rls_lam, view=inputs.view,
         progress=None if progress is None else progress.sub(0.0, 0.5))
     fit = fit_ridge(data.parts, data.plan, features, inputs.lam,
                     None if progress is None else progress.sub(0.5, 1.0))
-    seconds = time.perf_counter() - t0
+    seconds = clock() - t0
     sample = features.sample
     size = features.width if sample is None else sample.index.size
     return {"spectral": spectral_error(inputs.K_eval, features, inputs.X_eval,
                                        exact_max=EXACT_MAX),
-            "trace": float(inputs.diag - fit.squared_norm), "time": seconds,
+            "trace": trace_error(inputs.diag, fit.squared_norm),
+            "squared_norm": fit.squared_norm, "time": seconds,
             "evals": 0 if sample is None else sample.evaluations + size * size,
             "rmse": test_rmse(fit, features, inputs.X_test, inputs.y_test),
             "landmarks": size, "ridge_lam": fit.lam,
@@ -162,3 +197,219 @@ def exact_reference(X: np.ndarray, y: np.ndarray, Xt: np.ndarray, yt: np.ndarray
         pred = kernel(Xt, X) @ N @ coef + intercept
     out["rmse_exact"] = float(np.sqrt(np.mean((pred - yt) ** 2)))
     return out
+
+
+# ---------------------------------------------------------------------------------------
+# Fused passes: the cells of a run share every pass over the partitions
+#
+# Each cell is the same code as when it runs alone, written against a PartMap. In a fused
+# run every cell is handed a stand-in PartMap (a lane): the cell runs up to its first map
+# or reduce over the partitions not answered yet, and stops there (unwound by an
+# exception). Once every cell still running has stopped so, the run makes ONE pass: one
+# task per partition that makes every cell's call on the partition in turn
+# (:func:`fused_part`), the per-partition tuples combined in the backend's one fixed tree,
+# each cell's values with its own combine (:class:`FusedCombine`). Then each cell runs
+# again from its start, its requests answered from their replies so far (its draws are
+# keyed by its seed, so it makes the same requests), up to its next new request. So all
+# trials and sizes of every sampler advance together — recursive RLS level by level with
+# one task per partition per level for every cell, RP-Cholesky's rounds in lock-step,
+# one pass of every cell's feature sums — and a run makes as many passes as its longest
+# cell. No backend changes: a fused pass is an ordinary ``map`` or ``reduce``; no
+# threads. The numbers do not change: every call is made with the same arguments on the
+# same partition, every reduction combined at the same nodes of the same tree. The
+# client-side work before a cell's last request is made again at each pass (small next
+# to a pass: factorisations of s × s, the gathered levels' scores).
+#
+# A cell's time (:func:`clock`) is its client time in its last, complete run plus its
+# share of each pass it was answered from: the pass's wall time apportioned by the seconds
+# its calls took on the partitions (measured there around each call).
+
+
+@dataclass(frozen=True)
+class Request:
+    """A cell's map (``combine`` None) or reduce over the partitions."""
+
+    fn: Callable[..., Any]
+    args: tuple[Any, ...]
+    combine: Callable[[Any, Any], Any] | None = None
+    message: str = ""
+
+
+def fused_part(part: Part, calls: tuple[tuple[bool, Callable[..., Any], tuple[Any, ...]],
+                                      ...]) -> tuple[tuple[Any, float], ...]:
+    """One partition's task of a fused pass: each call ``fn(part, *args)`` in turn, with
+    the seconds it took; a map's value in a list (lists of the partitions concatenate
+    along the tree, in partition order)."""
+    out = []
+    for reduce, fn, args in calls:
+        t0 = time.perf_counter()
+        value = fn(part, *args)
+        out.append((value if reduce else [value], time.perf_counter() - t0))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class FusedCombine:
+    """Combines two partitions' (or subtrees') tuples elementwise: a reduce's values with
+    its own combine, a map's lists by concatenation, the seconds by addition."""
+
+    combines: tuple[Callable[[Any, Any], Any] | None, ...]
+
+    def __call__(self, a: tuple[tuple[Any, float], ...], b: tuple[tuple[Any, float], ...]
+                 ) -> tuple[tuple[Any, float], ...]:
+        return tuple((operator.add(x, y) if c is None else c(x, y), s + t)
+                     for (x, s), (y, t), c in zip(a, b, self.combines, strict=True))
+
+
+class _Pending(BaseException):
+    """Unwinds a cell at a request not answered yet (the run makes its pass, then runs the
+    cell again from the start)."""
+
+
+class _LaneParts:
+    """The PartMap a cell sees: its maps and reduces wait for the run's fused pass."""
+
+    def __init__(self, lane: Any, parts: Sequence[Part]) -> None:
+        self._lane = lane
+        self.parts = parts
+
+    def map(self, fn: Callable[..., Any], *args: Any, progress: Progress | None = None,
+            message: str = "") -> list[Any]:
+        return self._lane.call(Request(fn, args, None, message), progress)
+
+    def reduce(self, fn: Callable[..., Any], *args: Any,
+               combine: Callable[[Any, Any], Any] = operator.add,
+               progress: Progress | None = None, message: str = "") -> Any:
+        return self._lane.call(Request(fn, args, combine, message), progress)
+
+
+class _Lane:
+    """One cell of a fused run (see :class:`FusedRun`): its replies so far and its clock."""
+
+    def __init__(self, job: Callable[[PartMap, Progress], Any], parts: Sequence[Part]
+                 ) -> None:
+        self.job = job
+        self.parts = _LaneParts(self, parts)
+        self.progress = Progress(self._note)
+        self.replies: list[Any] = []
+        self.shares: list[float] = []
+        self.request: Request | None = None
+        self.done = False
+        self.result: Any = None
+        self.said: str | None = None
+        self._asked = 0
+        self._start = 0.0
+        self._shared = 0.0
+
+    def _note(self, fraction: float, message: str) -> None:
+        self.said = message or self.said
+
+    def now(self) -> float:
+        """The cell's clock: its client time in this run of it and the shares of the passes
+        it was answered from."""
+        return time.perf_counter() - self._start + self._shared
+
+    def step(self) -> None:
+        """Run the cell from its start, its requests so far answered with their replies,
+        up to its first new request (:attr:`request`) or its end (:attr:`result`)."""
+        self._asked, self._shared, self.request = 0, 0.0, None
+        self._start = time.perf_counter()
+        lane_clock.now = self.now
+        try:
+            self.result = self.job(self.parts, self.progress)
+            self.done = True
+        except _Pending:
+            pass
+        finally:
+            lane_clock.now = None
+
+    def call(self, request: Request, progress: Progress | None) -> Any:
+        if self._asked == len(self.replies):
+            self.request = request
+            raise _Pending
+        reply = self.replies[self._asked]
+        self._shared += self.shares[self._asked]
+        self._asked += 1
+        if progress is not None:
+            progress(1.0, request.message)
+        return reply
+
+
+class FusedRun:
+    """Jobs (``job(parts, progress)``, each a cell's computation written against a
+    PartMap) run together over ``parts``, every pass fused (see the comment above).
+
+    ``weights``: each job's share of the work, for the progress (reported into
+    ``progress``, checked for cancellation per partition of every pass). ``passes``
+    counts the fused passes made."""
+
+    def __init__(self, parts: PartMap, jobs: Sequence[Callable[[PartMap, Progress], Any]],
+                 progress: Progress | None = None,
+                 weights: Sequence[float] | None = None) -> None:
+        self.parts = parts
+        self.lanes = [_Lane(job, parts.parts) for job in jobs]
+        self.progress = progress
+        self.weights = [1.0] * len(jobs) if weights is None else [float(w) for w in weights]
+        self.passes = 0
+        self.shown = 0.0
+        self.ahead = 0  # the jobs handed out
+
+    def fraction(self, upto: int | None = None) -> float:
+        """The run's progress: the weights of the jobs handed out so far (or of the first
+        ``upto``), as when the jobs run one after the other, or what the passes since
+        have shown (each moving half-way to the next job's end), never going back."""
+        total = sum(self.weights) or 1.0
+        done = sum(self.weights[:self.ahead if upto is None else upto]) / total
+        return max(self.shown, min(done, 1.0))
+
+    def results(self) -> Iterator[tuple[Any, float]]:
+        """Each job's result in job order, as soon as it and those before it are done,
+        with the run's progress fraction then; a job's error is raised (the others
+        stopped)."""
+        for lane in self.lanes:
+            self._step(lane)
+        while True:
+            while self.ahead < len(self.lanes) and self.lanes[self.ahead].done:
+                self.ahead += 1
+                yield self.lanes[self.ahead - 1].result, self.fraction()
+            waiting = [lane for lane in self.lanes if not lane.done]
+            if not waiting:
+                return
+            for lane, (reply, share) in zip(waiting, self._pass(waiting), strict=True):
+                lane.replies.append(reply)
+                lane.shares.append(share)
+                self._step(lane)
+
+    def _step(self, lane: _Lane) -> None:
+        lane.step()
+        if lane.said is not None and self.progress is not None:
+            said, lane.said = lane.said, None
+            self.progress(self.fraction(), said)
+
+    def _pass(self, lanes: list[_Lane]) -> list[tuple[Any, float]]:
+        """One fused pass for the lanes' requests: their replies, each with the lane's
+        share of the pass's time."""
+        requests = [lane.request for lane in lanes]
+        assert all(r is not None for r in requests)
+        calls = tuple((r.combine is not None, r.fn, r.args) for r in requests)  # type: ignore[union-attr]
+        self.passes += 1
+        start = self.fraction()
+        width = 0.5 * max(self.fraction(self.ahead + 1) - start, 0.0)
+        sub = None if self.progress is None else self.progress.sub(start, start + width)
+        names = sorted({r.message for r in requests if r.message})  # type: ignore[union-attr]
+        message = (f"pass {self.passes} over the partitions for {len(lanes)} cells"
+                   + (f" ({', '.join(names)})" if names else ""))
+        t0 = time.perf_counter()
+        if any(r.combine is not None for r in requests):  # type: ignore[union-attr]
+            combine = FusedCombine(tuple(r.combine for r in requests))  # type: ignore[union-attr]
+            out = self.parts.reduce(fused_part, calls, combine=combine, progress=sub,
+                                    message=message)
+        else:
+            per_part = self.parts.map(fused_part, calls, progress=sub, message=message)
+            out = tuple((list(itertools.chain.from_iterable(p[j][0] for p in per_part)),
+                         sum(p[j][1] for p in per_part)) for j in range(len(calls)))
+        wall = time.perf_counter() - t0
+        self.shown = max(self.shown, start + width)
+        work = sum(s for _, s in out)
+        return [(value, wall * (s / work if work > 0 else 1.0 / len(lanes)))
+                for value, s in out]

@@ -22,15 +22,14 @@ samplers whose draws do not nest keep one cell per size
 from __future__ import annotations
 
 import math
-import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from kernel_lab.core.models.nystrom import nystrom_factor
 from kernel_lab.core.models.streaming import CentredSums, LooGrid, columns_well_conditioned
-from kernel_lab.core.parts.base import Rows, reduce_blocks
+from kernel_lab.core.parts.base import PartMap, RowPlan, Rows, reduce_blocks
 from kernel_lab.core.parts.landmarks import UNIFORM, Landmarks, row_seed, uniform_landmarks
 from kernel_lab.core.parts.ridge import (
     RANDOM_FEATURES,
@@ -44,7 +43,14 @@ from kernel_lab.core.parts.ridge import (
 )
 from kernel_lab.core.progress import Progress
 from kernel_lab.core.rows import keys as rowkeys
-from kernel_lab.experiments.nystrom_cells import EXACT_MAX, CellInputs, CellTask, run_cell
+from kernel_lab.experiments.nystrom_cells import (
+    EXACT_MAX,
+    CellInputs,
+    CellTask,
+    clock,
+    run_cell,
+    trace_error,
+)
 
 #: The samplers whose trials are nested (one draw and one pass for all sizes).
 NESTED_TRIALS = ("uniform", *RANDOM_FEATURES)
@@ -137,13 +143,13 @@ def run_nested(task: NestedTask) -> list[dict[str, Any]]:
     :func:`~kernel_lab.experiments.nystrom_cells.run_cell` gives them for one cell."""
     inputs, data = task.inputs, task.inputs.data
     s_max = task.sizes[-1]
-    t0 = time.perf_counter()
+    t0 = clock()
     largest, maps = _prefixes(task)
-    t_draw = time.perf_counter() - t0
+    t_draw = clock() - t0
     alone = tuple(m for m in maps if isinstance(m, NystromMap) and not m.columns)
     sums = reduce_blocks(data.parts, _sums, data.plan, PrefixSums(largest, alone),
                          combine=_add)
-    t_pass = time.perf_counter() - t0 - t_draw
+    t_pass = clock() - t0 - t_draw
     own = dict(zip((id(m) for m in alone), sums[1:], strict=True))
     fitted = []
     for s, features in zip(task.sizes, maps, strict=True):
@@ -160,20 +166,21 @@ def run_nested(task: NestedTask) -> list[dict[str, Any]]:
         solved = [grid.solve(e) for grid, e in zip(grids, sse, strict=True)]
     else:
         solved = [(*f.solve(inputs.lam), float(inputs.lam)) for f in fitted]
-    t_loo = time.perf_counter() - t0 - t_draw - t_pass
+    t_loo = clock() - t0 - t_draw - t_pass
     out = []
     for s, features, f, (coef, intercept, lam) in zip(task.sizes, maps, fitted, solved,
                                                       strict=True):
-        t1 = time.perf_counter()
+        t1 = clock()
         fit = RidgeFit(coef, intercept, lam, f.squared_norm, f)
         share = (s / s_max) ** 2
         res = {"spectral": spectral_error(inputs.K_eval, features, inputs.X_eval,
                                           exact_max=EXACT_MAX),
-               "trace": float(inputs.diag - fit.squared_norm),
+               "trace": trace_error(inputs.diag, fit.squared_norm),
+               "squared_norm": fit.squared_norm,
                "evals": 0 if features.sample is None else s * s,
                "rmse": test_rmse(fit, features, inputs.X_test, inputs.y_test),
                "landmarks": s, "ridge_lam": fit.lam, "scores": None, "marks": None}
-        res["time"] = t_draw + share * (t_pass + t_loo) + time.perf_counter() - t1
+        res["time"] = t_draw + share * (t_pass + t_loo) + clock() - t1
         out.append(res)
     return out
 
@@ -184,3 +191,18 @@ def run_task(task: CellTask | NestedTask, progress: Progress | None = None
     if isinstance(task, NestedTask):
         return run_nested(task)
     return [run_cell(task, progress)]
+
+
+@dataclass(frozen=True)
+class LaneData:
+    """What a cell reads of its data set (``parts``, ``plan``), with a lane's parts."""
+
+    parts: Any
+    plan: RowPlan
+
+
+def cell_job(task: CellTask | NestedTask, parts: PartMap, progress: Progress
+             ) -> list[dict[str, Any]]:
+    """A task (:func:`~kernel_lab.experiments.nystrom_nested.run_task`) on a lane's parts."""
+    inputs = replace(task.inputs, data=LaneData(parts, task.inputs.data.plan))
+    return run_task(replace(task, inputs=inputs), progress)
