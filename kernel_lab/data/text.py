@@ -330,7 +330,7 @@ def _read_large_numeric(path: Path, head_bytes: bytes, target: str | int | None,
     header = not all(is_number(c) for c in first)
     M = _parse_numeric(path, delim, first_no if header else first_no - 1, comments=False,
                        encoding="utf-8-sig", blank_rows=True)
-    if M is None or M.shape[0] == 0 or M.shape[1] != len(first) or not np.isfinite(M).all():
+    if M is None or M.shape[0] == 0 or M.shape[1] != len(first) or not _all_finite(M):
         return None
     data_start = first_no + (1 if header else 0)
     names = ([c or f"column {i + 1}" for i, c in enumerate(first)] if header else
@@ -342,6 +342,12 @@ def _read_large_numeric(path: Path, head_bytes: bytes, target: str | int | None,
     if note:  # comment lines above the header
         table.notes.insert(0, note)
     return table
+
+
+def _all_finite(M: np.ndarray) -> bool:
+    """Whether every value is finite, from the least and the largest (a NaN is either, an
+    infinity one of them): no n × p temporary of booleans."""
+    return bool(np.isfinite(M.min()) and np.isfinite(M.max()))
 
 
 def _head_lines(text: str, count: int = 20) -> tuple[list[str], int]:
