@@ -258,21 +258,23 @@ def peek_text(path: Path, rows: int, suffixes: frozenset[str]
 
 
 def _parse_numeric(source: Path | bytes, delim: str | None, skip: int, comments: bool = True,
-                   encoding: str = "utf-8-sig") -> np.ndarray | None:
+                   encoding: str = "utf-8-sig", blank_rows: bool = False
+                   ) -> np.ndarray | None:
     """The numbers of a numeric text table below its first ``skip`` lines, parsed by
     pandas' C reader from the file itself (a StringIO of a large text costs 4 bytes a
     character and seconds) or from the bytes of a decompressed table. None when the
     parser refuses the text or finds a column that is not numbers; the text pipeline then
     says why. ``comments``: whether ``#`` lines occur below the header (pandas is slower
-    when it has to look for them). The matrix is usually column-major (a view of pandas'
-    own block, no copy)."""
+    when it has to look for them). ``blank_rows``: a blank line is a row (of no numbers,
+    so the table is refused) rather than skipped. The matrix is usually column-major (a
+    view of pandas' own block, no copy)."""
     import pandas as pd
 
     try:  # na_filter off: "NA" or an empty cell stays text, so that column is refused
         frame = pd.read_csv(io.BytesIO(source) if isinstance(source, bytes) else source,
                             sep=delim if delim else r"\s+", header=None, skiprows=skip,
                             comment="#" if comments else None, na_filter=False, engine="c",
-                            encoding=encoding, skip_blank_lines=True)
+                            encoding=encoding, skip_blank_lines=not blank_rows)
     except (ValueError, IndexError, pd.errors.ParserError, UnicodeDecodeError):
         return None
     if not all(dtype.kind in "fiu" for dtype in frame.dtypes):
@@ -309,10 +311,13 @@ def _detect_delimiter(path: Path, lines: list[str]) -> str | None:
 def _read_large_numeric(path: Path, head_bytes: bytes, target: str | int | None,
                         options: ReadOptions) -> Table | None:
     """A large numeric table read by pandas from the file, with only its first bytes in
-    Python: the header and delimiter from the head, the row numbers from a count of the
-    file's line breaks (consecutive when every line below the header is a row). None when
-    anything needs a closer look — UTF-16, text that is not UTF-8, whitespace-delimited
-    columns, text, comment or blank lines — and the whole text is then read as for any table."""
+    Python: the header and delimiter from the head; every line below the header is a row
+    (pandas is told to keep blank lines as rows and to look for no comments, so a blank or
+    comment line makes a row that is not numbers and the table is declined), so the row
+    numbers are consecutive without a second pass over the file to count its lines. None
+    when anything needs a closer look — UTF-16, text that is not UTF-8,
+    whitespace-delimited columns, text, comment or blank lines — and the whole text is
+    then read as for any table."""
     if head_bytes.startswith((b"\xff\xfe", b"\xfe\xff")) or b"\x00" in head_bytes:
         return None
     text = head_bytes.decode("utf-8", errors="replace").lstrip("\ufeff")
@@ -324,12 +329,10 @@ def _read_large_numeric(path: Path, head_bytes: bytes, target: str | int | None,
     first = [c.strip() for c in next(csv.reader([head[0]], delimiter=delim))]
     header = not all(is_number(c) for c in first)
     M = _parse_numeric(path, delim, first_no if header else first_no - 1, comments=False,
-                       encoding="utf-8-sig")
-    if M is None or M.shape[0] == 0 or M.shape[1] != len(first) or not np.isfinite(M).all():
+                       encoding="utf-8-sig", blank_rows=True)
+    if M is None or M.shape[0] == 0 or M.shape[1] != len(first) or not _all_finite(M):
         return None
     data_start = first_no + (1 if header else 0)
-    if _count_lines(path) - (data_start - 1) != M.shape[0]:
-        return None  # blank or comment lines were skipped: the row numbers need the text
     names = ([c or f"column {i + 1}" for i, c in enumerate(first)] if header else
              [f"x{i + 1}" for i in range(len(first) - 1)] + ["y"])
     table = finish_matrix(path, names, M, first[0], header, target, options,
@@ -341,17 +344,10 @@ def _read_large_numeric(path: Path, head_bytes: bytes, target: str | int | None,
     return table
 
 
-def _count_lines(path: Path) -> int:
-    """Lines in the file: line breaks, plus one for a last line without a break."""
-    count, last = 0, b"\n"
-    buf = bytearray(1 << 24)
-    view = np.frombuffer(buf, dtype=np.uint8)
-    with open(path, "rb") as fh:
-        while k := fh.readinto(buf):
-            # numpy's vectorised compare: about 4× bytearray.count on a large file
-            count += int(np.count_nonzero(view[:k] == 10))
-            last = buf[k - 1: k]
-    return count + (last != b"\n")
+def _all_finite(M: np.ndarray) -> bool:
+    """Whether every value is finite, from the least and the largest (a NaN is either, an
+    infinity one of them): no n × p temporary of booleans."""
+    return bool(np.isfinite(M.min()) and np.isfinite(M.max()))
 
 
 def _head_lines(text: str, count: int = 20) -> tuple[list[str], int]:

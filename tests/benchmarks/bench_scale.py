@@ -20,13 +20,20 @@ folder. Everything runs in child processes, so each peak resident memory
   bar follows the elapsed time; and the window's plan (the lab model's memory and time
   estimate before Run, with no run calibrating it) against the measured run — within 2×;
 - the conjugate-gradient Nyström solver against the direct one at n = 200,000,
-  s = 2,000 (``bench_nystrom_cg.py``).
+  s = 2,000 (``bench_nystrom_cg.py``);
+- with ``--previous DIR`` (a checkout of earlier code, e.g. ``git worktree add DIR
+  COMMIT``): the same two runs side by side with that code, taking turns (previous, this,
+  previous, … ``--repeat`` times each, so that a shared machine's drift falls on both),
+  min and median of the wall and CPU times — target (issue 43): this code ≤ 1.1× the
+  previous by the medians of the wall times.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -89,8 +96,9 @@ out = subprocess.run(cmd, capture_output=True, text=True, check=False)
 seconds = time.perf_counter() - t0
 progress = [(float(f) / 100, float(t)) for f, t in
             re.findall(r"\[\s*([\d.]+)%\s+([\d.]+)s\]", out.stderr)]
+usage = resource.getrusage(resource.RUSAGE_CHILDREN)
 print(json.dumps({"seconds": seconds, "returncode": out.returncode,
-                  "peak_kb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,
+                  "cpu": usage.ru_utime + usage.ru_stime, "peak_kb": usage.ru_maxrss,
                   "progress": progress, "tail": out.stderr[-600:]}))
 """
 
@@ -110,9 +118,9 @@ print(json.dumps({"memory": plan.memory_bytes, "seconds": plan.seconds,
 """
 
 
-def _json_child(code: str, *args: str) -> dict:
+def _json_child(code: str, *args: str, env: dict[str, str] | None = None) -> dict:
     out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
-                         check=False)
+                         check=False, env=env)
     if out.returncode != 0:
         return {"error": (out.stderr.strip().splitlines() or ["failed"])[-1]}
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -175,6 +183,37 @@ def bench_run(rec: Recording, name: str, data: Path, out: Path, seconds_target: 
                "×", 2)
 
 
+def side_by_side(rec: Recording, name: str, data: Path, out: Path, previous: Path,
+                 repeat: int) -> None:
+    """``kernel-lab run NAME`` on the data with its defaults, by the previous code (the
+    checkout ``previous`` first on the path) and by this one, taking turns ``repeat``
+    times each; prints min and median of the wall and CPU times and peak memory, and the
+    ratio of the medians of the wall times (target ≤ 1.1)."""
+    here = str(Path(__file__).resolve().parents[2])
+    trees = {"previous": str(previous.resolve()), "this": here}
+    runs: dict[str, list[dict]] = {k: [] for k in trees}
+    for i in range(repeat):
+        for which, tree in trees.items():
+            env = {**os.environ, "PYTHONPATH": tree}
+            run = _json_child(RUN, name, str(data), str(out / f"{which}-{i}"), env=env)
+            if run.get("returncode", 1) != 0:
+                print(f"{name:14s} {which} code failed: {run.get('error') or run.get('tail')}")
+                return
+            runs[which].append(run)
+    for which, got in runs.items():
+        wall, cpu = [r["seconds"] for r in got], [r["cpu"] for r in got]
+        print(f"{name:14s} {which:8s} wall min {min(wall):7.1f} s, median "
+              f"{statistics.median(wall):7.1f} s; CPU min {min(cpu):7.1f} s, median "
+              f"{statistics.median(cpu):7.1f} s; peak {max(r['peak_kb'] for r in got) / 1024:.0f}"
+              " MB")
+    ratio = (statistics.median(r["seconds"] for r in runs["this"])
+             / statistics.median(r["seconds"] for r in runs["previous"]))
+    print(f"{name:14s} this ÷ previous {ratio:.2f}× by the medians of the wall times "
+          f"(target ≤ 1.1){_mark(ratio <= 1.1)}")
+    rec.figure(f"kernel-lab run {name}, defaults: this code ÷ the previous (medians of "
+               f"{repeat} turns each)", ratio, "×", 1.1)
+
+
 def write_data(folder: Path, rows: int) -> tuple[Path, Path, Path, Path]:
     rng = np.random.default_rng(0)
     X = rng.uniform(size=(rows, 20))
@@ -198,6 +237,10 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--skip-runs", action="store_true",
                         help="only the loading figures (the runs take minutes)")
+    parser.add_argument("--previous", type=Path, default=None,
+                        help="a checkout of earlier code: the runs side by side with it")
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="turns of each code with --previous")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         csv, small, npy, npz = write_data(Path(tmp), args.rows)
@@ -244,6 +287,10 @@ def main() -> None:
         cg = Path(__file__).with_name("bench_nystrom_cg.py")
         if cg.exists():
             subprocess.run([sys.executable, str(cg)], check=False)  # records its own section
+        if args.previous is not None:
+            for name in ("nystrom", "learning-curve"):
+                side_by_side(rec, name, npz, Path(tmp) / f"side-{name}", args.previous,
+                             args.repeat)
     rec.save()
 
 

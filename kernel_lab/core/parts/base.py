@@ -640,8 +640,11 @@ def take_rows(parts: PartMap, plan: RowPlan, index: np.ndarray, which: str = "tr
 
 def _smallest_keys(part: Part, plan: RowPlan, which: str, stream: int, k: int,
                    seed: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    index = np.arange(part.start, part.start + part.rows)
-    index = index[plan.which(index, which)]
+    if isinstance(part, MemoryPart):  # its rows' indices are held: no split keys again
+        index = part_rows(part, plan, which).index
+    else:
+        index = np.arange(part.start, part.start + part.rows)
+        index = index[plan.which(index, which)]
     key = rowkeys.keys(plan.seed if seed is None else seed, stream, index)
     pick = rowkeys.smallest(key, index, k)
     return key[pick], index[pick]
