@@ -221,7 +221,7 @@ def run_self_test(out: Callable[[str], None] = print) -> int:
         for k, (a, b) in enumerate(((0, 130), (130, 420), (420, 600))):
             pq.write_table(pa.table({n: c[a:b] for n, c in columns.items()}),
                            folder / f"part-{k}.parquet")
-        from kernel_lab.core.parts import (
+        from kernel_lab.core.rows import (
             LocalParts,
             PartitionedData,
             RowPlan,

@@ -12,12 +12,12 @@
   :mod:`~kernel_lab.data.matlab`, :mod:`~kernel_lab.data.parquet`), the bytes themselves in
   :mod:`~kernel_lab.data.raw`;
 - :mod:`~kernel_lab.data.partitioned` — a folder of Parquet files or a Zarr store opened as
-  parts (:mod:`kernel_lab.core.parts`), read where they are used, never gathered;
+  parts (:mod:`kernel_lab.core.rows`), read where they are used, never gathered;
 - :mod:`~kernel_lab.data.table` — the table and the pipeline every text table goes
   through (header, column types, encoding, missing values);
 - :mod:`~kernel_lab.data.split` — subsample and train/test split.
 
-The container a run uses, :class:`~kernel_lab.core.dataset.Dataset`, and the synthetic law
+The container a run uses, :class:`~kernel_lab.core.rows.dataset.Dataset`, and the synthetic law
 the theory reads stay in core. This package may import core; it imports no Qt and starts
 no thread.
 """

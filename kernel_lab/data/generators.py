@@ -1,6 +1,6 @@
 """Synthetic data: named generators with declared parameters (``gaussian``,
 ``bernoulli``, ``clusters``, ``friedman``, ``breiman``), each a
-:class:`~kernel_lab.core.dataset.SyntheticSource` drawn with a seed.
+:class:`~kernel_lab.core.synthetic.SyntheticSource` drawn with a seed.
 
 References
 ----------
@@ -18,16 +18,11 @@ from typing import Any
 
 import numpy as np
 
-from kernel_lab.core.dataset import (
-    Dataset,
-    InputLaw,
-    SyntheticSource,
-    TargetFunction,
-    make_target,
-)
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.params import ParamSpec, resolve_params
-from kernel_lab.core.parts.base import RowPlan
+from kernel_lab.core.rows.dataset import Dataset
+from kernel_lab.core.rows.mapreduce import RowPlan
+from kernel_lab.core.synthetic import InputLaw, SyntheticSource, TargetFunction, make_target
 
 
 def _toeplitz_eig(p: int, rho: float) -> tuple[np.ndarray, np.ndarray]:

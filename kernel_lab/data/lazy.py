@@ -10,7 +10,7 @@ kept in its partitions.
   they stay in their partitions. The rule decides only where the rows are held: loaded,
   they are split and prepared by the same keys and column statistics
   (:func:`~kernel_lab.data.split.dataset_from_table`), so the same rows either way;
-- ``keep``: they stay in their partitions (a :class:`~kernel_lab.core.parts.PartitionedData`:
+- ``keep``: they stay in their partitions (a :class:`~kernel_lab.core.rows.PartitionedData`:
   the split is defined per row by the seed — among the rows kept, with ``drop_nan`` —
   missing cells are filled with the training means and the standardisation uses column
   statistics reduced over the partitions (one pass), constant columns keep scale 1, and
@@ -31,22 +31,23 @@ from typing import Any
 
 import numpy as np
 
-from kernel_lab.core.dataset import Dataset
 from kernel_lab.core.errors import DataError, ParameterError, data_option
 from kernel_lab.core.memory import format_bytes, memory_budget_bytes
-from kernel_lab.core.parts import (
+from kernel_lab.core.progress import Progress
+from kernel_lab.core.rows import (
     ColumnStats,
     LocalParts,
     PartitionedData,
     PartMap,
     RowPlan,
+    align_parts,
     column_stats,
     nonfinite_rows,
     prepared_plan,
+    row_block,
     take_rows,
 )
-from kernel_lab.core.progress import Progress
-from kernel_lab.core.rows import align_parts, row_block
+from kernel_lab.core.rows.dataset import Dataset
 from kernel_lab.data.columns import split_names
 from kernel_lab.data.split import (
     constant_note,
@@ -90,7 +91,7 @@ def open_run_data(path: str, options: Mapping[str, Any], *, seed: int, name: str
 
     ``options`` are the source's resolved file options (target, test_fraction,
     standardize, subsample, partitions); ``make_parts(parts)`` gives the
-    :class:`~kernel_lab.core.parts.PartMap` the computations run on (default: this
+    :class:`~kernel_lab.core.rows.PartMap` the computations run on (default: this
     process, one partition at a time)."""
     from kernel_lab.data.partitioned import open_partitioned
 

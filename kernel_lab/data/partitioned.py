@@ -1,5 +1,5 @@
 """Partitioned data: a folder of Parquet files or a Zarr store, opened as parts
-(:class:`~kernel_lab.core.parts.base.Part`) that are read where they are used.
+(:class:`~kernel_lab.core.rows.mapreduce.Part`) that are read where they are used.
 
 - A folder of ``*.parquet`` files: one part per file, the files in the natural order of
   their names (``part.2`` before ``part.10``; names starting with ``.`` or ``_`` are not
@@ -446,7 +446,7 @@ class PartitionedTable:
     @cached_property
     def task(self) -> str:
         """``"classification"`` when the target takes exactly two values (as for a
-        :class:`~kernel_lab.core.dataset.Dataset`), else ``"regression"``.
+        :class:`~kernel_lab.core.rows.dataset.Dataset`), else ``"regression"``.
 
         First the Parquet files' column statistics (the target's minimum and maximum in
         each row group, from the footers): more than two distinct bounds prove more than

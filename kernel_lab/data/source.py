@@ -23,11 +23,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from kernel_lab.core.dataset import Dataset
 from kernel_lab.core.errors import DataError, ParameterError, data_option
 from kernel_lab.core.params import ParamSpec, parse_assignments, resolve_params
-from kernel_lab.core.parts import PartitionedData
 from kernel_lab.core.progress import Progress
+from kernel_lab.core.rows import PartitionedData
+from kernel_lab.core.rows.dataset import Dataset
 from kernel_lab.data.columns import ColumnChoice
 from kernel_lab.data.examples import EXAMPLES
 from kernel_lab.data.generators import GENERATORS, generate
@@ -219,7 +219,7 @@ class DataSource:
              make_parts: MakeParts | None = None) -> Dataset | PartitionedData:
         """:meth:`load`, except that a Parquet folder or Zarr store too large to read whole
         (see :mod:`kernel_lab.data.lazy`) stays in its partitions: a
-        :class:`~kernel_lab.core.parts.PartitionedData` whose computations run on
+        :class:`~kernel_lab.core.rows.PartitionedData` whose computations run on
         ``make_parts(parts)`` (default: this process, one partition at a time)."""
         if not self.partitioned():
             return self.load(seed, progress)
@@ -231,7 +231,7 @@ class DataSource:
 
     def load(self, seed: int = 0, progress: Callable[[float, str], None] | None = None
              ) -> Dataset:
-        """Draw or read the data set (a :class:`~kernel_lab.core.dataset.Dataset`).
+        """Draw or read the data set (a :class:`~kernel_lab.core.rows.dataset.Dataset`).
 
         ``seed`` drives a generator's draws or the train/test split of a table.
         ``progress(fraction, message)`` is told how reading a file goes; it may raise

@@ -6,7 +6,7 @@
 - :func:`dataset_from_table`: the keyed split (:meth:`RowPlan.split`, rows dropped by
   ``drop_nan`` in neither set, global indices never shifting), missing feature cells filled
   with the training means and the standardisation by the training rows' column statistics
-  — computed by :func:`~kernel_lab.core.parts.prepare.column_stats` over the canonical blocks
+  — computed by :func:`~kernel_lab.core.rows.prepare.column_stats` over the canonical blocks
   of the table seen as one part, the very code a folder's partitions go through, so the
   same rows give the same bits wherever they live. The prepared rows are made in one
   pass: the training and test rows are gathered (``np.take``, sorted indices) and filled
@@ -21,9 +21,10 @@ from typing import Any
 
 import numpy as np
 
-from kernel_lab.core.dataset import Dataset
 from kernel_lab.core.errors import DataError, data_option
-from kernel_lab.core.parts.base import (
+from kernel_lab.core.rows import keys as rowkeys
+from kernel_lab.core.rows.dataset import Dataset
+from kernel_lab.core.rows.mapreduce import (
     ArrayPart,
     LocalParts,
     Part,
@@ -32,8 +33,7 @@ from kernel_lab.core.parts.base import (
     keyed_subset,
     take_rows,
 )
-from kernel_lab.core.parts.prepare import column_stats, prepared_plan
-from kernel_lab.core.rows import keys as rowkeys
+from kernel_lab.core.rows.prepare import column_stats, prepared_plan
 from kernel_lab.data.columns import join_names
 from kernel_lab.data.leakage import file_column, leakage_warning
 from kernel_lab.data.table import Table, unfillable_refusal

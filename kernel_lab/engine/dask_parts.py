@@ -1,12 +1,12 @@
 """Computations over partitions on a Dask cluster: :class:`DaskParts`.
 
-:class:`DaskParts` is the :class:`~kernel_lab.core.parts.base.PartMap` of a distributed
+:class:`DaskParts` is the :class:`~kernel_lab.core.rows.mapreduce.PartMap` of a distributed
 ``Client``: one task per partition (the partition travels to the worker, which reads its
 rows there; the rows never come back), large arguments sent once to every worker, and
 reductions combined *on the workers* in the fixed pairwise tree of
 :func:`~kernel_lab.core.rows.blocks.tree_combine`, as
-:class:`~kernel_lab.core.parts.base.LocalParts` does in one process. Sums over rows
-(:func:`~kernel_lab.core.parts.base.reduce_blocks`) make each partition's task return its
+:class:`~kernel_lab.core.rows.mapreduce.LocalParts` does in one process. Sums over rows
+(:func:`~kernel_lab.core.rows.mapreduce.reduce_blocks`) make each partition's task return its
 :class:`~kernel_lab.core.rows.blocks.Frontier` of per-block values, and the pairwise
 combines merge frontiers — merges are associative, so the root is the one tree over the
 canonical row blocks whatever the partitions and the combine tree: the same bits as in
@@ -32,8 +32,8 @@ from typing import Any
 from kernel_lab.core.errors import DataError, KernelLabError
 from kernel_lab.core.executor import call_single_threaded
 from kernel_lab.core.memory import format_bytes
-from kernel_lab.core.parts.base import Part
 from kernel_lab.core.progress import Progress
+from kernel_lab.core.rows.mapreduce import Part
 from kernel_lab.engine.cluster import SHARE_BYTES, client_of, worker_memory_limit
 from kernel_lab.engine.cluster_wait import (
     ASK_TIMEOUT,
@@ -95,7 +95,7 @@ def _keep_partitions(dask_worker: Any = None) -> dict[str, float]:
     """On a worker: keep up to :data:`KEEP_SHARE` of its memory limit of partitions read;
     returns its memory limit (0: none), the fraction of it at which Dask pauses it, and the
     memory its process uses now (bytes)."""
-    from kernel_lab.core.parts.base import set_read_cache
+    from kernel_lab.core.rows.mapreduce import set_read_cache
 
     manager = getattr(dask_worker, "memory_manager", None)
     limit = getattr(manager, "memory_limit", None)
@@ -173,7 +173,7 @@ class PathNotShared(KernelLabError):
 
 
 class DaskParts:
-    """:class:`~kernel_lab.core.parts.base.PartMap` on a Dask cluster.
+    """:class:`~kernel_lab.core.rows.mapreduce.PartMap` on a Dask cluster.
 
     Parameters
     ----------
@@ -193,7 +193,7 @@ class DaskParts:
     Notes
     -----
     ``progress`` (of :meth:`map` and :meth:`reduce`) is called once per partition done, as
-    :class:`~kernel_lab.core.parts.base.LocalParts` calls it; a
+    :class:`~kernel_lab.core.rows.mapreduce.LocalParts` calls it; a
     :class:`~kernel_lab.core.progress.Progress` is also checked for cancellation every
     0.2 s while no partition finishes (another callable only when one does). On
     cancellation, or any error, the run's futures are cancelled on the cluster before the

@@ -1,6 +1,6 @@
 """Computations over partitions in a local process pool: :class:`PoolParts`.
 
-:class:`PoolParts` is :class:`~kernel_lab.core.parts.base.LocalParts` with one step moved:
+:class:`PoolParts` is :class:`~kernel_lab.core.rows.mapreduce.LocalParts` with one step moved:
 the calls ``fn(part, *args)`` run in the engine's kept pool of spawned processes
 (:func:`~kernel_lab.engine.executors.kept_pool`, the pool of the ``processes`` backend),
 each with one BLAS thread, several partitions at once. Everything else is inherited —
@@ -50,8 +50,8 @@ from typing import Any
 import numpy as np
 
 from kernel_lab.core.executor import call_single_threaded
-from kernel_lab.core.parts.base import LocalParts, Part, run_cache_bytes, set_read_cache
 from kernel_lab.core.progress import Progress
+from kernel_lab.core.rows.mapreduce import LocalParts, Part, run_cache_bytes, set_read_cache
 from kernel_lab.engine.cluster_wait import TICK, WorkerLost
 from kernel_lab.engine.executors import drop_pool, kept_pool, submit_to_pool
 from kernel_lab.engine.heap import release_heap
@@ -286,7 +286,7 @@ def _run_part(job: tuple[Callable[..., Any], Any, tuple[Any, ...], str, int]) ->
 
 
 class PoolParts(LocalParts):
-    """:class:`~kernel_lab.core.parts.base.PartMap` in a local pool of processes (see the
+    """:class:`~kernel_lab.core.rows.mapreduce.PartMap` in a local pool of processes (see the
     module docstring).
 
     Parameters

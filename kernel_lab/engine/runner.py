@@ -14,10 +14,10 @@ from typing import Any
 import numpy as np
 
 from kernel_lab import __version__
-from kernel_lab.core.dataset import Dataset
-from kernel_lab.core.parts import LocalParts, PartitionedData
-from kernel_lab.core.parts.base import run_cache_bytes
 from kernel_lab.core.progress import Progress
+from kernel_lab.core.rows import LocalParts, PartitionedData
+from kernel_lab.core.rows.dataset import Dataset
+from kernel_lab.core.rows.mapreduce import run_cache_bytes
 from kernel_lab.data.lazy import MakeParts
 from kernel_lab.data.source import DataSource
 from kernel_lab.engine.executors import ProcessExecutor, make_executor

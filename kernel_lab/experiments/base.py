@@ -14,7 +14,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from kernel_lab.core.dataset import Dataset
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.executor import SERIAL, TaskExecutor  # experiments import them from here
 from kernel_lab.core.kernels import (
@@ -29,6 +28,7 @@ from kernel_lab.core.kernels import (
 )
 from kernel_lab.core.params import ParamSpec, resolve_params
 from kernel_lab.core.progress import Progress
+from kernel_lab.core.rows.dataset import Dataset
 from kernel_lab.experiments.plotspec import PlotSpec
 
 SEED = ParamSpec("seed", "int", 0, low=0, high=2**32 - 1,

@@ -9,13 +9,14 @@ from typing import Any
 
 import numpy as np
 
-from kernel_lab.core.dataset import Dataset, SyntheticSource
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.kernels import InnerProductKernel
 from kernel_lab.core.models import CenteredKernelRidge
 from kernel_lab.core.params import ParamSpec
 from kernel_lab.core.progress import Progress
 from kernel_lab.core.rows import keys as rowkeys
+from kernel_lab.core.rows.dataset import Dataset
+from kernel_lab.core.synthetic import SyntheticSource
 from kernel_lab.core.theory.ckrr import (
     DataSpectrum,
     LimitSetting,

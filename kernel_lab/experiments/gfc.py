@@ -11,7 +11,6 @@ from typing import Any
 
 import numpy as np
 
-from kernel_lab.core.dataset import Dataset
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.kernels import median_heuristic
 from kernel_lab.core.models.feature_ridge import ridge_loo
@@ -20,6 +19,7 @@ from kernel_lab.core.models.nystrom import NystromFeatures
 from kernel_lab.core.models.rff import RandomFourierFeatures
 from kernel_lab.core.params import ParamSpec
 from kernel_lab.core.progress import Progress
+from kernel_lab.core.rows.dataset import Dataset
 from kernel_lab.core.validation import check_seed
 from kernel_lab.experiments.base import (
     SERIAL,

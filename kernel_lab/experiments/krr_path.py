@@ -7,10 +7,10 @@ from typing import Any
 
 import numpy as np
 
-from kernel_lab.core.dataset import Dataset
 from kernel_lab.core.kernels import ShiftInvariantKernel
 from kernel_lab.core.models import CenteredKernelRidge, KernelRidge
 from kernel_lab.core.progress import Progress
+from kernel_lab.core.rows.dataset import Dataset
 from kernel_lab.experiments.base import (
     SERIAL,
     Experiment,

@@ -7,7 +7,7 @@ is read through the data set's parts and plan, and every choice about rows comes
 of the global row index (:mod:`kernel_lab.core.rows.keys`), so the same rows give the same
 numbers wherever they live, for every DSG loss, regression, two classes and more:
 
-- DSG trained in keyed epochs of blocks of rows (:class:`~kernel_lab.core.parts.dsg.
+- DSG trained in keyed epochs of blocks of rows (:class:`~kernel_lab.core.dsg.stream.
   BlockStream`: every training row once per epoch, blocks and the rows inside them in
   keyed order), through the model's own training loop — the stream the estimators'
   ``fit`` takes on an array, so an estimator and this run give the same DSG on the same
@@ -18,7 +18,7 @@ numbers wherever they live, for every DSG loss, regression, two classes and more
   its loss: the first D of one draw of random features, and the first s of one keyed
   uniform sample of landmarks. With the squared loss they come from ``ΦᵀΦ`` and ``Φᵀy``
   summed per canonical row block and added in the blocks' fixed tree
-  (:mod:`kernel_lab.core.parts.normal`), for any n; with another solvable loss the n × D
+  (:mod:`kernel_lab.core.ridge.normal`), for any n; with another solvable loss the n × D
   features are computed where the rows live and gathered in row order, under the size
   rule :func:`_rff_cap` (within :data:`DENSE_BYTES` when the count is auto). Beyond n
   random features the RFF baseline comes from the n × n Gram matrix of the gathered
@@ -46,6 +46,7 @@ from typing import Any
 
 import numpy as np
 
+from kernel_lab.core.dsg.stream import BlockStream, take_range, target_median, target_summary
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.kernels import make_kernel, median_heuristic
 from kernel_lab.core.losses import CLASSIFICATION_LOSSES, MULTICLASS_LOSSES, REGRESSION_LOSSES
@@ -57,7 +58,12 @@ from kernel_lab.core.models.regularised import (
 )
 from kernel_lab.core.models.rff import RandomFourierFeatures
 from kernel_lab.core.params import ParamSpec
-from kernel_lab.core.parts.base import (
+from kernel_lab.core.progress import Progress
+from kernel_lab.core.ridge.normal import (
+    in_key_order,
+)
+from kernel_lab.core.rows import keys as rowkeys
+from kernel_lab.core.rows.mapreduce import (
     LocalParts,
     PartMap,
     RowPlan,
@@ -65,12 +71,6 @@ from kernel_lab.core.parts.base import (
     _smallest_keys,
     _take,
 )
-from kernel_lab.core.parts.dsg import BlockStream, take_range, target_median, target_summary
-from kernel_lab.core.parts.normal import (
-    in_key_order,
-)
-from kernel_lab.core.progress import Progress
-from kernel_lab.core.rows import keys as rowkeys
 from kernel_lab.core.validation import check_seed
 from kernel_lab.experiments.base import SERIAL, Experiment, PartialResult, PlotSpec, TaskExecutor
 from kernel_lab.experiments.learning_curve_fits import (
@@ -197,9 +197,9 @@ def _subset_rows(part: Any, plan: RowPlan, wants: tuple[tuple[str, np.ndarray], 
 
 def keyed_rows(parts: PartMap, plan: RowPlan, asks: list[tuple[str, int, int]]
                ) -> list[Rows]:
-    """For each ``(which, stream, k)``: the rows of :func:`~kernel_lab.core.parts.base.
+    """For each ``(which, stream, k)``: the rows of :func:`~kernel_lab.core.rows.mapreduce.
     keyed_subset` (the k smallest keys of the training or test rows for ``(plan.seed,
-    stream)``) gathered in increasing index order as :func:`~kernel_lab.core.parts.base.
+    stream)``) gathered in increasing index order as :func:`~kernel_lab.core.rows.mapreduce.
     take_rows` gathers them — the same rows and bits, in two passes over the parts for
     all of them (the keys, then the rows: each part reads its test and its training rows
     once for every subset) where one subset at a time takes two each."""

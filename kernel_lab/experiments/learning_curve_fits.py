@@ -23,12 +23,8 @@ from kernel_lab.core.models.regularised import (
     objective,
 )
 from kernel_lab.core.models.rff import RandomFourierFeatures, cos_features
-from kernel_lab.core.parts.base import (
-    PartMap,
-    RowPlan,
-    Rows,
-)
-from kernel_lab.core.parts.normal import (
+from kernel_lab.core.progress import Progress
+from kernel_lab.core.ridge.normal import (
     CosineFeatures,
     KernelColumns,
     fit_first_features,
@@ -36,7 +32,11 @@ from kernel_lab.core.parts.normal import (
     gather_features,
     normal_sums,
 )
-from kernel_lab.core.progress import Progress
+from kernel_lab.core.rows.mapreduce import (
+    PartMap,
+    RowPlan,
+    Rows,
+)
 
 
 class CurveTargets:

@@ -4,7 +4,7 @@ RLS at a fixed λ (Musco & Musco, Algorithm 2) at the number of landmarks it dra
 light protocol or the paper's (Section 5; see ``docs/papers.md``).
 
 One implementation for every data set, wherever its rows live (an array in memory is one
-part): the data set's ``parts`` and ``plan`` (:mod:`kernel_lab.core.parts`). Every random
+part): the data set's ``parts`` and ``plan`` (:mod:`kernel_lab.core.rows`). Every random
 choice about rows is keyed by the global row index (:mod:`kernel_lab.core.rows.keys`): the
 evaluation rows (at most eval_points) the spectral error is measured on, the test rows
 (at most :data:`~kernel_lab.experiments.nystrom_table.TEST_MAX`), the picture's rows (at
@@ -33,15 +33,19 @@ from typing import Any
 import numpy as np
 
 from kernel_lab.core.approx_error import effective_dimension
-from kernel_lab.core.dataset import Dataset
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.executor import blas_controller
 from kernel_lab.core.kernels import Kernel
 from kernel_lab.core.memory import check_allocation
+from kernel_lab.core.nystrom.landmarks import check_exact_rows
 from kernel_lab.core.nystrom.samplers import SAMPLERS
 from kernel_lab.core.nystrom.scores import check_fixed_lam
 from kernel_lab.core.params import ParamSpec
-from kernel_lab.core.parts.base import (
+from kernel_lab.core.progress import Progress
+from kernel_lab.core.ridge.fit import diag_sum
+from kernel_lab.core.rows import keys as rowkeys
+from kernel_lab.core.rows.dataset import Dataset
+from kernel_lab.core.rows.mapreduce import (
     LocalParts,
     PartMap,
     RowPlan,
@@ -50,10 +54,6 @@ from kernel_lab.core.parts.base import (
     keyed_subset_of,
     take_rows,
 )
-from kernel_lab.core.parts.landmarks import check_exact_rows
-from kernel_lab.core.parts.ridge import diag_sum
-from kernel_lab.core.progress import Progress
-from kernel_lab.core.rows import keys as rowkeys
 from kernel_lab.experiments import nystrom_cost
 from kernel_lab.experiments.base import (
     SERIAL,
@@ -133,7 +133,7 @@ def parse_lams(text: str) -> np.ndarray:
 
 
 def diag_job(plan: RowPlan, kernel: Kernel, parts: PartMap, progress: Progress) -> float:
-    """``Σ k(x, x)`` over the training rows (:func:`~kernel_lab.core.parts.ridge.diag_sum`)."""
+    """``Σ k(x, x)`` over the training rows (:func:`~kernel_lab.core.ridge.fit.diag_sum`)."""
     return diag_sum(parts, plan, kernel)
 
 
@@ -146,8 +146,8 @@ def _subset_job(plan: RowPlan, stream: int, k: int, which: str, parts: PartMap,
 def gather_subsets(parts: PartMap, plan: RowPlan, wanted: Sequence[tuple[int, int, str]]
                    ) -> list[tuple[np.ndarray, Rows]]:
     """For each ``(stream, k, which)``: the keyed subset of k training (``which="train"``)
-    or test rows (:func:`~kernel_lab.core.parts.base.keyed_subset`) and the rows
-    themselves (:func:`~kernel_lab.core.parts.base.take_rows`) — all of them in two fused
+    or test rows (:func:`~kernel_lab.core.rows.mapreduce.keyed_subset`) and the rows
+    themselves (:func:`~kernel_lab.core.rows.mapreduce.take_rows`) — all of them in two fused
     passes."""
     run = FusedRun(parts, [partial(_subset_job, plan, *w) for w in wanted])
     return [got for got, _ in run.results()]

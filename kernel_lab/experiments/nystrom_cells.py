@@ -3,9 +3,9 @@ trial) — draw of landmarks or random features, the ridge on the features of ev
 training row and the errors measured on them (:func:`run_cell`), on any data set (its
 ``parts`` and ``plan``).
 
-A cell's landmarks come from :func:`~kernel_lab.core.parts.landmarks.choose_landmarks`
+A cell's landmarks come from :func:`~kernel_lab.core.nystrom.landmarks.choose_landmarks`
 (keyed draws), its sums from one map-reduce over the canonical row blocks
-(:func:`~kernel_lab.core.parts.ridge.fit_ridge`; a second one for λ by leave-one-out under
+(:func:`~kernel_lab.core.ridge.fit.fit_ridge`; a second one for λ by leave-one-out under
 the paper protocol): the same bits however the rows are stored. Each cell has its own seed
 (:func:`cell_seed`), so the cells may run in any order, one after the other or at once —
 or together, every pass over the partitions shared by all of them (:class:`FusedRun`)."""
@@ -29,8 +29,8 @@ from kernel_lab.core.models import CenteredKernelRidge
 from kernel_lab.core.models.feature_ridge import feature_ridge, ridge_loo
 from kernel_lab.core.models.nystrom import nystrom_factor
 from kernel_lab.core.models.rff import RFF_KERNELS
-from kernel_lab.core.parts.base import Part, PartMap
-from kernel_lab.core.parts.ridge import (
+from kernel_lab.core.progress import Progress
+from kernel_lab.core.ridge.fit import (
     RANDOM_FEATURES,
     FeatureMap,
     fit_ridge,
@@ -38,7 +38,7 @@ from kernel_lab.core.parts.ridge import (
     spectral_error,
     test_rmse,
 )
-from kernel_lab.core.progress import Progress
+from kernel_lab.core.rows.mapreduce import Part, PartMap
 
 #: Algorithm 2 of Musco & Musco (fixed λ, sample size set by d_eff(λ)) as a sampler choice;
 #: its runs are placed at the number of landmarks they actually sampled.

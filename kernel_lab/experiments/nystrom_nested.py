@@ -7,7 +7,7 @@ ones: whole blocks of p, then the first columns of the next) are a draw of s, sc
 ``√(D/s)``. So one trial draws the largest s once and one map-reduce over the canonical
 row blocks serves every size: per block the kernel columns (features) of the largest
 draw and their centred sums, whose leading s × s part is the sums of the prefix
-(:meth:`~kernel_lab.core.models.streaming.CentredSums.leading`), mapped by the prefix's
+(:meth:`~kernel_lab.core.ridge.sums.CentredSums.leading`), mapped by the prefix's
 ``W^{-1/2}`` — or, where that map is ill conditioned, the prefix's features summed
 themselves in the same pass. The sums are per canonical block in the one fixed tree, so
 the same rows in any parts give the same bits. With sizes 10, 20, …, 160 that is the
@@ -28,10 +28,9 @@ from typing import Any
 import numpy as np
 
 from kernel_lab.core.models.nystrom import nystrom_factor
-from kernel_lab.core.models.streaming import CentredSums, LooGrid, columns_well_conditioned
-from kernel_lab.core.parts.base import PartMap, RowPlan, Rows, reduce_blocks
-from kernel_lab.core.parts.landmarks import UNIFORM, Landmarks, row_seed, uniform_landmarks
-from kernel_lab.core.parts.ridge import (
+from kernel_lab.core.nystrom.landmarks import UNIFORM, Landmarks, row_seed, uniform_landmarks
+from kernel_lab.core.progress import Progress
+from kernel_lab.core.ridge.fit import (
     RANDOM_FEATURES,
     SUM_ENTRIES,
     NystromMap,
@@ -41,8 +40,9 @@ from kernel_lab.core.parts.ridge import (
     spectral_error,
     test_rmse,
 )
-from kernel_lab.core.progress import Progress
+from kernel_lab.core.ridge.sums import CentredSums, LooGrid, columns_well_conditioned
 from kernel_lab.core.rows import keys as rowkeys
+from kernel_lab.core.rows.mapreduce import PartMap, RowPlan, Rows, reduce_blocks
 from kernel_lab.experiments.nystrom_cells import (
     EXACT_MAX,
     CellInputs,

@@ -9,11 +9,11 @@ import difflib
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from kernel_lab.core.dataset import Dataset
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.executor import TaskExecutor
-from kernel_lab.core.parts import PartitionedData
 from kernel_lab.core.progress import Progress
+from kernel_lab.core.rows import PartitionedData
+from kernel_lab.core.rows.dataset import Dataset
 from kernel_lab.experiments.base import Experiment, PartialResult
 
 _REGISTRY: dict[str, type[Experiment]] = {}

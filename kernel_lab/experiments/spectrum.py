@@ -9,11 +9,11 @@ from typing import Any
 
 import numpy as np
 
-from kernel_lab.core.dataset import Dataset
 from kernel_lab.core.errors import DataError
 from kernel_lab.core.memory import check_allocation
 from kernel_lab.core.params import ParamSpec
 from kernel_lab.core.progress import Progress
+from kernel_lab.core.rows.dataset import Dataset
 from kernel_lab.core.theory.ckrr import covariance_spectrum_density
 from kernel_lab.experiments.base import (
     FAMILIES,

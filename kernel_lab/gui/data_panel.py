@@ -14,9 +14,9 @@ import numpy as np
 import shiboken6
 from PySide6 import QtCore, QtWidgets
 
-from kernel_lab.core.dataset import Dataset
 from kernel_lab.core.errors import KernelLabError, name_controls
-from kernel_lab.core.parts import PartitionedData
+from kernel_lab.core.rows import PartitionedData
+from kernel_lab.core.rows.dataset import Dataset
 from kernel_lab.data.examples import EXAMPLES
 from kernel_lab.data.generators import GENERATORS
 from kernel_lab.data.read import FILE_PATTERNS, peek_rows

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kernel_lab.core.dataset import Dataset
 from kernel_lab.core.errors import DataError
-from kernel_lab.core.parts import PartitionedData
+from kernel_lab.core.rows import PartitionedData
+from kernel_lab.core.rows.dataset import Dataset
 from kernel_lab.data.columns import ColumnChoice
 from kernel_lab.data.read import peek_rows
 from kernel_lab.data.source import DataSource

@@ -22,10 +22,10 @@ from typing import Any
 
 import numpy as np
 
-from kernel_lab.core.dataset import Dataset
 from kernel_lab.core.errors import KernelLabError, name_controls
-from kernel_lab.core.parts import PartitionedData
 from kernel_lab.core.progress import Progress
+from kernel_lab.core.rows import PartitionedData
+from kernel_lab.core.rows.dataset import Dataset
 from kernel_lab.data.source import DataSource
 from kernel_lab.engine.dask_log import LogTail
 from kernel_lab.engine.events import Event

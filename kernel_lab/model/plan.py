@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from kernel_lab.core.dataset import Dataset
 from kernel_lab.core.errors import KernelLabError
 from kernel_lab.core.memory import format_bytes, memory_budget_bytes
+from kernel_lab.core.rows.dataset import Dataset
 from kernel_lab.data.source import DataSource
 from kernel_lab.experiments import Experiment
 

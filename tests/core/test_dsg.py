@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
+from kernel_lab.core.dsg.stream import block_rows
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.kernels import make_kernel
 from kernel_lab.core.losses import CLASSIFICATION_LOSSES, REGRESSION_LOSSES, make_loss
 from kernel_lab.core.models import CenteredKernelRidge, KernelRidge
 from kernel_lab.core.models.dsg import DSGClassifier, DSGRegressor
 from kernel_lab.core.models.rff import RandomFourierFeatures, RFFRidge
-from kernel_lab.core.parts.dsg import block_rows
 from kernel_lab.core.rows import keys as rowkeys
 
 

@@ -24,21 +24,20 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from kernel_lab.core.dsg import stream as parts_dsg
 from kernel_lab.core.kernels import GaussianKernel
 from kernel_lab.core.models.gfc import DescentSettings, descent_rows, greedy_descent
-from kernel_lab.core.parts import dsg as parts_dsg
-from kernel_lab.core.parts import landmark_rows
-from kernel_lab.core.parts import landmarks as parts_landmarks
-from kernel_lab.core.parts.base import (
+from kernel_lab.core.nystrom import RecursiveRLSSampler, landmark_rows
+from kernel_lab.core.nystrom import landmarks as parts_landmarks
+from kernel_lab.core.rows import keys
+from kernel_lab.core.rows import keys as rowkeys
+from kernel_lab.core.rows.mapreduce import (
     LocalParts,
     RowPlan,
     array_parts,
     keyed_subset,
     keyed_subset_of,
 )
-from kernel_lab.core.rows import keys
-from kernel_lab.core.rows import keys as rowkeys
-from kernel_lab.core.samplers import RecursiveRLSSampler
 from kernel_lab.experiments.ckrr_risk import trial_rows
 
 #: Per-assertion false-alarm rate of the χ² and binomial tests below.

@@ -109,7 +109,7 @@ def test_data_kept_in_partitions_are_checked_on_a_sample_of_training_rows(tmp_pa
                                                                          monkeypatch):
     import pandas as pd
 
-    from kernel_lab.core.parts import PartitionedData
+    from kernel_lab.core.rows import PartitionedData
     from kernel_lab.data import split
 
     rng = np.random.default_rng(5)

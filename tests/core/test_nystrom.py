@@ -17,7 +17,7 @@ from kernel_lab.core.models.nystrom import (
     nystrom_features,
     nystrom_normalization,
 )
-from kernel_lab.core.samplers import (
+from kernel_lab.core.nystrom import (
     SAMPLERS,
     ExactRLSSampler,
     RecursiveRLSSampler,
@@ -267,11 +267,11 @@ def test_accelerated_rls_follows_the_reference_and_improves_with_s():
 def test_accelerated_rls_takes_lambda_from_the_level_size_at_the_top_too(monkeypatch):
     import math
 
-    import kernel_lab.core.samplers as samplers
+    import kernel_lab.core.nystrom as samplers
     from kernel_lab.core.kernels import GaussianKernel
 
     budgets = []
-    from kernel_lab.core.parts import landmarks
+    from kernel_lab.core.nystrom import landmarks
 
     real = samplers.lambda_for_budget
     monkeypatch.setattr(landmarks, "lambda_for_budget",
@@ -304,7 +304,7 @@ def test_docs_say_where_the_accelerated_level_size_and_cap_come_from():
     measurement behind each choice, instead of citing 5.2.1 for the code's formula."""
     from pathlib import Path
 
-    import kernel_lab.core.samplers as samplers
+    import kernel_lab.core.nystrom as samplers
 
     docs = Path(__file__).resolve().parents[2] / "docs" / "papers.md"
     text = docs.read_text(encoding="utf-8")
@@ -322,8 +322,8 @@ def test_the_thinning_cap_keeps_the_accelerated_variant_linear():
     from k = 1 eigenvalue comes out too small and a level keeps far more points than
     asked; uncapped, the next level's scores then cost several times n s kernel entries
     (measured 5.8–8.1 × n s), capped well under n s."""
-    import kernel_lab.core.samplers as samplers
-    from kernel_lab.core.parts import landmarks
+    import kernel_lab.core.nystrom as samplers
+    from kernel_lab.core.nystrom import landmarks
 
     X = generate("clusters", {"n": 1500, "p": 2, "k": 8, "imbalance": 3.0, "spread": 0.05},
                  seed=0).X_train
@@ -347,8 +347,8 @@ def test_an_array_is_one_part_of_the_keyed_samplers(name):
     """The samplers by name run the keyed implementation on the array as one part: the
     same seed gives the landmarks (and scores) of the same rows cut into five unequal
     parts with canonical blocks of 64 rows."""
-    from kernel_lab.core.parts import landmarks
-    from kernel_lab.core.parts.base import LocalParts, RowPlan, array_parts
+    from kernel_lab.core.nystrom import landmarks
+    from kernel_lab.core.rows.mapreduce import LocalParts, RowPlan, array_parts
 
     X = generate("clusters", {"n": 700, "p": 2, "k": 5, "imbalance": 3.0}, seed=1).X_train
     kernel = GaussianKernel(1.0)

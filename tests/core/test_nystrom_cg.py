@@ -14,16 +14,16 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.kernels import GaussianKernel, LaplaceKernel, make_kernel
-from kernel_lab.core.models import nystrom, nystrom_cg
+from kernel_lab.core.models import nystrom
 from kernel_lab.core.models.feature_ridge import feature_ridge
 from kernel_lab.core.models.nystrom import NystromRidge, nystrom_factor
-from kernel_lab.core.models.nystrom_cg import nystrom_predict, nystrom_ridge_cg
-from kernel_lab.core.parts.base import LocalParts, RowPlan, array_parts, keyed_subset_of
-from kernel_lab.core.parts.cg import nystrom_ridge_cg_parts
 from kernel_lab.core.progress import Cancelled, Progress
+from kernel_lab.core.ridge import cg as nystrom_cg
+from kernel_lab.core.ridge.cg import nystrom_predict, nystrom_ridge_cg, nystrom_ridge_cg_parts
 from kernel_lab.core.rows import blocks
 from kernel_lab.core.rows import keys as rowkeys
 from kernel_lab.core.rows.blocks import ROW_BLOCK
+from kernel_lab.core.rows.mapreduce import LocalParts, RowPlan, array_parts, keyed_subset_of
 from kernel_lab.core.validation import check_seed
 
 EPS = np.finfo(np.float64).eps / 2          # unit roundoff u

@@ -15,11 +15,11 @@ import pytest
 
 from kernel_lab.core.errors import MemoryBudgetError
 from kernel_lab.core.kernels import GaussianKernel
+from kernel_lab.core.nystrom import landmarks as parts_landmarks
 from kernel_lab.core.nystrom.common import RPC_STORED_MAX
 from kernel_lab.core.nystrom.samplers import ExactRLSSampler
-from kernel_lab.core.parts import landmarks as parts_landmarks
-from kernel_lab.core.parts.base import LocalParts, RowPlan, array_parts, take_rows
 from kernel_lab.core.rows import blocks
+from kernel_lab.core.rows.mapreduce import LocalParts, RowPlan, array_parts, take_rows
 from kernel_lab.data.generators import generate
 
 pytest.importorskip("pyarrow")

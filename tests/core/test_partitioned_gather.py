@@ -9,11 +9,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kernel_lab.core.dataset import Dataset
 from kernel_lab.core.errors import MemoryBudgetError
-from kernel_lab.core.parts import LocalParts, PartitionedData, RowPlan, array_parts
-from kernel_lab.core.parts.prepare import standardize_plan
-from kernel_lab.core.rows import align_parts, blocks
+from kernel_lab.core.rows import (
+    LocalParts,
+    PartitionedData,
+    RowPlan,
+    align_parts,
+    array_parts,
+    blocks,
+)
+from kernel_lab.core.rows.dataset import Dataset
+from kernel_lab.core.rows.prepare import standardize_plan
 from kernel_lab.engine.runner import run_experiment
 
 N, P = 300, 3

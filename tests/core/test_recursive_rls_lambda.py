@@ -10,9 +10,8 @@ import pytest
 
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.kernels import GaussianKernel
-from kernel_lab.core.parts import landmarks
+from kernel_lab.core.nystrom import FIXED_LAMBDA_BASE, RecursiveRLSSampler, landmarks
 from kernel_lab.core.rows import keys as rowkeys
-from kernel_lab.core.samplers import FIXED_LAMBDA_BASE, RecursiveRLSSampler
 from kernel_lab.data.generators import generate
 
 DELTA = 0.1  # the sampler's default failure probability

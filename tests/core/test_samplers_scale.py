@@ -10,20 +10,21 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from kernel_lab.core import lapack, samplers
+from kernel_lab.core import lapack
+from kernel_lab.core import nystrom as samplers
 from kernel_lab.core.kernels import GaussianKernel, median_heuristic
-from kernel_lab.core.nystrom import scores
-from kernel_lab.core.parts import landmarks
-from kernel_lab.core.parts.base import Rows
-from kernel_lab.core.samplers import (
+from kernel_lab.core.nystrom import (
     BLOCK_ENTRIES,
     RPC_STORED_MAX,
     CountingKernel,
     RecursiveRLSSampler,
     RPCholeskySampler,
+    landmarks,
     make_sampler,
     ridge_scores,
+    scores,
 )
+from kernel_lab.core.rows.mapreduce import Rows
 
 
 def _rpc_law(K: np.ndarray, s: int) -> dict[tuple[int, ...], float]:

@@ -1,4 +1,4 @@
-"""Ridge from sums over row blocks (kernel_lab.core.models.streaming) against the dense
+"""Ridge from sums over row blocks (kernel_lab.core.ridge.sums) against the dense
 solver on the n × D features."""
 
 import math
@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 
 from kernel_lab.core.kernels import make_kernel
-from kernel_lab.core.models import streaming
 from kernel_lab.core.models.feature_ridge import feature_ridge, ridge_loo
 from kernel_lab.core.models.nystrom import nystrom_factor
 from kernel_lab.core.models.regularised import fit_regularised
 from kernel_lab.core.models.rff import cos_features
 from kernel_lab.core.progress import Cancelled, Progress
+from kernel_lab.core.ridge import sums as streaming
 
 
 def _data(n=700, p=4, seed=0):

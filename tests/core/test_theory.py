@@ -8,7 +8,6 @@ import itertools
 import numpy as np
 import pytest
 
-from kernel_lab.core.dataset import make_target
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.kernels import (
     ExponentialKernel,
@@ -16,6 +15,7 @@ from kernel_lab.core.kernels import (
     PolynomialKernel,
     SigmoidKernel,
 )
+from kernel_lab.core.synthetic import make_target
 from kernel_lab.core.theory.ckrr import (
     DataSpectrum,
     LimitSetting,

@@ -3,7 +3,7 @@ sixteen Parquet files of unequal sizes kept in their partitions give the same sp
 test count, rows dropped), the same filling and scaling (bit for bit) and the same prepared
 training and test rows in global row order — because a table in memory is split and
 prepared by the code partitions use (column statistics over canonical blocks), and held as
-one part (:class:`~kernel_lab.core.parts.base.MemoryPart`) that every computation over
+one part (:class:`~kernel_lab.core.rows.mapreduce.MemoryPart`) that every computation over
 parts reads unchanged. Rows are checked with missing cells, a constant column, a text
 target and ``drop_nan``; a folder just over and just under the size at which it is loaded
 rather than kept gives the same test rows. The row block is 256, so 3,000 rows make 12
@@ -19,19 +19,20 @@ import pytest
 
 pytest.importorskip("pyarrow")
 
-from kernel_lab.core.dataset import Dataset
-from kernel_lab.core.parts import (
+from kernel_lab.core.rows import (
     LocalParts,
     MemoryPart,
     PartitionedData,
     RowPlan,
+    align_parts,
     array_parts,
+    blocks,
     keyed_subset,
     reduce_blocks,
     take_rows,
 )
-from kernel_lab.core.rows import align_parts, blocks
 from kernel_lab.core.rows import keys as rowkeys
+from kernel_lab.core.rows.dataset import Dataset
 from kernel_lab.data import lazy
 from kernel_lab.data.source import DataSource
 from kernel_lab.data.split import dataset_from_table
@@ -226,7 +227,7 @@ def test_the_memory_part_reduces_gathers_and_samples_as_sixteen_array_parts(vari
             assert np.array_equal(got.X, ref.X) and np.array_equal(got.y, ref.y)
             assert np.array_equal(got.index, a)
     # part_rows hands out the arrays themselves: no copy
-    from kernel_lab.core.parts import part_rows
+    from kernel_lab.core.rows import part_rows
 
     held = part_rows(part, ds.plan)
     assert np.shares_memory(held.X, ds.X_train) and held.X.shape == ds.X_train.shape

@@ -17,7 +17,7 @@ import zarr
 from numpy.testing import assert_array_equal
 
 from kernel_lab.core.errors import DataError
-from kernel_lab.core.parts import RowPlan, part_rows
+from kernel_lab.core.rows import RowPlan, part_rows
 from kernel_lab.data.partitioned import (
     ParquetPart,
     ZarrPart,

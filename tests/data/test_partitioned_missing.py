@@ -14,7 +14,7 @@ import pytest
 pytest.importorskip("pyarrow")
 
 from kernel_lab.core.errors import DataError
-from kernel_lab.core.parts import LocalParts, PartitionedData, RowPlan, part_rows
+from kernel_lab.core.rows import LocalParts, PartitionedData, RowPlan, part_rows
 from kernel_lab.core.rows import keys as rowkeys
 from kernel_lab.data.lazy import sample_table
 from kernel_lab.data.partitioned import open_partitioned

@@ -20,7 +20,9 @@ import numpy as np
 import pytest
 
 from kernel_lab.core.errors import DataError, ParameterError
-from kernel_lab.core.parts.base import (
+from kernel_lab.core.progress import Cancelled, Progress
+from kernel_lab.core.rows import align_parts
+from kernel_lab.core.rows.mapreduce import (
     LocalParts,
     RowPlan,
     array_parts,
@@ -28,9 +30,7 @@ from kernel_lab.core.parts.base import (
     part_rows,
     reduce_blocks,
 )
-from kernel_lab.core.parts.prepare import standardize_plan
-from kernel_lab.core.progress import Cancelled, Progress
-from kernel_lab.core.rows import align_parts
+from kernel_lab.core.rows.prepare import standardize_plan
 
 distributed = pytest.importorskip("distributed")
 

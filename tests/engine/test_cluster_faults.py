@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from kernel_lab.core.errors import DataError
-from kernel_lab.core.parts.base import RowPlan, array_parts, part_rows
+from kernel_lab.core.rows.mapreduce import RowPlan, array_parts, part_rows
 
 distributed = pytest.importorskip("distributed")
 pa = pytest.importorskip("pyarrow")

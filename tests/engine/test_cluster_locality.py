@@ -1,14 +1,15 @@
 """Partitions stay where they were read: each partition's tasks go to its home worker
 (kernel_lab.engine.dask_parts.home_workers), whose read cache keeps its prepared rows for
-the later passes (kernel_lab.core.parts.base._ReadCache) — the same bits as read afresh."""
+the later passes (kernel_lab.core.rows.mapreduce._ReadCache) — the same bits as read afresh."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from kernel_lab.core.parts import base
-from kernel_lab.core.parts.base import (
+from kernel_lab.core.rows import align_parts
+from kernel_lab.core.rows import mapreduce as base
+from kernel_lab.core.rows.mapreduce import (
     ArrayPart,
     LocalParts,
     RowPlan,
@@ -16,8 +17,7 @@ from kernel_lab.core.parts.base import (
     reduce_blocks,
     set_read_cache,
 )
-from kernel_lab.core.parts.prepare import column_stats, prepared_plan
-from kernel_lab.core.rows import align_parts
+from kernel_lab.core.rows.prepare import column_stats, prepared_plan
 
 distributed = pytest.importorskip("distributed")
 pa = pytest.importorskip("pyarrow")

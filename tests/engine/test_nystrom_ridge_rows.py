@@ -13,8 +13,7 @@ import pytest
 pytest.importorskip("pyarrow")
 
 from kernel_lab.core.models.nystrom import NystromRidge, row_set
-from kernel_lab.core.parts import LocalParts
-from kernel_lab.core.rows import blocks
+from kernel_lab.core.rows import LocalParts, blocks
 from kernel_lab.data.source import DataSource
 
 N, P = 2_500, 4

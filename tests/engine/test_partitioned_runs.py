@@ -14,7 +14,7 @@ import itertools
 import pandas as pd
 
 from kernel_lab.core.errors import DataError, MemoryBudgetError, ParameterError
-from kernel_lab.core.parts import (
+from kernel_lab.core.rows import (
     LocalParts,
     PartitionedData,
     RowPlan,

@@ -17,17 +17,17 @@ pytest.importorskip("pyarrow")
 import pandas as pd
 
 from kernel_lab.core.errors import DataError
-from kernel_lab.core.parts import (
+from kernel_lab.core.progress import Cancelled, Progress
+from kernel_lab.core.rows import (
     LocalParts,
     RowPlan,
     array_parts,
+    blocks,
     column_stats,
     keyed_subset,
     standardize_plan,
     take_rows,
 )
-from kernel_lab.core.progress import Cancelled, Progress
-from kernel_lab.core.rows import blocks
 from kernel_lab.engine.executors import WorkerLost, kept_pool
 from kernel_lab.engine.pool_parts import PoolParts, PoolRunner
 from kernel_lab.engine.runner import parts_runner, run_experiment
@@ -60,7 +60,7 @@ def file_parts(folder: str) -> list:
 
 def _gram_and_count(part, plan: RowPlan, landmarks: np.ndarray):
     """A per-part sum as the methods take them: kernel columns' Gram matrix and counts."""
-    from kernel_lab.core.parts import part_rows
+    from kernel_lab.core.rows import part_rows
 
     rows = part_rows(part, plan)
     K = np.exp(-((rows.X[:, None, :] - landmarks[None]) ** 2).sum(-1))
@@ -125,7 +125,7 @@ def test_arrays_are_shared_once_and_removed_at_close():
 
 
 def _kept_bytes(_task):
-    from kernel_lab.core.parts.base import READ_CACHE
+    from kernel_lab.core.rows.mapreduce import READ_CACHE
 
     time.sleep(0.3)  # the two tasks sent together go to the two processes
     return os.getpid(), READ_CACHE.used
@@ -313,7 +313,7 @@ def test_a_run_cancelled_on_the_pool_stops(folder):
 CRASH = """
 import os, sys
 import numpy as np
-from kernel_lab.core.parts import array_parts
+from kernel_lab.core.rows import array_parts
 from kernel_lab.engine.executors import kill_pools
 from kernel_lab.engine.pool_parts import PoolParts
 from tests.engine.test_pool_parts import _fails_on_part_3

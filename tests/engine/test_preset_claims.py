@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 from scipy.spatial.distance import pdist
 
-from kernel_lab.core import rowkeys
 from kernel_lab.core.kernels import median_heuristic
-from kernel_lab.core.parts.base import keyed_subset
-from kernel_lab.core.parts.landmarks import recursive_rls_landmarks
+from kernel_lab.core.nystrom.landmarks import recursive_rls_landmarks
+from kernel_lab.core.rows import keys as rowkeys
+from kernel_lab.core.rows.mapreduce import keyed_subset
 from kernel_lab.engine import run
 from kernel_lab.engine.presets import load_preset
 from kernel_lab.experiments import get_experiment

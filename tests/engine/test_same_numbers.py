@@ -234,8 +234,8 @@ def test_blocked_rp_cholesky_has_the_same_pivots_in_a_pool_and_on_a_local_cluste
     in the order accepted, on one part here, on the 16 unequal parts of SIZES, on parts
     cut at block boundaries, in a process pool and on a LocalCluster."""
     from kernel_lab.core.kernels import GaussianKernel
-    from kernel_lab.core.parts.base import LocalParts, RowPlan, array_parts
-    from kernel_lab.core.parts.landmarks import rp_cholesky_landmarks
+    from kernel_lab.core.nystrom.landmarks import rp_cholesky_landmarks
+    from kernel_lab.core.rows.mapreduce import LocalParts, RowPlan, array_parts
     from kernel_lab.engine.dask_parts import DaskParts
     from kernel_lab.engine.pool_parts import PoolParts
 

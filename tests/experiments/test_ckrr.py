@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from kernel_lab.cli import main
-from kernel_lab.core.dataset import Dataset
 from kernel_lab.core.errors import ParameterError
+from kernel_lab.core.rows.dataset import Dataset
 from kernel_lab.data.source import DataSource
 from kernel_lab.engine import run_experiment
 from kernel_lab.experiments import get_experiment

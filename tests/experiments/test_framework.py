@@ -162,7 +162,7 @@ def _shifted_target_data():
     """A target far from 0 compared with its spread (as CASchools' test scores, about
     650 ± 19), on inputs where the kernel's test rows are small: plain KRR shrinks towards
     0 and does worse than predicting the training mean."""
-    from kernel_lab.core.dataset import Dataset
+    from kernel_lab.core.rows.dataset import Dataset
 
     rng = np.random.default_rng(0)
     X, Xt = rng.normal(size=(150, 30)), rng.normal(size=(200, 30))

@@ -322,9 +322,9 @@ def test_two_classes_with_the_softmax_loss_map_labels_to_class_codes():
     The curve runs on breast cancer's prepared arrays as a given split (training rows are
     global rows 0 … n − 1), the rows :meth:`DSGClassifier.fit` indexes the same way, so the
     estimator's keyed epochs are the curve's (a keyed split numbers the rows otherwise)."""
-    from kernel_lab.core.dataset import Dataset
     from kernel_lab.core.kernels import make_kernel, resolve_bandwidth
     from kernel_lab.core.models import DSGClassifier
+    from kernel_lab.core.rows.dataset import Dataset
     from kernel_lab.core.validation import check_seed
     from kernel_lab.data.source import load_data
 

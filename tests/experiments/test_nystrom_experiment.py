@@ -80,8 +80,8 @@ def test_random_features_on_the_same_axes():
     from kernel_lab.core.approx_error import residual_norm
     from kernel_lab.core.kernels import GaussianKernel
     from kernel_lab.core.models.rff import RandomFourierFeatures
-    from kernel_lab.core.parts.base import LocalParts, RowPlan, array_parts, take_rows
-    from kernel_lab.core.parts.data import PartitionedData
+    from kernel_lab.core.rows.mapreduce import LocalParts, RowPlan, array_parts, take_rows
+    from kernel_lab.core.rows.partitioned import PartitionedData
     from kernel_lab.experiments.nystrom_cells import CellInputs, CellTask, run_cell
 
     r = run_experiment("nystrom", {"sizes": "20,80", "trials": 1, "eval_points": 600,

@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 
 from kernel_lab.core.executor import call_single_threaded
-from kernel_lab.core.parts import landmarks as parts_landmarks
-from kernel_lab.core.parts.base import LocalParts, RowPlan, array_parts, reduce_blocks
-from kernel_lab.core.parts.data import PartitionedData
-from kernel_lab.core.parts.prepare import standardize_plan
+from kernel_lab.core.nystrom import landmarks as parts_landmarks
 from kernel_lab.core.progress import Cancelled, Progress
 from kernel_lab.core.rows import blocks
+from kernel_lab.core.rows.mapreduce import LocalParts, RowPlan, array_parts, reduce_blocks
+from kernel_lab.core.rows.partitioned import PartitionedData
+from kernel_lab.core.rows.prepare import standardize_plan
 from kernel_lab.experiments.nystrom import NystromExperiment
 from kernel_lab.experiments.nystrom_cells import FusedRun
 

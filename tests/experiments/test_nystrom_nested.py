@@ -13,11 +13,11 @@ from kernel_lab.core.approx_error import residual_norm
 from kernel_lab.core.kernels import GaussianKernel
 from kernel_lab.core.models.nystrom import nystrom_factor
 from kernel_lab.core.models.rff import RandomFourierFeatures
-from kernel_lab.core.parts.base import LocalParts, RowPlan, array_parts, take_rows
-from kernel_lab.core.parts.data import PartitionedData
-from kernel_lab.core.parts.landmarks import uniform_landmarks
-from kernel_lab.core.parts.prepare import standardize_plan
+from kernel_lab.core.nystrom.landmarks import uniform_landmarks
 from kernel_lab.core.progress import Progress
+from kernel_lab.core.rows.mapreduce import LocalParts, RowPlan, array_parts, take_rows
+from kernel_lab.core.rows.partitioned import PartitionedData
+from kernel_lab.core.rows.prepare import standardize_plan
 from kernel_lab.experiments.nystrom import NystromExperiment
 from kernel_lab.experiments.nystrom_cells import CellInputs, downstream_ridge
 from kernel_lab.experiments.nystrom_nested import NestedTask, run_nested

@@ -10,10 +10,10 @@ from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.models import CenteredKernelRidge
 from kernel_lab.core.models.feature_ridge import feature_ridge
 from kernel_lab.core.models.nystrom import NystromFeatures
-from kernel_lab.core.parts.base import LocalParts, RowPlan, array_parts, take_rows
-from kernel_lab.core.parts.data import PartitionedData
-from kernel_lab.core.parts.prepare import standardize_plan
 from kernel_lab.core.progress import Progress
+from kernel_lab.core.rows.mapreduce import LocalParts, RowPlan, array_parts, take_rows
+from kernel_lab.core.rows.partitioned import PartitionedData
+from kernel_lab.core.rows.prepare import standardize_plan
 from kernel_lab.data.generators import generate
 from kernel_lab.engine import run_experiment
 from kernel_lab.experiments import get_experiment

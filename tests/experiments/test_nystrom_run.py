@@ -9,17 +9,17 @@ import numpy as np
 import pytest
 
 from kernel_lab.core.errors import MemoryBudgetError
-from kernel_lab.core.parts.base import (
+from kernel_lab.core.progress import Progress
+from kernel_lab.core.rows import blocks
+from kernel_lab.core.rows.mapreduce import (
     LocalParts,
     RowPlan,
     array_parts,
     keyed_subset,
     take_rows,
 )
-from kernel_lab.core.parts.data import PartitionedData
-from kernel_lab.core.parts.prepare import standardize_plan
-from kernel_lab.core.progress import Progress
-from kernel_lab.core.rows import blocks
+from kernel_lab.core.rows.partitioned import PartitionedData
+from kernel_lab.core.rows.prepare import standardize_plan
 from kernel_lab.engine.executors import ThreadExecutor
 from kernel_lab.experiments import nystrom_cost
 from kernel_lab.experiments.base import build_kernel

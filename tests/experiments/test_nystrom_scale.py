@@ -6,17 +6,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kernel_lab.core.parts.base import (
+from kernel_lab.core.progress import Progress
+from kernel_lab.core.rows import keys as rowkeys
+from kernel_lab.core.rows.mapreduce import (
     LocalParts,
     RowPlan,
     array_parts,
     keyed_subset,
     take_rows,
 )
-from kernel_lab.core.parts.data import PartitionedData
-from kernel_lab.core.parts.prepare import standardize_plan
-from kernel_lab.core.progress import Progress
-from kernel_lab.core.rows import keys as rowkeys
+from kernel_lab.core.rows.partitioned import PartitionedData
+from kernel_lab.core.rows.prepare import standardize_plan
 from kernel_lab.engine import run_experiment
 from kernel_lab.experiments import get_experiment
 from kernel_lab.experiments import nystrom as ny

@@ -11,12 +11,19 @@ import pickle
 import numpy as np
 import pytest
 
-from kernel_lab.core.dataset import Dataset
+from kernel_lab.core.dsg.stream import BlockStream, epoch_rows, take_range, target_summary
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.kernels import make_kernel
 from kernel_lab.core.models import DSGClassifier, DSGRegressor
 from kernel_lab.core.models.rff import cos_features
-from kernel_lab.core.parts import (
+from kernel_lab.core.progress import Cancelled, Progress
+from kernel_lab.core.ridge.normal import (
+    CosineFeatures,
+    KernelColumns,
+    normal_sums,
+    uniform_landmarks,
+)
+from kernel_lab.core.rows import (
     LocalParts,
     PartitionedData,
     RowPlan,
@@ -24,16 +31,9 @@ from kernel_lab.core.parts import (
     part_rows,
     standardize_plan,
 )
-from kernel_lab.core.parts.base import Rows
-from kernel_lab.core.parts.dsg import BlockStream, epoch_rows, take_range, target_summary
-from kernel_lab.core.parts.normal import (
-    CosineFeatures,
-    KernelColumns,
-    normal_sums,
-    uniform_landmarks,
-)
-from kernel_lab.core.progress import Cancelled, Progress
 from kernel_lab.core.rows import keys as rowkeys
+from kernel_lab.core.rows.dataset import Dataset
+from kernel_lab.core.rows.mapreduce import Rows
 from kernel_lab.experiments.learning_curve import LearningCurveExperiment
 
 
@@ -173,8 +173,8 @@ def test_the_estimators_fit_is_the_stream_over_its_array_as_one_part(cls):
     data set whose training rows are those rows (global rows 0 … n − 1): the same batches,
     hence the same model, bit for bit — also when split in warm-started fits whose
     batches cross blocks and epochs."""
-    from kernel_lab.core.parts import dsg
-    from kernel_lab.core.parts.base import one_part
+    from kernel_lab.core.dsg import stream as dsg
+    from kernel_lab.core.rows.mapreduce import one_part
 
     X, y = _data(300)
     if cls is DSGClassifier:
@@ -282,7 +282,7 @@ def _last(results):
 
 
 def test_the_driver_gives_the_same_curve_on_one_part_and_six(monkeypatch):
-    from kernel_lab.core.parts import dsg
+    from kernel_lab.core.dsg import stream as dsg
 
     monkeypatch.setattr(dsg, "BLOCK_ROWS", 128)  # blocks straddling the parts of 100 rows
     monkeypatch.setattr(dsg, "MIN_BLOCK_ROWS", 64)

@@ -10,27 +10,27 @@ import pickle
 import numpy as np
 import pytest
 
-from kernel_lab.core import samplers
+from kernel_lab.core import nystrom as samplers
 from kernel_lab.core.errors import MemoryBudgetError
 from kernel_lab.core.kernels import GaussianKernel
 from kernel_lab.core.models.feature_ridge import feature_ridge
 from kernel_lab.core.models.nystrom import nystrom_factor
+from kernel_lab.core.nystrom import landmarks as parts_landmarks
 from kernel_lab.core.nystrom import scores
-from kernel_lab.core.parts import cg as parts_cg
-from kernel_lab.core.parts import landmarks as parts_landmarks
-from kernel_lab.core.parts import ridge as parts_ridge
-from kernel_lab.core.parts.base import (
+from kernel_lab.core.progress import Cancelled, Progress
+from kernel_lab.core.ridge import cg as parts_cg
+from kernel_lab.core.ridge import fit as parts_ridge
+from kernel_lab.core.rows import blocks
+from kernel_lab.core.rows import keys as rowkeys
+from kernel_lab.core.rows.mapreduce import (
     LocalParts,
     RowPlan,
     array_parts,
     keyed_subset,
     take_rows,
 )
-from kernel_lab.core.parts.data import PartitionedData
-from kernel_lab.core.parts.prepare import standardize_plan
-from kernel_lab.core.progress import Cancelled, Progress
-from kernel_lab.core.rows import blocks
-from kernel_lab.core.rows import keys as rowkeys
+from kernel_lab.core.rows.partitioned import PartitionedData
+from kernel_lab.core.rows.prepare import standardize_plan
 from kernel_lab.experiments.nystrom import NystromExperiment
 
 SAMPLERS = ("uniform", "recursive-rls", "recursive-rls-fast", "rp-cholesky")

@@ -537,7 +537,7 @@ def test_one_declaration_of_the_playgrounds_choices_and_limits():
     (a sampler list copied beside them had lost recursive-rls-fast), and the window's words
     are not in core."""
     from kernel_lab.core import playground as core_playground
-    from kernel_lab.core.samplers import SAMPLERS
+    from kernel_lab.core.nystrom import SAMPLERS
     from kernel_lab.engine.playground.params import PARAMS
 
     declared = {p.name: p for p in PARAMS}

@@ -32,6 +32,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from kernel_lab.core.dsg.stream import BlockStream, target_summary
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.kernels import ShiftInvariantKernel, make_kernel, resolve_bandwidth
 from kernel_lab.core.losses import (
@@ -42,9 +43,8 @@ from kernel_lab.core.losses import (
     make_loss,
 )
 from kernel_lab.core.models.rff import RFF_KERNELS
-from kernel_lab.core.parts.base import Rows, one_part
-from kernel_lab.core.parts.dsg import BlockStream, target_summary
 from kernel_lab.core.progress import Progress
+from kernel_lab.core.rows.mapreduce import Rows, one_part
 from kernel_lab.core.validation import Integer, OneOf, Real, check_params, check_seed
 
 #: Iterations whose features are regenerated and applied together in prediction.
@@ -339,7 +339,7 @@ class _DSGBase(BaseEstimator):
         batch before its update (DSG's progressive training loss).
 
         The one training loop of :meth:`fit` (keyed epochs of the rows,
-        :class:`~kernel_lab.core.parts.dsg.BlockStream`), :meth:`partial_fit` (the rows
+        :class:`~kernel_lab.core.dsg.stream.BlockStream`), :meth:`partial_fit` (the rows
         in order) and the learning curve (the same keyed epochs over a data set's parts).
         ``progress`` is told every :data:`REPORT_EVERY` iterations (and may cancel);
         ``on_step(batch, step)`` is called after each iteration with the batch and what
@@ -382,7 +382,7 @@ class _DSGBase(BaseEstimator):
                 eval_set: tuple[np.ndarray, np.ndarray] | None = None) -> None:
         """``n_iter`` iterations on the rows of X (targets y from :meth:`labels`) in DSG's
         keyed epochs, the array taken as one part of training rows
-        (:func:`~kernel_lab.core.parts.base.one_part`): a warm start continues the stream
+        (:func:`~kernel_lab.core.rows.mapreduce.one_part`): a warm start continues the stream
         where the last fit left it."""
         self._check_params()
         if not (self.warm_start and getattr(self, "n_iter_", 0) > 0):
@@ -446,7 +446,7 @@ class DSGRegressor(RegressorMixin, _DSGBase):
     batch_size : int
         Points per iteration. :meth:`fit` takes its batches as consecutive rows of keyed
         epochs over the rows (random reshuffling by blocks of rows, keyed by the row index
-        and the seed: :class:`~kernel_lab.core.parts.dsg.BlockStream`), the batches the
+        and the seed: :class:`~kernel_lab.core.dsg.stream.BlockStream`), the batches the
         learning curve takes from the same rows wherever they live; :meth:`partial_fit`
         takes the rows in order.
     n_features_per_iter : int

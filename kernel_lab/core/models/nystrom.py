@@ -9,10 +9,10 @@ so duplicate landmarks and a singular W are handled. The two bases differ by a r
 F Fᵀ, and every fit and prediction made from F, are the same.
 :class:`NystromRidge` solves its ridge problem directly on the n × r features or, for large
 n·s, by preconditioned conjugate gradients that never form them
-(:mod:`kernel_lab.core.parts.cg`). Both estimators also fit a data set of the row layer given
+(:mod:`kernel_lab.core.ridge.cg`). Both estimators also fit a data set of the row layer given
 as X alone (:func:`row_set`: a Parquet folder or Zarr store kept in its partitions, on any
 backend), where its rows are: keyed landmarks, then the features' centred sums in one pass
-(:mod:`kernel_lab.core.parts.ridge`) and one solve — the same rows as an array give the same
+(:mod:`kernel_lab.core.ridge.fit`) and one solve — the same rows as an array give the same
 coefficients.
 
 References
@@ -44,21 +44,16 @@ from kernel_lab.core.kernels import (
 )
 from kernel_lab.core.memory import check_allocation, rows_per_block
 from kernel_lab.core.models.feature_ridge import feature_ridge
-from kernel_lab.core.models.streaming import (
-    GRAM_KAPPA_MAX,
-    CentredSums,
-    columns_well_conditioned,
-)
 from kernel_lab.core.nystrom.common import CountingKernel
 from kernel_lab.core.nystrom.factor import RCOND, eigen_factor
 from kernel_lab.core.nystrom.factor import nystrom_factor as nystrom_factor  # re-exported
+from kernel_lab.core.nystrom.landmarks import choose_landmarks
 from kernel_lab.core.nystrom.samplers import SAMPLERS, make_sampler
 
 # the module, not its names: a worker that unpickles parts.ridge first imports this module
 # (through the models package) while parts.ridge is still being initialised
-from kernel_lab.core.parts import ridge as parts_ridge
-from kernel_lab.core.parts.base import PartMap, RowPlan, keyed_subset, take_rows
-from kernel_lab.core.parts.cg import (
+from kernel_lab.core.ridge import fit as parts_ridge
+from kernel_lab.core.ridge.cg import (
     DEFAULT_MAX_ITER,
     DEFAULT_TOL,
     CGInfo,
@@ -66,8 +61,13 @@ from kernel_lab.core.parts.cg import (
     nystrom_ridge_cg,
     nystrom_ridge_cg_parts,
 )
-from kernel_lab.core.parts.landmarks import choose_landmarks
+from kernel_lab.core.ridge.sums import (
+    GRAM_KAPPA_MAX,
+    CentredSums,
+    columns_well_conditioned,
+)
 from kernel_lab.core.rows import keys as rowkeys
+from kernel_lab.core.rows.mapreduce import PartMap, RowPlan, keyed_subset, take_rows
 from kernel_lab.core.validation import (
     LAM,
     Integer,
@@ -195,7 +195,7 @@ class NystromFeatures(TransformerMixin, BaseEstimator):
         Number of landmarks s (at most n).
     sampler : str
         One of :data:`kernel_lab.core.nystrom.samplers.SAMPLERS`: the one implementation of each
-        (:mod:`kernel_lab.core.parts.landmarks`) on X as one part.
+        (:mod:`kernel_lab.core.nystrom.landmarks`) on X as one part.
     random_state : int, RandomState, Generator, SeedSequence or None
         Gives the seed of the row keys that make every random choice of the sampler
         (:func:`~kernel_lab.core.validation.check_seed`).
@@ -299,7 +299,7 @@ class NystromRidge(RegressorMixin, BaseEstimator):
         ``"direct"`` forms the n × r features and solves by Cholesky
         (:func:`~kernel_lab.core.models.feature_ridge.feature_ridge`); ``"cg"`` solves the
         same problem by preconditioned conjugate gradients streaming X in row blocks
-        (:func:`~kernel_lab.core.parts.cg.nystrom_ridge_cg`: memory O(block + s r),
+        (:func:`~kernel_lab.core.ridge.cg.nystrom_ridge_cg`: memory O(block + s r),
         never n × s); ``"auto"`` takes CG when ``8 n s`` bytes exceed :data:`CG_AUTO_BYTES`.
     cg_tol : float
         CG stopping tolerance on the relative residual (see ``nystrom_ridge_cg``).

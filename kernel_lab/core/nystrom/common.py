@@ -22,7 +22,7 @@ BLOCK_ENTRIES = 2**20
 
 #: RP-Cholesky pivots one at a time (Chen et al., Algorithm 1) while its n × s factor fits in
 #: one block (n·s ≤ this; kept when the training rows are few enough to gather, see
-#: :func:`~kernel_lab.core.parts.landmarks.rp_cholesky_landmarks`); above, it proposes
+#: :func:`~kernel_lab.core.nystrom.landmarks.rp_cholesky_landmarks`); above, it proposes
 #: pivots in blocks and accepts them by rejection (after Epperly, Tropp & Webber), keeping
 #: only the residual diagonal, recomputed over row blocks after each block.
 RPC_STORED_MAX = BLOCK_ENTRIES

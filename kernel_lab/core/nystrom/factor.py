@@ -1,7 +1,7 @@
 """``W^{-1/2}`` of the landmarks' kernel matrix on its numerically non-null eigenspace: the
 Nyström normalisation in W's eigenbasis, shared by the estimators
 (:mod:`kernel_lab.core.models.nystrom`) and the sums over a data set's parts
-(:mod:`kernel_lab.core.parts.ridge`), which both import it from here."""
+(:mod:`kernel_lab.core.ridge.fit`), which both import it from here."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """Recursive ridge-leverage-score sampling (Musco & Musco, "Recursive sampling for the
 Nyström method", NIPS 2017): the level size of the accelerated variant (Section 5.2.1). The
 sampler itself (Algorithms 2 and 3, per-row keys) is
-:func:`kernel_lab.core.parts.landmarks.recursive_rls_landmarks` and
-:func:`~kernel_lab.core.parts.landmarks.recursive_rls_fixed_landmarks`; the numerics of a
+:func:`kernel_lab.core.nystrom.landmarks.recursive_rls_landmarks` and
+:func:`~kernel_lab.core.nystrom.landmarks.recursive_rls_fixed_landmarks`; the numerics of a
 level (λ, ridge factor, Lemma 6 scores, precision) are :mod:`kernel_lab.core.nystrom.scores`'s.
 """
 

@@ -3,7 +3,7 @@
 E. Epperly, J. Tropp, R. Webber, "Embrace rejection", 2024): the candidates' residual, the
 rejection step, the residual of a block of rows, and the one-at-a-time form on rows held
 together. The sampler (per-row keys) is
-:func:`kernel_lab.core.parts.landmarks.rp_cholesky_landmarks`."""
+:func:`kernel_lab.core.nystrom.landmarks.rp_cholesky_landmarks`."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The Nyström landmark samplers by name, for an array in memory: thin fronts of the one
-implementation on rows (:mod:`kernel_lab.core.parts.landmarks`).
+implementation on rows (:mod:`kernel_lab.core.nystrom.landmarks`).
 
 ``sampler.sample(X, kernel, s, random_state)`` wraps X as one part whose rows are all
 training rows, runs the keyed sampler on it and returns a
@@ -27,10 +27,10 @@ import numpy as np
 
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.kernels import Kernel
+from kernel_lab.core.nystrom import landmarks
 from kernel_lab.core.nystrom.common import Sample, Sampler, check_rows
 from kernel_lab.core.nystrom.scores import check_delta, check_exact_memory, check_fixed_lam
-from kernel_lab.core.parts import landmarks
-from kernel_lab.core.parts.base import one_part
+from kernel_lab.core.rows.mapreduce import one_part
 from kernel_lab.core.validation import check_seed
 
 
@@ -178,7 +178,7 @@ class RPCholeskySampler(Sampler):
     """Randomly pivoted Cholesky: pivot i with probability ∝ the residual diagonal, then
     update the residual by the new Cholesky column (one kernel column per landmark).
 
-    Rounds over the rows (:func:`~kernel_lab.core.parts.landmarks.rp_cholesky_landmarks`):
+    Rounds over the rows (:func:`~kernel_lab.core.nystrom.landmarks.rp_cholesky_landmarks`):
     each recomputes the residual diagonal d from the pivots so far over row blocks as
     ``k(x, x) − ‖K(x, S) L⁻ᵀ‖²`` (L the Cholesky factor of K_SS), so only d and s × s
     matrices are kept. While n·s ≤ :data:`~kernel_lab.core.nystrom.common.RPC_STORED_MAX`

@@ -1,7 +1,7 @@
 """Canonical row blocks and the one reduction tree over them.
 
 A **canonical block** is the set of global rows ``[k·B, (k+1)·B)`` for a block size B
-(:data:`ROW_BLOCK` by default; a data set's :class:`~kernel_lab.core.parts.base.RowPlan`
+(:data:`ROW_BLOCK` by default; a data set's :class:`~kernel_lab.core.rows.mapreduce.RowPlan`
 carries its own). Blocks are defined by the global row index alone, never by the files the
 rows are kept in, and they are what makes numbers independent of where the rows live:
 

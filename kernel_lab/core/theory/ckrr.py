@@ -34,9 +34,9 @@ import numpy as np
 import scipy.linalg as sla
 from scipy.optimize import minimize_scalar
 
-from kernel_lab.core.dataset import InputLaw, TargetFunction
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.kernels import InnerProductKernel
+from kernel_lab.core.synthetic import InputLaw, TargetFunction
 
 
 # ======================================================================================

@@ -1,10 +1,10 @@
 """Normal sums of feature maps over partitioned rows: squared-loss ridge without the rows.
 
-The squared-loss fits of :mod:`kernel_lab.core.models.streaming` need only
-``ΦᵀΦ``, ``Φᵀy``, ``yᵀy`` and ``n`` (:class:`~kernel_lab.core.models.streaming.NormalSums`).
+The squared-loss fits of :mod:`kernel_lab.core.ridge.sums` need only
+``ΦᵀΦ``, ``Φᵀy``, ``yᵀy`` and ``n`` (:class:`~kernel_lab.core.ridge.sums.NormalSums`).
 Over partitions they are accumulated on the training rows of each canonical block
-(:func:`~kernel_lab.core.models.streaming.accumulate`), and the blocks' sums are added in
-the one tree over the blocks (:func:`~kernel_lab.core.parts.base.reduce_blocks`) — the same
+(:func:`~kernel_lab.core.ridge.sums.accumulate`), and the blocks' sums are added in
+the one tree over the blocks (:func:`~kernel_lab.core.rows.mapreduce.reduce_blocks`) — the same
 additions, to the bit, whether the rows are one file or sixteen on a cluster.
 
 The feature maps travel to the workers, so they are small picklable objects:
@@ -27,8 +27,10 @@ import numpy as np
 from kernel_lab.core.kernels import Kernel
 from kernel_lab.core.models.nystrom import nystrom_factor
 from kernel_lab.core.models.rff import cos_features
-from kernel_lab.core.models.streaming import NormalSums, accumulate, solve_squared
-from kernel_lab.core.parts.base import (
+from kernel_lab.core.progress import Progress
+from kernel_lab.core.ridge.sums import NormalSums, accumulate, solve_squared
+from kernel_lab.core.rows import keys as rowkeys
+from kernel_lab.core.rows.mapreduce import (
     Part,
     PartMap,
     RowPlan,
@@ -38,8 +40,6 @@ from kernel_lab.core.parts.base import (
     reduce_blocks,
     take_rows,
 )
-from kernel_lab.core.progress import Progress
-from kernel_lab.core.rows import keys as rowkeys
 
 
 class FeatureMap(Protocol):

@@ -18,7 +18,7 @@ The dense solver (:func:`kernel_lab.core.models.regularised.fit_regularised`) gi
 same w to rounding; the tests compare the two.
 
 The same idea serves ridge with an unpenalised intercept (Nyström CKRR downstream of the
-nystrom experiment, :mod:`kernel_lab.core.parts.ridge`): :class:`CentredSums` from one
+nystrom experiment, :mod:`kernel_lab.core.ridge.fit`): :class:`CentredSums` from one
 pass (combined over blocks and parts alike), and λ by exact leave-one-out from a second
 pass (:class:`LooGrid`).
 """

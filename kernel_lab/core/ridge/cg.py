@@ -11,7 +11,7 @@ normalisation with ``N Nᵀ = W⁺``: ``W^{-1/2}`` or a Cholesky ``L⁻ᵀ``, se
 Its normal equations ``(F_cᵀF_c + λI) w = F_cᵀ(y − ȳ)``, with ``F_c = F − 1μᵀ`` the features
 less their column means μ (``F_c = F``, ȳ = 0 without an intercept), are solved by
 preconditioned CG. Every product ``F_cᵀF_c v = Nᵀ Cᵀ t − μ (1ᵀt)``, ``t = C N v − 1 μᵀv``,
-is one map-reduce over the rows (:func:`~kernel_lab.core.parts.base.reduce_blocks`): per
+is one map-reduce over the rows (:func:`~kernel_lab.core.rows.mapreduce.reduce_blocks`): per
 canonical row block (:mod:`kernel_lab.core.rows.blocks`) ``k(X_block, S)`` is evaluated
 afresh in sub-blocks of at most :data:`~kernel_lab.core.memory.DEFAULT_BLOCK_BYTES`, and the
 blocks' terms are combined in the one fixed tree over the block numbers. Memory stays at one
@@ -32,7 +32,7 @@ feature is tiny on the landmarks (its squared norm on them is e_j) but can be of
 at other points. So the preconditioner here is the same estimate taken over more rows: the
 landmarks plus ``m`` (default 4 s) training rows drawn at random — the ``m`` rows with
 the smallest keys of :data:`~kernel_lab.core.rows.keys.LANDMARKS` ``+`` :data:`CG_ROWS`
-under the seed (:func:`~kernel_lab.core.parts.base.keyed_subset`), gathered to the client,
+under the seed (:func:`~kernel_lab.core.rows.mapreduce.keyed_subset`), gathered to the client,
 
     P = (n / (s + m)) · Σ_{rows i} (f_i − μ)(f_i − μ)ᵀ + λI,
 
@@ -66,7 +66,8 @@ from sklearn.exceptions import ConvergenceWarning
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.kernels import Kernel
 from kernel_lab.core.memory import rows_per_block
-from kernel_lab.core.parts.base import (
+from kernel_lab.core.rows import keys as rowkeys
+from kernel_lab.core.rows.mapreduce import (
     PartMap,
     RowPlan,
     Rows,
@@ -75,7 +76,6 @@ from kernel_lab.core.parts.base import (
     reduce_blocks,
     take_rows,
 )
-from kernel_lab.core.rows import keys as rowkeys
 from kernel_lab.core.validation import check_seed
 
 #: Default stopping tolerance on the relative residual ``√(rᵀP⁻¹r / bᵀP⁻¹b)``.

@@ -1,7 +1,7 @@
 """Nyström landmarks among the training rows of partitioned data.
 
 Every random choice about a row is keyed by ``(seed, stream, global row index)``
-(:mod:`kernel_lab.core.rowkeys`), and each partition's work depends on its own rows only, so
+(:mod:`kernel_lab.core.rows.keys`), and each partition's work depends on its own rows only, so
 the same rows in one part or in many give the same landmarks:
 
 - **uniform**: the s training rows with the smallest keys;
@@ -45,7 +45,6 @@ from typing import Any
 
 import numpy as np
 
-from kernel_lab.core import rowkeys
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.kernels import Kernel
 from kernel_lab.core.lapack import lower_inverse
@@ -58,6 +57,24 @@ from kernel_lab.core.nystrom.common import (
     RPC_MAX_PROPOSALS,
     RPC_STORED_MAX,
     CountingKernel,
+)
+from kernel_lab.core.nystrom.landmark_rows import (
+    EXACT_DRAW,
+    FILL,
+    RLS_DRAW,
+    RLS_LEVEL,
+    RLS_LEVELS,
+    RPC_ACCEPT,
+    UNIFORM,
+    Landmarks,
+    as_view,
+    by_weight,
+    check_landmark_budget,
+    gather_landmarks,
+    in_view,
+    row_seed,
+    sorted_rows,
+    union_smallest,
 )
 from kernel_lab.core.nystrom.rls import accelerated_level_size
 from kernel_lab.core.nystrom.rpcholesky import (
@@ -80,32 +97,8 @@ from kernel_lab.core.nystrom.scores import (
     ridge_factor,
     score_precision,
 )
-from kernel_lab.core.parts.base import (
-    PartMap,
-    RowPlan,
-    Rows,
-    keyed_subset,
-    part_rows,
-)
-from kernel_lab.core.parts.landmark_rows import (
-    EXACT_DRAW,
-    FILL,
-    RLS_DRAW,
-    RLS_LEVEL,
-    RLS_LEVELS,
-    RPC_ACCEPT,
-    UNIFORM,
-    Landmarks,
-    as_view,
-    by_weight,
-    check_landmark_budget,
-    gather_landmarks,
-    in_view,
-    row_seed,
-    sorted_rows,
-    union_smallest,
-)
 from kernel_lab.core.progress import Progress
+from kernel_lab.core.rows import keys as rowkeys
 from kernel_lab.core.rows.blocks import (
     ROW_BLOCK,
     block_count,
@@ -115,6 +108,13 @@ from kernel_lab.core.rows.blocks import (
     tree_combine,
 )
 from kernel_lab.core.rows.keys import key_uniforms
+from kernel_lab.core.rows.mapreduce import (
+    PartMap,
+    RowPlan,
+    Rows,
+    keyed_subset,
+    part_rows,
+)
 
 #: Recursion levels of recursive RLS with at most this many (expected) rows are gathered
 #: to the client once and run in memory; larger levels are scored per partition.

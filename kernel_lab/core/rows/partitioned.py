@@ -11,13 +11,13 @@ import numpy as np
 
 from kernel_lab.core.errors import data_option
 from kernel_lab.core.memory import check_allocation
-from kernel_lab.core.parts.base import PartMap, RowPlan, Rows, part_rows
+from kernel_lab.core.rows.mapreduce import PartMap, RowPlan, Rows, part_rows
 
 
 @dataclass
 class PartitionedData:
     """A data set that stays in its partitions, with the interface of a data set in memory
-    (:class:`~kernel_lab.core.dataset.Dataset`): an experiment takes either alike.
+    (:class:`~kernel_lab.core.rows.dataset.Dataset`): an experiment takes either alike.
 
     ``parts`` runs computations on the partitions (in this process or on a cluster);
     ``plan`` says which rows train and test and how columns are standardised. What needs

@@ -1,9 +1,9 @@
 """What one pass over the rows learns about the columns, and the plan it prepares.
 
 :func:`column_stats` reads every row once (per canonical block, combined in the blocks'
-one tree, :func:`~kernel_lab.core.parts.base.reduce_blocks`): the training rows' column
+one tree, :func:`~kernel_lab.core.rows.mapreduce.reduce_blocks`): the training rows' column
 moments, the missing cells, the rows with a missing target or an infinite value.
-:func:`prepared_plan` turns them into the :class:`~kernel_lab.core.parts.base.RowPlan`
+:func:`prepared_plan` turns them into the :class:`~kernel_lab.core.rows.mapreduce.RowPlan`
 that fills missing cells with the training mean and standardises — the same for rows in
 memory (one part) and rows kept in partitions.
 """
@@ -15,9 +15,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from kernel_lab.core.parts.base import READ_CACHE, Part, PartMap, RowPlan, holder_of
 from kernel_lab.core.progress import Progress
 from kernel_lab.core.rows.blocks import Frontier, MergeFrontiers, block_count
+from kernel_lab.core.rows.mapreduce import READ_CACHE, Part, PartMap, RowPlan, holder_of
 
 
 @dataclass

@@ -2,7 +2,7 @@
 (:class:`Landmarks`), the key streams of its draws, and small helpers over global row
 indices (gathering the chosen rows, weighted keys with rows of weight 0 last, the k smallest
 candidates of several parts, the rows whose scores a view asks for). The samplers
-themselves are :mod:`kernel_lab.core.parts.landmarks`."""
+themselves are :mod:`kernel_lab.core.nystrom.landmarks`."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ from typing import Any
 
 import numpy as np
 
-from kernel_lab.core import rowkeys
 from kernel_lab.core.nystrom.common import check_budget
-from kernel_lab.core.parts.base import PartMap, RowPlan, Rows, take_rows
+from kernel_lab.core.rows import keys as rowkeys
+from kernel_lab.core.rows.mapreduce import PartMap, RowPlan, Rows, take_rows
 
-#: Offsets of :data:`~kernel_lab.core.rowkeys.LANDMARKS`: the streams of the samplers' draws.
+#: Offsets of :data:`~kernel_lab.core.rows.keys.LANDMARKS`: the streams of the samplers' draws.
 UNIFORM = 0        # uniform landmarks
 RLS_LEVELS = 1     # recursive RLS: the nested uniform levels
 RLS_DRAW = 2       # recursive RLS: the top level's s landmarks ∝ scores

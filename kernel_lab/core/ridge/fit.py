@@ -2,11 +2,11 @@
 
 The features ``F`` (Nyström ``k(X, S) N`` or random Fourier features) of the training
 rows of each canonical block are summed into
-:class:`~kernel_lab.core.models.streaming.CentredSums`, and the blocks' sums are combined
-in the one tree over the blocks (:func:`~kernel_lab.core.parts.base.reduce_blocks`: the
+:class:`~kernel_lab.core.ridge.sums.CentredSums`, and the blocks' sums are combined
+in the one tree over the blocks (:func:`~kernel_lab.core.rows.mapreduce.reduce_blocks`: the
 same bits however the rows are stored). From them: the ridge at a given λ, ``‖F‖_F²``
 for the trace error ``Σ k(x, x) − ‖F‖_F²``, and, with ``lam=None``, λ by exact
-leave-one-out from a second pass (:class:`~kernel_lab.core.models.streaming.LooGrid`, its
+leave-one-out from a second pass (:class:`~kernel_lab.core.ridge.sums.LooGrid`, its
 residuals summed per block). The spectral error and the test RMSE are measured on small
 keyed subsets gathered to the client (:func:`spectral_error`, :func:`test_rmse`).
 """
@@ -22,16 +22,16 @@ from kernel_lab.core.approx_error import residual_norm
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.kernels import Kernel
 from kernel_lab.core.models.rff import RFF_KERNELS, RandomFourierFeatures
-from kernel_lab.core.models.streaming import (
+from kernel_lab.core.nystrom.common import BLOCK_ENTRIES
+from kernel_lab.core.nystrom.factor import nystrom_factor
+from kernel_lab.core.nystrom.landmarks import PART_SAMPLERS, Landmarks, choose_landmarks
+from kernel_lab.core.progress import Progress
+from kernel_lab.core.ridge.sums import (
     CentredSums,
     LooGrid,
     columns_well_conditioned,
 )
-from kernel_lab.core.nystrom.common import BLOCK_ENTRIES
-from kernel_lab.core.nystrom.factor import nystrom_factor
-from kernel_lab.core.parts.base import PartMap, RowPlan, Rows, reduce_blocks
-from kernel_lab.core.parts.landmarks import PART_SAMPLERS, Landmarks, choose_landmarks
-from kernel_lab.core.progress import Progress
+from kernel_lab.core.rows.mapreduce import PartMap, RowPlan, Rows, reduce_blocks
 
 #: Random Fourier features (orthogonal or not) beside the landmark samplers.
 RANDOM_FEATURES = {"rff": False, "rff-orthogonal": True}

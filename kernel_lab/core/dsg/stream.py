@@ -32,9 +32,9 @@ from typing import Any
 import numpy as np
 
 from kernel_lab.core.errors import ParameterError
-from kernel_lab.core.parts.base import PartMap, RowPlan, Rows, part_rows, reduce_blocks
 from kernel_lab.core.progress import Progress
 from kernel_lab.core.rows import keys as rowkeys
+from kernel_lab.core.rows.mapreduce import PartMap, RowPlan, Rows, part_rows, reduce_blocks
 
 #: Rows per block at most (a block is what the client reads at a time).
 BLOCK_ROWS = 65_536
