@@ -110,25 +110,6 @@ def _keep_partitions(dask_worker: Any = None) -> dict[str, float]:
     return {"limit": float(limit or 0), "pause": float(pause or 1.0), "used": used}
 
 
-def home_workers(parts: Sequence[Part], workers: Sequence[str]) -> dict[int, str]:
-    """Each partition's home worker: the rows cut into as many runs of neighbouring
-    partitions as there are workers (by each partition's middle row), one run per worker
-    in the workers' sorted order — rows shared out evenly, the pairs the combining tree
-    joins first mostly on one worker, and the same homes for the same partitions and
-    workers (a later run on the same cluster finds its partitions kept)."""
-    names = sorted(workers)
-    total = sum(max(int(part.rows), 0) for part in parts)
-    if not names or total <= 0:
-        return {}
-    homes: dict[int, str] = {}
-    seen = 0
-    for k, part in enumerate(parts):
-        middle = seen + max(int(part.rows), 0) / 2
-        homes[k] = names[min(int(middle * len(names) / total), len(names) - 1)]
-        seen += max(int(part.rows), 0)
-    return homes
-
-
 #: Copies of a partition's rows (as float64) a task that reads it holds at once: the rows
 #: as read (one column at a time from a Parquet file, so little beside them) and its
 #: training rows, standardised in place, with the masks that select and check them.
@@ -207,8 +188,6 @@ class DaskParts:
         self.retries = int(retries)
         self.no_worker_grace = float(no_worker_grace)
         self._memory: list[dict[str, float]] | None = None
-        #: each partition's home worker (:func:`home_workers`): its tasks go there first
-        self.homes: dict[int, str] = {}
         try:  # each worker keeps a share of the partitions it reads (the later passes)
             got = wait_on(self.client, lambda: self.client._run(_keep_partitions),
                           Watch(self.client, grace=self.no_worker_grace,
@@ -326,25 +305,6 @@ class DaskParts:
                     done.get_nowait()
             pending.clear()
 
-    def _place(self) -> None:
-        """Check the partitions' homes against the workers running now (one question to
-        the scheduler): while they are all there they stay; otherwise (a worker gone,
-        restarted under a new address, or added) the partitions get new homes among
-        them. A task goes to its partition's home with ``allow_other_workers``, so a
-        busy home does not idle the others; but Dask would keep a task restricted to a
-        worker gone for good waiting when no other worker runs, hence the check before
-        every pass. With one worker, or no answer, tasks go where Dask sends them."""
-        try:
-            running = set(wait_on(self.client, lambda: self.client.scheduler.ncores_running(),
-                                  Watch(self.client, grace=self.no_worker_grace,
-                                        deadline=RUN_DEADLINE)))
-        except Exception:  # the waiting loop says what became of the scheduler
-            running = set()
-        if len(running) < 2:
-            self.homes = {}
-        elif set(self.homes.values()) != running:
-            self.homes = home_workers(self.parts, sorted(running))
-
     def _gather(self, futures: list[Any], what: dict[str, int | None],
                 progress: Progress | None, inputs: Sequence[Any]) -> list[Any]:
         """The results of finished futures (:func:`gather`), a lost result or a dropped
@@ -365,15 +325,16 @@ class DaskParts:
         client = self.client
         name = _name(fn)
         level = []
-        self._place()
         for k, part in enumerate(self.parts):
             key = f"{name}-{token}-part-{k}"
             what[key] = k
-            home = self.homes.get(k)  # where its rows are kept; elsewhere if that is gone
+            # no worker restrictions, not even loose ones: a task restricted to a worker
+            # that died (all workers gone at once, restarted under new addresses) stays
+            # in Dask's "no-worker" state for good (distributed 2026.8 reschedules such a
+            # task only onto a worker among its restrictions), a hang; so a partition's
+            # prepared rows are reused where Dask happens to send its next task
             level.append(client.submit(_call_part, fn, part, *args, key=key,
-                                       retries=self.retries,
-                                       workers=None if home is None else [home],
-                                       allow_other_workers=home is not None))
+                                       retries=self.retries))
         pending.update((f.key, f) for f in level)
         if combine is None:
             return None
@@ -510,5 +471,5 @@ class DaskParts:
             "local cluster (no scheduler address)", path=exc.path)
 
 
-__all__ = ["KEEP_SHARE", "PART_COPIES", "DaskParts", "PathNotShared", "home_workers",
+__all__ = ["KEEP_SHARE", "PART_COPIES", "DaskParts", "PathNotShared",
            "part_bytes"]

@@ -17,7 +17,7 @@ memory is that run's.
   same data as one ``.npy``: time ≤ 2.6× (4× the rows on 2× the workers, 30 % overhead);
   (b) 1 worker against 2: speed-up ≥ 1.7×; (d) peak memory: no process over 1.5 GB, the
   client under 500 MB.
-- ``peer``: (e) the hand-written Dask uniform-Nyström ridge of ``bench_cluster_peer.py``
+- ``peer``: (e) the hand-written Dask uniform-Nyström ridge of ``cluster_peer.py``
   (what it computes is said there) against Kernel Lab's ``NystromRidge`` on the same folder
   and 2-worker cluster: time ≤ 1.0×, coefficients equal to 1e-8.
 - ``keep``: (f) ``keep-rows`` × 12 rows in 8 Parquet files of unequal sizes,
@@ -37,15 +37,15 @@ import tempfile
 import time
 from pathlib import Path
 
-import bench_cluster_peer
 import cloudpickle
+import cluster_peer
 import numpy as np
-from bench_cluster_peer import peak_mb
+from cluster_peer import peak_mb
 from perfdoc import Recording, start  # this folder, first on the path of a script
 
 HERE = Path(__file__).resolve().parent
 # peak_mb travels to the workers by value (they need not import this folder)
-cloudpickle.register_pickle_by_value(bench_cluster_peer)
+cloudpickle.register_pickle_by_value(cluster_peer)
 SECTIONS = ("nystrom", "curve", "peer", "keep", "small")
 EXPERIMENTS = {"nystrom": "nystrom", "curve": "learning-curve"}
 #: Targets of the issue (ratios measured in the same run: not scaled by the probe).
@@ -230,7 +230,7 @@ def table_difference(a: Path, b: Path) -> tuple[float, int]:
 
 def section_peer(judge: Judge, address: str, folder: str, args: argparse.Namespace) -> None:
     """(e): Kernel Lab's NystromRidge against the hand-written Dask peer."""
-    cmd = [sys.executable, str(HERE / "bench_cluster_peer.py"), address, folder,
+    cmd = [sys.executable, str(HERE / "cluster_peer.py"), address, folder,
            str(args.peer_landmarks), str(args.peer_lam)]
     out = subprocess.run(cmd, capture_output=True, text=True, check=False)
     try:

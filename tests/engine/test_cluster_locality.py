@@ -1,6 +1,6 @@
-"""Partitions stay where they were read: each partition's tasks go to its home worker
-(kernel_lab.engine.dask_parts.home_workers), whose read cache keeps its prepared rows for
-the later passes (kernel_lab.core.rows.mapreduce._ReadCache) — the same bits as read afresh."""
+"""A worker's read cache keeps the prepared rows of the partitions it read for the later
+passes (kernel_lab.core.rows.mapreduce._ReadCache): the same bits as rows read afresh, and
+raw rows or rows of another plan give way to the plan in use."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import pytest
 from kernel_lab.core.rows import align_parts
 from kernel_lab.core.rows import mapreduce as base
 from kernel_lab.core.rows.mapreduce import (
-    ArrayPart,
     LocalParts,
     RowPlan,
     part_rows,
@@ -24,7 +23,7 @@ pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 
 from kernel_lab.engine.cluster import connect  # noqa: E402  (after the importorskip)
-from kernel_lab.engine.dask_parts import DaskParts, home_workers  # noqa: E402
+from kernel_lab.engine.dask_parts import DaskParts  # noqa: E402
 
 ROWS = (700, 1300, 900, 1100, 800, 1200, 1000, 1000)
 
@@ -75,33 +74,6 @@ def _block_sums(rows):
 
 
 # ---------------------------------------------------------------------------------------
-
-
-def test_home_workers_share_the_rows_out_in_runs_of_neighbours():
-    parts = [ArrayPart(k, 0, np.zeros((n, 1)), np.zeros(n)) for k, n in enumerate(ROWS)]
-    homes = home_workers(parts, ["tcp://b", "tcp://a"])
-    # sorted workers; each part goes by its middle row: 4,000 of 8,000 rows before "b"
-    assert [homes[k] for k in range(8)] == ["tcp://a"] * 4 + ["tcp://b"] * 4
-    assert home_workers(parts, ["tcp://a", "tcp://b"]) == homes  # the same, whatever order
-    assert set(home_workers(parts, ["w"]).values()) == {"w"}
-    assert home_workers(parts, []) == {}
-
-
-def test_a_partitions_tasks_run_on_its_home_worker_and_find_its_rows_kept(cluster, folder):
-    """Two passes: every partition's task runs on its home worker both times (both workers
-    hold some), and in the second pass that worker already keeps its prepared rows."""
-    parts, n = _parts(folder)
-    dask = DaskParts(parts, cluster.client)
-    cluster.client.run(set_read_cache, 64 * 2**20)  # a fresh cache on every worker
-    plan = RowPlan.split(5, n, 0.25)
-    first = dask.map(_where_and_kept, plan)
-    second = dask.map(_where_and_kept, plan)
-    workers = set(cluster.client.scheduler_info(n_workers=-1)["workers"])
-    assert set(dask.homes.values()) == workers  # both workers hold partitions
-    for k, (a, b) in enumerate(zip(first, second, strict=True)):
-        assert a[0] == b[0] == dask.homes[k], k
-        assert not a[1] and b[1], k  # read in the first pass, kept for the second
-        assert a[2] == b[2]
 
 
 def test_kept_prepared_rows_give_the_bits_of_rows_read_afresh(cluster, folder):

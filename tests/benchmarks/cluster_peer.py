@@ -2,7 +2,7 @@
 would write it, against Kernel Lab's ``NystromRidge`` fit on the same folder and cluster.
 
 Run by ``bench_cluster.py`` as a child process (the client of both fits, so that its peak
-memory is theirs alone): ``python bench_cluster_peer.py SCHEDULER FOLDER LANDMARKS
+memory is theirs alone): ``python cluster_peer.py SCHEDULER FOLDER LANDMARKS
 LAM_PER_ROW``; prints one JSON line.
 
 Both solve the same problem::
