@@ -14,7 +14,11 @@ memory is that run's.
 
 - ``nystrom`` and ``curve`` (``learning-curve``): (a) the folder kept in its partitions on 2
   workers against the same command in memory on ``reference-rows`` (default rows / 4) of the
-  same data as one ``.npy``: time ≤ 2.6× (4× the rows on 2× the workers, 30 % overhead);
+  same data as one ``.npy`` on one worker (``--workers 1``: its cells one after another, one
+  BLAS thread): time ≤ 2.6× (4× the rows on 2× the workers, 30 % overhead). The same command
+  on every core is printed too, with its CPU seconds: in memory the cells already run on all
+  the machine's cores, so on a 2-core machine the 2 workers have no more cores than it had,
+  and 4× its rows cannot take less than about 4× its time;
   (b) 1 worker against 2: speed-up ≥ 1.7×; (d) peak memory: no process over 1.5 GB, the
   client under 500 MB.
 - ``peer``: (e) the hand-written Dask uniform-Nyström ridge of ``cluster_peer.py``
@@ -31,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -64,8 +69,9 @@ import json, resource, subprocess, sys, time
 cmd = [sys.executable, "-m", "kernel_lab", "run", *sys.argv[1:]]
 t0 = time.perf_counter()
 out = subprocess.run(cmd, capture_output=True, text=True, check=False)
+used = resource.getrusage(resource.RUSAGE_CHILDREN)
 print(json.dumps({"seconds": time.perf_counter() - t0, "returncode": out.returncode,
-                  "peak_kb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,
+                  "peak_kb": used.ru_maxrss, "cpu": used.ru_utime + used.ru_stime,
                   "tail": out.stderr[-1200:]}))
 """
 
@@ -119,7 +125,7 @@ def run_child(*args: str, timeout: float = 4 * 3600) -> dict:
                              text=True, check=False, timeout=timeout)
         return json.loads(out.stdout.strip().splitlines()[-1])
     except (subprocess.TimeoutExpired, IndexError, json.JSONDecodeError) as exc:
-        return {"seconds": float("nan"), "returncode": -1, "peak_kb": 0,
+        return {"seconds": float("nan"), "returncode": -1, "peak_kb": 0, "cpu": float("nan"),
                 "tail": f"{type(exc).__name__}: {exc}"}
 
 
@@ -171,7 +177,8 @@ class Judge:
             self.processes.append((f"{name}, worker {k + 1}", mb))
         peaks = "" if not workers else (
             "; workers' peaks " + ", ".join(f"{v:.0f}" for v in workers.values()) + " MB")
-        print(f"  ({name}: client peak {client:.0f} MB{peaks})", flush=True)
+        print(f"  ({name}: client peak {client:.0f} MB{peaks}; the client's CPU "
+              f"{run['cpu']:.1f} s)", flush=True)
         return self(f"{name} ({rows:,} rows)", run["seconds"], "s")
 
 
@@ -360,14 +367,20 @@ def main() -> None:
             print(f"{args.rows:,} × {WIDE} (+ target) as {args.files} Parquet files: "
                   f"{size:.0f} MB, written in {time.perf_counter() - t0:.0f} s", flush=True)
         in_memory: dict[str, float] = {}
+        all_cores: dict[str, float] = {}
         if experiments:
             npy = tmp / "reference.npy"
             write_npy(npy, reference)
             for section in experiments:
                 name = EXPERIMENTS[section]
-                run = run_child(name, "--data", str(npy), "--out", str(tmp / f"ref-{name}"),
-                                "--no-plot", "--quiet")
-                in_memory[section] = judge.run(f"{name}, in memory", run, reference, None)
+                for label, extra, into in (("in memory, one worker", ("--workers", "1"),
+                                            in_memory),
+                                           ("in memory, every core", (), all_cores)):
+                    run = run_child(name, "--data", str(npy), *extra, "--out",
+                                    str(tmp / f"ref-{name}-{len(extra)}"), "--no-plot",
+                                    "--quiet")
+                    into[section] = judge.run(f"{name}, {label}", run, reference, None)
+                    print(f"  ({name}, {label}: {run['cpu']:.1f} CPU seconds)", flush=True)
             npy.unlink()
         two: dict[str, float] = {}
         if experiments or {"peer", "keep", "small"} & set(only):
@@ -394,9 +407,12 @@ def main() -> None:
                 local.close()
             for section in experiments:
                 name = EXPERIMENTS[section]
-                judge(f"{name}: 2 workers on {args.rows:,} rows ÷ in memory on "
+                judge(f"{name}: 2 workers on {args.rows:,} rows ÷ in memory on one worker, "
                       f"{reference:,} rows, time", two[section] / in_memory[section], "×",
                       CLUSTER_RATIO)
+                judge(f"{name}: 2 workers on {args.rows:,} rows ÷ in memory on every core "
+                      f"({os.cpu_count()}), {reference:,} rows, time",
+                      two[section] / all_cores[section], "×")
                 judge(f"{name}: speed-up of 2 workers over 1", one[section] / two[section],
                       "×", SPEED_UP, at_most=False)
         if judge.processes:
