@@ -14,6 +14,10 @@ numbers wherever they live, for every DSG loss, regression, two classes and more
   rows; the features of iteration t drawn from the model's seed;
 - the test error on at most :data:`TEST_CAP` test rows (the smallest keys of
   ``TEST_SUBSET``), the automatic bandwidth on :data:`BANDWIDTH_ROWS` keyed training rows;
+  DSG's function on the test rows extended at each curve point by the iterations since
+  the last, as tasks on the run's executor over blocks of the test rows
+  (:class:`~kernel_lab.core.dsg.curve.CurvePredictions`) — on a cluster they run on the
+  workers while the client trains;
 - the RFF and Nyström baselines at DSG's feature counts, minimising DSG's objective with
   its loss: the first D of one draw of random features, and the first s of one keyed
   uniform sample of landmarks. With the squared loss they come from ``ΦᵀΦ`` and ``Φᵀy``

@@ -68,8 +68,8 @@ class CurveTargets:
         return y - self.shift
 
     def scores(self, model: Any, raw: np.ndarray) -> np.ndarray:
-        """DSG's scores on the scale of ``fit``, from its raw sum f (see
-        :class:`_TestSums`)."""
+        """DSG's scores on the scale of ``fit``, from its function f without the offset
+        (:meth:`~kernel_lab.core.dsg.curve.CurvePredictions.raw`)."""
         if self.task == "regression":
             return raw + model.offset_ - self.shift
         return raw
