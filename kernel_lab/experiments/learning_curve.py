@@ -14,6 +14,10 @@ numbers wherever they live, for every DSG loss, regression, two classes and more
   rows; the features of iteration t drawn from the model's seed;
 - the test error on at most :data:`TEST_CAP` test rows (the smallest keys of
   ``TEST_SUBSET``), the automatic bandwidth on :data:`BANDWIDTH_ROWS` keyed training rows;
+  DSG's function on the test rows extended at each curve point by the iterations since
+  the last, as tasks on the run's executor over blocks of the test rows
+  (:class:`~kernel_lab.core.dsg.curve.CurvePredictions`) — on a cluster they run on the
+  workers while the client trains;
 - the RFF and Nyström baselines at DSG's feature counts, minimising DSG's objective with
   its loss: the first D of one draw of random features, and the first s of one keyed
   uniform sample of landmarks. With the squared loss they come from ``ΦᵀΦ`` and ``Φᵀy``
@@ -46,13 +50,14 @@ from typing import Any
 
 import numpy as np
 
+from kernel_lab.core.dsg.curve import CurvePredictions
 from kernel_lab.core.dsg.stream import BlockStream, take_range, target_median, target_summary
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.kernels import make_kernel, median_heuristic
 from kernel_lab.core.losses import CLASSIFICATION_LOSSES, MULTICLASS_LOSSES, REGRESSION_LOSSES
 from kernel_lab.core.memory import check_allocation
 from kernel_lab.core.models import DSGClassifier, DSGRegressor
-from kernel_lab.core.models.dsg import PredictionSums, checkpoints
+from kernel_lab.core.models.dsg import checkpoints
 from kernel_lab.core.models.regularised import (
     SOLVABLE_LOSSES,
 )
@@ -78,6 +83,7 @@ from kernel_lab.experiments.learning_curve_fits import (
     CurveTargets,
     Floor,
     RFFBaseline,
+    TestErrors,
     missing_class,
 )
 from kernel_lab.experiments.learning_curve_summary import summarise
@@ -556,13 +562,16 @@ class LearningCurveExperiment(Experiment):
         summaries["dsg_block_rows"] = stream.block
         yield PartialResult(at(start), "training", dict(table), dict(summaries))
 
+        tests = None
         try:
             if baselines is not None and baselines.later:
                 # DSG's first block of rows is read before the sums' pass takes the workers
                 batches = itertools.chain([next(batches)], batches)
                 baselines.start()
             waiting: list[int] = []  # curve points whose baselines wait for the sums
-            predict = PredictionSums(test.X)
+            predict = CurvePredictions(test.X, executor)
+            # on a cluster, DSG's test sums run on the workers while the client trains
+            tests = TestErrors(predict, later=not isinstance(parts, LocalParts))
             done = 0
             for k, t in enumerate(pts):
                 before = start + (float(steps[k - 1]) if k else 0.0)
@@ -571,12 +580,15 @@ class LearningCurveExperiment(Experiment):
                                      message=f"iterations {done + 1}–{t} of {pts[-1]}",
                                      on_step=None if floor is None else floor.follow)
                 done = int(t)
-                scores = targets.scores(model, predict(model))
-                table["dsg_test_error"][k] = targets.error(scores)
+                predict.add(model, k)
+                for j in tests.update(last=k == L - 1):
+                    scores = targets.scores(model, predict.raw(j))
+                    table["dsg_test_error"][j] = targets.error(scores)
+                    if floor is not None:
+                        table["dsg_floor_distance"][j] = float(np.mean(np.sum(np.reshape(
+                            (scores - floor.fit.test_scores) ** 2, (m, -1)), axis=1)))
                 table["dsg_train_loss"][k] = float(np.mean(losses))
                 if floor is not None:
-                    table["dsg_floor_distance"][k] = float(np.mean(np.sum(
-                        np.reshape((scores - floor.fit.test_scores) ** 2, (m, -1)), axis=1)))
                     table["dsg_twin_excess_objective"][k] = floor.excess()
                 D = int(t * r)
                 if baselines is not None and D <= D_max:
@@ -602,3 +614,5 @@ class LearningCurveExperiment(Experiment):
         finally:  # a run cancelled or failed stops the sums' pass too
             if baselines is not None:
                 baselines.close()
+            if tests is not None:
+                tests.close()

@@ -68,8 +68,8 @@ class CurveTargets:
         return y - self.shift
 
     def scores(self, model: Any, raw: np.ndarray) -> np.ndarray:
-        """DSG's scores on the scale of ``fit``, from its raw sum f (see
-        :class:`_TestSums`)."""
+        """DSG's scores on the scale of ``fit``, from its function f without the offset
+        (:meth:`~kernel_lab.core.dsg.curve.CurvePredictions.raw`)."""
         if self.task == "regression":
             return raw + model.offset_ - self.shift
         return raw
@@ -278,3 +278,47 @@ class Baselines:
         N = nystrom_factor(self.kernel(self.marks[:s]))
         return fit_primal(self.nys_train[:, :s] @ N, self.nys_test[:, :s] @ N, self.y,
                           self.loss, self.nu, self.targets.n_classes)
+
+
+class TestErrors:
+    """When DSG's test sums at the curve points (:class:`~kernel_lab.core.dsg.curve.
+    CurvePredictions`) are evaluated, as :meth:`update` returns the points done.
+
+    In this process (``later`` False) every point's tasks run at once, so the curve shows
+    each point as it comes. With ``later`` (the tasks run on a cluster's workers) a thread
+    of its own sends one round of tasks for all the points added since the last round and
+    only waits for the cluster, while this thread trains DSG — the sums are work the
+    workers share, DSG's iterations the sequential work of the client, and the two
+    overlap; the last point waits for every round. The same tasks, so the same bits."""
+
+    __test__ = False  # not a test class, whatever its name says to pytest
+
+    def __init__(self, predict: Any, later: bool) -> None:
+        self.predict = predict
+        self._pool = (ThreadPoolExecutor(1, thread_name_prefix="dsg-test-sums") if later
+                      else None)
+        self._running: tuple[list[Any], Future[Any]] | None = None
+
+    def update(self, last: bool = False) -> list[int]:
+        """The curve points whose sums are now evaluated (the points added so far, when
+        ``last``)."""
+        if self._pool is None:
+            return self.predict.flush()
+        done: list[int] = []
+        if self._running is not None and (last or self._running[1].done()):
+            ranges, pending = self._running
+            self._running = None
+            done += self.predict.apply(ranges, pending.result())
+        if last:
+            done += self.predict.flush()
+        elif self._running is None:
+            ranges = self.predict.take()
+            if ranges:
+                self._running = (ranges, self._pool.submit(self.predict.evaluate, ranges))
+        return done
+
+    def close(self) -> None:
+        """Wait for a round still running (a cancelled or failed run) and end the thread."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None

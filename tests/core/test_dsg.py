@@ -268,6 +268,44 @@ def test_callback_reports_and_can_stop():
     assert seen[0][1] == 100 and all(np.isfinite(s[2]) for s in seen)
 
 
+def test_training_runs_on_one_blas_thread_with_the_bits_of_two(monkeypatch):
+    """DSG's iterations take one BLAS thread (small products: a second thread cost several
+    times more on a busy machine) and give the bits of the same fit on two threads (each
+    value of a product is summed by one thread either way); the caller's limit comes back
+    after the fit."""
+    import contextlib
+
+    from threadpoolctl import threadpool_limits
+
+    from kernel_lab.core.executor import blas_controller
+    from kernel_lab.core.models import dsg
+
+    def threads() -> list[int]:
+        return [lib["num_threads"] for lib in blas_controller().info()
+                if lib["user_api"] == "blas"]
+
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(400, 20))
+    y = np.sin(X[:, 0]) + 0.1 * rng.normal(size=400)
+    seen: list[list[int]] = []
+    model = DSGRegressor(sigma=4.0, n_iter=150, batch_size=32, n_features_per_iter=16,
+                         callback=lambda info: seen.append(threads()), callback_every=50,
+                         random_state=2)
+    with threadpool_limits(limits=2, user_api="blas"):
+        model.fit(X, y)
+        assert threads() == [2] * len(threads())  # restored after the fit
+    assert seen and all(t == [1] * len(t) for t in seen)
+    monkeypatch.setattr(dsg, "one_blas_thread", contextlib.nullcontext)
+    twin = DSGRegressor(sigma=4.0, n_iter=150, batch_size=32, n_features_per_iter=16,
+                        callback=lambda info: seen.append(threads()), callback_every=50,
+                        random_state=2)
+    with threadpool_limits(limits=2, user_api="blas"):  # the same fit on two threads
+        twin.fit(X, y)
+    assert seen[-1] == [2] * len(seen[-1])
+    np.testing.assert_array_equal(model.coef_, twin.coef_)
+    np.testing.assert_array_equal(model.predict(X), twin.predict(X))
+
+
 def test_callback_gets_the_test_loss_of_an_eval_set():
     rng = np.random.default_rng(7)
     X, y = rng.normal(size=(100, 2)), rng.normal(size=100)

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from kernel_lab.core.errors import ParameterError
+from kernel_lab.core.models import DSGClassifier, DSGRegressor
 from kernel_lab.engine import run_experiment
 from kernel_lab.experiments.learning_curve import checkpoints
 from kernel_lab.experiments.learning_curve_summary import measured_slope, summarise
@@ -268,27 +269,41 @@ def test_the_plan_of_a_million_rows_fits_in_memory():
     assert lc._rff_cap(None, 16_000, 750_000, squared=False) * 8 * 750_000 <= lc.DENSE_BYTES
 
 
-def test_test_predictions_are_extended_not_recomputed_and_equal_the_models():
+@pytest.mark.parametrize("cls,loss", [(DSGRegressor, "squared"),
+                                      (DSGClassifier, "multinomial")])
+def test_test_predictions_are_extended_not_recomputed_and_equal_the_models(cls, loss):
     """The curve extends DSG's test sums by the new iterations at each point; they equal
-    the model's own predictions, also after it folded its scale into the coefficients."""
-    from kernel_lab.core.models import DSGRegressor
-    from kernel_lab.core.models.dsg import PredictionSums as _TestSums
+    the model's own predictions, also after it folded its scale into the coefficients,
+    and give the same bits whether each point is evaluated at once or several points'
+    ranges in one round of tasks, in this thread or on a thread pool."""
+    from kernel_lab.core.dsg import curve
+    from kernel_lab.engine.executors import ThreadExecutor
 
     rng = np.random.default_rng(0)
     X, Xt = rng.normal(size=(300, 3)), rng.normal(size=(50, 3))
-    y = np.sin(X[:, 0])
-    model = DSGRegressor(sigma=1.0, nu=1e-2, n_iter=1, batch_size=8, n_features_per_iter=4,
-                         warm_start=True, cache_features=True, random_state=1)
-    sums = _TestSums(Xt)
-    for steps in (1, 3, 10, 20):
+    y = np.sin(X[:, 0]) if cls is DSGRegressor else (X[:, 0] > 0) + (X[:, 1] > 0.5)
+    model = cls(loss, sigma=1.0, nu=1e-2, n_iter=1, batch_size=8, n_features_per_iter=4,
+                warm_start=True, cache_features=True, random_state=1)
+    at_once = curve.CurvePredictions(Xt)
+    gathered = curve.CurvePredictions(Xt, ThreadExecutor(2))
+    at_once.blocks = gathered.blocks = [Xt[:17], Xt[17:34], Xt[34:]]  # three tasks
+    for k, steps in enumerate((1, 3, 10, 20)):
         model.set_params(n_iter=steps)
         model.fit(X, y)
         if steps == 20:  # as DSG does when its scale underflows
             model._coef_buf[: model.n_iter_] *= model.scale_
             model.scale_, model.n_rescales_ = 1.0, model.n_rescales_ + 1
-        np.testing.assert_allclose(sums(model) + model.offset_, model.predict(Xt),
-                                   rtol=1e-12, atol=1e-12)
-    assert sums.done == model.n_iter_ == 34
+        at_once.add(model, k)
+        gathered.add(model, k)
+        assert at_once.flush() == [k]
+        if k % 2:
+            assert gathered.flush() == [k - 1, k]
+        want = (model.predict(Xt) - model.offset_ if cls is DSGRegressor
+                else model.decision_function(Xt))
+        np.testing.assert_allclose(at_once.raw(k), want, rtol=1e-12, atol=1e-12)
+    for k in range(4):
+        np.testing.assert_array_equal(at_once.raw(k), gathered.raw(k))
+    assert at_once.done == model.n_iter_ == 34
 
 
 def test_large_runs_with_other_losses_allocate_nothing_of_size_n_squared():

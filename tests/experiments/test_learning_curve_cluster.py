@@ -1,8 +1,10 @@
-"""The learning curve on a Dask cluster: the baselines' sums overlap DSG's training.
+"""The learning curve on a Dask cluster: the baselines' sums and DSG's test sums overlap
+DSG's training.
 
 On a cluster the squared-loss baselines' normal-sums pass runs in a thread that waits for
-the workers while the client trains DSG (``experiments/learning_curve_fits.py``, ``Baselines``
-with ``later``). The numbers are those of this process (checked bit for bit by
+the workers while the client trains DSG (``experiments/learning_curve_fits.py``,
+``Baselines`` with ``later``), and so do DSG's test sums at the curve points
+(``TestErrors``). The numbers are those of this process (checked bit for bit by
 ``tests/engine/test_same_numbers.py``); here: the baselines of every curve point are there
 at the end, and a run cancelled while the pass runs stops it and leaves no thread behind.
 """
@@ -45,7 +47,8 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 def _sum_threads() -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name.startswith("baseline-sums")]
+    return [t for t in threading.enumerate()
+            if t.name.startswith(("baseline-sums", "dsg-test-sums"))]
 
 
 def test_the_overlapped_baselines_fill_every_curve_point(folder, cluster) -> None:
@@ -56,6 +59,8 @@ def test_the_overlapped_baselines_fill_every_curve_point(folder, cluster) -> Non
         a, b = np.asarray(here.table[key]), np.asarray(there.table[key])
         assert np.isfinite(a).sum() >= 2, key  # the baselines are measured at a few points
         assert np.array_equal(a, b, equal_nan=True), key
+    # DSG's test sums, evaluated on the workers while the client trains, fill every point
+    assert np.isfinite(there.table["dsg_test_error"]).all()
     assert not _sum_threads()
 
 

@@ -34,6 +34,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from kernel_lab.core.dsg.stream import BlockStream, target_summary
 from kernel_lab.core.errors import ParameterError
+from kernel_lab.core.executor import one_blas_thread
 from kernel_lab.core.kernels import ShiftInvariantKernel, make_kernel, resolve_bandwidth
 from kernel_lab.core.losses import (
     CLASSIFICATION_LOSSES,
@@ -349,9 +350,29 @@ class _DSGBase(BaseEstimator):
         self._rule = self._check_params()
         loss = self._rule[0]
         out: list[float] = []
-        recent: list[float] = []
         # islice: a batch past the last iteration is not taken from a shared stream
         chosen = batches if iterations is None else itertools.islice(batches, iterations)
+        with one_blas_thread():
+            self._train_loop(chosen, iterations, progress, message, on_step, eval_set, loss,
+                             out)
+        self.finish()
+        if progress is not None:
+            progress(1.0, message)
+        return out
+
+    def _train_loop(self, chosen: Iterator[Rows], iterations: int | None,
+                    progress: Progress | None, message: str,
+                    on_step: Callable[[Rows, Step], Any] | None,
+                    eval_set: tuple[np.ndarray, np.ndarray] | None, loss: Loss,
+                    out: list[float]) -> None:
+        """:meth:`train`'s iterations, with one BLAS thread: an iteration's products are
+        small (a batch of B rows against p columns of t r features), a second thread costs
+        more than it saves and, on a machine whose cores are busy (a cluster's workers
+        beside the client), its spinning made an iteration several times slower —
+        measured: the product of 32 × 20 rows by 20 × 16,000 features took 10 ns a value
+        on two threads of a loaded 2-core machine, 1 ns on one. Each value of the product
+        is summed over the p columns by one thread either way: the same bits."""
+        recent: list[float] = []
         for i, batch in enumerate(chosen):
             if progress is not None and i % REPORT_EVERY == 0:
                 progress(i / iterations if iterations else 0.0, message)
@@ -373,10 +394,6 @@ class _DSGBase(BaseEstimator):
                 recent = []
                 if self.callback(info) is False:
                     break
-        self.finish()
-        if progress is not None:
-            progress(1.0, message)
-        return out
 
     def _fit_xy(self, X: np.ndarray, y: np.ndarray,
                 eval_set: tuple[np.ndarray, np.ndarray] | None = None) -> None:
@@ -654,24 +671,3 @@ def checkpoints(n_iter: int, count: int) -> np.ndarray:
     pts = np.unique(np.round(np.logspace(0, math.log10(n_iter), count)).astype(int))
     return pts[(pts >= 1) & (pts <= n_iter)]
 
-
-class PredictionSums:
-    """A DSG model's function on fixed points (a learning curve's test points), extended
-    at each curve point by the iterations since the last one (sums over consecutive ranges
-    add up), not recomputed: the predictions cost O(m t) in all rather than at every curve
-    point. Recomputed from the start when DSG folded its scale into the coefficients.
-    Calling it with the model gives f on the points (without the regression offset)."""
-
-    def __init__(self, Xt: np.ndarray) -> None:
-        self.Xt = Xt
-        self.total: np.ndarray | None = None
-        self.done = 0
-        self.rescales = -1
-
-    def __call__(self, model: _DSGBase) -> np.ndarray:
-        if self.total is None or model.n_rescales_ != self.rescales:
-            self.total = model.partial_sum(self.Xt, 0, model.n_iter_)
-        else:
-            self.total += model.partial_sum(self.Xt, self.done, model.n_iter_)
-        self.done, self.rescales = model.n_iter_, model.n_rescales_
-        return model.from_partial_sum(self.total)
