@@ -15,11 +15,11 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from functools import partial
 from typing import Any
 
 import numpy as np
@@ -36,6 +36,7 @@ from kernel_lab.core.rows.mapreduce import (
     RowPlan,
     keyed_subset,
     take_rows,
+    test_count,
 )
 from kernel_lab.core.rows.prepare import (
     ColumnStats,
@@ -280,13 +281,16 @@ class _Gathered:
 PREPARE_THREADS = min(4, os.cpu_count() or 1)
 
 
-def _in_threads(tasks: Sequence[Callable[[], Any]]) -> list[Any]:
-    """The results of ``tasks`` (in order), run on :data:`PREPARE_THREADS` threads; each
-    writes its own rows, so the bits do not depend on the threads."""
-    if PREPARE_THREADS < 2 or len(tasks) < 2:
-        return [task() for task in tasks]
-    with ThreadPoolExecutor(min(PREPARE_THREADS, len(tasks))) as pool:
-        return list(pool.map(lambda task: task(), tasks))
+def _in_threads(task: Callable[[range], Any], count: int) -> list[Any]:
+    """``task`` on consecutive runs of ``range(count)``, one run per thread of
+    :data:`PREPARE_THREADS` (each writes its own rows, so the bits do not depend on the
+    threads): the results in order."""
+    threads = max(1, min(PREPARE_THREADS, count))
+    runs = [range(count * t // threads, count * (t + 1) // threads) for t in range(threads)]
+    if threads == 1:
+        return [task(run) for run in runs]
+    with ThreadPoolExecutor(threads) as pool:
+        return list(pool.map(task, runs))
 
 
 def _gathered_clean(X: np.ndarray, y: np.ndarray, plan: RowPlan, i_train: np.ndarray,
@@ -295,51 +299,75 @@ def _gathered_clean(X: np.ndarray, y: np.ndarray, plan: RowPlan, i_train: np.nda
     pass: each canonical block's training rows are gathered into the training array (C
     order) and its column statistics computed from them while they are in cache (the
     bits of :func:`~kernel_lab.core.rows.prepare.column_stats`, which would gather them
-    once more); the test rows into theirs. None as soon as a value is missing or not
+    once more), its test rows into theirs. None as soon as a value is missing or not
     finite (or the table is not float64 or has dropped rows): the general path then
     counts, fills or refuses."""
     if X.dtype != np.float64 or plan.n_dropped or not np.isfinite(y).all():
         return None
-    B, n, p = int(plan.block), plan.n, X.shape[1]
+    B, n, p, count = int(plan.block), plan.n, X.shape[1], block_count(plan.n, plan.block)
     X_train, X_test = np.empty((i_train.size, p)), np.empty((i_test.size, p))
-    bounds = np.searchsorted(i_train, np.arange(block_count(n, B) + 1) * B)
-    bounds[-1] = i_train.size
+    starts = np.arange(count + 1) * B
+    train_at, test_at = np.searchsorted(i_train, starts), np.searchsorted(i_test, starts)
 
-    def gather(index: np.ndarray, out: np.ndarray, a: int, b: int) -> None:
+    def gather(index: np.ndarray, out: np.ndarray, a: int, b: int) -> np.ndarray:
         for start in range(a, b, PREPARE_ROWS):
             stop = min(start + PREPARE_ROWS, b)
             _gather(X, index[start:stop], out[start:stop])
+        return out[a:b]
 
-    def train_block(k: int) -> ColumnStats | None:
-        a, b = int(bounds[k]), int(bounds[k + 1])
-        gather(i_train, X_train, a, b)
-        with np.errstate(invalid="ignore", over="ignore"):  # told by the mean below
-            stats = clean_block_stats(X_train[a:b], min(B, n - k * B))
-        # a NaN or an infinity among these rows makes their mean one
-        return stats if np.isfinite(stats.mean).all() else None
+    def blocks(run: range) -> list[ColumnStats] | None:
+        done = []
+        for k in run:
+            test = gather(i_test, X_test, int(test_at[k]), int(test_at[k + 1]))
+            if test.size and not (np.isfinite(test.min()) and np.isfinite(test.max())):
+                return None
+            A = gather(i_train, X_train, int(train_at[k]), int(train_at[k + 1]))
+            with np.errstate(invalid="ignore", over="ignore"):  # told by the mean below
+                stats = clean_block_stats(A, min(B, n - k * B))
+            if not np.isfinite(stats.mean).all():  # a NaN or an infinity among these rows
+                return None
+            done.append(stats)
+        return done
 
-    def test_rows(a: int, b: int) -> bool:
-        gather(i_test, X_test, a, b)
-        part = X_test[a:b]
-        return bool(part.size == 0 or (np.isfinite(part.min()) and np.isfinite(part.max())))
-
-    step = B * 4
-    tasks: list[Callable[[], Any]] = [
-        *(partial(test_rows, a, min(a + step, i_test.size)) for a in range(0, i_test.size, step)),
-        *(partial(train_block, k) for k in range(block_count(n, B)))]
-    done = _in_threads(tasks)
-    blocks = done[len(tasks) - block_count(n, B):]
-    if not all(done[:len(tasks) - len(blocks)]) or any(s is None for s in blocks):
+    runs = _in_threads(blocks, count)
+    if any(run is None for run in runs):
         return None
-    return _Gathered(X_train, X_test, combined_stats(blocks, plan))
+    return _Gathered(X_train, X_test, combined_stats(itertools.chain(*runs), plan))
 
 
 def _prepare_in_place(arrays: Sequence[np.ndarray], plan: RowPlan) -> None:
     """Fill and scale rows already gathered, in place, in blocks spread over threads (the
     same operations element by element as :func:`prepared_rows`)."""
-    step = PREPARE_ROWS * 8
-    _in_threads([partial(_prepare_block, A[start:start + step], plan)
-                 for A in arrays for start in range(0, A.shape[0], step)])
+    pieces = [A[start:start + PREPARE_ROWS] for A in arrays
+              for start in range(0, A.shape[0], PREPARE_ROWS)]
+
+    def prepare(run: range) -> None:
+        for k in run:
+            _prepare_block(pieces[k], plan)
+
+    _in_threads(prepare, len(pieces))
+
+
+def keyed_split(seed: int, n: int, test_fraction: float, name: str | None = None,
+                dropped: np.ndarray | None = None
+                ) -> tuple[RowPlan, np.ndarray, np.ndarray]:
+    """:meth:`RowPlan.split` of a table's ``n`` rows with the sorted global indices of its
+    training and test rows. Without dropped rows the split keys are computed once, for
+    the cut and for the rows below it (``RowPlan.split`` alone goes over the keys twice
+    to find the cut without holding them; the same cut)."""
+    if dropped is not None and len(dropped):
+        plan = RowPlan.split(seed, n, test_fraction, source=name, dropped=dropped)
+        index = np.arange(n)
+        test = plan.is_test(index)
+        return plan, np.flatnonzero(~test & plan.kept(index)), np.flatnonzero(test)
+    n_test = test_count(n, test_fraction, name)
+    if n_test == 0:
+        return RowPlan(int(seed), int(n), 0, None), np.arange(n), np.zeros(0, dtype=np.intp)
+    key = rowkeys.keys(seed, rowkeys.SPLIT, np.arange(n))
+    cut = rowkeys.kth_key(key, n_test)
+    test = key <= cut
+    return (RowPlan(int(seed), int(n), n_test, int(cut)), np.flatnonzero(~test),
+            np.flatnonzero(test))
 
 
 def dataset_from_table(table: Table, *, name: str, test_fraction: float, seed: int,
@@ -348,12 +376,8 @@ def dataset_from_table(table: Table, *, name: str, test_fraction: float, seed: i
     (see the module docstring), and warn about features that leak the target
     (:func:`sampled_leakage`; ``dropped``: the columns already left out, kept in the
     option it offers)."""
-    n = len(table.y)
-    plan = RowPlan.split(seed, n, test_fraction, source=name, dropped=table.dropped)
-    index = np.arange(n)
-    test = plan.is_test(index)
-    i_test = np.flatnonzero(test)
-    i_train = np.flatnonzero(~test if plan.dropped is None else ~test & plan.kept(index))
+    plan, i_train, i_test = keyed_split(seed, len(table.y), test_fraction, name,
+                                        table.dropped)
     clean = _gathered_clean(table.X, table.y, plan, i_train, i_test)
     if clean is None:
         stats = column_stats(LocalParts([ArrayPart(0, 0, table.X, table.y)]), plan)

@@ -291,13 +291,14 @@ def _split_by_parts(X: np.ndarray, y: np.ndarray, test_fraction: float):
         plan.which(np.arange(N), which)), which) for which in ("train", "test")}
 
 
-@pytest.mark.parametrize("layout", ["C", "F", "pandas"])
+@pytest.mark.parametrize(("layout", "threads"), [("C", 2), ("F", 1), ("F", 3), ("pandas", 2)])
 @pytest.mark.parametrize("test_fraction", [0.3, 0.0])
 def test_a_clean_table_is_gathered_once_with_the_bits_of_the_parts(monkeypatch, layout,
-                                                                   test_fraction):
+                                                                   threads, test_fraction):
     """Every value present: the training rows are gathered block by block and their
     statistics computed from the gathered rows, in threads — the plan and the rows equal,
     bit for bit, those of the same rows in sixteen parts; ``column_stats`` is not run."""
+    monkeypatch.setattr(split, "PREPARE_THREADS", threads)
     X, y = _rows("clean")
     M = {"C": np.ascontiguousarray(np.column_stack([X, y])),
          "F": np.asfortranarray(np.column_stack([X, y])),
@@ -340,3 +341,28 @@ def test_a_table_found_unclean_while_gathered_takes_the_general_path(where, valu
     assert np.array_equal(ds.X_train, ref["train"].X)
     assert np.array_equal(ds.X_test, ref["test"].X)
     assert any("x2" in w for w in ds.warnings)  # the filled cell is said
+
+
+@pytest.mark.parametrize("n", [2, 3, 10, 1_000, 70_001])
+def test_a_tables_split_from_keys_computed_once_is_the_rowplan_split(n):
+    """The cut found among the keys held in memory is the one :meth:`RowPlan.split`
+    finds by counting keys in ranges, and the rows below it are its test rows."""
+    from kernel_lab.data.split import keyed_split
+
+    for seed, fraction in itertools.product((0, 7, 2**40 + 3), (0.0, 0.01, 0.25, 0.5)):
+        if n - max(round(fraction * n), 1 if fraction else 0) < 2:
+            continue
+        plan, i_train, i_test = keyed_split(seed, n, fraction)
+        ref = RowPlan.split(seed, n, fraction)
+        assert (plan.seed, plan.n, plan.n_test, plan.cut, plan.dropped) == (
+            ref.seed, ref.n, ref.n_test, ref.cut, ref.dropped)
+        test = ref.is_test(np.arange(n))
+        assert np.array_equal(i_test, np.flatnonzero(test))
+        assert np.array_equal(i_train, np.flatnonzero(~test))
+    dropped = np.arange(0, n, 3)
+    if n - dropped.size >= 4:
+        plan, i_train, i_test = keyed_split(5, n, 0.25, dropped=dropped)
+        ref = RowPlan.split(5, n, 0.25, dropped=dropped)
+        assert plan.cut == ref.cut and np.array_equal(plan.dropped, dropped)
+        assert np.intersect1d(np.union1d(i_train, i_test), dropped).size == 0
+        assert i_train.size + i_test.size == n - dropped.size
