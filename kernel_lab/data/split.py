@@ -34,7 +34,9 @@ from kernel_lab.core.rows.mapreduce import (
     Part,
     PartMap,
     RowPlan,
+    Rows,
     keyed_subset,
+    keyed_subset_of,
     take_rows,
     test_count,
 )
@@ -213,8 +215,14 @@ def sampled_leakage(data: Any, dropped: Sequence[str] = (),
     sample of at most :data:`LEAKAGE_ROWS` training rows (chosen per row by its key: the
     same rows wherever they live and on any backend)."""
     k = min(LEAKAGE_ROWS, data.n_train)
-    index = keyed_subset(data.parts, data.plan, rowkeys.LEAKAGE, k)
-    got = take_rows(data.parts, data.plan, index)
+    if isinstance(data, Dataset):  # the rows held: the same rule on their indices, and
+        # the sample taken from the training array (no pass over the parts)
+        index = keyed_subset_of(data.i_train, data.plan.seed, rowkeys.LEAKAGE, k)
+        at = np.searchsorted(data.i_train, index)
+        got = Rows(data.X_train[at], data.y_train[at], index)
+    else:
+        index = keyed_subset(data.parts, data.plan, rowkeys.LEAKAGE, k)
+        got = take_rows(data.parts, data.plan, index)
     said = (f"the {k:,} training rows" if k == data.n_train else
             f"a random {k:,} of the {data.n_train:,} training rows (chosen per row from the "
             "seed)")

@@ -366,3 +366,30 @@ def test_a_tables_split_from_keys_computed_once_is_the_rowplan_split(n):
         assert plan.cut == ref.cut and np.array_equal(plan.dropped, dropped)
         assert np.intersect1d(np.union1d(i_train, i_test), dropped).size == 0
         assert i_train.size + i_test.size == n - dropped.size
+
+
+def test_the_leakage_sample_of_a_table_is_the_one_its_parts_give(monkeypatch):
+    """More training rows than the leakage check ranks: the keyed sample is taken from the
+    held training indices and arrays, and the warning is the one the same rule gives
+    through the parts (keyed_subset, take_rows) — the route data kept in partitions take."""
+    from kernel_lab.data.leakage import leakage_warning
+
+    monkeypatch.setattr(split, "LEAKAGE_ROWS", 500)
+    ranked = []  # the rows the check ranks
+
+    def spy(X, y, *args, **kwargs):
+        ranked.append((X, y))
+        return leakage_warning(X, y, *args, **kwargs)
+
+    monkeypatch.setattr(split, "leakage_warning", spy)
+    X, y = _rows("clean")
+    X[:, 1] = y ** 3 + 1e-3 * np.random.default_rng(2).normal(size=N)  # derived from y
+    ds = dataset_from_table(Table(X, y, list(NAMES), "y"), name="t", test_fraction=0.3,
+                            seed=SEED, standardize=True)
+    index = keyed_subset(ds.parts, ds.plan, rowkeys.LEAKAGE, 500)
+    got = take_rows(ds.parts, ds.plan, index)
+    said = f"a random 500 of the {ds.n_train:,} training rows (chosen per row from the seed)"
+    ref = leakage_warning(got.X, got.y, ds.feature_names, "y", rows_said=said)
+    assert ref is not None and "'x2'" in ref and "500" in ref
+    assert ds.warnings == [ref]
+    assert np.array_equal(ranked[0][0], got.X) and np.array_equal(ranked[0][1], got.y)
