@@ -8,17 +8,18 @@
   with the training means and the standardisation by the training rows' column statistics
   — computed by :func:`~kernel_lab.core.rows.prepare.column_stats` over the canonical blocks
   of the table seen as one part, the very code a folder's partitions go through, so the
-  same rows give the same bits wherever they live. The prepared rows are made in one
-  pass: the training and test rows are gathered (``np.take``, sorted indices) and filled
-  and scaled in place.
+  same rows give the same bits wherever they live. A clean table (float64, every value
+  present and finite: what a numeric CSV gives) is gathered once: each canonical block's
+  training rows are copied into the C-ordered training array and its column statistics
+  computed from them while they are in cache, its test rows into theirs; then both are
+  scaled in place. Otherwise the statistics are a pass
+  of their own and the rows are gathered (``np.take``, sorted indices) and filled and
+  scaled in place. The split's keys are computed once (:func:`keyed_split`).
 """
 
 from __future__ import annotations
 
-import itertools
-import os
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -284,23 +285,6 @@ class _Gathered:
     stats: ColumnStats
 
 
-#: Threads that gather and scale a table's rows (numpy lets go of the GIL in ``take``,
-#: the copies and the arithmetic; pandas' reader uses every core too).
-PREPARE_THREADS = min(4, os.cpu_count() or 1)
-
-
-def _in_threads(task: Callable[[range], Any], count: int) -> list[Any]:
-    """``task`` on consecutive runs of ``range(count)``, one run per thread of
-    :data:`PREPARE_THREADS` (each writes its own rows, so the bits do not depend on the
-    threads): the results in order."""
-    threads = max(1, min(PREPARE_THREADS, count))
-    runs = [range(count * t // threads, count * (t + 1) // threads) for t in range(threads)]
-    if threads == 1:
-        return [task(run) for run in runs]
-    with ThreadPoolExecutor(threads) as pool:
-        return list(pool.map(task, runs))
-
-
 def _gathered_clean(X: np.ndarray, y: np.ndarray, plan: RowPlan, i_train: np.ndarray,
                     i_test: np.ndarray) -> _Gathered | None:
     """The usual table — float64, no row dropped, every value present and finite — in one
@@ -323,37 +307,26 @@ def _gathered_clean(X: np.ndarray, y: np.ndarray, plan: RowPlan, i_train: np.nda
             _gather(X, index[start:stop], out[start:stop])
         return out[a:b]
 
-    def blocks(run: range) -> list[ColumnStats] | None:
-        done = []
-        for k in run:
-            test = gather(i_test, X_test, int(test_at[k]), int(test_at[k + 1]))
-            if test.size and not (np.isfinite(test.min()) and np.isfinite(test.max())):
-                return None
-            A = gather(i_train, X_train, int(train_at[k]), int(train_at[k + 1]))
-            with np.errstate(invalid="ignore", over="ignore"):  # told by the mean below
-                stats = clean_block_stats(A, min(B, n - k * B))
-            if not np.isfinite(stats.mean).all():  # a NaN or an infinity among these rows
-                return None
-            done.append(stats)
-        return done
-
-    runs = _in_threads(blocks, count)
-    if any(run is None for run in runs):
-        return None
-    return _Gathered(X_train, X_test, combined_stats(itertools.chain(*runs), plan))
+    blocks = []
+    for k in range(count):
+        test = gather(i_test, X_test, int(test_at[k]), int(test_at[k + 1]))
+        if test.size and not (np.isfinite(test.min()) and np.isfinite(test.max())):
+            return None
+        A = gather(i_train, X_train, int(train_at[k]), int(train_at[k + 1]))
+        with np.errstate(invalid="ignore", over="ignore"):  # told by the mean below
+            stats = clean_block_stats(A, min(B, n - k * B))
+        if not np.isfinite(stats.mean).all():  # a NaN or an infinity among these rows
+            return None
+        blocks.append(stats)
+    return _Gathered(X_train, X_test, combined_stats(blocks, plan))
 
 
 def _prepare_in_place(arrays: Sequence[np.ndarray], plan: RowPlan) -> None:
-    """Fill and scale rows already gathered, in place, in blocks spread over threads (the
-    same operations element by element as :func:`prepared_rows`)."""
-    pieces = [A[start:start + PREPARE_ROWS] for A in arrays
-              for start in range(0, A.shape[0], PREPARE_ROWS)]
-
-    def prepare(run: range) -> None:
-        for k in run:
-            _prepare_block(pieces[k], plan)
-
-    _in_threads(prepare, len(pieces))
+    """Fill and scale rows already gathered, in place, block by block (the same
+    operations element by element as :func:`prepared_rows`)."""
+    for A in arrays:
+        for start in range(0, A.shape[0], PREPARE_ROWS):
+            _prepare_block(A[start:start + PREPARE_ROWS], plan)
 
 
 def keyed_split(seed: int, n: int, test_fraction: float, name: str | None = None,
