@@ -242,12 +242,18 @@ def _gather(X: np.ndarray, rows: np.ndarray, out: np.ndarray) -> None:
     (what pandas' reader hands over, a view of its own block) is gathered column by
     column: ``np.take`` along the rows of such a matrix first copies it whole into
     row-major order (1M × 20: 0.28 s of CPU against 0.05 s, most of it page faults of
-    that temporary)."""
+    that temporary); a float64 one into a column-major block at once (one ``take`` of
+    every column, then one transposing copy of a block in cache: a fifth faster than a
+    ``take`` per column written into a column of ``out``)."""
     if X.flags.c_contiguous:
         out[...] = np.take(X, rows, axis=0)
-        return
-    for j, column in enumerate(X.T):
-        out[:, j] = column.take(rows)
+    elif X.dtype == np.float64:
+        # indices in range (sorted rows of the table): "clip" takes without a buffer
+        out[...] = np.take(X.T, rows, axis=1, out=np.empty((X.shape[1], rows.size)),
+                           mode="clip").T
+    else:
+        for j, column in enumerate(X.T):
+            out[:, j] = column.take(rows)
 
 
 def _prepare_block(block: np.ndarray, plan: RowPlan) -> None:
