@@ -8,21 +8,26 @@
   with the training means and the standardisation by the training rows' column statistics
   — computed by :func:`~kernel_lab.core.rows.prepare.column_stats` over the canonical blocks
   of the table seen as one part, the very code a folder's partitions go through, so the
-  same rows give the same bits wherever they live. The prepared rows are made in one
-  pass: the training and test rows are gathered (``np.take``, sorted indices) and filled
-  and scaled in place.
+  same rows give the same bits wherever they live. A clean table (float64, every value
+  present and finite: what a numeric CSV gives) is gathered once: each canonical block's
+  training rows are copied into the C-ordered training array and its column statistics
+  computed from them while they are in cache, its test rows into theirs; then both are
+  scaled in place. Otherwise the statistics are a pass
+  of their own and the rows are gathered (``np.take``, sorted indices) and filled and
+  scaled in place. The split's keys are computed once (:func:`keyed_split`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from kernel_lab.core.errors import DataError, data_option
 from kernel_lab.core.rows import keys as rowkeys
+from kernel_lab.core.rows.blocks import block_count
 from kernel_lab.core.rows.dataset import Dataset
 from kernel_lab.core.rows.mapreduce import (
     ArrayPart,
@@ -30,10 +35,19 @@ from kernel_lab.core.rows.mapreduce import (
     Part,
     PartMap,
     RowPlan,
+    Rows,
     keyed_subset,
+    keyed_subset_of,
     take_rows,
+    test_count,
 )
-from kernel_lab.core.rows.prepare import column_stats, prepared_plan
+from kernel_lab.core.rows.prepare import (
+    ColumnStats,
+    clean_block_stats,
+    column_stats,
+    combined_stats,
+    prepared_plan,
+)
 from kernel_lab.data.columns import join_names
 from kernel_lab.data.leakage import file_column, leakage_warning
 from kernel_lab.data.table import Table, unfillable_refusal
@@ -202,8 +216,14 @@ def sampled_leakage(data: Any, dropped: Sequence[str] = (),
     sample of at most :data:`LEAKAGE_ROWS` training rows (chosen per row by its key: the
     same rows wherever they live and on any backend)."""
     k = min(LEAKAGE_ROWS, data.n_train)
-    index = keyed_subset(data.parts, data.plan, rowkeys.LEAKAGE, k)
-    got = take_rows(data.parts, data.plan, index)
+    if isinstance(data, Dataset):  # the rows held: the same rule on their indices, and
+        # the sample taken from the training array (no pass over the parts)
+        index = keyed_subset_of(data.i_train, data.plan.seed, rowkeys.LEAKAGE, k)
+        at = np.searchsorted(data.i_train, index)
+        got = Rows(data.X_train[at], data.y_train[at], index)
+    else:
+        index = keyed_subset(data.parts, data.plan, rowkeys.LEAKAGE, k)
+        got = take_rows(data.parts, data.plan, index)
     said = (f"the {k:,} training rows" if k == data.n_train else
             f"a random {k:,} of the {data.n_train:,} training rows (chosen per row from the "
             "seed)")
@@ -217,35 +237,124 @@ def sampled_leakage(data: Any, dropped: Sequence[str] = (),
 PREPARE_ROWS = 1 << 13
 
 
+def _gather(X: np.ndarray, rows: np.ndarray, out: np.ndarray) -> None:
+    """The rows ``rows`` of ``X`` into the C-ordered ``out``, as float64. A column-major X
+    (what pandas' reader hands over, a view of its own block) is gathered column by
+    column: ``np.take`` along the rows of such a matrix first copies it whole into
+    row-major order (1M × 20: 0.28 s of CPU against 0.05 s, most of it page faults of
+    that temporary); a float64 one into a column-major block at once (one ``take`` of
+    every column, then one transposing copy of a block in cache: a fifth faster than a
+    ``take`` per column written into a column of ``out``)."""
+    if X.flags.c_contiguous:
+        out[...] = np.take(X, rows, axis=0)
+    elif X.dtype == np.float64:
+        # indices in range (sorted rows of the table): "clip" takes without a buffer
+        out[...] = np.take(X.T, rows, axis=1, out=np.empty((X.shape[1], rows.size)),
+                           mode="clip").T
+    else:
+        for j, column in enumerate(X.T):
+            out[:, j] = column.take(rows)
+
+
+def _prepare_block(block: np.ndarray, plan: RowPlan) -> None:
+    """Fill and scale rows already gathered (float64, C order) in place, by the plan."""
+    if plan.fill is not None:
+        holes = np.isnan(block)
+        if holes.any():
+            np.copyto(block, np.broadcast_to(plan.fill, block.shape), where=holes)
+    if plan.mean is not None and plan.scale is not None:
+        block -= plan.mean
+        block /= plan.scale
+
+
 def prepared_rows(X: np.ndarray, y: np.ndarray, index: np.ndarray, plan: RowPlan
                   ) -> tuple[np.ndarray, np.ndarray]:
     """The rows ``index`` (sorted global indices) of the raw ``X, y``, as float64, filled
     and scaled by the plan, in a C-ordered array — gathered and prepared in place, block
     by block: the bits of :meth:`RowPlan.prepared` on the same rows (the same operations,
-    element by element).
-
-    A column-major X (what pandas' reader hands over, a view of its own block) is
-    gathered column by column: ``np.take`` along the rows of such a matrix first copies it
-    whole into row-major order (1M × 20: 0.28 s of CPU against 0.05 s, most of it page
-    faults of that temporary)."""
+    element by element)."""
     A = np.empty((index.size, X.shape[1]))
-    columns = None if X.flags.c_contiguous else X.T
-    fill, mean, scale = plan.fill, plan.mean, plan.scale
     for start in range(0, A.shape[0], PREPARE_ROWS):
-        block, rows = A[start:start + PREPARE_ROWS], index[start:start + PREPARE_ROWS]
-        if columns is None:
-            block[...] = np.take(X, rows, axis=0)
-        else:
-            for j, column in enumerate(columns):
-                block[:, j] = column.take(rows)
-        if fill is not None:
-            holes = np.isnan(block)
-            if holes.any():
-                np.copyto(block, np.broadcast_to(fill, block.shape), where=holes)
-        if mean is not None and scale is not None:
-            block -= mean
-            block /= scale
+        block = A[start:start + PREPARE_ROWS]
+        _gather(X, index[start:start + PREPARE_ROWS], block)
+        _prepare_block(block, plan)
     return A, np.take(y, index).astype(np.float64, copy=False)
+
+
+@dataclass
+class _Gathered:
+    """The raw training and test rows of a clean table, gathered once (C order), with the
+    training rows' column statistics computed from them."""
+
+    X_train: np.ndarray
+    X_test: np.ndarray
+    stats: ColumnStats
+
+
+def _gathered_clean(X: np.ndarray, y: np.ndarray, plan: RowPlan, i_train: np.ndarray,
+                    i_test: np.ndarray) -> _Gathered | None:
+    """The usual table — float64, no row dropped, every value present and finite — in one
+    pass: each canonical block's training rows are gathered into the training array (C
+    order) and its column statistics computed from them while they are in cache (the
+    bits of :func:`~kernel_lab.core.rows.prepare.column_stats`, which would gather them
+    once more), its test rows into theirs. None as soon as a value is missing or not
+    finite (or the table is not float64 or has dropped rows): the general path then
+    counts, fills or refuses."""
+    if X.dtype != np.float64 or plan.n_dropped or not np.isfinite(y).all():
+        return None
+    B, n, p, count = int(plan.block), plan.n, X.shape[1], block_count(plan.n, plan.block)
+    X_train, X_test = np.empty((i_train.size, p)), np.empty((i_test.size, p))
+    starts = np.arange(count + 1) * B
+    train_at, test_at = np.searchsorted(i_train, starts), np.searchsorted(i_test, starts)
+
+    def gather(index: np.ndarray, out: np.ndarray, a: int, b: int) -> np.ndarray:
+        for start in range(a, b, PREPARE_ROWS):
+            stop = min(start + PREPARE_ROWS, b)
+            _gather(X, index[start:stop], out[start:stop])
+        return out[a:b]
+
+    blocks = []
+    for k in range(count):
+        test = gather(i_test, X_test, int(test_at[k]), int(test_at[k + 1]))
+        if test.size and not (np.isfinite(test.min()) and np.isfinite(test.max())):
+            return None
+        A = gather(i_train, X_train, int(train_at[k]), int(train_at[k + 1]))
+        with np.errstate(invalid="ignore", over="ignore"):  # told by the mean below
+            stats = clean_block_stats(A, min(B, n - k * B))
+        if not np.isfinite(stats.mean).all():  # a NaN or an infinity among these rows
+            return None
+        blocks.append(stats)
+    return _Gathered(X_train, X_test, combined_stats(blocks, plan))
+
+
+def _prepare_in_place(arrays: Sequence[np.ndarray], plan: RowPlan) -> None:
+    """Fill and scale rows already gathered, in place, block by block (the same
+    operations element by element as :func:`prepared_rows`)."""
+    for A in arrays:
+        for start in range(0, A.shape[0], PREPARE_ROWS):
+            _prepare_block(A[start:start + PREPARE_ROWS], plan)
+
+
+def keyed_split(seed: int, n: int, test_fraction: float, name: str | None = None,
+                dropped: np.ndarray | None = None
+                ) -> tuple[RowPlan, np.ndarray, np.ndarray]:
+    """:meth:`RowPlan.split` of a table's ``n`` rows with the sorted global indices of its
+    training and test rows. Without dropped rows the split keys are computed once, for
+    the cut and for the rows below it (``RowPlan.split`` alone goes over the keys twice
+    to find the cut without holding them; the same cut)."""
+    if dropped is not None and len(dropped):
+        plan = RowPlan.split(seed, n, test_fraction, source=name, dropped=dropped)
+        index = np.arange(n)
+        test = plan.is_test(index)
+        return plan, np.flatnonzero(~test & plan.kept(index)), np.flatnonzero(test)
+    n_test = test_count(n, test_fraction, name)
+    if n_test == 0:
+        return RowPlan(int(seed), int(n), 0, None), np.arange(n), np.zeros(0, dtype=np.intp)
+    key = rowkeys.keys(seed, rowkeys.SPLIT, np.arange(n))
+    cut = rowkeys.kth_key(key, n_test)
+    test = key <= cut
+    return (RowPlan(int(seed), int(n), n_test, int(cut)), np.flatnonzero(~test),
+            np.flatnonzero(test))
 
 
 def dataset_from_table(table: Table, *, name: str, test_fraction: float, seed: int,
@@ -254,9 +363,13 @@ def dataset_from_table(table: Table, *, name: str, test_fraction: float, seed: i
     (see the module docstring), and warn about features that leak the target
     (:func:`sampled_leakage`; ``dropped``: the columns already left out, kept in the
     option it offers)."""
-    n = len(table.y)
-    plan = RowPlan.split(seed, n, test_fraction, source=name, dropped=table.dropped)
-    stats = column_stats(LocalParts([ArrayPart(0, 0, table.X, table.y)]), plan)
+    plan, i_train, i_test = keyed_split(seed, len(table.y), test_fraction, name,
+                                        table.dropped)
+    clean = _gathered_clean(table.X, table.y, plan, i_train, i_test)
+    if clean is None:
+        stats = column_stats(LocalParts([ArrayPart(0, 0, table.X, table.y)]), plan)
+    else:
+        stats = clean.stats
     if stats.first_bad is not None:  # the readers refuse these first; a table made by hand
         assert stats.infinite is not None
         raise unfillable_refusal(
@@ -266,12 +379,14 @@ def dataset_from_table(table: Table, *, name: str, test_fraction: float, seed: i
     refuse_empty_columns([table.feature_names[j] for j in
                           np.flatnonzero((stats.missing > 0) & (stats.count == 0))], dropped)
     plan, constant = prepared_plan(plan, stats, standardize)
-    index = np.arange(n)
-    test = plan.is_test(index)
-    i_test = np.flatnonzero(test)
-    i_train = np.flatnonzero(~test if plan.dropped is None else ~test & plan.kept(index))
-    X_train, y_train = prepared_rows(table.X, table.y, i_train, plan)
-    X_test, y_test = prepared_rows(table.X, table.y, i_test, plan)
+    if clean is None:
+        X_train, y_train = prepared_rows(table.X, table.y, i_train, plan)
+        X_test, y_test = prepared_rows(table.X, table.y, i_test, plan)
+    else:  # scaled in place, block by block (the same operations element by element)
+        X_train, X_test = clean.X_train, clean.X_test
+        _prepare_in_place((X_train, X_test), plan)
+        y_train = np.take(table.y, i_train).astype(np.float64, copy=False)
+        y_test = np.take(table.y, i_test).astype(np.float64, copy=False)
     notes = [*([table.target_note] if table.target_note else []), *table.notes]
     if standardize:
         notes.append("features standardised with the training mean and std")

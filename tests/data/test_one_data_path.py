@@ -19,6 +19,7 @@ import pytest
 
 pytest.importorskip("pyarrow")
 
+from kernel_lab.core.errors import DataError
 from kernel_lab.core.rows import (
     LocalParts,
     MemoryPart,
@@ -33,7 +34,7 @@ from kernel_lab.core.rows import (
 )
 from kernel_lab.core.rows import keys as rowkeys
 from kernel_lab.core.rows.dataset import Dataset
-from kernel_lab.data import lazy
+from kernel_lab.data import lazy, split, text
 from kernel_lab.data.source import DataSource
 from kernel_lab.data.split import dataset_from_table
 from kernel_lab.data.table import Table
@@ -56,7 +57,8 @@ def _rows(variant: str) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(43)
     X = rng.uniform(-1, 1, size=(N, P)) * np.arange(1, P + 1) + np.arange(P)
     X[:, 4] = 2.5
-    X[rng.choice(N, 30, replace=False), 2] = np.nan
+    if variant != "clean":
+        X[rng.choice(N, 30, replace=False), 2] = np.nan
     y = np.sin(3 * X[:, 0]) + X[:, 1] ** 2 + 0.1 * rng.normal(size=N)
     if variant == "drop":
         bad = rng.choice(N, 12, replace=False)
@@ -113,8 +115,15 @@ def _gathered(data: Dataset | PartitionedData, which: str):
     return take_rows(data.parts, data.plan, index, which)
 
 
-@pytest.mark.parametrize("variant", ["fill", "text", "drop"])
-def test_every_source_gives_the_same_plan_and_prepared_rows(tmp_path, variant):
+@pytest.mark.parametrize("variant", ["fill", "text", "drop", "clean"])
+def test_every_source_gives_the_same_plan_and_prepared_rows(tmp_path, monkeypatch, variant):
+    if variant == "clean":  # every value present: the table's rows are gathered once and
+        # their statistics computed from the gathered blocks; the CSV is read as a large
+        # file is (pandas from the file, only its head in Python)
+        monkeypatch.setattr(text, "BIG_TEXT", 1024)
+        monkeypatch.setattr(text, "HEAD_BYTES", 4096)
+        # the general path (column statistics of the table, then a second gather) unused
+        monkeypatch.setattr(split, "column_stats", None)
     paths, X, _ = _sources(tmp_path / "d", variant)
     got = {kind: _open(path, kind, variant) for kind, path in paths.items()}
     kept = got.pop("many")
@@ -122,7 +131,7 @@ def test_every_source_gives_the_same_plan_and_prepared_rows(tmp_path, variant):
     ref = kept.plan
     assert ref.scale is not None and ref.scale[4] == 1.0  # the constant column: scale 1
     # drop_nan leaves out every row with a missing cell: nothing is left to fill
-    assert (ref.fill is None) == (variant == "drop")
+    assert (ref.fill is None) == (variant in ("drop", "clean"))
     assert (ref.n_dropped > 0) == (variant == "drop")
     for kind, ds in got.items():
         assert isinstance(ds, Dataset), kind
@@ -160,6 +169,12 @@ def test_every_source_gives_the_same_plan_and_prepared_rows(tmp_path, variant):
             ~(np.isfinite(X).all(axis=1) & np.isfinite(_rows(variant)[1]))))
         return
     train = np.setdiff1d(rows, test)
+    if variant == "clean":  # the standardisation against numpy's own statistics
+        np.testing.assert_allclose(ds.plan.mean, X[train].mean(axis=0), rtol=1e-13)
+        np.testing.assert_allclose(ds.plan.scale[:4], X[train, :4].std(axis=0), rtol=1e-12)
+        np.testing.assert_allclose(ds.X_test, (X[test] - ds.plan.mean) / ds.plan.scale,
+                                   rtol=0, atol=1e-12)
+        return
     column = X[train, 2]
     mean = column[~np.isnan(column)].mean()
     np.testing.assert_allclose(ds.plan.fill[2], mean, rtol=1e-12)
@@ -261,3 +276,119 @@ def test_the_memory_part_travels_to_a_process_pool():
     finally:
         pool.close()
     assert np.array_equal(got, reduce_blocks(ds.parts, _block_sums, ds.plan, P))
+
+
+def _split_by_parts(X: np.ndarray, y: np.ndarray, test_fraction: float):
+    """The reference: the plan, column statistics and prepared rows of ``X, y`` cut into
+    sixteen unequal array parts (the partitioned code: statistics per block over the
+    parts, every row prepared by :meth:`RowPlan.prepared`)."""
+    from kernel_lab.core.rows.prepare import column_stats, prepared_plan
+
+    pieces = LocalParts(align_parts(array_parts(X, y, SIZES), N, BLOCK))
+    plan = RowPlan.split(SEED, N, test_fraction)
+    plan, _ = prepared_plan(plan, column_stats(pieces, plan))
+    return plan, {which: take_rows(pieces, plan, np.flatnonzero(
+        plan.which(np.arange(N), which)), which) for which in ("train", "test")}
+
+
+@pytest.mark.parametrize("layout", ["C", "F", "pandas"])
+@pytest.mark.parametrize("test_fraction", [0.3, 0.0])
+def test_a_clean_table_is_gathered_once_with_the_bits_of_the_parts(monkeypatch, layout,
+                                                                   test_fraction):
+    """Every value present: the training rows are gathered block by block and their
+    statistics computed from the gathered rows — the plan and the rows equal, bit for
+    bit, those of the same rows in sixteen parts; ``column_stats`` is not run."""
+    X, y = _rows("clean")
+    M = {"C": np.ascontiguousarray(np.column_stack([X, y])),
+         "F": np.asfortranarray(np.column_stack([X, y])),
+         "pandas": _frame(X, y).to_numpy()}[layout]
+    plan, ref = _split_by_parts(X, y, test_fraction)
+    monkeypatch.setattr(split, "column_stats", None)  # the general path is not taken
+    ds = dataset_from_table(Table(M[:, :P], M[:, P].copy(), list(NAMES), "y"), name="t",
+                            test_fraction=test_fraction, seed=SEED, standardize=True)
+    for name in ("cut", "n_test", "mean", "scale", "fill"):
+        a, b = getattr(ds.plan, name), getattr(plan, name)
+        assert (a is None and b is None) or np.array_equal(a, b), name
+    for which, X_held, y_held, i_held in (("train", ds.X_train, ds.y_train, ds.i_train),
+                                          ("test", ds.X_test, ds.y_test, ds.i_test)):
+        assert X_held.flags.c_contiguous and X_held.dtype == np.float64
+        assert np.array_equal(i_held, ref[which].index), which
+        # (a gather of no rows gives a 0 × 0 array)
+        assert np.array_equal(X_held, ref[which].X.reshape(-1, P)), which
+        assert np.array_equal(y_held, ref[which].y), which
+
+
+@pytest.mark.parametrize("where", ["train", "test"])
+@pytest.mark.parametrize("value", [np.nan, np.inf])
+def test_a_table_found_unclean_while_gathered_takes_the_general_path(where, value):
+    """A missing or infinite cell found among the training or the test rows while they
+    are gathered: the table is split, filled or refused by the general path, as before."""
+    X, y = _rows("clean")
+    plan = RowPlan.split(SEED, N, 0.3)
+    row = int(np.flatnonzero(plan.which(np.arange(N), where))[-1])
+    X[row, 1] = value
+    table = Table(np.asfortranarray(X), y, list(NAMES), "y")
+    if value == np.inf:
+        with pytest.raises(DataError, match="x2"):
+            dataset_from_table(table, name="t", test_fraction=0.3, seed=SEED,
+                               standardize=True)
+        return
+    ds = dataset_from_table(table, name="t", test_fraction=0.3, seed=SEED, standardize=True)
+    ref_plan, ref = _split_by_parts(X, y, 0.3)
+    assert ds.plan.fill is not None and np.array_equal(ds.plan.fill, ref_plan.fill)
+    assert np.array_equal(ds.plan.scale, ref_plan.scale)
+    assert np.array_equal(ds.X_train, ref["train"].X)
+    assert np.array_equal(ds.X_test, ref["test"].X)
+    assert any("x2" in w for w in ds.warnings)  # the filled cell is said
+
+
+@pytest.mark.parametrize("n", [2, 3, 10, 1_000, 70_001])
+def test_a_tables_split_from_keys_computed_once_is_the_rowplan_split(n):
+    """The cut found among the keys held in memory is the one :meth:`RowPlan.split`
+    finds by counting keys in ranges, and the rows below it are its test rows."""
+    from kernel_lab.data.split import keyed_split
+
+    for seed, fraction in itertools.product((0, 7, 2**40 + 3), (0.0, 0.01, 0.25, 0.5)):
+        if n - max(round(fraction * n), 1 if fraction else 0) < 2:
+            continue
+        plan, i_train, i_test = keyed_split(seed, n, fraction)
+        ref = RowPlan.split(seed, n, fraction)
+        assert (plan.seed, plan.n, plan.n_test, plan.cut, plan.dropped) == (
+            ref.seed, ref.n, ref.n_test, ref.cut, ref.dropped)
+        test = ref.is_test(np.arange(n))
+        assert np.array_equal(i_test, np.flatnonzero(test))
+        assert np.array_equal(i_train, np.flatnonzero(~test))
+    dropped = np.arange(0, n, 3)
+    if n - dropped.size >= 4:
+        plan, i_train, i_test = keyed_split(5, n, 0.25, dropped=dropped)
+        ref = RowPlan.split(5, n, 0.25, dropped=dropped)
+        assert plan.cut == ref.cut and np.array_equal(plan.dropped, dropped)
+        assert np.intersect1d(np.union1d(i_train, i_test), dropped).size == 0
+        assert i_train.size + i_test.size == n - dropped.size
+
+
+def test_the_leakage_sample_of_a_table_is_the_one_its_parts_give(monkeypatch):
+    """More training rows than the leakage check ranks: the keyed sample is taken from the
+    held training indices and arrays, and the warning is the one the same rule gives
+    through the parts (keyed_subset, take_rows) — the route data kept in partitions take."""
+    from kernel_lab.data.leakage import leakage_warning
+
+    monkeypatch.setattr(split, "LEAKAGE_ROWS", 500)
+    ranked = []  # the rows the check ranks
+
+    def spy(X, y, *args, **kwargs):
+        ranked.append((X, y))
+        return leakage_warning(X, y, *args, **kwargs)
+
+    monkeypatch.setattr(split, "leakage_warning", spy)
+    X, y = _rows("clean")
+    X[:, 1] = y ** 3 + 1e-3 * np.random.default_rng(2).normal(size=N)  # derived from y
+    ds = dataset_from_table(Table(X, y, list(NAMES), "y"), name="t", test_fraction=0.3,
+                            seed=SEED, standardize=True)
+    index = keyed_subset(ds.parts, ds.plan, rowkeys.LEAKAGE, 500)
+    got = take_rows(ds.parts, ds.plan, index)
+    said = f"a random 500 of the {ds.n_train:,} training rows (chosen per row from the seed)"
+    ref = leakage_warning(got.X, got.y, ds.feature_names, "y", rows_said=said)
+    assert ref is not None and "'x2'" in ref and "500" in ref
+    assert ds.warnings == [ref]
+    assert np.array_equal(ranked[0][0], got.X) and np.array_equal(ranked[0][1], got.y)

@@ -142,6 +142,15 @@ def threshold(seed: int, stream: int, n: int, k: int, chunk: int = 1 << 20,
     return np.uint64(np.partition(kept, rank - 1)[rank - 1])
 
 
+def kth_key(key: np.ndarray, k: int) -> np.uint64:
+    """The largest of the ``k`` smallest of ``key`` (keys of distinct rows, already
+    computed): :func:`threshold` when they are the keys of every row ``0 … n−1`` — one
+    pass of keys and a selection where rows are in memory anyway."""
+    if not 1 <= k <= key.size:
+        raise ValueError(f"cannot select {k} of {key.size} rows")
+    return np.uint64(np.partition(key, k - 1)[k - 1])
+
+
 def order(seed: int, stream: int, rows: np.ndarray) -> np.ndarray:
     """Positions of ``rows`` in increasing order of their keys (ties by the row index): a
     uniform random permutation, defined per row — the rows ranked first are the

@@ -10,7 +10,7 @@ memory (one part) and rows kept in partitions.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -91,11 +91,7 @@ def _block_stats(X: np.ndarray, y: np.ndarray, start: int, part: Part, plan: Row
     if A.shape[0] == 0:
         return stats
     if clean:  # the usual case: every training value present
-        stats.count[:] = A.shape[0]
-        stats.mean = A.mean(axis=0)
-        d = A - stats.mean
-        stats.m2 = np.einsum("ij,ij->j", d, d)
-        return stats
+        return clean_moments(stats, A)
     ok = np.isfinite(A)
     stats.count = ok.sum(axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -104,6 +100,35 @@ def _block_stats(X: np.ndarray, y: np.ndarray, start: int, part: Part, plan: Row
     d = np.where(ok, A - stats.mean, 0.0)
     stats.m2 = np.einsum("ij,ij->j", d, d)
     return stats
+
+
+def clean_moments(stats: ColumnStats, A: np.ndarray) -> ColumnStats:
+    """``stats`` with the count, mean and sum of squared deviations of the training rows
+    ``A`` of one canonical block, every value present (float64, C order: the bits depend
+    on the layout, so whoever gathers a block's training rows hands them over so)."""
+    stats.count[:] = A.shape[0]
+    stats.mean = A.mean(axis=0)
+    d = A - stats.mean
+    stats.m2 = np.einsum("ij,ij->j", d, d)
+    return stats
+
+
+def clean_block_stats(A: np.ndarray, rows: int) -> ColumnStats:
+    """:class:`ColumnStats` of one canonical block of ``rows`` kept rows, none missing or
+    infinite, whose training rows are ``A`` (what :func:`column_stats` computes for such a
+    block, from rows already gathered)."""
+    p = A.shape[1]
+    stats = ColumnStats(int(rows), np.zeros(p, dtype=np.int64), np.zeros(p), np.zeros(p),
+                        np.zeros(p, dtype=np.int64))
+    return clean_moments(stats, A) if A.shape[0] else stats
+
+
+def combined_stats(blocks: Iterable[ColumnStats], plan: RowPlan) -> ColumnStats:
+    """The statistics of all rows from those of every canonical block (in order), combined
+    in the blocks' one tree: the bits :func:`column_stats` gives."""
+    front = Frontier.of(enumerate(blocks), ColumnStats.merge, rows=(0, plan.n),
+                        block=int(plan.block), n=plan.n)
+    return front.finish(ColumnStats.merge, block_count(plan.n, plan.block))
 
 
 def _stats_frontier(part: Part, plan: RowPlan) -> Frontier:
