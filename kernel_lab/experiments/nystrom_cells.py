@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextvars
 import itertools
 import operator
+import os
 import queue
 import threading
 import time
@@ -54,6 +55,12 @@ NESTED = ("uniform", "rp-cholesky", *RANDOM_FEATURES)
 #: Up to this many evaluation points ‖K − FFᵀ‖₂ comes from a full eigendecomposition; above,
 #: from Lanczos (the same value to about 1e-10 relative, 20–60 times faster at 2000 points).
 EXACT_MAX = 500
+
+
+#: How many cells of a fused run compute at the same time between its passes
+#: (:class:`FusedRun`'s ``at_once``): the partitions wait while the client works, so its
+#: cores share the cells' client work (two on a machine of two cores or more).
+FUSED_AT_ONCE = min(2, os.cpu_count() or 1)
 
 
 #: The clock of a cell run in a fused run (``lane_clock.now``, set while the cell runs
@@ -297,7 +304,7 @@ class _Lane:
     (:attr:`done`, :attr:`result`; :attr:`error` if it raised)."""
 
     def __init__(self, job: Callable[[PartMap, Progress], Any], parts: Sequence[Part],
-                 name: str = "fused-cell") -> None:
+                 back: queue.SimpleQueue[_Lane], name: str = "fused-cell") -> None:
         self.job = job
         self.name = name
         self.parts = _LaneParts(self, parts)
@@ -308,7 +315,7 @@ class _Lane:
         self.error: BaseException | None = None
         self.said: str | None = None
         self._inbox: queue.SimpleQueue[Any] = queue.SimpleQueue()  # replies, or _STOP
-        self._outbox: queue.SimpleQueue[None] = queue.SimpleQueue()  # baton back
+        self._back = back  # where the lane hands the baton back (itself)
         self._thread: threading.Thread | None = None
         self._client = 0.0  # the cell's client seconds before its last resumption
         self._start = 0.0
@@ -323,9 +330,9 @@ class _Lane:
         return self._client + time.perf_counter() - self._start + self._shared
 
     def resume(self, answer: tuple[Any, float] | None = None) -> None:
-        """Run the cell — from its start, or from its request with ``answer`` (the reply
-        and the cell's share of the pass's seconds) — up to its next request or its end;
-        returns when the cell has handed the baton back."""
+        """Let the cell run — from its start, or from its request with ``answer`` (the
+        reply and the cell's share of the pass's seconds) — up to its next request or its
+        end, where it puts itself into the run's queue (``back``)."""
         self.request = None
         if self._thread is None:
             # the caller's context (numpy's error state and other context variables)
@@ -335,7 +342,6 @@ class _Lane:
             self._thread.start()
         else:
             self._inbox.put(answer)
-        self._outbox.get()
 
     def stop(self) -> None:
         """Unwind the cell if it waits for a reply (or when it next asks for one)."""
@@ -359,13 +365,13 @@ class _Lane:
             self.error = exc
         finally:
             lane_clock.now = None
-        self._outbox.put(None)
+        self._back.put(self)
 
     def call(self, request: Request, progress: Progress | None) -> Any:
         """The reply to ``request``, waited for with the baton handed back to the run."""
         self._client += time.perf_counter() - self._start
         self.request = request
-        self._outbox.put(None)
+        self._back.put(self)
         answer = self._inbox.get()
         if answer is _STOP:
             raise _Stop
@@ -382,15 +388,20 @@ class FusedRun:
     PartMap) run together over ``parts``, every pass fused (see the comment above).
 
     ``weights``: each job's share of the work, for the progress (reported into
-    ``progress``, checked for cancellation per partition of every pass). ``passes``
-    counts the fused passes made."""
+    ``progress``, checked for cancellation per partition of every pass). ``at_once``: how
+    many jobs compute at the same time between passes (1: one after the other; more lets
+    the client's cores work while the partitions wait for the next pass — each job's
+    numbers are its own, so they do not change). ``passes`` counts the fused passes
+    made."""
 
     def __init__(self, parts: PartMap, jobs: Sequence[Callable[[PartMap, Progress], Any]],
                  progress: Progress | None = None,
-                 weights: Sequence[float] | None = None) -> None:
+                 weights: Sequence[float] | None = None, at_once: int = 1) -> None:
         self.parts = parts
-        self.lanes = [_Lane(job, parts.parts, f"fused-cell-{i}")
+        self._back: queue.SimpleQueue[_Lane] = queue.SimpleQueue()
+        self.lanes = [_Lane(job, parts.parts, self._back, f"fused-cell-{i}")
                       for i, job in enumerate(jobs)]
+        self.at_once = max(1, int(at_once))
         self.progress = progress
         self.weights = [1.0] * len(jobs) if weights is None else [float(w) for w in weights]
         self.passes = 0
@@ -411,8 +422,7 @@ class FusedRun:
         stopped). Every job's thread has ended when this generator ends, raises or is
         closed."""
         try:
-            for lane in self.lanes:
-                self._resume(lane, None)
+            self._advance([(lane, None) for lane in self.lanes])
             while True:
                 while self.ahead < len(self.lanes) and self.lanes[self.ahead].done:
                     lane = self.lanes[self.ahead]
@@ -424,22 +434,36 @@ class FusedRun:
                     return
                 if self.progress is not None:
                     self.progress.check()
-                for lane, answer in zip(waiting, self._pass(waiting), strict=True):
-                    self._resume(lane, answer)
+                self._advance(list(zip(waiting, self._pass(waiting), strict=True)))
         finally:
             for lane in self.lanes:
                 lane.stop()
             for lane in self.lanes:
                 lane.join()
 
-    def _resume(self, lane: _Lane, answer: tuple[Any, float] | None) -> None:
-        lane.resume(answer)
-        if lane.error is not None:
-            error, lane.error = lane.error, None
-            raise error
-        if lane.said is not None and self.progress is not None:
-            said, lane.said = lane.said, None
-            self.progress(self.fraction(), said)
+    def _advance(self, todo: list[tuple[_Lane, tuple[Any, float] | None]]) -> None:
+        """Resume the lanes (each with its answer), at most :attr:`at_once` at a time, until
+        each has made its next request or ended; then report what they said, in lane
+        order, or raise the first lane's error (the others not resumed after it)."""
+        pending = todo[::-1]
+        running = 0
+        failed = False
+        while pending or running:
+            while pending and running < self.at_once and not failed:
+                lane, answer = pending.pop()
+                lane.resume(answer)
+                running += 1
+            if not running:
+                break
+            failed = self._back.get().error is not None or failed
+            running -= 1
+        for lane, _ in todo:
+            if lane.error is not None:
+                error, lane.error = lane.error, None
+                raise error
+            if lane.said is not None and self.progress is not None:
+                said, lane.said = lane.said, None
+                self.progress(self.fraction(), said)
 
     def _pass(self, lanes: list[_Lane]) -> list[tuple[Any, float]]:
         """One fused pass for the lanes' requests: their replies, each with the lane's

@@ -224,7 +224,8 @@ def _tiny() -> tuple[LocalParts, RowPlan]:
     return parts, RowPlan(1, 20, 0, None, block=4, given_test_start=20)
 
 
-def test_each_cell_runs_its_client_code_once_and_resumes_after_each_pass() -> None:
+@pytest.mark.parametrize("at_once", [1, 2, 3])
+def test_each_cell_runs_its_client_code_once_and_resumes_after_each_pass(at_once) -> None:
     parts, plan = _tiny()
     ran: Counter = Counter()
     scales = {"a": (1.0, 2.0, 3.0), "b": (5.0,), "c": (7.0, 11.0)}
@@ -235,7 +236,8 @@ def test_each_cell_runs_its_client_code_once_and_resumes_after_each_pass() -> No
             total = total * 3 + reduce_blocks(parts, _sum_rows, plan, k)
         alone[name] = total
     counting = CountingParts(parts)
-    run = FusedRun(counting, [_steps(plan, ks, ran, name) for name, ks in scales.items()])
+    run = FusedRun(counting, [_steps(plan, ks, ran, name) for name, ks in scales.items()],
+                   at_once=at_once)
     got = [value for value, _ in run.results()]
     assert got == list(alone.values())
     assert counting.passes == 3 == run.passes  # the longest cell's requests
@@ -245,23 +247,28 @@ def test_each_cell_runs_its_client_code_once_and_resumes_after_each_pass() -> No
     assert not _fused_threads()
 
 
-def test_an_error_in_one_cells_code_stops_the_others_without_leaving_threads() -> None:
+@pytest.mark.parametrize("at_once", [1, 2])
+def test_an_error_in_one_cells_code_stops_the_others_without_leaving_threads(at_once
+                                                                             ) -> None:
     parts, plan = _tiny()
     ran: Counter = Counter()
     jobs = [_steps(plan, (1.0, 2.0, 3.0), ran, "long"),
             _steps(plan, (1.0, 2.0), ran, "bad", fail_after=1),
             _steps(plan, (4.0, 5.0, 6.0), ran, "after")]
-    run = FusedRun(parts, jobs)
+    run = FusedRun(parts, jobs, at_once=at_once)
     with pytest.raises(ValueError, match="bad: an error in a cell's own code"):
         list(run.results())
     assert run.passes == 1 and not _fused_threads()
-    # the cells after the failing one were not run on (the run stopped at the error)
-    assert ran["long", 1] == ran["bad", 1] == 1 and ran["after", 1] == 0
+    # no cell was resumed after the error was seen (with two at once, the one next to the
+    # failing cell was already running)
+    assert ran["long", 1] == ran["bad", 1] == 1 and ran["after", 1] == int(at_once > 1)
     # an error before any request, and one in a pass (on the partitions)
-    first = FusedRun(parts, [jobs[0], _steps(plan, (1.0,), ran, "first", fail_after=0)])
+    first = FusedRun(parts, [jobs[0], _steps(plan, (1.0,), ran, "first", fail_after=0)],
+                     at_once=at_once)
     with pytest.raises(ValueError, match="first: an error"):
         list(first.results())
-    in_pass = FusedRun(parts, [jobs[0], lambda p, _pr: p.map(_fails, plan), jobs[2]])
+    in_pass = FusedRun(parts, [jobs[0], lambda p, _pr: p.map(_fails, plan), jobs[2]],
+                       at_once=at_once)
     with pytest.raises(ValueError, match="a cell's error"):
         list(in_pass.results())
     assert not _fused_threads()
