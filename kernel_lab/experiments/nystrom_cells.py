@@ -214,12 +214,14 @@ def exact_reference(X: np.ndarray, y: np.ndarray, Xt: np.ndarray, yt: np.ndarray
 # Each cell is the same code as when it runs alone, written against a PartMap. In a fused
 # run every cell is handed a stand-in PartMap (a lane) and runs in a thread of its own: a
 # map or reduce over the partitions hands the request to the run and waits for its reply.
-# The lanes run one at a time (a baton passed from the run to a lane and back), each up to
-# its next request or its end. Once every cell still running waits so, the run makes ONE
+# The run hands each lane a baton and takes it back at the lane's next request or its end,
+# with at most ``at_once`` batons out (:data:`FUSED_AT_ONCE`: the partitions wait while the
+# client computes). Once every cell still running waits so, the run makes ONE
 # pass: one task per partition that makes every cell's call on the partition in turn
 # (:func:`fused_part`), the per-partition tuples combined in the backend's one fixed tree,
 # each cell's values with its own combine (:class:`FusedCombine`). Then each cell, in
-# turn, takes its reply and goes on from where it waited, up to its next request. So all
+# lane order, takes its reply and goes on from where it waited, up to its next request;
+# the next pass has the requests in lane order, whatever order they came in. So all
 # trials and sizes of every sampler advance together — recursive RLS level by level with
 # one task per partition per level for every cell, RP-Cholesky's rounds in lock-step,
 # one pass of every cell's feature sums — and a run makes as many passes as its longest
@@ -227,11 +229,14 @@ def exact_reference(X: np.ndarray, y: np.ndarray, Xt: np.ndarray, yt: np.ndarray
 # the measures) is done once. No backend changes: a fused pass is an ordinary ``map`` or
 # ``reduce``, made from the thread that reads the results. The numbers do not change:
 # every call is made with the same arguments on the same partition, every reduction
-# combined at the same nodes of the same tree, and only one cell computes at a time.
+# combined at the same nodes of the same tree, and a cell's client work is its own (one
+# BLAS thread, held by the caller: :meth:`~kernel_lab.experiments.nystrom.
+# NystromExperiment._fused`).
 # When the run stops — cancelled, a cell's error, its results no longer read — every
 # waiting cell is unwound (:class:`_Stop`) and its thread joined.
 #
-# A cell's time (:func:`clock`) is its client time (while it holds the baton) plus its
+# A cell's time (:func:`clock`) is its client wall time (while it holds the baton; with
+# two at once, a share of it is waiting for the interpreter's lock) plus its
 # share of each pass it was answered from: the pass's wall time apportioned by the
 # seconds its calls took on the partitions (measured there around each call).
 
