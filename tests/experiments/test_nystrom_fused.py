@@ -259,9 +259,10 @@ def test_an_error_in_one_cells_code_stops_the_others_without_leaving_threads(at_
     with pytest.raises(ValueError, match="bad: an error in a cell's own code"):
         list(run.results())
     assert run.passes == 1 and not _fused_threads()
-    # no cell was resumed after the error was seen (with two at once, the one next to the
-    # failing cell was already running)
-    assert ran["long", 1] == ran["bad", 1] == 1 and ran["after", 1] == int(at_once > 1)
+    # no cell was resumed after the error was seen (with two at once, the cell after the
+    # failing one may have started when the first one handed its baton back before it)
+    assert ran["long", 1] == ran["bad", 1] == 1
+    assert ran["after", 1] == 0 if at_once == 1 else ran["after", 1] <= 1
     # an error before any request, and one in a pass (on the partitions)
     first = FusedRun(parts, [jobs[0], _steps(plan, (1.0,), ran, "first", fail_after=0)],
                      at_once=at_once)
