@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextvars
 import itertools
 import operator
-import os
 import queue
 import threading
 import time
@@ -58,9 +57,10 @@ EXACT_MAX = 500
 
 
 #: How many cells of a fused run compute at the same time between its passes
-#: (:class:`FusedRun`'s ``at_once``): the partitions wait while the client works, so its
-#: cores share the cells' client work (two on a machine of two cores or more).
-FUSED_AT_ONCE = min(2, os.cpu_count() or 1)
+#: (:class:`FusedRun`'s ``at_once``). One: two at once (the partitions wait while the client
+#: works) did not shorten the client's phases on a loaded two-core machine (1M rows in 8
+#: files, 2 workers: 10.6 and 11.8 s of them against 10.3 and 8.7 s one at a time).
+FUSED_AT_ONCE = 1
 
 
 #: The clock of a cell run in a fused run (``lane_clock.now``, set while the cell runs
@@ -215,8 +215,8 @@ def exact_reference(X: np.ndarray, y: np.ndarray, Xt: np.ndarray, yt: np.ndarray
 # run every cell is handed a stand-in PartMap (a lane) and runs in a thread of its own: a
 # map or reduce over the partitions hands the request to the run and waits for its reply.
 # The run hands each lane a baton and takes it back at the lane's next request or its end,
-# with at most ``at_once`` batons out (:data:`FUSED_AT_ONCE`: the partitions wait while the
-# client computes). Once every cell still running waits so, the run makes ONE
+# with at most ``at_once`` batons out (:data:`FUSED_AT_ONCE`). Once every cell still
+# running waits so, the run makes ONE
 # pass: one task per partition that makes every cell's call on the partition in turn
 # (:func:`fused_part`), the per-partition tuples combined in the backend's one fixed tree,
 # each cell's values with its own combine (:class:`FusedCombine`). Then each cell, in
@@ -236,7 +236,7 @@ def exact_reference(X: np.ndarray, y: np.ndarray, Xt: np.ndarray, yt: np.ndarray
 # waiting cell is unwound (:class:`_Stop`) and its thread joined.
 #
 # A cell's time (:func:`clock`) is its client wall time (while it holds the baton; with
-# two at once, a share of it is waiting for the interpreter's lock) plus its
+# more than one at once, a share of it may be waiting for the interpreter's lock) plus its
 # share of each pass it was answered from: the pass's wall time apportioned by the
 # seconds its calls took on the partitions (measured there around each call).
 
