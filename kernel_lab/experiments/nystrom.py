@@ -66,6 +66,7 @@ from kernel_lab.experiments.base import (
 )
 from kernel_lab.experiments.nystrom_cells import (
     FIXED_LAMBDA,
+    FUSED_AT_ONCE,
     RANDOM_FEATURES,
     CellInputs,
     CellTask,
@@ -457,7 +458,8 @@ class NystromExperiment(Experiment):
         jobs = [partial(diag_job, data.plan, kernel),
                 *(partial(cell_job, task) for task in tasks)]
         run = FusedRun(data.parts, jobs, progress.sub(0.03, 1.0),
-                       [float(cost[0]) * 0.01, *np.diff(cost, prepend=0.0)])
+                       [float(cost[0]) * 0.01, *np.diff(cost, prepend=0.0)],
+                       at_once=FUSED_AT_ONCE)
         results = run.results()
         diag = None
         try:

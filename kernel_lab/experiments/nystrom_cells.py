@@ -12,8 +12,10 @@ or together, every pass over the partitions shared by all of them (:class:`Fused
 
 from __future__ import annotations
 
+import contextvars
 import itertools
 import operator
+import queue
 import threading
 import time
 import zlib
@@ -52,6 +54,13 @@ NESTED = ("uniform", "rp-cholesky", *RANDOM_FEATURES)
 #: Up to this many evaluation points ‖K − FFᵀ‖₂ comes from a full eigendecomposition; above,
 #: from Lanczos (the same value to about 1e-10 relative, 20–60 times faster at 2000 points).
 EXACT_MAX = 500
+
+
+#: How many cells of a fused run compute at the same time between its passes
+#: (:class:`FusedRun`'s ``at_once``). One: two at once (the partitions wait while the client
+#: works) did not shorten the client's phases on a loaded two-core machine (1M rows in 8
+#: files, 2 workers: 10.6 and 11.8 s of them against 10.3 and 8.7 s one at a time).
+FUSED_AT_ONCE = 1
 
 
 #: The clock of a cell run in a fused run (``lane_clock.now``, set while the cell runs
@@ -203,26 +212,33 @@ def exact_reference(X: np.ndarray, y: np.ndarray, Xt: np.ndarray, yt: np.ndarray
 # Fused passes: the cells of a run share every pass over the partitions
 #
 # Each cell is the same code as when it runs alone, written against a PartMap. In a fused
-# run every cell is handed a stand-in PartMap (a lane): the cell runs up to its first map
-# or reduce over the partitions not answered yet, and stops there (unwound by an
-# exception). Once every cell still running has stopped so, the run makes ONE pass: one
-# task per partition that makes every cell's call on the partition in turn
+# run every cell is handed a stand-in PartMap (a lane) and runs in a thread of its own: a
+# map or reduce over the partitions hands the request to the run and waits for its reply.
+# The run hands each lane a baton and takes it back at the lane's next request or its end,
+# with at most ``at_once`` batons out (:data:`FUSED_AT_ONCE`). Once every cell still
+# running waits so, the run makes ONE
+# pass: one task per partition that makes every cell's call on the partition in turn
 # (:func:`fused_part`), the per-partition tuples combined in the backend's one fixed tree,
-# each cell's values with its own combine (:class:`FusedCombine`). Then each cell runs
-# again from its start, its requests answered from their replies so far (its draws are
-# keyed by its seed, so it makes the same requests), up to its next new request. So all
+# each cell's values with its own combine (:class:`FusedCombine`). Then each cell, in
+# lane order, takes its reply and goes on from where it waited, up to its next request;
+# the next pass has the requests in lane order, whatever order they came in. So all
 # trials and sizes of every sampler advance together — recursive RLS level by level with
 # one task per partition per level for every cell, RP-Cholesky's rounds in lock-step,
 # one pass of every cell's feature sums — and a run makes as many passes as its longest
-# cell. No backend changes: a fused pass is an ordinary ``map`` or ``reduce``; no
-# threads. The numbers do not change: every call is made with the same arguments on the
-# same partition, every reduction combined at the same nodes of the same tree. The
-# client-side work before a cell's last request is made again at each pass (small next
-# to a pass: factorisations of s × s, the gathered levels' scores).
+# cell; each cell's client work (scores of the gathered levels, factorisations, solves,
+# the measures) is done once. No backend changes: a fused pass is an ordinary ``map`` or
+# ``reduce``, made from the thread that reads the results. The numbers do not change:
+# every call is made with the same arguments on the same partition, every reduction
+# combined at the same nodes of the same tree, and a cell's client work is its own (one
+# BLAS thread, held by the caller: :meth:`~kernel_lab.experiments.nystrom.
+# NystromExperiment._fused`).
+# When the run stops — cancelled, a cell's error, its results no longer read — every
+# waiting cell is unwound (:class:`_Stop`) and its thread joined.
 #
-# A cell's time (:func:`clock`) is its client time in its last, complete run plus its
-# share of each pass it was answered from: the pass's wall time apportioned by the seconds
-# its calls took on the partitions (measured there around each call).
+# A cell's time (:func:`clock`) is its client wall time (while it holds the baton; with
+# more than one at once, a share of it may be waiting for the interpreter's lock) plus its
+# share of each pass it was answered from: the pass's wall time apportioned by the
+# seconds its calls took on the partitions (measured there around each call).
 
 
 @dataclass(frozen=True)
@@ -261,9 +277,13 @@ class FusedCombine:
                      for (x, s), (y, t), c in zip(a, b, self.combines, strict=True))
 
 
-class _Pending(BaseException):
-    """Unwinds a cell at a request not answered yet (the run makes its pass, then runs the
-    cell again from the start)."""
+class _Stop(BaseException):
+    """Unwinds a cell waiting for a reply when the run stops (cancelled, another cell's
+    error, its results no longer read)."""
+
+
+#: What a lane waiting for a reply is handed when the run stops.
+_STOP = object()
 
 
 class _LaneParts:
@@ -284,20 +304,25 @@ class _LaneParts:
 
 
 class _Lane:
-    """One cell of a fused run (see :class:`FusedRun`): its replies so far and its clock."""
+    """One cell of a fused run (see :class:`FusedRun`), run in a thread of its own that
+    holds the baton from :meth:`resume` to its next request (:attr:`request`) or its end
+    (:attr:`done`, :attr:`result`; :attr:`error` if it raised)."""
 
-    def __init__(self, job: Callable[[PartMap, Progress], Any], parts: Sequence[Part]
-                 ) -> None:
+    def __init__(self, job: Callable[[PartMap, Progress], Any], parts: Sequence[Part],
+                 back: queue.SimpleQueue[_Lane], name: str = "fused-cell") -> None:
         self.job = job
+        self.name = name
         self.parts = _LaneParts(self, parts)
         self.progress = Progress(self._note)
-        self.replies: list[Any] = []
-        self.shares: list[float] = []
         self.request: Request | None = None
         self.done = False
         self.result: Any = None
+        self.error: BaseException | None = None
         self.said: str | None = None
-        self._asked = 0
+        self._inbox: queue.SimpleQueue[Any] = queue.SimpleQueue()  # replies, or _STOP
+        self._back = back  # where the lane hands the baton back (itself)
+        self._thread: threading.Thread | None = None
+        self._client = 0.0  # the cell's client seconds before its last resumption
         self._start = 0.0
         self._shared = 0.0
 
@@ -305,31 +330,59 @@ class _Lane:
         self.said = message or self.said
 
     def now(self) -> float:
-        """The cell's clock: its client time in this run of it and the shares of the passes
-        it was answered from."""
-        return time.perf_counter() - self._start + self._shared
+        """The cell's clock: its client time and the shares of the passes it was answered
+        from."""
+        return self._client + time.perf_counter() - self._start + self._shared
 
-    def step(self) -> None:
-        """Run the cell from its start, its requests so far answered with their replies,
-        up to its first new request (:attr:`request`) or its end (:attr:`result`)."""
-        self._asked, self._shared, self.request = 0, 0.0, None
-        self._start = time.perf_counter()
+    def resume(self, answer: tuple[Any, float] | None = None) -> None:
+        """Let the cell run — from its start, or from its request with ``answer`` (the
+        reply and the cell's share of the pass's seconds) — up to its next request or its
+        end, where it puts itself into the run's queue (``back``)."""
+        self.request = None
+        if self._thread is None:
+            # the caller's context (numpy's error state and other context variables)
+            context = contextvars.copy_context()
+            self._thread = threading.Thread(target=context.run, args=(self._run,),
+                                            name=self.name, daemon=True)
+            self._thread.start()
+        else:
+            self._inbox.put(answer)
+
+    def stop(self) -> None:
+        """Unwind the cell if it waits for a reply (or when it next asks for one)."""
+        if self._thread is not None:
+            self._inbox.put(_STOP)
+
+    def join(self) -> None:
+        """Wait for the cell's thread to end (after :meth:`stop`)."""
+        if self._thread is not None:
+            self._thread.join()
+
+    def _run(self) -> None:
         lane_clock.now = self.now
+        self._start = time.perf_counter()
         try:
             self.result = self.job(self.parts, self.progress)
             self.done = True
-        except _Pending:
-            pass
+        except _Stop:
+            return
+        except BaseException as exc:  # handed to the run, which raises it
+            self.error = exc
         finally:
             lane_clock.now = None
+        self._back.put(self)
 
     def call(self, request: Request, progress: Progress | None) -> Any:
-        if self._asked == len(self.replies):
-            self.request = request
-            raise _Pending
-        reply = self.replies[self._asked]
-        self._shared += self.shares[self._asked]
-        self._asked += 1
+        """The reply to ``request``, waited for with the baton handed back to the run."""
+        self._client += time.perf_counter() - self._start
+        self.request = request
+        self._back.put(self)
+        answer = self._inbox.get()
+        if answer is _STOP:
+            raise _Stop
+        reply, share = answer
+        self._shared += share
+        self._start = time.perf_counter()
         if progress is not None:
             progress(1.0, request.message)
         return reply
@@ -340,14 +393,20 @@ class FusedRun:
     PartMap) run together over ``parts``, every pass fused (see the comment above).
 
     ``weights``: each job's share of the work, for the progress (reported into
-    ``progress``, checked for cancellation per partition of every pass). ``passes``
-    counts the fused passes made."""
+    ``progress``, checked for cancellation per partition of every pass). ``at_once``: how
+    many jobs compute at the same time between passes (1: one after the other; more lets
+    the client's cores work while the partitions wait for the next pass — each job's
+    numbers are its own, so they do not change). ``passes`` counts the fused passes
+    made."""
 
     def __init__(self, parts: PartMap, jobs: Sequence[Callable[[PartMap, Progress], Any]],
                  progress: Progress | None = None,
-                 weights: Sequence[float] | None = None) -> None:
+                 weights: Sequence[float] | None = None, at_once: int = 1) -> None:
         self.parts = parts
-        self.lanes = [_Lane(job, parts.parts) for job in jobs]
+        self._back: queue.SimpleQueue[_Lane] = queue.SimpleQueue()
+        self.lanes = [_Lane(job, parts.parts, self._back, f"fused-cell-{i}")
+                      for i, job in enumerate(jobs)]
+        self.at_once = max(1, int(at_once))
         self.progress = progress
         self.weights = [1.0] * len(jobs) if weights is None else [float(w) for w in weights]
         self.passes = 0
@@ -365,26 +424,51 @@ class FusedRun:
     def results(self) -> Iterator[tuple[Any, float]]:
         """Each job's result in job order, as soon as it and those before it are done,
         with the run's progress fraction then; a job's error is raised (the others
-        stopped)."""
-        for lane in self.lanes:
-            self._step(lane)
-        while True:
-            while self.ahead < len(self.lanes) and self.lanes[self.ahead].done:
-                self.ahead += 1
-                yield self.lanes[self.ahead - 1].result, self.fraction()
-            waiting = [lane for lane in self.lanes if not lane.done]
-            if not waiting:
-                return
-            for lane, (reply, share) in zip(waiting, self._pass(waiting), strict=True):
-                lane.replies.append(reply)
-                lane.shares.append(share)
-                self._step(lane)
+        stopped). Every job's thread has ended when this generator ends, raises or is
+        closed."""
+        try:
+            self._advance([(lane, None) for lane in self.lanes])
+            while True:
+                while self.ahead < len(self.lanes) and self.lanes[self.ahead].done:
+                    lane = self.lanes[self.ahead]
+                    self.ahead += 1
+                    result, lane.result = lane.result, None
+                    yield result, self.fraction()
+                waiting = [lane for lane in self.lanes if not lane.done]
+                if not waiting:
+                    return
+                if self.progress is not None:
+                    self.progress.check()
+                self._advance(list(zip(waiting, self._pass(waiting), strict=True)))
+        finally:
+            for lane in self.lanes:
+                lane.stop()
+            for lane in self.lanes:
+                lane.join()
 
-    def _step(self, lane: _Lane) -> None:
-        lane.step()
-        if lane.said is not None and self.progress is not None:
-            said, lane.said = lane.said, None
-            self.progress(self.fraction(), said)
+    def _advance(self, todo: list[tuple[_Lane, tuple[Any, float] | None]]) -> None:
+        """Resume the lanes (each with its answer), at most :attr:`at_once` at a time, until
+        each has made its next request or ended; then report what they said, in lane
+        order, or raise the first lane's error (the others not resumed after it)."""
+        pending = todo[::-1]
+        running = 0
+        failed = False
+        while pending or running:
+            while pending and running < self.at_once and not failed:
+                lane, answer = pending.pop()
+                lane.resume(answer)
+                running += 1
+            if not running:
+                break
+            failed = self._back.get().error is not None or failed
+            running -= 1
+        for lane, _ in todo:
+            if lane.error is not None:
+                error, lane.error = lane.error, None
+                raise error
+            if lane.said is not None and self.progress is not None:
+                said, lane.said = lane.said, None
+                self.progress(self.fraction(), said)
 
     def _pass(self, lanes: list[_Lane]) -> list[tuple[Any, float]]:
         """One fused pass for the lanes' requests: their replies, each with the lane's

@@ -6,6 +6,7 @@ one."""
 from __future__ import annotations
 
 import operator
+import threading
 from collections import Counter
 
 import numpy as np
@@ -166,6 +167,7 @@ def test_a_fused_run_is_cancelled_within_a_pass(small) -> None:
     assert "pass 3" in reports[-1][1] and "(1/16 partitions)" in reports[-1][1]
     fractions = [f for f, _ in reports]
     assert fractions == sorted(fractions)
+    assert not _fused_threads()  # every cell waiting for a reply unwound and joined
 
 
 def _sum_rows(rows, scale):
@@ -191,3 +193,95 @@ def test_fused_run_combines_each_request_in_its_own_tree_and_raises_a_cells_erro
     bad = FusedRun(parts, [jobs[0], lambda p, _pr: p.map(_fails, plan)])
     with pytest.raises(ValueError, match="a cell's error"):
         list(bad.results())
+    assert not _fused_threads()
+
+
+def _fused_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("fused-cell")]
+
+
+def _steps(plan: RowPlan, scales: tuple[float, ...], ran: Counter, name: str,
+           fail_after: int | None = None):
+    """A job of several reduces, counting each stretch of client code it runs (between
+    its requests); raises in its client code after ``fail_after`` replies."""
+
+    def job(parts, _progress):
+        total = 0.0
+        for i, k in enumerate(scales):
+            ran[name, i] += 1
+            if fail_after is not None and i == fail_after:
+                raise ValueError(f"{name}: an error in a cell's own code")
+            total = total * 3 + reduce_blocks(parts, _sum_rows, plan, k)
+        ran[name, len(scales)] += 1
+        return total
+
+    return job
+
+
+def _tiny() -> tuple[LocalParts, RowPlan]:
+    X = np.arange(60.0).reshape(20, 3)
+    parts = LocalParts(array_parts(X, np.zeros(20), [3, 7, 2, 8]))
+    return parts, RowPlan(1, 20, 0, None, block=4, given_test_start=20)
+
+
+@pytest.mark.parametrize("at_once", [1, 2, 3])
+def test_each_cell_runs_its_client_code_once_and_resumes_after_each_pass(at_once) -> None:
+    parts, plan = _tiny()
+    ran: Counter = Counter()
+    scales = {"a": (1.0, 2.0, 3.0), "b": (5.0,), "c": (7.0, 11.0)}
+    alone = {}
+    for name, ks in scales.items():
+        total = 0.0
+        for k in ks:
+            total = total * 3 + reduce_blocks(parts, _sum_rows, plan, k)
+        alone[name] = total
+    counting = CountingParts(parts)
+    run = FusedRun(counting, [_steps(plan, ks, ran, name) for name, ks in scales.items()],
+                   at_once=at_once)
+    got = [value for value, _ in run.results()]
+    assert got == list(alone.values())
+    assert counting.passes == 3 == run.passes  # the longest cell's requests
+    # every stretch of every cell's code ran exactly once (before: again at every pass)
+    assert ran == Counter({(name, i): 1 for name, ks in scales.items()
+                           for i in range(len(ks) + 1)})
+    assert not _fused_threads()
+
+
+@pytest.mark.parametrize("at_once", [1, 2])
+def test_an_error_in_one_cells_code_stops_the_others_without_leaving_threads(at_once
+                                                                             ) -> None:
+    parts, plan = _tiny()
+    ran: Counter = Counter()
+    jobs = [_steps(plan, (1.0, 2.0, 3.0), ran, "long"),
+            _steps(plan, (1.0, 2.0), ran, "bad", fail_after=1),
+            _steps(plan, (4.0, 5.0, 6.0), ran, "after")]
+    run = FusedRun(parts, jobs, at_once=at_once)
+    with pytest.raises(ValueError, match="bad: an error in a cell's own code"):
+        list(run.results())
+    assert run.passes == 1 and not _fused_threads()
+    # no cell was resumed after the error was seen (with two at once, the cell after the
+    # failing one may have started when the first one handed its baton back before it)
+    assert ran["long", 1] == ran["bad", 1] == 1
+    assert ran["after", 1] == 0 if at_once == 1 else ran["after", 1] <= 1
+    # an error before any request, and one in a pass (on the partitions)
+    first = FusedRun(parts, [jobs[0], _steps(plan, (1.0,), ran, "first", fail_after=0)],
+                     at_once=at_once)
+    with pytest.raises(ValueError, match="first: an error"):
+        list(first.results())
+    in_pass = FusedRun(parts, [jobs[0], lambda p, _pr: p.map(_fails, plan), jobs[2]],
+                       at_once=at_once)
+    with pytest.raises(ValueError, match="a cell's error"):
+        list(in_pass.results())
+    assert not _fused_threads()
+
+
+def test_a_fused_run_no_longer_read_ends_its_cells_threads() -> None:
+    parts, plan = _tiny()
+    ran: Counter = Counter()
+    jobs = [_steps(plan, (1.0,), ran, "short"), _steps(plan, (1.0, 2.0, 3.0), ran, "long")]
+    results = FusedRun(parts, jobs).results()
+    first, _ = next(results)
+    assert first == reduce_blocks(parts, _sum_rows, plan, 1.0)
+    assert len(_fused_threads()) == 1  # the long cell waits for its second reply
+    results.close()
+    assert not _fused_threads() and ran["long", 2] == 0
