@@ -402,6 +402,14 @@ class _ReadCache:
         self.used = 0
         #: (part's key, plan's key or :data:`_RAW`) → (value, bytes), oldest first
         self.entries: dict[tuple[str, str], tuple[Any, int]] = {}
+        #: per part (``repr``): [times its files were read, times its rows were prepared]
+        #: by this process — what :func:`read_counts` reports (a run's locality, measured)
+        self.counts: dict[str, list[int]] = {}
+
+    def _count(self, part: Part, read: int, prepared: int) -> None:
+        c = self.counts.setdefault(repr(part), [0, 0])
+        c[0] += read
+        c[1] += prepared
 
     def configure(self, limit: int) -> None:
         """Set the size limit; entries beyond a smaller limit are dropped."""
@@ -412,12 +420,16 @@ class _ReadCache:
 
     def read(self, part: Part) -> tuple[np.ndarray, np.ndarray]:
         """The part's raw rows (X, y), kept if there is free room."""
-        if isinstance(part, ArrayPart) or self.limit <= 0:
+        if isinstance(part, ArrayPart):
+            return part.read()
+        if self.limit <= 0:
+            self._count(part, 1, 0)
             return part.read()
         key = (_cache_key(part), _RAW)
         hit = self.entries.get(key)
         if hit is not None:
             return hit[0]
+        self._count(part, 1, 0)
         X, y = part.read()
         self._keep(key, (X, y), (X, y), evict=False)
         return X, y
@@ -425,7 +437,10 @@ class _ReadCache:
     def rows(self, part: Part, plan: RowPlan, which: str) -> Rows:
         """The part's training (or test) rows prepared by ``plan`` (:func:`part_rows`),
         kept while they fit (see the class docstring)."""
-        if isinstance(part, ArrayPart) or self.limit <= 0:
+        if isinstance(part, ArrayPart):
+            return _prepared_rows(part, plan, which, *part.read())
+        if self.limit <= 0:
+            self._count(part, 1, 1)
             return _prepared_rows(part, plan, which, *part.read())
         name = _cache_key(part)
         key = (name, f"{_plan_key(plan)}:{which}")
@@ -433,6 +448,7 @@ class _ReadCache:
         if hit is not None:
             return hit[0]
         raw = self.entries.get((name, _RAW))
+        self._count(part, 0 if raw else 1, 1)
         rows = _prepared_rows(part, plan, which, *(raw[0] if raw else part.read()))
         self._keep(key, rows, (rows.X, rows.y, rows.index), evict=True)
         return rows
@@ -502,6 +518,18 @@ def run_cache_bytes() -> int:
 def set_read_cache(limit: int) -> None:
     """Let this process keep up to ``limit`` bytes of the partitions it reads (0: none)."""
     READ_CACHE.configure(limit)
+
+
+def read_counts(clear: bool = False) -> dict[str, tuple[int, int]]:
+    """How often this process read each part's files and prepared its rows (the read
+    cache's misses: ``repr(part)`` → (reads, preparations)), since it started or since the
+    counts were last cleared (``clear`` clears them after reporting). A cluster whose
+    tasks go to the worker that keeps their part reads and prepares each part once per
+    plan and kind of rows."""
+    got = {k: (v[0], v[1]) for k, v in READ_CACHE.counts.items()}
+    if clear:
+        READ_CACHE.counts.clear()
+    return got
 
 
 def read_cache_room() -> int:
