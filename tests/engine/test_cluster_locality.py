@@ -263,3 +263,30 @@ def test_a_pass_whose_home_workers_all_died_at_once_still_ends(cluster, tmp_path
     dask.map(_die_together, str(tmp_path))
     assert len(set(dask.homes.values())) == 2
     assert set(dask.homes.values()).isdisjoint(first.values())
+
+
+def test_rows_that_do_not_fit_are_read_once_per_task_not_once_per_call(folder):
+    """A cache too small for any part still holds the last prepared rows of each kind
+    until the next miss of that kind: the calls of one task (every cell's, in a fused
+    pass) read the part once; the next part's rows take their place."""
+    parts, n = _parts(folder)
+    plan = RowPlan.split(3, n, 0.25)
+    set_read_cache(1024)  # smaller than any part's rows
+    read_counts(clear=True)
+    try:
+        first = part_rows(parts[0], plan)
+        for _ in range(5):
+            assert part_rows(parts[0], plan).X is first.X
+        test = part_rows(parts[0], plan, "test")
+        assert part_rows(parts[0], plan).X is first.X  # the kinds held side by side
+        assert part_rows(parts[0], plan, "test").X is test.X
+        assert not first.X.flags.writeable and not base.READ_CACHE.entries
+        part_rows(parts[1], plan)
+        again = part_rows(parts[0], plan)
+        assert again.X is not first.X
+        np.testing.assert_array_equal(again.X, first.X)
+        assert read_counts() == {repr(parts[0]): (3, 3), repr(parts[1]): (1, 1)}
+    finally:
+        set_read_cache(0)
+        read_counts(clear=True)
+    assert not base.READ_CACHE.current  # a cache of size 0 holds nothing
