@@ -116,14 +116,18 @@ def _name(fn: Callable[..., Any]) -> str:
 
 
 #: The share of a worker's memory limit it may fill with the partitions it has read (their
-#: training rows as the computations see them, and test rows while there is room). Sized
-#: for 4M × 20 rows in 16 Parquet files on 2 workers of 1 GB (953.7 MiB): a worker's 8
-#: partitions hold 8 × 187,500 training rows × (20 + 1 + 1 index) × 8 bytes = 252 MiB,
-#: which 0.3 × 953.7 = 286 MiB keeps. With the worker's own ~150 MiB (Python, numpy,
-#: scipy, pyarrow, Dask) that leaves ~320 MiB below Dask's pause (80 %: 763 MiB) for a
-#: task's reads and blocks (:data:`PART_COPIES`); a larger share would pause workers, a
-#: smaller one would read part of the files again in every pass.
-KEEP_SHARE = 0.3
+#: training and test rows as the computations see them). Sized for 4M × 20 rows in 16
+#: Parquet files on 2 workers of 1 GB (953.7 MiB), each the home of 8 partitions
+#: (:func:`home_workers`): their prepared rows are 8 × 250,000 rows × (20 + 1 + 1 index)
+#: × 8 bytes = 336 MiB (training 269, test 67), which 0.4 × 953.7 = 381 MiB keeps whole —
+#: each partition read once per run. 0.3 (286 MiB) left 6 of a worker's 8 partitions' test
+#: rows out, read again in every pass over the test rows. Measured with 0.4 (``nystrom``
+#: defaults on that folder, LocalCluster of 2 single-threaded 1 GB workers): the workers'
+#: peak resident memory (VmHWM) 696–706 MiB — 0.3 gave 602–654 MiB — below Dask's pause
+#: (80 %: 763 MiB), no worker paused; the rest is the worker's own ~150 MiB (Python,
+#: numpy, scipy, pyarrow, Dask), a task's reads and blocks (:data:`PART_COPIES`) and the
+#: last rows that did not fit. A larger share would pause workers.
+KEEP_SHARE = 0.4
 
 
 def _keep_partitions(dask_worker: Any = None) -> dict[str, float]:

@@ -394,8 +394,9 @@ class _ReadCache:
     kind that did not fit are held beyond the limit until the next miss of that kind, so
     the many calls one task makes on its part (a fused pass: every cell's call) read it
     once (without that, 4M rows in 16 files on 2 workers read a part up to 337 times in one
-    ``nystrom`` run). Rows of the plan in use never give way to each other, since under repeated scans in one order an evicting (LRU) cache would miss
-    every time while one that keeps its first entries hits on that share of them. Rows of
+    ``nystrom`` run). Rows of the plan in use never give way to each other, since under
+    repeated scans in one order an evicting (LRU) cache would miss every time while one
+    that keeps its first entries hits on that share of them. Rows of
     another plan (an earlier run in the same worker) and raw rows give way to them, oldest
     first. In-memory parts (:class:`ArrayPart`) are not copied. Cached arrays are
     read-only: shared by later passes, never changed in place."""
@@ -463,12 +464,39 @@ class _ReadCache:
         del last  # (freed before the next rows are read)
         raw = self.entries.get((name, _RAW))
         self._count(part, 0 if raw else 1, 1)
-        rows = _prepared_rows(part, plan, which, *(raw[0] if raw else part.read()))
-        if not self._keep(key, rows, (rows.X, rows.y, rows.index), evict=True):
+        X, y = raw[0] if raw else part.read()
+        rows = _prepared_rows(part, plan, which, X, y)
+        if self._keep(key, rows, (rows.X, rows.y, rows.index), evict=True):
+            self._alongside(part, plan, name, which, X, y)
+        else:
             for a in (rows.X, rows.y, rows.index):
                 a.flags.writeable = False
             self.current[which] = (key, rows)
         return rows
+
+    def _alongside(self, part: Part, plan: RowPlan, name: str, which: str, X: np.ndarray,
+                   y: np.ndarray) -> None:
+        """After ``which`` rows of a part were kept: its rows of the other kind too, from
+        the same raw rows, when they fit — so a part whose rows all fit is read once per
+        plan, not once per kind (its raw rows give way before the test rows' pass)."""
+        other = "test" if which == "train" else "train"
+        plan_key = _plan_key(plan)
+        key = (name, f"{plan_key}:{other}")
+        count = plan.n_test if other == "test" else plan.n_train
+        if key in self.entries or count <= 0:
+            return
+        need = int(count / plan.n * X.shape[0]) * (X.shape[1] + 2) * 8
+        room = self.limit - self.used + sum(
+            size for k, (_, size) in self.entries.items()
+            if k[1] == _RAW or k[1].rsplit(":", 1)[0] != plan_key)
+        if need > room:
+            return
+        try:
+            rows = _prepared_rows(part, plan, other, X, y)
+        except DataError:  # said when those rows are asked for
+            return
+        if self._keep(key, rows, (rows.X, rows.y, rows.index), evict=True):
+            self._count(part, 0, 1)
 
     def _keep(self, key: tuple[str, str], value: Any, arrays: tuple[np.ndarray, ...],
               evict: bool) -> bool:
