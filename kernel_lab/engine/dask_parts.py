@@ -123,10 +123,10 @@ def _name(fn: Callable[..., Any]) -> str:
 #: each partition read once per run. 0.3 (286 MiB) left 6 of a worker's 8 partitions' test
 #: rows out, read again in every pass over the test rows. Measured with 0.4 (``nystrom``
 #: defaults on that folder, LocalCluster of 2 single-threaded 1 GB workers): the workers'
-#: peak resident memory (VmHWM) 696–706 MiB — 0.3 gave 602–654 MiB — below Dask's pause
-#: (80 %: 763 MiB), no worker paused; the rest is the worker's own ~150 MiB (Python,
-#: numpy, scipy, pyarrow, Dask), a task's reads and blocks (:data:`PART_COPIES`) and the
-#: last rows that did not fit. A larger share would pause workers.
+#: peak resident memory (VmHWM) 687–706 MiB in two runs — 0.3 gave 602–654 MiB — below
+#: Dask's pause (80 %: 763 MiB), no worker paused; the rest is the worker's own ~150 MiB
+#: (Python, numpy, scipy, pyarrow, Dask), a task's reads and blocks (:data:`PART_COPIES`)
+#: and the last rows that did not fit. A larger share would pause workers.
 KEEP_SHARE = 0.4
 
 
