@@ -290,3 +290,29 @@ def test_rows_that_do_not_fit_are_read_once_per_task_not_once_per_call(folder):
         set_read_cache(0)
         read_counts(clear=True)
     assert not base.READ_CACHE.current  # a cache of size 0 holds nothing
+
+
+def test_a_part_whose_rows_fit_is_read_once_for_both_kinds(folder):
+    """Room for the prepared training and test rows of two parts but not for their raw
+    rows beside them: the statistics pass's raw rows give way, and each part's test rows
+    are prepared from the read its training rows came from — one read per part."""
+    parts, n = _parts(folder)
+    plan = RowPlan.split(6, n, 0.25)
+    two = parts[:2]
+    prepared = sum(p.rows * (5 + 2) * 8 for p in two)
+    set_read_cache(prepared + 4096)
+    read_counts(clear=True)
+    try:
+        for part in two:  # the statistics pass: raw rows, kept in free room
+            base.READ_CACHE.read(part)
+        train = [part_rows(part, plan) for part in two]
+        test = [part_rows(part, plan, "test") for part in two]
+        assert read_counts() == {repr(p): (1, 2) for p in two}
+        assert all(k[1] != "raw" for k in base.READ_CACHE.entries)
+        set_read_cache(0)
+        for part, a, b in zip(two, train, test, strict=True):
+            np.testing.assert_array_equal(part_rows(part, plan).X, a.X)
+            np.testing.assert_array_equal(part_rows(part, plan, "test").X, b.X)
+    finally:
+        set_read_cache(0)
+        read_counts(clear=True)
