@@ -225,6 +225,12 @@ def _path_missing_here(part: Part) -> str | None:
     return None
 
 
+def _scheduler_can_release(dask_scheduler: Any = None) -> bool:
+    """On the scheduler: whether it has what :func:`_release_stranded` uses."""
+    return all(hasattr(dask_scheduler, name)
+               for name in ("running", "tasks", "transitions", "unrunnable"))
+
+
 def _running_workers(dask_scheduler: Any = None) -> list[str]:
     """On the scheduler: the addresses of its running workers (not paused, not closing)."""
     return [ws.address for ws in dask_scheduler.running]
@@ -300,7 +306,7 @@ class DaskParts:
 
     def _can_release(self) -> bool:
         try:
-            return self._ask_scheduler(_release_stranded, []) == 0
+            return self._ask_scheduler(_scheduler_can_release) is True
         except Exception:  # the scheduler cannot run it: tasks go where Dask sends them
             return False
 
