@@ -25,6 +25,7 @@ from __future__ import annotations
 import operator
 import os
 import queue
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -38,6 +39,7 @@ from kernel_lab.engine.cluster import SHARE_BYTES, client_of, worker_memory_limi
 from kernel_lab.engine.cluster_wait import (
     ASK_TIMEOUT,
     NO_WORKER_GRACE,
+    POLL,
     RUN_DEADLINE,
     TICK,
     Watch,
@@ -114,14 +116,18 @@ def _name(fn: Callable[..., Any]) -> str:
 
 
 #: The share of a worker's memory limit it may fill with the partitions it has read (their
-#: training rows as the computations see them, and test rows while there is room). Sized
-#: for 4M × 20 rows in 16 Parquet files on 2 workers of 1 GB (953.7 MiB): a worker's 8
-#: partitions hold 8 × 187,500 training rows × (20 + 1 + 1 index) × 8 bytes = 252 MiB,
-#: which 0.3 × 953.7 = 286 MiB keeps. With the worker's own ~150 MiB (Python, numpy,
-#: scipy, pyarrow, Dask) that leaves ~320 MiB below Dask's pause (80 %: 763 MiB) for a
-#: task's reads and blocks (:data:`PART_COPIES`); a larger share would pause workers, a
-#: smaller one would read part of the files again in every pass.
-KEEP_SHARE = 0.3
+#: training and test rows as the computations see them). Sized for 4M × 20 rows in 16
+#: Parquet files on 2 workers of 1 GB (953.7 MiB), each the home of 8 partitions
+#: (:func:`home_workers`): their prepared rows are 8 × 250,000 rows × (20 + 1 + 1 index)
+#: × 8 bytes = 336 MiB (training 269, test 67), which 0.4 × 953.7 = 381 MiB keeps whole —
+#: each partition read once per run. 0.3 (286 MiB) left 6 of a worker's 8 partitions' test
+#: rows out, read again in every pass over the test rows. Measured with 0.4 (``nystrom``
+#: defaults on that folder, LocalCluster of 2 single-threaded 1 GB workers): the workers'
+#: peak resident memory (VmHWM) 687–706 MiB in two runs — 0.3 gave 602–654 MiB — below
+#: Dask's pause (80 %: 763 MiB), no worker paused; the rest is the worker's own ~150 MiB
+#: (Python, numpy, scipy, pyarrow, Dask), a task's reads and blocks (:data:`PART_COPIES`)
+#: and the last rows that did not fit. A larger share would pause workers.
+KEEP_SHARE = 0.4
 
 
 def _keep_partitions(dask_worker: Any = None) -> dict[str, float]:
@@ -141,6 +147,51 @@ def _keep_partitions(dask_worker: Any = None) -> dict[str, float]:
     except Exception:  # pragma: no cover - psutil comes with distributed
         used = 0.0
     return {"limit": float(limit or 0), "pause": float(pause or 1.0), "used": used}
+
+
+def home_workers(parts: Sequence[Part], workers: Sequence[str]) -> dict[int, str]:
+    """Each partition's home worker: the rows cut into as many runs of neighbouring
+    partitions as there are workers (by each partition's middle row), one run per worker
+    in the workers' sorted order — rows shared out evenly (16 equal files on 2 workers:
+    8 and 8; unequal files by their rows), the pairs the combining tree joins first
+    mostly on one worker, and the same homes for the same partitions and workers (a
+    later run on the same cluster finds its partitions kept)."""
+    names = sorted(workers)
+    total = sum(max(int(part.rows), 0) for part in parts)
+    if not names or total <= 0:
+        return {}
+    homes: dict[int, str] = {}
+    seen = 0
+    for k, part in enumerate(parts):
+        middle = seen + max(int(part.rows), 0) / 2
+        homes[k] = names[min(int(middle * len(names) / total), len(names) - 1)]
+        seen += max(int(part.rows), 0)
+    return homes
+
+
+def _release_stranded(keys: Sequence[str], dask_scheduler: Any = None) -> int:
+    """On the scheduler: hand the tasks ``keys`` that wait in Dask's ``no-worker`` state
+    with loose worker restrictions (``allow_other_workers``) to the workers running now;
+    returns how many. Dask (2026.8) gives a task waiting there to a worker that joins
+    only when the worker is among its restrictions, ignoring their looseness: a task
+    whose home died when every worker died at once (their nannies restart them under
+    new addresses) would wait for ever. Moved to ``processing`` here, the scheduler
+    chooses among the running workers as it does for any loosely restricted task whose
+    workers are gone. A task's key stays the same, so Dask's count of the workers it
+    killed goes on (a partition that always kills its worker still ends in
+    ``KilledWorker``)."""
+    scheduler = dask_scheduler
+    if not getattr(scheduler, "running", None):
+        return 0
+    stranded = {}
+    for key in keys:
+        ts = scheduler.tasks.get(key)
+        if (ts is not None and ts.state == "no-worker" and ts.loose_restrictions
+                and ts.worker_restrictions):
+            stranded[key] = "processing"
+    if stranded:
+        scheduler.transitions(stranded, stimulus_id=f"kernel-lab-release-{uuid.uuid4().hex}")
+    return len(stranded)
 
 
 #: Copies of a partition's rows (as float64) a task that reads it holds at once: the rows
@@ -172,6 +223,17 @@ def _path_missing_here(part: Part) -> str | None:
         if isinstance(path, str) and not os.path.exists(path):
             return path
     return None
+
+
+def _scheduler_can_release(dask_scheduler: Any = None) -> bool:
+    """On the scheduler: whether it has what :func:`_release_stranded` uses."""
+    return all(hasattr(dask_scheduler, name)
+               for name in ("running", "tasks", "transitions", "unrunnable"))
+
+
+def _running_workers(dask_scheduler: Any = None) -> list[str]:
+    """On the scheduler: the addresses of its running workers (not paused, not closing)."""
+    return [ws.address for ws in dask_scheduler.running]
 
 
 class PathNotShared(KernelLabError):
@@ -221,6 +283,12 @@ class DaskParts:
         self.retries = int(retries)
         self.no_worker_grace = float(no_worker_grace)
         self._memory: list[dict[str, float]] | None = None
+        #: each partition's home worker (:func:`home_workers`), where its tasks go
+        self.homes: dict[int, str] = {}
+        #: whether tasks may be sent to their homes: only when the scheduler answers
+        #: :func:`_release_stranded` (it can take no kernel_lab module, say), which keeps
+        #: a task whose home is gone from waiting for ever
+        self.pinning = self._can_release()
         try:  # each worker keeps a share of the partitions it reads (the later passes)
             got = wait_on(self.client, lambda: self.client._run(_keep_partitions),
                           Watch(self.client, grace=self.no_worker_grace,
@@ -228,6 +296,35 @@ class DaskParts:
             self._memory = [m for m in got.values() if isinstance(m, dict)]
         except Exception:  # then every pass reads the files, and nothing is checked
             pass
+
+    def _ask_scheduler(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(*args, dask_scheduler=…)`` run on the scheduler, within
+        :data:`ASK_TIMEOUT` seconds."""
+        client = self.client
+        return wait_on(client, lambda: client._run_on_scheduler(fn, *args, wait=True),
+                       Watch(client, grace=self.no_worker_grace, deadline=ASK_TIMEOUT))
+
+    def _can_release(self) -> bool:
+        try:
+            return self._ask_scheduler(_scheduler_can_release) is True
+        except Exception:  # the scheduler cannot run it: tasks go where Dask sends them
+            return False
+
+    def _place(self) -> None:
+        """Check the partitions' homes against the workers running now (one question to
+        the scheduler): while they are all there they stay; otherwise (a worker gone,
+        restarted under a new address, or added) the partitions get new homes among
+        them. With one worker, or no answer, tasks go where Dask sends them."""
+        if not self.pinning:
+            return
+        try:
+            running = set(self._ask_scheduler(_running_workers))
+        except Exception:  # the waiting loop says what became of the scheduler
+            running = set()
+        if len(running) < 2:
+            self.homes = {}
+        elif set(self.homes.values()) != running:
+            self.homes = home_workers(self.parts, sorted(running))
 
     def workers_see(self, path: str) -> bool:
         """Whether every worker of the cluster sees ``path`` (a file system they share
@@ -358,16 +455,18 @@ class DaskParts:
         client = self.client
         name = _name(fn)
         level = []
+        self._place()
         for k, part in enumerate(self.parts):
             key = f"{name}-{token}-part-{k}"
             what[key] = k
-            # no worker restrictions, not even loose ones: a task restricted to a worker
-            # that died (all workers gone at once, restarted under new addresses) stays
-            # in Dask's "no-worker" state for good (distributed 2026.8 reschedules such a
-            # task only onto a worker among its restrictions), a hang; so a partition's
-            # prepared rows are reused where Dask happens to send its next task
+            # to the worker that keeps the partition's rows, or another one when it is
+            # gone or paused (loosely); a task left waiting for a home that died when all
+            # workers did is handed on by _wait (_release_stranded)
+            home = self.homes.get(k)
             level.append(client.submit(_call_part, fn, part, *args, key=key,
-                                       retries=self.retries))
+                                       retries=self.retries,
+                                       workers=None if home is None else [home],
+                                       allow_other_workers=home is not None))
         pending.update((f.key, f) for f in level)
         if combine is None:
             return None
@@ -398,6 +497,7 @@ class DaskParts:
         parts_done = 0
         watch = Watch(self.client, progress, grace=self.no_worker_grace,
                       paused=self.sizes_note)
+        release = time.monotonic() + POLL
         while pending:
             batch = []
             try:
@@ -439,6 +539,19 @@ class DaskParts:
                              f"{message} ({parts_done}/{total} partitions)")
             if pending and not new:
                 watch()
+                if self.homes and time.monotonic() >= release:
+                    release = time.monotonic() + POLL
+                    self._release(pending)
+
+    def _release(self, pending: dict[str, Any]) -> None:
+        """Hand on the pending tasks stranded in Dask's ``no-worker`` state
+        (:func:`_release_stranded`); a scheduler that does not answer is the
+        :class:`Watch`'s to judge."""
+        keys = [key for key in pending if key.rsplit("-", 2)[-2] == "part"]
+        try:
+            self._ask_scheduler(_release_stranded, keys)
+        except Exception:
+            pass
 
     def _inputs_lost(self, inputs: Sequence[Any]) -> bool:
         """Whether some argument sent to every worker is gone: by its future's status, or —
@@ -504,5 +617,5 @@ class DaskParts:
             "local cluster (no scheduler address)", path=exc.path)
 
 
-__all__ = ["KEEP_SHARE", "PART_COPIES", "DaskParts", "PathNotShared",
+__all__ = ["KEEP_SHARE", "PART_COPIES", "DaskParts", "PathNotShared", "home_workers",
            "part_bytes"]
