@@ -51,7 +51,14 @@ from typing import Any
 import numpy as np
 
 from kernel_lab.core.dsg.curve import CurvePredictions
-from kernel_lab.core.dsg.stream import BlockStream, take_range, target_median, target_summary
+from kernel_lab.core.dsg.stream import (
+    BlockStream,
+    TargetSummary,
+    join_targets,
+    part_targets,
+    take_range,
+    target_median,
+)
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.kernels import make_kernel, median_heuristic
 from kernel_lab.core.losses import CLASSIFICATION_LOSSES, MULTICLASS_LOSSES, REGRESSION_LOSSES
@@ -189,10 +196,13 @@ def floor_words(task: str, loss: str, n: int, exact_max: int) -> dict[str, str]:
     return words
 
 
-def _subset_keys(part: Any, plan: RowPlan, asks: tuple[tuple[str, int, int], ...]
-                 ) -> list[tuple[np.ndarray, np.ndarray]]:
-    """A part's smallest keys for each ``(which, stream, k)`` of ``asks``."""
-    return [_smallest_keys(part, plan, which, stream, k) for which, stream, k in asks]
+def _subset_keys(part: Any, plan: RowPlan, asks: tuple[tuple[str, int, int], ...],
+                 values: bool | None) -> tuple[list[tuple[np.ndarray, np.ndarray]], Any]:
+    """A part's smallest keys for each ``(which, stream, k)`` of ``asks``, and (unless
+    ``values`` is None) its share of the training targets' summary
+    (:func:`~kernel_lab.core.dsg.stream.part_targets`)."""
+    keys = [_smallest_keys(part, plan, which, stream, k) for which, stream, k in asks]
+    return keys, None if values is None else part_targets(part, plan, values)
 
 
 def _subset_rows(part: Any, plan: RowPlan, wants: tuple[tuple[str, np.ndarray], ...]
@@ -201,19 +211,22 @@ def _subset_rows(part: Any, plan: RowPlan, wants: tuple[tuple[str, np.ndarray], 
     return [_take(part, plan, which, wanted) for which, wanted in wants]
 
 
-def keyed_rows(parts: PartMap, plan: RowPlan, asks: list[tuple[str, int, int]]
-               ) -> list[Rows]:
+def keyed_rows(parts: PartMap, plan: RowPlan, asks: list[tuple[str, int, int]],
+               values: bool | None = None) -> tuple[list[Rows], TargetSummary | None]:
     """For each ``(which, stream, k)``: the rows of :func:`~kernel_lab.core.rows.mapreduce.
     keyed_subset` (the k smallest keys of the training or test rows for ``(plan.seed,
     stream)``) gathered in increasing index order as :func:`~kernel_lab.core.rows.mapreduce.
     take_rows` gathers them — the same rows and bits, in two passes over the parts for
     all of them (the keys, then the rows: each part reads its test and its training rows
-    once for every subset) where one subset at a time takes two each."""
-    got = parts.map(_subset_keys, plan, tuple(asks))
+    once for every subset) where one subset at a time takes two each. Unless ``values``
+    is None, the first pass also makes :func:`~kernel_lab.core.dsg.stream.target_summary`
+    (``values``: the distinct targets too), the same bits as its own pass would."""
+    got = parts.map(_subset_keys, plan, tuple(asks), values)
+    found = None if values is None else join_targets([g[1] for g in got], plan)
     picks = []
     for j, (_, _, k) in enumerate(asks):
-        key = np.concatenate([g[j][0] for g in got])
-        index = np.concatenate([g[j][1] for g in got])
+        key = np.concatenate([g[0][j][0] for g in got])
+        index = np.concatenate([g[0][j][1] for g in got])
         picks.append(np.sort(index[rowkeys.smallest(key, index, k)]))
     kinds = sorted({which for which, _, _ in asks})
     union = {w: np.unique(np.concatenate([pick for (which, _, _), pick in zip(asks, picks,
@@ -235,16 +248,16 @@ def keyed_rows(parts: PartMap, plan: RowPlan, asks: list[tuple[str, int, int]]
         at = np.minimum(np.searchsorted(rows.index, pick), rows.index.size - 1)
         at = at[rows.index[at] == pick]
         out.append(Rows(rows.X[at], rows.y[at], rows.index[at]))
-    return out
+    return out, found
 
 
 def _targets(data: Any, parts: PartMap, plan: RowPlan, loss: str, test: Rows,
-             progress: Progress) -> tuple[CurveTargets, Any, float]:
-    """The curve's targets from one pass over the training targets, DSG's classes (None
-    in regression) and DSG's regression offset (the mean; the median under the quantile
-    loss, as :meth:`DSGRegressor.fit` takes it)."""
+             found: TargetSummary) -> tuple[CurveTargets, Any, float]:
+    """The curve's targets from the summary of the training targets (with their distinct
+    values unless in regression), DSG's classes (None in regression) and DSG's regression
+    offset (the mean; the median under the quantile loss, as :meth:`DSGRegressor.fit`
+    takes it)."""
     task = data.task
-    found = target_summary(parts, plan, task != "regression", progress)
     if task == "classification":
         if found.values.size != 2:
             raise ParameterError(
@@ -489,12 +502,14 @@ class LearningCurveExperiment(Experiment):
         setup(0.0, f"gathering {m:,} test rows" + (
             ", a keyed sample of the training rows for the bandwidth" if sigma is None
             else "") + (f", {D_max} landmarks" if D_max > 0 else ""))
-        gathered = keyed_rows(parts, plan, asks)
+        # the same pass sums the training targets
+        gathered, found = keyed_rows(parts, plan, asks, task != "regression")
+        assert found is not None
         test = gathered[0]
         if sigma is None:
             sigma = median_heuristic(gathered[1].X)
         marks = in_key_order(gathered[-1], plan.seed) if D_max > 0 else None
-        targets, classes, offset = _targets(data, parts, plan, loss, test, setup.sub(0.1, 0.2))
+        targets, classes, offset = _targets(data, parts, plan, loss, test, found)
 
         table = {"iteration": pts.astype(float), "samples_seen": pts * float(B),
                  "n_features": pts * float(r)}

@@ -34,7 +34,7 @@ from kernel_lab.core.rows import (
 from kernel_lab.core.rows import keys as rowkeys
 from kernel_lab.core.rows.dataset import Dataset
 from kernel_lab.core.rows.mapreduce import Rows
-from kernel_lab.experiments.learning_curve import LearningCurveExperiment
+from kernel_lab.experiments.learning_curve import LearningCurveExperiment, keyed_rows
 
 
 def _data(n: int = 600, p: int = 4, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -223,6 +223,32 @@ def test_dsg_over_the_stream_is_the_same_on_one_part_and_six():
         out.append((model.coef_.copy(), ybar))
     np.testing.assert_allclose(out[0][0], out[1][0], rtol=1e-8, atol=1e-12)
     assert out[0][1] == pytest.approx(out[1][1], rel=1e-12)
+
+
+def test_the_gather_pass_sums_the_targets_as_their_own_pass_does(monkeypatch):
+    # keyed_rows' first pass also makes target_summary: the same bits (count, sum, the
+    # distinct values) on one part, six and uneven parts cut inside blocks, and the same
+    # rows as without the summary
+    monkeypatch.setattr("kernel_lab.core.rows.blocks.ROW_BLOCK", 64)
+    X, y = _data(600)
+    labels = np.where(y > np.median(y), 3.0, 1.0)
+    asks = [("test", rowkeys.TEST_SUBSET, 50), ("train", rowkeys.BANDWIDTH, 40)]
+    sums = set()
+    for target, values in ((y, False), (labels, True)):
+        for pieces in (1, 6, [1, 127, 2, 300, 63, 107]):
+            parts, plan = _split(X, target, pieces)
+            plain, none = keyed_rows(parts, plan, asks)
+            rows, found = keyed_rows(parts, plan, asks, values)
+            alone = target_summary(parts, plan, values)
+            assert none is None and found.n == alone.n == 450
+            assert found.total == alone.total   # bit for bit
+            np.testing.assert_array_equal(found.values, alone.values)
+            sums.add((values, found.total))
+            for a, b in zip(plain, rows, strict=True):
+                np.testing.assert_array_equal(a.X, b.X)
+                np.testing.assert_array_equal(a.index, b.index)
+        np.testing.assert_array_equal(found.values, [1.0, 3.0] if values else [])
+    assert len(sums) == 2                           # the same sum however cut
 
 
 def test_normal_sums_over_parts_are_the_dense_products():

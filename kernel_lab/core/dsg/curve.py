@@ -16,7 +16,7 @@ not depend on where the rows live), each computing the block's sums for one or m
 ranges of iterations, every range the same way wherever and however many ranges a task
 carries — the same bits on every backend. The cosines are the vectorised
 :func:`~kernel_lab.core.fastcos.cos_scaled` (within a few 10⁻¹⁶ of ``np.cos``, about
-four times faster on features' arguments); DSG's training keeps ``np.cos``.
+four times faster on features' arguments), as in DSG's training.
 """
 
 from __future__ import annotations

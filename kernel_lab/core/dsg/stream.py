@@ -34,7 +34,15 @@ import numpy as np
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.progress import Progress
 from kernel_lab.core.rows import keys as rowkeys
-from kernel_lab.core.rows.mapreduce import PartMap, RowPlan, Rows, part_rows, reduce_blocks
+from kernel_lab.core.rows.blocks import Frontier, block_count, join
+from kernel_lab.core.rows.mapreduce import (
+    PartMap,
+    RowPlan,
+    Rows,
+    _block_frontier,
+    part_rows,
+    reduce_blocks,
+)
 
 #: Rows per block at most (a block is what the client reads at a time).
 BLOCK_ROWS = 65_536
@@ -216,6 +224,19 @@ def target_summary(parts: PartMap, plan: RowPlan, values: bool = False,
     the parts)."""
     return reduce_blocks(parts, _block_targets, plan, bool(values), combine=_add_targets,
                          progress=progress, message="the training targets")
+
+
+def part_targets(part: Any, plan: RowPlan, values: bool = False) -> Frontier:
+    """One part's share of :func:`target_summary`, for a caller that reads the part
+    anyway (a task of its own pass): the part's frontier of the summaries of its blocks;
+    :func:`join_targets` makes the summary of all parts' frontiers."""
+    return _block_frontier(part, _block_targets, plan, "train", _add_targets, (bool(values),))
+
+
+def join_targets(frontiers: list[Frontier], plan: RowPlan) -> TargetSummary:
+    """:func:`target_summary` from every part's :func:`part_targets`, in the parts' order:
+    the same canonical tree over the blocks, so the same bits."""
+    return join(frontiers, _add_targets).finish(_add_targets, block_count(plan.n, plan.block))
 
 
 def _part_y(part: Any, plan: RowPlan) -> np.ndarray:

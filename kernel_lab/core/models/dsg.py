@@ -35,6 +35,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from kernel_lab.core.dsg.stream import BlockStream, target_summary
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.executor import one_blas_thread
+from kernel_lab.core.fastcos import cos_scaled
 from kernel_lab.core.kernels import ShiftInvariantKernel, make_kernel, resolve_bandwidth
 from kernel_lab.core.losses import (
     CLASSIFICATION_LOSSES,
@@ -216,7 +217,7 @@ class _DSGBase(BaseEstimator):
             W, b = self._features(first, last)
             Z = X @ W
             Z += b
-            np.cos(Z, out=Z)
+            cos_scaled(Z)
             out += Z @ self._coef_buf[first:last].reshape(-1, K)
         return out
 
@@ -314,7 +315,7 @@ class _DSGBase(BaseEstimator):
         W, b = iteration_features(self.kernel_, self.n_features_in_, r, self.seed_, i)
         phi = Xb @ W
         phi += b
-        np.cos(phi, out=phi)
+        cos_scaled(phi)
         alpha = (-gamma * math.sqrt(2.0) / (len(yb) * r)) * (phi.T @ g)
         self.scale_ *= 1.0 - gamma * float(self.nu)
         self._grow(i)
