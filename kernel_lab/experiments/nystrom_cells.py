@@ -20,6 +20,7 @@ import threading
 import time
 import zlib
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -304,9 +305,11 @@ class _LaneParts:
 
 
 class _Lane:
-    """One cell of a fused run (see :class:`FusedRun`), run in a thread of its own that
-    holds the baton from :meth:`resume` to its next request (:attr:`request`) or its end
-    (:attr:`done`, :attr:`result`; :attr:`error` if it raised)."""
+    """One cell of a fused run (see :class:`FusedRun`), run in a thread of its own (a
+    one-thread pool, shut down when the cell ends: the project starts no bare thread
+    outside its worker primitive) that holds the baton from :meth:`resume` to its next
+    request (:attr:`request`) or its end (:attr:`done`, :attr:`result`; :attr:`error` if
+    it raised)."""
 
     def __init__(self, job: Callable[[PartMap, Progress], Any], parts: Sequence[Part],
                  back: queue.SimpleQueue[_Lane], name: str = "fused-cell") -> None:
@@ -321,7 +324,7 @@ class _Lane:
         self.said: str | None = None
         self._inbox: queue.SimpleQueue[Any] = queue.SimpleQueue()  # replies, or _STOP
         self._back = back  # where the lane hands the baton back (itself)
-        self._thread: threading.Thread | None = None
+        self._pool: ThreadPoolExecutor | None = None
         self._client = 0.0  # the cell's client seconds before its last resumption
         self._start = 0.0
         self._shared = 0.0
@@ -339,24 +342,23 @@ class _Lane:
         reply and the cell's share of the pass's seconds) — up to its next request or its
         end, where it puts itself into the run's queue (``back``)."""
         self.request = None
-        if self._thread is None:
+        if self._pool is None:
             # the caller's context (numpy's error state and other context variables)
             context = contextvars.copy_context()
-            self._thread = threading.Thread(target=context.run, args=(self._run,),
-                                            name=self.name, daemon=True)
-            self._thread.start()
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix=self.name)
+            self._pool.submit(context.run, self._run)
         else:
             self._inbox.put(answer)
 
     def stop(self) -> None:
         """Unwind the cell if it waits for a reply (or when it next asks for one)."""
-        if self._thread is not None:
+        if self._pool is not None:
             self._inbox.put(_STOP)
 
     def join(self) -> None:
         """Wait for the cell's thread to end (after :meth:`stop`)."""
-        if self._thread is not None:
-            self._thread.join()
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
 
     def _run(self) -> None:
         lane_clock.now = self.now
@@ -370,6 +372,7 @@ class _Lane:
             self.error = exc
         finally:
             lane_clock.now = None
+            self._pool.shutdown(wait=False)  # type: ignore[union-attr]  # its thread ends
         self._back.put(self)
 
     def call(self, request: Request, progress: Progress | None) -> Any:
