@@ -485,7 +485,7 @@ class DSGRegressor(RegressorMixin, _DSGBase):
 
     Attributes
     ----------
-    coef_ : ndarray, shape (n_iter_, n_features_per_iter)
+    coef_ : ndarray, shape (``n_iter_``, n_features_per_iter)
         Coefficients up to the running ``scale_``: ``α_j = scale_ · coef_[j]``.
     scale_ : float
     n_iter_, n_samples_seen_ : int
