@@ -18,6 +18,7 @@ import importlib
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -27,7 +28,7 @@ import kernel_lab  # noqa: E402
 
 project = "Kernel Lab"
 author = "Kernel Lab developers"
-copyright = "Kernel Lab developers"  # noqa: A001
+copyright = "Kernel Lab developers"
 release = kernel_lab.__version__
 version = release
 
@@ -91,7 +92,8 @@ nitpick_ignore_regex = [] if intersphinx_mapping else [
 ]
 
 
-def _skip_member(app, what, name, obj, skip, options):  # noqa: ANN001, ANN202
+def _skip_member(app: Any, what: str, name: str, obj: Any, skip: bool, options: Any
+                 ) -> bool | None:
     """Leave out scikit-learn's generated metadata-routing setters (``set_fit_request``,
     ``set_score_request``): scikit-learn documents them, and their text refers to its own
     glossary."""
@@ -138,7 +140,7 @@ def _find(path: str, module: str | None, klass: str | None) -> bool:
     return False
 
 
-def _internal_reference(app, env, node, contnode):  # noqa: ANN001, ANN202
+def _internal_reference(app: Any, env: Any, node: Any, contnode: Any) -> Any:
     """A reference to one of Kernel Lab's own objects that this reference leaves out (a
     helper, an internal module) is shown as code, unlinked; a reference to an object that
     does not exist (a typo, a renamed or removed name) stays a warning, so -W fails."""
@@ -152,6 +154,6 @@ def _internal_reference(app, env, node, contnode):  # noqa: ANN001, ANN202
     return None
 
 
-def setup(app):  # noqa: ANN001, ANN201
+def setup(app: Any) -> None:
     app.connect("autodoc-skip-member", _skip_member)
     app.connect("missing-reference", _internal_reference)
