@@ -65,6 +65,7 @@ sphinx_gallery_conf = {
     "remove_config_comments": True,
     "min_reported_time": 1e9,
     "show_signature": False,
+    "write_computation_times": False,  # no sg_execution_times.rst in the source folder
 }
 
 # -- cross-references ------------------------------------------------------------------------
@@ -76,6 +77,7 @@ if os.environ.get("KERNEL_LAB_INTERSPHINX") == "1":
         "numpy": ("https://numpy.org/doc/stable", None),
         "scipy": ("https://docs.scipy.org/doc/scipy", None),
         "sklearn": ("https://scikit-learn.org/stable", None),
+        "distributed": ("https://distributed.dask.org/en/stable", None),
     }
 
 # -- output ------------------------------------------------------------------------------------
@@ -85,10 +87,10 @@ html_static_path: list[str] = []
 exclude_patterns = ["_build", "examples/*.ipynb", "examples/*.py", "examples/*.zip"]
 
 # -- what is left out ------------------------------------------------------------------------
-# NumPy, SciPy and scikit-learn are linked only with intersphinx (off unless asked for,
+# NumPy, SciPy, scikit-learn and Dask are linked only with intersphinx (off unless asked for,
 # above); without it a reference to them cannot resolve and is shown as code.
 nitpick_ignore_regex = [] if intersphinx_mapping else [
-    (r"py:.*", r"(numpy|scipy|sklearn)(\..*)?"),
+    (r"py:.*", r"(numpy|scipy|sklearn|dask|distributed)(\..*)?"),
 ]
 
 
