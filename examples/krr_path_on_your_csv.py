@@ -31,7 +31,8 @@ from kernel_lab.data.source import DataSource
 
 SMALL = os.environ.get("KERNEL_LAB_EXAMPLES_SMALL") == "1"   # the tests' quick size
 
-here = Path(__file__).resolve().parent if "__file__" in globals() else Path("examples")
+# this script's folder (without __file__, as in a notebook: the working folder)
+here = Path(__file__).resolve().parent if "__file__" in globals() else Path.cwd()
 path, target = (sys.argv[1], sys.argv[2]) if len(sys.argv) > 2 else (
     str(here / "data" / "houses.csv"), "price")
 
