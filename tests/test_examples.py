@@ -53,6 +53,13 @@ RESULTS: dict[str, list[tuple[str, int | tuple[int, int]]]] = {
     ],
 }
 
+#: Per example: what its printed numbers must show, beyond their presence.
+CLAIMS: dict[str, list[tuple[str, float]]] = {
+    # the same rows, on a cluster and in memory, give the same model (to rounding)
+    "dsg_on_parquet_cluster.py": [(rf"predictions differ by at most ({NUMBER})$", 1e-8)],
+    # the fitted model and the loaded pipeline on the file's rows agree (issue 44: 1e-12)
+}
+
 #: Examples that start a Dask cluster (several seconds before any work): `slow`.
 CLUSTER = {"dsg_on_parquet_cluster.py"}
 #: Examples whose API is not on this branch yet, with what they wait for.
@@ -106,3 +113,6 @@ def test_example_runs_at_small_size(name, tmp_path):
         assert low <= len(found) <= high, (
             f"{name}: expected {count} line(s) matching {pattern!r}, found {len(found)} "
             f"in:\n{done.stdout}")
+    for pattern, most in CLAIMS.get(name, []):
+        values = [float(m.group(1)) for line in lines if (m := re.search(pattern, line))]
+        assert values and max(values) <= most, f"{name}: {values} above {most}:\n{done.stdout}"
