@@ -32,8 +32,8 @@ from kernel_lab.engine.dask_parts import DaskParts
 
 SMALL = os.environ.get("KERNEL_LAB_EXAMPLES_SMALL") == "1"   # the tests' quick size
 
-ROWS, FILES = (20_000, 4) if SMALL else (400_000, 16)
-SETTINGS = dict(nu=1e-5, n_iter=300 if SMALL else 3000, batch_size=64,
+ROWS, FILES = (20_000, 4) if SMALL else (200_000, 8)
+SETTINGS = dict(nu=1e-5, n_iter=300 if SMALL else 1000, batch_size=64,
                 n_features_per_iter=16, random_state=0)
 
 
