@@ -52,12 +52,16 @@ def test_every_public_name_is_in_the_reference(package):
     assert not missing, f"{package}: {missing} are public but not in docs/api"
 
 
-def test_the_data_entry_points_are_in_the_reference():
+def test_the_data_and_model_file_entry_points_are_in_the_reference():
+    from kernel_lab.core.models.preprocess import ClassLabels, Standardize, TableColumns
+    from kernel_lab.data.pipeline import model_pipeline
     from kernel_lab.data.read import load_table
     from kernel_lab.data.source import DataSource, load_data
+    from kernel_lab.engine.model_file import SavedModel, load_model, save_model
 
     documented = {id(_canonical(n)) for n in _documented()}
-    for obj in (DataSource, load_data, load_table):
+    for obj in (DataSource, load_data, load_table, model_pipeline, TableColumns, Standardize,
+                ClassLabels, SavedModel, save_model, load_model):
         assert id(obj) in documented, obj
 
 

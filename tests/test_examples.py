@@ -44,6 +44,12 @@ RESULTS: dict[str, list[tuple[str, int | tuple[int, int]]]] = {
         (rf"^GFC: \d+ learned features, test MSE {NUMBER}$", 1),
         (rf"^(gaussian|laplace|cauchy)\s+\d+\s+{NUMBER}$", 6),
     ],
+    "export_and_load_a_model.py": [
+        (rf"^KRR on \d+ rows of houses.csv: test MSE {NUMBER}$", 1),
+        (r"^saved houses.skops \([\d,]+ bytes\)$", 1),
+        (r"^loaded: Kernel Lab [^,]+, models \['krr'\], reading the columns area \(number\)", 1),
+        (rf"-> price\s+{NUMBER}$", 2),
+    ],
     "dsg_on_parquet_cluster.py": [
         (r"^wrote 20,000 rows in 4 Parquet files", 1),
         (r"training and [\d,]+ test rows, kept in their partitions, on 2 workers$", 1),
@@ -58,6 +64,7 @@ CLAIMS: dict[str, list[tuple[str, float]]] = {
     # the same rows, on a cluster and in memory, give the same model (to rounding)
     "dsg_on_parquet_cluster.py": [(rf"predictions differ by at most ({NUMBER})$", 1e-8)],
     # the fitted model and the loaded pipeline on the file's rows agree (issue 44: 1e-12)
+    "export_and_load_a_model.py": [(rf"fitted model's predictions ({NUMBER})$", 1e-12)],
 }
 
 #: Examples that start a Dask cluster (several seconds before any work): `slow`.
