@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from kernel_lab.core.kernels import median_heuristic
-from kernel_lab.core.memory import check_allocation, format_bytes
+from kernel_lab.core.memory import check_allocation
 from kernel_lab.core.rows import keys as rowkeys
 from kernel_lab.core.rows.dask_input import (
     DaskRows,

@@ -54,8 +54,10 @@ def dask_array(X: Any, what: str = "X") -> Any:
     if hasattr(X, "to_dask_array"):  # a dataframe or a series
         dtypes = getattr(X, "dtypes", None)
         if dtypes is not None and hasattr(dtypes, "items"):
+            from pandas.api.types import is_bool_dtype, is_numeric_dtype
+
             bad = [str(c) for c, t in dtypes.items()
-                   if not (np.issubdtype(t, np.number) or np.issubdtype(t, np.bool_))]
+                   if not (is_numeric_dtype(t) or is_bool_dtype(t))]
             if bad:
                 raise DataError(f"the Dask dataframe {what} has columns that are not "
                                 f"numbers: {', '.join(bad)}",
