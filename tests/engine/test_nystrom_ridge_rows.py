@@ -123,3 +123,26 @@ def test_a_split_and_standardised_folder_fits_its_prepared_training_rows(folder)
     assert _relative(coef, model.coef_) <= 1e-8
     assert abs(intercept - model.intercept_) <= 1e-8 * abs(intercept)
     assert model.predict(data.X_test).shape == (data.n_test,)
+
+
+def test_dask_arrays_of_the_folder_fit_and_predict_on_worker_processes(folder, client
+                                                                        ) -> None:
+    """The same rows as Dask arrays read from the folder (``dask.dataframe``), on the
+    cluster's worker processes (the active client): the tasks — the chunks' calls and the
+    fitted estimator of ``predict`` — travel pickled, and give the numbers of the array."""
+    dd = pytest.importorskip("dask.dataframe")
+    import dask.array as da
+
+    frame = dd.read_parquet(folder)
+    Xd = frame[[f"x{j + 1}" for j in range(P)]].to_dask_array()
+    yd = frame["y"].to_dask_array()
+    X, y = _rows()
+    params = {"sampler": "recursive-rls", "lam": 0.5, "n_components": 50, "random_state": 8}
+    here = NystromRidge(**params).fit(X, y)
+    there = NystromRidge(**params).fit(Xd, yd)
+    np.testing.assert_array_equal(there.features_.landmark_indices_,
+                                  here.features_.landmark_indices_)
+    assert _relative(here.coef_, there.coef_) <= 1e-8
+    got = there.predict(Xd)
+    assert isinstance(got, da.Array)
+    assert _relative(here.predict(X), got.compute()) <= 1e-8
