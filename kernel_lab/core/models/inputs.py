@@ -10,7 +10,7 @@ dataframes, as dask-ml's estimators do:
   :class:`~kernel_lab.core.models.rff.RFFRidge`,
   :class:`~kernel_lab.core.models.dsg.DSGRegressor`,
   :class:`~kernel_lab.core.models.dsg.DSGClassifier`) fit a Dask input on its chunks
-  where they are (:func:`~kernel_lab.core.rows.dask_input.dask_rows`: on the active
+  where they are (:func:`~kernel_lab.core.models.dask_rows.dask_rows`: on the active
   ``distributed.Client``, else in this process), never gathering the rows; the same rows
   give the same coefficients as in memory. The others need every row at once — the n × n
   kernel ridges and greedy feature construction — and gather a Dask input when it fits in
@@ -33,8 +33,7 @@ import numpy as np
 
 from kernel_lab.core.kernels import median_heuristic
 from kernel_lab.core.memory import check_allocation
-from kernel_lab.core.rows import keys as rowkeys
-from kernel_lab.core.rows.dask_input import (
+from kernel_lab.core.models.dask_rows import (
     DaskRows,
     dask_array,
     dask_rows,
@@ -42,6 +41,7 @@ from kernel_lab.core.rows.dask_input import (
     is_dask,
     row_chunks,
 )
+from kernel_lab.core.rows import keys as rowkeys
 from kernel_lab.core.rows.mapreduce import PartMap, RowPlan, keyed_subset, take_rows
 
 #: The methods of an estimator that answer row by row: a Dask input is mapped over its
@@ -156,7 +156,7 @@ def _dask_aware(method: Callable[..., Any]) -> Callable[..., Any]:
 
 def rows_input(X: Any, y: Any = None) -> tuple[Any, Any]:
     """``(DaskRows, None)`` for a Dask X (and y), fitted on its chunks where they are
-    (:func:`~kernel_lab.core.rows.dask_input.dask_rows`); anything else unchanged."""
+    (:func:`~kernel_lab.core.models.dask_rows.dask_rows`); anything else unchanged."""
     rows = dask_rows(X, y)
     return (X, y) if rows is None else (rows, None)
 
