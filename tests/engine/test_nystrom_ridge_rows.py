@@ -146,3 +146,21 @@ def test_dask_arrays_of_the_folder_fit_and_predict_on_worker_processes(folder, c
     got = there.predict(Xd)
     assert isinstance(got, da.Array)
     assert _relative(here.predict(X), got.compute()) <= 1e-8
+
+
+def test_rff_ridge_and_dsg_fit_the_folder_kept_in_its_partitions_as_the_array(folder
+                                                                              ) -> None:
+    """The other estimators with a row-layer path take the folder opened by the data layer
+    as X alone, as NystromRidge does: the same rows give the same model."""
+    from kernel_lab.core.models import DSGRegressor, RFFRidge
+
+    X, y = _rows()
+    data = _open(folder, LocalParts)
+    params = {"lam": 0.5, "n_components": 50, "random_state": 3}
+    here, there = RFFRidge(**params).fit(X, y), RFFRidge(**params).fit(data)
+    assert there.features_.kernel_.params() == here.features_.kernel_.params()
+    assert _relative(here.coef_, there.coef_) <= 1e-8
+    params = {"n_iter": 80, "batch_size": 16, "random_state": 3}
+    here, there = DSGRegressor(**params).fit(X, y), DSGRegressor(**params).fit(data)
+    assert _relative(here.coef_, there.coef_) <= 1e-8
+    assert _relative(here.predict(X[:200]), there.predict(X[:200])) <= 1e-8
