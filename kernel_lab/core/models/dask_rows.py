@@ -198,8 +198,6 @@ class DaskRows:
 
     parts: DaskChunks
     plan: RowPlan
-    #: the dataframe's column names, when X was a dataframe
-    feature_names: list[str] | None = None
 
     @property
     def n(self) -> int:
@@ -218,7 +216,6 @@ def dask_rows(X: Any, y: Any = None) -> DaskRows | None:
         return None
     import dask.array as da
 
-    names = ([str(c) for c in X.columns] if hasattr(X, "columns") else None)
     Xd = dask_array(X, "X")
     if Xd.ndim != 2:
         raise DataError("X is a 1-D Dask array", "give the rows as a 2-D array "
@@ -249,7 +246,7 @@ def dask_rows(X: Any, y: Any = None) -> DaskRows | None:
     if n < 1:
         raise DataError("X is a Dask array with no rows", "give at least one row")
     Xd = Xd.rechunk((sizes, Xd.chunks[1])) if Xd.chunks[0] != sizes else Xd
-    return DaskRows(DaskChunks(Xd, yd), RowPlan.given(n, 0), names)
+    return DaskRows(DaskChunks(Xd, yd), RowPlan.given(n, 0))
 
 
 __all__ = ["ChunkPart", "ChunkSpan", "DaskChunks", "DaskRows", "dask_array", "dask_rows",
