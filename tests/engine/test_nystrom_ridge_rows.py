@@ -164,3 +164,23 @@ def test_rff_ridge_and_dsg_fit_the_folder_kept_in_its_partitions_as_the_array(fo
     here, there = DSGRegressor(**params).fit(X, y), DSGRegressor(**params).fit(data)
     assert _relative(here.coef_, there.coef_) <= 1e-8
     assert _relative(here.predict(X[:200]), there.predict(X[:200])) <= 1e-8
+
+
+def test_a_zarr_store_opened_by_the_data_layer_fits_as_the_array(tmp_path) -> None:
+    """A Zarr store kept in its chunks is a row set too: NystromRidge, RFFRidge and DSG fit
+    it as the same rows in memory."""
+    zarr = pytest.importorskip("zarr")
+    from kernel_lab.core.models import DSGRegressor, RFFRidge
+
+    X, y = _rows()
+    group = zarr.open_group(str(tmp_path / "rows.zarr"), mode="w")
+    group.create_array("X", data=X, chunks=(700, P))
+    group.create_array("y", data=y, chunks=(700,))
+    data = DataSource.from_spec(f"{tmp_path / 'rows.zarr'}:partitions=keep,test_fraction=0,"
+                                "standardize=false").open(seed=3, make_parts=LocalParts)
+    assert not data.in_memory
+    for make in (lambda: NystromRidge(sampler="uniform", n_components=40, random_state=1),
+                 lambda: RFFRidge(n_components=40, random_state=1),
+                 lambda: DSGRegressor(n_iter=60, batch_size=16, random_state=1)):
+        here, there = make().fit(X, y), make().fit(data)
+        assert _relative(here.predict(X[:300]), there.predict(X[:300])) <= 1e-8
