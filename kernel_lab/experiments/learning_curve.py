@@ -71,9 +71,7 @@ from kernel_lab.core.models.regularised import (
 from kernel_lab.core.models.rff import RandomFourierFeatures
 from kernel_lab.core.params import ParamSpec
 from kernel_lab.core.progress import Progress
-from kernel_lab.core.ridge.normal import (
-    in_key_order,
-)
+from kernel_lab.core.ridge.normal import in_key_order
 from kernel_lab.core.rows import keys as rowkeys
 from kernel_lab.core.rows.mapreduce import (
     LocalParts,
@@ -663,10 +661,14 @@ class LearningCurveExperiment(Experiment):
         estimators' own training loop, to the run's last iteration — so its test error
         is the run's last ``dsg_test_error`` (to the order its sums are taken in).
 
-        The RFF and Nyström baselines are not exported: each is a linear model on the
-        first D of a draw of features minimising DSG's own objective (no intercept, the
-        targets' mean subtracted), which no estimator of the library fits; the notes say
-        so."""
+        Then, with the squared loss on data in memory, the Nyström baseline at its
+        largest landmark count: ridge without intercept at λ = nν on the Nyström
+        features of the first s keyed uniform landmarks, fitting y − ȳ (DSG's objective
+        with the squared loss), which is a NystromRidge given those landmarks inside
+        scikit-learn's TransformedTargetRegressor (the mean subtracted and added back).
+        The RFF baseline is not exported: its features are the first D of one draw of
+        more, which RFFRidge cannot be given; nor are the baselines of other losses, which
+        no estimator of the library fits; the notes say so."""
         task = data.task
         loss = str(summaries.get("loss") or _loss_for(params["loss"], task))
         parts, plan = data.parts, data.plan
@@ -690,14 +692,52 @@ class LearningCurveExperiment(Experiment):
         if m < plan.n_test:
             notes.append(f"the run's test error is measured on a keyed random {m:,} of the "
                          f"{plan.n_test:,} test rows")
+        baseline = self._nystrom_baseline(params, data, table, loss, offset,
+                                          float(summaries["sigma"]))
         if np.isfinite(np.asarray(table.get("rff_test_error", [np.nan]), float)).any():
-            notes.append("the run's RFF and Nyström baselines are not exported: they "
-                         "minimise DSG's objective on fixed features, a model no estimator "
-                         "of the library fits")
+            notes.append("the run's RFF baseline is not exported: its features are the "
+                         "first D of one larger draw, which RFFRidge cannot be given"
+                         + ("" if baseline else "; nor is its Nyström baseline, which only "
+                            "the squared loss on data in memory exports"))
         return [ModelChoice(f"DSG {loss} {params['kernel']} σ={float(summaries['sigma']):.3g} "
                             f"t={n_iter}", model, error, measure,
                             {"method": "dsg", "loss": loss, "kernel": params["kernel"],
                              "sigma": float(summaries["sigma"]), "nu": float(params["nu"]),
                              "theta": float(summaries["theta"]),
                              "t0": float(summaries["t0"]), "n_iter": n_iter,
-                             "features": features}, notes)]
+                             "features": features}, notes), *baseline]
+
+    @staticmethod
+    def _nystrom_baseline(params: Mapping[str, Any], data: Any,
+                          table: Mapping[str, np.ndarray], loss: str, shift: float,
+                          sigma: float) -> list[ModelChoice]:
+        """The Nyström baseline at the largest landmark count the run fitted (see
+        :meth:`best_models`), or nothing."""
+        errors = np.asarray(table.get("nystrom_test_error", []), dtype=np.float64)
+        done = np.flatnonzero(np.isfinite(errors))
+        if loss != "squared" or not done.size or not getattr(data, "in_memory", False):
+            return []
+        from sklearn.compose import TransformedTargetRegressor
+        from sklearn.preprocessing import StandardScaler
+
+        from kernel_lab.core.models import NystromRidge
+
+        j = int(done[-1])
+        s = int(table["n_features"][j])
+        (marks,), _ = keyed_rows(data.parts, data.plan, [("train", rowkeys.LANDMARKS, s)])
+        marks = in_key_order(marks, data.plan.seed)
+        n, nu = data.plan.n_train, float(params["nu"])
+        kernel = make_kernel(params["kernel"], {"sigma": sigma})
+        model = TransformedTargetRegressor(
+            NystromRidge(n * nu, kernel=kernel, landmarks=marks.X, centered=False,
+                         solver="direct"),
+            transformer=StandardScaler(with_std=False)).fit(data.X_train, data.y_train)
+        return [ModelChoice(
+            f"Nyström baseline s={s}", model, float(errors[j]), "test MSE",
+            {"method": "nystrom-baseline", "kernel": kernel.spec(), "landmarks": s,
+             "lam": n * nu, "nu": nu},
+            [f"the run's Nyström baseline at its largest landmark count ({s}): the first {s} "
+             f"of a keyed uniform sample of the training rows, ridge at λ = nν = {n * nu:.6g} "
+             f"without intercept on the targets less their training mean ({shift:.6g}) — "
+             "DSG's objective with the squared loss — fitted on all "
+             f"{n:,} training rows"])]

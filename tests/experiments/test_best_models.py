@@ -187,7 +187,7 @@ def test_nystrom_on_parquet_partitions_fits_where_the_rows_are(
 def test_learning_curve_exports_dsg_at_its_last_iteration(spec) -> None:
     params = {"n_iter": 40, "points": 4, "exact_max": 0, "seed": 2}
     result = run_experiment("learning-curve", params, data=spec)
-    (choice,), data = best(spec, result)
+    (choice, *baselines), data = best(spec, result)
     model = choice.estimator
     assert model.n_iter_ == result.summaries["n_iter"] == 40
     assert choice.test_error == result.table["dsg_test_error"][-1]
@@ -196,7 +196,21 @@ def test_learning_curve_exports_dsg_at_its_last_iteration(spec) -> None:
         # the run extends its test predictions block by block at each curve point, the
         # model sums every iteration's features at once: the same terms in another order
         assert mse(model, data) == pytest.approx(choice.test_error, rel=1e-12)
+        # the squared loss in memory: the Nyström baseline at its largest count too, a
+        # NystromRidge on the run's landmarks inside TransformedTargetRegressor
+        (baseline,) = baselines
+        errors = result.table["nystrom_test_error"]
+        j = int(np.flatnonzero(np.isfinite(errors))[-1])
+        assert baseline.test_error == errors[j]
+        assert baseline.params["landmarks"] == result.table["n_features"][j]
+        ridge = baseline.estimator.regressor_
+        assert ridge.lam == pytest.approx(data.n_train * result.params["nu"], rel=1e-15)
+        # the run's ridge comes from sums of kernel columns mapped by W^{-1/2}, the
+        # model's from its own features (Cholesky basis): κ-amplified rounding
+        assert mse(baseline.estimator, data) == pytest.approx(
+            baseline.test_error, rel=_nystrom_tolerance(ridge, data))
     else:
+        assert baselines == []   # no other loss has a baseline estimator
         # a misclassification rate: a count, equal unless a score sits within rounding
         # of the decision boundary
         assert isinstance(model, DSGClassifier)
