@@ -63,7 +63,6 @@ from kernel_lab.experiments.base import (
     build_kernel,
     kernel_param_specs,
 )
-from kernel_lab.experiments.nystrom_best import best_nystrom
 from kernel_lab.experiments.nystrom_cells import (
     BANDWIDTH_ROWS,
     FIXED_LAMBDA,
@@ -78,6 +77,7 @@ from kernel_lab.experiments.nystrom_cells import (
     fill_trace,
     gather_subsets,
 )
+from kernel_lab.experiments.nystrom_fits import best_nystrom
 from kernel_lab.experiments.nystrom_nested import NESTED_TRIALS, NestedTask, cell_job, run_task
 from kernel_lab.experiments.nystrom_picture import VIEW_MAX, View, with_view
 from kernel_lab.experiments.nystrom_table import (
@@ -399,7 +399,7 @@ class NystromExperiment(Experiment):
                     progress: Progress) -> list[ModelChoice]:
         """The landmark sampler and count (or Algorithm 2's λ) of the least test RMSE, at
         the trial of median test RMSE, as a fitted NystromRidge with the run's landmarks
-        (:mod:`~kernel_lab.experiments.nystrom_best`)."""
+        (:mod:`~kernel_lab.experiments.nystrom_fits`)."""
         samplers = list(params["samplers"])
         budget = [s for s in samplers if s != FIXED_LAMBDA]
         sizes = parse_sizes(params["sizes"], data.n_train) if budget else np.zeros(0, int)
