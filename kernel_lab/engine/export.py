@@ -16,11 +16,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from kernel_lab import __version__
 from kernel_lab.core.errors import DataError, ParameterError
 from kernel_lab.core.progress import Progress
+from kernel_lab.data.pipeline import model_pipeline
 from kernel_lab.engine.executors import make_executor
 from kernel_lab.engine.jsonable import jsonable
+from kernel_lab.engine.model_file import SavedModel, save_model
 from kernel_lab.engine.runner import RunResult, parts_runner
 from kernel_lab.engine.spec import RunSpec
 from kernel_lab.experiments import ModelChoice, get_experiment
@@ -124,8 +125,6 @@ def export_run(spec: RunSpec, result: RunResult, path: str | Path,
             raise ParameterError(f"experiment {experiment.name!r} fits no model to export "
                                  "from this run (see its description for what it compares)")
         names = _unique(choices)
-        from kernel_lab.data.pipeline import model_pipeline
-
         progress(0.9, "the models with the data's typing and standardisation")
         models = {name: model_pipeline(data, c.estimator)
                   for name, c in zip(names, choices, strict=True)}
@@ -134,8 +133,7 @@ def export_run(spec: RunSpec, result: RunResult, path: str | Path,
             close = getattr(used, "close", None)
             if close is not None:
                 close()
-    metadata = jsonable({
-        "kernel_lab": __version__,
+    metadata = jsonable({   # save_model adds the version and the columns with their types
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "experiment": result.experiment,
         "seed": result.seed,
@@ -148,8 +146,6 @@ def export_run(spec: RunSpec, result: RunResult, path: str | Path,
                           "estimator": type(c.estimator).__name__}
                    for name, c in zip(names, choices, strict=True)},
     })
-    from kernel_lab.engine.model_file import SavedModel, save_model
-
     progress(0.95, f"writing {path}")
     written = save_model(SavedModel(models, metadata), path)
     progress(1.0, f"model file written: {written}")
