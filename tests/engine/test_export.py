@@ -18,6 +18,7 @@ from kernel_lab.data.source import DataSource
 from kernel_lab.engine.export import export_run
 from kernel_lab.engine.runner import run
 from kernel_lab.engine.spec import RunSpec
+from kernel_lab.experiments import get_experiment
 from kernel_lab.experiments.base import row_index
 
 sio = pytest.importorskip("skops.io")
@@ -96,3 +97,74 @@ def test_an_experiment_without_a_model_says_so(tmp_path) -> None:
     with pytest.raises(ParameterError, match="fits no model"):
         export_run(spec, run(spec), tmp_path / "m.skops")
     assert not (tmp_path / "m.skops").exists()
+
+
+def _measure(name: str, meta: dict, pred: np.ndarray, y: np.ndarray) -> float:
+    """The run's measure of a model's predictions (its ``error_name``)."""
+    what = meta["error_name"]
+    if what == "test error rate":
+        return float(np.mean(pred != y))
+    err = float(np.mean((pred - y.astype(float)) ** 2))
+    if what.startswith("test RMSE × 100"):
+        return 100 * np.sqrt(err) / meta["params"]["target_range"]
+    return float(np.sqrt(err)) if what == "test RMSE" else err
+
+
+@pytest.fixture(scope="module")
+def classes(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two classes named in words, a text feature, row names."""
+    rng = np.random.default_rng(4)
+    n = 200
+    x = rng.normal(size=(n, 3))
+    colour = rng.choice(["red", "blue"], size=n)
+    label = np.where(x[:, 0] + np.sin(2 * x[:, 1]) + (colour == "red") > 0.3, "yes", "no")
+    frame = pd.DataFrame({"": np.arange(n), "a": x[:, 0], "b": x[:, 1], "c": x[:, 2],
+                          "colour": colour, "bought": label})
+    path = tmp_path_factory.mktemp("classes") / "bought.csv"
+    frame.to_csv(path, index=False)
+    return path
+
+
+@pytest.mark.parametrize("experiment, params, which", [
+    ("krr-path", {"n_lams": 10}, "table"),
+    ("ckrr-risk", {"trials": 2, "n_lams": 8, "kernels": ["linear", "exponential"]}, "table"),
+    ("nystrom", {"samplers": ["uniform", "rp-cholesky"], "sizes": "8,16", "eval_points": 60},
+     "table"),
+    ("learning-curve", {"n_iter": 30, "points": 3, "exact_max": 0}, "table"),
+    ("learning-curve", {"n_iter": 30, "points": 3, "exact_max": 0}, "classes"),
+    ("gfc", {"n_features": 10, "n_passes": 2, "methods": ["gfc"]}, "table"),
+])
+def test_every_experiment_round_trips_from_the_file_rows(experiment, params, which, table,
+                                                         classes, tmp_path) -> None:
+    """Each exported model applied to the rows of the original file the run held out
+    (row names dropped, text one-hot, a text target's labels mapped back) predicts what
+    its estimator predicts on the run's prepared test rows, and so has the recorded test
+    error — the run's own figure, which tests/experiments/test_best_models.py compares
+    with the estimators' predictions at each model's own tolerance."""
+    from kernel_lab.engine.model_file import load_model
+
+    path, target = (table, "price") if which == "table" else (classes, "bought")
+    source = DataSource.from_spec(f"{path}:target={target}")
+    spec = RunSpec(experiment, {**params, "seed": 1}, source)
+    result = run(spec)
+    report = export_run(spec, result, tmp_path / "m.skops")
+    untrusted = sio.get_untrusted_types(file=report.path)
+    assert all(t.split(".")[0] in ("sklearn", "numpy", "kernel_lab") for t in untrusted)
+    saved = load_model(report.path)
+    data = source.open(result.seed, Progress(None))
+    choices = get_experiment(experiment).best_models(result.params, data, result.table,
+                                                     result.summaries, Progress(None))
+    assert list(saved.models) == [c.name for c in choices] == report.models
+    rows = pd.read_csv(path).iloc[row_index(data, "test")]
+    for choice in choices:
+        meta = saved.metadata["models"][choice.name]
+        assert meta["test_error"] == choice.test_error
+        pipeline = saved.models[choice.name]
+        got = np.asarray(pipeline.predict(rows.drop(columns=[target])))
+        want = choice.estimator.predict(data.X_test)
+        if data.task == "regression":
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12 * np.abs(want).max())
+        else:   # the file's labels, back from the estimator's ±1: the run's error rate
+            assert np.array_equal(got == "yes", want == np.max(want))
+            assert _measure(experiment, meta, got, rows[target].to_numpy()) \
+                == choice.test_error
