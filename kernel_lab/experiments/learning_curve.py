@@ -693,7 +693,7 @@ class LearningCurveExperiment(Experiment):
             notes.append(f"the run's test error is measured on a keyed random {m:,} of the "
                          f"{plan.n_test:,} test rows")
         baseline = self._nystrom_baseline(params, data, table, loss, offset,
-                                          float(summaries["sigma"]))
+                                          float(summaries["sigma"]), test)
         if np.isfinite(np.asarray(table.get("rff_test_error", [np.nan]), float)).any():
             notes.append("the run's RFF baseline is not exported: its features are the "
                          "first D of one larger draw, which RFFRidge cannot be given"
@@ -710,9 +710,12 @@ class LearningCurveExperiment(Experiment):
     @staticmethod
     def _nystrom_baseline(params: Mapping[str, Any], data: Any,
                           table: Mapping[str, np.ndarray], loss: str, shift: float,
-                          sigma: float) -> list[ModelChoice]:
+                          sigma: float, test: Rows) -> list[ModelChoice]:
         """The Nyström baseline at the largest landmark count the run fitted (see
-        :meth:`best_models`), or nothing."""
+        :meth:`best_models`), or nothing. Where its test MSE on the run's ``test`` rows
+        differs from the run's by more than rounding, a note gives both: the run maps
+        sums of the kernel columns by W^{-1/2}, which loses digits when the landmarks'
+        kernel matrix W is nearly singular; the model sums its features themselves."""
         errors = np.asarray(table.get("nystrom_test_error", []), dtype=np.float64)
         done = np.flatnonzero(np.isfinite(errors))
         if loss != "squared" or not done.size or not getattr(data, "in_memory", False):
@@ -732,12 +735,19 @@ class LearningCurveExperiment(Experiment):
             NystromRidge(n * nu, kernel=kernel, landmarks=marks.X, centered=False,
                          solver="direct"),
             transformer=StandardScaler(with_std=False)).fit(data.X_train, data.y_train)
+        notes = [f"the run's Nyström baseline at its largest landmark count ({s}): the "
+                 f"first {s} of a keyed uniform sample of the training rows, ridge at λ = nν "
+                 f"= {n * nu:.6g} without intercept on the targets less their training mean "
+                 f"({shift:.6g}) — DSG's objective with the squared loss — fitted on all "
+                 f"{n:,} training rows"]
+        own = float(np.mean((model.predict(test.X) - test.y) ** 2))
+        if abs(own - errors[j]) > 1e-12 * abs(errors[j]):
+            e = np.linalg.eigvalsh(kernel(marks.X))
+            notes.append(f"this model's test MSE is {own:.12g}, the run's {errors[j]:.12g} "
+                         f"(relative difference {abs(own / errors[j] - 1):.1e}): the run maps "
+                         "sums of the kernel columns by W^(-1/2), and the landmarks' kernel "
+                         f"matrix W has eigenvalues spanning {e[-1] / max(e[0], 1e-300):.1e}")
         return [ModelChoice(
             f"Nyström baseline s={s}", model, float(errors[j]), "test MSE",
             {"method": "nystrom-baseline", "kernel": kernel.spec(), "landmarks": s,
-             "lam": n * nu, "nu": nu},
-            [f"the run's Nyström baseline at its largest landmark count ({s}): the first {s} "
-             f"of a keyed uniform sample of the training rows, ridge at λ = nν = {n * nu:.6g} "
-             f"without intercept on the targets less their training mean ({shift:.6g}) — "
-             "DSG's objective with the squared loss — fitted on all "
-             f"{n:,} training rows"])]
+             "lam": n * nu, "nu": nu}, notes)]
