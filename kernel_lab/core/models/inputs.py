@@ -61,7 +61,7 @@ def row_set(X: Any) -> tuple[PartMap, RowPlan] | None:
     """``(parts, plan)`` when X is a data set of the row layer — a Parquet folder or Zarr
     store opened by the data layer and kept in its partitions (on any backend: this
     process, a process pool, a Dask cluster), a data set in memory, or a Dask array's
-    chunks (:mod:`~kernel_lab.core.models.dask_front`) — else None (an array, a table).
+    chunks (:mod:`~kernel_lab.core.models.inputs`) — else None (an array, a table).
     The estimators fit such a data set on its prepared (filled, standardised) training
     rows where they are, without gathering them."""
     plan = getattr(X, "plan", None)

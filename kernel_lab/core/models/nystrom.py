@@ -159,11 +159,17 @@ class NystromFeatures(DaskFront, TransformerMixin, BaseEstimator):
     random_state : int, RandomState, Generator, SeedSequence or None
         Gives the seed of the row keys that make every random choice of the sampler
         (:func:`~kernel_lab.core.validation.check_seed`).
+    landmarks : array_like of shape (s, p), optional
+        Given landmarks (rows prepared as the training rows are) instead of a sampler's
+        draw — e.g. those a run of the ``nystrom`` experiment drew, to fit the model it
+        measured; ``n_components``, ``sampler`` and ``random_state`` are then not used.
 
     Attributes
     ----------
     kernel_ : Kernel
-    landmark_indices_ : ndarray, shape (s,)
+    landmark_indices_ : ndarray, shape (s,), or None
+        Positions (global row indices on a data set) of the landmarks among the training
+        rows; None for given ``landmarks``.
     landmarks_ : ndarray, shape (s, p)
     normalization_ : ndarray, shape (s, r)
         N with ``F = k(X, S) N`` and ``N Nᵀ = W⁺`` (W = k(S, S)): ``L⁻ᵀ`` (upper
@@ -182,22 +188,27 @@ class NystromFeatures(DaskFront, TransformerMixin, BaseEstimator):
 
     def __init__(self, kernel: str | Kernel = "gaussian", *,
                  kernel_params: dict[str, Any] | None = None, n_components: int = 100,
-                 sampler: str = "recursive-rls", random_state: Any = None) -> None:
+                 sampler: str = "recursive-rls", random_state: Any = None,
+                 landmarks: Any = None) -> None:
         self.kernel = kernel
         self.kernel_params = kernel_params
         self.n_components = n_components
         self.sampler = sampler
         self.random_state = random_state
+        self.landmarks = landmarks
 
     def fit(self, X: Any, y: Any = None) -> NystromFeatures:
         """Choose the landmarks among the rows of X: an array, or a data set of the row
         layer (:func:`row_set`: its prepared training rows where they are, never
         gathered; ``landmark_indices_`` are then global row indices), or a Dask array or
         dataframe, fitted on its chunks where they are
-        (:mod:`~kernel_lab.core.models.dask_front`). Every choice is keyed per row, so the
-        same rows give the same landmarks either way."""
+        (:mod:`~kernel_lab.core.models.inputs`). Every choice is keyed per row, so the
+        same rows give the same landmarks either way. With given ``landmarks``, X only
+        gives the bandwidth when the kernel needs one."""
         X, _ = rows_input(X)
         rows = row_set(X)
+        if self.landmarks is not None:
+            return self._fit_given(X, rows)
         if rows is not None:
             parts, plan = rows
             p = check_params(self)
@@ -217,6 +228,21 @@ class NystromFeatures(DaskFront, TransformerMixin, BaseEstimator):
         return self._set_landmarks(sample.indices, X[sample.indices], sample.scores,
                                    sample.kernel_evaluations)
 
+    def _fit_given(self, X: Any, rows: tuple[PartMap, RowPlan] | None) -> NystromFeatures:
+        """The given ``landmarks`` as they are (checked: finite, p columns)."""
+        marks = np.asarray(self.landmarks, dtype=np.float64)
+        if rows is None:
+            X = validate_data(self, X, dtype=np.float64)
+            self._set_kernel(lambda: resolve_bandwidth(None, X))
+        else:
+            self._set_kernel(lambda: rows_bandwidth(*rows))
+            self.n_features_in_ = int(marks.shape[1]) if marks.ndim == 2 else 0
+        if marks.ndim != 2 or marks.shape[0] < 1 or marks.shape[1] != self.n_features_in_ \
+                or not np.isfinite(marks).all():
+            raise ParameterError(f"landmarks must be finite rows of the {self.n_features_in_} "
+                                 f"feature columns, got an array of shape {marks.shape}")
+        return self._set_landmarks(None, marks, None, 0)
+
     def _set_kernel(self, bandwidth: Callable[[], float]) -> None:
         """``kernel_``; a named shift-invariant kernel without ``sigma`` gets
         ``bandwidth()`` (the median heuristic on the training rows)."""
@@ -228,7 +254,7 @@ class NystromFeatures(DaskFront, TransformerMixin, BaseEstimator):
             params["sigma"] = bandwidth()
         self.kernel_ = make_kernel(self.kernel, params)
 
-    def _set_landmarks(self, indices: np.ndarray, landmarks: np.ndarray,
+    def _set_landmarks(self, indices: np.ndarray | None, landmarks: np.ndarray,
                        scores: np.ndarray | None, evaluations: int) -> NystromFeatures:
         counter = CountingKernel(self.kernel_)
         self.landmark_indices_ = indices
@@ -255,8 +281,8 @@ class NystromRidge(DaskFront, RegressorMixin, BaseEstimator):
     Parameters
     ----------
     lam : float
-    kernel, kernel_params, n_components, sampler, random_state
-        As in :class:`NystromFeatures`.
+    kernel, kernel_params, n_components, sampler, random_state, landmarks
+        As in :class:`NystromFeatures` (given ``landmarks`` replace the sampler's draw).
     centered : bool
     solver : {"auto", "cg", "direct"}
         ``"direct"`` forms the n × r features and solves by Cholesky
@@ -294,7 +320,8 @@ class NystromRidge(DaskFront, RegressorMixin, BaseEstimator):
                  kernel_params: dict[str, Any] | None = None, n_components: int = 100,
                  sampler: str = "recursive-rls", centered: bool = True,
                  solver: str = "auto", cg_tol: float = DEFAULT_TOL,
-                 cg_max_iter: int = DEFAULT_MAX_ITER, random_state: Any = None) -> None:
+                 cg_max_iter: int = DEFAULT_MAX_ITER, random_state: Any = None,
+                 landmarks: Any = None) -> None:
         self.lam = lam
         self.kernel = kernel
         self.kernel_params = kernel_params
@@ -305,6 +332,7 @@ class NystromRidge(DaskFront, RegressorMixin, BaseEstimator):
         self.cg_tol = cg_tol
         self.cg_max_iter = cg_max_iter
         self.random_state = random_state
+        self.landmarks = landmarks
 
     def fit(self, X: Any, y: Any = None, *,
             progress: Callable[[float, str], None] | None = None) -> NystromRidge:
@@ -322,7 +350,7 @@ class NystromRidge(DaskFront, RegressorMixin, BaseEstimator):
         A Dask array or dataframe X with its targets y (a Dask array or series, or an
         array) is fitted the same way on its row chunks, where they are — on the active
         ``distributed.Client``, else in this process — never gathered
-        (:mod:`~kernel_lab.core.models.dask_front`): its rows as given, every one a
+        (:mod:`~kernel_lab.core.models.inputs`): its rows as given, every one a
         training row, no standardisation."""
         X, y = rows_input(X, y)
         rows = row_set(X)
@@ -334,7 +362,8 @@ class NystromRidge(DaskFront, RegressorMixin, BaseEstimator):
                                  f"{self.cg_tol!r}; e.g. 1e-8")
         self.features_ = NystromFeatures(self.kernel, kernel_params=self.kernel_params,
                                          n_components=self.n_components, sampler=self.sampler,
-                                         random_state=self.random_state).fit(X)
+                                         random_state=self.random_state,
+                                         landmarks=self.landmarks).fit(X)
         self.n_features_in_ = self.features_.n_features_in_
         self.cg_info_: CGInfo | None = None
         self.n_iter_: int | None = None
