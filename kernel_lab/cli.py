@@ -174,6 +174,10 @@ def _build_parser() -> argparse.ArgumentParser:
     p_run.add_argument("--out", metavar="DIR",
                        help="output folder (default: runs/EXPERIMENT-TIMESTAMP)")
     p_run.add_argument("--no-plot", action="store_true", help="do not render plot.png")
+    p_run.add_argument("--save-model", metavar="PATH", default=None,
+                       help="after the run, save the model(s) it marks best, with the "
+                            "data's typing and standardisation, to this skops file (see "
+                            "'kernel-lab predict' and 'describe-model')")
     p_run.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
     p_run.add_argument("--debug", action="store_true", help="show tracebacks of failures")
     return parser
@@ -452,7 +456,7 @@ def _cmd_run_playground(args: argparse.Namespace) -> int:
         ("--text-features", args.text_features), ("--keep-index", args.keep_index),
         ("--sheet", args.sheet), ("--subsample", args.subsample),
         ("--features", args.features), ("--drop-columns", args.drop_columns),
-        ("--partitions", args.partitions),
+        ("--partitions", args.partitions), ("--save-model", args.save_model),
         ("--workers", args.workers), ("--scheduler", args.scheduler),
         ("--backend", None if args.backend == "threads" else args.backend))
         if value is not None]
@@ -499,6 +503,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
     exp = get_experiment(spec.experiment)
     out = Path(args.out or Path("runs") /
                f"{exp.name}-{datetime.now().strftime('%Y%m%d-%H%M%S')}")
+    model_path = None if args.save_model is None else Path(args.save_model)
+    if model_path is not None and not model_path.parent.is_dir():  # before any computation
+        raise UsageError(f"--save-model {args.save_model}: the folder {model_path.parent} "
+                         "does not exist; create it or give another path")
     with _claim(out, args.quiet) as folder:  # before any computation
         try:
             result = run(spec, on_progress=_StderrProgress(args.quiet))
@@ -521,6 +529,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
             sys.stderr.write(f"  {key}: {shown}\n")
     for warning in result.data.get("warnings", []):  # even with --quiet: read before trusting
         sys.stderr.write(f"  warning: {name_controls(warning, CLI_CONTROLS)}\n")
+    if model_path is not None:
+        from kernel_lab.engine.export import export_run
+
+        report = export_run(spec, result, model_path, _StderrProgress(args.quiet))
+        if not args.quiet:
+            sys.stderr.write("".join(f"  {line}\n" for line in report.lines()))
     print(out)
     return 0
 
