@@ -14,7 +14,9 @@ the data source, the columns and their types, the parameters and the test error;
 a model, one from another version, or types outside scikit-learn, NumPy, SciPy and Kernel
 Lab. The script fits kernel ridge regression on ``examples/data/houses.csv``, saves it,
 loads it, checks that the loaded pipeline applied to the file's own test rows gives the
-fitted model's predictions, and prices two new flats.
+fitted model's predictions, and prices two new flats. A run exports the models it marks
+best into the same kind of file: ``kernel-lab run … --save-model PATH``
+(:func:`~kernel_lab.engine.export.export_run`).
 """
 
 from __future__ import annotations

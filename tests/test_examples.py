@@ -70,10 +70,7 @@ CLAIMS: dict[str, list[tuple[str, float]]] = {
 #: Examples that start a Dask cluster (several seconds before any work): `slow`.
 CLUSTER = {"dsg_on_parquet_cluster.py"}
 #: Examples whose API is not on this branch yet, with what they wait for.
-PENDING = {
-    "dsg_on_parquet_cluster.py": "DSGRegressor.fit takes a data set opened by the data "
-                                 "layer (issue 44, estimators on any data)",
-}
+PENDING: dict[str, str] = {}
 
 
 def _scripts() -> list[str]:
