@@ -133,3 +133,52 @@ def encode_target(path: Path, name: str, col: np.ndarray
     return (codes, levels,
             f"text target {name!r}: {len(levels)} classes coded 0 … {len(levels) - 1} "
             f"({shown(levels)})")
+
+
+def is_number(cell: str) -> bool:
+    try:
+        float(cell)
+        return True
+    except ValueError:
+        return cell.strip().lower() in MISSING
+
+
+def is_header(first: list[str], below: list[list[str]]) -> bool:
+    """Whether the first row names the columns: every cell of it is text, or one of its
+    text cells stands above a column of numbers. A file without a header whose first
+    row holds a class name (``5.1,3.5,setosa``) has text below that cell too."""
+    text = [not is_number(c) for c in first]
+    if not any(text):
+        return False
+    if all(text) or not below:
+        return True
+    for j, is_text in enumerate(text):
+        cells = [row[j].strip() for row in below if j < len(row)]
+        if is_text and cells and sum(is_number(c) for c in cells) > len(cells) / 2:
+            return True
+    return False
+
+
+def header_rows(path: Path, rows: list[list[str]], line_nos: list[int], delim: str
+                ) -> tuple[list[str], bool, list[list[str]], list[int]]:
+    """The column names (from a header row, :func:`is_header`; else ``x1 …`` and ``y``),
+    whether there was a header, and the data rows of the same width with their lines."""
+    first = [c.strip() for c in rows[0]]
+    header = is_header(first, rows[1:21])
+    if header:
+        names = [c or f"column {i + 1}" for i, c in enumerate(first)]
+        body, body_lines = rows[1:], line_nos[1:]
+        if not body:
+            raise DataError("the file has a header row but no data rows",
+                            "add data rows below the header", path=path)
+    else:
+        names = [f"x{i + 1}" for i in range(len(first) - 1)] + ["y"]
+        body, body_lines = rows, line_nos
+    for row, line in zip(body, body_lines, strict=True):
+        if len(row) != len(names):
+            raise DataError(
+                f"this row has {len(row)} field{'s' if len(row) != 1 else ''} but the "
+                f"{'header' if header else 'first row'} has {len(names)}",
+                "every row needs the same number of fields; check for a missing or extra "
+                f"delimiter {delim!r}", path=path, line=line)
+    return names, header, body, body_lines

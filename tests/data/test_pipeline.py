@@ -58,7 +58,7 @@ def test_pipeline_on_the_original_rows_gives_the_estimators_predictions(csv, tar
     # the other targets are left out, as a user would leave them out
     others = ",".join(t for t in ("y", "two", "three") if t != target)
     ds = DataSource.from_spec(str(csv), {"target": target, "drop_columns": others}).load(5)
-    assert ds.encoding["index"] == ""  # R's row names dropped
+    assert ds.encoding["index"] == "column 1"  # R's row names (no header cell) dropped
     assert encoded_names(ds.encoding) == ds.feature_names
     assert ds.plan.fill is not None  # the NaN cells of x2 were filled
     est = KernelRidge(0.05, kernel_params={"sigma": 2.0}).fit(ds.X_train, ds.y_train)

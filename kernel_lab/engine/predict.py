@@ -1,0 +1,316 @@
+"""Predicting with a saved model, and describing one: what ``kernel-lab predict`` and
+``kernel-lab describe-model`` do.
+
+New rows are read by the data layer's own readers up to their text cells (a CSV or TSV
+table, also compressed: the same delimiter, quoting, comment and header rules as when
+the model's table was read; :func:`~kernel_lab.data.text.read_text_cells`) or as stored
+(a Parquet file, a folder of Parquet files, a ``.npy`` array), and the model's first
+step types each column as its training file's column was typed. The predictions are
+written whole or not at all: a CSV through :func:`~kernel_lab.engine.atomic.write_atomic`;
+for a Parquet folder, one Parquet file per input file (partition by partition, one in
+memory at a time) in a hidden folder renamed to the output at the end. Any refusal — a
+column missing, a category never seen, a missing value the model cannot fill, a model
+file of another version — is a :class:`~kernel_lab.core.errors.KernelLabError` naming
+the file (and line), and no output is left.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kernel_lab import __version__
+from kernel_lab.core.errors import DataError, ParameterError
+from kernel_lab.engine.atomic import temporary_name, write_atomic
+from kernel_lab.engine.model_file import SavedModel, load_model, read_metadata
+
+#: What ``predict`` reads, for messages.
+PREDICT_FORMATS = ("a CSV/TSV table (also .gz, .bz2 or .zip), a Parquet file, a folder of "
+                   "Parquet files, or a .npy array of the feature columns")
+
+
+@dataclass
+class PredictReport:
+    """What a prediction wrote: the output, the rows predicted, the model used, the
+    files written (one for a CSV; one per input file for a Parquet folder)."""
+
+    out: Path
+    rows: int
+    model: str
+    files: int
+
+
+@dataclass
+class NewRows:
+    """Rows to predict: ``data`` (a dict of columns, a DataFrame or a 2-D array, as the
+    model's :class:`~kernel_lab.core.models.preprocess.TableColumns` takes it), their
+    file ``lines`` (None: the format has none) and where they come from."""
+
+    data: Any
+    rows: int
+    path: Path
+    lines: np.ndarray | None = None
+
+
+def _located(exc: DataError, path: Path, lines: np.ndarray | None) -> DataError:
+    """The model's refusal with the data file (and line) named."""
+    row = getattr(exc, "row", None)
+    if row is not None and lines is not None:
+        return DataError(exc.at_row, exc.fix, path=path,  # type: ignore[attr-defined]
+                         line=int(lines[row]))
+    return DataError(exc.problem, exc.fix, path=path)
+
+
+def _text_rows(path: Path) -> NewRows:
+    from kernel_lab.data.raw import expand
+    from kernel_lab.data.read import TEXT_SUFFIXES, _packed
+    from kernel_lab.data.text import read_text_cells
+
+    raw = expand(path, TEXT_SUFFIXES)[0] if _packed(path) else path.read_bytes()
+    if not raw.strip():
+        raise DataError("the file is empty", "choose a file with rows to predict", path=path)
+    names, body, lines = read_text_cells(path, raw)
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise DataError(f"the column names {', '.join(map(repr, twice))} appear more than "
+                        "once", "give every column its own name", path=path)
+    cells = np.empty((len(body), len(names)), dtype=object)
+    cells[:] = body
+    return NewRows({n: cells[:, j] for j, n in enumerate(names)}, len(body), path,
+                   np.asarray(lines))
+
+
+def read_new_rows(path: str | os.PathLike[str], columns: list[str]) -> NewRows:
+    """The rows of a file to predict (not a folder: see :func:`predict_file`);
+    ``columns``: the training file's columns (a ``.npy`` array as wide is read by
+    them, a narrower one as the feature columns in training order)."""
+    from kernel_lab.data.read import FORMATS, _packed
+
+    path = Path(path)
+    if not path.exists():
+        raise DataError("the file does not exist", "check the path", path=path)
+    kind = "csv" if _packed(path) else FORMATS.get(path.suffix.lower())
+    if kind == "csv":
+        return _text_rows(path)
+    if kind == "parquet":
+        import pyarrow.parquet as pq
+
+        frame = pq.read_table(path).to_pandas()
+        return NewRows(frame, len(frame), path)
+    if kind == "npy":
+        A = np.load(path, allow_pickle=False)
+        if A.ndim != 2:
+            raise DataError(f"the array has shape {A.shape}; rows to predict are a 2-D array",
+                            "save the feature columns as a 2-D array", path=path)
+        data = ({c: A[:, j] for j, c in enumerate(columns)} if A.shape[1] == len(columns)
+                else A)
+        return NewRows(data, A.shape[0], path)
+    raise DataError(f"predict does not read {path.suffix or 'files without an extension'!r}",
+                    f"give {PREDICT_FORMATS}", path=path)
+
+
+def _chosen(saved: SavedModel, model: str | None, path: Path) -> tuple[str, Any]:
+    name = model or saved.default
+    if name not in saved.models:
+        raise ParameterError(f"{path.name} holds no model named {name!r}; it holds "
+                             f"{', '.join(map(repr, saved.models))} (the first is the default)")
+    return name, saved.models[name]
+
+
+def _predicted(pipe: Any, rows: NewRows) -> dict[str, np.ndarray]:
+    """The prediction columns of ``rows`` (and a class model's scores)."""
+    try:
+        predicted = np.asarray(pipe.predict(rows.data))
+        out = {"prediction": predicted}
+        if hasattr(pipe[-1], "classes_") and predicted.dtype == object:
+            score = np.asarray(pipe.decision_function(rows.data))
+            if score.ndim == 1:
+                out["score"] = score
+            else:
+                for k, c in enumerate(getattr(pipe[-1], "classes_", [])):
+                    out[f"score={c}"] = score[:, k]
+    except DataError as exc:
+        raise _located(exc, rows.path, rows.lines) from None
+    return out
+
+
+def _table(rows: NewRows, predicted: dict[str, np.ndarray], first: int = 0) -> Any:
+    import pandas as pd
+
+    columns: dict[str, Any] = {"row": np.arange(first + 1, first + rows.rows + 1)}
+    if rows.lines is not None:
+        columns["line"] = rows.lines
+    return pd.DataFrame({**columns, **predicted})
+
+
+def _parquet_out(parts: list[Path], pipe: Any, out: Path,
+                 progress: Callable[[float, str], None] | None) -> int:
+    """Each Parquet file's predictions to a file of the same name in a hidden folder
+    beside ``out``, renamed to ``out`` when every one is written; the rows predicted."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    tmp = temporary_name(out)
+    tmp.mkdir()
+    total = 0
+    try:
+        for k, part in enumerate(parts):
+            if progress is not None:
+                progress(k / len(parts), f"predicting {part.name} ({k + 1} of {len(parts)})")
+            frame = pq.read_table(part).to_pandas()
+            rows = NewRows(frame, len(frame), part)
+            table = _table(rows, _predicted(pipe, rows), total)
+            table.insert(1, "file_row", np.arange(1, rows.rows + 1))
+            pq.write_table(pa.Table.from_pandas(table, preserve_index=False), tmp / part.name)
+            total += rows.rows
+        _replace_folder(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return total
+
+
+def _replace_folder(tmp: Path, out: Path) -> None:
+    """``tmp`` renamed to ``out``; an existing folder ``out`` replaced (moved aside, then
+    removed)."""
+    if out.is_dir():
+        old = temporary_name(out)
+        os.replace(out, old)
+        try:
+            os.replace(tmp, out)
+        except BaseException:
+            os.replace(old, out)
+            raise
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(tmp, out)
+
+
+def _check_out(out: Path, folder: bool) -> None:
+    if not out.parent.exists():
+        raise DataError("the folder to write the predictions in does not exist",
+                        "create it, or choose another output path", path=out.parent)
+    if folder and out.exists() and not out.is_dir():
+        raise DataError("predictions of a Parquet folder are a folder, and this is a file",
+                        "choose a folder name for the output", path=out)
+    if not folder and out.is_dir():
+        raise DataError("this is a folder; the predictions are a CSV file",
+                        "choose a file name for the output (e.g. predictions.csv)", path=out)
+
+
+def predict_file(model_path: str | os.PathLike[str], data: str | os.PathLike[str],
+                 out: str | os.PathLike[str], *, model: str | None = None,
+                 extra_columns: str = "error",
+                 progress: Callable[[float, str], None] | None = None) -> PredictReport:
+    """Predict the rows of ``data`` with the saved model and write them to ``out``.
+
+    Parameters
+    ----------
+    model_path : path-like
+        A model file (:func:`~kernel_lab.engine.model_file.save_model`).
+    data : path-like
+        A CSV/TSV table (any compression the lab reads), a Parquet file, a folder of
+        Parquet files, or a ``.npy`` array. The target column may be absent.
+    out : path-like
+        A CSV file (``row``, ``line`` where the format has lines, ``prediction``, and a
+        class model's ``score``); for a Parquet folder, a folder of Parquet files, one per
+        input file (with ``file_row``).
+    model : str, optional
+        The model's name in the file (default: the first).
+    extra_columns : {"error", "ignore"}
+        A column the training file never had: refused by name, or ignored.
+    """
+    data, out = Path(data), Path(out)
+    saved = load_model(model_path)
+    name, pipe = _chosen(saved, model, Path(model_path))
+    pipe.set_params(columns__extra_columns=extra_columns)
+    if data.is_dir():
+        from kernel_lab.data.partitioned import _parquet_files
+
+        parts = _parquet_files(data)
+        if not parts:
+            raise DataError("the folder holds no .parquet files", f"give {PREDICT_FORMATS}",
+                            path=data)
+        _check_out(out, folder=True)
+        return PredictReport(out, _parquet_out(parts, pipe, out, progress), name, len(parts))
+    _check_out(out, folder=False)
+    rows = read_new_rows(data, list(pipe["columns"].encoding["columns"]))
+    table = _table(rows, _predicted(pipe, rows))
+    write_atomic(out, table.to_csv(index=False))
+    return PredictReport(out, rows.rows, name, 1)
+
+
+# ---------------------------------------------------------------------------------------
+# describe-model
+
+
+def _data_said(data: Any) -> str:
+    if isinstance(data, dict):
+        options = ",".join(f"{k}={v}" for k, v in (data.get("options") or {}).items())
+        return f"{data.get('spec', '')}{':' + options if options else ''}"
+    return str(data or "(not recorded)")
+
+
+def _column_said(column: dict[str, Any]) -> str:
+    if column.get("kind") == "number":
+        return "numbers"
+    levels = list(column.get("levels", ()))
+    shown = ", ".join(levels[:8]) + (", …" if len(levels) > 8 else "")
+    missing = " + (missing)" if column.get("missing") else ""
+    return f"text, {len(levels)} categories: {shown}{missing}"
+
+
+def _target_said(target: dict[str, Any] | None) -> str:
+    if not target:
+        return "(not recorded)"
+    if target.get("kind") == "number":
+        return f"{target['column']} (numbers)"
+    classes = list(target.get("classes", ()))
+    if target.get("kind") == "two classes":
+        return f"{target['column']} (two classes: {classes[1]} is +1, {classes[0]} is −1)"
+    return f"{target['column']} ({len(classes)} classes: {', '.join(classes)})"
+
+
+def _error_said(entry: dict[str, Any]) -> str:
+    error = entry.get("test_error")
+    return "" if error is None else f"{entry.get('error_name') or 'test error'} {error:.6g}"
+
+
+def describe_lines(path: str | os.PathLike[str]) -> Iterator[str]:
+    """The metadata of a model file, as lines of text (no object is loaded)."""
+    meta = read_metadata(path)
+    made = meta.get("kernel_lab_version")
+    yield f"model file: {Path(path).name}"
+    yield (f"saved by: Kernel Lab {made}, {meta.get('created', '(time not recorded)')}"
+           + ("" if made == __version__ else f" — this is Kernel Lab {__version__}, which "
+              "does not predict with it; export the model again with this version"))
+    yield f"data: {_data_said(meta.get('data'))}"
+    for key in ("experiment", "seed"):
+        if meta.get(key) is not None:
+            yield f"{key}: {meta[key]}"
+    yield "models (the first is the default):"
+    for name, entry in (meta.get("models") or {}).items():
+        said = ", ".join(s for s in (entry.get("estimator", ""), _error_said(entry)) if s)
+        yield f"  {name}: {said}"
+        params = entry.get("params") or {}
+        if params:
+            yield "    params: " + ", ".join(f"{k}={v}" for k, v in params.items())
+        for note in entry.get("notes") or ():
+            yield f"    note: {note}"
+    yield f"target: {_target_said(meta.get('target'))}"
+    columns = meta.get("columns") or []
+    yield f"columns ({len(columns)}, in training order):"
+    width = max((len(c["column"]) for c in columns), default=0)
+    for column in columns:
+        yield f"  {column['column']:<{width}}  {_column_said(column)}"
+
+
+def describe_model(path: str | os.PathLike[str]) -> str:
+    """:func:`describe_lines` as one text."""
+    return "\n".join(describe_lines(path))
