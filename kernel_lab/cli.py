@@ -181,8 +181,9 @@ def _build_parser() -> argparse.ArgumentParser:
         "predict", help="predict new rows with a saved model file and write the predictions")
     p_pred.add_argument("model", metavar="MODEL", help="a model file (.skops) Kernel Lab saved")
     p_pred.add_argument("--data", metavar="FILE", required=True,
-                        help="the rows to predict: a CSV/TSV table (the target column may be "
-                             "absent), a Parquet file or folder, or a .npy array")
+                        help="the rows to predict: any table the lab reads (CSV/TSV, .xlsx, "
+                             "ARFF, Parquet file or folder, .npy …; the target column may be "
+                             "absent)")
     p_pred.add_argument("--out", metavar="OUT", required=True,
                         help="the predictions: a CSV file (row, line, prediction); for a "
                              "Parquet folder, a folder with one Parquet file per input file")
@@ -191,6 +192,8 @@ def _build_parser() -> argparse.ArgumentParser:
     p_pred.add_argument("--ignore-extra-columns", action="store_true",
                         help="ignore columns the training file did not have (refused by "
                              "default, naming them)")
+    p_pred.add_argument("--sheet", metavar="NAME", default="",
+                        help="worksheet of an .xlsx file (name or number; default: the first)")
     p_pred.add_argument("--quiet", "-q", action="store_true", help="no summary on stderr")
     p_dm = sub.add_parser("describe-model",
                           help="show what a model file holds: version, data, models, columns")
@@ -242,7 +245,8 @@ def _cmd_predict(args: argparse.Namespace) -> int:
     from kernel_lab.engine.predict import predict_file
 
     report = predict_file(args.model, args.data, args.out, model=args.model_name,
-                          extra_columns="ignore" if args.ignore_extra_columns else "error")
+                          extra_columns="ignore" if args.ignore_extra_columns else "error",
+                          sheet=args.sheet)
     if not args.quiet:
         files = f" ({report.files} files)" if report.files > 1 else ""
         print(f"kernel-lab: predicted {report.rows:,} rows with model {report.model!r}: "

@@ -31,8 +31,9 @@ from kernel_lab.engine.atomic import temporary_name, write_atomic
 from kernel_lab.engine.model_file import SavedModel, load_model, read_metadata
 
 #: What ``predict`` reads, for messages.
-PREDICT_FORMATS = ("a CSV/TSV table (also .gz, .bz2 or .zip), a Parquet file, a folder of "
-                   "Parquet files, or a .npy array of the feature columns")
+PREDICT_FORMATS = ("a CSV/TSV table (also .gz, .bz2 or .zip), an .xlsx sheet, an ARFF "
+                   "file, a Parquet file, a folder of Parquet files, a .npy array of the "
+                   "feature columns, or an .npz, .mat or svmlight file of X and y")
 
 
 @dataclass
@@ -75,7 +76,12 @@ def _text_rows(path: Path) -> NewRows:
     raw = expand(path, TEXT_SUFFIXES)[0] if _packed(path) else path.read_bytes()
     if not raw.strip():
         raise DataError("the file is empty", "choose a file with rows to predict", path=path)
-    names, body, lines = read_text_cells(path, raw)
+    return _cell_rows(path, *read_text_cells(path, raw))
+
+
+def _cell_rows(path: Path, names: list[str], body: list[list[str]], lines: list[int]
+               ) -> NewRows:
+    """Rows of text cells as columns by name (names given twice refused)."""
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
         raise DataError(f"the column names {', '.join(map(repr, twice))} appear more than "
@@ -86,10 +92,12 @@ def _text_rows(path: Path) -> NewRows:
                    np.asarray(lines))
 
 
-def read_new_rows(path: str | os.PathLike[str], columns: list[str]) -> NewRows:
+def read_new_rows(path: str | os.PathLike[str], columns: list[str], sheet: str = ""
+                  ) -> NewRows:
     """The rows of a file to predict (not a folder: see :func:`predict_file`);
     ``columns``: the training file's columns (a ``.npy`` array as wide is read by
-    them, a narrower one as the feature columns in training order)."""
+    them, a narrower one as the feature columns in training order); ``sheet``: the
+    worksheet of an ``.xlsx`` workbook (default: the first)."""
     from kernel_lab.data.read import FORMATS, _packed
 
     path = Path(path)
@@ -111,6 +119,22 @@ def read_new_rows(path: str | os.PathLike[str], columns: list[str]) -> NewRows:
         data = ({c: A[:, j] for j, c in enumerate(columns)} if A.shape[1] == len(columns)
                 else A)
         return NewRows(data, A.shape[0], path)
+    if kind == "xlsx":
+        from kernel_lab.data.excel import read_xlsx_cells
+        from kernel_lab.data.raw import read_head
+
+        return _cell_rows(path, *read_xlsx_cells(path, read_head(path), sheet))
+    if kind == "arff":
+        from kernel_lab.data.arff import arff_columns
+
+        names, columns, _ = arff_columns(path, path.read_bytes())
+        return NewRows(dict(zip(names, columns, strict=True)), len(columns[0]), path)
+    if kind in ("npz", "mat", "svmlight"):  # arrays with their target: the lab's reader
+        from kernel_lab.data.read import load_table
+
+        table = load_table(path, nan_policy="fill", fmt=kind)
+        return NewRows({n: table.X[:, j] for j, n in enumerate(table.feature_names)},
+                       len(table.y), path, table.lines)
     raise DataError(f"predict does not read {path.suffix or 'files without an extension'!r}",
                     f"give {PREDICT_FORMATS}", path=path)
 
@@ -206,7 +230,7 @@ def _check_out(out: Path, folder: bool) -> None:
 
 def predict_file(model_path: str | os.PathLike[str], data: str | os.PathLike[str],
                  out: str | os.PathLike[str], *, model: str | None = None,
-                 extra_columns: str = "error",
+                 extra_columns: str = "error", sheet: str = "",
                  progress: Callable[[float, str], None] | None = None) -> PredictReport:
     """Predict the rows of ``data`` with the saved model and write them to ``out``.
 
@@ -215,8 +239,8 @@ def predict_file(model_path: str | os.PathLike[str], data: str | os.PathLike[str
     model_path : path-like
         A model file (:func:`~kernel_lab.engine.model_file.save_model`).
     data : path-like
-        A CSV/TSV table (any compression the lab reads), a Parquet file, a folder of
-        Parquet files, or a ``.npy`` array. The target column may be absent.
+        Any table the lab reads (:data:`PREDICT_FORMATS`); the target column may be
+        absent, except from the array formats that store X and y.
     out : path-like
         A CSV file (``row``, ``line`` where the format has lines, ``prediction``, and a
         class model's ``score``); for a Parquet folder, a folder of Parquet files, one per
@@ -225,6 +249,8 @@ def predict_file(model_path: str | os.PathLike[str], data: str | os.PathLike[str
         The model's name in the file (default: the first).
     extra_columns : {"error", "ignore"}
         A column the training file never had: refused by name, or ignored.
+    sheet : str
+        The worksheet of an ``.xlsx`` workbook (name or 1-based number; default: first).
     """
     data, out = Path(data), Path(out)
     saved = load_model(model_path)
@@ -240,7 +266,7 @@ def predict_file(model_path: str | os.PathLike[str], data: str | os.PathLike[str
         _check_out(out, folder=True)
         return PredictReport(out, _parquet_out(parts, pipe, out, progress), name, len(parts))
     _check_out(out, folder=False)
-    rows = read_new_rows(data, list(pipe["columns"].encoding["columns"]))
+    rows = read_new_rows(data, list(pipe["columns"].encoding["columns"]), sheet)
     table = _table(rows, _predicted(pipe, rows))
     write_atomic(out, table.to_csv(index=False))
     return PredictReport(out, rows.rows, name, 1)

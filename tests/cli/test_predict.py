@@ -207,3 +207,34 @@ def test_describe_model(model, tmp_path, capsys):
     csv = tmp_path / "shop.csv"
     assert main(["describe-model", str(csv)]) == 2
     assert "shop.csv: this is not a Kernel Lab model file" in capsys.readouterr().err
+
+
+def test_other_table_formats_give_the_same_predictions(model, tmp_path, capsys):
+    import openpyxl
+
+    path, csv, _, _ = model
+    out = tmp_path / "pred.csv"
+    assert main(["predict", str(path), "--data", str(csv), "--out", str(out), "-q"]) == 0
+    want = pd.read_csv(out)["prediction"].to_numpy()
+    frame = pd.read_csv(csv).drop(columns="price")
+    book = openpyxl.Workbook()
+    book.active.title = "notes"
+    sheet = book.create_sheet("rows")
+    sheet.append(list(frame.columns))
+    for row in frame.itertuples(index=False):
+        sheet.append([v.item() if hasattr(v, "item") else v for v in row])
+    book.save(tmp_path / "new.xlsx")
+    body = "\n".join(f"{r.size},{r.colour},{r.weight}" for r in frame.itertuples())
+    (tmp_path / "new.arff").write_text(
+        "@relation shop\n@attribute size numeric\n@attribute colour {red,green,blue}\n"
+        f"@attribute weight numeric\n@data\n{body}\n")
+    np.save(tmp_path / "new.npy", frame[["size", "weight"]].to_numpy())  # not the text
+    for name, extra in (("new.xlsx", ["--sheet", "rows"]), ("new.arff", [])):
+        assert main(["predict", str(path), "--data", str(tmp_path / name), "--out", str(out),
+                     "-q", *extra]) == 0, capsys.readouterr().err
+        got = pd.read_csv(out)
+        np.testing.assert_allclose(got["prediction"].to_numpy(), want, rtol=0, atol=1e-12)
+    assert pd.read_csv(out).columns.tolist() == ["row", "prediction"]  # ARFF: no lines
+    out.unlink()
+    _refused(capsys, tmp_path, [str(path), "--data", str(tmp_path / "new.npy")],
+             "new.npy: the array has 2 columns, the model's feature columns are 3")
