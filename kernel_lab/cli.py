@@ -192,6 +192,15 @@ def _build_parser() -> argparse.ArgumentParser:
     p_pred.add_argument("--ignore-extra-columns", action="store_true",
                         help="ignore columns the training file did not have (refused by "
                              "default, naming them)")
+    p_pred.add_argument("--backend", choices=BACKENDS, default="threads",
+                        help="where the files of a Parquet folder are predicted, one task per "
+                             "file: threads, processes or dask (default: this process, one "
+                             "file at a time)")
+    p_pred.add_argument("--workers", type=int, default=1, metavar="N",
+                        help="with --backend: tasks at a time (default 1)")
+    p_pred.add_argument("--scheduler", metavar="ADDRESS",
+                        help="with --backend dask: a scheduler address (default: a local "
+                             "cluster of --workers processes)")
     p_pred.add_argument("--sheet", metavar="NAME", default="",
                         help="worksheet of an .xlsx file (name or number; default: the first)")
     p_pred.add_argument("--quiet", "-q", action="store_true", help="no summary on stderr")
@@ -246,7 +255,8 @@ def _cmd_predict(args: argparse.Namespace) -> int:
 
     report = predict_file(args.model, args.data, args.out, model=args.model_name,
                           extra_columns="ignore" if args.ignore_extra_columns else "error",
-                          sheet=args.sheet)
+                          sheet=args.sheet, backend=args.backend, workers=args.workers,
+                          scheduler=args.scheduler)
     if not args.quiet:
         files = f" ({report.files} files)" if report.files > 1 else ""
         print(f"kernel-lab: predicted {report.rows:,} rows with model {report.model!r}: "

@@ -7,8 +7,9 @@ the model's table was read; :func:`~kernel_lab.data.text.read_text_cells`) or as
 (a Parquet file, a folder of Parquet files, a ``.npy`` array), and the model's first
 step types each column as its training file's column was typed. The predictions are
 written whole or not at all: a CSV through :func:`~kernel_lab.engine.atomic.write_atomic`;
-for a Parquet folder, one Parquet file per input file (partition by partition, one in
-memory at a time) in a hidden folder renamed to the output at the end. Any refusal — a
+for a Parquet folder, one Parquet file per input file (one task per file on the chosen
+backend: by default in this process, one file in memory at a time) in a hidden folder
+renamed to the output at the end. Any refusal — a
 column missing, a category never seen, a missing value the model cannot fill, a model
 file of another version — is a :class:`~kernel_lab.core.errors.KernelLabError` naming
 the file (and line), and no output is left.
@@ -173,26 +174,43 @@ def _table(rows: NewRows, predicted: dict[str, np.ndarray], first: int = 0) -> A
     return pd.DataFrame({**columns, **predicted})
 
 
-def _parquet_out(parts: list[Path], pipe: Any, out: Path,
-                 progress: Callable[[float, str], None] | None) -> int:
-    """Each Parquet file's predictions to a file of the same name in a hidden folder
-    beside ``out``, renamed to ``out`` when every one is written; the rows predicted."""
+def _predict_part(task: tuple[Any, str, str, int]) -> int:
+    """One Parquet file's predictions (``task``: the pipeline, the input file, the
+    folder to write in, the global number of its first row), written to a file of the
+    same name; the rows predicted. Runs on any backend's worker."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    pipe, name, folder, first = task
+    part = Path(name)
+    frame = pq.read_table(part).to_pandas()
+    rows = NewRows(frame, len(frame), part)
+    table = _table(rows, _predicted(pipe, rows), first)
+    table.insert(1, "file_row", np.arange(1, rows.rows + 1))
+    pq.write_table(pa.Table.from_pandas(table, preserve_index=False), Path(folder) / part.name)
+    return rows.rows
+
+
+def _parquet_out(parts: list[Path], pipe: Any, out: Path, executor: Any,
+                 progress: Callable[[float, str], None] | None) -> int:
+    """Each Parquet file's predictions to a file of the same name in a hidden folder
+    beside ``out`` (one task per file on ``executor``), renamed to ``out`` when every one
+    is written; the rows predicted."""
+    import pyarrow.parquet as pq
+
+    counts = [pq.ParquetFile(part).metadata.num_rows for part in parts]  # footers only
+    firsts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(int).tolist()
     tmp = temporary_name(out)
     tmp.mkdir()
-    total = 0
     try:
-        for k, part in enumerate(parts):
+        tasks = [(pipe, str(part), str(tmp), first) for part, first in zip(parts, firsts,
+                                                                           strict=True)]
+        total = 0
+        for k, rows in enumerate(executor.map(_predict_part, tasks)):
+            total += rows
             if progress is not None:
-                progress(k / len(parts), f"predicting {part.name} ({k + 1} of {len(parts)})")
-            frame = pq.read_table(part).to_pandas()
-            rows = NewRows(frame, len(frame), part)
-            table = _table(rows, _predicted(pipe, rows), total)
-            table.insert(1, "file_row", np.arange(1, rows.rows + 1))
-            pq.write_table(pa.Table.from_pandas(table, preserve_index=False), tmp / part.name)
-            total += rows.rows
+                progress((k + 1) / len(parts), f"predicted {parts[k].name} ({k + 1} of "
+                                               f"{len(parts)})")
         _replace_folder(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -230,7 +248,8 @@ def _check_out(out: Path, folder: bool) -> None:
 
 def predict_file(model_path: str | os.PathLike[str], data: str | os.PathLike[str],
                  out: str | os.PathLike[str], *, model: str | None = None,
-                 extra_columns: str = "error", sheet: str = "",
+                 extra_columns: str = "error", sheet: str = "", backend: str = "threads",
+                 workers: int | None = 1, scheduler: str | None = None,
                  progress: Callable[[float, str], None] | None = None) -> PredictReport:
     """Predict the rows of ``data`` with the saved model and write them to ``out``.
 
@@ -251,6 +270,10 @@ def predict_file(model_path: str | os.PathLike[str], data: str | os.PathLike[str
         A column the training file never had: refused by name, or ignored.
     sheet : str
         The worksheet of an ``.xlsx`` workbook (name or 1-based number; default: first).
+    backend, workers, scheduler
+        Where a Parquet folder's files are predicted, one task per file
+        (:func:`~kernel_lab.engine.executors.make_executor`; default: in this process,
+        one file at a time).
     """
     data, out = Path(data), Path(out)
     saved = load_model(model_path)
@@ -264,7 +287,16 @@ def predict_file(model_path: str | os.PathLike[str], data: str | os.PathLike[str
             raise DataError("the folder holds no .parquet files", f"give {PREDICT_FORMATS}",
                             path=data)
         _check_out(out, folder=True)
-        return PredictReport(out, _parquet_out(parts, pipe, out, progress), name, len(parts))
+        from kernel_lab.engine.executors import make_executor
+
+        executor = make_executor(workers, backend, scheduler)
+        try:
+            rows = _parquet_out(parts, pipe, out, executor, progress)
+        finally:
+            close = getattr(executor, "close", None)
+            if close is not None:
+                close()
+        return PredictReport(out, rows, name, len(parts))
     _check_out(out, folder=False)
     rows = read_new_rows(data, list(pipe["columns"].encoding["columns"]), sheet)
     table = _table(rows, _predicted(pipe, rows))

@@ -164,7 +164,9 @@ def test_a_failed_prediction_keeps_an_older_output(model, tmp_path, capsys):
     assert out.read_text() == "old\n" and leftover_temporaries(tmp_path) == []
 
 
-def test_a_parquet_folder_is_predicted_file_by_file(model, tmp_path, capsys):
+@pytest.mark.parametrize("backend", [[], ["--backend", "processes", "--workers", "2"]],
+                         ids=["this-process", "processes"])
+def test_a_parquet_folder_is_predicted_file_by_file(model, tmp_path, capsys, backend):
     path, csv, ds, est = model
     frame = pd.read_csv(csv)
     folder = tmp_path / "new"
@@ -172,7 +174,7 @@ def test_a_parquet_folder_is_predicted_file_by_file(model, tmp_path, capsys):
     for k, (a, b) in enumerate(((0, 25), (25, 60))):
         frame.iloc[a:b].to_parquet(folder / f"part.{k}.parquet", index=False)
     out = tmp_path / "pred"
-    assert main(["predict", str(path), "--data", str(folder), "--out", str(out)]) == 0
+    assert main(["predict", str(path), "--data", str(folder), "--out", str(out), *backend]) == 0
     assert sorted(p.name for p in out.iterdir()) == ["part.0.parquet", "part.1.parquet"]
     second = pd.read_parquet(out / "part.1.parquet")
     assert second["row"].tolist() == list(range(26, 61))
@@ -184,7 +186,8 @@ def test_a_parquet_folder_is_predicted_file_by_file(model, tmp_path, capsys):
     frame.loc[40, "colour"] = "teal"
     frame.iloc[25:].to_parquet(folder / "part.1.parquet", index=False)
     out2 = tmp_path / "pred2"
-    assert main(["predict", str(path), "--data", str(folder), "--out", str(out2)]) == 2
+    assert main(["predict", str(path), "--data", str(folder), "--out", str(out2),
+                 *backend]) == 2
     message = capsys.readouterr().err
     assert "part.1.parquet: row 16: 'teal' in column 'colour'" in message
     assert not out2.exists() and leftover_temporaries(tmp_path) == []
