@@ -108,9 +108,7 @@ def read_new_rows(path: str | os.PathLike[str], columns: list[str], sheet: str =
     if kind == "csv":
         return _text_rows(path)
     if kind == "parquet":
-        import pyarrow.parquet as pq
-
-        frame = pq.read_table(path).to_pandas()
+        frame = _parquet_frame(path)
         return NewRows(frame, len(frame), path)
     if kind == "npy":
         A = np.load(path, allow_pickle=False)
@@ -138,6 +136,21 @@ def read_new_rows(path: str | os.PathLike[str], columns: list[str], sheet: str =
                        len(table.y), path, table.lines)
     raise DataError(f"predict does not read {path.suffix or 'files without an extension'!r}",
                     f"give {PREDICT_FORMATS}", path=path)
+
+
+def _parquet_frame(path: Path) -> Any:
+    """A Parquet file's rows as a DataFrame, read as the data layer opens the file (its
+    page checksums verified; pandas' stored index restored as the index, not a column)."""
+    from kernel_lab.data.parquet import open_parquet
+
+    try:
+        with open_parquet(path) as f:
+            return f.read().to_pandas()
+    except Exception as exc:  # a damaged file inside pyarrow: say so, by name
+        detail = " ".join(str(exc).split())[:160]
+        raise DataError(f"the Parquet file is damaged or unreadable ({type(exc).__name__}: "
+                        f"{detail})", "write it again, or choose another file",
+                        path=path) from None
 
 
 def _chosen(saved: SavedModel, model: str | None, path: Path) -> tuple[str, Any]:
@@ -183,7 +196,7 @@ def _predict_part(task: tuple[Any, str, str, int]) -> int:
 
     pipe, name, folder, first = task
     part = Path(name)
-    frame = pq.read_table(part).to_pandas()
+    frame = _parquet_frame(part)
     rows = NewRows(frame, len(frame), part)
     table = _table(rows, _predicted(pipe, rows), first)
     table.insert(1, "file_row", np.arange(1, rows.rows + 1))
@@ -196,9 +209,12 @@ def _parquet_out(parts: list[Path], pipe: Any, out: Path, executor: Any,
     """Each Parquet file's predictions to a file of the same name in a hidden folder
     beside ``out`` (one task per file on ``executor``), renamed to ``out`` when every one
     is written; the rows predicted."""
-    import pyarrow.parquet as pq
+    from kernel_lab.data.parquet import open_parquet
 
-    counts = [pq.ParquetFile(part).metadata.num_rows for part in parts]  # footers only
+    counts = []
+    for part in parts:  # the footers only
+        with open_parquet(part) as f:
+            counts.append(int(f.metadata.num_rows))
     firsts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(int).tolist()
     tmp = temporary_name(out)
     tmp.mkdir()
