@@ -156,3 +156,15 @@ def test_a_parquet_folder_kept_in_partitions(tmp_path):
                 assert list(got) == list(pipe[-1].predict(X))
                 np.testing.assert_allclose(pipe.decision_function(read.iloc[at]),
                                            est.predict(X), rtol=0, atol=1e-12)
+
+
+def test_pandas_nullable_and_string_columns(csv):
+    ds = DataSource.from_spec(str(csv), {"target": "y", "drop_columns": "two,three"}).load(0)
+    est = KernelRidge(0.1).fit(ds.X_train, ds.y_train)
+    pipe = model_pipeline(ds, est)
+    frame = pd.read_csv(csv)
+    typed = frame.astype({"x2": "Float64", "colour": "string"})  # pd.NA for the missing
+    np.testing.assert_array_equal(pipe.predict(typed), pipe.predict(frame))
+    # numbers written as text read as the lab reads them ("NA" missing, filled)
+    text = frame.astype({"x2": str}).replace({"x2": {"nan": "NA"}})
+    np.testing.assert_array_equal(pipe.predict(text), pipe.predict(frame))

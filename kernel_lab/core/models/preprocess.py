@@ -55,6 +55,13 @@ def row_error(row: int, problem: str, fix: str) -> DataError:
     return exc
 
 
+def _empty(cell: Any) -> bool:
+    """A missing cell as a DataFrame or an array holds one: None, a float NaN, pandas'
+    ``NA`` or ``NaT``."""
+    return (cell is None or (isinstance(cell, float | np.floating) and np.isnan(cell))
+            or type(cell).__name__ in ("NAType", "NaTType"))
+
+
 def _is_number(text: str) -> bool:
     try:
         float(text)
@@ -224,7 +231,7 @@ class TableColumns(TransformerMixin, BaseEstimator):
         missing = self._missing_cells()
         values = np.empty(len(col))
         for r, cell in enumerate(col):
-            if cell is None or (isinstance(cell, float) and np.isnan(cell)):
+            if _empty(cell):
                 values[r] = np.nan
                 continue
             if isinstance(cell, int | float | np.number) and not isinstance(cell, bool):
@@ -251,7 +258,7 @@ class TableColumns(TransformerMixin, BaseEstimator):
         numeric = {float(v): v for v in levels if _is_number(v)}
         out: list[str | None] = []
         for r, cell in enumerate(col):
-            if cell is None or (isinstance(cell, float) and np.isnan(cell)):
+            if _empty(cell):
                 out.append(None)
             elif isinstance(cell, int | float | np.number) and not isinstance(cell, bool):
                 value = float(cell)
