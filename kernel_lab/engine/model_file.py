@@ -26,6 +26,7 @@ from typing import Any
 
 from kernel_lab import __version__
 from kernel_lab.core.errors import KernelLabError
+from kernel_lab.core.models.preprocess import ClassLabels
 from kernel_lab.engine.atomic import write_atomic
 
 #: The archive member holding the metadata (JSON).
@@ -99,6 +100,12 @@ def column_types(pipeline: Any) -> tuple[list[dict[str, Any]], dict[str, Any] | 
     return [dict(f) for f in encoding["features"]], dict(encoding["target"])
 
 
+def final_estimator(pipeline: Any) -> Any:
+    """The estimator at the end of a pipeline (inside its class-name wrapper)."""
+    final = pipeline.steps[-1][1] if hasattr(pipeline, "steps") else pipeline
+    return final.estimator if isinstance(final, ClassLabels) else final
+
+
 def _filled(saved: SavedModel) -> dict[str, Any]:
     """The metadata with the version, the time, the columns and an entry per model."""
     if not saved.models:
@@ -112,8 +119,7 @@ def _filled(saved: SavedModel) -> dict[str, Any]:
     per_model = meta.setdefault("models", {})
     for name, pipe in saved.models.items():
         entry = per_model.setdefault(name, {})
-        entry.setdefault("estimator", type(getattr(pipe, "steps", [[None, pipe]])[-1][1]
-                                           ).__name__)
+        entry.setdefault("estimator", type(final_estimator(pipe)).__name__)
         for key, default in (("params", {}), ("test_error", None), ("error_name", ""),
                              ("notes", [])):
             entry.setdefault(key, default)

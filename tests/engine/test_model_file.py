@@ -193,6 +193,7 @@ def test_every_estimator_round_trips_with_class_names(tmp_path, name, target):
     est = ESTIMATORS[name]().fit(ds.X_train, ds.y_train)
     pipe = model_pipeline(ds, est)
     saved = save_model(SavedModel({name: pipe}), tmp_path / "c.skops")
+    assert load_model(saved).metadata["models"][name]["estimator"] == name
     assert all(t.split(".")[0] in ("sklearn", "numpy", "kernel_lab")
                for t in sio.get_untrusted_types(file=saved))
     loaded = load_model(saved).model()
