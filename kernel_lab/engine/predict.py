@@ -37,6 +37,10 @@ PREDICT_FORMATS = ("a CSV/TSV table (also .gz, .bz2 or .zip), an .xlsx sheet, an
                    "feature columns, or an .npz, .mat or svmlight file of X and y")
 
 
+#: Rows predicted at a time.
+PREDICT_ROWS = 1 << 15
+
+
 @dataclass
 class PredictReport:
     """What a prediction wrote: the output, the rows predicted, the model used, the
@@ -63,10 +67,12 @@ class NewRows:
 def _located(exc: DataError, path: Path, lines: np.ndarray | None) -> DataError:
     """The model's refusal with the data file (and line) named."""
     row = getattr(exc, "row", None)
-    if row is not None and lines is not None:
-        return DataError(exc.at_row, exc.fix, path=path,  # type: ignore[attr-defined]
-                         line=int(lines[row]))
-    return DataError(exc.problem, exc.fix, path=path)
+    if row is None:
+        return DataError(exc.problem, exc.fix, path=path)
+    said = exc.at_row  # type: ignore[attr-defined]
+    if lines is not None:
+        return DataError(said, exc.fix, path=path, line=int(lines[row]))
+    return DataError(f"row {row + 1}: {said}", exc.fix, path=path)
 
 
 def _text_rows(path: Path) -> NewRows:
@@ -161,21 +167,40 @@ def _chosen(saved: SavedModel, model: str | None, path: Path) -> tuple[str, Any]
     return name, saved.models[name]
 
 
-def _predicted(pipe: Any, rows: NewRows) -> dict[str, np.ndarray]:
-    """The prediction columns of ``rows`` (and a class model's scores)."""
-    try:
-        predicted = np.asarray(pipe.predict(rows.data))
-        out = {"prediction": predicted}
-        if hasattr(pipe[-1], "classes_") and predicted.dtype == object:
-            score = np.asarray(pipe.decision_function(rows.data))
-            if score.ndim == 1:
-                out["score"] = score
-            else:
-                for k, c in enumerate(getattr(pipe[-1], "classes_", [])):
-                    out[f"score={c}"] = score[:, k]
-    except DataError as exc:
-        raise _located(exc, rows.path, rows.lines) from None
+def _block(data: Any, a: int, b: int) -> Any:
+    """Rows ``a … b−1`` of a dict of columns, a DataFrame or an array."""
+    if isinstance(data, dict):
+        return {k: v[a:b] for k, v in data.items()}
+    return data.iloc[a:b] if hasattr(data, "iloc") else data[a:b]
+
+
+def _block_predicted(pipe: Any, data: Any) -> dict[str, np.ndarray]:
+    predicted = np.asarray(pipe.predict(data))
+    out = {"prediction": predicted}
+    if hasattr(pipe[-1], "classes_") and predicted.dtype == object:
+        score = np.asarray(pipe.decision_function(data))
+        if score.ndim == 1:
+            out["score"] = score
+        else:
+            for k, c in enumerate(getattr(pipe[-1], "classes_", [])):
+                out[f"score={c}"] = score[:, k]
     return out
+
+
+def _predicted(pipe: Any, rows: NewRows) -> dict[str, np.ndarray]:
+    """The prediction columns of ``rows`` (and a class model's scores), predicted
+    :data:`PREDICT_ROWS` rows at a time (the typed rows and the estimator's kernel
+    blocks of one block at a time in memory)."""
+    blocks = []
+    for start in range(0, max(rows.rows, 1), PREDICT_ROWS):
+        try:
+            blocks.append(_block_predicted(pipe, _block(rows.data, start,
+                                                        start + PREDICT_ROWS)))
+        except DataError as exc:
+            if getattr(exc, "row", None) is not None:
+                exc.row += start  # type: ignore[attr-defined]
+            raise _located(exc, rows.path, rows.lines) from None
+    return {k: np.concatenate([b[k] for b in blocks]) for k in blocks[0]}
 
 
 def _table(rows: NewRows, predicted: dict[str, np.ndarray], first: int = 0) -> Any:

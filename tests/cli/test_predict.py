@@ -241,3 +241,24 @@ def test_other_table_formats_give_the_same_predictions(model, tmp_path, capsys):
     out.unlink()
     _refused(capsys, tmp_path, [str(path), "--data", str(tmp_path / "new.npy")],
              "new.npy: the array has 2 columns, the model's feature columns are 3")
+
+
+def test_rows_are_predicted_in_blocks(model, tmp_path, capsys, monkeypatch):
+    import kernel_lab.engine.predict as predict
+
+    path, csv, _, _ = model
+    out = tmp_path / "pred.csv"
+    assert main(["predict", str(path), "--data", str(csv), "--out", str(out), "-q"]) == 0
+    whole = pd.read_csv(out)
+    monkeypatch.setattr(predict, "PREDICT_ROWS", 7)  # 60 rows: nine blocks
+    assert main(["predict", str(path), "--data", str(csv), "--out", str(out), "-q"]) == 0
+    pd.testing.assert_frame_equal(pd.read_csv(out), whole)
+    out.unlink()
+    frame = pd.read_csv(csv)
+    frame.loc[50, "colour"] = "teal"  # in the eighth block: named by its own line
+    bad = tmp_path / "late.csv"
+    frame.to_csv(bad, index=False)
+    _refused(capsys, tmp_path, [str(path), "--data", str(bad)], "late.csv, line 52: 'teal'")
+    frame.iloc[:, 1:].to_parquet(tmp_path / "late.parquet", index=False)
+    _refused(capsys, tmp_path, [str(path), "--data", str(tmp_path / "late.parquet")],
+             "late.parquet: row 51: 'teal'")

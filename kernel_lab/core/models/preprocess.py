@@ -291,9 +291,9 @@ class TableColumns(TransformerMixin, BaseEstimator):
                     holes = np.flatnonzero(np.isnan(values))
                     if holes.size:
                         raise row_error(
-                            int(holes[0]), f"a missing value in column {name!r} "
-                            f"({holes.size} in all); the run that made the model had no "
-                            "missing values to fill, so it has no value to fill them with",
+                            int(holes[0]), f"a missing value in column {name!r}; the run "
+                            "that made the model had no missing values to fill, so it has "
+                            "no value to fill them with",
                             "fill the cells, or leave those rows out")
                 out[:, j] = values
                 j += 1
