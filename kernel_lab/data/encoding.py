@@ -18,6 +18,11 @@ The dict (``"format"``: :data:`ENCODING_FORMAT`) holds:
 - ``target``: ``{"column": name, "kind": "number"}``, ``{"column": name, "kind":
   "two classes", "classes": [the −1 class, the +1 class]}`` or ``{"column": name,
   "kind": "classes", "classes": [names of codes 0 … K−1]}``.
+
+The rules by which text cells are read live here too, so that the readers and whatever
+reads new rows for a saved model share them: the cells that are missing values
+(:data:`MISSING`), what counts as a number (:func:`is_number`), a header row
+(:func:`is_header`, :func:`header_rows`), a text target's classes (:func:`encode_target`).
 """
 
 from __future__ import annotations
@@ -118,6 +123,8 @@ def shown(values: list[str], k: int = 6) -> str:
 
 def encode_target(path: Path, name: str, col: np.ndarray
                    ) -> tuple[np.ndarray, list[str] | None, str]:
+    """A text target as numbers: two classes −1 and +1 (the second in sorted order is
+    +1), more as codes 0 … K−1 with their names; and the note that says so."""
     levels = text_levels(col)
     if len(levels) < 2:
         raise DataError(f"the target column {name!r} holds text with "
