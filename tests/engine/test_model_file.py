@@ -204,9 +204,13 @@ def test_every_estimator_round_trips_with_class_names(tmp_path, name, target):
     X = np.vstack([ds.X_train, ds.X_test])
     rows = frame.iloc[np.concatenate([ds.i_train, ds.i_test])]
     if name == "DSGClassifier":  # its own labels are the lab's codes: the names of those
+        np.testing.assert_allclose(loaded.predict_proba(rows), est.predict_proba(X), rtol=0,
+                                   atol=1e-12)
         own = est.predict(X)
         want = classes[(own > 0).astype(int)] if target == "two" else classes[own.astype(int)]
         np.testing.assert_array_equal(loaded.predict(rows), want)
-    elif target == "two":  # a regressor's score: its sign, as the runs count errors
+    else:
+        assert not hasattr(loaded, "predict_proba")
+    if name != "DSGClassifier" and target == "two":  # a regressor's score: its sign
         np.testing.assert_array_equal(loaded.predict(rows),
                                       classes[(est.predict(X) >= 0).astype(int)])

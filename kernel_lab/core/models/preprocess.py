@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from kernel_lab.core.errors import DataError
@@ -453,6 +454,12 @@ class ClassLabels(BaseEstimator):
         if two:
             return np.where(score >= 0, 1.0, -1.0)
         return np.clip(np.rint(score), 0, len(names) - 1)
+
+    @available_if(lambda self: hasattr(self.estimator, "predict_proba"))
+    def predict_proba(self, X: Any) -> np.ndarray:
+        """The estimator's class probabilities (columns in the order of its
+        ``classes_``: the lab's codes, −1/+1 or 0 … K−1)."""
+        return np.asarray(self.estimator.predict_proba(X))
 
     def predict(self, X: Any) -> np.ndarray:
         """The class names."""
