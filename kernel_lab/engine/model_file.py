@@ -139,8 +139,28 @@ def model_bytes(saved: SavedModel) -> bytes:
 
 
 def save_model(saved: SavedModel, path: str | os.PathLike[str]) -> Path:
-    """Write ``saved`` to ``path`` whole (the folder must exist), and return ``path``."""
-    return write_atomic(Path(path), model_bytes(saved))
+    """Write ``saved`` to ``path`` whole, and return ``path``.
+
+    Raises
+    ------
+    ModelFileError
+        When the folder does not exist, ``path`` is a folder, or the file cannot be
+        written (a full disk, no permission); an existing file is then left as it was.
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise ModelFileError(path, "this is a folder", "give a file name for the model "
+                             f"(e.g. model{MODEL_SUFFIX})")
+    if not path.parent.is_dir():
+        raise ModelFileError(path, f"the folder {str(path.parent)!r} does not exist",
+                             "create it, or choose another path for the model file")
+    data = model_bytes(saved)
+    try:
+        return write_atomic(path, data)
+    except OSError as exc:
+        raise ModelFileError(path, f"the model file cannot be written ({exc.strerror})",
+                             "check the folder's permissions and the free disk space"
+                             ) from None
 
 
 def _read(path: Path) -> bytes:

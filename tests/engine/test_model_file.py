@@ -214,3 +214,11 @@ def test_every_estimator_round_trips_with_class_names(tmp_path, name, target):
     if name != "DSGClassifier" and target == "two":  # a regressor's score: its sign
         np.testing.assert_array_equal(loaded.predict(rows),
                                       classes[(est.predict(X) >= 0).astype(int)])
+
+
+def test_saving_where_it_cannot_be_written_names_the_file(fitted, tmp_path):
+    _, models, _ = fitted
+    with pytest.raises(ModelFileError, match=r"m\.skops: the folder .*nowhere.* does not exist"):
+        save_model(_saved(models), tmp_path / "nowhere" / "m.skops")
+    with pytest.raises(ModelFileError, match=r"this is a folder"):
+        save_model(_saved(models), tmp_path)
