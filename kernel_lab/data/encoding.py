@@ -16,8 +16,8 @@ The dict (``"format"``: :data:`ENCODING_FORMAT`) holds:
   and ``choice``: that choice as options;
 - ``missing_cells``: the text cells read as missing values (:data:`MISSING`);
 - ``target``: ``{"column": name, "kind": "number"}``, ``{"column": name, "kind":
-  "two classes", "classes": [the −1 class, the +1 class]}`` or ``{"column": name,
-  "kind": "classes", "classes": [names of codes 0 … K−1]}``.
+  "two classes", "classes": [the −1 class, the +1 class], "positive": the +1 class}``
+  or ``{"column": name, "kind": "classes", "classes": [names of codes 0 … K−1]}``.
 
 The rules by which text cells are read live here too, so that the readers and whatever
 reads new rows for a saved model share them: the cells that are missing values
@@ -63,8 +63,10 @@ def target_encoding(name: str, classes: Sequence[str] | None = None) -> dict[str
     the +1 class) or more (the names of codes 0 … K−1)."""
     if classes is None:
         return {"column": str(name), "kind": "number"}
-    kind = "two classes" if len(classes) == 2 else "classes"
-    return {"column": str(name), "kind": kind, "classes": [str(c) for c in classes]}
+    if len(classes) == 2:
+        return {"column": str(name), "kind": "two classes",
+                "classes": [str(c) for c in classes], "positive": str(classes[1])}
+    return {"column": str(name), "kind": "classes", "classes": [str(c) for c in classes]}
 
 
 def table_encoding(columns: Sequence[str], features: Sequence[dict[str, Any]],

@@ -67,7 +67,7 @@ def test_pipeline_on_the_original_rows_gives_the_estimators_predictions(csv, tar
     _check(pipe, est, ds, frame)
     if target == "two":
         assert ds.encoding["target"] == {"column": "two", "kind": "two classes",
-                                         "classes": ["no", "yes"]}
+                                         "classes": ["no", "yes"], "positive": "yes"}
         assert set(pipe.predict(frame)) <= {"no", "yes"}
         # the labels: the run's own ±1 signs
         signs = np.where(est.predict(ds.X_test) >= 0, "yes", "no")
