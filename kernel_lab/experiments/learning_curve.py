@@ -184,6 +184,16 @@ def _rff_cap(requested: int | None, final: int, n: int, squared: bool = True) ->
     return int(min(final, max(primal, RFF_GRAM_BUDGET / n**2)))
 
 
+def rff_draw(kernel: str, sigma: float, cap: int, p: int, seed: int
+             ) -> RandomFourierFeatures:
+    """The one draw of random features the RFF baseline takes its first D from: ``cap``
+    features for ``p`` columns, keyed by the run's seed (the first D of a draw of more
+    are not a draw of D, so an exported baseline is given these frequencies)."""
+    return RandomFourierFeatures(kernel, sigma=sigma, n_components=max(cap, 1),
+                                 random_state=check_seed(np.random.SeedSequence(seed))
+                                 ).fit(np.zeros((1, p)))
+
+
 def floor_words(task: str, loss: str, n: int, exact_max: int) -> dict[str, str]:
     """The summaries that say what the error is and why there is no exact floor, if none:
     the floor needs a solvable loss and n ≤ ``exact_max`` (an n × n kernel matrix)."""
@@ -559,7 +569,6 @@ class LearningCurveExperiment(Experiment):
         if m < plan.n_test:
             summaries["test_note"] = (f"test error on a random {m:,} of the {plan.n_test:,} "
                                       "test points (keyed by the row index)")
-        model_seed = check_seed(np.random.SeedSequence(seed))
         kernel = make_kernel(params["kernel"], {"sigma": sigma})
         floor, gram = None, None
         if exact or (solvable and cap > n):
@@ -582,9 +591,7 @@ class LearningCurveExperiment(Experiment):
                 f"features, and the first s of {D_max} landmarks, a uniform sample of the "
                 "training rows keyed by the row index")
             # one draw of as many features as the cap, of which the first D_max serve
-            rff = RandomFourierFeatures(params["kernel"], sigma=sigma,
-                                        n_components=max(cap, 1),
-                                        random_state=model_seed).fit(np.zeros((1, p)))
+            rff = rff_draw(params["kernel"], sigma, cap, p, seed)
             # on a cluster, the sums' pass runs on the workers while the client trains DSG
             later = loss == "squared" and not isinstance(parts, LocalParts)
             baselines = Baselines(parts, plan, kernel, rff, test, marks, targets, loss, D_max,
@@ -661,14 +668,15 @@ class LearningCurveExperiment(Experiment):
         estimators' own training loop, to the run's last iteration — so its test error
         is the run's last ``dsg_test_error`` (to the order its sums are taken in).
 
-        Then, with the squared loss on data in memory, the Nyström baseline at its
-        largest landmark count: ridge without intercept at λ = nν on the Nyström
-        features of the first s keyed uniform landmarks, fitting y − ȳ (DSG's objective
-        with the squared loss), which is a NystromRidge given those landmarks inside
-        scikit-learn's TransformedTargetRegressor (the mean subtracted and added back).
-        The RFF baseline is not exported: its features are the first D of one draw of
-        more, which RFFRidge cannot be given; nor are the baselines of other losses, which
-        no estimator of the library fits; the notes say so."""
+        Then, with the squared loss, the RFF and Nyström baselines at their largest
+        feature count the run fitted from its sums (at most n): ridge without intercept at
+        λ = nν on the first D random features of the run's one draw (RFFRidge given those
+        frequencies and phases) or on the Nyström features of the first s keyed uniform
+        landmarks (NystromRidge given those landmarks), fitting y − ȳ and adding ȳ back
+        (``target_mean``: DSG's objective with the squared loss) — in memory or on the
+        data set's partitions, never gathered. The baselines of other losses minimise
+        DSG's objective with that loss, which no estimator of the library fits; the notes
+        say so."""
         task = data.task
         loss = str(summaries.get("loss") or _loss_for(params["loss"], task))
         parts, plan = data.parts, data.plan
@@ -692,37 +700,80 @@ class LearningCurveExperiment(Experiment):
         if m < plan.n_test:
             notes.append(f"the run's test error is measured on a keyed random {m:,} of the "
                          f"{plan.n_test:,} test rows")
-        baseline = self._nystrom_baseline(params, data, table, loss, offset,
-                                          float(summaries["sigma"]), test)
-        if np.isfinite(np.asarray(table.get("rff_test_error", [np.nan]), float)).any():
-            notes.append("the run's RFF baseline is not exported: its features are the "
-                         "first D of one larger draw, which RFFRidge cannot be given"
-                         + ("" if baseline else "; nor is its Nyström baseline, which only "
-                            "the squared loss on data in memory exports"))
+        baselines: list[ModelChoice] = []
+        if loss == "squared":
+            baselines = [*self._rff_baseline(params, data, table, summaries, offset, test),
+                         *self._nystrom_baseline(params, data, table, offset,
+                                                 float(summaries["sigma"]), test)]
+        elif any(np.isfinite(np.asarray(table.get(key, [np.nan]), float)).any()
+                 for key in ("rff_test_error", "nystrom_test_error")):
+            notes.append(f"the run's RFF and Nyström baselines are not exported: they "
+                         f"minimise DSG's objective with the {loss} loss on their features, "
+                         "and the library's RFFRidge and NystromRidge fit the squared loss "
+                         "only")
         return [ModelChoice(f"DSG {loss} {params['kernel']} σ={float(summaries['sigma']):.3g} "
                             f"t={n_iter}", model, error, measure,
                             {"method": "dsg", "loss": loss, "kernel": params["kernel"],
                              "sigma": float(summaries["sigma"]), "nu": float(params["nu"]),
                              "theta": float(summaries["theta"]),
                              "t0": float(summaries["t0"]), "n_iter": n_iter,
-                             "features": features}, notes), *baseline]
+                             "features": features}, notes), *baselines]
+
+    @staticmethod
+    def _rff_baseline(params: Mapping[str, Any], data: Any,
+                      table: Mapping[str, np.ndarray], summaries: Mapping[str, Any],
+                      shift: float, test: Rows) -> list[ModelChoice]:
+        """The RFF baseline at the largest feature count D ≤ n the run fitted (see
+        :meth:`best_models`), or nothing: the run's draw made again from its seed, and
+        RFFRidge given its first D frequencies and phases, fitted on every training row
+        where they are. Beyond n features the run fits from the n × n Gram matrix of the
+        gathered rows; that model (D × D in the primal) is not exported, a note says so."""
+        errors = np.asarray(table.get("rff_test_error", []), dtype=np.float64)
+        counts = np.asarray(table["n_features"], dtype=np.float64)
+        n, p = data.plan.n_train, data.p
+        done = np.flatnonzero(np.isfinite(errors) & (counts <= n))
+        if not done.size:
+            return []
+        from kernel_lab.core.models import RFFRidge
+
+        j = int(done[-1])
+        D = int(counts[j])
+        sigma, nu = float(summaries["sigma"]), float(params["nu"])
+        pts = checkpoints(int(summaries["n_iter"]), params["points"])
+        cap = _rff_cap(params["rff_max"], int(pts[-1] * int(params["features_per_iter"])), n)
+        draw = rff_draw(params["kernel"], sigma, cap, p, int(params["seed"]))
+        model = RFFRidge(n * nu, kernel=params["kernel"], sigma=sigma,
+                         frequencies=draw.weights_[:, :D], phases=draw.offsets_[:D],
+                         centered=False, target_mean=True).fit(data)
+        notes = [f"the run's RFF baseline at {D} features: the first {D} of its one draw of "
+                 f"{cap} (seed {int(params['seed'])}), ridge at λ = nν = {n * nu:.6g} "
+                 f"without intercept on the targets less their training mean ({shift:.6g}) "
+                 f"— DSG's objective with the squared loss — fitted on all {n:,} training "
+                 "rows"]
+        later = np.flatnonzero(np.isfinite(errors) & (counts > n))
+        if later.size:
+            notes.append(f"the run's RFF baseline beyond n = {n:,} features (up to "
+                         f"{int(counts[later[-1]]):,}, fitted from the n × n Gram matrix of "
+                         "the gathered rows) is not exported")
+        notes += _difference_note(model, test, float(errors[j]), "the run sums the "
+                                  "unscaled cosines and scales them by 2/D after the pass")
+        return [ModelChoice(
+            f"RFF baseline D={D}", model, float(errors[j]), "test MSE",
+            {"method": "rff-baseline", "kernel": params["kernel"], "sigma": sigma,
+             "features": D, "draw": cap, "seed": int(params["seed"]), "lam": n * nu,
+             "nu": nu}, notes)]
 
     @staticmethod
     def _nystrom_baseline(params: Mapping[str, Any], data: Any,
-                          table: Mapping[str, np.ndarray], loss: str, shift: float,
+                          table: Mapping[str, np.ndarray], shift: float,
                           sigma: float, test: Rows) -> list[ModelChoice]:
         """The Nyström baseline at the largest landmark count the run fitted (see
-        :meth:`best_models`), or nothing. Where its test MSE on the run's ``test`` rows
-        differs from the run's by more than rounding, a note gives both: the run maps
-        sums of the kernel columns by W^{-1/2}, which loses digits when the landmarks'
-        kernel matrix W is nearly singular; the model sums its features themselves."""
+        :meth:`best_models`), or nothing: NystromRidge given the run's landmarks, fitted
+        on every training row where they are (a data set in memory or in partitions)."""
         errors = np.asarray(table.get("nystrom_test_error", []), dtype=np.float64)
         done = np.flatnonzero(np.isfinite(errors))
-        if loss != "squared" or not done.size or not getattr(data, "in_memory", False):
+        if not done.size:
             return []
-        from sklearn.compose import TransformedTargetRegressor
-        from sklearn.preprocessing import StandardScaler
-
         from kernel_lab.core.models import NystromRidge
 
         j = int(done[-1])
@@ -731,23 +782,29 @@ class LearningCurveExperiment(Experiment):
         marks = in_key_order(marks, data.plan.seed)
         n, nu = data.plan.n_train, float(params["nu"])
         kernel = make_kernel(params["kernel"], {"sigma": sigma})
-        model = TransformedTargetRegressor(
-            NystromRidge(n * nu, kernel=kernel, landmarks=marks.X, centered=False,
-                         solver="direct"),
-            transformer=StandardScaler(with_std=False)).fit(data.X_train, data.y_train)
+        model = NystromRidge(n * nu, kernel=kernel, landmarks=marks.X, centered=False,
+                             target_mean=True, solver="direct").fit(data)
         notes = [f"the run's Nyström baseline at its largest landmark count ({s}): the "
                  f"first {s} of a keyed uniform sample of the training rows, ridge at λ = nν "
                  f"= {n * nu:.6g} without intercept on the targets less their training mean "
                  f"({shift:.6g}) — DSG's objective with the squared loss — fitted on all "
                  f"{n:,} training rows"]
-        own = float(np.mean((model.predict(test.X) - test.y) ** 2))
-        if abs(own - errors[j]) > 1e-12 * abs(errors[j]):
-            e = np.linalg.eigvalsh(kernel(marks.X))
-            notes.append(f"this model's test MSE is {own:.12g}, the run's {errors[j]:.12g} "
-                         f"(relative difference {abs(own / errors[j] - 1):.1e}): the run maps "
-                         "sums of the kernel columns by W^(-1/2), and the landmarks' kernel "
-                         f"matrix W has eigenvalues spanning {e[-1] / max(e[0], 1e-300):.1e}")
+        e = np.linalg.eigvalsh(kernel(marks.X))
+        notes += _difference_note(model, test, float(errors[j]), "the run maps sums of the "
+                                  "kernel columns by W^(-1/2), and the landmarks' kernel "
+                                  f"matrix W is nearly singular (eigenvalues from "
+                                  f"{e[0]:.1e} to {e[-1]:.1e})")
         return [ModelChoice(
             f"Nyström baseline s={s}", model, float(errors[j]), "test MSE",
             {"method": "nystrom-baseline", "kernel": kernel.spec(), "landmarks": s,
              "lam": n * nu, "nu": nu}, notes)]
+
+
+def _difference_note(model: Any, test: Rows, error: float, why: str) -> list[str]:
+    """A note giving the model's test MSE on the run's ``test`` rows and the run's, when
+    they differ by more than 1e-12 relative (rounding: the two sum in other orders)."""
+    own = float(np.mean((model.predict(test.X) - test.y) ** 2))
+    if abs(own - error) <= 1e-12 * abs(error):
+        return []
+    return [f"this model's test MSE is {own:.12g}, the run's {error:.12g} (relative "
+            f"difference {abs(own / error - 1):.1e}): {why}"]
