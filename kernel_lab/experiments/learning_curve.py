@@ -68,7 +68,6 @@ from kernel_lab.core.models.dsg import checkpoints
 from kernel_lab.core.models.regularised import (
     SOLVABLE_LOSSES,
 )
-from kernel_lab.core.models.rff import RandomFourierFeatures
 from kernel_lab.core.params import ParamSpec
 from kernel_lab.core.progress import Progress
 from kernel_lab.core.ridge.normal import in_key_order
@@ -97,6 +96,9 @@ from kernel_lab.experiments.learning_curve_fits import (
     RFFBaseline,
     TestErrors,
     missing_class,
+    nystrom_baseline,
+    rff_baseline,
+    rff_draw,
 )
 from kernel_lab.experiments.learning_curve_summary import summarise
 from kernel_lab.experiments.plotspec import Curve
@@ -182,16 +184,6 @@ def _rff_cap(requested: int | None, final: int, n: int, squared: bool = True) ->
     if not squared:
         primal = min(primal, max(DENSE_BYTES / (8.0 * n), 1.0))
     return int(min(final, max(primal, RFF_GRAM_BUDGET / n**2)))
-
-
-def rff_draw(kernel: str, sigma: float, cap: int, p: int, seed: int
-             ) -> RandomFourierFeatures:
-    """The one draw of random features the RFF baseline takes its first D from: ``cap``
-    features for ``p`` columns, keyed by the run's seed (the first D of a draw of more
-    are not a draw of D, so an exported baseline is given these frequencies)."""
-    return RandomFourierFeatures(kernel, sigma=sigma, n_components=max(cap, 1),
-                                 random_state=check_seed(np.random.SeedSequence(seed))
-                                 ).fit(np.zeros((1, p)))
 
 
 def floor_words(task: str, loss: str, n: int, exact_max: int) -> dict[str, str]:
@@ -702,9 +694,18 @@ class LearningCurveExperiment(Experiment):
                          f"{plan.n_test:,} test rows")
         baselines: list[ModelChoice] = []
         if loss == "squared":
-            baselines = [*self._rff_baseline(params, data, table, summaries, offset, test),
-                         *self._nystrom_baseline(params, data, table, offset,
-                                                 float(summaries["sigma"]), test)]
+            pts = checkpoints(n_iter, params["points"])
+            cap = _rff_cap(params["rff_max"], int(pts[-1] * int(params["features_per_iter"])),
+                           plan.n_train)
+
+            def landmarks(s: int) -> Rows:
+                (marks,), _ = keyed_rows(parts, plan, [("train", rowkeys.LANDMARKS, s)])
+                return in_key_order(marks, plan.seed)
+
+            baselines = [*rff_baseline(params, data, table, float(summaries["sigma"]), cap,
+                                       offset, test),
+                         *nystrom_baseline(params, data, table, float(summaries["sigma"]),
+                                           landmarks, offset, test)]
         elif any(np.isfinite(np.asarray(table.get(key, [np.nan]), float)).any()
                  for key in ("rff_test_error", "nystrom_test_error")):
             notes.append(f"the run's RFF and Nyström baselines are not exported: they "
@@ -718,93 +719,3 @@ class LearningCurveExperiment(Experiment):
                              "theta": float(summaries["theta"]),
                              "t0": float(summaries["t0"]), "n_iter": n_iter,
                              "features": features}, notes), *baselines]
-
-    @staticmethod
-    def _rff_baseline(params: Mapping[str, Any], data: Any,
-                      table: Mapping[str, np.ndarray], summaries: Mapping[str, Any],
-                      shift: float, test: Rows) -> list[ModelChoice]:
-        """The RFF baseline at the largest feature count D ≤ n the run fitted (see
-        :meth:`best_models`), or nothing: the run's draw made again from its seed, and
-        RFFRidge given its first D frequencies and phases, fitted on every training row
-        where they are. Beyond n features the run fits from the n × n Gram matrix of the
-        gathered rows; that model (D × D in the primal) is not exported, a note says so."""
-        errors = np.asarray(table.get("rff_test_error", []), dtype=np.float64)
-        counts = np.asarray(table["n_features"], dtype=np.float64)
-        n, p = data.plan.n_train, data.p
-        done = np.flatnonzero(np.isfinite(errors) & (counts <= n))
-        if not done.size:
-            return []
-        from kernel_lab.core.models import RFFRidge
-
-        j = int(done[-1])
-        D = int(counts[j])
-        sigma, nu = float(summaries["sigma"]), float(params["nu"])
-        pts = checkpoints(int(summaries["n_iter"]), params["points"])
-        cap = _rff_cap(params["rff_max"], int(pts[-1] * int(params["features_per_iter"])), n)
-        draw = rff_draw(params["kernel"], sigma, cap, p, int(params["seed"]))
-        model = RFFRidge(n * nu, kernel=params["kernel"], sigma=sigma,
-                         frequencies=draw.weights_[:, :D], phases=draw.offsets_[:D],
-                         centered=False, target_mean=True).fit(data)
-        notes = [f"the run's RFF baseline at {D} features: the first {D} of its one draw of "
-                 f"{cap} (seed {int(params['seed'])}), ridge at λ = nν = {n * nu:.6g} "
-                 f"without intercept on the targets less their training mean ({shift:.6g}) "
-                 f"— DSG's objective with the squared loss — fitted on all {n:,} training "
-                 "rows"]
-        later = np.flatnonzero(np.isfinite(errors) & (counts > n))
-        if later.size:
-            notes.append(f"the run's RFF baseline beyond n = {n:,} features (up to "
-                         f"{int(counts[later[-1]]):,}, fitted from the n × n Gram matrix of "
-                         "the gathered rows) is not exported")
-        notes += _difference_note(model, test, float(errors[j]), "the run sums the "
-                                  "unscaled cosines and scales them by 2/D after the pass")
-        return [ModelChoice(
-            f"RFF baseline D={D}", model, float(errors[j]), "test MSE",
-            {"method": "rff-baseline", "kernel": params["kernel"], "sigma": sigma,
-             "features": D, "draw": cap, "seed": int(params["seed"]), "lam": n * nu,
-             "nu": nu}, notes)]
-
-    @staticmethod
-    def _nystrom_baseline(params: Mapping[str, Any], data: Any,
-                          table: Mapping[str, np.ndarray], shift: float,
-                          sigma: float, test: Rows) -> list[ModelChoice]:
-        """The Nyström baseline at the largest landmark count the run fitted (see
-        :meth:`best_models`), or nothing: NystromRidge given the run's landmarks, fitted
-        on every training row where they are (a data set in memory or in partitions)."""
-        errors = np.asarray(table.get("nystrom_test_error", []), dtype=np.float64)
-        done = np.flatnonzero(np.isfinite(errors))
-        if not done.size:
-            return []
-        from kernel_lab.core.models import NystromRidge
-
-        j = int(done[-1])
-        s = int(table["n_features"][j])
-        (marks,), _ = keyed_rows(data.parts, data.plan, [("train", rowkeys.LANDMARKS, s)])
-        marks = in_key_order(marks, data.plan.seed)
-        n, nu = data.plan.n_train, float(params["nu"])
-        kernel = make_kernel(params["kernel"], {"sigma": sigma})
-        model = NystromRidge(n * nu, kernel=kernel, landmarks=marks.X, centered=False,
-                             target_mean=True, solver="direct").fit(data)
-        notes = [f"the run's Nyström baseline at its largest landmark count ({s}): the "
-                 f"first {s} of a keyed uniform sample of the training rows, ridge at λ = nν "
-                 f"= {n * nu:.6g} without intercept on the targets less their training mean "
-                 f"({shift:.6g}) — DSG's objective with the squared loss — fitted on all "
-                 f"{n:,} training rows"]
-        e = np.linalg.eigvalsh(kernel(marks.X))
-        notes += _difference_note(model, test, float(errors[j]), "the run maps sums of the "
-                                  "kernel columns by W^(-1/2), and the landmarks' kernel "
-                                  f"matrix W is nearly singular (eigenvalues from "
-                                  f"{e[0]:.1e} to {e[-1]:.1e})")
-        return [ModelChoice(
-            f"Nyström baseline s={s}", model, float(errors[j]), "test MSE",
-            {"method": "nystrom-baseline", "kernel": kernel.spec(), "landmarks": s,
-             "lam": n * nu, "nu": nu}, notes)]
-
-
-def _difference_note(model: Any, test: Rows, error: float, why: str) -> list[str]:
-    """A note giving the model's test MSE on the run's ``test`` rows and the run's, when
-    they differ by more than 1e-12 relative (rounding: the two sum in other orders)."""
-    own = float(np.mean((model.predict(test.X) - test.y) ** 2))
-    if abs(own - error) <= 1e-12 * abs(error):
-        return []
-    return [f"this model's test MSE is {own:.12g}, the run's {error:.12g} (relative "
-            f"difference {abs(own / error - 1):.1e}): {why}"]
