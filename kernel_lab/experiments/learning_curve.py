@@ -68,7 +68,6 @@ from kernel_lab.core.models.dsg import checkpoints
 from kernel_lab.core.models.regularised import (
     SOLVABLE_LOSSES,
 )
-from kernel_lab.core.models.rff import RandomFourierFeatures
 from kernel_lab.core.params import ParamSpec
 from kernel_lab.core.progress import Progress
 from kernel_lab.core.ridge.normal import in_key_order
@@ -97,6 +96,9 @@ from kernel_lab.experiments.learning_curve_fits import (
     RFFBaseline,
     TestErrors,
     missing_class,
+    nystrom_baseline,
+    rff_baseline,
+    rff_draw,
 )
 from kernel_lab.experiments.learning_curve_summary import summarise
 from kernel_lab.experiments.plotspec import Curve
@@ -559,7 +561,6 @@ class LearningCurveExperiment(Experiment):
         if m < plan.n_test:
             summaries["test_note"] = (f"test error on a random {m:,} of the {plan.n_test:,} "
                                       "test points (keyed by the row index)")
-        model_seed = check_seed(np.random.SeedSequence(seed))
         kernel = make_kernel(params["kernel"], {"sigma": sigma})
         floor, gram = None, None
         if exact or (solvable and cap > n):
@@ -582,9 +583,7 @@ class LearningCurveExperiment(Experiment):
                 f"features, and the first s of {D_max} landmarks, a uniform sample of the "
                 "training rows keyed by the row index")
             # one draw of as many features as the cap, of which the first D_max serve
-            rff = RandomFourierFeatures(params["kernel"], sigma=sigma,
-                                        n_components=max(cap, 1),
-                                        random_state=model_seed).fit(np.zeros((1, p)))
+            rff = rff_draw(params["kernel"], sigma, cap, p, seed)
             # on a cluster, the sums' pass runs on the workers while the client trains DSG
             later = loss == "squared" and not isinstance(parts, LocalParts)
             baselines = Baselines(parts, plan, kernel, rff, test, marks, targets, loss, D_max,
@@ -661,14 +660,15 @@ class LearningCurveExperiment(Experiment):
         estimators' own training loop, to the run's last iteration — so its test error
         is the run's last ``dsg_test_error`` (to the order its sums are taken in).
 
-        Then, with the squared loss on data in memory, the Nyström baseline at its
-        largest landmark count: ridge without intercept at λ = nν on the Nyström
-        features of the first s keyed uniform landmarks, fitting y − ȳ (DSG's objective
-        with the squared loss), which is a NystromRidge given those landmarks inside
-        scikit-learn's TransformedTargetRegressor (the mean subtracted and added back).
-        The RFF baseline is not exported: its features are the first D of one draw of
-        more, which RFFRidge cannot be given; nor are the baselines of other losses, which
-        no estimator of the library fits; the notes say so."""
+        Then, with the squared loss, the RFF and Nyström baselines at their largest
+        feature count the run fitted from its sums (at most n): ridge without intercept at
+        λ = nν on the first D random features of the run's one draw (RFFRidge given those
+        frequencies and phases) or on the Nyström features of the first s keyed uniform
+        landmarks (NystromRidge given those landmarks), fitting y − ȳ and adding ȳ back
+        (``target_mean``: DSG's objective with the squared loss) — in memory or on the
+        data set's partitions, never gathered. The baselines of other losses minimise
+        DSG's objective with that loss, which no estimator of the library fits; the notes
+        say so."""
         task = data.task
         loss = str(summaries.get("loss") or _loss_for(params["loss"], task))
         parts, plan = data.parts, data.plan
@@ -692,62 +692,30 @@ class LearningCurveExperiment(Experiment):
         if m < plan.n_test:
             notes.append(f"the run's test error is measured on a keyed random {m:,} of the "
                          f"{plan.n_test:,} test rows")
-        baseline = self._nystrom_baseline(params, data, table, loss, offset,
-                                          float(summaries["sigma"]), test)
-        if np.isfinite(np.asarray(table.get("rff_test_error", [np.nan]), float)).any():
-            notes.append("the run's RFF baseline is not exported: its features are the "
-                         "first D of one larger draw, which RFFRidge cannot be given"
-                         + ("" if baseline else "; nor is its Nyström baseline, which only "
-                            "the squared loss on data in memory exports"))
+        baselines: list[ModelChoice] = []
+        if loss == "squared":
+            pts = checkpoints(n_iter, params["points"])
+            cap = _rff_cap(params["rff_max"], int(pts[-1] * int(params["features_per_iter"])),
+                           plan.n_train)
+
+            def landmarks(s: int) -> Rows:
+                (marks,), _ = keyed_rows(parts, plan, [("train", rowkeys.LANDMARKS, s)])
+                return in_key_order(marks, plan.seed)
+
+            baselines = [*rff_baseline(params, data, table, float(summaries["sigma"]), cap,
+                                       offset, test),
+                         *nystrom_baseline(params, data, table, float(summaries["sigma"]),
+                                           landmarks, offset, test)]
+        elif any(np.isfinite(np.asarray(table.get(key, [np.nan]), float)).any()
+                 for key in ("rff_test_error", "nystrom_test_error")):
+            notes.append(f"the run's RFF and Nyström baselines are not exported: they "
+                         f"minimise DSG's objective with the {loss} loss on their features, "
+                         "and the library's RFFRidge and NystromRidge fit the squared loss "
+                         "only")
         return [ModelChoice(f"DSG {loss} {params['kernel']} σ={float(summaries['sigma']):.3g} "
                             f"t={n_iter}", model, error, measure,
                             {"method": "dsg", "loss": loss, "kernel": params["kernel"],
                              "sigma": float(summaries["sigma"]), "nu": float(params["nu"]),
                              "theta": float(summaries["theta"]),
                              "t0": float(summaries["t0"]), "n_iter": n_iter,
-                             "features": features}, notes), *baseline]
-
-    @staticmethod
-    def _nystrom_baseline(params: Mapping[str, Any], data: Any,
-                          table: Mapping[str, np.ndarray], loss: str, shift: float,
-                          sigma: float, test: Rows) -> list[ModelChoice]:
-        """The Nyström baseline at the largest landmark count the run fitted (see
-        :meth:`best_models`), or nothing. Where its test MSE on the run's ``test`` rows
-        differs from the run's by more than rounding, a note gives both: the run maps
-        sums of the kernel columns by W^{-1/2}, which loses digits when the landmarks'
-        kernel matrix W is nearly singular; the model sums its features themselves."""
-        errors = np.asarray(table.get("nystrom_test_error", []), dtype=np.float64)
-        done = np.flatnonzero(np.isfinite(errors))
-        if loss != "squared" or not done.size or not getattr(data, "in_memory", False):
-            return []
-        from sklearn.compose import TransformedTargetRegressor
-        from sklearn.preprocessing import StandardScaler
-
-        from kernel_lab.core.models import NystromRidge
-
-        j = int(done[-1])
-        s = int(table["n_features"][j])
-        (marks,), _ = keyed_rows(data.parts, data.plan, [("train", rowkeys.LANDMARKS, s)])
-        marks = in_key_order(marks, data.plan.seed)
-        n, nu = data.plan.n_train, float(params["nu"])
-        kernel = make_kernel(params["kernel"], {"sigma": sigma})
-        model = TransformedTargetRegressor(
-            NystromRidge(n * nu, kernel=kernel, landmarks=marks.X, centered=False,
-                         solver="direct"),
-            transformer=StandardScaler(with_std=False)).fit(data.X_train, data.y_train)
-        notes = [f"the run's Nyström baseline at its largest landmark count ({s}): the "
-                 f"first {s} of a keyed uniform sample of the training rows, ridge at λ = nν "
-                 f"= {n * nu:.6g} without intercept on the targets less their training mean "
-                 f"({shift:.6g}) — DSG's objective with the squared loss — fitted on all "
-                 f"{n:,} training rows"]
-        own = float(np.mean((model.predict(test.X) - test.y) ** 2))
-        if abs(own - errors[j]) > 1e-12 * abs(errors[j]):
-            e = np.linalg.eigvalsh(kernel(marks.X))
-            notes.append(f"this model's test MSE is {own:.12g}, the run's {errors[j]:.12g} "
-                         f"(relative difference {abs(own / errors[j] - 1):.1e}): the run maps "
-                         "sums of the kernel columns by W^(-1/2), and the landmarks' kernel "
-                         f"matrix W has eigenvalues spanning {e[-1] / max(e[0], 1e-300):.1e}")
-        return [ModelChoice(
-            f"Nyström baseline s={s}", model, float(errors[j]), "test MSE",
-            {"method": "nystrom-baseline", "kernel": kernel.spec(), "landmarks": s,
-             "lam": n * nu, "nu": nu}, notes)]
+                             "features": features}, notes), *baselines]

@@ -1,11 +1,14 @@
 """The learning curve's fits besides DSG: the targets as DSG fits them, the RFF and
 Nyström baselines fitted with DSG's loss from their normal sums or features, and the exact
-floor with DSG's kernel twin (:mod:`kernel_lab.experiments.learning_curve` runs them)."""
+floor with DSG's kernel twin (:mod:`kernel_lab.experiments.learning_curve` runs them); and
+the squared-loss baselines as estimators to export (:func:`rff_baseline`,
+:func:`nystrom_baseline`)."""
 
 from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -14,6 +17,7 @@ import numpy as np
 from scipy import linalg
 
 from kernel_lab.core.errors import ParameterError
+from kernel_lab.core.kernels import make_kernel
 from kernel_lab.core.losses import MULTICLASS_LOSSES
 from kernel_lab.core.models.dsg import Step
 from kernel_lab.core.models.nystrom import nystrom_factor
@@ -37,6 +41,8 @@ from kernel_lab.core.rows.mapreduce import (
     RowPlan,
     Rows,
 )
+from kernel_lab.core.validation import check_seed
+from kernel_lab.experiments.base import ModelChoice
 
 
 class CurveTargets:
@@ -322,3 +328,101 @@ class TestErrors:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
+
+
+def rff_draw(kernel: str, sigma: float, cap: int, p: int, seed: int
+             ) -> RandomFourierFeatures:
+    """The one draw of random features the RFF baseline takes its first D from: ``cap``
+    features for ``p`` columns, keyed by the run's seed (the first D of a draw of more
+    are not a draw of D, so an exported baseline is given these frequencies)."""
+    return RandomFourierFeatures(kernel, sigma=sigma, n_components=max(cap, 1),
+                                 random_state=check_seed(np.random.SeedSequence(seed))
+                                 ).fit(np.zeros((1, p)))
+
+
+def rff_baseline(params: Mapping[str, Any], data: Any, table: Mapping[str, np.ndarray],
+                 sigma: float, cap: int, shift: float, test: Rows) -> list[ModelChoice]:
+    """The RFF baseline at the largest feature count D ≤ n the run fitted (the
+    experiment's ``best_models``), or nothing: the run's draw of ``cap`` features made
+    again from its seed (:func:`rff_draw`), and
+    RFFRidge given its first D frequencies and phases, fitted on every training row
+    where they are. Beyond n features the run fits from the n × n Gram matrix of the
+    gathered rows; that model (D × D in the primal) is not exported, a note says so."""
+    errors = np.asarray(table.get("rff_test_error", []), dtype=np.float64)
+    counts = np.asarray(table["n_features"], dtype=np.float64)
+    n, p = data.plan.n_train, data.p
+    done = np.flatnonzero(np.isfinite(errors) & (counts <= n))
+    if not done.size:
+        return []
+    from kernel_lab.core.models import RFFRidge
+
+    j = int(done[-1])
+    D = int(counts[j])
+    nu = float(params["nu"])
+    draw = rff_draw(params["kernel"], sigma, cap, p, int(params["seed"]))
+    model = RFFRidge(n * nu, kernel=params["kernel"], sigma=sigma,
+                     frequencies=draw.weights_[:, :D], phases=draw.offsets_[:D],
+                     centered=False, target_mean=True).fit(data)
+    notes = [f"the run's RFF baseline at {D} features: the first {D} of its one draw of "
+             f"{cap} (seed {int(params['seed'])}), ridge at λ = nν = {n * nu:.6g} "
+             f"without intercept on the targets less their training mean ({shift:.6g}) "
+             f"— DSG's objective with the squared loss — fitted on all {n:,} training "
+             "rows"]
+    later = np.flatnonzero(np.isfinite(errors) & (counts > n))
+    if later.size:
+        notes.append(f"the run's RFF baseline beyond n = {n:,} features (up to "
+                     f"{int(counts[later[-1]]):,}, fitted from the n × n Gram matrix of "
+                     "the gathered rows) is not exported")
+    notes += _difference_note(model, test, float(errors[j]), "the run sums the "
+                              "unscaled cosines and scales them by 2/D after the pass")
+    return [ModelChoice(
+        f"RFF baseline D={D}", model, float(errors[j]), "test MSE",
+        {"method": "rff-baseline", "kernel": params["kernel"], "sigma": sigma,
+         "features": D, "draw": cap, "seed": int(params["seed"]), "lam": n * nu,
+         "nu": nu}, notes)]
+
+
+def nystrom_baseline(params: Mapping[str, Any], data: Any, table: Mapping[str, np.ndarray],
+                     sigma: float, landmarks: Callable[[int], Rows], shift: float,
+                     test: Rows) -> list[ModelChoice]:
+    """The Nyström baseline at the largest landmark count s the run fitted (the
+    experiment's ``best_models``), or nothing: NystromRidge given the run's landmarks
+    (``landmarks(s)``, the first s keyed ones), fitted on every training row where they
+    are (a data set in memory or in partitions)."""
+    errors = np.asarray(table.get("nystrom_test_error", []), dtype=np.float64)
+    done = np.flatnonzero(np.isfinite(errors))
+    if not done.size:
+        return []
+    from kernel_lab.core.models import NystromRidge
+
+    j = int(done[-1])
+    s = int(table["n_features"][j])
+    marks = landmarks(s)
+    n, nu = data.plan.n_train, float(params["nu"])
+    kernel = make_kernel(params["kernel"], {"sigma": sigma})
+    model = NystromRidge(n * nu, kernel=kernel, landmarks=marks.X, centered=False,
+                         target_mean=True, solver="direct").fit(data)
+    notes = [f"the run's Nyström baseline at its largest landmark count ({s}): the "
+             f"first {s} of a keyed uniform sample of the training rows, ridge at λ = nν "
+             f"= {n * nu:.6g} without intercept on the targets less their training mean "
+             f"({shift:.6g}) — DSG's objective with the squared loss — fitted on all "
+             f"{n:,} training rows"]
+    e = np.linalg.eigvalsh(kernel(marks.X))
+    notes += _difference_note(model, test, float(errors[j]), "the run maps sums of the "
+                              "kernel columns by W^(-1/2), and the landmarks' kernel "
+                              f"matrix W is nearly singular (eigenvalues from "
+                              f"{e[0]:.1e} to {e[-1]:.1e})")
+    return [ModelChoice(
+        f"Nyström baseline s={s}", model, float(errors[j]), "test MSE",
+        {"method": "nystrom-baseline", "kernel": kernel.spec(), "landmarks": s,
+         "lam": n * nu, "nu": nu}, notes)]
+
+
+def _difference_note(model: Any, test: Rows, error: float, why: str) -> list[str]:
+    """A note giving the model's test MSE on the run's ``test`` rows and the run's, when
+    they differ by more than 1e-12 relative (rounding: the two sum in other orders)."""
+    own = float(np.mean((model.predict(test.X) - test.y) ** 2))
+    if abs(own - error) <= 1e-12 * abs(error):
+        return []
+    return [f"this model's test MSE is {own:.12g}, the run's {error:.12g} (relative "
+            f"difference {abs(own / error - 1):.1e}): {why}"]

@@ -168,3 +168,44 @@ def test_every_experiment_round_trips_from_the_file_rows(experiment, params, whi
             assert np.array_equal(got == "yes", want == np.max(want))
             assert _measure(experiment, meta, got, rows[target].to_numpy()) \
                 == choice.test_error
+
+
+def test_learning_curve_on_a_kept_parquet_folder_saves_and_predicts_every_model(
+        tmp_path, capsys) -> None:
+    """``run learning-curve --data FOLDER:partitions=keep --save-model M``, then ``predict M
+    --data FOLDER --out OUT --model NAME`` for each saved model (DSG and both baselines):
+    each writes the folder's files with the model's predictions, equal on the run's test
+    rows to its estimator's on the prepared rows (1e-12) — whose test errors
+    tests/experiments/test_best_models.py compares with the run's at each model's own
+    tolerance."""
+    from kernel_lab.engine.model_file import load_model
+
+    rng = np.random.default_rng(9)
+    folder = tmp_path / "rows"
+    folder.mkdir()
+    for k, rows in enumerate((90, 70)):
+        X = rng.normal(size=(rows, 3))
+        frame = pd.DataFrame(X, columns=["a", "b", "c"])
+        frame["y"] = np.sin(2 * X[:, 0]) + X[:, 1] / 2 + 0.1 * rng.normal(size=rows)
+        frame.to_parquet(folder / f"part.{k}.parquet", index=False)
+    spec = f"{folder}:partitions=keep,target=y"
+    model = tmp_path / "lc.skops"
+    assert main(["run", "learning-curve", "--data", spec, "--save-model", str(model),
+                 "--no-plot", "--out", str(tmp_path / "run"), "-q", "--set", "n_iter=20",
+                 "--set", "points=2", "--set", "exact_max=0", "--set", "seed=3"]) == 0
+    saved = load_model(model)
+    names = list(saved.models)
+    assert len(names) == 3 and names[1].startswith("RFF baseline") \
+        and names[2].startswith("Nyström baseline")
+    data = DataSource.from_spec(spec).open(3, Progress(None))
+    test = row_index(data, "test")
+    for k, name in enumerate(names):
+        out = tmp_path / f"pred{k}"
+        assert main(["predict", str(model), "--data", str(folder), "--out", str(out),
+                     "--model", name, "-q"]) == 0
+        assert sorted(p.name for p in out.iterdir()) == ["part.0.parquet", "part.1.parquet"]
+        got = pd.concat([pd.read_parquet(out / f"part.{i}.parquet") for i in (0, 1)])
+        pred = got["prediction"].to_numpy()[test]
+        want = saved.models[name][-1].predict(data.X_test)
+        np.testing.assert_allclose(pred, want, rtol=1e-12, atol=1e-12 * np.abs(want).max())
+    capsys.readouterr()

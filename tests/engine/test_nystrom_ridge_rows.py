@@ -184,3 +184,37 @@ def test_a_zarr_store_opened_by_the_data_layer_fits_as_the_array(tmp_path) -> No
                  lambda: DSGRegressor(n_iter=60, batch_size=16, random_state=1)):
         here, there = make().fit(X, y), make().fit(data)
         assert _relative(here.predict(X[:300]), there.predict(X[:300])) <= 1e-8
+
+
+def test_target_mean_on_a_folder_is_the_ridge_on_y_less_its_mean(folder) -> None:
+    """``centered=False, target_mean=True`` (the learning curve's baselines): ridge without
+    intercept on y − ȳ, ȳ added back — on the folder kept in its partitions (never
+    gathered) as on the array, against numpy's literal solve; and RFFRidge given
+    frequencies and phases uses exactly those features. Conjugate gradients over the
+    parts are refused (they fit c = 0 or an intercept)."""
+    from kernel_lab.core.errors import ParameterError
+    from kernel_lab.core.models import RandomFourierFeatures, RFFRidge
+
+    X, y = _rows()
+    data = _open(folder, LocalParts)
+    marks = X[::97][:30]
+    draw = RandomFourierFeatures(sigma=1.3, n_components=80, random_state=5).fit(X)
+    for make in (lambda: NystromRidge(0.5, kernel_params={"sigma": 1.3}, landmarks=marks,
+                                      centered=False, target_mean=True),
+                 lambda: RFFRidge(0.5, sigma=1.3, frequencies=draw.weights_[:, :25],
+                                  phases=draw.offsets_[:25], centered=False,
+                                  target_mean=True)):
+        here, there = make().fit(X, y), make().fit(data)
+        F = here.features_.transform(X)
+        w = np.linalg.solve(F.T @ F + 0.5 * np.eye(F.shape[1]), F.T @ (y - y.mean()))
+        assert _relative(w, here.coef_) <= 1e-10 and _relative(w, there.coef_) <= 1e-8
+        assert here.intercept_ == pytest.approx(y.mean(), rel=1e-14)
+        assert there.intercept_ == pytest.approx(y.mean(), rel=1e-12)
+        np.testing.assert_allclose(here.predict(X[:50]), F[:50] @ w + y.mean(), rtol=1e-10)
+    Z = np.sqrt(2 / 25) * np.cos(X @ draw.weights_[:, :25] + draw.offsets_[:25])
+    np.testing.assert_allclose(there.features_.transform(X), Z, rtol=0, atol=1e-14)
+    with pytest.raises(ParameterError, match="target_mean on a data set needs"):
+        NystromRidge(0.5, landmarks=marks, centered=False, target_mean=True,
+                     solver="cg").fit(data)
+    with pytest.raises(ParameterError, match="both frequencies"):
+        RFFRidge(frequencies=draw.weights_).fit(X, y)

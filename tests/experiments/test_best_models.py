@@ -16,9 +16,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from kernel_lab.core.models import CenteredKernelRidge, KernelRidge, NystromRidge
+from kernel_lab.core.models import CenteredKernelRidge, KernelRidge, NystromRidge, RFFRidge
 from kernel_lab.core.models.dsg import DSGClassifier, DSGRegressor
 from kernel_lab.core.models.gfc import GreedyFeatureRegressor
+from kernel_lab.core.nystrom.factor import nystrom_factor
 from kernel_lab.core.progress import Progress
 from kernel_lab.core.rows import blocks
 from kernel_lab.data.source import DataSource
@@ -99,13 +100,16 @@ def test_ckrr_risk_exports_one_fit_and_says_the_run_figure_is_a_mean() -> None:
     assert mse(choice.estimator, data) == pytest.approx(choice.test_error, rel=1e-12)
 
 
-def _nystrom_tolerance(model: NystromRidge, data) -> float:
+def _nystrom_tolerance(model: NystromRidge | RFFRidge, data) -> float:
     """The exported model and the run's differ only in the basis of their features
-    (Cholesky L⁻ᵀ against W^{-1/2}): rotations equal to a few eps, amplified in the
-    coefficients by the condition number κ of the ridge system FᵀF_c + λI. So the test
-    RMSEs agree to about κ·eps; 1000 κ eps leaves room for the sums over the rows."""
+    (Cholesky L⁻ᵀ against W^{-1/2}) and the order of the sums: rotations equal to a few
+    eps, amplified in the coefficients by the condition number κ of the ridge system
+    FᵀF + λI (F centred when the model fits an intercept). So the test errors agree to
+    about κ·eps; 1000 κ eps leaves room for the sums over the rows. The same bound holds
+    for random features summed in another order (no basis change)."""
     F = model.features_.transform(data.X_train)
-    F -= F.mean(axis=0)
+    if model.centered:
+        F -= F.mean(axis=0)
     e = np.linalg.eigvalsh(F.T @ F)
     kappa = (e[-1] + model.lam) / (max(e[0], 0.0) + model.lam)
     return 1000 * kappa * EPS
@@ -196,25 +200,75 @@ def test_learning_curve_exports_dsg_at_its_last_iteration(spec) -> None:
         # the run extends its test predictions block by block at each curve point, the
         # model sums every iteration's features at once: the same terms in another order
         assert mse(model, data) == pytest.approx(choice.test_error, rel=1e-12)
-        # the squared loss in memory: the Nyström baseline at its largest count too, a
-        # NystromRidge on the run's landmarks inside TransformedTargetRegressor
-        (baseline,) = baselines
-        errors = result.table["nystrom_test_error"]
-        j = int(np.flatnonzero(np.isfinite(errors))[-1])
-        assert baseline.test_error == errors[j]
-        assert baseline.params["landmarks"] == result.table["n_features"][j]
-        ridge = baseline.estimator.regressor_
-        assert ridge.lam == pytest.approx(data.n_train * result.params["nu"], rel=1e-15)
-        # the run's ridge comes from sums of kernel columns mapped by W^{-1/2}, the
-        # model's from its own features (Cholesky basis): κ-amplified rounding
-        assert mse(baseline.estimator, data) == pytest.approx(
-            baseline.test_error, rel=_nystrom_tolerance(ridge, data))
+        # the squared loss: the RFF baseline at its largest count ≤ n and the Nyström
+        # baseline at its largest count, each the run's own table figure
+        _check_baselines(baselines, result, data)
     else:
-        assert baselines == []   # no other loss has a baseline estimator
+        assert baselines == []   # no other loss has a baseline estimator: a note says so
+        assert any("RFF and Nyström baselines are not exported" in note
+                   for note in choice.notes)
         # a misclassification rate: a count, equal unless a score sits within rounding
         # of the decision boundary
         assert isinstance(model, DSGClassifier)
         assert np.mean(model.predict(data.X_test) != data.y_test) == choice.test_error
+
+
+def _check_baselines(baselines: list[ModelChoice], result: RunResult, data) -> None:
+    """The squared-loss baselines: RFFRidge on the first D of the run's one draw (its
+    largest curve point with D ≤ n) and NystromRidge on the run's landmarks, both ridge
+    at λ = nν without intercept on y − ȳ, with the run's test errors to the tolerance of
+    :func:`_nystrom_tolerance`."""
+    rff, nystrom = baselines
+    n, counts = data.n_train, result.table["n_features"]
+    for choice, key in ((rff, "rff_test_error"), (nystrom, "nystrom_test_error")):
+        errors = result.table[key]
+        fitted = np.isfinite(errors) & ((counts <= n) if key == "rff_test_error" else True)
+        j = int(np.flatnonzero(fitted)[-1])
+        assert choice.test_error == errors[j]
+        model = choice.estimator
+        assert model.lam == pytest.approx(n * result.params["nu"], rel=1e-15)
+        assert not model.centered and model.target_mean
+        assert model.intercept_ == pytest.approx(float(np.mean(data.y_train)), rel=1e-13)
+        rel = _nystrom_tolerance(model, data)
+        if key == "nystrom_test_error":
+            # the run maps sums of the kernel columns CᵀC by N = W^(-1/2) (kept
+            # eigenvalues of W spanning κ_W): their rounding eps·‖CᵀC‖ becomes κ_W·eps
+            # relative in its normal matrix, then κ in the solve — the bound; the
+            # estimator itself is checked at 1000 κ eps against numpy's solve below
+            N = nystrom_factor(model.features_.kernel_(model.features_.landmarks_))
+            e = 1.0 / np.einsum("ij,ij->j", N, N)
+            rel = max(rel, rel / 1000 * e.max() / e.min())
+            F = model.features_.transform(data.X_train)
+            y = data.y_train - np.mean(data.y_train)
+            w = np.linalg.solve(F.T @ F + model.lam * np.eye(F.shape[1]), F.T @ y)
+            own = model.features_.transform(data.X_test) @ w + np.mean(data.y_train)
+            assert mse(model, data) == pytest.approx(
+                float(np.mean((own - data.y_test) ** 2)), rel=_nystrom_tolerance(model, data))
+        assert mse(model, data) == pytest.approx(choice.test_error, rel=rel)
+    assert isinstance(rff.estimator, RFFRidge) and isinstance(nystrom.estimator, NystromRidge)
+    j = int(np.flatnonzero(np.isfinite(result.table["rff_test_error"]) & (counts <= n))[-1])
+    assert rff.params["features"] == counts[j] == rff.estimator.features_.weights_.shape[1]
+
+
+def test_learning_curve_baselines_on_parquet_partitions(parquet_folder,
+                                                       monkeypatch: pytest.MonkeyPatch
+                                                       ) -> None:
+    """A Parquet folder kept in its partitions: both baselines fitted where the rows are
+    (never gathered) give the run's test errors, and the same coefficients as the same
+    rows read whole (1e-8)."""
+    monkeypatch.setattr(blocks, "ROW_BLOCK", 128)   # canonical blocks across the files
+    params = {"n_iter": 30, "points": 3, "exact_max": 0, "seed": 4}
+    kept = f"{parquet_folder}:partitions=keep,target=y"
+    result = run_experiment("learning-curve", params, data=kept)
+    (_, *baselines), data = best(kept, result)
+    assert not data.in_memory and len(data.parts.parts) > 1
+    _check_baselines(baselines, result, data)
+    whole = f"{parquet_folder}:partitions=load,target=y"
+    _, *same = best(whole, run_experiment("learning-curve", params, data=whole))[0]
+    for a, b in zip(baselines, same, strict=True):
+        assert a.name == b.name
+        np.testing.assert_allclose(a.estimator.coef_, b.estimator.coef_, rtol=1e-8,
+                                   atol=1e-8 * np.abs(b.estimator.coef_).max())
 
 
 def test_gfc_exports_its_learned_features_in_the_target_units() -> None:

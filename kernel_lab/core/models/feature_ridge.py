@@ -10,9 +10,12 @@ from kernel_lab.core.errors import ParameterError
 
 
 def feature_ridge(F: np.ndarray, y: np.ndarray, lam: float, *,
-                  intercept: bool = True) -> tuple[np.ndarray, float]:
+                  intercept: bool = True, target_mean: bool = False
+                  ) -> tuple[np.ndarray, float]:
     """Solve ``min_w,c ‖y − F w − c‖² + λ ‖w‖²`` (c = 0 without ``intercept``) by a
-    Cholesky factorisation of ``FᵀF + λI`` (r × r, cheap for r ≪ n).
+    Cholesky factorisation of ``FᵀF + λI`` (r × r, cheap for r ≪ n). With
+    ``target_mean`` and no ``intercept``, c is fixed to the targets' mean ȳ instead of 0:
+    ``min_w ‖(y − ȳ) − F w‖² + λ ‖w‖²`` (with ``intercept`` it changes nothing).
 
     Parameters
     ----------
@@ -24,10 +27,10 @@ def feature_ridge(F: np.ndarray, y: np.ndarray, lam: float, *,
     -------
     coef : ndarray, shape (r,)
     intercept : float
-        The unpenalised offset (0 when ``intercept`` is False).
+        The unpenalised offset (0 when ``intercept`` is False, ȳ with ``target_mean``).
     """
     f_mean = F.mean(axis=0) if intercept else np.zeros(F.shape[1])
-    y_mean = float(y.mean()) if intercept else 0.0
+    y_mean = float(y.mean()) if intercept or target_mean else 0.0
     Fc = F - f_mean
     A = Fc.T @ Fc
     A.flat[:: A.shape[0] + 1] += lam

@@ -284,6 +284,13 @@ class NystromRidge(DaskFront, RegressorMixin, BaseEstimator):
     kernel, kernel_params, n_components, sampler, random_state, landmarks
         As in :class:`NystromFeatures` (given ``landmarks`` replace the sampler's draw).
     centered : bool
+    target_mean : bool
+        With ``centered=False``: c is the training targets' mean ȳ, fixed, not 0 — the
+        ridge without intercept on ``y − ȳ``, predictions adding ȳ back (the squared-loss
+        objective of DSG, whose offset is ȳ; the ``learning-curve`` experiment's Nyström
+        baseline). With ``centered=True`` it changes nothing. On a data set of the row
+        layer it needs the direct solve (``solver`` "auto" or "direct"); ȳ then comes
+        from the same one pass as the features' sums.
     solver : {"auto", "cg", "direct"}
         ``"direct"`` forms the n × r features and solves by Cholesky
         (:func:`~kernel_lab.core.models.feature_ridge.feature_ridge`); ``"cg"`` solves the
@@ -321,7 +328,7 @@ class NystromRidge(DaskFront, RegressorMixin, BaseEstimator):
                  sampler: str = "recursive-rls", centered: bool = True,
                  solver: str = "auto", cg_tol: float = DEFAULT_TOL,
                  cg_max_iter: int = DEFAULT_MAX_ITER, random_state: Any = None,
-                 landmarks: Any = None) -> None:
+                 landmarks: Any = None, target_mean: bool = False) -> None:
         self.lam = lam
         self.kernel = kernel
         self.kernel_params = kernel_params
@@ -333,6 +340,7 @@ class NystromRidge(DaskFront, RegressorMixin, BaseEstimator):
         self.cg_max_iter = cg_max_iter
         self.random_state = random_state
         self.landmarks = landmarks
+        self.target_mean = target_mean
 
     def fit(self, X: Any, y: Any = None, *,
             progress: Callable[[float, str], None] | None = None) -> NystromRidge:
@@ -370,6 +378,7 @@ class NystromRidge(DaskFront, RegressorMixin, BaseEstimator):
         self.converged_ = True
         if rows is not None:
             return self._fit_rows(*rows, p, progress)
+        offset = float(np.mean(y)) if self.target_mean and not self.centered else 0.0
         s = self.features_.landmarks_.shape[0]
         solver = p["solver"]
         if solver == "auto":
@@ -377,14 +386,16 @@ class NystromRidge(DaskFront, RegressorMixin, BaseEstimator):
         self.solver_ = solver
         if solver == "direct":
             self.coef_, self.intercept_ = feature_ridge(self.features_.transform(X), y,
-                                                        p["lam"], intercept=self.centered)
+                                                        p["lam"], intercept=self.centered,
+                                                        target_mean=self.target_mean)
             return self
         # a run that misses cg_tol warns (ConvergenceWarning) and sets converged_ = False
         self.coef_, self.intercept_, info = nystrom_ridge_cg(
-            self.features_.kernel_, X, y, self.features_.landmarks_,
+            self.features_.kernel_, X, y - offset, self.features_.landmarks_,
             self.features_.normalization_, p["lam"], intercept=self.centered,
             tol=p["cg_tol"], max_iter=p["cg_max_iter"],
             random_state=check_seed(self.random_state), progress=progress)
+        self.intercept_ += offset
         self.cg_info_, self.n_iter_, self.converged_ = info, info.iterations, info.converged
         return self
 
@@ -394,6 +405,10 @@ class NystromRidge(DaskFront, RegressorMixin, BaseEstimator):
         (the sums take O(s²) memory whatever the number of rows)."""
         f = self.features_
         self.solver_ = "cg" if p["solver"] == "cg" else "direct"
+        if self.solver_ == "cg" and self.target_mean and not self.centered:
+            raise ParameterError("target_mean on a data set needs solver='direct' (or "
+                                 "'auto'): conjugate gradients over its parts fit c = 0 "
+                                 "or an intercept, not c = ȳ")
         if self.solver_ == "direct":
             # sums of k(X, S), mapped by N after the pass, when W is well conditioned
             columns = (f.lower_inverse_ is not None
@@ -402,7 +417,8 @@ class NystromRidge(DaskFront, RegressorMixin, BaseEstimator):
                                               columns)
             sums = parts_ridge.ridge_sums(parts, plan, features,
                                           progress)  # type: ignore[arg-type]
-            self.coef_, self.intercept_ = sums.solve_ridge(p["lam"], self.centered)
+            self.coef_, self.intercept_ = sums.solve_ridge(p["lam"], self.centered,
+                                                           self.target_mean)
             return self
         self.coef_, self.intercept_, info = nystrom_ridge_cg_parts(
             parts, plan, f.kernel_, f.landmarks_, f.normalization_, p["lam"],

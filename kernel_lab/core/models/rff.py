@@ -85,6 +85,22 @@ def sample_features(kernel: ShiftInvariantKernel, p: int, n_components: int,
     return W, b
 
 
+def given_features(frequencies: Any, phases: Any, p: int
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Given frequencies W (p, D) and phases b (D,) as float arrays, checked: both given,
+    finite, W with ``p`` rows and as many columns as b has entries."""
+    if frequencies is None or phases is None:
+        raise ParameterError("give both frequencies (p × D) and phases (D,), or neither")
+    W = np.array(frequencies, dtype=np.float64)
+    b = np.array(phases, dtype=np.float64)
+    if W.ndim != 2 or W.shape[0] != p or W.shape[1] < 1 or b.shape != (W.shape[1],) \
+            or not (np.isfinite(W).all() and np.isfinite(b).all()):
+        raise ParameterError(f"frequencies must be a finite {p} × D array (one row per "
+                             f"feature column) and phases D finite numbers; got shapes "
+                             f"{W.shape} and {b.shape}")
+    return W, b
+
+
 def cos_features(X: np.ndarray, W: np.ndarray, b: np.ndarray, scale: float) -> np.ndarray:
     """``scale · cos(X W + b)``, in one output over row blocks of at most
     :data:`~kernel_lab.core.fastcos.COS_BLOCK` entries: each block's product, phase and
@@ -117,6 +133,15 @@ class RandomFourierFeatures(DaskFront, TransformerMixin, BaseEstimator):
     orthogonal : bool
         Orthogonal random features (rotation-invariant kernels).
     random_state : int, RandomState, Generator or None
+    frequencies : array_like of shape (p, D), optional
+        Given frequencies W instead of a draw, with ``phases``: e.g. the first D columns
+        of the one larger draw a run of the ``learning-curve`` experiment takes its
+        features from (the first D of a draw of more are not a draw of D), to fit the
+        model it measured. D is then their number of columns; ``n_components``,
+        ``orthogonal`` and ``random_state`` are not used, and ``sigma`` only names the
+        kernel (``kernel_``) the frequencies were drawn for.
+    phases : array_like of shape (D,), optional
+        Given phases b, with ``frequencies``.
 
     Attributes
     ----------
@@ -133,12 +158,15 @@ class RandomFourierFeatures(DaskFront, TransformerMixin, BaseEstimator):
 
     def __init__(self, kernel: str = "gaussian", *, sigma: float | None = None,
                  n_components: int = 100, orthogonal: bool = False,
-                 random_state: Any = None) -> None:
+                 random_state: Any = None, frequencies: Any = None,
+                 phases: Any = None) -> None:
         self.kernel = kernel
         self.sigma = sigma
         self.n_components = n_components
         self.orthogonal = orthogonal
         self.random_state = random_state
+        self.frequencies = frequencies
+        self.phases = phases
 
     def fit(self, X: Any, y: Any = None) -> RandomFourierFeatures:
         """Draw the features for the columns of X: an array, a data set of the row layer
@@ -161,6 +189,10 @@ class RandomFourierFeatures(DaskFront, TransformerMixin, BaseEstimator):
         kernel = make_kernel(p["kernel"], {"sigma": sigma})
         assert isinstance(kernel, ShiftInvariantKernel)
         self.kernel_ = kernel
+        if self.frequencies is not None or self.phases is not None:
+            self.weights_, self.offsets_ = given_features(self.frequencies, self.phases,
+                                                          width)
+            return self
         self.weights_, self.offsets_ = sample_features(
             kernel, width, p["n_components"], check_generator(self.random_state),
             orthogonal=self.orthogonal)
@@ -170,7 +202,8 @@ class RandomFourierFeatures(DaskFront, TransformerMixin, BaseEstimator):
         """Features, shape (n, D)."""
         check_is_fitted(self, "weights_")
         X = validate_data(self, X, reset=False, dtype=np.float64)
-        return cos_features(X, self.weights_, self.offsets_, math.sqrt(2.0 / self.n_components))
+        return cos_features(X, self.weights_, self.offsets_,
+                            math.sqrt(2.0 / self.offsets_.shape[0]))
 
 
 class RFFRidge(DaskFront, RegressorMixin, BaseEstimator):
@@ -184,9 +217,14 @@ class RFFRidge(DaskFront, RegressorMixin, BaseEstimator):
     ----------
     lam : float
         Regularisation λ > 0.
-    kernel, sigma, n_components, orthogonal, random_state
-        As in :class:`RandomFourierFeatures`.
+    kernel, sigma, n_components, orthogonal, random_state, frequencies, phases
+        As in :class:`RandomFourierFeatures` (given ``frequencies`` and ``phases``
+        replace the draw).
     centered : bool
+    target_mean : bool
+        With ``centered=False``: c is the training targets' mean ȳ, fixed, not 0 — the
+        ridge without intercept on ``y − ȳ``, predictions adding ȳ back (the squared-loss
+        objective of DSG, whose offset is ȳ). With ``centered=True`` it changes nothing.
 
     Attributes
     ----------
@@ -200,7 +238,8 @@ class RFFRidge(DaskFront, RegressorMixin, BaseEstimator):
     def __init__(self, lam: float = 1.0, *, kernel: str = "gaussian",
                  sigma: float | None = None, n_components: int = 100,
                  orthogonal: bool = False, centered: bool = True,
-                 random_state: Any = None) -> None:
+                 random_state: Any = None, frequencies: Any = None, phases: Any = None,
+                 target_mean: bool = False) -> None:
         self.lam = lam
         self.kernel = kernel
         self.sigma = sigma
@@ -208,6 +247,9 @@ class RFFRidge(DaskFront, RegressorMixin, BaseEstimator):
         self.orthogonal = orthogonal
         self.centered = centered
         self.random_state = random_state
+        self.frequencies = frequencies
+        self.phases = phases
+        self.target_mean = target_mean
 
     def fit(self, X: Any, y: Any = None) -> RFFRidge:
         """Fit on arrays X, y; or on a data set of the row layer given as X alone
@@ -222,15 +264,18 @@ class RFFRidge(DaskFront, RegressorMixin, BaseEstimator):
         lam = check_params(self)["lam"]
         self.features_ = RandomFourierFeatures(
             self.kernel, sigma=self.sigma, n_components=self.n_components,
-            orthogonal=self.orthogonal, random_state=self.random_state).fit(X)
+            orthogonal=self.orthogonal, random_state=self.random_state,
+            frequencies=self.frequencies, phases=self.phases).fit(X)
         self.n_features_in_ = self.features_.n_features_in_
         if rows is not None:
             sums = reduce_blocks(rows[0], _feature_sums, rows[1], self.features_,
                                  message="random feature sums")
-            self.coef_, self.intercept_ = sums.solve_ridge(lam, self.centered)
+            self.coef_, self.intercept_ = sums.solve_ridge(lam, self.centered,
+                                                           self.target_mean)
             return self
         self.coef_, self.intercept_ = feature_ridge(self.features_.transform(X), y, lam,
-                                                    intercept=self.centered)
+                                                    intercept=self.centered,
+                                                    target_mean=self.target_mean)
         return self
 
     def predict(self, X: Any) -> np.ndarray:

@@ -209,15 +209,19 @@ class CentredSums:
         coef = np.linalg.solve(L.T, np.linalg.solve(L, self.rhs))
         return coef, self.y_mean - float(self.mean @ coef)
 
-    def solve_ridge(self, lam: float, intercept: bool = True) -> tuple[np.ndarray, float]:
+    def solve_ridge(self, lam: float, intercept: bool = True, target_mean: bool = False
+                    ) -> tuple[np.ndarray, float]:
         """:meth:`solve`, or without an intercept (c = 0) the ridge on the plain sums:
-        ``FᵀF = F_cᵀF_c + n μμᵀ`` and ``Fᵀy = F_cᵀ(y − ȳ) + n ȳ μ``."""
+        ``FᵀF = F_cᵀF_c + n μμᵀ`` and ``Fᵀy = F_cᵀ(y − ȳ) + n ȳ μ``. With ``target_mean``
+        (and no intercept) c is fixed to ȳ: the ridge without intercept on ``y − ȳ``,
+        whose right-hand side ``Fᵀ(y − ȳ) = F_cᵀ(y − ȳ)`` is ``rhs`` itself."""
         if intercept:
             return self.solve(lam)
+        offset = self.y_mean if target_mean else 0.0
         plain = CentredSums(self.n, np.zeros_like(self.mean), 0.0,
                             self.gram + self.n * np.outer(self.mean, self.mean),
-                            self.rhs + self.n * self.y_mean * self.mean)
-        return plain.solve(lam)[0], 0.0
+                            self.rhs + self.n * (self.y_mean - offset) * self.mean)
+        return plain.solve(lam)[0], offset
 
 
 @dataclass(frozen=True)
