@@ -16,7 +16,9 @@ Lab. The script fits kernel ridge regression on ``examples/data/houses.csv``, sa
 loads it, checks that the loaded pipeline applied to the file's own test rows gives the
 fitted model's predictions, and prices two new flats. A run exports the models it marks
 best into the same kind of file: ``kernel-lab run … --save-model PATH``
-(:func:`~kernel_lab.engine.export.export_run`).
+(:func:`~kernel_lab.engine.export.export_run`). On the command line,
+``kernel-lab predict MODEL --data new.csv --out pred.csv`` applies a model file to a table
+(or a Parquet folder) and ``kernel-lab describe-model MODEL`` prints its metadata.
 """
 
 from __future__ import annotations
