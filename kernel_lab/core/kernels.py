@@ -8,7 +8,7 @@ densities of Rahimi & Recht hold exactly (``docs/papers.md``): for
 ``ω ~ p(ω)`` and ``b ~ U[0, 2π)``, ``E[2 cos(ωᵀx + b) cos(ωᵀx' + b)] = k(x, x')``.
 
 =========== ==================================================== ==============================
-name        k(x, x')                                             p(ω) (:meth:`sample_frequencies`)
+name        k(x, x')                                             p(ω) (``sample_frequencies``)
 =========== ==================================================== ==============================
 gaussian    exp(−‖x − x'‖² / (2σ²))                              N(0, σ⁻² I)
 laplace     exp(−‖x − x'‖₁ / σ)                                  product of Cauchy(0, 1/σ)

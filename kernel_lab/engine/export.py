@@ -1,6 +1,7 @@
 """Export what a finished run marks best as a model file: the run's data opened again with
-its seed, the experiment's fitted models (:meth:`~kernel_lab.experiments.base.Experiment.
-best_models`), each behind the data set's typing and standardisation
+its seed, the experiment's fitted models
+(:meth:`~kernel_lab.experiments.base.Experiment.best_models`), each behind the data set's
+typing and standardisation
 (:func:`~kernel_lab.data.pipeline.model_pipeline`), saved with skops
 (:func:`~kernel_lab.engine.model_file.save_model`) with what a user needs to trust it
 later: the project's version, the data source, the columns, each model's parameters,

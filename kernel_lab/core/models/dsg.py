@@ -532,7 +532,7 @@ class DSGRegressor(DaskFront, RegressorMixin, _DSGBase):
 
     Attributes
     ----------
-    coef_ : ndarray, shape (n_iter_, n_features_per_iter)
+    coef_ : ndarray, shape (``n_iter_``, n_features_per_iter)
         Coefficients up to the running ``scale_``: ``α_j = scale_ · coef_[j]``.
     scale_ : float
     n_iter_, n_samples_seen_ : int

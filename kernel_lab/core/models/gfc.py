@@ -351,7 +351,7 @@ class GreedyFeatureRegressor(DaskFront, RegressorMixin, BaseEstimator):
     eps : float
         Precision ε of a descent's stopping rule (see ``protocol``).
     eta : float
-        Features with |amplitude| < η (in units of the target's standard deviation) are
+        Features with ``|amplitude| < η`` (in units of the target's standard deviation) are
         removed after each pass.
     n_folds, restarts, candidates, max_iter
         See :class:`DescentSettings`.

@@ -171,8 +171,9 @@ class RandomFourierFeatures(DaskFront, TransformerMixin, BaseEstimator):
     def fit(self, X: Any, y: Any = None) -> RandomFourierFeatures:
         """Draw the features for the columns of X: an array, a data set of the row layer
         (:func:`row_set`) or a Dask array or dataframe. Only the bandwidth (``sigma=None``:
-        the median heuristic on :data:`BANDWIDTH_POINTS` keyed rows) reads rows: the same
-        rows give the same σ and features wherever they are held."""
+        the median heuristic on :data:`~kernel_lab.core.models.inputs.BANDWIDTH_POINTS`
+        keyed rows) reads rows: the same rows give the same σ and features wherever they
+        are held."""
         X, _ = rows_input(X)
         rows = row_set(X)
         if rows is None:

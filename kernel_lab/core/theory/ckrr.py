@@ -246,7 +246,7 @@ class DataSpectrum:
       and ``N(2z − N)(N − z)⁻² = z²R_N² − I``, so ``q(z) = p‖Py‖² (z²‖x‖² − 1)``. N has
       the eigenvector 1 with eigenvalue exactly 0; a first reflection maps 1 to e₁ and
       drops it, so T is (n − 1)×(n − 1) and ``m̂(z) = (1/p)[tr(T − z)⁻¹ + 1/(−z)]``
-      (computed, that eigenvalue would be ~1e-16‖N‖ and spoil m̂ at tiny |z|).
+      (computed, that eigenvalue would be ~1e-16‖N‖ and spoil m̂ at tiny ``|z|``).
 
     For z below the spectrum (``T − z`` positive definite: z < 0 whenever g'(0) > 0)
     each z costs O(r): one LDLᵀ factorisation from the top gives x, one from the bottom
