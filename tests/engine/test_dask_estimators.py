@@ -12,6 +12,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tests.data.parquet_rows import regression_rows, write_parquet_parts
+
 pytest.importorskip("pyarrow")
 distributed = pytest.importorskip("distributed")
 dd = pytest.importorskip("dask.dataframe")
@@ -26,24 +28,13 @@ COLUMNS = [f"x{j + 1}" for j in range(P)]
 
 
 def _rows() -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(11)
-    X = rng.uniform(-1, 1, size=(N, P)) * np.arange(1, P + 1)
-    y = np.sin(2 * X[:, 0]) + X[:, 1] * X[:, 2] + 0.1 * rng.normal(size=N)
-    return X, y
+    return regression_rows(N, P, seed=11)
 
 
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory: pytest.TempPathFactory) -> str:
-    assert sum(SIZES) == N
     X, y = _rows()
-    root = tmp_path_factory.mktemp("dask_estimators")
-    start = 0
-    for k, size in enumerate(SIZES):
-        frame = pd.DataFrame(X[start:start + size], columns=COLUMNS)
-        frame["y"] = y[start:start + size]
-        frame.to_parquet(root / f"part-{k:02d}.parquet")
-        start += size
-    return str(root)
+    return write_parquet_parts(tmp_path_factory.mktemp("dask_estimators"), X, y, SIZES)
 
 
 @pytest.fixture(scope="module")

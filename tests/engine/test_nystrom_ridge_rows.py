@@ -7,8 +7,9 @@ sums reduced over the parts."""
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import pytest
+
+from tests.data.parquet_rows import regression_rows, write_parquet_parts
 
 pytest.importorskip("pyarrow")
 
@@ -24,24 +25,13 @@ SIZES = [1, 700, 13, 400, 250, 1, 900, 235]
 
 
 def _rows() -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(7)
-    X = rng.uniform(-1, 1, size=(N, P)) * np.arange(1, P + 1)
-    y = np.sin(2 * X[:, 0]) + X[:, 1] * X[:, 2] + 0.1 * rng.normal(size=N)
-    return X, y
+    return regression_rows(N, P, seed=7)
 
 
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory: pytest.TempPathFactory) -> str:
-    assert sum(SIZES) == N
     X, y = _rows()
-    root = tmp_path_factory.mktemp("nystrom_rows")
-    start = 0
-    for k, size in enumerate(SIZES):
-        frame = pd.DataFrame(X[start:start + size], columns=[f"x{j + 1}" for j in range(P)])
-        frame["y"] = y[start:start + size]
-        frame.to_parquet(root / f"part-{k:02d}.parquet")
-        start += size
-    return str(root)
+    return write_parquet_parts(tmp_path_factory.mktemp("nystrom_rows"), X, y, SIZES)
 
 
 @pytest.fixture(autouse=True)
