@@ -300,7 +300,9 @@ class MainWindow(QtWidgets.QMainWindow):
         self.model.start_run()
 
     def cancel_run(self) -> None:
-        self.model.cancel_run()
+        """Esc: stop the model export in progress if there is one, else the run."""
+        if not self.files.cancel_export():
+            self.model.cancel_run()
 
     def pin_curves(self) -> None:
         """Keep the current curves as a faded overlay to compare with the next runs."""
