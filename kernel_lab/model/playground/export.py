@@ -27,7 +27,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from sklearn.pipeline import Pipeline
 
+from kernel_lab import __version__
 from kernel_lab.core import playground as pg
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.models import (
@@ -150,10 +152,6 @@ def export_playground(state: PlaygroundState, path: str | os.PathLike[str], *,
     points, the test error on its test points in the metadata (the Playground's own
     figure), with the data set, the inputs and the parameters. ``steps_done``: see
     :func:`playground_estimator`. Returns what was written."""
-    from sklearn.pipeline import Pipeline
-
-    from kernel_lab import __version__
-
     name, est, params = playground_estimator(state, steps_done)
     dim, task = shape_of(state.dataset)
     pts = state.points
