@@ -32,6 +32,20 @@ MODEL_FILTER = "Kernel Lab models (*.skops);;All files (*)"
 EXPORT_MODEL_KEY = "Ctrl+Shift+M"
 
 
+def export_worker(window: Any, compute: Callable[[Job], None], name: str, module: str
+                  ) -> Worker:
+    """A worker thread of ``window`` for an export (one of its workers from now on:
+    closed and joined with them), made after ``module``, which the export needs, is
+    imported here on the GUI thread (see :func:`kernel_lab.gui.preload_for_threads`).
+    Raises ImportError when that module is missing."""
+    import importlib
+
+    importlib.import_module(module)
+    worker = Worker(compute, name=name, post=gui_poster(window))
+    window.workers = (*window.workers, worker)
+    return worker
+
+
 def read_session(job: Job) -> None:
     """Read the session file ``job.request`` (the compute function of the window's
     session reader): ``finished(Session)``, or ``failed(message, is_user_error)``; a
@@ -306,19 +320,14 @@ class FileActions:
     def export_model(self, path: str | Path) -> Ticket | None:
         """Export the shown run's model to ``path`` on the export thread (progress in a
         dialog; the answer in the status line, the Log, or a message box)."""
-        import importlib
-
         export = self.model_export
-        if export.worker.inline:  # first use: the thread, and its imports made here
-            # (modules imported in a worker thread while Qt runs: see preload_for_threads)
+        if export.worker.inline:  # first use: its thread
             try:
-                importlib.import_module("kernel_lab.engine.export")
+                export.worker = export_worker(self.window, export_job, "model-export",
+                                              "kernel_lab.engine.export")
             except ImportError as exc:
                 self._export_failed(f"This Kernel Lab cannot export models: {exc}")
                 return None
-            export.worker = Worker(export_job, name="model-export",
-                                   post=gui_poster(self.window))
-            self.window.workers = (*self.window.workers, export.worker)
         return export.start(path)
 
     def cancel_export(self) -> bool:

@@ -9,7 +9,6 @@ import json
 import sys
 import threading
 import types
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -23,15 +22,9 @@ from kernel_lab.engine.atomic import write_atomic
 from kernel_lab.gui.app import MainWindow
 from kernel_lab.gui.files import EXPORT_MODEL_KEY
 from kernel_lab.model import export as model_export
+from tests.model.test_model_export import Report
 
 DATA = ("gaussian:n=120,p=5", {"n_lams": 6})
-
-
-@dataclass
-class Report:
-    path: Path
-    names: list[str]
-    notes: list[str] = field(default_factory=list)
 
 
 class FakeExport:

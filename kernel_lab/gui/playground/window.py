@@ -27,6 +27,7 @@ from kernel_lab.engine.presets import load_preset, playground_preset_names
 from kernel_lab.engine.qt import gui_poster
 from kernel_lab.engine.worker import Ticket, Worker
 from kernel_lab.gui import preload_for_threads
+from kernel_lab.gui.files import export_worker
 from kernel_lab.gui.forms import LogSlider
 from kernel_lab.gui.playground.canvas import PaintBox, error_axis
 from kernel_lab.gui.playground.controls import PlaygroundControls
@@ -311,17 +312,14 @@ class PlaygroundWindow(PlaygroundControls, QtWidgets.QMainWindow):
         """Save the current fit to ``path`` on the export thread (refitted there: the
         method's estimator on the Playground's training points); the answer in the
         status bar, or a message box."""
-        import importlib
-
-        if self.exporter is None:  # its imports made here, not in the thread
+        if self.exporter is None:  # first use: its thread
             try:
-                importlib.import_module("kernel_lab.engine.model_file")
+                self.exporter = export_worker(self, playground_export_job,
+                                              "playground-export",
+                                              "kernel_lab.engine.model_file")
             except ImportError as exc:
                 self._export_refused(f"This Kernel Lab cannot save models: {exc}")
                 return None
-            self.exporter = Worker(playground_export_job, name="playground-export",
-                                   post=gui_poster(self))
-            self.workers = (*self.workers, self.exporter)
         request = export_request(self.model, path)
         self.statusBar().showMessage(f"Exporting the model to {request.path.name} …")
         return self.exporter.submit(request, receive=self._export_message)
