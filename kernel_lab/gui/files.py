@@ -68,6 +68,7 @@ class FileActions:
         #: The export of the shown run's model (its worker thread made on first use).
         self.model_export = ModelExport(self.model)
         self.export_progress: QtWidgets.QProgressDialog | None = None
+        self._exporting = ""  # the dialog's first line
 
     def build_menus(self, bar: QtWidgets.QMenuBar) -> None:
         w = self.window
@@ -345,7 +346,8 @@ class FileActions:
             dialog.canceled.connect(self.cancel_export)  # its button, or Esc
             self.export_progress = dialog
         dialog = self.export_progress
-        dialog.setLabelText(f"Exporting the model to {path.name} …")
+        self._exporting = f"Exporting the model to {path.name} …"
+        dialog.setLabelText(self._exporting)
         dialog.setValue(0)
         self.window.status.setText(f"Exporting the model to {path.name} … (Esc cancels)")
         self.window.log(f"model export to {path} started")
@@ -354,7 +356,7 @@ class FileActions:
         if self.export_progress is not None:
             self.export_progress.setValue(round(1000 * min(max(fraction, 0.0), 1.0)))
             if message:
-                self.export_progress.setLabelText(message)
+                self.export_progress.setLabelText(f"{self._exporting}\n{message}")
 
     def _close_progress(self) -> None:
         if self.export_progress is not None:
