@@ -76,7 +76,9 @@ def test_export_model_saves_the_drawn_fit(window, qtbot, saved, monkeypatch, tmp
     (model, path, thread), = saved
     assert path == tmp_path / "moons.skops" and thread == "playground-export"
     (name, pipeline), = model.models.items()
-    assert w.statusBar().currentMessage().startswith(
+    assert w.statusBar().currentMessage() == \
+        f"Exported model {name} to moons.skops in {tmp_path}. (more: hover)"
+    assert w.statusBar().toolTip().startswith(
         f"Exported model {name} to moons.skops in {tmp_path}. Fitted on the Playground's")
     res = w.model.params["resolution"]
     np.testing.assert_allclose(pipeline.predict(core.grid(2, res)),

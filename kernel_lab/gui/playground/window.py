@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -325,10 +326,11 @@ class PlaygroundWindow(PlaygroundControls, QtWidgets.QMainWindow):
         return self.exporter.submit(request, receive=self._export_message)
 
     def _export_message(self, kind: str, *payload: Any) -> None:
-        if kind == "finished":
+        if kind == "finished":  # the notes (what the inputs are) in the tooltip
             report = payload[0]
-            text = describe_report(report)
-            self.statusBar().showMessage(text)
+            bar = self.statusBar()
+            bar.showMessage(describe_report(replace(report, notes=[])) + " (more: hover)")
+            bar.setToolTip(describe_report(report))
         elif kind == "failed":
             self._export_refused(f"The model was not exported: {payload[0]}")
 
