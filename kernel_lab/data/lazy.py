@@ -168,7 +168,8 @@ def partitioned_data(source: Any, parts: PartMap, options: Mapping[str, Any], *,
         notes.append(said)
     data = PartitionedData(parts, plan, list(source.feature_names), source.target_name,
                            name=name, notes=notes, task=source.task,
-                           classes=getattr(source, "classes", None))
+                           classes=getattr(source, "classes", None),
+                           encoding=getattr(source, "encoding", None))
     if data.task != "multiclass":  # class codes have no order to rank
         data.warnings = sampled_leakage(data, dropped_columns)
     filled = missing_warning(stats.missing, source.feature_names,
@@ -236,4 +237,5 @@ def sample_table(source: Any, parts: PartMap, rows: int, seed: int,
     return Table(got.X, got.y, list(source.feature_names), source.target_name,
                  notes=[*notes, sample_note(rows, total, seed)],
                  classes=None if classes is None else list(classes),
-                 columns=[*source.feature_names, source.target_name])
+                 columns=[*source.feature_names, source.target_name],
+                 encoding=getattr(source, "encoding", None))

@@ -50,6 +50,7 @@ import numpy as np
 
 from kernel_lab.core.errors import DataError, data_option, missing_package
 from kernel_lab.core.memory import check_allocation, format_bytes, memory_budget_bytes
+from kernel_lab.data import encoding as enc
 from kernel_lab.data.columns import ColumnChoice, split_names
 from kernel_lab.data.parquet import (
     check_footer_range,
@@ -425,6 +426,9 @@ class PartitionedTable:
     kind: str = "parquet"
     #: The class names of a text target with more than two levels (codes 0 … K−1).
     classes: list[str] | None = None
+    #: How the stored columns are typed (:mod:`kernel_lab.data.encoding`: every feature
+    #: a column of numbers).
+    encoding: dict[str, Any] | None = None
 
     @property
     def name(self) -> str:
@@ -500,7 +504,8 @@ class PartitionedTable:
             y[part.start:part.start + part.rows] = yk
         table = Table(X, y, list(self.feature_names), self.target_name, list(self.notes),
                       columns=[*self.feature_names, self.target_name],
-                      classes=None if self.classes is None else list(self.classes))
+                      classes=None if self.classes is None else list(self.classes),
+                      encoding=self.encoding)
         return apply_nan_policy(table, nan_policy, Path(self.source))
 
 
@@ -643,6 +648,8 @@ def _open_parquet(folder: Path, target: str | int | None, choice: ColumnChoice
     notes = [f"{len(files)} Parquet {_plural(files, 'file')}, {sum(counts):,} rows, read "
              "part by part"]
     columns = list(first_types)
+    stored = list(columns)
+    index = None
     index_cols = pandas_index(schema)
     if index_cols:
         columns = [c for c in columns if c not in index_cols]
@@ -654,6 +661,7 @@ def _open_parquet(folder: Path, target: str | int | None, choice: ColumnChoice
         notes.append(f"dropped the first column {columns[0]!r}: a row index (name the feature "
                      "columns to use it; a target given by number counts the columns "
                      "after it)")
+        index = columns[0]
         columns = columns[1:]
     if len(columns) < 2 and not choice.features:
         raise DataError(f"the files have {len(columns)} data {_plural(columns)} "
@@ -709,8 +717,14 @@ def _open_parquet(folder: Path, target: str | int | None, choice: ColumnChoice
     if empty:
         notes.append(f"skipped {len(empty)} {_plural(empty, 'file')} without rows "
                      f"({_listed(empty, 5)})")
+    named_codes = [level for level, _ in sorted(codes, key=lambda c: c[1])]
+    typed = enc.table_encoding(stored, [enc.number_feature(c) for c in feature_names],
+                               enc.target_encoding(target_name, named_codes or None),
+                               index=index, left_out=[c for c in columns if c != target_name
+                                                      and c not in feature_names],
+                               choice=choice.to_options())
     return PartitionedTable(parts, feature_names, target_name, str(folder), notes, "parquet",
-                            classes)
+                            classes, typed)
 
 
 def _open_zarr(path: Path, target: str | int | None, choice: ColumnChoice
@@ -768,6 +782,7 @@ def _open_zarr(path: Path, target: str | int | None, choice: ColumnChoice
                    else target_array)
     columns = None
     notes = []
+    stored = [*names, target_name]
     if choice:  # the target is an array apart: chosen among X's columns and itself
         everything = [*names, target_name]
         picked = choice.pick(everything, p, path)
@@ -780,4 +795,6 @@ def _open_zarr(path: Path, target: str | int | None, choice: ColumnChoice
              for k, a in enumerate(range(0, n, step))]
     notes = [f"Zarr store: {n:,} rows in {len(parts)} {_plural(parts, 'chunk')} of "
              f"{step:,} rows, read chunk by chunk", *notes]
-    return PartitionedTable(parts, names, target_name, str(path), notes, "zarr")
+    return PartitionedTable(parts, names, target_name, str(path), notes, "zarr",
+                            encoding=enc.numeric_encoding(names, target_name, stored,
+                                                          choice=choice.to_options()))

@@ -26,6 +26,7 @@ from kernel_lab.core.errors import DataError
 from kernel_lab.core.progress import Cancelled
 from kernel_lab.data import arff, excel, matlab, npy, parquet, svmlight, text
 from kernel_lab.data.columns import ColumnChoice
+from kernel_lab.data.encoding import numeric_encoding
 from kernel_lab.data.raw import COMPRESSED, expand, read_head
 from kernel_lab.data.table import (
     NAN_POLICIES,
@@ -204,6 +205,8 @@ def select_columns(path: Path, table: Table, choice: ColumnChoice) -> Table:
     table.X = table.X[:, index]
     table.feature_names = [table.feature_names[j] for j in index]
     table.columns = names
+    table.encoding = numeric_encoding(table.feature_names, table.target_name, names,
+                                      table.classes, choice.to_options())
     if left_out:
         table.notes.append(left_out)
     return table

@@ -49,6 +49,7 @@ from kernel_lab.core.rows.prepare import (
     prepared_plan,
 )
 from kernel_lab.data.columns import join_names
+from kernel_lab.data.encoding import table_encoding_of
 from kernel_lab.data.leakage import file_column, leakage_warning
 from kernel_lab.data.table import Table, unfillable_refusal
 
@@ -402,7 +403,8 @@ def dataset_from_table(table: Table, *, name: str, test_fraction: float, seed: i
                  table.target_name, name=name, notes=notes,
                  classes=None if table.classes is None else list(table.classes),
                  columns=None if table.columns is None else list(table.columns),
-                 plan=plan, i_train=i_train, i_test=i_test)
+                 plan=plan, i_train=i_train, i_test=i_test,
+                 encoding=table_encoding_of(table))
     if table.classes is None or len(table.classes) <= 2:  # class codes have no order
         # to rank (ds.task, without a pass over the target)
         ds.warnings = sampled_leakage(ds, dropped, ds.columns)

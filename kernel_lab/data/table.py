@@ -14,23 +14,30 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from kernel_lab.core.errors import DataError, data_option
 from kernel_lab.data.columns import ColumnChoice
+from kernel_lab.data.encoding import (  # noqa: F401
+    MISSING,
+    SPREADSHEET_ERRORS,
+    encode_target,
+    number_feature,
+    numeric_encoding,
+    onehot_feature,
+    table_encoding,
+    target_encoding,
+    with_index,
+)
+from kernel_lab.data.encoding import shown as _shown
+from kernel_lab.data.encoding import text_levels as _levels
 
 #: What a load does with missing values: ``fill`` (the default: a feature's missing cells
 #: are filled by its training mean at the split, with a warning; a missing target or an
 #: infinite value is refused), ``drop`` (their rows), ``error`` (refuse every one).
 NAN_POLICIES = ("fill", "drop", "error")
-#: A spreadsheet's error values (lower-case), as exported to CSV: missing cells, not text
-#: and not comments, wherever they stand.
-SPREADSHEET_ERRORS = frozenset({"#n/a", "#na", "#value!", "#div/0!", "#num!", "#ref!",
-                                "#name?", "#null!", "#spill!", "#calc!"})
-#: Cells read as missing values (compared lower-case, stripped).
-MISSING = {"", "na", "nan", "n/a", "null", "none", "?", "-nan", "inf", "+inf", "-inf",
-           "infinity", "-infinity", *SPREADSHEET_ERRORS}
 
 
 @dataclass
@@ -65,6 +72,10 @@ class Table:
     #: ``X`` and ``y`` (row numbers never shift) and are in neither the training nor the
     #: test rows of the split.
     dropped: np.ndarray | None = None
+    #: How the file's columns were typed (:mod:`kernel_lab.data.encoding`): what a fitted
+    #: model needs to type new rows the same way. None: read as numbers whole (see
+    #: :func:`table_encoding_of`).
+    encoding: dict[str, Any] | None = None
 
     def kept(self) -> np.ndarray:
         """Whether each row is kept (not in :attr:`dropped`)."""
@@ -174,7 +185,8 @@ def split_target(path: Path, M: np.ndarray, names: list[str], target: str | int 
     X = M[:, 1:] if j == 0 else M[:, :-1] if j == M.shape[1] - 1 else M[:, keep]
     return Table(X, np.array(M[:, j]), [names[i] for i in keep], names[j],
                  columns=list(names), target_note=target_note(names[j], target, len(names),
-                                                              None))
+                                                              None),
+                 encoding=numeric_encoding([names[i] for i in keep], names[j], names))
 
 
 def apply_nan_policy(table: Table, policy: str, path: Path, dropped: Sequence[str] = ()
@@ -448,9 +460,12 @@ def finish_matrix(path: Path, names: list[str], M: np.ndarray, first_name: str,
     feats = cols[picked]
     contiguous = feats.size and np.array_equal(feats, np.arange(feats[0], feats[-1] + 1))
     X = M[:, feats[0]:feats[-1] + 1] if contiguous else M[:, feats]  # a view: no copy
+    encoding = numeric_encoding([names[c] for c in feats], names[j], kept,
+                                choice=options.columns.to_options())
     return Table(X, M[:, j].copy(), [names[c] for c in feats], names[j], notes, lines=lines,
                  columns=kept, target_note=target_note(kept[t], target, len(kept),
-                                                       None if note is None else first_name))
+                                                       None if note is None else first_name),
+                 encoding=with_index(encoding, None if note is None else first_name))
 
 
 def is_header(first: list[str], below: list[list[str]]) -> bool:
@@ -545,6 +560,8 @@ def finish_table(path: Path, names: list[str], columns: list[np.ndarray | None],
     table.notes[:0] = [] if note is None else [note]
     table.lines = lines
     table.columns = list(names)
+    if table.encoding is not None:
+        table.encoding = with_index(table.encoding, None if note is None else first_name)
     return table
 
 
@@ -678,10 +695,6 @@ def _looks_numeric(cell: str) -> bool:
     return any(p.match(v) for p in _ODD_NUMBERS)
 
 
-def _levels(col: np.ndarray) -> list[str]:
-    return sorted({v for v in col if v is not None})
-
-
 def encode_columns(path: Path, names: list[str], columns: list[np.ndarray | None],
                    target: str | int | None, options: ReadOptions, header: bool, *,
                    after: str | None = None) -> Table:
@@ -703,31 +716,40 @@ def encode_columns(path: Path, names: list[str], columns: list[np.ndarray | None
         notes.append(left_out)
     y, classes = columns[j], None
     assert y is not None  # the target is always read
+    typed_target = target_encoding(names[j])
     if y.dtype == object:
+        typed_target = target_encoding(names[j], _levels(y))
         y, classes, note = encode_target(path, names[j], y)
         notes.append(note)
     feats, feat_names = [], []
+    typed: list[dict[str, Any]] = []
+    dropped: list[dict[str, str]] = []
     for i in picked:
         name, col = names[i], columns[i]
         assert col is not None  # a chosen column is always read
         if col.dtype != object:
             feats.append(col)
             feat_names.append(name)
+            typed.append(number_feature(name))
             continue
         levels = _levels(col)
         missing = np.array([v is None for v in col])
         coded = _coded_note(name, levels)
         if options.text_features == "drop":
             notes.append(f"dropped text column {name!r} (text_features=drop)")
+            dropped.append({"column": name, "why": "text_features=drop"})
         elif len(levels) > MAX_LEVELS or (len(levels) == len(col) and len(col) > 2):
             why = "one per row" if len(levels) == len(col) else f"more than {MAX_LEVELS}"
             notes.append(f"dropped text column {name!r}: {len(levels)} distinct values "
                          f"({why}), too many to encode")
+            dropped.append({"column": name, "why": f"{len(levels)} distinct values ({why})"})
         elif len(levels) <= 1 and not missing.any():
             notes.append(f"dropped text column {name!r}: the same value "
                          f"{levels[0] if levels else ''!r} in every row (a constant says "
                          "nothing)")
+            dropped.append({"column": name, "why": "the same value in every row"})
         else:
+            typed.append(onehot_feature(name, levels, bool(missing.any())))
             for level in levels:
                 feats.append(np.array([v == level for v in col], dtype=np.float64))
                 feat_names.append(f"{name}={level}")
@@ -748,27 +770,13 @@ def encode_columns(path: Path, names: list[str], columns: list[np.ndarray | None
                         f"add numeric columns (text with one value per row or more than "
                         f"{MAX_LEVELS} values is not encoded)", path=path)
     X = np.column_stack(feats)
+    encoding = table_encoding(names, typed, typed_target, dropped=dropped,
+                              left_out=[names[i] for i in range(len(names))
+                                        if i != j and i not in set(picked)],
+                              choice=options.columns.to_options())
     return Table(X, np.asarray(y, dtype=np.float64), feat_names, names[j], notes,
-                 classes=classes, target_note=target_note(names[j], target, len(names), after))
-
-
-def encode_target(path: Path, name: str, col: np.ndarray
-                   ) -> tuple[np.ndarray, list[str] | None, str]:
-    levels = _levels(col)
-    if len(levels) < 2:
-        raise DataError(f"the target column {name!r} holds text with "
-                        f"{'one value' if levels else 'no values'}"
-                        f"{' (' + repr(levels[0]) + ')' if levels else ''}: nothing to learn",
-                        f"choose another target column ({data_option('target', 'NAME')})",
-                        path=path)
-    code = {level: k for k, level in enumerate(levels)}
-    codes = np.array([np.nan if v is None else code[v] for v in col], dtype=np.float64)
-    if len(levels) == 2:
-        return (2.0 * codes - 1.0, None,
-                f"text target {name!r}: {levels[1]!r} is +1, {levels[0]!r} is −1")
-    return (codes, levels,
-            f"text target {name!r}: {len(levels)} classes coded 0 … {len(levels) - 1} "
-            f"({_shown(levels)})")
+                 classes=classes, target_note=target_note(names[j], target, len(names), after),
+                 encoding=encoding)
 
 
 def _count(k: int, word: str) -> str:
@@ -785,8 +793,3 @@ def _coded_note(name: str, levels: list[str]) -> str | None:
     return (f"its values are numbers but for {_shown([repr(v) for v in text], 3)}, so it "
             f"is read as categories (fix the cell, or leave the column out: "
             f"{data_option('drop_columns', name)})")
-
-
-def _shown(values: list[str], k: int = 6) -> str:
-    return ", ".join(values[:k]) + (", …" if len(values) > k else "")
-

@@ -76,6 +76,10 @@ class Dataset:
     plan: RowPlan = None  # type: ignore[assignment]  # set in __post_init__ when None
     i_train: np.ndarray = field(default=None, repr=False)  # type: ignore[assignment]
     i_test: np.ndarray = field(default=None, repr=False)  # type: ignore[assignment]
+    #: How the table's columns were typed when it was read (opaque here: a JSON-able
+    #: dict the data layer writes and reads, see ``kernel_lab.data.encoding``); None for
+    #: generated data.
+    encoding: Any = None
 
     def __post_init__(self) -> None:
         n_train, n_test = int(self.X_train.shape[0]), int(self.X_test.shape[0])

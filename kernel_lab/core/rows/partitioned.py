@@ -40,6 +40,9 @@ class PartitionedData:
     head: Rows | None = None
     #: What the user should look at before trusting a result (target leakage, …).
     warnings: list[str] = field(default_factory=list)
+    #: How the source's columns were typed when it was opened (opaque here: a JSON-able
+    #: dict of the data layer, see ``kernel_lab.data.encoding``).
+    encoding: Any = None
 
     @property
     def n_train(self) -> int:

@@ -1,0 +1,159 @@
+"""Model files (kernel_lab.engine.model_file): skops archives with Kernel Lab's metadata,
+loaded only when written by this version and holding only trusted types."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import zipfile
+
+import numpy as np
+import pandas as pd
+import pytest
+import skops.io as sio
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.pipeline import Pipeline
+
+from kernel_lab import __version__
+from kernel_lab.core.models import DSGRegressor, KernelRidge, NystromRidge
+from kernel_lab.data.pipeline import model_pipeline
+from kernel_lab.data.source import DataSource
+from kernel_lab.engine.atomic import leftover_temporaries
+from kernel_lab.engine.model_file import (
+    METADATA_MEMBER,
+    ModelFileError,
+    SavedModel,
+    load_model,
+    read_metadata,
+    save_model,
+)
+
+
+def _table(n: int = 80) -> pd.DataFrame:
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=n)
+    kind = rng.choice(["a", "b", "c"], size=n)
+    return pd.DataFrame({"x": x.round(5), "kind": kind, "z": rng.uniform(size=n).round(4),
+                         "y": (np.sin(x) + (kind == "b")).round(4)})
+
+
+@pytest.fixture
+def fitted(tmp_path):
+    path = tmp_path / "t.csv"
+    _table().to_csv(path, index=False)
+    ds = DataSource.from_spec(str(path), {"target": "y"}).load(1)
+    models = {"krr": model_pipeline(ds, KernelRidge(0.1).fit(ds.X_train, ds.y_train)),
+              "nystrom": model_pipeline(ds, NystromRidge(1e-3, n_components=15,
+                                                         random_state=0)
+                                        .fit(ds.X_train, ds.y_train)),
+              "dsg": model_pipeline(ds, DSGRegressor(n_iter=30, random_state=0)
+                                    .fit(ds.X_train, ds.y_train))}
+    return ds, models, pd.read_csv(path)
+
+
+def _saved(models, **meta) -> SavedModel:
+    return SavedModel(models, {"data": {"kind": "file", "spec": "t.csv"}, "seed": 1,
+                               "models": {"krr": {"params": {"lam": 0.1},
+                                                  "test_error": 0.25,
+                                                  "error_name": "test MSE"}}, **meta})
+
+
+def test_round_trip_loads_with_skops_and_predicts_the_same(fitted, tmp_path):
+    _, models, frame = fitted
+    path = save_model(_saved(models), tmp_path / "m.skops")
+    assert leftover_temporaries(tmp_path) == []
+    # what skops itself says of the file: only scikit-learn, numpy and kernel_lab types
+    untrusted = sio.get_untrusted_types(file=path)
+    assert untrusted and all(t.split(".")[0] in ("sklearn", "numpy", "kernel_lab")
+                             for t in untrusted)
+    plain = sio.load(path, trusted=untrusted)
+    loaded = load_model(path)
+    assert list(loaded.models) == ["krr", "nystrom", "dsg"] and loaded.default == "krr"
+    for name, pipe in models.items():
+        want = pipe.predict(frame)
+        np.testing.assert_array_equal(plain["models"][name].predict(frame), want)
+        np.testing.assert_array_equal(loaded.model(name).predict(frame), want)
+        assert isinstance(loaded.model(name), Pipeline)
+    meta = loaded.metadata
+    assert meta["kernel_lab_version"] == __version__
+    assert meta["models"]["krr"]["test_error"] == 0.25
+    assert meta["models"]["dsg"]["estimator"] == "DSGRegressor"
+    assert meta["target"] == {"column": "y", "kind": "number"}
+    assert [c["column"] for c in meta["columns"]] == ["x", "kind", "z"]
+    assert meta["columns"][1]["levels"] == ["a", "b", "c"]
+    assert read_metadata(path) == meta
+    with pytest.raises(KeyError, match="'krr', 'nystrom', 'dsg'"):
+        loaded.model("rff")
+
+
+def _rewrite(path, member: str, data: bytes | None) -> None:
+    """The archive at ``path`` with ``member`` replaced (None: removed)."""
+    with zipfile.ZipFile(path) as old:
+        items = [(i, old.read(i)) for i in old.infolist()]
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as new:
+        for info, content in items:
+            if info.filename == member:
+                if data is None:
+                    continue
+                content = data
+            new.writestr(info, content)
+    path.write_bytes(out.getvalue())
+
+
+def test_another_version_is_refused_saying_which(fitted, tmp_path):
+    _, models, _ = fitted
+    path = save_model(_saved(models), tmp_path / "old.skops")
+    meta = read_metadata(path)
+    meta["kernel_lab_version"] = "0.0.9"
+    _rewrite(path, METADATA_MEMBER, json.dumps(meta).encode())
+    with pytest.raises(ModelFileError, match=r"^old\.skops: the model was saved by Kernel "
+                       r"Lab 0\.0\.9 and this is Kernel Lab .*export the model again"):
+        load_model(path)
+
+
+def test_files_that_are_not_models_are_refused_by_name(fitted, tmp_path):
+    _, models, _ = fitted
+    csv = tmp_path / "data.csv"
+    csv.write_text("a,b\n1,2\n")
+    with pytest.raises(ModelFileError, match=r"^data\.csv: this is not a Kernel Lab model "
+                       "file"):
+        load_model(csv)
+    bare = tmp_path / "bare.skops"
+    sio.dump({"models": models}, bare)  # skops, but not written by Kernel Lab
+    with pytest.raises(ModelFileError, match=r"bare\.skops: .*skops file without Kernel Lab"):
+        load_model(bare)
+    with pytest.raises(ModelFileError, match=r"nothing\.skops: the model file does not exist"):
+        load_model(tmp_path / "nothing.skops")
+
+
+class Foreign(RegressorMixin, BaseEstimator):
+    """An estimator from outside scikit-learn, NumPy and Kernel Lab."""
+
+    def fit(self, X, y):
+        self.mean_ = float(np.mean(y))
+        return self
+
+    def predict(self, X):
+        return np.full(len(X), self.mean_)
+
+
+def test_a_type_outside_the_trusted_modules_is_refused_by_name(fitted, tmp_path):
+    ds, models, _ = fitted
+    pipe = model_pipeline(ds, Foreign().fit(ds.X_train, ds.y_train))
+    path = save_model(SavedModel({"foreign": pipe, **models}), tmp_path / "f.skops")
+    name = re.escape(f"{Foreign.__module__}.Foreign")
+    with pytest.raises(ModelFileError, match=r"f\.skops: the model file holds types Kernel "
+                       rf"Lab does not load: {name} \(only scikit-learn"):
+        load_model(path)
+
+
+def test_a_failed_save_leaves_the_old_file(fitted, tmp_path):
+    _, models, _ = fitted
+    path = save_model(_saved(models), tmp_path / "m.skops")
+    before = path.read_bytes()
+    with pytest.raises(TypeError):  # metadata that is not JSON: refused before writing
+        save_model(SavedModel(models, {"seed": object()}), path)
+    assert path.read_bytes() == before
+    assert leftover_temporaries(tmp_path) == []
