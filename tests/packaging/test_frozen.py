@@ -32,13 +32,15 @@ def test_frozen_self_test_passes(tmp_path):
     from kernel_lab.engine.presets import playground_preset_names
     from kernel_lab.experiments import list_experiments
 
-    n = len(list_experiments()) + len(playground_preset_names()) + 7
+    n = len(list_experiments()) + len(playground_preset_names()) + 8
     assert "(frozen " in proc.stdout and f"{n} of {n} checks passed" in proc.stdout
     # pandas ships: numeric CSV files are read by its C parser in the standalone app too
     assert "numbers by pandas" in proc.stdout
     # pyarrow ships: the self-test writes a Parquet file and a folder and runs on them
     assert "PASS  read Parquet files and folders" in proc.stdout
     assert proc.stdout.count("PASS  playground") == 7  # the presets ship, the window draws
+    # skops ships: a fitted model with its table typing is saved, read back and predicts
+    assert "PASS  model file save, load and predict" in proc.stdout
 
 
 def test_frozen_run_on_a_csv_writes_the_contract_files(tmp_path):
