@@ -32,15 +32,20 @@ MODEL_FILTER = "Kernel Lab models (*.skops);;All files (*)"
 EXPORT_MODEL_KEY = "Ctrl+Shift+M"
 
 
+#: What every export imports (skops.io takes about half a second: once, on the GUI thread).
+EXPORT_MODULES = ("kernel_lab.engine.model_file", "skops.io", "sklearn.pipeline")
+
+
 def export_worker(window: Any, compute: Callable[[Job], None], name: str, module: str
                   ) -> Worker:
     """A worker thread of ``window`` for an export (one of its workers from now on:
-    closed and joined with them), made after ``module``, which the export needs, is
-    imported here on the GUI thread (see :func:`kernel_lab.gui.preload_for_threads`).
-    Raises ImportError when that module is missing."""
+    closed and joined with them), made after ``module`` and :data:`EXPORT_MODULES`, which
+    the export needs, are imported here on the GUI thread (see
+    :func:`kernel_lab.gui.preload_for_threads`). Raises ImportError when one is missing."""
     import importlib
 
-    importlib.import_module(module)
+    for needed in (module, *EXPORT_MODULES):
+        importlib.import_module(needed)
     worker = Worker(compute, name=name, post=gui_poster(window))
     window.workers = (*window.workers, worker)
     return worker

@@ -4,9 +4,7 @@ box."""
 
 from __future__ import annotations
 
-import sys
 import threading
-import types
 
 import numpy as np
 import pytest
@@ -16,27 +14,9 @@ pytest.importorskip("pytestqt")
 from PySide6 import QtWidgets
 
 from kernel_lab.core import playground as core
+from kernel_lab.engine.model_file import load_model
 from kernel_lab.gui.playground import PlaygroundWindow
 from kernel_lab.model.playground import export as pexport
-
-
-@pytest.fixture
-def saved(monkeypatch):
-    """The model file's writer, stood in for: what would be saved, and on which thread."""
-    out: list = []
-    monkeypatch.setitem(sys.modules, "kernel_lab.engine.model_file",
-                        sys.modules.get("kernel_lab.engine.model_file")
-                        or types.ModuleType("kernel_lab.engine.model_file"))
-    monkeypatch.setattr(pexport, "saved_model",
-                        lambda models, metadata: types.SimpleNamespace(models=models,
-                                                                       metadata=metadata))
-
-    def save(model, path):
-        out.append((model, path, threading.current_thread().name))
-        return path
-
-    monkeypatch.setattr(pexport, "save_model", save)
-    return out
 
 
 @pytest.fixture
@@ -56,11 +36,15 @@ def settle(w, qtbot):
                     timeout=30_000)
 
 
-def test_export_model_saves_the_drawn_fit(window, qtbot, saved, monkeypatch, tmp_path):
+def test_export_model_saves_the_drawn_fit(window, qtbot, monkeypatch, tmp_path):
     w = window
     w.model.set_dataset("moons", n=150)
     w.model.set_params(method="ckrr", sigma=0.6, lam=0.02)
     settle(w, qtbot)
+    threads: list[str] = []
+    save = pexport.save_model
+    monkeypatch.setattr(pexport, "save_model", lambda saved, path: (
+        threads.append(threading.current_thread().name), save(saved, path))[1])
     asked: list[str] = []
 
     def dialog(parent, title, start, filters):
@@ -73,9 +57,9 @@ def test_export_model_saves_the_drawn_fit(window, qtbot, saved, monkeypatch, tmp
     assert asked[0].endswith("playground-ckrr-model.skops")
     qtbot.waitUntil(lambda: w.statusBar().currentMessage().startswith("Exported"),
                     timeout=30_000)
-    (model, path, thread), = saved
-    assert path == tmp_path / "moons.skops" and thread == "playground-export"
-    (name, pipeline), = model.models.items()
+    (thread,) = threads
+    assert thread == "playground-export"  # not the GUI thread
+    (name, pipeline), = load_model(tmp_path / "moons.skops").models.items()
     assert w.statusBar().currentMessage() == \
         f"Exported model {name} to moons.skops in {tmp_path}. (more: hover)"
     assert w.statusBar().toolTip().startswith(
@@ -86,8 +70,7 @@ def test_export_model_saves_the_drawn_fit(window, qtbot, saved, monkeypatch, tmp
     assert w.exporter in w.workers
 
 
-def test_a_fit_that_cannot_be_exported_is_said(window, qtbot, saved, monkeypatch,
-                                               tmp_path):
+def test_a_fit_that_cannot_be_exported_is_said(window, qtbot, monkeypatch, tmp_path):
     w = window
     w.model.set_params(method="dsg")  # no iteration yet
     warned: list[tuple[str, str]] = []
@@ -97,8 +80,10 @@ def test_a_fit_that_cannot_be_exported_is_said(window, qtbot, saved, monkeypatch
     qtbot.waitUntil(lambda: bool(warned), timeout=10_000)
     assert warned[0][0] == "Cannot export the model"
     assert "DSG has run no iteration yet: press Step or Play" in warned[0][1]
-    assert not saved
+    assert not (tmp_path / "d.skops").exists()
     w.model.step(5)  # the window goes on: the next export works
     settle(w, qtbot)
     w.export_model(tmp_path / "d.skops")
-    qtbot.waitUntil(lambda: bool(saved), timeout=10_000)
+    qtbot.waitUntil(lambda: w.statusBar().currentMessage().startswith("Exported"),
+                    timeout=10_000)
+    assert load_model(tmp_path / "d.skops").model()[-1].n_iter == 5

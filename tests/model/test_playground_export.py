@@ -5,17 +5,15 @@ parameters and inputs."""
 
 from __future__ import annotations
 
-import types
-
 import numpy as np
 import pytest
 from sklearn.pipeline import Pipeline
 
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.models import DSGClassifier
+from kernel_lab.engine.model_file import load_model
 from kernel_lab.engine.worker import Worker
 from kernel_lab.model.playground import PlaygroundModel
-from kernel_lab.model.playground import export as pexport
 from kernel_lab.model.playground.export import (
     export_playground,
     export_request,
@@ -36,22 +34,6 @@ CASES = {
 }
 
 
-@pytest.fixture
-def saved(monkeypatch):
-    """The model file's writer, stood in for: what would be saved, and where."""
-    out: list = []
-
-    def save(model, path):
-        out.append((model, path))
-        return path
-
-    monkeypatch.setattr(pexport, "saved_model",
-                        lambda models, metadata: types.SimpleNamespace(models=models,
-                                                                       metadata=metadata))
-    monkeypatch.setattr(pexport, "save_model", save)
-    return out
-
-
 def playground(dataset: str, method: str) -> PlaygroundModel:
     m = PlaygroundModel()  # its fits computed at once, completely (no quick answer)
     m.set_dataset(dataset, n=80, noise=0.25)
@@ -66,63 +48,79 @@ def playground(dataset: str, method: str) -> PlaygroundModel:
 
 
 def function(pipeline: Pipeline):
+    """The fitted function: DSG's classifier's decision function, else predict."""
     est = pipeline[-1]
-    return est.decision_function if isinstance(est, DSGClassifier) else pipeline.predict
+    return pipeline.decision_function if isinstance(est, DSGClassifier) else pipeline.predict
 
 
 @pytest.mark.parametrize("dataset", ["sine", "moons"])  # 1-D regression, 2-D classes
 @pytest.mark.parametrize("method", list(CASES))
-def test_the_exported_model_is_the_playgrounds_fit(saved, tmp_path, dataset, method):
+def test_the_exported_model_is_the_playgrounds_fit(tmp_path, dataset, method):
     m = playground(dataset, method)
     fit = m.latest
     r = fit.primary
     report = export_playground(**vars(export_request(m, tmp_path / "pg")))
-    assert report.path == tmp_path / "pg.skops"
-    (model, path), = saved
-    assert path == tmp_path / "pg.skops"
-    (name, pipeline), = model.models.items()
+    path = tmp_path / "pg.skops"
+    assert report.path == path
+    saved = load_model(path)  # the model file's own checks: version, trusted types
+    (name, pipeline), = saved.models.items()
     assert report.names == [name] and isinstance(pipeline, Pipeline)
     f = function(pipeline)
     pts = m.points
     np.testing.assert_allclose(f(pts.X[~pts.test]), r.train, rtol=0, atol=1e-10)
     np.testing.assert_allclose(f(pts.X[pts.test]), r.test, rtol=0, atol=1e-10)
     np.testing.assert_allclose(f(fit.grid), r.grid, rtol=0, atol=1e-10)
-    meta = model.metadata
+    meta = saved.metadata
     info = meta["models"][name]
     assert info["test_error"] == pytest.approx(r.test_error, abs=1e-12)
     assert info["error_name"] == ("test MSE" if dataset == "sine" else "test error rate")
     assert info["params"]["method"] == r.method
-    assert [c["name"] for c in meta["columns"]] == (["x"] if dataset == "sine"
-                                                    else ["x1", "x2"])
+    names = ["x"] if dataset == "sine" else ["x1", "x2"]
+    assert meta["columns"] == [{"column": c, "kind": "number"} for c in names]
     assert meta["experiment"] == "playground" and meta["seed"] == 3
-    assert meta["source"]["playground"] == dataset and meta["source"]["points"] == pts.n
+    assert meta["data"]["playground"] == dataset and meta["data"]["points"] == pts.n
     if r.method in ("krr", "ckrr", "nystrom", "rff"):
         assert f"λ={CASES[method][0]['lam']:g}" in name
 
 
-def test_gfc_exports_the_features_it_built_when_it_stopped_early(saved, tmp_path):
+def test_the_model_reads_new_points_by_column_name(tmp_path):
+    import pandas as pd
+
+    from kernel_lab.core.errors import DataError
+
+    m = playground("moons", "krr")
+    export_playground(**vars(export_request(m, tmp_path / "k.skops")))
+    pipeline = load_model(tmp_path / "k.skops").model()
+    X = m.points.X[~m.points.test][:5]  # five training points: the Playground's values
+    frame = pd.DataFrame({"x2": X[:, 1], "x1": X[:, 0]})  # any order, by name
+    np.testing.assert_allclose(pipeline.predict(frame), m.latest.primary.train[:5],
+                               rtol=0, atol=1e-10)
+    with pytest.raises(DataError, match="x2"):
+        pipeline.predict(pd.DataFrame({"x1": X[:, 0]}))
+
+
+def test_gfc_exports_the_features_it_built_when_it_stopped_early(tmp_path):
     m = playground("sine", "gfc")
     m.step(500)  # GFC stops at its last feature, before the steps asked for
     r = m.latest.primary
     assert r.extra["done"] and r.extra["features"] < m.steps
     report = export_playground(**vars(export_request(m, tmp_path / "g.skops")))
-    (model, _), = saved
-    pipeline = model.models[report.names[0]]
+    pipeline = load_model(report.path).model(report.names[0])
     assert pipeline[-1].n_features_out_ == r.extra["features"]
     np.testing.assert_allclose(pipeline.predict(m.points.X[~m.points.test]), r.train,
                                rtol=0, atol=1e-10)
 
 
 @pytest.mark.parametrize("method", ["dsg", "gfc"])
-def test_a_stepped_method_before_its_first_step_is_refused(saved, tmp_path, method):
+def test_a_stepped_method_before_its_first_step_is_refused(tmp_path, method):
     m = PlaygroundModel()
     m.set_params(method=method)
     with pytest.raises(ParameterError, match="Step or Play"):
         export_playground(**vars(export_request(m, tmp_path / "x.skops")))
-    assert not saved
+    assert not (tmp_path / "x.skops").exists()
 
 
-def test_too_few_training_points_are_refused(saved, tmp_path):
+def test_too_few_training_points_are_refused(tmp_path):
     m = PlaygroundModel()
     m.set_dataset("paint-2d")
     m.add_points([[0.0, 0.0]], 1.0)
@@ -130,7 +128,7 @@ def test_too_few_training_points_are_refused(saved, tmp_path):
         export_playground(**vars(export_request(m, tmp_path / "x.skops")))
 
 
-def test_the_export_job_answers_on_the_worker(saved, tmp_path):
+def test_the_export_job_answers_on_the_worker(tmp_path):
     m = playground("sine", "krr")
     got: list = []
     worker = Worker(playground_export_job, inline=True)

@@ -10,9 +10,11 @@ DSG after k iterations is ``DSGRegressor`` (``DSGClassifier`` for two classes) r
 iterations, GFC with k features is :func:`~kernel_lab.core.playground.gfc_model` with k.
 :func:`playground_estimator` fits that estimator on the points; :func:`export_playground`
 saves it (:func:`kernel_lab.engine.model_file.save_model`) as the file's one model, a
-``Pipeline`` of the estimator alone: the Playground's inputs are its coordinates x₁ (and
-x₂) as drawn, with no table typing and no scaling in front (columns sent from a table
-were mapped onto the view when sent: the model takes the mapped values, and says so).
+``Pipeline`` of the Playground's typing (:func:`playground_pipeline`: columns ``x``, or
+``x1`` and ``x2``, of numbers) and the estimator. The inputs are the Playground's
+coordinates as drawn, with no scaling in front: its generated and painted points are
+not scaled, and columns sent from a table were mapped onto the view when sent (the model
+takes the mapped values, and its notes carry the Playground's note on them).
 For two classes the model's ``predict`` is the fitted function, whose sign is the class
 (±1), as the Playground draws it; DSG's classifier predicts the class itself and its
 ``decision_function`` is the function.
@@ -29,7 +31,6 @@ from typing import Any
 import numpy as np
 from sklearn.pipeline import Pipeline
 
-from kernel_lab import __version__
 from kernel_lab.core import playground as pg
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.models import (
@@ -40,6 +41,9 @@ from kernel_lab.core.models import (
     NystromRidge,
     RFFRidge,
 )
+from kernel_lab.core.models.preprocess import TableColumns
+from kernel_lab.data.encoding import numeric_encoding
+from kernel_lab.engine.model_file import SavedModel, save_model
 from kernel_lab.engine.playground.state import PlaygroundState, shape_of
 from kernel_lab.engine.worker import Job
 
@@ -57,21 +61,6 @@ class PlaygroundExport:
     names: list[str]
     notes: list[str] = field(default_factory=list)
     test_error: float | None = None
-
-
-def save_model(saved: Any, path: str | os.PathLike[str]) -> Path:
-    """The engine's :func:`kernel_lab.engine.model_file.save_model` (looked up when
-    called: tests put a stand-in here)."""
-    from kernel_lab.engine.model_file import save_model as save
-
-    return save(saved, path)
-
-
-def saved_model(models: dict[str, Any], metadata: dict[str, Any]) -> Any:
-    """A :class:`kernel_lab.engine.model_file.SavedModel`."""
-    from kernel_lab.engine.model_file import SavedModel
-
-    return SavedModel(models=models, metadata=metadata)
 
 
 def _training(state: PlaygroundState) -> tuple[np.ndarray, np.ndarray]:
@@ -144,9 +133,18 @@ def playground_estimator(state: PlaygroundState, steps_done: int | None = None
     return name, est, params
 
 
+def playground_pipeline(state: PlaygroundState, estimator: Any) -> Pipeline:
+    """The fitted ``estimator`` behind the Playground's typing: its inputs ``x`` (1-D) or
+    ``x1``, ``x2`` as columns of numbers (:class:`TableColumns`, so a table of new points
+    is read by column name and a missing column is refused by name)."""
+    dim, _task = shape_of(state.dataset)
+    columns = ["x"] if dim == 1 else ["x1", "x2"]
+    return Pipeline([("columns", TableColumns(numeric_encoding(columns, "y")).fit()),
+                     ("model", estimator)])
+
+
 def export_playground(state: PlaygroundState, path: str | os.PathLike[str], *,
-                      steps_done: int | None = None, version: str | None = None
-                      ) -> PlaygroundExport:
+                      steps_done: int | None = None) -> PlaygroundExport:
     """Save the Playground's current fit (``state``: :meth:`PlaygroundModel.state`) to
     ``path`` as a model file: :func:`playground_estimator` refitted on the training
     points, the test error on its test points in the metadata (the Playground's own
@@ -171,18 +169,16 @@ def export_playground(state: PlaygroundState, path: str | os.PathLike[str], *,
         notes.append(f"the Playground's note on its points: {state.note}")
     error_name = "test error rate" if task == "classification" else "test MSE"
     metadata = {
-        "kernel_lab": version or __version__,
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "experiment": "playground",
         "seed": int(state.params["seed"]),
-        "source": {"playground": state.dataset, "n": state.n, "noise": state.noise,
-                   "points": int(pts.n), "test_points": int(np.count_nonzero(pts.test))},
-        "columns": [{"name": c, "type": "number"} for c in columns],
-        "target": {"name": "y", "task": task},
+        "data": {"playground": state.dataset, "n": state.n, "noise": state.noise,
+                 "points": int(pts.n), "test_points": int(np.count_nonzero(pts.test)),
+                 "task": task},
         "models": {name: {"params": params, "test_error": test_error,
                           "error_name": error_name, "notes": notes}},
-    }
-    written = save_model(saved_model({name: Pipeline([("estimator", est)])}, metadata),
+    }  # the columns and their types: save_model reads them off the pipeline
+    written = save_model(SavedModel({name: playground_pipeline(state, est)}, metadata),
                          path)
     return PlaygroundExport(Path(written), [name], notes, test_error)
 
