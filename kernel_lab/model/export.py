@@ -15,6 +15,7 @@ session's pinned curves hold the curves of a run, not the run's result.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,8 +34,8 @@ SUFFIX = ".skops"
 def export_run(spec: RunSpec, result: RunResult, path: str | os.PathLike[str],
                progress: Progress | None = None) -> Any:
     """The engine's :func:`kernel_lab.engine.export.export_run` (looked up when called:
-    tests put a stand-in here). Returns its report: ``path``, ``names`` (the models
-    written, the default first) and ``notes``."""
+    tests put a stand-in here). Returns its report: ``path``, the models written (the
+    default first), their test errors and notes."""
     from kernel_lab.engine.export import export_run as export
 
     return export(spec, result, path, progress=progress)
@@ -60,19 +61,38 @@ def export_job(job: Job) -> None:
     job.emit("finished", report)
 
 
+def report_names(report: Any) -> list[str]:
+    """The models an export wrote, the default first (the report's ``models``, or
+    ``names``)."""
+    return [str(n) for n in (getattr(report, "models", None) or
+                             getattr(report, "names", None) or [])]
+
+
 def describe_report(report: Any) -> str:
-    """One line on what an export wrote: the file, the models and their notes."""
-    names = list(getattr(report, "names", []) or [])
-    notes = [str(n) for n in (getattr(report, "notes", []) or []) if str(n)]
+    """One line on what an export wrote: the file, the models (with their test errors
+    when the report has them) and their notes (``notes``: per model, or one list)."""
+    names = report_names(report)
+    errors = getattr(report, "test_errors", None) or {}
+    notes_of = getattr(report, "notes", None) or []
+
+    def label(name: str) -> str:
+        value, what = errors.get(name, (None, ""))
+        return name if value is None else f"{name} ({what} {value:.4g})"
+
+    def sentence(note: str) -> str:
+        return note[:1].upper() + note[1:] + ("" if note.endswith(".") else ".")
+
+    if isinstance(notes_of, Mapping):
+        notes = [(f"{name}: " if len(names) > 1 else "") + sentence(str(note))
+                 for name in names for note in notes_of.get(name, []) if str(note)]
+    else:
+        notes = [sentence(str(n)) for n in notes_of if str(n)]
     path = Path(report.path)
-    models = ("model " + names[0] if len(names) == 1 else
-              f"{len(names)} models: {', '.join(names)} (the first is the default)"
-              if names else "the model")
+    models = ("model " + label(names[0]) if len(names) == 1 else
+              f"{len(names)} models: {'; '.join(map(label, names))} (the first is the "
+              "default)" if names else "the model")
     text = f"Exported {models} to {path.name} in {path.parent}."
-    if notes:
-        text += " " + " ".join(n[0].upper() + n[1:] + ("" if n.endswith(".") else ".")
-                               for n in notes)
-    return text
+    return " ".join([text, *notes])
 
 
 def default_path(spec: RunSpec, folder: str | os.PathLike[str] | None = None) -> Path:

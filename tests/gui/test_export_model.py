@@ -19,6 +19,7 @@ from PySide6 import QtCore, QtWidgets
 
 from kernel_lab.core.errors import KernelLabError
 from kernel_lab.engine.atomic import write_atomic
+from kernel_lab.gui import tear_down, top_level_widgets
 from kernel_lab.gui.app import MainWindow
 from kernel_lab.gui.files import EXPORT_MODEL_KEY
 from kernel_lab.model import export as model_export
@@ -49,8 +50,9 @@ class FakeExport:
             raise self.fail
         write_atomic(path, json.dumps({"experiment": spec.experiment,
                                        "lam_count": result.params["n_lams"]}))
-        return Report(Path(path), ["KRR gaussian σ=1 λ=0.01"],
-                      ["refitted on all 96 training rows"])
+        name = "KRR gaussian σ=1 λ=0.01"
+        return Report(Path(path), [name], {name: (0.5, "test MSE")},
+                      {name: ["refitted on all 96 training rows"]})
 
 
 @pytest.fixture
@@ -62,11 +64,13 @@ def window(qtbot, tmp_path, monkeypatch):
                         or types.ModuleType("kernel_lab.engine.export"))
     settings = QtCore.QSettings(str(tmp_path / "settings.ini"),
                                 QtCore.QSettings.Format.IniFormat)
+    existing = top_level_widgets()
     w = MainWindow(settings, autosave=False)
-    qtbot.addWidget(w)
     w.show()
     yield w
-    w.close()
+    # deleted now, with its plots, not later while another test's window runs Qt's loop
+    # (pyqtgraph's legend anchors of a half-deleted plot then raised in that test)
+    assert tear_down(w, existing=existing)
 
 
 def run_krr(window, qtbot):
@@ -106,8 +110,9 @@ def test_export_model_after_a_run_writes_off_the_gui_thread_and_says_what(
     # generated data: the default file is in the window's last folder
     assert asked == [str(tmp_path / "krr-path-model.skops")]
     qtbot.waitUntil(lambda: window.status.text().startswith("Exported"), timeout=10_000)
-    assert window.status.text() == (f"Exported model KRR gaussian σ=1 λ=0.01 to mine.skops "
-                                    f"in {tmp_path}. Refitted on all 96 training rows.")
+    assert window.status.text() == (f"Exported model KRR gaussian σ=1 λ=0.01 (test MSE 0.5) "
+                                    f"to mine.skops in {tmp_path}. Refitted on all 96 "
+                                    "training rows.")
     assert fake.threads == ["model-export"]  # not the GUI thread
     assert json.loads((tmp_path / "mine.skops").read_text()) == {
         "experiment": "krr-path", "lam_count": 6}

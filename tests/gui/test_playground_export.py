@@ -15,19 +15,20 @@ from PySide6 import QtWidgets
 
 from kernel_lab.core import playground as core
 from kernel_lab.engine.model_file import load_model
+from kernel_lab.gui import tear_down, top_level_widgets
 from kernel_lab.gui.playground import PlaygroundWindow
 from kernel_lab.model.playground import export as pexport
 
 
 @pytest.fixture
 def window(qtbot):
+    existing = top_level_widgets()
     w = PlaygroundWindow()
-    qtbot.addWidget(w)
     w.resize(1200, 800)
     w.show()
     qtbot.waitExposed(w)
     yield w
-    w.close()
+    assert tear_down(w, existing=existing)  # deleted now, not in another test's loop
 
 
 def settle(w, qtbot):

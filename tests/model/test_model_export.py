@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import threading
+import types
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,11 +29,13 @@ SMALL = {"kernels": ["linear", "exponential"], "trials": 3, "n_lams": 6, "seed":
 
 @dataclass
 class Report:
-    """What the engine's export reports (its attributes: path, names, notes)."""
+    """What the engine's export reports: the file, the models (the default first), per
+    model its test error and notes."""
 
     path: Path
-    names: list[str]
-    notes: list[str] = field(default_factory=list)
+    models: list[str]
+    test_errors: dict[str, tuple[float | None, str]] = field(default_factory=dict)
+    notes: dict[str, list[str]] = field(default_factory=dict)
 
 
 class FakeExport:
@@ -59,8 +62,10 @@ class FakeExport:
             raise self.fail
         write_atomic(path, json.dumps({"experiment": spec.experiment,
                                        "seed": spec.seed}))
-        return Report(Path(path), [f"{spec.experiment} best", "baseline"],
-                      ["refitted on all 45 training rows (the run used 30)"])
+        best = f"{spec.experiment} best"
+        return Report(Path(path), [best, "baseline"],
+                      {best: (0.125, "test MSE"), "baseline": (None, "")},
+                      {best: ["refitted on all 45 training rows (the run used 30)"]})
 
 
 @pytest.fixture
@@ -133,9 +138,9 @@ def test_the_export_gets_the_runs_spec_and_result_and_says_what_it_wrote(
     assert fractions == sorted(fractions) and fractions[-1] == 1.0
     (report, text), = seen["finished"]
     assert report.path == path and not seen["failed"]
-    assert text == (f"Exported 2 models: ckrr-risk best, baseline (the first is the "
-                    f"default) to model.skops in {tmp_path}. Refitted on all 45 training "
-                    "rows (the run used 30).")
+    assert text == (f"Exported 2 models: ckrr-risk best (test MSE 0.125); baseline (the "
+                    f"first is the default) to model.skops in {tmp_path}. ckrr-risk best: "
+                    "Refitted on all 45 training rows (the run used 30).")
     assert not export.busy
 
 
@@ -218,8 +223,14 @@ def test_the_default_file_is_beside_the_data_file_or_in_the_given_folder(tmp_pat
 
 
 def test_one_model_is_named_as_such():
-    text = describe_report(Report(Path("/x/m.skops"), ["DSG at iteration 40"], []))
-    assert text == "Exported model DSG at iteration 40 to m.skops in /x."
+    text = describe_report(Report(Path("/x/m.skops"), ["DSG at iteration 40"],
+                                  {"DSG at iteration 40": (0.03, "test error rate")},
+                                  {"DSG at iteration 40": ["refitted on all rows"]}))
+    assert text == ("Exported model DSG at iteration 40 (test error rate 0.03) to m.skops "
+                    "in /x. Refitted on all rows.")
+    # a report naming its models ``names`` with one list of notes (the Playground's)
+    plain = types.SimpleNamespace(path=Path("/x/p.skops"), names=["KRR"], notes=["as drawn"])
+    assert describe_report(plain) == "Exported model KRR to p.skops in /x. As drawn."
 
 
 def test_without_qt():
