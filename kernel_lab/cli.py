@@ -174,8 +174,44 @@ def _build_parser() -> argparse.ArgumentParser:
     p_run.add_argument("--out", metavar="DIR",
                        help="output folder (default: runs/EXPERIMENT-TIMESTAMP)")
     p_run.add_argument("--no-plot", action="store_true", help="do not render plot.png")
+    p_run.add_argument("--save-model", metavar="PATH", default=None,
+                       help="after the run, save the model(s) it marks best, with the "
+                            "data's typing and standardisation, to this skops file (see "
+                            "'kernel-lab predict' and 'describe-model')")
     p_run.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
     p_run.add_argument("--debug", action="store_true", help="show tracebacks of failures")
+
+    p_pred = sub.add_parser(
+        "predict", help="predict new rows with a saved model file and write the predictions")
+    p_pred.add_argument("model", metavar="MODEL", help="a model file (.skops) Kernel Lab saved")
+    p_pred.add_argument("--data", metavar="FILE", required=True,
+                        help="the rows to predict: any table the lab reads (CSV/TSV, .xlsx, "
+                             "ARFF, Parquet file or folder, .npy …; the target column may be "
+                             "absent)")
+    p_pred.add_argument("--out", metavar="OUT", required=True,
+                        help="the predictions: a CSV file (row, line, prediction); for a "
+                             "Parquet folder, a folder with one Parquet file per input file")
+    p_pred.add_argument("--model", dest="model_name", metavar="NAME",
+                        help="which model of the file (default: the first)")
+    p_pred.add_argument("--ignore-extra-columns", action="store_true",
+                        help="ignore columns the training file did not have (refused by "
+                             "default, naming them)")
+    p_pred.add_argument("--backend", choices=BACKENDS, default="threads",
+                        help="where the files of a Parquet folder are predicted, one task per "
+                             "file: threads, processes or dask (default: this process, one "
+                             "file at a time)")
+    p_pred.add_argument("--workers", type=int, default=1, metavar="N",
+                        help="with --backend: tasks at a time (default 1)")
+    p_pred.add_argument("--scheduler", metavar="ADDRESS",
+                        help="with --backend dask: a scheduler address (default: a local "
+                             "cluster of --workers processes)")
+    p_pred.add_argument("--sheet", metavar="NAME", default="",
+                        help="worksheet of an .xlsx file (name or number; default: the first)")
+    p_pred.add_argument("--quiet", "-q", action="store_true", help="no summary on stderr")
+    p_dm = sub.add_parser("describe-model",
+                          help="show what a model file holds: version, data, models, columns")
+    p_dm.add_argument("model", metavar="MODEL", help="a model file (.skops)")
+    p_dm.add_argument("--json", action="store_true", help="the metadata as JSON")
     return parser
 
 
@@ -215,6 +251,31 @@ def _cmd_list(args: argparse.Namespace) -> int:
     print("\nPlayground presets (run --preset NAME: the fit and its function view):")
     for name in playground_preset_names():
         print(f"  {name:<26} {load_preset(name).title}")
+    return 0
+
+
+def _cmd_predict(args: argparse.Namespace) -> int:
+    from kernel_lab.engine.predict import predict_file
+
+    report = predict_file(args.model, args.data, args.out, model=args.model_name,
+                          extra_columns="ignore" if args.ignore_extra_columns else "error",
+                          sheet=args.sheet, backend=args.backend, workers=args.workers,
+                          scheduler=args.scheduler)
+    if not args.quiet:
+        files = f" ({report.files} files)" if report.files > 1 else ""
+        print(f"kernel-lab: predicted {report.rows:,} rows with model {report.model!r}: "
+              f"{report.out}{files}", file=sys.stderr)
+    return 0
+
+
+def _cmd_describe_model(args: argparse.Namespace) -> int:
+    from kernel_lab.engine.model_file import read_metadata
+    from kernel_lab.engine.predict import describe_model
+
+    if args.json:
+        print(json.dumps(read_metadata(args.model), indent=2, ensure_ascii=False))
+    else:
+        print(describe_model(args.model))
     return 0
 
 
@@ -452,7 +513,7 @@ def _cmd_run_playground(args: argparse.Namespace) -> int:
         ("--text-features", args.text_features), ("--keep-index", args.keep_index),
         ("--sheet", args.sheet), ("--subsample", args.subsample),
         ("--features", args.features), ("--drop-columns", args.drop_columns),
-        ("--partitions", args.partitions),
+        ("--partitions", args.partitions), ("--save-model", args.save_model),
         ("--workers", args.workers), ("--scheduler", args.scheduler),
         ("--backend", None if args.backend == "threads" else args.backend))
         if value is not None]
@@ -499,6 +560,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
     exp = get_experiment(spec.experiment)
     out = Path(args.out or Path("runs") /
                f"{exp.name}-{datetime.now().strftime('%Y%m%d-%H%M%S')}")
+    model_path = None if args.save_model is None else Path(args.save_model)
+    if model_path is not None and not model_path.parent.is_dir():  # before any computation
+        raise UsageError(f"--save-model {args.save_model}: the folder {model_path.parent} "
+                         "does not exist; create it or give another path")
     with _claim(out, args.quiet) as folder:  # before any computation
         try:
             result = run(spec, on_progress=_StderrProgress(args.quiet))
@@ -521,6 +586,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
             sys.stderr.write(f"  {key}: {shown}\n")
     for warning in result.data.get("warnings", []):  # even with --quiet: read before trusting
         sys.stderr.write(f"  warning: {name_controls(warning, CLI_CONTROLS)}\n")
+    if model_path is not None:
+        from kernel_lab.engine.export import export_run
+
+        report = export_run(spec, result, model_path, _StderrProgress(args.quiet))
+        if not args.quiet:
+            sys.stderr.write("".join(f"  {line}\n" for line in report.lines()))
     print(out)
     return 0
 
@@ -590,7 +661,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command is None:
             return _cmd_gui()
         handler = {"list": _cmd_list, "describe": _cmd_describe, "run": _cmd_run,
-                   "report": _cmd_report}
+                   "report": _cmd_report, "predict": _cmd_predict,
+                   "describe-model": _cmd_describe_model}
         return handler[args.command](args)
     except (UsageError, KernelLabError) as exc:
         message = name_controls(" ".join(str(exc).split()), CLI_CONTROLS)

@@ -15,6 +15,16 @@ from kernel_lab.data.table import ReadOptions, Table, encode_columns
 
 def read_arff(path: Path, raw: bytes, target: str | int | None,
                options: ReadOptions | None = None) -> Table:
+    names, columns, note = arff_columns(path, raw)
+    table = encode_columns(path, names, columns, target, options or ReadOptions(), True)
+    if note:
+        table.notes.insert(0, note)
+    return table
+
+
+def arff_columns(path: Path, raw: bytes) -> tuple[list[str], list[np.ndarray], str | None]:
+    """The attributes' names and columns of an ARFF file (numbers as float64, nominal
+    values as text, None where missing), and a note when the text was not UTF-8."""
     text, note = decode_text(path, raw, "an ARFF file")
     if "@relation" not in text.lower()[:100000]:
         raise DataError("this is not an ARFF file: there is no @relation line",
@@ -47,7 +57,4 @@ def read_arff(path: Path, raw: bytes, target: str | int | None,
         else:
             raise DataError(f"attribute {name!r} has type {kind}, which is not supported",
                             "use numeric or nominal attributes only", path=path)
-    table = encode_columns(path, names, columns, target, options or ReadOptions(), True)
-    if note:
-        table.notes.insert(0, note)
-    return table
+    return names, columns, note

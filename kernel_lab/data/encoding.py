@@ -16,8 +16,13 @@ The dict (``"format"``: :data:`ENCODING_FORMAT`) holds:
   and ``choice``: that choice as options;
 - ``missing_cells``: the text cells read as missing values (:data:`MISSING`);
 - ``target``: ``{"column": name, "kind": "number"}``, ``{"column": name, "kind":
-  "two classes", "classes": [the −1 class, the +1 class]}`` or ``{"column": name,
-  "kind": "classes", "classes": [names of codes 0 … K−1]}``.
+  "two classes", "classes": [the −1 class, the +1 class], "positive": the +1 class}``
+  or ``{"column": name, "kind": "classes", "classes": [names of codes 0 … K−1]}``.
+
+The rules by which text cells are read live here too, so that the readers and whatever
+reads new rows for a saved model share them: the cells that are missing values
+(:data:`MISSING`), what counts as a number (:func:`is_number`), a header row
+(:func:`is_header`, :func:`header_rows`), a text target's classes (:func:`encode_target`).
 """
 
 from __future__ import annotations
@@ -58,8 +63,10 @@ def target_encoding(name: str, classes: Sequence[str] | None = None) -> dict[str
     the +1 class) or more (the names of codes 0 … K−1)."""
     if classes is None:
         return {"column": str(name), "kind": "number"}
-    kind = "two classes" if len(classes) == 2 else "classes"
-    return {"column": str(name), "kind": kind, "classes": [str(c) for c in classes]}
+    if len(classes) == 2:
+        return {"column": str(name), "kind": "two classes",
+                "classes": [str(c) for c in classes], "positive": str(classes[1])}
+    return {"column": str(name), "kind": "classes", "classes": [str(c) for c in classes]}
 
 
 def table_encoding(columns: Sequence[str], features: Sequence[dict[str, Any]],
@@ -118,6 +125,8 @@ def shown(values: list[str], k: int = 6) -> str:
 
 def encode_target(path: Path, name: str, col: np.ndarray
                    ) -> tuple[np.ndarray, list[str] | None, str]:
+    """A text target as numbers: two classes −1 and +1 (the second in sorted order is
+    +1), more as codes 0 … K−1 with their names; and the note that says so."""
     levels = text_levels(col)
     if len(levels) < 2:
         raise DataError(f"the target column {name!r} holds text with "
@@ -133,3 +142,52 @@ def encode_target(path: Path, name: str, col: np.ndarray
     return (codes, levels,
             f"text target {name!r}: {len(levels)} classes coded 0 … {len(levels) - 1} "
             f"({shown(levels)})")
+
+
+def is_number(cell: str) -> bool:
+    try:
+        float(cell)
+        return True
+    except ValueError:
+        return cell.strip().lower() in MISSING
+
+
+def is_header(first: list[str], below: list[list[str]]) -> bool:
+    """Whether the first row names the columns: every cell of it is text, or one of its
+    text cells stands above a column of numbers. A file without a header whose first
+    row holds a class name (``5.1,3.5,setosa``) has text below that cell too."""
+    text = [not is_number(c) for c in first]
+    if not any(text):
+        return False
+    if all(text) or not below:
+        return True
+    for j, is_text in enumerate(text):
+        cells = [row[j].strip() for row in below if j < len(row)]
+        if is_text and cells and sum(is_number(c) for c in cells) > len(cells) / 2:
+            return True
+    return False
+
+
+def header_rows(path: Path, rows: list[list[str]], line_nos: list[int], delim: str
+                ) -> tuple[list[str], bool, list[list[str]], list[int]]:
+    """The column names (from a header row, :func:`is_header`; else ``x1 …`` and ``y``),
+    whether there was a header, and the data rows of the same width with their lines."""
+    first = [c.strip() for c in rows[0]]
+    header = is_header(first, rows[1:21])
+    if header:
+        names = [c or f"column {i + 1}" for i, c in enumerate(first)]
+        body, body_lines = rows[1:], line_nos[1:]
+        if not body:
+            raise DataError("the file has a header row but no data rows",
+                            "add data rows below the header", path=path)
+    else:
+        names = [f"x{i + 1}" for i in range(len(first) - 1)] + ["y"]
+        body, body_lines = rows, line_nos
+    for row, line in zip(body, body_lines, strict=True):
+        if len(row) != len(names):
+            raise DataError(
+                f"this row has {len(row)} field{'s' if len(row) != 1 else ''} but the "
+                f"{'header' if header else 'first row'} has {len(names)}",
+                "every row needs the same number of fields; check for a missing or extra "
+                f"delimiter {delim!r}", path=path, line=line)
+    return names, header, body, body_lines

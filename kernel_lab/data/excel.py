@@ -11,13 +11,23 @@ from typing import Any
 from kernel_lab.core.errors import DataError, data_option
 from kernel_lab.data import raw as raw_bytes
 from kernel_lab.data.raw import expect_magic
-from kernel_lab.data.table import ReadOptions, Table, table_from_rows
+from kernel_lab.data.table import ReadOptions, Table, header_rows, table_from_rows
 
 
 def read_xlsx(path: Path, raw: bytes, target: str | int | None,
               options: ReadOptions | None = None) -> Table:
     """The first worksheet (or ``options.sheet``: a name or 1-based number)."""
     options = options or ReadOptions()
+    _check_book(path, raw)
+    book = _open(path)
+    try:
+        return _read_sheet(path, book, target, options)
+    finally:
+        book.close()
+
+
+def _check_book(path: Path, raw: bytes) -> None:
+    """Refuse what is no .xlsx workbook, or one that would expand too far."""
     expect_magic(path, raw, b"PK\x03\x04", "an Excel .xlsx workbook")
     try:
         with zipfile.ZipFile(path) as book:
@@ -33,11 +43,6 @@ def read_xlsx(path: Path, raw: bytes, target: str | int | None,
     if sum(p.file_size for p in parts) > cap:
         raise DataError(f"the workbook expands to more than {cap / 2**20:,.0f} MB",
                         "save the sheet as CSV, or split the workbook", path=path)
-    book = _open(path)
-    try:
-        return _read_sheet(path, book, target, options)
-    finally:
-        book.close()
 
 
 def _open(path: Path) -> Any:
@@ -55,8 +60,11 @@ def _open(path: Path) -> Any:
                         "save it again from the spreadsheet program", path=path) from None
 
 
-def _read_sheet(path: Path, book: Any, target: str | int | None,
-                options: ReadOptions) -> Table:
+def _sheet_rows(path: Path, book: Any, options: ReadOptions
+                ) -> tuple[list[list[str]], list[int], str, set[int], list[str]]:
+    """The chosen worksheet's rows as text cells (columns empty from top to bottom left
+    out) and their spreadsheet row numbers, the sheet's name, the columns holding dates,
+    and the workbook's sheet names."""
     names = list(book.sheetnames)
     if not names:
         raise DataError("the workbook has no worksheets", "add a sheet with data", path=path)
@@ -101,7 +109,29 @@ def _read_sheet(path: Path, book: Any, target: str | int | None,
     rows = [r + [""] * (width - len(r)) for r in rows]
     used = [j for j in range(width) if any(r[j].strip() for r in rows)]
     rows = [[r[j] for j in used] for r in rows]  # columns empty from top to bottom: none
+    return rows, line_nos, chosen, dated, names
+
+
+def read_xlsx_cells(path: Path, raw: bytes, sheet: str = ""
+                    ) -> tuple[list[str], list[list[str]], list[int]]:
+    """The column names, the data rows as text cells and their spreadsheet rows of a
+    worksheet, read as :func:`read_xlsx` reads it but not typed (what a saved model
+    reads; ``raw``: the file's first bytes at least)."""
+    _check_book(path, raw)
+    book = _open(path)
+    try:
+        rows, line_nos, _, _, _ = _sheet_rows(path, book, ReadOptions(sheet=str(sheet or "")))
+    finally:
+        book.close()
+    names, _, body, lines = header_rows(path, rows, line_nos, "cell")
+    return names, body, lines
+
+
+def _read_sheet(path: Path, book: Any, target: str | int | None,
+                options: ReadOptions) -> Table:
+    rows, line_nos, chosen, dated, names = _sheet_rows(path, book, options)
     table = table_from_rows(path, rows, line_nos, target, options, "cell")
+    epoch = getattr(book, "epoch", None)
     if dated:
         from openpyxl.utils import get_column_letter
 

@@ -24,6 +24,9 @@ from kernel_lab.data.encoding import (  # noqa: F401
     MISSING,
     SPREADSHEET_ERRORS,
     encode_target,
+    header_rows,
+    is_header,
+    is_number,
     number_feature,
     numeric_encoding,
     onehot_feature,
@@ -428,14 +431,6 @@ def refuse_huge_values(path: str | Path, X: np.ndarray, y: np.ndarray,
 # ------------------------------------------------------------------------------------
 # CSV / TSV / whitespace text
 # ------------------------------------------------------------------------------------
-def is_number(cell: str) -> bool:
-    try:
-        float(cell)
-        return True
-    except ValueError:
-        return cell.strip().lower() in MISSING
-
-
 def finish_matrix(path: Path, names: list[str], M: np.ndarray, first_name: str,
                    header: bool, target: str | int | None, options: ReadOptions,
                    lines: np.ndarray | None) -> Table:
@@ -465,23 +460,7 @@ def finish_matrix(path: Path, names: list[str], M: np.ndarray, first_name: str,
     return Table(X, M[:, j].copy(), [names[c] for c in feats], names[j], notes, lines=lines,
                  columns=kept, target_note=target_note(kept[t], target, len(kept),
                                                        None if note is None else first_name),
-                 encoding=with_index(encoding, None if note is None else first_name))
-
-
-def is_header(first: list[str], below: list[list[str]]) -> bool:
-    """Whether the first row names the columns: every cell of it is text, or one of its
-    text cells stands above a column of numbers. A file without a header whose first
-    row holds a class name (``5.1,3.5,setosa``) has text below that cell too."""
-    text = [not is_number(c) for c in first]
-    if not any(text):
-        return False
-    if all(text) or not below:
-        return True
-    for j, is_text in enumerate(text):
-        cells = [row[j].strip() for row in below if j < len(row)]
-        if is_text and cells and sum(is_number(c) for c in cells) > len(cells) / 2:
-            return True
-    return False
+                 encoding=with_index(encoding, None if note is None else names[0]))
 
 
 def table_from_rows(path: Path, rows: list[list[str]], line_nos: list[int],
@@ -490,24 +469,7 @@ def table_from_rows(path: Path, rows: list[list[str]], line_nos: list[int],
     columns, :func:`is_header`): number columns as they are, text columns as categories
     (see :class:`ReadOptions`), a row-index first column dropped."""
     first = [c.strip() for c in rows[0]]
-    header = is_header(first, rows[1:21])
-    if header:
-        names = [c or f"column {i + 1}" for i, c in enumerate(first)]
-        body, body_lines = rows[1:], line_nos[1:]
-        if not body:
-            raise DataError("the file has a header row but no data rows",
-                            "add data rows below the header", path=path)
-    else:
-        names = [f"x{i + 1}" for i in range(len(first) - 1)] + ["y"]
-        body, body_lines = rows, line_nos
-    width = len(names)
-    for row, line in zip(body, body_lines, strict=True):
-        if len(row) != width:
-            raise DataError(
-                f"this row has {len(row)} field{'s' if len(row) != 1 else ''} but the "
-                f"{'header' if header else 'first row'} has {width}",
-                "every row needs the same number of fields; check for a missing or extra "
-                f"delimiter {delim!r}", path=path, line=line)
+    names, header, body, body_lines = header_rows(path, rows, line_nos, delim)
     options.report(0.6, f"read {len(body):,} data rows"
                         + (" (below the header row)" if header else ""))
     try:
@@ -553,6 +515,7 @@ def finish_table(path: Path, names: list[str], columns: list[np.ndarray | None],
     leaves it out, see :func:`used_columns`)."""
     note = _index_note(names, _first_or_text(columns[0]), first_name, header, target,
                        options)
+    names0 = names[0]  # the row index as the readers name it ("column 1": no header cell)
     if note is not None:
         names, columns = names[1:], columns[1:]
     table = encode_columns(path, names, columns, target, options, header,
@@ -561,7 +524,7 @@ def finish_table(path: Path, names: list[str], columns: list[np.ndarray | None],
     table.lines = lines
     table.columns = list(names)
     if table.encoding is not None:
-        table.encoding = with_index(table.encoding, None if note is None else first_name)
+        table.encoding = with_index(table.encoding, None if note is None else names0)
     return table
 
 

@@ -25,6 +25,7 @@ from kernel_lab.data.table import (
     ReadOptions,
     Table,
     finish_matrix,
+    header_rows,
     is_header,
     is_number,
     table_from_rows,
@@ -95,16 +96,8 @@ def _read_csv(path: Path, raw: bytes, target: str | int | None,
                 return table
         raw = path.read_bytes()
     source: Path | bytes = raw if in_memory else path
-    text, note = decode_text(path, raw, "a text table")
+    text, note, head, start, delim = _split_text(path, raw)
     encoding = "cp1252" if note else "utf-8-sig"
-    text = text.lstrip("\ufeff")
-    if "\n" not in text and "\r" in text:  # classic Mac OS line ends
-        text = text.replace("\r", "\n")
-    head, start = _head_lines(text)
-    if not head:
-        raise DataError("the file has no data lines (only blank or comment lines)",
-                        "choose a file with data in it", path=path)
-    delim = _detect_delimiter(path, head)
     table = None
     if fast:
         options.report(0.1, f"parsing {path.name} (numbers only: the C parser)")
@@ -126,6 +119,36 @@ def _read_csv(path: Path, raw: bytes, target: str | int | None,
     if note:
         table.notes.insert(0, note)
     return table
+
+
+def _split_text(path: Path, raw: bytes
+                ) -> tuple[str, str | None, list[str], int, str | None]:
+    """The text of a table (and a note when it was not UTF-8), its first data lines, the
+    line number of the first, and its delimiter (None: white space)."""
+    text, note = decode_text(path, raw, "a text table")
+    text = text.lstrip("\ufeff")
+    if "\n" not in text and "\r" in text:  # classic Mac OS line ends
+        text = text.replace("\r", "\n")
+    head, start = _head_lines(text)
+    if not head:
+        raise DataError("the file has no data lines (only blank or comment lines)",
+                        "choose a file with data in it", path=path)
+    return text, note, head, start, _detect_delimiter(path, head)
+
+
+def read_text_cells(path: Path, raw: bytes) -> tuple[list[str], list[list[str]], list[int]]:
+    """The column names, the data rows as text cells and their file lines, split as
+    :func:`read_text_table` splits a table (delimiter, quotes, comment and blank lines,
+    the header row) but not typed: what a saved model reads, typing each column as its
+    training file's column was typed (``raw``: the whole text)."""
+    text, _, head, _, delim = _split_text(path, raw)
+    numbered, _, _ = _text_rows(path, text, delim, head, ReadOptions())
+    if not numbered:  # delimiters and white space only
+        raise DataError("the file has no data lines (only blank or comment lines)",
+                        "choose a file with data in it", path=path)
+    names, _, body, lines = header_rows(path, [row for _, row in numbered],
+                                        [n for n, _ in numbered], delim or "space")
+    return names, body, lines
 
 
 def _text_rows(path: Path, text: str, delim: str | None, head: list[str],

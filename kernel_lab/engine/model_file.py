@@ -26,6 +26,7 @@ from typing import Any
 
 from kernel_lab import __version__
 from kernel_lab.core.errors import KernelLabError
+from kernel_lab.core.models.preprocess import ClassLabels
 from kernel_lab.engine.atomic import write_atomic
 
 #: The archive member holding the metadata (JSON).
@@ -99,6 +100,12 @@ def column_types(pipeline: Any) -> tuple[list[dict[str, Any]], dict[str, Any] | 
     return [dict(f) for f in encoding["features"]], dict(encoding["target"])
 
 
+def final_estimator(pipeline: Any) -> Any:
+    """The estimator at the end of a pipeline (inside its class-name wrapper)."""
+    final = pipeline.steps[-1][1] if hasattr(pipeline, "steps") else pipeline
+    return final.estimator if isinstance(final, ClassLabels) else final
+
+
 def _filled(saved: SavedModel) -> dict[str, Any]:
     """The metadata with the version, the time, the columns and an entry per model."""
     if not saved.models:
@@ -112,8 +119,7 @@ def _filled(saved: SavedModel) -> dict[str, Any]:
     per_model = meta.setdefault("models", {})
     for name, pipe in saved.models.items():
         entry = per_model.setdefault(name, {})
-        entry.setdefault("estimator", type(getattr(pipe, "steps", [[None, pipe]])[-1][1]
-                                           ).__name__)
+        entry.setdefault("estimator", type(final_estimator(pipe)).__name__)
         for key, default in (("params", {}), ("test_error", None), ("error_name", ""),
                              ("notes", [])):
             entry.setdefault(key, default)
@@ -133,8 +139,28 @@ def model_bytes(saved: SavedModel) -> bytes:
 
 
 def save_model(saved: SavedModel, path: str | os.PathLike[str]) -> Path:
-    """Write ``saved`` to ``path`` whole (the folder must exist), and return ``path``."""
-    return write_atomic(Path(path), model_bytes(saved))
+    """Write ``saved`` to ``path`` whole, and return ``path``.
+
+    Raises
+    ------
+    ModelFileError
+        When the folder does not exist, ``path`` is a folder, or the file cannot be
+        written (a full disk, no permission); an existing file is then left as it was.
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise ModelFileError(path, "this is a folder", "give a file name for the model "
+                             f"(e.g. model{MODEL_SUFFIX})")
+    if not path.parent.is_dir():
+        raise ModelFileError(path, f"the folder {str(path.parent)!r} does not exist",
+                             "create it, or choose another path for the model file")
+    data = model_bytes(saved)
+    try:
+        return write_atomic(path, data)
+    except OSError as exc:
+        raise ModelFileError(path, f"the model file cannot be written ({exc.strerror})",
+                             "check the folder's permissions and the free disk space"
+                             ) from None
 
 
 def _read(path: Path) -> bytes:

@@ -5,7 +5,7 @@ No Qt here: experiments run the same in the window, the command line and tests.
 
 from __future__ import annotations
 
-from kernel_lab.experiments.base import Experiment, PartialResult
+from kernel_lab.experiments.base import Experiment, ModelChoice, PartialResult
 from kernel_lab.experiments.plotspec import Curve, PlotSpec, SeriesKey
 from kernel_lab.experiments.registry import (
     check_task,
@@ -18,6 +18,7 @@ from kernel_lab.experiments.registry import (
 __all__ = [
     "Curve",
     "Experiment",
+    "ModelChoice",
     "PartialResult",
     "PlotSpec",
     "SeriesKey",

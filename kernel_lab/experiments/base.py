@@ -9,7 +9,7 @@ another: the registry imports the experiments, and nothing below it imports it b
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
@@ -33,6 +33,37 @@ from kernel_lab.experiments.plotspec import PlotSpec
 
 SEED = ParamSpec("seed", "int", 0, low=0, high=2**32 - 1,
                  help="drives every random choice: data draws, splits, samplers")
+
+
+@dataclass
+class ModelChoice:
+    """A fitted model a run marks best (or one of the models it fits), to be kept.
+
+    Attributes
+    ----------
+    name : str
+        Short label, e.g. ``"KRR gaussian σ=1.2 λ=0.01"``.
+    estimator : object
+        A FITTED scikit-learn estimator on the data set's prepared feature rows (the
+        columns of ``data.X_train``).
+    test_error : float or None
+        The run's own figure for this model (from its table or summaries); None when the
+        run has none for this very fit (the notes say why).
+    error_name : str
+        What ``test_error`` measures ("test MSE", "test error rate", …).
+    params : dict
+        The model's parameters in plain numbers and words (JSON-able).
+    notes : list of str
+        What a user should know: a refit on more rows than the run used, which trial of
+        several, what the run's figure averages over.
+    """
+
+    name: str
+    estimator: Any
+    test_error: float | None
+    error_name: str
+    params: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -101,6 +132,16 @@ class Experiment:
             executor: TaskExecutor = SERIAL) -> Iterator[PartialResult]:
         """Yield partial results; independent tasks go through ``executor.map``."""
         raise NotImplementedError
+
+    def best_models(self, params: Mapping[str, Any], data: Dataset,
+                    table: Mapping[str, np.ndarray], summaries: Mapping[str, Any],
+                    progress: Progress) -> list[ModelChoice]:
+        """The fitted models a finished run marks best, the default first: what *Export
+        model* and ``--save-model`` keep. ``params`` are the run's resolved parameters,
+        ``data`` its data set opened again with the run's seed (in memory or kept in
+        partitions), ``table`` and ``summaries`` its result. An experiment that fits no
+        model to keep returns an empty list (the default)."""
+        return []
 
     def preview(self, params: Mapping[str, Any], data: Dataset) -> dict[str, np.ndarray] | None:
         """Closed-form curves that cost milliseconds (theory), for the window to redraw as

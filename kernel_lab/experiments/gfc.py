@@ -24,6 +24,7 @@ from kernel_lab.core.validation import check_seed
 from kernel_lab.experiments.base import (
     SERIAL,
     Experiment,
+    ModelChoice,
     PartialResult,
     PlotSpec,
     TaskExecutor,
@@ -125,6 +126,17 @@ def run_baseline(task: BaselineTask) -> dict[str, Any]:
     if isinstance(fmap, RandomFourierFeatures):
         out["frequencies"] = fmap.weights_.T.copy()
     return out
+
+
+def gfc_model(params: Mapping[str, Any], seed: np.random.SeedSequence,
+              executor: TaskExecutor = SERIAL) -> GreedyFeatureRegressor:
+    """The run's GFC model, not yet fitted: its parameters and the seed ``seed`` (the
+    first child of the run's seed)."""
+    return GreedyFeatureRegressor(
+        params["n_features"], n_passes=params["n_passes"], n_descents=params["n_descents"],
+        subset_size=params["subset_size"], lam=params["lam"], eps=params["eps"],
+        eta=params["eta"], protocol=params["protocol"], executor=executor,
+        random_state=check_seed(seed))
 
 
 class GFCExperiment(Experiment):
@@ -263,11 +275,7 @@ class GFCExperiment(Experiment):
         gfc_share = 0.7 if has_gfc else 0.0
         yield partial(0.0, "starting")
         if has_gfc:
-            model = GreedyFeatureRegressor(
-                D, n_passes=params["n_passes"], n_descents=params["n_descents"],
-                subset_size=params["subset_size"], lam=params["lam"], eps=params["eps"],
-                eta=params["eta"], protocol=params["protocol"], executor=executor,
-                random_state=check_seed(gfc_seed))
+            model = gfc_model(params, gfc_seed, executor)
             t0 = time.perf_counter()
             feats, errs, times = [], [], []
             for info in model.fit_passes(X, y, rows):
@@ -310,6 +318,40 @@ class GFCExperiment(Experiment):
             self._compare(summaries)
             yield partial(gfc_share + (1 - gfc_share) * done / len(tasks),
                           f"{m}, {task.size} features ({done}/{len(tasks)})")
+
+    def best_models(self, params: Mapping[str, Any], data: Dataset,
+                    table: Mapping[str, np.ndarray], summaries: Mapping[str, Any],
+                    progress: Progress) -> list[ModelChoice]:
+        """GFC's learned features and weights, as the run fitted them: the same model,
+        seed and training rows (the descents' results do not depend on where they ran),
+        fitted again. The run fits it on the targets scaled to the range 1 (its error is
+        a percentage of that range); the exported model's output layer maps back to the
+        target's own units, ``y = offset + range · f``, so it predicts the target itself,
+        and its test error in the run's measure is the run's ``error[gfc]``. None when
+        the run compared the baselines only."""
+        if "gfc" not in params["methods"]:
+            return []
+        offset, scale = range_scaling(data.y_train)
+        y = (data.y_train - offset) / scale
+        gfc_seed = np.random.SeedSequence(params["seed"]).spawn(1)[0]
+        model = gfc_model(params, gfc_seed)
+        passes = params["n_passes"]
+        for info in model.fit_passes(data.X_train, y, row_index(data)):
+            progress(info["pass"] / passes, f"GFC pass {info['pass']} of {passes}")
+        model.coef_ = model.coef_ * scale   # the output layer in the target's units
+        model.intercept_ = model.intercept_ * scale + offset
+        model.y_scale_, model.y_mean_ = model.y_scale_ * scale, model.y_mean_ * scale + offset
+        k = int(model.n_features_out_)
+        notes = [f"{k} learned features, fitted as the run fitted them on all "
+                 f"{data.n_train:,} training rows",
+                 f"predicts the target in its own units: the run's model (on targets scaled "
+                 f"to range 1) times the training range {scale:.6g}, plus its minimum "
+                 f"{offset:.6g}; the test error is 100 × RMSE / {scale:.6g}"]
+        return [ModelChoice(f"GFC {k} features", model, summaries.get("error[gfc]"),
+                            "test RMSE × 100 / training range of the target",
+                            {"method": "gfc", "features": k, "nu": float(model.nu_),
+                             "protocol": params["protocol"], "target_offset": offset,
+                             "target_range": scale}, notes)]
 
     @staticmethod
     def _compare(summaries: dict[str, Any]) -> None:

@@ -14,6 +14,7 @@ from kernel_lab.core.rows.dataset import Dataset
 from kernel_lab.experiments.base import (
     SERIAL,
     Experiment,
+    ModelChoice,
     PartialResult,
     PlotSpec,
     TaskExecutor,
@@ -204,3 +205,36 @@ class KrrPathExperiment(Experiment):
                     f"{bound:.3g}")
             yield PartialResult(0.5 * (i + 1), f"{method.upper()} path done",
                                 dict(table), dict(summaries))
+
+    def best_models(self, params: Mapping[str, Any], data: Dataset,
+                    table: Mapping[str, np.ndarray], summaries: Mapping[str, Any],
+                    progress: Progress) -> list[ModelChoice]:
+        """KRR and CKRR at their starred λ — the least test error of the ``test mse``
+        curves (``lam_best_krr`` / ``lam_best_ckrr``) — with the run's kernel, the better
+        of the two first. Each is fitted on the run's training rows (all of them, as the
+        run used) from one eigendecomposition at the grid's λ, as the run computed its
+        curve, so its test error is the run's own figure (to rounding)."""
+        lams = lam_grid(params["lam_min"], params["lam_max"], params["n_lams"])
+        kernel = build_kernel(params, data.X_train, rows=row_index(data))
+        choices = []
+        for i, (method, cls) in enumerate(METHODS.items()):
+            lam = summaries.get(f"lam_best_{method}")
+            if lam is None:   # no λ of the grid was reliable: the run says why
+                continue
+            progress(0.5 * i, f"{method.upper()} at λ = {lam:.3g}")
+            model = cls(float(lam), kernel=kernel)
+            model.fit_path(data.X_train, data.y_train, [lam])
+            notes = [f"λ = {lam:.6g}: the least test MSE of the run's {method.upper()} curve "
+                     f"over its {lams.size} λ values, fitted on all {data.n_train:,} "
+                     "training rows"]
+            for key in (f"note_{method}", f"worse_than_mean_{method}"):
+                if key in summaries:
+                    notes.append(str(summaries[key]))
+            choices.append(ModelChoice(
+                f"{method.upper()} {kernel.spec()} λ={lam:.3g}", model,
+                float(summaries[f"test_mse_min_{method}"]), "test MSE",
+                {"method": method, "kernel": kernel.spec(), "lam": float(lam),
+                 **({"sigma": kernel.sigma} if isinstance(kernel, ShiftInvariantKernel)
+                    else {})}, notes))
+        choices.sort(key=lambda c: c.test_error)
+        return choices

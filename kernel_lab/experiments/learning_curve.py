@@ -71,9 +71,7 @@ from kernel_lab.core.models.regularised import (
 from kernel_lab.core.models.rff import RandomFourierFeatures
 from kernel_lab.core.params import ParamSpec
 from kernel_lab.core.progress import Progress
-from kernel_lab.core.ridge.normal import (
-    in_key_order,
-)
+from kernel_lab.core.ridge.normal import in_key_order
 from kernel_lab.core.rows import keys as rowkeys
 from kernel_lab.core.rows.mapreduce import (
     LocalParts,
@@ -84,7 +82,14 @@ from kernel_lab.core.rows.mapreduce import (
     _take,
 )
 from kernel_lab.core.validation import check_seed
-from kernel_lab.experiments.base import SERIAL, Experiment, PartialResult, PlotSpec, TaskExecutor
+from kernel_lab.experiments.base import (
+    SERIAL,
+    Experiment,
+    ModelChoice,
+    PartialResult,
+    PlotSpec,
+    TaskExecutor,
+)
 from kernel_lab.experiments.learning_curve_fits import (
     Baselines,
     CurveTargets,
@@ -317,6 +322,28 @@ def _gathered(parts: PartMap, plan: RowPlan, p: int, m: int, exact: bool, cap: i
                      "lower exact_max below n (no floor)" if exact else
                      f"set rff_max to at most {n:,}")
     return take_range(parts, plan, 0, plan.n)
+
+
+def dsg_model(params: Mapping[str, Any], data: Any, loss: str, sigma: float, theta: float,
+              t0: float, classes: Any, offset: float
+              ) -> tuple[DSGRegressor | DSGClassifier, Iterator[Rows], BlockStream]:
+    """The run's DSG model, prepared for training (no iteration yet), the batches of its
+    keyed epochs over the data set's training rows (targets as the model takes them) and
+    their stream: the estimators' own training loop, as their ``fit`` takes it."""
+    p = data.p
+    B = int(params["batch_size"])
+    cls = DSGClassifier if data.task != "regression" else DSGRegressor
+    model = cls(loss, kernel=params["kernel"], sigma=sigma, nu=float(params["nu"]),
+                theta=theta, t0=t0, n_iter=1, batch_size=B,
+                n_features_per_iter=int(params["features_per_iter"]), cache_features=True,
+                random_state=check_seed(np.random.SeedSequence(int(params["seed"]))))
+    if data.task == "regression":
+        model.prepare(np.zeros((1, p)), offset=offset)
+    else:
+        model.prepare(np.zeros((1, p)), classes=classes)
+    # the estimators' fit takes the same keyed epochs of the same rows
+    stream = BlockStream(data.parts, data.plan, model.seed_, B, p=p)
+    return model, (Rows(b.X, model.labels(b.y), b.index) for b in stream), stream
 
 
 @dataclass(frozen=True)
@@ -566,17 +593,8 @@ class LearningCurveExperiment(Experiment):
                 gram = (RFFBaseline(rff, train.X, test.X), targets.codes(train.y))
                 summaries["rff_max_features"] = cap
 
-        cls = DSGClassifier if task != "regression" else DSGRegressor
-        model = cls(loss, kernel=params["kernel"], sigma=sigma, nu=nu, theta=theta, t0=t0,
-                    n_iter=1, batch_size=B, n_features_per_iter=r, cache_features=True,
-                    random_state=model_seed)
-        if task == "regression":
-            model.prepare(np.zeros((1, p)), offset=offset)
-        else:
-            model.prepare(np.zeros((1, p)), classes=classes)
-        # the estimators' fit takes the same keyed epochs of the same rows
-        stream = BlockStream(parts, plan, model.seed_, B, p=p)
-        batches = (Rows(b.X, model.labels(b.y), b.index) for b in stream)
+        model, batches, stream = dsg_model(params, data, loss, sigma, theta, t0, classes,
+                                           offset)
         summaries["dsg_block_rows"] = stream.block
         yield PartialResult(at(start), "training", dict(table), dict(summaries))
 
@@ -634,3 +652,102 @@ class LearningCurveExperiment(Experiment):
                 baselines.close()
             if tests is not None:
                 tests.close()
+
+    def best_models(self, params: Mapping[str, Any], data: Any,
+                    table: Mapping[str, np.ndarray], summaries: Mapping[str, Any],
+                    progress: Progress) -> list[ModelChoice]:
+        """DSG at its last iteration: the run's model (its seed, bandwidth, steps and
+        targets) trained again through the same keyed epochs of the same rows, the
+        estimators' own training loop, to the run's last iteration — so its test error
+        is the run's last ``dsg_test_error`` (to the order its sums are taken in).
+
+        Then, with the squared loss on data in memory, the Nyström baseline at its
+        largest landmark count: ridge without intercept at λ = nν on the Nyström
+        features of the first s keyed uniform landmarks, fitting y − ȳ (DSG's objective
+        with the squared loss), which is a NystromRidge given those landmarks inside
+        scikit-learn's TransformedTargetRegressor (the mean subtracted and added back).
+        The RFF baseline is not exported: its features are the first D of one draw of
+        more, which RFFRidge cannot be given; nor are the baselines of other losses, which
+        no estimator of the library fits; the notes say so."""
+        task = data.task
+        loss = str(summaries.get("loss") or _loss_for(params["loss"], task))
+        parts, plan = data.parts, data.plan
+        m = min(TEST_CAP, plan.n_test)
+        (test,), found = keyed_rows(parts, plan, [("test", rowkeys.TEST_SUBSET, m)],
+                                    task != "regression")
+        assert found is not None
+        _, classes, offset = _targets(data, parts, plan, loss, test, found)
+        n_iter = int(summaries["n_iter"])
+        model, batches, _ = dsg_model(params, data, loss, float(summaries["sigma"]),
+                                      float(summaries["theta"]), float(summaries["t0"]),
+                                      classes, offset)
+        model.train(batches, n_iter, progress=progress,
+                    message=f"DSG: {n_iter} iterations, as the run trained it")
+        errors = np.asarray(table.get("dsg_test_error", []), dtype=np.float64)
+        error = float(errors[-1]) if errors.size and np.isfinite(errors[-1]) else None
+        measure = "test MSE" if task == "regression" else "test error rate"
+        features = n_iter * int(params["features_per_iter"])
+        notes = [f"DSG after its last iteration ({n_iter:,}; {features:,} random features), "
+                 f"trained on all {plan.n_train:,} training rows as the run trained it"]
+        if m < plan.n_test:
+            notes.append(f"the run's test error is measured on a keyed random {m:,} of the "
+                         f"{plan.n_test:,} test rows")
+        baseline = self._nystrom_baseline(params, data, table, loss, offset,
+                                          float(summaries["sigma"]), test)
+        if np.isfinite(np.asarray(table.get("rff_test_error", [np.nan]), float)).any():
+            notes.append("the run's RFF baseline is not exported: its features are the "
+                         "first D of one larger draw, which RFFRidge cannot be given"
+                         + ("" if baseline else "; nor is its Nyström baseline, which only "
+                            "the squared loss on data in memory exports"))
+        return [ModelChoice(f"DSG {loss} {params['kernel']} σ={float(summaries['sigma']):.3g} "
+                            f"t={n_iter}", model, error, measure,
+                            {"method": "dsg", "loss": loss, "kernel": params["kernel"],
+                             "sigma": float(summaries["sigma"]), "nu": float(params["nu"]),
+                             "theta": float(summaries["theta"]),
+                             "t0": float(summaries["t0"]), "n_iter": n_iter,
+                             "features": features}, notes), *baseline]
+
+    @staticmethod
+    def _nystrom_baseline(params: Mapping[str, Any], data: Any,
+                          table: Mapping[str, np.ndarray], loss: str, shift: float,
+                          sigma: float, test: Rows) -> list[ModelChoice]:
+        """The Nyström baseline at the largest landmark count the run fitted (see
+        :meth:`best_models`), or nothing. Where its test MSE on the run's ``test`` rows
+        differs from the run's by more than rounding, a note gives both: the run maps
+        sums of the kernel columns by W^{-1/2}, which loses digits when the landmarks'
+        kernel matrix W is nearly singular; the model sums its features themselves."""
+        errors = np.asarray(table.get("nystrom_test_error", []), dtype=np.float64)
+        done = np.flatnonzero(np.isfinite(errors))
+        if loss != "squared" or not done.size or not getattr(data, "in_memory", False):
+            return []
+        from sklearn.compose import TransformedTargetRegressor
+        from sklearn.preprocessing import StandardScaler
+
+        from kernel_lab.core.models import NystromRidge
+
+        j = int(done[-1])
+        s = int(table["n_features"][j])
+        (marks,), _ = keyed_rows(data.parts, data.plan, [("train", rowkeys.LANDMARKS, s)])
+        marks = in_key_order(marks, data.plan.seed)
+        n, nu = data.plan.n_train, float(params["nu"])
+        kernel = make_kernel(params["kernel"], {"sigma": sigma})
+        model = TransformedTargetRegressor(
+            NystromRidge(n * nu, kernel=kernel, landmarks=marks.X, centered=False,
+                         solver="direct"),
+            transformer=StandardScaler(with_std=False)).fit(data.X_train, data.y_train)
+        notes = [f"the run's Nyström baseline at its largest landmark count ({s}): the "
+                 f"first {s} of a keyed uniform sample of the training rows, ridge at λ = nν "
+                 f"= {n * nu:.6g} without intercept on the targets less their training mean "
+                 f"({shift:.6g}) — DSG's objective with the squared loss — fitted on all "
+                 f"{n:,} training rows"]
+        own = float(np.mean((model.predict(test.X) - test.y) ** 2))
+        if abs(own - errors[j]) > 1e-12 * abs(errors[j]):
+            e = np.linalg.eigvalsh(kernel(marks.X))
+            notes.append(f"this model's test MSE is {own:.12g}, the run's {errors[j]:.12g} "
+                         f"(relative difference {abs(own / errors[j] - 1):.1e}): the run maps "
+                         "sums of the kernel columns by W^(-1/2), and the landmarks' kernel "
+                         f"matrix W has eigenvalues spanning {e[-1] / max(e[0], 1e-300):.1e}")
+        return [ModelChoice(
+            f"Nyström baseline s={s}", model, float(errors[j]), "test MSE",
+            {"method": "nystrom-baseline", "kernel": kernel.spec(), "landmarks": s,
+             "lam": n * nu, "nu": nu}, notes)]

@@ -26,7 +26,7 @@ modules named by what they hold: a cell (draw, features, ridge fit, errors) in
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from functools import partial
 from typing import Any
 
@@ -50,14 +50,13 @@ from kernel_lab.core.rows.mapreduce import (
     PartMap,
     RowPlan,
     Rows,
-    keyed_subset,
     keyed_subset_of,
-    take_rows,
 )
 from kernel_lab.experiments import nystrom_cost
 from kernel_lab.experiments.base import (
     SERIAL,
     Experiment,
+    ModelChoice,
     PartialResult,
     PlotSpec,
     TaskExecutor,
@@ -65,6 +64,7 @@ from kernel_lab.experiments.base import (
     kernel_param_specs,
 )
 from kernel_lab.experiments.nystrom_cells import (
+    BANDWIDTH_ROWS,
     FIXED_LAMBDA,
     FUSED_AT_ONCE,
     RANDOM_FEATURES,
@@ -75,7 +75,9 @@ from kernel_lab.experiments.nystrom_cells import (
     check_random_features,
     exact_reference,
     fill_trace,
+    gather_subsets,
 )
+from kernel_lab.experiments.nystrom_fits import best_nystrom
 from kernel_lab.experiments.nystrom_nested import NESTED_TRIALS, NestedTask, cell_job, run_task
 from kernel_lab.experiments.nystrom_picture import VIEW_MAX, View, with_view
 from kernel_lab.experiments.nystrom_table import (
@@ -97,10 +99,6 @@ from kernel_lab.experiments.nystrom_words import (
     spectral_summaries,
 )
 from kernel_lab.experiments.plotspec import Curve
-
-#: The bandwidth's median heuristic looks at this many training rows (those with the
-#: smallest keys of the evaluation stream: all of them up to this many).
-BANDWIDTH_ROWS = 1000
 
 
 def parse_sizes(text: str, n: int) -> np.ndarray:
@@ -136,22 +134,6 @@ def parse_lams(text: str) -> np.ndarray:
 def diag_job(plan: RowPlan, kernel: Kernel, parts: PartMap, progress: Progress) -> float:
     """``Σ k(x, x)`` over the training rows (:func:`~kernel_lab.core.ridge.fit.diag_sum`)."""
     return diag_sum(parts, plan, kernel)
-
-
-def _subset_job(plan: RowPlan, stream: int, k: int, which: str, parts: PartMap,
-                progress: Progress) -> tuple[np.ndarray, Rows]:
-    index = keyed_subset(parts, plan, stream, k, which)
-    return index, take_rows(parts, plan, index, which)
-
-
-def gather_subsets(parts: PartMap, plan: RowPlan, wanted: Sequence[tuple[int, int, str]]
-                   ) -> list[tuple[np.ndarray, Rows]]:
-    """For each ``(stream, k, which)``: the keyed subset of k training (``which="train"``)
-    or test rows (:func:`~kernel_lab.core.rows.mapreduce.keyed_subset`) and the rows
-    themselves (:func:`~kernel_lab.core.rows.mapreduce.take_rows`) — all of them in two fused
-    passes."""
-    run = FusedRun(parts, [partial(_subset_job, plan, *w) for w in wanted])
-    return [got for got, _ in run.results()]
 
 
 class NystromExperiment(Experiment):
@@ -411,6 +393,18 @@ class NystromExperiment(Experiment):
             yield PartialResult(fraction, message,
                                 with_view(table, view, view_scores, None, n, view_marks),
                                 dict(summaries))
+
+    def best_models(self, params: Mapping[str, Any], data: Dataset,
+                    table: Mapping[str, np.ndarray], summaries: Mapping[str, Any],
+                    progress: Progress) -> list[ModelChoice]:
+        """The landmark sampler and count (or Algorithm 2's λ) of the least test RMSE, at
+        the trial of median test RMSE, as a fitted NystromRidge with the run's landmarks
+        (:mod:`~kernel_lab.experiments.nystrom_fits`)."""
+        samplers = list(params["samplers"])
+        budget = [s for s in samplers if s != FIXED_LAMBDA]
+        sizes = parse_sizes(params["sizes"], data.n_train) if budget else np.zeros(0, int)
+        lams = parse_lams(params["rls_lams"]) if FIXED_LAMBDA in samplers else np.zeros(0)
+        return best_nystrom(params, data, table, sizes, lams, progress)
 
     @staticmethod
     def _tasks(seed: int, budget: list[str], sizes: np.ndarray, lams: np.ndarray,

@@ -22,6 +22,7 @@ import zlib
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -41,7 +42,7 @@ from kernel_lab.core.ridge.fit import (
     spectral_error,
     test_rmse,
 )
-from kernel_lab.core.rows.mapreduce import Part, PartMap
+from kernel_lab.core.rows.mapreduce import Part, PartMap, RowPlan, Rows, keyed_subset, take_rows
 
 #: Algorithm 2 of Musco & Musco (fixed λ, sample size set by d_eff(λ)) as a sampler choice;
 #: its runs are placed at the number of landmarks they actually sampled.
@@ -103,6 +104,27 @@ def cell_seed(seed: int, sampler: str, trial: int, s: int | None = None,
     elif sampler not in NESTED and s is not None:
         entropy.append(int(s))
     return np.random.SeedSequence(entropy)
+
+
+#: The bandwidth's median heuristic looks at this many training rows (those with the
+#: smallest keys of the evaluation stream: all of them up to this many).
+BANDWIDTH_ROWS = 1000
+
+
+def _subset_job(plan: RowPlan, stream: int, k: int, which: str, parts: PartMap,
+                progress: Progress) -> tuple[np.ndarray, Rows]:
+    index = keyed_subset(parts, plan, stream, k, which)
+    return index, take_rows(parts, plan, index, which)
+
+
+def gather_subsets(parts: PartMap, plan: RowPlan, wanted: Sequence[tuple[int, int, str]]
+                   ) -> list[tuple[np.ndarray, Rows]]:
+    """For each ``(stream, k, which)``: the keyed subset of k training (``which="train"``)
+    or test rows (:func:`~kernel_lab.core.rows.mapreduce.keyed_subset`) and the rows
+    themselves (:func:`~kernel_lab.core.rows.mapreduce.take_rows`) — all of them in two fused
+    passes."""
+    run = FusedRun(parts, [partial(_subset_job, plan, *w) for w in wanted])
+    return [got for got, _ in run.results()]
 
 
 @dataclass(frozen=True)

@@ -58,7 +58,7 @@ def test_pipeline_on_the_original_rows_gives_the_estimators_predictions(csv, tar
     # the other targets are left out, as a user would leave them out
     others = ",".join(t for t in ("y", "two", "three") if t != target)
     ds = DataSource.from_spec(str(csv), {"target": target, "drop_columns": others}).load(5)
-    assert ds.encoding["index"] == ""  # R's row names dropped
+    assert ds.encoding["index"] == "column 1"  # R's row names (no header cell) dropped
     assert encoded_names(ds.encoding) == ds.feature_names
     assert ds.plan.fill is not None  # the NaN cells of x2 were filled
     est = KernelRidge(0.05, kernel_params={"sigma": 2.0}).fit(ds.X_train, ds.y_train)
@@ -67,7 +67,7 @@ def test_pipeline_on_the_original_rows_gives_the_estimators_predictions(csv, tar
     _check(pipe, est, ds, frame)
     if target == "two":
         assert ds.encoding["target"] == {"column": "two", "kind": "two classes",
-                                         "classes": ["no", "yes"]}
+                                         "classes": ["no", "yes"], "positive": "yes"}
         assert set(pipe.predict(frame)) <= {"no", "yes"}
         # the labels: the run's own ±1 signs
         signs = np.where(est.predict(ds.X_test) >= 0, "yes", "no")
@@ -156,3 +156,15 @@ def test_a_parquet_folder_kept_in_partitions(tmp_path):
                 assert list(got) == list(pipe[-1].predict(X))
                 np.testing.assert_allclose(pipe.decision_function(read.iloc[at]),
                                            est.predict(X), rtol=0, atol=1e-12)
+
+
+def test_pandas_nullable_and_string_columns(csv):
+    ds = DataSource.from_spec(str(csv), {"target": "y", "drop_columns": "two,three"}).load(0)
+    est = KernelRidge(0.1).fit(ds.X_train, ds.y_train)
+    pipe = model_pipeline(ds, est)
+    frame = pd.read_csv(csv)
+    typed = frame.astype({"x2": "Float64", "colour": "string"})  # pd.NA for the missing
+    np.testing.assert_array_equal(pipe.predict(typed), pipe.predict(frame))
+    # numbers written as text read as the lab reads them ("NA" missing, filled)
+    text = frame.astype({"x2": str}).replace({"x2": {"nan": "NA"}})
+    np.testing.assert_array_equal(pipe.predict(text), pipe.predict(frame))

@@ -16,7 +16,15 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.pipeline import Pipeline
 
 from kernel_lab import __version__
-from kernel_lab.core.models import DSGRegressor, KernelRidge, NystromRidge
+from kernel_lab.core.models import (
+    CenteredKernelRidge,
+    DSGClassifier,
+    DSGRegressor,
+    GreedyFeatureRegressor,
+    KernelRidge,
+    NystromRidge,
+    RFFRidge,
+)
 from kernel_lab.data.pipeline import model_pipeline
 from kernel_lab.data.source import DataSource
 from kernel_lab.engine.atomic import leftover_temporaries
@@ -157,3 +165,60 @@ def test_a_failed_save_leaves_the_old_file(fitted, tmp_path):
         save_model(SavedModel(models, {"seed": object()}), path)
     assert path.read_bytes() == before
     assert leftover_temporaries(tmp_path) == []
+
+
+ESTIMATORS = {
+    "KernelRidge": lambda: KernelRidge(0.1),
+    "CenteredKernelRidge": lambda: CenteredKernelRidge(0.1),
+    "NystromRidge": lambda: NystromRidge(1e-3, n_components=10, random_state=0),
+    "RFFRidge": lambda: RFFRidge(0.01, n_components=12, random_state=0),
+    "DSGRegressor": lambda: DSGRegressor(n_iter=20, random_state=0),
+    "DSGClassifier": lambda: DSGClassifier(n_iter=20, random_state=0),
+    "GreedyFeatureRegressor": lambda: GreedyFeatureRegressor(random_state=0),
+}
+
+
+@pytest.mark.parametrize("target", ["two", "three"])
+@pytest.mark.parametrize("name", sorted(ESTIMATORS))
+def test_every_estimator_round_trips_with_class_names(tmp_path, name, target):
+    rng = np.random.default_rng(2)
+    frame = pd.DataFrame({"a": rng.normal(size=70).round(4), "b": rng.normal(size=70).round(4),
+                          "c": rng.choice(["x", "y"], 70)})
+    frame["two"] = np.where(frame.a + frame.b > 0, "pos", "neg")
+    frame["three"] = np.where(frame.a > 0.5, "hi", np.where(frame.a < -0.5, "lo", "mid"))
+    path = tmp_path / "c.csv"
+    frame.to_csv(path, index=False)
+    other = "three" if target == "two" else "two"
+    ds = DataSource.from_spec(str(path), {"target": target, "drop_columns": other}).load(0)
+    est = ESTIMATORS[name]().fit(ds.X_train, ds.y_train)
+    pipe = model_pipeline(ds, est)
+    saved = save_model(SavedModel({name: pipe}), tmp_path / "c.skops")
+    assert load_model(saved).metadata["models"][name]["estimator"] == name
+    assert all(t.split(".")[0] in ("sklearn", "numpy", "kernel_lab")
+               for t in sio.get_untrusted_types(file=saved))
+    loaded = load_model(saved).model()
+    np.testing.assert_array_equal(loaded.predict(frame), pipe.predict(frame))
+    np.testing.assert_array_equal(loaded.decision_function(frame),
+                                  pipe.decision_function(frame))
+    classes = np.array(sorted(set(frame[target])), dtype=object)
+    X = np.vstack([ds.X_train, ds.X_test])
+    rows = frame.iloc[np.concatenate([ds.i_train, ds.i_test])]
+    if name == "DSGClassifier":  # its own labels are the lab's codes: the names of those
+        np.testing.assert_allclose(loaded.predict_proba(rows), est.predict_proba(X), rtol=0,
+                                   atol=1e-12)
+        own = est.predict(X)
+        want = classes[(own > 0).astype(int)] if target == "two" else classes[own.astype(int)]
+        np.testing.assert_array_equal(loaded.predict(rows), want)
+    else:
+        assert not hasattr(loaded, "predict_proba")
+    if name != "DSGClassifier" and target == "two":  # a regressor's score: its sign
+        np.testing.assert_array_equal(loaded.predict(rows),
+                                      classes[(est.predict(X) >= 0).astype(int)])
+
+
+def test_saving_where_it_cannot_be_written_names_the_file(fitted, tmp_path):
+    _, models, _ = fitted
+    with pytest.raises(ModelFileError, match=r"m\.skops: the folder .*nowhere.* does not exist"):
+        save_model(_saved(models), tmp_path / "nowhere" / "m.skops")
+    with pytest.raises(ModelFileError, match=r"this is a folder"):
+        save_model(_saved(models), tmp_path)

@@ -123,3 +123,64 @@ def test_a_split_and_standardised_folder_fits_its_prepared_training_rows(folder)
     assert _relative(coef, model.coef_) <= 1e-8
     assert abs(intercept - model.intercept_) <= 1e-8 * abs(intercept)
     assert model.predict(data.X_test).shape == (data.n_test,)
+
+
+def test_dask_arrays_of_the_folder_fit_and_predict_on_worker_processes(folder, client
+                                                                        ) -> None:
+    """The same rows as Dask arrays read from the folder (``dask.dataframe``), on the
+    cluster's worker processes (the active client): the tasks — the chunks' calls and the
+    fitted estimator of ``predict`` — travel pickled, and give the numbers of the array."""
+    dd = pytest.importorskip("dask.dataframe")
+    import dask.array as da
+
+    frame = dd.read_parquet(folder)
+    Xd = frame[[f"x{j + 1}" for j in range(P)]].to_dask_array()
+    yd = frame["y"].to_dask_array()
+    X, y = _rows()
+    params = {"sampler": "recursive-rls", "lam": 0.5, "n_components": 50, "random_state": 8}
+    here = NystromRidge(**params).fit(X, y)
+    there = NystromRidge(**params).fit(Xd, yd)
+    np.testing.assert_array_equal(there.features_.landmark_indices_,
+                                  here.features_.landmark_indices_)
+    assert _relative(here.coef_, there.coef_) <= 1e-8
+    got = there.predict(Xd)
+    assert isinstance(got, da.Array)
+    assert _relative(here.predict(X), got.compute()) <= 1e-8
+
+
+def test_rff_ridge_and_dsg_fit_the_folder_kept_in_its_partitions_as_the_array(folder
+                                                                              ) -> None:
+    """The other estimators with a row-layer path take the folder opened by the data layer
+    as X alone, as NystromRidge does: the same rows give the same model."""
+    from kernel_lab.core.models import DSGRegressor, RFFRidge
+
+    X, y = _rows()
+    data = _open(folder, LocalParts)
+    params = {"lam": 0.5, "n_components": 50, "random_state": 3}
+    here, there = RFFRidge(**params).fit(X, y), RFFRidge(**params).fit(data)
+    assert there.features_.kernel_.params() == here.features_.kernel_.params()
+    assert _relative(here.coef_, there.coef_) <= 1e-8
+    params = {"n_iter": 80, "batch_size": 16, "random_state": 3}
+    here, there = DSGRegressor(**params).fit(X, y), DSGRegressor(**params).fit(data)
+    assert _relative(here.coef_, there.coef_) <= 1e-8
+    assert _relative(here.predict(X[:200]), there.predict(X[:200])) <= 1e-8
+
+
+def test_a_zarr_store_opened_by_the_data_layer_fits_as_the_array(tmp_path) -> None:
+    """A Zarr store kept in its chunks is a row set too: NystromRidge, RFFRidge and DSG fit
+    it as the same rows in memory."""
+    zarr = pytest.importorskip("zarr")
+    from kernel_lab.core.models import DSGRegressor, RFFRidge
+
+    X, y = _rows()
+    group = zarr.open_group(str(tmp_path / "rows.zarr"), mode="w")
+    group.create_array("X", data=X, chunks=(700, P))
+    group.create_array("y", data=y, chunks=(700,))
+    data = DataSource.from_spec(f"{tmp_path / 'rows.zarr'}:partitions=keep,test_fraction=0,"
+                                "standardize=false").open(seed=3, make_parts=LocalParts)
+    assert not data.in_memory
+    for make in (lambda: NystromRidge(sampler="uniform", n_components=40, random_state=1),
+                 lambda: RFFRidge(n_components=40, random_state=1),
+                 lambda: DSGRegressor(n_iter=60, batch_size=16, random_state=1)):
+        here, there = make().fit(X, y), make().fit(data)
+        assert _relative(here.predict(X[:300]), there.predict(X[:300])) <= 1e-8

@@ -32,7 +32,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from kernel_lab.core.dsg.stream import BlockStream, target_summary
+from kernel_lab.core.dsg.stream import BlockStream, target_median, target_summary
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.executor import one_blas_thread
 from kernel_lab.core.fastcos import cos_scaled
@@ -44,9 +44,16 @@ from kernel_lab.core.losses import (
     Loss,
     make_loss,
 )
+from kernel_lab.core.models.inputs import (
+    DaskFront,
+    row_set,
+    rows_bandwidth,
+    rows_input,
+    rows_width,
+)
 from kernel_lab.core.models.rff import RFF_KERNELS
 from kernel_lab.core.progress import Progress
-from kernel_lab.core.rows.mapreduce import Rows, one_part
+from kernel_lab.core.rows.mapreduce import PartMap, RowPlan, Rows, one_part
 from kernel_lab.core.validation import Integer, OneOf, Real, check_params, check_seed
 
 #: Iterations whose features are regenerated and applied together in prediction.
@@ -138,8 +145,12 @@ class _DSGBase(BaseEstimator):
         return (make_loss(self._loss_name(), epsilon=self.epsilon, quantile=self.quantile),
                 theta, t0)
 
-    def _initialise(self, X: np.ndarray) -> None:
-        kernel = make_kernel(self.kernel, {"sigma": resolve_bandwidth(self.sigma, X)})
+    def _initialise(self, X: np.ndarray, sigma: float | None = None) -> None:
+        """A new model for the columns of X; its bandwidth ``sigma``, else the
+        estimator's, else the median heuristic on X."""
+        if sigma is None:
+            sigma = resolve_bandwidth(self.sigma, X)
+        kernel = make_kernel(self.kernel, {"sigma": sigma})
         assert isinstance(kernel, ShiftInvariantKernel)
         self.kernel_ = kernel
         self.seed_ = check_seed(self.random_state)
@@ -402,17 +413,53 @@ class _DSGBase(BaseEstimator):
         keyed epochs, the array taken as one part of training rows
         (:func:`~kernel_lab.core.rows.mapreduce.one_part`): a warm start continues the stream
         where the last fit left it."""
+        self._fit_parts(*one_part(X, y), X, eval_set)
+
+    def _fit_parts(self, parts: PartMap, plan: RowPlan, X: np.ndarray,
+                   eval_set: tuple[np.ndarray, np.ndarray] | None = None,
+                   sigma: float | None = None, raw: bool = False) -> None:
+        """:meth:`_fit_xy` on the training rows of a data set's parts: ``X`` gives the
+        columns (and the bandwidth when ``sigma`` is None); ``raw``: the parts hold the
+        raw targets, made into :meth:`labels` batch by batch."""
         self._check_params()
         if not (self.warm_start and getattr(self, "n_iter_", 0) > 0):
-            self._initialise(X)
+            self._initialise(X, sigma)
         elif self._n_cached < self.n_iter_:
             self._restore_cache()
-        parts, plan = one_part(X, y)
         stream = BlockStream(parts, plan, self.seed_, int(self.batch_size), p=X.shape[1],
                              start=self.stream_position_)
+        batches = (iter(stream) if not raw else
+                   (Rows(b.X, self.labels(b.y), b.index) for b in stream))
         seen = self.n_samples_seen_
-        self.train(iter(stream), int(self.n_iter), eval_set=eval_set)
+        self.train(batches, int(self.n_iter), eval_set=eval_set)
         self.stream_position_ += self.n_samples_seen_ - seen
+
+    def _fit_row_set(self, parts: PartMap, plan: RowPlan,
+                     eval_set: tuple[Any, Any] | None) -> None:
+        """``fit`` on a data set of the row layer or a Dask array's chunks
+        (:func:`~kernel_lab.core.models.inputs.row_set`): the targets' summary (offset or
+        classes) and the bandwidth from keyed rows, then the keyed epochs over the parts —
+        the batches, and so the model, of the same rows as an array."""
+        warm = self.warm_start and getattr(self, "n_iter_", 0) > 0
+        width = rows_width(parts, plan)
+        if warm and width != self.n_features_in_:
+            raise ValueError(f"X has {width} features, but {type(self).__name__} is "
+                             f"expecting {self.n_features_in_} features as input")
+        sigma = None
+        if not warm:
+            self._check_params()
+            self._row_targets(parts, plan)
+            sigma = rows_bandwidth(parts, plan) if self.sigma is None else float(self.sigma)
+            self.n_features_in_ = width
+        ev = None
+        if eval_set is not None:
+            Xv = validate_data(self, eval_set[0], reset=False, dtype=np.float64)
+            ev = (Xv, self.labels(np.asarray(eval_set[1])))
+        self._fit_parts(parts, plan, np.zeros((0, width)), ev, sigma, raw=True)
+
+    def _row_targets(self, parts: PartMap, plan: RowPlan) -> None:
+        """Set what :meth:`labels` needs from the training targets of a data set."""
+        raise NotImplementedError
 
     def _partial_xy(self, X: np.ndarray, y: np.ndarray) -> None:
         if not hasattr(self, "coef_"):
@@ -445,7 +492,7 @@ class _DSGBase(BaseEstimator):
         return tags
 
 
-class DSGRegressor(RegressorMixin, _DSGBase):
+class DSGRegressor(DaskFront, RegressorMixin, _DSGBase):
     """Kernel regression by doubly stochastic gradients.
 
     Parameters
@@ -524,11 +571,25 @@ class DSGRegressor(RegressorMixin, _DSGBase):
                          callback_every=callback_every, warm_start=warm_start,
                          random_state=random_state)
 
-    def fit(self, X: Any, y: Any, eval_set: tuple[Any, Any] | None = None) -> DSGRegressor:
+    def _row_targets(self, parts: PartMap, plan: RowPlan) -> None:
+        self.offset_ = (target_median(parts, plan) if self.loss == "quantile" else
+                        target_summary(parts, plan).mean)
+
+    def fit(self, X: Any, y: Any = None, eval_set: tuple[Any, Any] | None = None
+            ) -> DSGRegressor:
         """Train for ``n_iter`` iterations (continuing a previous fit if ``warm_start``).
 
         ``eval_set=(X_test, y_test)`` adds its loss as ``test_loss`` to the callback's info.
+        X may also be a data set of the row layer (given alone) or a Dask array or
+        dataframe with its targets y: trained on the rows where they are, in the same
+        keyed epochs — the same rows give the same model
+        (:mod:`~kernel_lab.core.models.inputs`).
         """
+        X, y = rows_input(X, y)
+        rows = row_set(X)
+        if rows is not None:
+            self._fit_row_set(*rows, eval_set)
+            return self
         warm = self.warm_start and getattr(self, "n_iter_", 0) > 0
         X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64, reset=not warm)
         if not warm:  # the mean as the learning curve takes it: summed per row block
@@ -556,7 +617,7 @@ class DSGRegressor(RegressorMixin, _DSGBase):
         return self._raw_predict(X) + self.offset_
 
 
-class DSGClassifier(ClassifierMixin, _DSGBase):
+class DSGClassifier(DaskFront, ClassifierMixin, _DSGBase):
     """Kernel classification by doubly stochastic gradients.
 
     Parameters as :class:`DSGRegressor`, with ``loss`` one of ``"hinge"``,
@@ -612,8 +673,22 @@ class DSGClassifier(ClassifierMixin, _DSGBase):
             return codes.astype(np.float64)
         return np.where(y == self.classes_[1], 1.0, -1.0)
 
-    def fit(self, X: Any, y: Any, eval_set: tuple[Any, Any] | None = None) -> DSGClassifier:
-        """Train for ``n_iter`` iterations; ``eval_set`` as in :meth:`DSGRegressor.fit`."""
+    def _row_targets(self, parts: PartMap, plan: RowPlan) -> None:
+        classes = target_summary(parts, plan, values=True).values
+        if classes.size < 2:
+            raise ValueError("DSGClassifier needs two classes; only one class is present")
+        self._set_classes(classes)
+
+    def fit(self, X: Any, y: Any = None, eval_set: tuple[Any, Any] | None = None
+            ) -> DSGClassifier:
+        """Train for ``n_iter`` iterations; ``eval_set`` as in :meth:`DSGRegressor.fit`.
+        X may also be a data set of the row layer or a Dask array or dataframe with its
+        class labels y (numbers), as in :meth:`DSGRegressor.fit`."""
+        X, y = rows_input(X, y)
+        rows = row_set(X)
+        if rows is not None:
+            self._fit_row_set(*rows, eval_set)
+            return self
         warm = self.warm_start and getattr(self, "n_iter_", 0) > 0
         X, y = validate_data(self, X, y, dtype=np.float64, reset=not warm)
         kind = type_of_target(y, input_name="y", raise_unknown=True)

@@ -60,6 +60,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from kernel_lab.core.executor import SERIAL
 from kernel_lab.core.kernels import median_heuristic
 from kernel_lab.core.models.feature_ridge import feature_ridge, ridge_loo
+from kernel_lab.core.models.inputs import DaskFront, gathered
 from kernel_lab.core.rows import keys as rowkeys
 from kernel_lab.core.validation import LAM, Integer, OneOf, Real, check_params, check_seed
 
@@ -327,7 +328,7 @@ def run_descent(task: DescentTask) -> np.ndarray:
     return thetas
 
 
-class GreedyFeatureRegressor(RegressorMixin, BaseEstimator):
+class GreedyFeatureRegressor(DaskFront, RegressorMixin, BaseEstimator):
     """Greedy feature construction (GFC) with cosine waves, then ridge regression.
 
     Parameters
@@ -450,7 +451,13 @@ class GreedyFeatureRegressor(RegressorMixin, BaseEstimator):
         ``rows``: the global indices of X's rows in the data set they come from (default:
         their positions). Every random choice of rows — each descent's subset, its folds,
         the bandwidth's sample — is keyed on them (:mod:`kernel_lab.core.rows.keys`), so
-        the same rows give the same model wherever they are held."""
+        the same rows give the same model wherever they are held.
+
+        The passes read every row many times: a Dask array or dataframe is gathered into
+        this process when it fits in the memory budget, and refused by name
+        (:class:`~kernel_lab.core.errors.MemoryBudgetError`) when it does not
+        (:mod:`~kernel_lab.core.models.inputs`)."""
+        X, y = gathered(self, X, y)
         X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
         m, p = X.shape
         index = np.arange(m) if rows is None else np.asarray(rows, dtype=np.int64)

@@ -35,6 +35,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from kernel_lab.core.errors import ParameterError, data_option
 from kernel_lab.core.kernels import Kernel, make_kernel
 from kernel_lab.core.memory import DEFAULT_BLOCK_BYTES, check_allocation, memory_budget_bytes
+from kernel_lab.core.models.inputs import DaskFront, gathered
 from kernel_lab.core.validation import LAM, check_params
 
 
@@ -103,7 +104,7 @@ def solve_regularised(K: np.ndarray, lam: float, y: np.ndarray) -> np.ndarray:
                 "increase λ or use a positive definite kernel") from None
 
 
-class _KernelRidgeBase(RegressorMixin, BaseEstimator):
+class _KernelRidgeBase(DaskFront, RegressorMixin, BaseEstimator):
     _centered: bool = False
     _parameter_checks: ClassVar = {"lam": LAM}
 
@@ -148,6 +149,8 @@ class _KernelRidgeBase(RegressorMixin, BaseEstimator):
         Returns ``(λ, Gram matrix (centered for CKRR), column means)``.
         """
         if check_input:
+            # three n × n matrices per row: refused by name before the rows are gathered
+            X, y = gathered(self, X, y, extra_bytes=lambda n: 24.0 * n * n)
             X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
         else:  # the caller vouches for finite float64 arrays of matching shapes
             self.n_features_in_ = X.shape[1]
@@ -170,7 +173,13 @@ class _KernelRidgeBase(RegressorMixin, BaseEstimator):
         self.intercept_ = (self._shift - float(col_means @ alpha)) if self._centered else 0.0
 
     def fit(self, X: Any, y: Any) -> _KernelRidgeBase:
-        """Fit on X of shape (n, p) and y of shape (n,) (one Cholesky factorisation)."""
+        """Fit on X of shape (n, p) and y of shape (n,) (one Cholesky factorisation).
+
+        The n × n kernel matrix needs every row at once: a Dask array or dataframe is
+        gathered into this process when its rows and the matrices fit in the memory budget,
+        and refused by name (:class:`~kernel_lab.core.errors.MemoryBudgetError`) when they
+        do not — :class:`~kernel_lab.core.models.nystrom.NystromRidge` fits such data on
+        its chunks (:mod:`~kernel_lab.core.models.inputs`)."""
         lam, K, col_means = self._prepare(X, y)
         self._set_coef(solve_regularised(K, lam, self._y_fit - self._shift), col_means)
         # The (centered) kernel matrix is kept for path(), whose eigendecomposition then

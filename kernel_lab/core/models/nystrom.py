@@ -39,11 +39,12 @@ from kernel_lab.core.kernels import (
     ShiftInvariantKernel,
     canonical_kernel_name,
     make_kernel,
-    median_heuristic,
     resolve_bandwidth,
 )
 from kernel_lab.core.memory import check_allocation, rows_per_block
 from kernel_lab.core.models.feature_ridge import feature_ridge
+from kernel_lab.core.models.inputs import DaskFront, rows_bandwidth, rows_input
+from kernel_lab.core.models.inputs import row_set as row_set  # re-exported
 from kernel_lab.core.nystrom.common import CountingKernel
 from kernel_lab.core.nystrom.factor import RCOND, eigen_factor
 from kernel_lab.core.nystrom.factor import nystrom_factor as nystrom_factor  # re-exported
@@ -63,11 +64,9 @@ from kernel_lab.core.ridge.cg import (
 )
 from kernel_lab.core.ridge.sums import (
     GRAM_KAPPA_MAX,
-    CentredSums,
     columns_well_conditioned,
 )
-from kernel_lab.core.rows import keys as rowkeys
-from kernel_lab.core.rows.mapreduce import PartMap, RowPlan, keyed_subset, take_rows
+from kernel_lab.core.rows.mapreduce import PartMap, RowPlan
 from kernel_lab.core.validation import (
     LAM,
     Integer,
@@ -93,45 +92,6 @@ FEATURE_BLOCK_BYTES = 8 * 2**20
 
 #: The solvers of :class:`NystromRidge`.
 SOLVERS = ("auto", "cg", "direct")
-
-#: Training rows of a data set whose median pairwise distance gives the default bandwidth:
-#: those with the smallest keys of the bandwidth stream under seed 0, the rows
-#: :func:`~kernel_lab.core.kernels.median_heuristic` picks from an array.
-BANDWIDTH_POINTS = 1000
-
-
-def row_set(X: Any) -> tuple[PartMap, RowPlan] | None:
-    """``(parts, plan)`` when X is a data set of the row layer — a Parquet folder or Zarr
-    store opened by the data layer and kept in its partitions (on any backend: this
-    process, a process pool, a Dask cluster), or a data set in memory — else None (an
-    array, a table). The estimators fit such a data set on its prepared (filled,
-    standardised) training rows where they are, without gathering them."""
-    plan = getattr(X, "plan", None)
-    if isinstance(plan, RowPlan) and hasattr(X, "parts"):
-        return X.parts, plan
-    return None
-
-
-def rows_bandwidth(parts: PartMap, plan: RowPlan) -> float:
-    """The median-heuristic bandwidth of a data set's training rows: the median pairwise
-    distance of the :data:`BANDWIDTH_POINTS` rows with the smallest keys (seed 0), gathered
-    — for rows ``0 … n−1`` all training rows, the σ the estimators take from the same rows
-    as an array."""
-    rows = take_rows(parts, plan, keyed_subset(parts, plan, rowkeys.BANDWIDTH,
-                                               BANDWIDTH_POINTS, seed=0))
-    return median_heuristic(rows.X, BANDWIDTH_POINTS, rows=rows.index)
-
-
-def _solve_sums(sums: CentredSums, lam: float, intercept: bool) -> tuple[np.ndarray, float]:
-    """The ridge at λ from the centred sums of the features; without an intercept from
-    the plain ones, ``FᵀF = F_cᵀF_c + n μμᵀ`` and ``Fᵀy = F_cᵀ(y − ȳ) + n ȳ μ``."""
-    if intercept:
-        return sums.solve(lam)
-    plain = CentredSums(sums.n, np.zeros_like(sums.mean), 0.0,
-                        sums.gram + sums.n * np.outer(sums.mean, sums.mean),
-                        sums.rhs + sums.n * sums.y_mean * sums.mean)
-    return plain.solve(lam)[0], 0.0
-
 
 def nystrom_normalization(W: np.ndarray, rcond: float = RCOND
                           ) -> tuple[np.ndarray, np.ndarray | None]:
@@ -180,7 +140,7 @@ def nystrom_features(kernel: Kernel, X: np.ndarray, landmarks: np.ndarray,
     return F
 
 
-class NystromFeatures(TransformerMixin, BaseEstimator):
+class NystromFeatures(DaskFront, TransformerMixin, BaseEstimator):
     """Nyström feature map ``x ↦ Nᵀ k(S, x)`` (``N Nᵀ = W⁺``: ``W^{-1/2}``, or ``L⁻ᵀ`` for
     a well-conditioned W; see :func:`nystrom_normalization`) with landmarks chosen by a
     sampler.
@@ -199,11 +159,17 @@ class NystromFeatures(TransformerMixin, BaseEstimator):
     random_state : int, RandomState, Generator, SeedSequence or None
         Gives the seed of the row keys that make every random choice of the sampler
         (:func:`~kernel_lab.core.validation.check_seed`).
+    landmarks : array_like of shape (s, p), optional
+        Given landmarks (rows prepared as the training rows are) instead of a sampler's
+        draw — e.g. those a run of the ``nystrom`` experiment drew, to fit the model it
+        measured; ``n_components``, ``sampler`` and ``random_state`` are then not used.
 
     Attributes
     ----------
     kernel_ : Kernel
-    landmark_indices_ : ndarray, shape (s,)
+    landmark_indices_ : ndarray, shape (s,), or None
+        Positions (global row indices on a data set) of the landmarks among the training
+        rows; None for given ``landmarks``.
     landmarks_ : ndarray, shape (s, p)
     normalization_ : ndarray, shape (s, r)
         N with ``F = k(X, S) N`` and ``N Nᵀ = W⁺`` (W = k(S, S)): ``L⁻ᵀ`` (upper
@@ -222,19 +188,27 @@ class NystromFeatures(TransformerMixin, BaseEstimator):
 
     def __init__(self, kernel: str | Kernel = "gaussian", *,
                  kernel_params: dict[str, Any] | None = None, n_components: int = 100,
-                 sampler: str = "recursive-rls", random_state: Any = None) -> None:
+                 sampler: str = "recursive-rls", random_state: Any = None,
+                 landmarks: Any = None) -> None:
         self.kernel = kernel
         self.kernel_params = kernel_params
         self.n_components = n_components
         self.sampler = sampler
         self.random_state = random_state
+        self.landmarks = landmarks
 
     def fit(self, X: Any, y: Any = None) -> NystromFeatures:
         """Choose the landmarks among the rows of X: an array, or a data set of the row
         layer (:func:`row_set`: its prepared training rows where they are, never
-        gathered; ``landmark_indices_`` are then global row indices). Every choice is
-        keyed per row, so the same rows give the same landmarks either way."""
+        gathered; ``landmark_indices_`` are then global row indices), or a Dask array or
+        dataframe, fitted on its chunks where they are
+        (:mod:`~kernel_lab.core.models.inputs`). Every choice is keyed per row, so the
+        same rows give the same landmarks either way. With given ``landmarks``, X only
+        gives the bandwidth when the kernel needs one."""
+        X, _ = rows_input(X)
         rows = row_set(X)
+        if self.landmarks is not None:
+            return self._fit_given(X, rows)
         if rows is not None:
             parts, plan = rows
             p = check_params(self)
@@ -254,6 +228,21 @@ class NystromFeatures(TransformerMixin, BaseEstimator):
         return self._set_landmarks(sample.indices, X[sample.indices], sample.scores,
                                    sample.kernel_evaluations)
 
+    def _fit_given(self, X: Any, rows: tuple[PartMap, RowPlan] | None) -> NystromFeatures:
+        """The given ``landmarks`` as they are (checked: finite, p columns)."""
+        marks = np.asarray(self.landmarks, dtype=np.float64)
+        if rows is None:
+            X = validate_data(self, X, dtype=np.float64)
+            self._set_kernel(lambda: resolve_bandwidth(None, X))
+        else:
+            self._set_kernel(lambda: rows_bandwidth(*rows))
+            self.n_features_in_ = int(marks.shape[1]) if marks.ndim == 2 else 0
+        if marks.ndim != 2 or marks.shape[0] < 1 or marks.shape[1] != self.n_features_in_ \
+                or not np.isfinite(marks).all():
+            raise ParameterError(f"landmarks must be finite rows of the {self.n_features_in_} "
+                                 f"feature columns, got an array of shape {marks.shape}")
+        return self._set_landmarks(None, marks, None, 0)
+
     def _set_kernel(self, bandwidth: Callable[[], float]) -> None:
         """``kernel_``; a named shift-invariant kernel without ``sigma`` gets
         ``bandwidth()`` (the median heuristic on the training rows)."""
@@ -265,7 +254,7 @@ class NystromFeatures(TransformerMixin, BaseEstimator):
             params["sigma"] = bandwidth()
         self.kernel_ = make_kernel(self.kernel, params)
 
-    def _set_landmarks(self, indices: np.ndarray, landmarks: np.ndarray,
+    def _set_landmarks(self, indices: np.ndarray | None, landmarks: np.ndarray,
                        scores: np.ndarray | None, evaluations: int) -> NystromFeatures:
         counter = CountingKernel(self.kernel_)
         self.landmark_indices_ = indices
@@ -283,7 +272,7 @@ class NystromFeatures(TransformerMixin, BaseEstimator):
                                 getattr(self, "lower_inverse_", None))
 
 
-class NystromRidge(RegressorMixin, BaseEstimator):
+class NystromRidge(DaskFront, RegressorMixin, BaseEstimator):
     """Ridge regression on Nyström features: ``min ‖y − F w − c‖² + λ‖w‖²``.
 
     With ``centered=True`` the intercept c is unpenalised (Nyström CKRR); with
@@ -292,8 +281,8 @@ class NystromRidge(RegressorMixin, BaseEstimator):
     Parameters
     ----------
     lam : float
-    kernel, kernel_params, n_components, sampler, random_state
-        As in :class:`NystromFeatures`.
+    kernel, kernel_params, n_components, sampler, random_state, landmarks
+        As in :class:`NystromFeatures` (given ``landmarks`` replace the sampler's draw).
     centered : bool
     solver : {"auto", "cg", "direct"}
         ``"direct"`` forms the n × r features and solves by Cholesky
@@ -331,7 +320,8 @@ class NystromRidge(RegressorMixin, BaseEstimator):
                  kernel_params: dict[str, Any] | None = None, n_components: int = 100,
                  sampler: str = "recursive-rls", centered: bool = True,
                  solver: str = "auto", cg_tol: float = DEFAULT_TOL,
-                 cg_max_iter: int = DEFAULT_MAX_ITER, random_state: Any = None) -> None:
+                 cg_max_iter: int = DEFAULT_MAX_ITER, random_state: Any = None,
+                 landmarks: Any = None) -> None:
         self.lam = lam
         self.kernel = kernel
         self.kernel_params = kernel_params
@@ -342,6 +332,7 @@ class NystromRidge(RegressorMixin, BaseEstimator):
         self.cg_tol = cg_tol
         self.cg_max_iter = cg_max_iter
         self.random_state = random_state
+        self.landmarks = landmarks
 
     def fit(self, X: Any, y: Any = None, *,
             progress: Callable[[float, str], None] | None = None) -> NystromRidge:
@@ -354,7 +345,14 @@ class NystromRidge(RegressorMixin, BaseEstimator):
         give the same coefficients either way (to rounding), and predictions take rows
         prepared as the data set's are. ``progress(fraction, message)`` is called once
         per CG iteration, and per part done on a data set (an exception it raises, a
-        cancellation, propagates)."""
+        cancellation, propagates).
+
+        A Dask array or dataframe X with its targets y (a Dask array or series, or an
+        array) is fitted the same way on its row chunks, where they are — on the active
+        ``distributed.Client``, else in this process — never gathered
+        (:mod:`~kernel_lab.core.models.inputs`): its rows as given, every one a
+        training row, no standardisation."""
+        X, y = rows_input(X, y)
         rows = row_set(X)
         if rows is None:
             X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
@@ -364,7 +362,8 @@ class NystromRidge(RegressorMixin, BaseEstimator):
                                  f"{self.cg_tol!r}; e.g. 1e-8")
         self.features_ = NystromFeatures(self.kernel, kernel_params=self.kernel_params,
                                          n_components=self.n_components, sampler=self.sampler,
-                                         random_state=self.random_state).fit(X)
+                                         random_state=self.random_state,
+                                         landmarks=self.landmarks).fit(X)
         self.n_features_in_ = self.features_.n_features_in_
         self.cg_info_: CGInfo | None = None
         self.n_iter_: int | None = None
@@ -403,7 +402,7 @@ class NystromRidge(RegressorMixin, BaseEstimator):
                                               columns)
             sums = parts_ridge.ridge_sums(parts, plan, features,
                                           progress)  # type: ignore[arg-type]
-            self.coef_, self.intercept_ = _solve_sums(sums, p["lam"], self.centered)
+            self.coef_, self.intercept_ = sums.solve_ridge(p["lam"], self.centered)
             return self
         self.coef_, self.intercept_, info = nystrom_ridge_cg_parts(
             parts, plan, f.kernel_, f.landmarks_, f.normalization_, p["lam"],

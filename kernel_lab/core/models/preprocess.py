@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from kernel_lab.core.errors import DataError
@@ -36,7 +37,7 @@ from kernel_lab.core.errors import DataError
 #: What :class:`TableColumns` does with a column the training file never had.
 EXTRA_COLUMNS = ("error", "ignore")
 #: The name pandas gives a column whose header cell is empty (``Unnamed: 3``).
-_UNNAMED = re.compile(r"^Unnamed: \d+$")
+_UNNAMED = re.compile(r"^Unnamed: (\d+)$")
 #: Values named in a message at most.
 _SHOWN = 8
 
@@ -46,8 +47,20 @@ def _shown(values: Sequence[Any], k: int = _SHOWN) -> str:
     return said + (", …" if len(values) > k else "")
 
 
-def _row_said(r: int) -> str:
-    return f"row {r + 1}"
+def row_error(row: int, problem: str, fix: str) -> DataError:
+    """A refusal at a row (0-based ``row``: said 1-based; kept as the error's ``row`` and
+    the problem alone as its ``at_row``, for a caller that names the file's line)."""
+    exc = DataError(f"row {row + 1}: {problem}", fix)
+    exc.row = row  # type: ignore[attr-defined]
+    exc.at_row = problem  # type: ignore[attr-defined]
+    return exc
+
+
+def _empty(cell: Any) -> bool:
+    """A missing cell as a DataFrame or an array holds one: None, a float NaN, pandas'
+    ``NA`` or ``NaT``."""
+    return (cell is None or (isinstance(cell, float | np.floating) and np.isnan(cell))
+            or type(cell).__name__ in ("NAType", "NaTType"))
 
 
 def _is_number(text: str) -> bool:
@@ -140,11 +153,12 @@ class TableColumns(TransformerMixin, BaseEstimator):
                 raise DataError(f"the column {'names' if len(twice) > 1 else 'name'} "
                                 f"{_shown(twice)} appear{'' if len(twice) > 1 else 's'} "
                                 "more than once", "give every column its own name")
+            names = self._lab_names(names)
             by_name = dict(zip(names, X.columns, strict=True))
             self._check_names(names)
             return [X[by_name[c]].to_numpy() for c in wanted], len(X)
         if isinstance(X, Mapping):
-            names = [str(c) for c in X]
+            names = self._lab_names([str(c) for c in X])
             by_name = dict(zip(names, X, strict=True))
             self._check_names(names)
             cols = [np.asarray(X[by_name[c]], dtype=object if not hasattr(X[by_name[c]],
@@ -169,14 +183,24 @@ class TableColumns(TransformerMixin, BaseEstimator):
                             "DataFrame with the file's column names")
         return [A[:, j] for j in range(A.shape[1])], A.shape[0]
 
+    def _lab_names(self, names: list[str]) -> list[str]:
+        """Column names as the lab's readers give them: a column without a header cell is
+        ``column k`` (1-based), which pandas names ``Unnamed: k−1``."""
+        known = self._known()
+        out = []
+        for i, name in enumerate(names):
+            found = _UNNAMED.match(name)
+            unnamed = found is not None or not name.strip()
+            lab = f"column {int(found.group(1)) + 1 if found else i + 1}"
+            out.append(lab if unnamed and name not in known and lab in known else name)
+        return out
+
     def _check_names(self, names: list[str]) -> None:
         """Refuse a feature column that is missing (naming the closest unknown column as a
         possible rename) and, unless told to ignore them, the columns the training file
         never had."""
         known = self._known()
-        unnamed_ok = "" in known
-        extra = [n for n in names if n not in known
-                 and not (unnamed_ok and _UNNAMED.match(n))]
+        extra = [n for n in names if n not in known]
         present = set(names)
         for c in self.feature_columns_:
             if c in present:
@@ -187,13 +211,12 @@ class TableColumns(TransformerMixin, BaseEstimator):
                    f"it is {c!r} renamed, give it its name {c!r} again" if guess is not None
                    else "add the column, with the name it had in the training file")
             raise DataError(f"the column {c!r} the model was trained on is missing from the "
-                            "data", fix, column=c)
+                            "data", fix)
         if extra and self.extra_columns == "error":
             raise DataError(
                 f"the data have {'columns' if len(extra) > 1 else 'a column'} "
                 f"{_shown(extra)} the training file did not have",
-                "leave them out of the data, or let the model ignore extra columns",
-                column=extra[0])
+                "leave them out of the data, or let the model ignore extra columns")
 
     # -- typing ---------------------------------------------------------------------------
     def _missing_cells(self) -> set[str]:
@@ -209,7 +232,7 @@ class TableColumns(TransformerMixin, BaseEstimator):
         missing = self._missing_cells()
         values = np.empty(len(col))
         for r, cell in enumerate(col):
-            if cell is None or (isinstance(cell, float) and np.isnan(cell)):
+            if _empty(cell):
                 values[r] = np.nan
                 continue
             if isinstance(cell, int | float | np.number) and not isinstance(cell, bool):
@@ -222,10 +245,10 @@ class TableColumns(TransformerMixin, BaseEstimator):
             try:
                 values[r] = float(text)
             except ValueError:
-                raise DataError(f"{_row_said(r)}: {text!r} in column {name!r} is not a "
-                                "number; the model was trained on numbers in this column",
+                raise row_error(r, f"{text!r} in column {name!r} is not a number; the "
+                                "model was trained on numbers in this column",
                                 "give the column numbers (a missing value may be left "
-                                "empty)", column=name) from None
+                                "empty)") from None
         values[np.isinf(values)] = np.nan
         return values
 
@@ -236,17 +259,16 @@ class TableColumns(TransformerMixin, BaseEstimator):
         numeric = {float(v): v for v in levels if _is_number(v)}
         out: list[str | None] = []
         for r, cell in enumerate(col):
-            if cell is None or (isinstance(cell, float) and np.isnan(cell)):
+            if _empty(cell):
                 out.append(None)
             elif isinstance(cell, int | float | np.number) and not isinstance(cell, bool):
                 value = float(cell)
                 if value in numeric:
                     out.append(numeric[value])
                 elif not numeric:
-                    raise DataError(
-                        f"{_row_said(r)}: column {name!r} holds the number {cell!r}; the "
-                        f"model was trained on text in this column ({_shown(levels)})",
-                        "give the column its text values", column=name)
+                    raise row_error(r, f"column {name!r} holds the number {cell!r}; the "
+                                    f"model was trained on text in this column "
+                                    f"({_shown(levels)})", "give the column its text values")
                 else:  # refused below as a category never seen, written as a number
                     out.append(f"{value:g}")
             else:
@@ -269,11 +291,11 @@ class TableColumns(TransformerMixin, BaseEstimator):
                 if not self.allow_missing:
                     holes = np.flatnonzero(np.isnan(values))
                     if holes.size:
-                        raise DataError(
-                            f"{_row_said(int(holes[0]))}: a missing value in column {name!r} "
-                            f"({holes.size} in all); the run that made the model had no "
-                            "missing values to fill, so it has no value to fill them with",
-                            "fill the cells, or leave those rows out", column=name)
+                        raise row_error(
+                            int(holes[0]), f"a missing value in column {name!r}; the run "
+                            "that made the model had no missing values to fill, so it has "
+                            "no value to fill them with",
+                            "fill the cells, or leave those rows out")
                 out[:, j] = values
                 j += 1
                 continue
@@ -284,20 +306,18 @@ class TableColumns(TransformerMixin, BaseEstimator):
             for r, v in enumerate(cells):
                 if v is None:
                     if not f["missing"]:
-                        raise DataError(
-                            f"{_row_said(r)}: an empty cell in the text column {name!r}, "
-                            "which had none in the training file (the model has no "
-                            "'(missing)' column for it)",
-                            f"fill the cell with one of {_shown(levels)}", column=name)
+                        raise row_error(
+                            r, f"an empty cell in the text column {name!r}, which had none "
+                            "in the training file (the model has no '(missing)' column for "
+                            "it)", f"fill the cell with one of {_shown(levels)}")
                     block[r, -1] = 1.0
                     continue
                 k = position.get(v)
                 if k is None:
-                    raise DataError(
-                        f"{_row_said(r)}: {v!r} in column {name!r} is a category the model "
-                        f"never saw; it knows {_shown(levels, 12)}",
-                        "use one of those values (or retrain the model on data that have "
-                        "this one)", column=name)
+                    raise row_error(
+                        r, f"{v!r} in column {name!r} is a category the model never saw; "
+                        f"it knows {_shown(levels, 12)}", "use one of those values (or "
+                        "retrain the model on data that have this one)")
                 block[r, k] = 1.0
             out[:, j:j + block.shape[1]] = block
             j += block.shape[1]
@@ -362,10 +382,9 @@ class Standardize(TransformerMixin, BaseEstimator):
         if holes.any():
             if self.fill is None:
                 r, j = (int(v[0]) for v in np.nonzero(holes))
-                raise DataError(f"{_row_said(r)}: a missing value in column {self._name(j)!r}; "
+                raise row_error(r, f"a missing value in column {self._name(j)!r}; "
                                 "the run that made the model had no missing values to fill",
-                                "fill the cells, or leave those rows out",
-                                column=self._name(j))
+                                "fill the cells, or leave those rows out")
             np.copyto(A, np.broadcast_to(np.asarray(self.fill, dtype=np.float64), A.shape),
                       where=holes)
         if self.mean is not None and self.scale is not None:
@@ -435,6 +454,12 @@ class ClassLabels(BaseEstimator):
         if two:
             return np.where(score >= 0, 1.0, -1.0)
         return np.clip(np.rint(score), 0, len(names) - 1)
+
+    @available_if(lambda self: hasattr(self.estimator, "predict_proba"))
+    def predict_proba(self, X: Any) -> np.ndarray:
+        """The estimator's class probabilities (columns in the order of its
+        ``classes_``: the lab's codes, −1/+1 or 0 … K−1)."""
+        return np.asarray(self.estimator.predict_proba(X))
 
     def predict(self, X: Any) -> np.ndarray:
         """The class names."""

@@ -30,10 +30,34 @@ from kernel_lab.core.kernels import (
     resolve_bandwidth,
 )
 from kernel_lab.core.models.feature_ridge import feature_ridge
+from kernel_lab.core.models.inputs import (
+    DaskFront,
+    row_set,
+    rows_bandwidth,
+    rows_input,
+    rows_width,
+)
+from kernel_lab.core.ridge.sums import CentredSums
+from kernel_lab.core.rows.mapreduce import Rows, reduce_blocks
 from kernel_lab.core.validation import LAM, Integer, OneOf, Real, check_generator, check_params
 
 RFF_KERNELS = ("gaussian", "laplace", "cauchy", "matern32", "matern52")
 _ROTATION_INVARIANT = (GaussianKernel, Matern32Kernel, Matern52Kernel)
+
+#: Entries of random features made at once in a block's sums (:func:`_feature_sums`).
+SUM_ENTRIES = 1 << 18
+
+
+def _feature_sums(rows: Rows, features: RandomFourierFeatures) -> CentredSums:
+    """The centred sums of one canonical block's random features, made a few rows at a
+    time (the block's features are never held at once)."""
+    width = int(features.n_components)
+    step = max(1, SUM_ENTRIES // max(width, 1))
+    total = CentredSums.of(np.zeros((0, width)), np.zeros(0))
+    for start in range(0, rows.index.size, step):
+        total = total + CentredSums.of(features.transform(rows.X[start:start + step]),
+                                       rows.y[start:start + step], overwrite=True)
+    return total
 
 
 def sample_features(kernel: ShiftInvariantKernel, p: int, n_components: int,
@@ -78,7 +102,7 @@ def cos_features(X: np.ndarray, W: np.ndarray, b: np.ndarray, scale: float) -> n
     return Z
 
 
-class RandomFourierFeatures(TransformerMixin, BaseEstimator):
+class RandomFourierFeatures(DaskFront, TransformerMixin, BaseEstimator):
     """Random Fourier feature map ``z(x) = √(2/D) cos(Wᵀx + b)``.
 
     Parameters
@@ -117,13 +141,27 @@ class RandomFourierFeatures(TransformerMixin, BaseEstimator):
         self.random_state = random_state
 
     def fit(self, X: Any, y: Any = None) -> RandomFourierFeatures:
-        X = validate_data(self, X, dtype=np.float64)
-        p = check_params(self)
-        kernel = make_kernel(p["kernel"], {"sigma": resolve_bandwidth(p["sigma"], X)})
+        """Draw the features for the columns of X: an array, a data set of the row layer
+        (:func:`row_set`) or a Dask array or dataframe. Only the bandwidth (``sigma=None``:
+        the median heuristic on :data:`BANDWIDTH_POINTS` keyed rows) reads rows: the same
+        rows give the same σ and features wherever they are held."""
+        X, _ = rows_input(X)
+        rows = row_set(X)
+        if rows is None:
+            X = validate_data(self, X, dtype=np.float64)
+            width = int(X.shape[1])
+            p = check_params(self)
+            sigma = resolve_bandwidth(p["sigma"], X)
+        else:
+            width = rows_width(*rows)
+            p = check_params(self)
+            sigma = rows_bandwidth(*rows) if p["sigma"] is None else p["sigma"]
+            self.n_features_in_ = width
+        kernel = make_kernel(p["kernel"], {"sigma": sigma})
         assert isinstance(kernel, ShiftInvariantKernel)
         self.kernel_ = kernel
         self.weights_, self.offsets_ = sample_features(
-            kernel, X.shape[1], p["n_components"], check_generator(self.random_state),
+            kernel, width, p["n_components"], check_generator(self.random_state),
             orthogonal=self.orthogonal)
         return self
 
@@ -134,7 +172,7 @@ class RandomFourierFeatures(TransformerMixin, BaseEstimator):
         return cos_features(X, self.weights_, self.offsets_, math.sqrt(2.0 / self.n_components))
 
 
-class RFFRidge(RegressorMixin, BaseEstimator):
+class RFFRidge(DaskFront, RegressorMixin, BaseEstimator):
     """Ridge regression on random Fourier features.
 
     Minimises ``Σ_i (y_i − z(x_i)ᵀw − c)² + λ ‖w‖²``: with ``centered=True`` the intercept
@@ -170,12 +208,26 @@ class RFFRidge(RegressorMixin, BaseEstimator):
         self.centered = centered
         self.random_state = random_state
 
-    def fit(self, X: Any, y: Any) -> RFFRidge:
-        X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
+    def fit(self, X: Any, y: Any = None) -> RFFRidge:
+        """Fit on arrays X, y; or on a data set of the row layer given as X alone
+        (:func:`row_set`), or a Dask array or dataframe X with its targets y, where their
+        rows are: the features' centred sums per canonical row block, added in the one
+        tree over the blocks, and one solve — never gathered, and the same rows give the
+        same coefficients (to rounding) either way."""
+        X, y = rows_input(X, y)
+        rows = row_set(X)
+        if rows is None:
+            X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
         lam = check_params(self)["lam"]
         self.features_ = RandomFourierFeatures(
             self.kernel, sigma=self.sigma, n_components=self.n_components,
             orthogonal=self.orthogonal, random_state=self.random_state).fit(X)
+        self.n_features_in_ = self.features_.n_features_in_
+        if rows is not None:
+            sums = reduce_blocks(rows[0], _feature_sums, rows[1], self.features_,
+                                 message="random feature sums")
+            self.coef_, self.intercept_ = sums.solve_ridge(lam, self.centered)
+            return self
         self.coef_, self.intercept_ = feature_ridge(self.features_.transform(X), y, lam,
                                                     intercept=self.centered)
         return self

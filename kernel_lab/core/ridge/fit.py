@@ -21,6 +21,7 @@ import numpy as np
 from kernel_lab.core.approx_error import residual_norm
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.kernels import Kernel
+from kernel_lab.core.models.inputs import rows_width
 from kernel_lab.core.models.rff import RFF_KERNELS, RandomFourierFeatures
 from kernel_lab.core.nystrom.common import BLOCK_ENTRIES
 from kernel_lab.core.nystrom.factor import nystrom_factor
@@ -106,7 +107,7 @@ def make_features(name: str, parts: PartMap, plan: RowPlan, kernel: Kernel, s: i
         if kernel.name not in RFF_KERNELS:
             raise ParameterError(f"random features need a shift-invariant kernel, not "
                                  f"{kernel.name}")
-        p = _columns(parts, plan)
+        p = rows_width(parts, plan)
         rff = RandomFourierFeatures(kernel.name, sigma=kernel.params()["sigma"],
                                     n_components=int(s), orthogonal=RANDOM_FEATURES[name],
                                     random_state=seed).fit(np.zeros((1, p)))
@@ -116,20 +117,6 @@ def make_features(name: str, parts: PartMap, plan: RowPlan, kernel: Kernel, s: i
                              f"{', '.join((*PART_SAMPLERS, *RANDOM_FEATURES))}")
     return nystrom_map(kernel, choose_landmarks(name, parts, plan, kernel, s, seed, lam=lam,
                                                 view=view, progress=progress))
-
-
-def _columns(parts: PartMap, plan: RowPlan) -> int:
-    """The number of input columns (read on a worker when the plan does not hold it)."""
-    if plan.mean is not None:
-        return int(np.asarray(plan.mean).size)
-    return int(parts.map(_width)[0])
-
-
-def _width(part: Any) -> int:
-    held = getattr(part, "X", None)  # in memory: no read
-    if held is not None:
-        return int(held.shape[1])
-    return int(part.read()[0].shape[1]) if part.rows else -1
 
 
 def _block_rows(width: int) -> int:

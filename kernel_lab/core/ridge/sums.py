@@ -209,6 +209,16 @@ class CentredSums:
         coef = np.linalg.solve(L.T, np.linalg.solve(L, self.rhs))
         return coef, self.y_mean - float(self.mean @ coef)
 
+    def solve_ridge(self, lam: float, intercept: bool = True) -> tuple[np.ndarray, float]:
+        """:meth:`solve`, or without an intercept (c = 0) the ridge on the plain sums:
+        ``FᵀF = F_cᵀF_c + n μμᵀ`` and ``Fᵀy = F_cᵀ(y − ȳ) + n ȳ μ``."""
+        if intercept:
+            return self.solve(lam)
+        plain = CentredSums(self.n, np.zeros_like(self.mean), 0.0,
+                            self.gram + self.n * np.outer(self.mean, self.mean),
+                            self.rhs + self.n * self.y_mean * self.mean)
+        return plain.solve(lam)[0], 0.0
+
 
 @dataclass(frozen=True)
 class LooGrid:
