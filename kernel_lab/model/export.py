@@ -22,6 +22,7 @@ from typing import Any
 
 from kernel_lab.core.progress import Progress
 from kernel_lab.engine.events import Event
+from kernel_lab.engine.export import export_run
 from kernel_lab.engine.runner import RunResult
 from kernel_lab.engine.spec import RunSpec
 from kernel_lab.engine.worker import Job, Ticket, Worker
@@ -29,16 +30,6 @@ from kernel_lab.model.lab import LabModel, RunState
 
 #: The suffix of a model file (skops).
 SUFFIX = ".skops"
-
-
-def export_run(spec: RunSpec, result: RunResult, path: str | os.PathLike[str],
-               progress: Progress | None = None) -> Any:
-    """The engine's :func:`kernel_lab.engine.export.export_run` (looked up when called:
-    tests put a stand-in here). Returns its report: ``path``, the models written (the
-    default first), their test errors and notes."""
-    from kernel_lab.engine.export import export_run as export
-
-    return export(spec, result, path, progress=progress)
 
 
 @dataclass(frozen=True)
@@ -51,8 +42,10 @@ class ExportRequest:
 
 
 def export_job(job: Job) -> None:
-    """Compute ``job.request`` (an :class:`ExportRequest`): the compute function of the
-    export :class:`~kernel_lab.engine.worker.Worker`. Emits ``progress(fraction,
+    """Compute ``job.request`` (an :class:`ExportRequest`) with the engine's
+    :func:`~kernel_lab.engine.export.export_run` (looked up here when called: tests put a
+    stand-in in its place): the compute function of the export
+    :class:`~kernel_lab.engine.worker.Worker`. Emits ``progress(fraction,
     message)``, then ``finished(report)`` or ``failed(message, is_user_error)``; a
     cancelled export stops at its next progress report (silently)."""
     req: ExportRequest = job.request

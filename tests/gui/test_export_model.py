@@ -6,9 +6,7 @@ failure said in a message box with the window still working."""
 from __future__ import annotations
 
 import json
-import sys
 import threading
-import types
 from pathlib import Path
 
 import pytest
@@ -56,12 +54,7 @@ class FakeExport:
 
 
 @pytest.fixture
-def window(qtbot, tmp_path, monkeypatch):
-    # the engine's export module, as the window imports it before its first export (the
-    # export itself is the test's stand-in, put where the model looks it up)
-    monkeypatch.setitem(sys.modules, "kernel_lab.engine.export",
-                        sys.modules.get("kernel_lab.engine.export")
-                        or types.ModuleType("kernel_lab.engine.export"))
+def window(qtbot, tmp_path):
     settings = QtCore.QSettings(str(tmp_path / "settings.ini"),
                                 QtCore.QSettings.Format.IniFormat)
     existing = top_level_widgets()
@@ -189,3 +182,53 @@ def test_the_default_file_is_beside_the_data_file(window, qtbot, monkeypatch, tm
     window.files.export_model_action.trigger()
     assert asked == [str(tmp_path / "krr-path-model.skops")]
     assert window.files.model_export.ticket is None  # nothing exported
+
+
+def test_the_real_export_of_a_window_run_gives_the_runs_test_error(window, qtbot, monkeypatch,
+                                                                   tmp_path):
+    """No stand-in: krr-path on a small table as R writes one (row names, a text column),
+    File → Export model… through the engine's export_run on the export thread; the file
+    loads through the model file's checks, and its default model applied to the rows of
+    the original file the run held out gives the run's starred test MSE."""
+    import numpy as np
+    import pandas as pd
+
+    from kernel_lab.core.progress import Progress
+    from kernel_lab.data.source import DataSource
+    from kernel_lab.engine.model_file import load_model
+    from kernel_lab.experiments.base import row_index
+
+    rng = np.random.default_rng(4)
+    n = 90
+    x = rng.normal(size=(n, 2))
+    kind = rng.choice(["north", "south"], size=n)
+    frame = pd.DataFrame({"": [f"r{i}" for i in range(n)], "x1": x[:, 0], "x2": x[:, 1],
+                          "kind": kind, "price": 3 + np.sin(x[:, 0]) + x[:, 1]
+                          + (kind == "south") + 0.1 * rng.normal(size=n)})
+    csv = tmp_path / "prices.csv"
+    frame.to_csv(csv, index=False)
+    window.experiment_box.setCurrentIndex(window.experiment_box.findData("krr-path"))
+    window.data_panel.use_default.setChecked(False)
+    window.data_panel.set_spec(f"{csv}:target=price")
+    qtbot.waitUntil(lambda: not window.data_panel.loading, timeout=30_000)
+    window.form.set_values({"n_lams": 8})
+    window.start_run()
+    qtbot.waitUntil(lambda: not window.running, timeout=90_000)
+    result = window.model.fresh_result
+    assert result is not None, window.status.text()
+    ask_path(monkeypatch, tmp_path / "prices-model.skops")
+    window.files.export_model_action.trigger()
+    qtbot.waitUntil(lambda: window.status.text().startswith(("Exported", "The model")),
+                    timeout=120_000)
+    report = window.files.model_export.last_report
+    assert report is not None, window.status.text()
+    saved = load_model(tmp_path / "prices-model.skops")
+    assert list(saved.models) == report.models
+    assert window.status.text().startswith(f"Exported 2 models: {report.models[0]}")
+    best = min(result.summaries["test_mse_min_krr"], result.summaries["test_mse_min_ckrr"])
+    assert saved.metadata["models"][report.models[0]]["test_error"] == best
+    data = DataSource.from_spec(f"{csv}:target=price").open(result.seed, Progress(None))
+    held_out = pd.read_csv(csv).iloc[row_index(data, "test")]
+    pred = saved.model().predict(held_out.drop(columns=["price"]))
+    assert np.mean((pred - held_out["price"].to_numpy()) ** 2) == pytest.approx(best,
+                                                                                 rel=1e-10)
