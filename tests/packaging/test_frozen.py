@@ -115,6 +115,43 @@ def test_frozen_run_on_parquet_file_and_folder(tmp_path):
         assert errors.size == 2 and errors[1] < errors[0]  # more landmarks, smaller error
 
 
+def test_frozen_app_saves_a_model_and_predicts_with_it(tmp_path):
+    """The standalone app keeps a run's model (skops) and predicts new rows with it: the
+    predictions are those of the same file loaded in this Python installation, and an
+    unseen category is refused (exit 2, naming the column, no output)."""
+    import pandas as pd
+
+    from kernel_lab.engine.model_file import load_model
+
+    rng = np.random.default_rng(8)
+    n = 120
+    x = rng.normal(size=(n, 2))
+    kind = rng.choice(["north", "south"], size=n)
+    frame = pd.DataFrame({"": [f"r{i}" for i in range(n)], "x1": x[:, 0], "x2": x[:, 1],
+                          "kind": kind, "price": 3 + np.sin(x[:, 0]) + x[:, 1]
+                          + (kind == "south") + 0.1 * rng.normal(size=n)})
+    frame.to_csv(tmp_path / "prices.csv", index=False)
+    proc = frozen("run", "krr-path", "--data", "prices.csv", "--target", "price", "--set",
+                  "n_lams=8", "--save-model", "m.skops", "--no-plot", "-q", "--out", "r",
+                  cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    new = frame.drop(columns=["price"]).iloc[:20]
+    new.to_csv(tmp_path / "new.csv", index=False)
+    proc = frozen("predict", "m.skops", "--data", "new.csv", "--out", "pred.csv", "-q",
+                  cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    got = pd.read_csv(tmp_path / "pred.csv")["prediction"].to_numpy()
+    want = load_model(tmp_path / "m.skops").model().predict(new)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    described = frozen("describe-model", "m.skops", cwd=tmp_path)
+    assert described.returncode == 0 and "krr-path" in described.stdout
+    new.assign(kind=["east"] * len(new)).to_csv(tmp_path / "bad.csv", index=False)
+    bad = frozen("predict", "m.skops", "--data", "bad.csv", "--out", "bad-pred.csv",
+                 cwd=tmp_path)
+    assert bad.returncode == 2 and "kind" in bad.stderr, bad.stderr
+    assert not (tmp_path / "bad-pred.csv").exists()
+
+
 def test_frozen_app_never_says_pip_install(tmp_path):
     """What the standalone app leaves out (Dask, Zarr) is refused with what it offers
     instead — a frozen app cannot pip install anything."""
