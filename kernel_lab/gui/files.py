@@ -23,7 +23,7 @@ from kernel_lab.engine.presets import load_preset, playground_preset_names, pres
 from kernel_lab.engine.qt import gui_poster
 from kernel_lab.engine.session import Session, load_session, read_session_apart, save_session
 from kernel_lab.engine.worker import Job, Ticket, Worker
-from kernel_lab.model.export import ModelExport, export_job
+from kernel_lab.model.export import ModelExport, describe_report, export_job
 
 MAX_RECENT = 8
 SESSION_FILTER = "Kernel Lab sessions (*.json);;All files (*)"
@@ -371,7 +371,7 @@ class FileActions:
     def _export_finished(self, report: Any, text: str) -> None:
         self._close_progress()
         self.window.status.setText(text)
-        self.window.log(f"model export: {text}")
+        self.window.log(f"model export: {describe_report(report)}")  # every note
 
     def _export_failed(self, message: str) -> None:
         self._close_progress()

@@ -61,9 +61,10 @@ def report_names(report: Any) -> list[str]:
                              getattr(report, "names", None) or [])]
 
 
-def describe_report(report: Any) -> str:
-    """One line on what an export wrote: the file, the models (with their test errors
-    when the report has them) and their notes (``notes``: per model, or one list)."""
+def describe_report(report: Any, *, short: bool = False) -> str:
+    """What an export wrote: the file, the models (with their test errors when the report
+    has them) and their notes (``notes``: per model, or one list). ``short`` (the status
+    line): the default model's first note only, and how many more there are."""
     names = report_names(report)
     errors = getattr(report, "test_errors", None) or {}
     notes_of = getattr(report, "notes", None) or []
@@ -72,12 +73,15 @@ def describe_report(report: Any) -> str:
         value, what = errors.get(name, (None, ""))
         return name if value is None else f"{name} ({what} {value:.4g})"
 
-    def sentence(note: str) -> str:
-        return note[:1].upper() + note[1:] + ("" if note.endswith(".") else ".")
+    def sentence(note: str) -> str:  # "λ = 0.01: …" keeps its λ
+        first = note[:1].upper() if note[:1].isascii() else note[:1]
+        return first + note[1:] + ("" if note.endswith(".") else ".")
 
     if isinstance(notes_of, Mapping):
-        notes = [(f"{name}: " if len(names) > 1 else "") + sentence(str(note))
-                 for name in names for note in notes_of.get(name, []) if str(note)]
+        notes = [(f"{name}: " if len(names) > 1 and not (short and i == 0) else "")
+                 + sentence(str(note))
+                 for i, name in enumerate(names) for note in notes_of.get(name, [])
+                 if str(note)]
     else:
         notes = [sentence(str(n)) for n in notes_of if str(n)]
     path = Path(report.path)
@@ -85,6 +89,9 @@ def describe_report(report: Any) -> str:
               f"{len(names)} models: {'; '.join(map(label, names))} (the first is the "
               "default)" if names else "the model")
     text = f"Exported {models} to {path.name} in {path.parent}."
+    if short and len(notes) > 1:
+        return f"{text} {notes[0]} ({len(notes) - 1} more note{'s' if len(notes) > 2 else ''}" \
+            " in the Log.)"
     return " ".join([text, *notes])
 
 
@@ -114,7 +121,7 @@ class ModelExport:
 
     Events: ``available_changed(bool)`` — whether :meth:`start` can export now;
     ``started(path)``, ``progressed(fraction, message)``, ``finished(report, text)``
-    (``text``: :func:`describe_report`), ``failed(message)``, ``cancelled(text)``.
+    (``text``: :func:`describe_report`, short), ``failed(message)``, ``cancelled(text)``.
     """
 
     def __init__(self, lab: LabModel, worker: Worker | None = None) -> None:
@@ -192,7 +199,7 @@ class ModelExport:
             self.progressed.emit(*payload)
         elif kind == "finished":
             self.last_report = payload[0]
-            self.finished.emit(payload[0], describe_report(payload[0]))
+            self.finished.emit(payload[0], describe_report(payload[0], short=True))
         elif kind == "failed":
             message, user_error = payload[0], bool(payload[1]) if len(payload) > 1 else True
             self.failed.emit(f"The model was not exported to {path.name}: {message}"

@@ -65,7 +65,8 @@ class FakeExport:
         best = f"{spec.experiment} best"
         return Report(Path(path), [best, "baseline"],
                       {best: (0.125, "test MSE"), "baseline": (None, "")},
-                      {best: ["refitted on all 45 training rows (the run used 30)"]})
+                      {best: ["refitted on all 45 training rows (the run used 30)"],
+                       "baseline": ["λ = 0.5: the run's"]})
 
 
 @pytest.fixture
@@ -138,9 +139,14 @@ def test_the_export_gets_the_runs_spec_and_result_and_says_what_it_wrote(
     assert fractions == sorted(fractions) and fractions[-1] == 1.0
     (report, text), = seen["finished"]
     assert report.path == path and not seen["failed"]
+    # the status line: the default model's first note, the others in the Log
     assert text == (f"Exported 2 models: ckrr-risk best (test MSE 0.125); baseline (the "
-                    f"first is the default) to model.skops in {tmp_path}. ckrr-risk best: "
-                    "Refitted on all 45 training rows (the run used 30).")
+                    f"first is the default) to model.skops in {tmp_path}. Refitted on all "
+                    "45 training rows (the run used 30). (1 more note in the Log.)")
+    assert describe_report(report) == (
+        f"Exported 2 models: ckrr-risk best (test MSE 0.125); baseline (the first is the "
+        f"default) to model.skops in {tmp_path}. ckrr-risk best: Refitted on all 45 "
+        "training rows (the run used 30). baseline: λ = 0.5: the run's.")
     assert not export.busy
 
 
