@@ -1,11 +1,11 @@
 """``kernel-lab --self-test``: a quick check that an installation — frozen or not — works.
 
 Runs every registered experiment with tiny settings headless, reads the table formats (CSV,
-xlsx, svmlight, a Parquet file and a folder of Parquet files), writes and re-reads a session
-and an export, renders a plot and a report, then opens the main window on the offscreen
-platform and runs one experiment through the same worker process the window always uses
-(the multiprocessing-under-PyInstaller trap), and closes it. One line per check, a summary,
-exit code 0 only if everything passed.
+xlsx, svmlight, a Parquet file and a folder of Parquet files), writes and re-reads a session,
+an export and a model file (skops), renders a plot and a report, then opens the main window
+on the offscreen platform and runs one experiment through the same worker process the window
+always uses (the multiprocessing-under-PyInstaller trap), and closes it. One line per check,
+a summary, exit code 0 only if everything passed.
 """
 
 from __future__ import annotations
@@ -246,11 +246,42 @@ def run_self_test(out: Callable[[str], None] = print) -> int:
         return (f"a file by pyarrow {pa.__version__}; nystrom on a folder of 3 files (spectral "
                 f"error {a[0]:.3g} → {a[1]:.3g}, as on the same rows in memory)")
 
+    def model_round_trip() -> str:
+        import pandas as pd
+
+        from kernel_lab.core.models import NystromRidge
+        from kernel_lab.data.pipeline import model_pipeline
+        from kernel_lab.data.source import DataSource
+        from kernel_lab.engine.model_file import SavedModel, load_model, save_model
+
+        rng = np.random.default_rng(11)
+        X = rng.uniform(-1, 1, size=(200, 2))
+        kind = np.where(X[:, 0] + 0.3 * rng.standard_normal(200) > 0, "up", "down")
+        frame = pd.DataFrame({"x1": X[:, 0], "x2": X[:, 1], "kind": kind,
+                              "y": np.sin(3 * X[:, 0]) + X[:, 1] ** 2 + (kind == "up")})
+        csv = tmp / "model-rows.csv"
+        frame.to_csv(csv, index=False)
+        data = DataSource.from_spec(str(csv), {"target": "y"}).open(seed=2)
+        fitted = NystromRidge(0.01, kernel_params={"sigma": 1.0}, n_components=20,
+                              random_state=2).fit(data.X_train, data.y_train)
+        pipeline = model_pipeline(data, fitted)
+        rows = frame.drop(columns="y")
+        path = save_model(SavedModel({"nystrom": pipeline}, {"experiment": "self-test"}),
+                          tmp / "model.skops")
+        back = load_model(path).models["nystrom"]
+        before, after = pipeline.predict(rows), back.predict(rows)
+        if not (np.array_equal(before, after) and np.isfinite(after).all()):
+            raise RuntimeError(f"the model read back predicts differently (largest "
+                               f"difference {np.max(np.abs(after - before)):.3g})")
+        return (f"{path.name}: Nyström ridge with the table's typing, "
+                f"{path.stat().st_size // 1024} KiB, the same {len(rows)} predictions read back")
+
     check("read CSV tables (also .gz, .xlsx, svmlight)", csv_tables)
     check("read Parquet files and folders", parquet_tables)
     check("playground window", playground_window)
     check("session save and open", session_round_trip)
     check("export result.json and curves.csv", export_round_trip)
+    check("model file save, load and predict", model_round_trip)
     check("plot PNG and HTML report", plot_and_report)
     check("window run via the worker process", window_run)
     passed = sum(results)

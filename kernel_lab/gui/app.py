@@ -299,8 +299,8 @@ class MainWindow(QtWidgets.QMainWindow):
         """Start a run with the form's values; a run in progress is cancelled first."""
         self.model.start_run()
 
-    def cancel_run(self) -> None:
-        self.model.cancel_run()
+    def cancel_run(self) -> None:  # Esc: a model export in progress first, else the run
+        self.files.cancel_export() or self.model.cancel_run()
 
     def pin_curves(self) -> None:
         """Keep the current curves as a faded overlay to compare with the next runs."""

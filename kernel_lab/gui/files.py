@@ -1,9 +1,12 @@
 """The window's File and Presets menus: sessions (open, save, recent), presets, and
-exports of the plot, the results and an HTML report.
+exports of the plot, the results, an HTML report and the run's model.
 
 A session chosen in the menus is read, parsed and checked on a worker thread
 (:func:`read_session`) and applied on the GUI thread when it is ready: a session of tens
-of megabytes takes a second or two to parse, and the window stays live meanwhile."""
+of megabytes takes a second or two to parse, and the window stays live meanwhile. A
+model is exported on a worker thread too (:class:`~kernel_lab.model.export.ModelExport`:
+it refits the run's best models), with a progress dialog that Esc or its button
+cancels."""
 
 from __future__ import annotations
 
@@ -20,9 +23,32 @@ from kernel_lab.engine.presets import load_preset, playground_preset_names, pres
 from kernel_lab.engine.qt import gui_poster
 from kernel_lab.engine.session import Session, load_session, read_session_apart, save_session
 from kernel_lab.engine.worker import Job, Ticket, Worker
+from kernel_lab.model.export import ModelExport, describe_report, export_job
 
 MAX_RECENT = 8
 SESSION_FILTER = "Kernel Lab sessions (*.json);;All files (*)"
+MODEL_FILTER = "Kernel Lab models (*.skops);;All files (*)"
+#: Export model's shortcut (Ctrl+E exports the plot; the Playground's is the same).
+EXPORT_MODEL_KEY = "Ctrl+Shift+M"
+
+
+#: What every export imports (skops.io takes about half a second: once, on the GUI thread).
+EXPORT_MODULES = ("kernel_lab.engine.model_file", "skops.io", "sklearn.pipeline")
+
+
+def export_worker(window: Any, compute: Callable[[Job], None], name: str, module: str
+                  ) -> Worker:
+    """A worker thread of ``window`` for an export (one of its workers from now on:
+    closed and joined with them), made after ``module`` and :data:`EXPORT_MODULES`, which
+    the export needs, are imported here on the GUI thread (see
+    :func:`kernel_lab.gui.preload_for_threads`). Raises ImportError when one is missing."""
+    import importlib
+
+    for needed in (module, *EXPORT_MODULES):
+        importlib.import_module(needed)
+    worker = Worker(compute, name=name, post=gui_poster(window))
+    window.workers = (*window.workers, worker)
+    return worker
 
 
 def read_session(job: Job) -> None:
@@ -44,6 +70,10 @@ class FileActions:
         #: Reads the sessions opened from the menus (made on first use; one of the
         #: window's workers from then on, closed and joined with them).
         self.reader: Worker | None = None
+        #: The export of the shown run's model (its worker thread made on first use).
+        self.model_export = ModelExport(self.model)
+        self.export_progress: QtWidgets.QProgressDialog | None = None
+        self._exporting = ""  # the dialog's first line
 
     def build_menus(self, bar: QtWidgets.QMenuBar) -> None:
         w = self.window
@@ -58,6 +88,17 @@ class FileActions:
         w._action(file, "Export &plot…", self.export_plot_dialog, "Ctrl+E")
         w._action(file, "Export &results…", self.export_results_dialog, "Ctrl+Shift+E")
         w._action(file, "Export report (&HTML)…", self.export_report_dialog, "Ctrl+Shift+H")
+        self.export_model_action = w._action(file, "Export &model…",
+                                             self.export_model_dialog, EXPORT_MODEL_KEY)
+        self.export_model_action.setStatusTip("Save the model the run marks best (refitted "
+                                              "as the run says) to a .skops file")
+        self._model_available(self.model_export.available)
+        self.model_export.available_changed.connect(self._model_available)
+        self.model_export.started.connect(self._export_started)
+        self.model_export.progressed.connect(self._export_progressed)
+        self.model_export.finished.connect(self._export_finished)
+        self.model_export.failed.connect(self._export_failed)
+        self.model_export.cancelled.connect(self._export_cancelled)
         file.addSeparator()
         w._action(file, "&Quit", w.close, QtGui.QKeySequence.StandardKey.Quit)
         presets = bar.addMenu("&Presets")
@@ -234,9 +275,12 @@ class FileActions:
         return write_report(result.to_dict(), path, title=self.model.title,
                             about=self.model.about)
 
-    def _ask_path(self, title: str, filters: str, suffix: str) -> str:
-        default = f"{self.model.experiment.name}{suffix}"
-        start = str(Path(self.settings.value("last_dir", str(Path.home()))) / default)
+    def _ask_path(self, title: str, filters: str, suffix: str,
+                  start: str | Path | None = None) -> str:
+        if start is None:
+            default = f"{self.model.experiment.name}{suffix}"
+            start = Path(self.settings.value("last_dir", str(Path.home()))) / default
+        start = str(start)
         path, _ = QtWidgets.QFileDialog.getSaveFileName(self.window, title, start, filters)
         if path:
             self.settings.setValue("last_dir", str(Path(path).parent))
@@ -261,6 +305,84 @@ class FileActions:
 
     def export_report_dialog(self) -> None:
         self._export_dialog("report", "HTML report (*.html)", ".html", self.export_report)
+
+    # -- the model ----------------------------------------------------------------------
+    def _model_available(self, available: bool) -> None:
+        self.export_model_action.setEnabled(available)
+        self.export_model_action.setToolTip(
+            "Export the model of the finished run" if available
+            else self.model_export.why_not())
+
+    def export_model_dialog(self) -> None:
+        """Ask where, then export the shown run's model in the background."""
+        if not self.model_export.available:
+            self.window.status.setText(self.model_export.why_not())
+            return
+        start = self.model_export.default_path(self.settings.value("last_dir", None))
+        path = self._ask_path("Export model", MODEL_FILTER, ".skops", start)
+        if path:
+            self.export_model(path)
+
+    def export_model(self, path: str | Path) -> Ticket | None:
+        """Export the shown run's model to ``path`` on the export thread (progress in a
+        dialog; the answer in the status line, the Log, or a message box)."""
+        export = self.model_export
+        if export.worker.inline:  # first use: its thread
+            try:
+                export.worker = export_worker(self.window, export_job, "model-export",
+                                              "kernel_lab.engine.export")
+            except ImportError as exc:
+                self._export_failed(f"This Kernel Lab cannot export models: {exc}")
+                return None
+        return export.start(path)
+
+    def cancel_export(self) -> bool:
+        """Stop the model export in progress (False when none)."""
+        return self.model_export.cancel()
+
+    def _export_started(self, path: Path) -> None:
+        if self.export_progress is None:
+            dialog = QtWidgets.QProgressDialog(self.window)
+            dialog.setWindowTitle("Export model")
+            dialog.setRange(0, 1000)
+            dialog.setMinimumDuration(400)  # a quick export shows no dialog at all
+            dialog.setAutoClose(False)
+            dialog.setAutoReset(False)
+            dialog.canceled.connect(self.cancel_export)  # its button, or Esc
+            self.export_progress = dialog
+        dialog = self.export_progress
+        self._exporting = f"Exporting the model to {path.name} …"
+        dialog.setLabelText(self._exporting)
+        dialog.setValue(0)
+        self.window.status.setText(f"Exporting the model to {path.name} … (Esc cancels)")
+        self.window.log(f"model export to {path} started")
+
+    def _export_progressed(self, fraction: float, message: str) -> None:
+        if self.export_progress is not None:
+            self.export_progress.setValue(round(1000 * min(max(fraction, 0.0), 1.0)))
+            if message:
+                self.export_progress.setLabelText(f"{self._exporting}\n{message}")
+
+    def _close_progress(self) -> None:
+        if self.export_progress is not None:
+            self.export_progress.reset()  # its timer stopped: not shown later
+            self.export_progress.hide()
+
+    def _export_finished(self, report: Any, text: str) -> None:
+        self._close_progress()
+        self.window.status.setText(text)
+        self.window.log(f"model export: {describe_report(report)}")  # every note
+
+    def _export_failed(self, message: str) -> None:
+        self._close_progress()
+        self.window.status.setText("The model was not exported (see the message).")
+        self.window.log(f"model export: {message}")
+        QtWidgets.QMessageBox.warning(self.window, "Cannot export the model", message)
+
+    def _export_cancelled(self, text: str) -> None:
+        self._close_progress()
+        self.window.status.setText(text)
+        self.window.log(f"model export: {text}")
 
     def _try(self, action: Callable[[], Any], done: str) -> bool:
         try:

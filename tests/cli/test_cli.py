@@ -126,13 +126,14 @@ def test_self_test_passes_and_reports_each_check(capsys):
 
     lines = capsys.readouterr().out.splitlines()
     # one per experiment and Playground preset, the Playground window, CSV tables, Parquet,
-    # four more
-    n = len(list_experiments()) + len(playground_preset_names()) + 7
+    # the model file, four more
+    n = len(list_experiments()) + len(playground_preset_names()) + 8
     assert lines[-1].startswith(f"{n} of {n} checks passed")
     assert sum(line.startswith("PASS") for line in lines) == n
     assert any("window run via the worker process" in line for line in lines)
     assert any("PASS  read CSV tables" in line for line in lines)
     assert any("PASS  read Parquet files and folders" in line for line in lines)
+    assert any("PASS  model file save, load and predict" in line for line in lines)
     assert sum(line.startswith("PASS  playground") for line in lines) == 7
 
 

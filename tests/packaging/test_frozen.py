@@ -32,13 +32,15 @@ def test_frozen_self_test_passes(tmp_path):
     from kernel_lab.engine.presets import playground_preset_names
     from kernel_lab.experiments import list_experiments
 
-    n = len(list_experiments()) + len(playground_preset_names()) + 7
+    n = len(list_experiments()) + len(playground_preset_names()) + 8
     assert "(frozen " in proc.stdout and f"{n} of {n} checks passed" in proc.stdout
     # pandas ships: numeric CSV files are read by its C parser in the standalone app too
     assert "numbers by pandas" in proc.stdout
     # pyarrow ships: the self-test writes a Parquet file and a folder and runs on them
     assert "PASS  read Parquet files and folders" in proc.stdout
     assert proc.stdout.count("PASS  playground") == 7  # the presets ship, the window draws
+    # skops ships: a fitted model with its table typing is saved, read back and predicts
+    assert "PASS  model file save, load and predict" in proc.stdout
 
 
 def test_frozen_run_on_a_csv_writes_the_contract_files(tmp_path):
@@ -111,6 +113,43 @@ def test_frozen_run_on_parquet_file_and_folder(tmp_path):
         errors = np.array(doc["table"]["spectral_median[rp-cholesky]"], dtype=float)
         errors = errors[np.isfinite(errors)]
         assert errors.size == 2 and errors[1] < errors[0]  # more landmarks, smaller error
+
+
+def test_frozen_app_saves_a_model_and_predicts_with_it(tmp_path):
+    """The standalone app keeps a run's model (skops) and predicts new rows with it: the
+    predictions are those of the same file loaded in this Python installation, and an
+    unseen category is refused (exit 2, naming the column, no output)."""
+    import pandas as pd
+
+    from kernel_lab.engine.model_file import load_model
+
+    rng = np.random.default_rng(8)
+    n = 120
+    x = rng.normal(size=(n, 2))
+    kind = rng.choice(["north", "south"], size=n)
+    frame = pd.DataFrame({"": [f"r{i}" for i in range(n)], "x1": x[:, 0], "x2": x[:, 1],
+                          "kind": kind, "price": 3 + np.sin(x[:, 0]) + x[:, 1]
+                          + (kind == "south") + 0.1 * rng.normal(size=n)})
+    frame.to_csv(tmp_path / "prices.csv", index=False)
+    proc = frozen("run", "krr-path", "--data", "prices.csv", "--target", "price", "--set",
+                  "n_lams=8", "--save-model", "m.skops", "--no-plot", "-q", "--out", "r",
+                  cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    new = frame.drop(columns=["price"]).iloc[:20]
+    new.to_csv(tmp_path / "new.csv", index=False)
+    proc = frozen("predict", "m.skops", "--data", "new.csv", "--out", "pred.csv", "-q",
+                  cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    got = pd.read_csv(tmp_path / "pred.csv")["prediction"].to_numpy()
+    want = load_model(tmp_path / "m.skops").model().predict(new)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    described = frozen("describe-model", "m.skops", cwd=tmp_path)
+    assert described.returncode == 0 and "krr-path" in described.stdout
+    new.assign(kind=["east"] * len(new)).to_csv(tmp_path / "bad.csv", index=False)
+    bad = frozen("predict", "m.skops", "--data", "bad.csv", "--out", "bad-pred.csv",
+                 cwd=tmp_path)
+    assert bad.returncode == 2 and "kind" in bad.stderr, bad.stderr
+    assert not (tmp_path / "bad-pred.csv").exists()
 
 
 def test_frozen_app_never_says_pip_install(tmp_path):

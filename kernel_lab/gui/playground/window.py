@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -24,12 +26,16 @@ from kernel_lab.core.errors import KernelLabError
 from kernel_lab.core.playground import SETS, STEPPED
 from kernel_lab.engine.presets import load_preset, playground_preset_names
 from kernel_lab.engine.qt import gui_poster
+from kernel_lab.engine.worker import Ticket, Worker
 from kernel_lab.gui import preload_for_threads
+from kernel_lab.gui.files import export_worker
 from kernel_lab.gui.forms import LogSlider
 from kernel_lab.gui.playground.canvas import PaintBox, error_axis
 from kernel_lab.gui.playground.controls import PlaygroundControls
 from kernel_lab.gui.playground.words import ERROR_LABEL, METHOD_TEXT, SIZE_WORD, STEP_WORD, USES
+from kernel_lab.model.export import describe_report
 from kernel_lab.model.playground import Fit, FitEngine, PlaygroundModel, fit_worker
+from kernel_lab.model.playground.export import export_request, playground_export_job
 from kernel_lab.plotting.axes import log_axis
 from kernel_lab.plotting.function_view import FunctionView, picture_painter
 
@@ -167,6 +173,14 @@ class PlaygroundWindow(PlaygroundControls, QtWidgets.QMainWindow):
         export.setShortcut(QtGui.QKeySequence("Ctrl+E"))
         export.triggered.connect(self.export_dialog)
         tools.addAction(export)
+        self.export_model_action = QtGui.QAction("Export &model…", self)
+        self.export_model_action.setShortcut(QtGui.QKeySequence("Ctrl+Shift+M"))
+        self.export_model_action.setStatusTip("Save the current fit as a model file "
+                                              "(.skops) to use in scripts")
+        self.export_model_action.triggered.connect(self.export_model_dialog)
+        tools.addAction(self.export_model_action)
+        #: Exports the current fit (made on first use; one of the window's workers).
+        self.exporter: Worker | None = None
 
     @staticmethod
     def _label_axes(plot: pg.PlotWidget, bottom: str, left: str) -> None:
@@ -280,6 +294,49 @@ class PlaygroundWindow(PlaygroundControls, QtWidgets.QMainWindow):
         exporter = SVGExporter if path.lower().endswith(".svg") else ImageExporter
         with uncached(self.plot.scene()):  # the cached points and axes painted afresh
             exporter(self.plot.plotItem).export(path)
+
+    def export_model_dialog(self) -> None:
+        """Ask where, then save the current fit as a model file."""
+        settings = getattr(self.parent(), "settings", None)
+        folder = settings.value("last_dir", None) if settings is not None else None
+        start = Path(folder or Path.home()) / \
+            f"playground-{self.model.params['method']}-model.skops"
+        path, _ = QtWidgets.QFileDialog.getSaveFileName(
+            self, "Export the Playground's model", str(start),
+            "Kernel Lab models (*.skops);;All files (*)")
+        if path:
+            if settings is not None:
+                settings.setValue("last_dir", str(Path(path).parent))
+            self.export_model(path)
+
+    def export_model(self, path: str | Path) -> Ticket | None:
+        """Save the current fit to ``path`` on the export thread (refitted there: the
+        method's estimator on the Playground's training points); the answer in the
+        status bar, or a message box."""
+        if self.exporter is None:  # first use: its thread
+            try:
+                self.exporter = export_worker(self, playground_export_job,
+                                              "playground-export",
+                                              "kernel_lab.engine.model_file")
+            except ImportError as exc:
+                self._export_refused(f"This Kernel Lab cannot save models: {exc}")
+                return None
+        request = export_request(self.model, path)
+        self.statusBar().showMessage(f"Exporting the model to {request.path.name} …")
+        return self.exporter.submit(request, receive=self._export_message)
+
+    def _export_message(self, kind: str, *payload: Any) -> None:
+        if kind == "finished":  # the notes (what the inputs are) in the tooltip
+            report = payload[0]
+            bar = self.statusBar()
+            bar.showMessage(describe_report(replace(report, notes=[])) + " (more: hover)")
+            bar.setToolTip(describe_report(report))
+        elif kind == "failed":
+            self._export_refused(f"The model was not exported: {payload[0]}")
+
+    def _export_refused(self, message: str) -> None:
+        self.statusBar().showMessage("The model was not exported (see the message).")
+        QtWidgets.QMessageBox.warning(self, "Cannot export the model", message)
 
     # -- drawing --------------------------------------------------------------------------
     def sync_controls(self) -> None:
@@ -468,6 +525,9 @@ class PlaygroundWindow(PlaygroundControls, QtWidgets.QMainWindow):
         self.regenerate_timer.stop()
         self.worker.close()  # nothing it computes is delivered any more
         self.worker.join(2.0)
+        if self.exporter is not None:  # an export in progress finishes unreported
+            self.exporter.close()
+            self.exporter.join(2.0)
         if self.model.worker is self.worker:  # the model computes by itself from now on
             self.model.worker = self._given_worker or \
                 fit_worker(self.model.engine, inline=True)

@@ -245,6 +245,11 @@ class PlaygroundModel(OfDataset):
         self.refit()
 
     # -- fits -----------------------------------------------------------------------------
+    @property
+    def serial(self) -> int:
+        """The number of the latest request made (a fit carries its request's)."""
+        return self._serial
+
     def request(self) -> Request:
         self._serial += 1
         return Request(self._serial, self._version, self.points, self.dim, self.task,
