@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from kernel_lab.engine import heap
-from kernel_lab.engine.executors import ProcessExecutor
+from kernel_lab.engine.executors import ProcessExecutor, shutdown_pools
 
 glibc_linux = pytest.mark.skipif(not sys.platform.startswith("linux"),
                                  reason="glibc's malloc settings (Linux)")
@@ -29,11 +29,19 @@ def _environment(_task):
     return {name: os.environ.get(name) for name in heap.HEAP_ENVIRONMENT}
 
 
-def test_pool_processes_start_with_the_heap_settings():
-    got = list(ProcessExecutor(2).map(_environment, range(2)))
-    for env in got:
-        for name, value in env.items():
-            assert value == os.environ.get(name, heap.HEAP_ENVIRONMENT[name])
+def test_pool_processes_start_with_the_heap_settings(monkeypatch):
+    """A pool started under an environment without malloc settings gives its processes
+    the heap settings. The environment is made clean and the pool started afresh: a local
+    Dask cluster started earlier in this process (another test) leaves its nanny's
+    settings in ``os.environ``, and a kept pool started before keeps the ones it had."""
+    for name in (*heap.HEAP_ENVIRONMENT, heap.SET_HERE):
+        monkeypatch.delenv(name, raising=False)
+    shutdown_pools()
+    try:
+        got = list(ProcessExecutor(2).map(_environment, range(2)))
+    finally:
+        shutdown_pools()  # the next user of a pool starts one under its own environment
+    assert got == [heap.HEAP_ENVIRONMENT] * 2
 
 
 CHILD = r"""
