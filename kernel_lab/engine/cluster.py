@@ -36,6 +36,12 @@ DASK_QUIET = {
     "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": str(2**30),
     "distributed.nanny.pre-spawn-environ.MALLOC_MMAP_THRESHOLD_": str(2**26),
 }
+#: The environment variables a nanny sets in *this* process before it spawns a worker
+#: (Dask's pre-spawn environment): put back as they were when the local cluster closes,
+#: so processes started later (a run's process pool) do not take the workers' settings
+#: for the user's.
+NANNY_ENVIRONMENT = tuple(key.rsplit(".", 1)[1] for key in DASK_QUIET
+                          if key.startswith("distributed.nanny.pre-spawn-environ."))
 
 #: Arguments at least this large (pickled, arrays' buffers included) are sent to the
 #: workers once per call and shared by the tasks, instead of travelling with every task.
@@ -73,9 +79,12 @@ class Cluster:
 
     Use as a context manager, or call :meth:`close`."""
 
-    def __init__(self, client: Any, local: Any = None) -> None:
+    def __init__(self, client: Any, local: Any = None,
+                 environ: dict[str, str | None] | None = None) -> None:
         self.client = client
         self.local = local
+        #: the nanny's variables as they were before the local cluster started
+        self.environ = environ or {}
 
     @property
     def address(self) -> str:
@@ -101,7 +110,9 @@ class Cluster:
     def close(self) -> None:
         """Close the client, and the local cluster if this started one. A local cluster
         whose scheduler is gone is given :data:`ASK_TIMEOUT` seconds (Dask would wait
-        30 s for the scheduler; its workers stop within that time anyway)."""
+        30 s for the scheduler; its workers stop within that time anyway). The variables
+        its nannies set in this process's environment (:data:`NANNY_ENVIRONMENT`) are put
+        back as they were."""
         gone = self.client.status != "running"
         try:
             self.client.close()
@@ -111,6 +122,8 @@ class Cluster:
                     self.local.close(timeout=ASK_TIMEOUT if gone else None)
                 except TimeoutError:
                     pass
+                finally:
+                    _restore_environment(self.environ)
 
     def __enter__(self) -> Cluster:
         return self
@@ -165,6 +178,7 @@ def connect(scheduler: str | None = None, workers: int | None = None,
     n = max(1, workers or default_workers())
     limit = worker_memory_limit(n) if memory_limit is None else memory_limit
     drop_heap_settings()  # the workers' malloc settings are DASK_QUIET's, not a run's
+    environ = {name: os.environ.get(name) for name in NANNY_ENVIRONMENT}
     # the workers' log records go to the same file from their start (a local cluster's
     # workers share this file system), restarted workers included
     plugins = ()
@@ -181,6 +195,7 @@ def connect(scheduler: str | None = None, workers: int | None = None,
                                  scheduler_kwargs={"dashboard": False,
                                                    "dashboard_address": "127.0.0.1:0"})
     except (RuntimeError, OSError, TimeoutError) as exc:  # "Nanny failed to start", …
+        _restore_environment(environ)
         raise WorkerLost(f"the local Dask cluster could not start its {n} worker(s) ("
                          f"{str(exc).rstrip('.')}"
                          "): they died while starting (killed, or out of memory); run it "
@@ -190,10 +205,20 @@ def connect(scheduler: str | None = None, workers: int | None = None,
         client = Client(local)
         client._kernel_lab_address = local.scheduler_address
         client._kernel_lab_local = True  # for messages: its nannies restart workers
-        return Cluster(client, local)
+        return Cluster(client, local, environ)
     except BaseException:
         local.close()
+        _restore_environment(environ)
         raise
+
+
+def _restore_environment(saved: dict[str, str | None]) -> None:
+    """Put the variables of ``saved`` back as they were (None: not set)."""
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
 
 
 def _route_dask_log() -> Any:

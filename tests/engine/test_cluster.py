@@ -462,3 +462,21 @@ def test_a_cluster_started_by_a_run_keeps_the_dask_malloc_settings(monkeypatch):
     with connect(workers=1, memory_limit="1GB") as c:
         got = list(c.client.run(_malloc_settings).values())
     assert got == [{"MALLOC_MMAP_THRESHOLD_": str(2**26), "MALLOC_TRIM_THRESHOLD_": str(2**30)}]
+
+
+def test_a_closed_local_cluster_leaves_this_process_environment_as_it_was(monkeypatch):
+    """A nanny sets its pre-spawn malloc variables in the environment of the process that
+    starts the cluster; once the cluster is closed they are as before (unset, or the user's
+    value), so processes this one starts later do not take them for the user's."""
+    from kernel_lab.engine.cluster import DASK_QUIET, NANNY_ENVIRONMENT
+
+    assert set(NANNY_ENVIRONMENT) == {"MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_"}
+    monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_", raising=False)
+    monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "12345")
+    with connect(workers=1, memory_limit="512MB") as cluster:
+        assert cluster.workers() == 1
+        # while it runs, the nanny's own settings (what its restarted workers get)
+        assert os.environ["MALLOC_MMAP_THRESHOLD_"] == DASK_QUIET[
+            "distributed.nanny.pre-spawn-environ.MALLOC_MMAP_THRESHOLD_"]
+    assert "MALLOC_MMAP_THRESHOLD_" not in os.environ
+    assert os.environ["MALLOC_TRIM_THRESHOLD_"] == "12345"
