@@ -46,6 +46,8 @@ def collect_due_generation() -> None:
     automatic collector would (called on the GUI thread, with automatic collection off)."""
     import gc
 
+    if gc.isenabled():  # switched back on behind our back (see below): off again
+        gc.disable()
     counts, thresholds = gc.get_count(), gc.get_threshold()
     for generation in (2, 1, 0):
         if counts[generation] > thresholds[generation]:
@@ -63,13 +65,19 @@ def collect_garbage_on_the_gui_thread() -> None:
     (pickling a run for the worker process), and the destructor, holding a Qt lock,
     waited for the GIL held by the GUI thread, which waited for that lock to build a
     menu: a deadlock CI caught twice. Qt objects must die on the GUI thread. Installed
-    once per application."""
+    once per application; automatic collection is switched off again at every call (each
+    window's set-up) and every tick of the timer, since libraries switch it back on:
+    Dask's ``disable_gc`` decorator (on its array slicing) records whether collection was
+    on when Dask was imported and switches it on after every call."""
     import gc
 
     from PySide6 import QtCore, QtWidgets
 
     app = QtWidgets.QApplication.instance()
-    if app is None or app.property("kernel_lab_gc"):
+    if app is None:
+        return
+    if app.property("kernel_lab_gc"):
+        gc.disable()
         return
     timer = QtCore.QTimer(app)
     timer.setInterval(GC_INTERVAL_MS)

@@ -685,3 +685,18 @@ def test_the_lambda_plot_names_the_method_whose_curve_it_draws(window, qtbot):
     for side in ("bottom", "left"):
         texts = [t for t, _ in drawn_labels(w.lam_plot.getPlotItem().getAxis(side))]
         assert len(texts) >= 2 and not any("+" in t or "⁻" in t for t in texts), texts
+
+
+def test_collection_switched_back_on_by_a_library_is_switched_off_again(window, qtbot):
+    """Dask's ``disable_gc`` decorator (its array slicing) switches automatic collection
+    on after every call when it was on at Dask's import; the application's timer switches
+    it off again before its next collection, and a new window's set-up at once."""
+    import gc
+
+    from kernel_lab.gui import preload_for_threads
+
+    gc.enable()  # what a sliced Dask array does in this process
+    qtbot.waitUntil(lambda: not gc.isenabled(), timeout=5_000)
+    gc.enable()
+    preload_for_threads()  # what every window calls as it is set up
+    assert not gc.isenabled()
