@@ -153,8 +153,25 @@ def test_a_type_outside_the_trusted_modules_is_refused_by_name(fitted, tmp_path)
     path = save_model(SavedModel({"foreign": pipe, **models}), tmp_path / "f.skops")
     name = re.escape(f"{Foreign.__module__}.Foreign")
     with pytest.raises(ModelFileError, match=r"f\.skops: the model file holds types Kernel "
-                       rf"Lab does not load: {name} \(only scikit-learn"):
+                       rf"Lab does not load: {name} \(only classes of scikit-learn"):
         load_model(path)
+
+
+def test_a_function_is_refused_even_from_a_trusted_module(fitted, tmp_path):
+    """A function in a model runs on the rows to predict (a FunctionTransformer's func):
+    none is trusted, not even NumPy's, whose ``runstring`` calls ``exec``."""
+    from numpy.testing._private.utils import runstring
+    from sklearn.preprocessing import FunctionTransformer
+
+    _, models, _ = fitted
+    evil = Pipeline([("run", FunctionTransformer(runstring, kw_args={"dict": {}}))])
+    path = save_model(SavedModel({"evil": evil, **models}), tmp_path / "e.skops")
+    assert "numpy.testing._private.utils.runstring" in sio.get_untrusted_types(file=path)
+    with pytest.raises(ModelFileError, match=r"e\.skops: the model file holds types Kernel "
+                       r"Lab does not load: numpy\.testing\._private\.utils\.runstring "
+                       r"\(only classes of"):
+        load_model(path)
+    load_model(save_model(SavedModel(models), tmp_path / "fine.skops"))  # classes only
 
 
 def test_a_failed_save_leaves_the_old_file(fitted, tmp_path):
