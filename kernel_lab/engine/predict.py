@@ -275,7 +275,12 @@ def _replace_folder(tmp: Path, out: Path) -> None:
         os.replace(tmp, out)
 
 
-def _check_out(out: Path, folder: bool) -> None:
+def _check_out(out: Path, folder: bool, data: Path) -> None:
+    if out.resolve() == data.resolve() or (folder and out.resolve().is_relative_to(
+            data.resolve())):
+        raise DataError("the predictions would replace the rows to predict"
+                        + (" or be written inside their folder" if folder else ""),
+                        "choose another output path than --data", path=out)
     if not out.parent.exists():
         raise DataError("the folder to write the predictions in does not exist",
                         "create it, or choose another output path", path=out.parent)
@@ -327,7 +332,7 @@ def predict_file(model_path: str | os.PathLike[str], data: str | os.PathLike[str
         if not parts:
             raise DataError("the folder holds no .parquet files", f"give {PREDICT_FORMATS}",
                             path=data)
-        _check_out(out, folder=True)
+        _check_out(out, folder=True, data=data)
         from kernel_lab.engine.executors import make_executor
 
         executor = make_executor(workers, backend, scheduler)
@@ -338,7 +343,7 @@ def predict_file(model_path: str | os.PathLike[str], data: str | os.PathLike[str
             if close is not None:
                 close()
         return PredictReport(out, rows, name, len(parts))
-    _check_out(out, folder=False)
+    _check_out(out, folder=False, data=data)
     rows = read_new_rows(data, list(pipe["columns"].encoding["columns"]), sheet)
     table = _table(rows, _predicted(pipe, rows))
     write_atomic(out, table.to_csv(index=False))

@@ -164,6 +164,27 @@ def test_a_failed_prediction_keeps_an_older_output(model, tmp_path, capsys):
     assert out.read_text() == "old\n" and leftover_temporaries(tmp_path) == []
 
 
+def test_the_output_never_replaces_the_input(model, tmp_path, capsys):
+    """--out naming the --data file (or a folder inside a Parquet folder to predict)
+    would overwrite the user's rows with predictions: refused, the input kept."""
+    path, csv, _, _ = model
+    before = csv.read_bytes()
+    assert main(["predict", str(path), "--data", str(csv), "--out", str(csv)]) == 2
+    message = capsys.readouterr().err
+    assert message == ("kernel-lab: error: shop.csv: the predictions would replace the rows "
+                       "to predict. Choose another output path than --data.\n")
+    assert csv.read_bytes() == before
+    folder = tmp_path / "new"
+    folder.mkdir()
+    pd.read_csv(csv).to_parquet(folder / "part.0.parquet", index=False)
+    for out in (folder, folder / "pred"):
+        assert main(["predict", str(path), "--data", str(folder), "--out", str(out)]) == 2
+        assert "would replace the rows to predict or be written inside their folder" in \
+            capsys.readouterr().err
+    assert [p.name for p in folder.iterdir()] == ["part.0.parquet"]
+    assert leftover_temporaries(tmp_path) == [] and leftover_temporaries(folder) == []
+
+
 @pytest.mark.parametrize("backend", [[], ["--backend", "processes", "--workers", "2"]],
                          ids=["this-process", "processes"])
 def test_a_parquet_folder_is_predicted_file_by_file(model, tmp_path, capsys, backend):
