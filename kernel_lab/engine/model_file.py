@@ -194,6 +194,11 @@ def read_metadata(path: str | os.PathLike[str], raw: bytes | None = None) -> dic
     except (zipfile.BadZipFile, OSError, UnicodeDecodeError, ValueError) as exc:
         if isinstance(exc, ModelFileError):
             raise
+        if raw.startswith(b"PK\x03\x04") and isinstance(exc, zipfile.BadZipFile):
+            raise ModelFileError(path, "the model file is damaged: a zip archive cut short "
+                                 "or altered (a copy or download that did not finish?)",
+                                 "copy it again from where it was saved, or export the "
+                                 "model again") from None
         raise ModelFileError(path, "this is not a Kernel Lab model file (not a skops "
                              "archive)", not_model) from None
     if not isinstance(meta, dict) or "kernel_lab_version" not in meta:

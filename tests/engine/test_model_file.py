@@ -136,6 +136,19 @@ def test_files_that_are_not_models_are_refused_by_name(fitted, tmp_path):
         load_model(tmp_path / "nothing.skops")
 
 
+def test_a_model_file_cut_short_is_called_damaged(fitted, tmp_path):
+    """A copy that did not finish is a Kernel Lab model file damaged, not "not a model
+    file"; describe-model (the metadata alone) says the same."""
+    _, models, _ = fitted
+    whole = save_model(SavedModel(models), tmp_path / "whole.skops").read_bytes()
+    cut = tmp_path / "cut.skops"
+    cut.write_bytes(whole[: len(whole) // 2])
+    for read in (load_model, read_metadata):
+        with pytest.raises(ModelFileError, match=r"^cut\.skops: the model file is damaged: "
+                           "a zip archive cut short"):
+            read(cut)
+
+
 class Foreign(RegressorMixin, BaseEstimator):
     """An estimator from outside scikit-learn, NumPy and Kernel Lab."""
 
