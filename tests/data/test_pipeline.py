@@ -125,7 +125,11 @@ def test_a_missing_value_without_filling_is_refused(tmp_path):
         pipe.predict(bad)
     bad = frame.iloc[:5].copy()
     bad.loc[bad.index[1], "colour"] = None
-    with pytest.raises(DataError, match=r"row 2: an empty cell in the text column 'colour'"):
+    with pytest.raises(DataError, match=r"row 2: a missing value in the text column "
+                       "'colour' \\(an empty cell or a missing-value mark such as NA\\)"):
+        pipe.predict(bad)
+    bad.loc[bad.index[1], "colour"] = "NA"  # R's mark: missing too, not an empty cell
+    with pytest.raises(DataError, match=r"row 2: a missing value in the text column"):
         pipe.predict(bad)
     assert isinstance(pipe["columns"], TableColumns)
 

@@ -307,9 +307,10 @@ class TableColumns(TransformerMixin, BaseEstimator):
                 if v is None:
                     if not f["missing"]:
                         raise row_error(
-                            r, f"an empty cell in the text column {name!r}, which had none "
-                            "in the training file (the model has no '(missing)' column for "
-                            "it)", f"fill the cell with one of {_shown(levels)}")
+                            r, f"a missing value in the text column {name!r} (an empty "
+                            "cell or a missing-value mark such as NA), which had none in the "
+                            "training file (the model has no '(missing)' column for it)",
+                            f"fill the cell with one of {_shown(levels)}")
                     block[r, -1] = 1.0
                     continue
                 k = position.get(v)
