@@ -144,7 +144,8 @@ def test_extra_columns_are_refused_unless_ignored(model, tmp_path, capsys):
     extra = tmp_path / "extra.csv"
     pd.read_csv(csv).assign(shelf=2).to_csv(extra, index=False)
     _refused(capsys, tmp_path, [str(path), "--data", str(extra)], "'shelf'",
-             "the training file did not have")
+             "the training file did not have", "Leave it out of the data",
+             "--ignore-extra-columns")
     out = tmp_path / "pred.csv"
     assert main(["predict", str(path), "--data", str(extra), "--out", str(out), "-q",
                  "--ignore-extra-columns"]) == 0

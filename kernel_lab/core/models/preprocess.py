@@ -216,7 +216,9 @@ class TableColumns(TransformerMixin, BaseEstimator):
             raise DataError(
                 f"the data have {'columns' if len(extra) > 1 else 'a column'} "
                 f"{_shown(extra)} the training file did not have",
-                "leave them out of the data, or let the model ignore extra columns")
+                f"leave {'them' if len(extra) > 1 else 'it'} out of the data, or let the "
+                "model ignore columns it does not know (kernel-lab predict "
+                "--ignore-extra-columns; the pipeline's columns__extra_columns='ignore')")
 
     # -- typing ---------------------------------------------------------------------------
     def _missing_cells(self) -> set[str]:
