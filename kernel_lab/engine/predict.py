@@ -37,6 +37,13 @@ PREDICT_FORMATS = ("a CSV/TSV table (also .gz, .bz2 or .zip), an .xlsx sheet, an
                    "feature columns, or an .npz, .mat or svmlight file of X and y")
 
 
+#: Output names whose ending promises another format than the comma-separated CSV that
+#: :func:`predict_file` writes for a file: refused rather than written as CSV.
+NOT_CSV_SUFFIXES = frozenset({".tsv", ".tab", ".npy", ".npz", ".svm", ".svmlight",
+                              ".libsvm", ".arff", ".mat", ".xlsx", ".xls", ".parquet",
+                              ".gz", ".bz2", ".zip", ".json", ".skops"})
+
+
 #: Rows predicted at a time.
 PREDICT_ROWS = 1 << 15
 
@@ -290,6 +297,12 @@ def _check_out(out: Path, folder: bool, data: Path) -> None:
     if not folder and out.is_dir():
         raise DataError("this is a folder; the predictions are a CSV file",
                         "choose a file name for the output (e.g. predictions.csv)", path=out)
+    suffix = out.suffix.lower()
+    if not folder and suffix in NOT_CSV_SUFFIXES:
+        raise DataError(f"the predictions are written as a comma-separated CSV table, and "
+                        f"this name ends in {suffix!r}",
+                        "name the output .csv (a folder of Parquet files given as --data is "
+                        "predicted to a folder of Parquet files)", path=out)
 
 
 def predict_file(model_path: str | os.PathLike[str], data: str | os.PathLike[str],

@@ -186,6 +186,19 @@ def test_the_output_never_replaces_the_input(model, tmp_path, capsys):
     assert leftover_temporaries(tmp_path) == [] and leftover_temporaries(folder) == []
 
 
+@pytest.mark.parametrize("name", ["pred.parquet", "pred.tsv", "pred.csv.gz", "pred.xlsx"])
+def test_an_output_named_as_another_format_is_refused(model, tmp_path, capsys, name):
+    """The predictions of a file are a comma-separated CSV: an output named .parquet,
+    .tsv, .gz or .xlsx would hold CSV text under a name that says otherwise."""
+    path, csv, _, _ = model
+    out = tmp_path / name
+    assert main(["predict", str(path), "--data", str(csv), "--out", str(out)]) == 2
+    message = capsys.readouterr().err
+    assert message.startswith(f"kernel-lab: error: {name}: the predictions are written as a "
+                              "comma-separated CSV table") and "Name the output .csv" in message
+    assert not out.exists() and leftover_temporaries(tmp_path) == []
+
+
 @pytest.mark.parametrize("backend", [[], ["--backend", "processes", "--workers", "2"]],
                          ids=["this-process", "processes"])
 def test_a_parquet_folder_is_predicted_file_by_file(model, tmp_path, capsys, backend):
