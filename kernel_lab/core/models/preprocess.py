@@ -33,6 +33,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from kernel_lab.core.errors import DataError
+from kernel_lab.core.models.dask_rows import is_dask
 
 #: What :class:`TableColumns` does with a column the training file never had.
 EXTRA_COLUMNS = ("error", "ignore")
@@ -282,6 +283,12 @@ class TableColumns(TransformerMixin, BaseEstimator):
         """The feature matrix (float64, one column per number, one per level of a text
         column, then its ``(missing)`` column)."""
         check_is_fitted(self)
+        if is_dask(X):  # its columns would each be computed, whole, into this process
+            raise DataError(
+                "a kept model types rows in memory, and these are a Dask collection",
+                "predict it partition by partition (frame.map_partitions(model.predict)), "
+                "or a Parquet folder with kernel-lab predict, which writes one file of "
+                "predictions per file")
         columns, n = self._columns(X)
         out = np.empty((n, self.n_features_out_))
         j = 0
