@@ -176,7 +176,7 @@ def test_pandas_nullable_and_string_columns(csv):
 
 def test_a_dask_frame_is_refused_and_its_partitions_predict(csv):
     """A kept model types rows in memory: a Dask frame is refused with the way to predict
-    it (its columns were each computed whole, then failed with an AttributeError), and
+    it (it failed with "AttributeError: 'Series' object has no attribute 'to_numpy'"), and
     predicting partition by partition gives the rows' predictions."""
     dd = pytest.importorskip("dask.dataframe")
     ds = DataSource.from_spec(str(csv), {"target": "y", "drop_columns": "two,three"}).load(5)
