@@ -282,6 +282,11 @@ def _replace_folder(tmp: Path, out: Path) -> None:
         os.replace(tmp, out)
 
 
+def _said(names: list[str], k: int = 3) -> str:
+    return ", ".join(map(repr, names[:k])) + (f" and {len(names) - k} more"
+                                              if len(names) > k else "")
+
+
 def _check_out(out: Path, folder: bool, data: Path) -> None:
     if out.resolve() == data.resolve() or (folder and out.resolve().is_relative_to(
             data.resolve())):
@@ -294,6 +299,13 @@ def _check_out(out: Path, folder: bool, data: Path) -> None:
     if folder and out.exists() and not out.is_dir():
         raise DataError("predictions of a Parquet folder are a folder, and this is a file",
                         "choose a folder name for the output", path=out)
+    if folder and out.is_dir():
+        other = sorted(p.name for p in out.iterdir()
+                       if not (p.is_file() and p.suffix.lower() == ".parquet"))
+        if other:  # the folder is replaced whole: never one holding anything else
+            raise DataError(f"the output folder exists and holds more than Parquet "
+                            f"predictions ({_said(other)}); it would be replaced whole",
+                            "choose a new or empty folder for the predictions", path=out)
     if not folder and out.is_dir():
         raise DataError("this is a folder; the predictions are a CSV file",
                         "choose a file name for the output (e.g. predictions.csv)", path=out)

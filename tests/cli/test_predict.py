@@ -186,6 +186,31 @@ def test_the_output_never_replaces_the_input(model, tmp_path, capsys):
     assert leftover_temporaries(tmp_path) == [] and leftover_temporaries(folder) == []
 
 
+def test_a_folder_holding_other_files_is_not_replaced(model, tmp_path, capsys):
+    """A Parquet folder's predictions replace the output folder whole: one holding
+    anything but Parquet files (a user's folder named by mistake) is refused and kept;
+    an earlier run's predictions are replaced."""
+    path, csv, _, _ = model
+    folder = tmp_path / "new"
+    folder.mkdir()
+    pd.read_csv(csv).to_parquet(folder / "part.0.parquet", index=False)
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep me\n")
+    assert main(["predict", str(path), "--data", str(folder), "--out", str(mine)]) == 2
+    message = capsys.readouterr().err
+    assert message == ("kernel-lab: error: mine: the output folder exists and holds "
+                       "more than Parquet predictions ('notes.txt'); it would be replaced "
+                       "whole. Choose a new or empty folder for the predictions.\n")
+    assert (mine / "notes.txt").read_text() == "keep me\n"
+    out = tmp_path / "pred"
+    for _ in range(2):  # the second time over the first's predictions
+        assert main(["predict", str(path), "--data", str(folder), "--out", str(out),
+                     "-q"]) == 0
+    assert [p.name for p in out.iterdir()] == ["part.0.parquet"]
+    assert leftover_temporaries(tmp_path) == []
+
+
 @pytest.mark.parametrize("name", ["pred.parquet", "pred.tsv", "pred.csv.gz", "pred.xlsx"])
 def test_an_output_named_as_another_format_is_refused(model, tmp_path, capsys, name):
     """The predictions of a file are a comma-separated CSV: an output named .parquet,
