@@ -209,3 +209,21 @@ def test_learning_curve_on_a_kept_parquet_folder_saves_and_predicts_every_model(
         want = saved.models[name][-1].predict(data.X_test)
         np.testing.assert_allclose(pred, want, rtol=1e-12, atol=1e-12 * np.abs(want).max())
     capsys.readouterr()
+
+
+def test_a_cancel_once_the_file_is_written_reports_the_file(table, tmp_path) -> None:
+    """Cancelling while the model file is being written comes too late: the file is
+    written whole, so the export reports it rather than raising Cancelled (a window would
+    have said the export was cancelled with the file written, an older one replaced)."""
+    spec = RunSpec("krr-path", {"n_lams": 8, "seed": 2},
+                   DataSource.from_spec(f"{table}:target=price"))
+    result = run(spec)
+    asked = []
+
+    def report(fraction: float, message: str) -> None:
+        if message.startswith("writing "):
+            asked.append(message)
+
+    path = tmp_path / "late.skops"
+    got = export_run(spec, result, path, progress=Progress(report, lambda: bool(asked)))
+    assert asked and got.path == path and path.is_file()
