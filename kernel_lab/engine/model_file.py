@@ -211,7 +211,13 @@ def check_version(path: str | os.PathLike[str], meta: dict[str, Any]) -> None:
     """Refuse a model file written by another Kernel Lab version (or a layout this
     version does not know), saying which version wrote it and what to do."""
     made = str(meta.get("kernel_lab_version"))
-    if made != __version__ or meta.get("format") != MODEL_FORMAT:
+    if made == __version__ and meta.get("format") != MODEL_FORMAT:
+        raise ModelFileError(
+            path, f"the model file's layout (format {meta.get('format')!r}) is not the one "
+            f"Kernel Lab {__version__} writes (format {MODEL_FORMAT}): it was written by a "
+            "development build of this version, or altered",
+            "export the model again (from its run: kernel-lab run … --save-model)")
+    if made != __version__:
         raise ModelFileError(
             path, f"the model was saved by Kernel Lab {made} and this is Kernel Lab "
             f"{__version__}; a model file is read only by the version that wrote it",

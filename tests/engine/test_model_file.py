@@ -121,6 +121,20 @@ def test_another_version_is_refused_saying_which(fitted, tmp_path):
         load_model(path)
 
 
+def test_another_layout_of_this_version_is_refused_saying_so(fitted, tmp_path):
+    """Same version, another format: the message must not say "saved by Kernel Lab X and
+    this is Kernel Lab X" (it did)."""
+    _, models, _ = fitted
+    path = save_model(_saved(models), tmp_path / "dev.skops")
+    meta = read_metadata(path)
+    meta["format"] = 0
+    _rewrite(path, METADATA_MEMBER, json.dumps(meta).encode())
+    with pytest.raises(ModelFileError, match=r"^dev\.skops: the model file's layout \(format "
+                       r"0\) is not the one Kernel Lab .* writes \(format 1\)") as caught:
+        load_model(path)
+    assert "this is Kernel Lab" not in str(caught.value)
+
+
 def test_files_that_are_not_models_are_refused_by_name(fitted, tmp_path):
     _, models, _ = fitted
     csv = tmp_path / "data.csv"
