@@ -90,6 +90,23 @@ def test_save_model_into_a_missing_folder_is_refused_before_the_run(table, tmp_p
     assert not (tmp_path / "r2").exists()
 
 
+def test_save_model_of_an_experiment_without_models_is_refused_before_the_run(
+        table, tmp_path, capsys) -> None:
+    """spectrum fits no model: --save-model was refused only after the whole run (exit 2
+    with the run's results written); now before it, as a folder given as the file is."""
+    for experiment, model, said in (
+            ("spectrum", tmp_path / "m.skops", "experiment 'spectrum' fits no model to keep"),
+            ("krr-path", tmp_path, "this is a folder; give a file name")):
+        out = tmp_path / f"r-{experiment}"
+        code = main(["run", experiment, "--data", f"{table}:target=price", "--save-model",
+                     str(model), "--no-plot", "--out", str(out)])
+        assert code == 2
+        assert said in capsys.readouterr().err
+        assert not out.exists() and not (tmp_path / "m.skops").exists()
+    assert [e.keeps_models for e in map(get_experiment, ("spectrum", "krr-path", "gfc"))] \
+        == [False, True, True]
+
+
 def test_an_experiment_without_a_model_says_so(tmp_path) -> None:
     from kernel_lab.core.errors import ParameterError
 
