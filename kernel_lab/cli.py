@@ -564,6 +564,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if model_path is not None and not model_path.parent.is_dir():  # before any computation
         raise UsageError(f"--save-model {args.save_model}: the folder {model_path.parent} "
                          "does not exist; create it or give another path")
+    if model_path is not None and model_path.is_dir():
+        raise UsageError(f"--save-model {args.save_model}: this is a folder; give a file "
+                         "name for the model (e.g. model.skops)")
+    if model_path is not None and not exp.keeps_models:
+        raise UsageError(f"--save-model: experiment {exp.name!r} fits no model to keep "
+                         "(krr-path, ckrr-risk, nystrom, learning-curve and gfc do); leave "
+                         "--save-model out")
     with _claim(out, args.quiet) as folder:  # before any computation
         try:
             result = run(spec, on_progress=_StderrProgress(args.quiet))

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from kernel_lab.core.errors import DataError, ParameterError
-from kernel_lab.core.progress import Progress
+from kernel_lab.core.progress import Cancelled, Progress
 from kernel_lab.data.pipeline import model_pipeline
 from kernel_lab.engine.executors import make_executor
 from kernel_lab.engine.jsonable import jsonable
@@ -149,7 +149,10 @@ def export_run(spec: RunSpec, result: RunResult, path: str | Path,
     })
     progress(0.95, f"writing {path}")
     written = save_model(SavedModel(models, metadata), path)
-    progress(1.0, f"model file written: {written}")
+    try:
+        progress(1.0, f"model file written: {written}")
+    except Cancelled:  # too late: the file is written, and the report says so
+        pass
     return ExportReport(Path(written), names,
                         {n: (c.test_error, c.error_name) for n, c in zip(names, choices,
                                                                           strict=True)},

@@ -8,9 +8,9 @@ and notes). The metadata is read first, without loading any object: a file that 
 model file, or one written by another Kernel Lab version, is refused before skops reads
 it. Loading then asks skops which types the file holds
 (:func:`skops.io.get_untrusted_types`) and trusts only scikit-learn's, NumPy's, SciPy's
-and Kernel Lab's own; any other type is refused by name. Files are written whole
-(:func:`~kernel_lab.engine.atomic.write_atomic`): a reader sees the old file or the
-complete new one.
+and Kernel Lab's own classes; any other type, and any function, is refused by name.
+Files are written whole (:func:`~kernel_lab.engine.atomic.write_atomic`): a reader sees
+the old file or the complete new one.
 """
 
 from __future__ import annotations
@@ -194,6 +194,11 @@ def read_metadata(path: str | os.PathLike[str], raw: bytes | None = None) -> dic
     except (zipfile.BadZipFile, OSError, UnicodeDecodeError, ValueError) as exc:
         if isinstance(exc, ModelFileError):
             raise
+        if raw.startswith(b"PK\x03\x04") and isinstance(exc, zipfile.BadZipFile):
+            raise ModelFileError(path, "the model file is damaged: a zip archive cut short "
+                                 "or altered (a copy or download that did not finish?)",
+                                 "copy it again from where it was saved, or export the "
+                                 "model again") from None
         raise ModelFileError(path, "this is not a Kernel Lab model file (not a skops "
                              "archive)", not_model) from None
     if not isinstance(meta, dict) or "kernel_lab_version" not in meta:
@@ -206,7 +211,13 @@ def check_version(path: str | os.PathLike[str], meta: dict[str, Any]) -> None:
     """Refuse a model file written by another Kernel Lab version (or a layout this
     version does not know), saying which version wrote it and what to do."""
     made = str(meta.get("kernel_lab_version"))
-    if made != __version__ or meta.get("format") != MODEL_FORMAT:
+    if made == __version__ and meta.get("format") != MODEL_FORMAT:
+        raise ModelFileError(
+            path, f"the model file's layout (format {meta.get('format')!r}) is not the one "
+            f"Kernel Lab {__version__} writes (format {MODEL_FORMAT}): it was written by a "
+            "development build of this version, or altered",
+            "export the model again (from its run: kernel-lab run … --save-model)")
+    if made != __version__:
         raise ModelFileError(
             path, f"the model was saved by Kernel Lab {made} and this is Kernel Lab "
             f"{__version__}; a model file is read only by the version that wrote it",
@@ -215,8 +226,21 @@ def check_version(path: str | os.PathLike[str], meta: dict[str, Any]) -> None:
 
 
 def _trusted(name: str) -> bool:
-    module = name.rsplit(".", 1)[0] if "." in name else ""
-    return any(module == m or module.startswith(m + ".") for m in TRUSTED_MODULES)
+    """Whether ``name`` (a type skops lists as untrusted) is a class of one of
+    :data:`TRUSTED_MODULES`. Functions are never trusted, not even from those modules:
+    Kernel Lab writes none, and a function kept in a model (a ``FunctionTransformer``'s
+    ``func``) is called on the rows to predict; some of NumPy's run code
+    (``numpy.testing``'s ``runstring`` calls ``exec``)."""
+    import importlib
+
+    module, _, attr = name.rpartition(".")
+    if not any(module == m or module.startswith(m + ".") for m in TRUSTED_MODULES):
+        return False
+    try:  # a module of the trusted packages only: nothing from the file runs here
+        found = getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError):
+        return False
+    return isinstance(found, type)
 
 
 def load_model(path: str | os.PathLike[str]) -> SavedModel:
@@ -226,8 +250,8 @@ def load_model(path: str | os.PathLike[str]) -> SavedModel:
     ------
     ModelFileError
         Naming the file: missing, not a Kernel Lab model file, written by another Kernel
-        Lab version, holding a type outside scikit-learn, NumPy, SciPy and Kernel Lab, or
-        damaged.
+        Lab version, holding a type outside scikit-learn, NumPy, SciPy and Kernel Lab or
+        any function, or damaged.
     """
     import skops.io as sio
 
@@ -245,8 +269,9 @@ def load_model(path: str | os.PathLike[str]) -> SavedModel:
     if refused:
         raise ModelFileError(path, f"the model file holds types Kernel Lab does not load: "
                              f"{', '.join(refused[:6])}{' …' if len(refused) > 6 else ''} "
-                             "(only scikit-learn, NumPy, SciPy and Kernel Lab types are "
-                             "trusted)", "load only model files Kernel Lab wrote")
+                             "(only classes of scikit-learn, NumPy, SciPy and Kernel "
+                             "Lab are trusted, no functions)",
+                             "load only model files Kernel Lab wrote")
     try:
         obj = sio.loads(raw, trusted=untrusted)
     except Exception as exc:

@@ -37,6 +37,13 @@ PREDICT_FORMATS = ("a CSV/TSV table (also .gz, .bz2 or .zip), an .xlsx sheet, an
                    "feature columns, or an .npz, .mat or svmlight file of X and y")
 
 
+#: Output names whose ending promises another format than the comma-separated CSV that
+#: :func:`predict_file` writes for a file: refused rather than written as CSV.
+NOT_CSV_SUFFIXES = frozenset({".tsv", ".tab", ".npy", ".npz", ".svm", ".svmlight",
+                              ".libsvm", ".arff", ".mat", ".xlsx", ".xls", ".parquet",
+                              ".gz", ".bz2", ".zip", ".json", ".skops"})
+
+
 #: Rows predicted at a time.
 PREDICT_ROWS = 1 << 15
 
@@ -275,16 +282,39 @@ def _replace_folder(tmp: Path, out: Path) -> None:
         os.replace(tmp, out)
 
 
-def _check_out(out: Path, folder: bool) -> None:
+def _said(names: list[str], k: int = 3) -> str:
+    return ", ".join(map(repr, names[:k])) + (f" and {len(names) - k} more"
+                                              if len(names) > k else "")
+
+
+def _check_out(out: Path, folder: bool, data: Path) -> None:
+    if out.resolve() == data.resolve() or (folder and out.resolve().is_relative_to(
+            data.resolve())):
+        raise DataError("the predictions would replace the rows to predict"
+                        + (" or be written inside their folder" if folder else ""),
+                        "choose another output path than --data", path=out)
     if not out.parent.exists():
         raise DataError("the folder to write the predictions in does not exist",
                         "create it, or choose another output path", path=out.parent)
     if folder and out.exists() and not out.is_dir():
         raise DataError("predictions of a Parquet folder are a folder, and this is a file",
                         "choose a folder name for the output", path=out)
+    if folder and out.is_dir():
+        other = sorted(p.name for p in out.iterdir()
+                       if not (p.is_file() and p.suffix.lower() == ".parquet"))
+        if other:  # the folder is replaced whole: never one holding anything else
+            raise DataError(f"the output folder exists and holds more than Parquet "
+                            f"predictions ({_said(other)}); it would be replaced whole",
+                            "choose a new or empty folder for the predictions", path=out)
     if not folder and out.is_dir():
         raise DataError("this is a folder; the predictions are a CSV file",
                         "choose a file name for the output (e.g. predictions.csv)", path=out)
+    suffix = out.suffix.lower()
+    if not folder and suffix in NOT_CSV_SUFFIXES:
+        raise DataError(f"the predictions are written as a comma-separated CSV table, and "
+                        f"this name ends in {suffix!r}",
+                        "name the output .csv (a folder of Parquet files given as --data is "
+                        "predicted to a folder of Parquet files)", path=out)
 
 
 def predict_file(model_path: str | os.PathLike[str], data: str | os.PathLike[str],
@@ -327,7 +357,7 @@ def predict_file(model_path: str | os.PathLike[str], data: str | os.PathLike[str
         if not parts:
             raise DataError("the folder holds no .parquet files", f"give {PREDICT_FORMATS}",
                             path=data)
-        _check_out(out, folder=True)
+        _check_out(out, folder=True, data=data)
         from kernel_lab.engine.executors import make_executor
 
         executor = make_executor(workers, backend, scheduler)
@@ -338,7 +368,7 @@ def predict_file(model_path: str | os.PathLike[str], data: str | os.PathLike[str
             if close is not None:
                 close()
         return PredictReport(out, rows, name, len(parts))
-    _check_out(out, folder=False)
+    _check_out(out, folder=False, data=data)
     rows = read_new_rows(data, list(pipe["columns"].encoding["columns"]), sheet)
     table = _table(rows, _predicted(pipe, rows))
     write_atomic(out, table.to_csv(index=False))

@@ -133,6 +133,12 @@ class Experiment:
         """Yield partial results; independent tasks go through ``executor.map``."""
         raise NotImplementedError
 
+    @property
+    def keeps_models(self) -> bool:
+        """Whether the experiment has models to keep (:meth:`best_models` overridden):
+        told before a run, so ``--save-model`` is refused before any computation."""
+        return type(self).best_models is not Experiment.best_models
+
     def best_models(self, params: Mapping[str, Any], data: Dataset,
                     table: Mapping[str, np.ndarray], summaries: Mapping[str, Any],
                     progress: Progress) -> list[ModelChoice]:

@@ -144,7 +144,8 @@ def test_extra_columns_are_refused_unless_ignored(model, tmp_path, capsys):
     extra = tmp_path / "extra.csv"
     pd.read_csv(csv).assign(shelf=2).to_csv(extra, index=False)
     _refused(capsys, tmp_path, [str(path), "--data", str(extra)], "'shelf'",
-             "the training file did not have")
+             "the training file did not have", "Leave it out of the data",
+             "--ignore-extra-columns")
     out = tmp_path / "pred.csv"
     assert main(["predict", str(path), "--data", str(extra), "--out", str(out), "-q",
                  "--ignore-extra-columns"]) == 0
@@ -162,6 +163,65 @@ def test_a_failed_prediction_keeps_an_older_output(model, tmp_path, capsys):
     assert main(["predict", str(path), "--data", str(bad), "--out", str(out)]) == 2
     assert "'teal'" in capsys.readouterr().err
     assert out.read_text() == "old\n" and leftover_temporaries(tmp_path) == []
+
+
+def test_the_output_never_replaces_the_input(model, tmp_path, capsys):
+    """--out naming the --data file (or a folder inside a Parquet folder to predict)
+    would overwrite the user's rows with predictions: refused, the input kept."""
+    path, csv, _, _ = model
+    before = csv.read_bytes()
+    assert main(["predict", str(path), "--data", str(csv), "--out", str(csv)]) == 2
+    message = capsys.readouterr().err
+    assert message == ("kernel-lab: error: shop.csv: the predictions would replace the rows "
+                       "to predict. Choose another output path than --data.\n")
+    assert csv.read_bytes() == before
+    folder = tmp_path / "new"
+    folder.mkdir()
+    pd.read_csv(csv).to_parquet(folder / "part.0.parquet", index=False)
+    for out in (folder, folder / "pred"):
+        assert main(["predict", str(path), "--data", str(folder), "--out", str(out)]) == 2
+        assert "would replace the rows to predict or be written inside their folder" in \
+            capsys.readouterr().err
+    assert [p.name for p in folder.iterdir()] == ["part.0.parquet"]
+    assert leftover_temporaries(tmp_path) == [] and leftover_temporaries(folder) == []
+
+
+def test_a_folder_holding_other_files_is_not_replaced(model, tmp_path, capsys):
+    """A Parquet folder's predictions replace the output folder whole: one holding
+    anything but Parquet files (a user's folder named by mistake) is refused and kept;
+    an earlier run's predictions are replaced."""
+    path, csv, _, _ = model
+    folder = tmp_path / "new"
+    folder.mkdir()
+    pd.read_csv(csv).to_parquet(folder / "part.0.parquet", index=False)
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep me\n")
+    assert main(["predict", str(path), "--data", str(folder), "--out", str(mine)]) == 2
+    message = capsys.readouterr().err
+    assert message == ("kernel-lab: error: mine: the output folder exists and holds "
+                       "more than Parquet predictions ('notes.txt'); it would be replaced "
+                       "whole. Choose a new or empty folder for the predictions.\n")
+    assert (mine / "notes.txt").read_text() == "keep me\n"
+    out = tmp_path / "pred"
+    for _ in range(2):  # the second time over the first's predictions
+        assert main(["predict", str(path), "--data", str(folder), "--out", str(out),
+                     "-q"]) == 0
+    assert [p.name for p in out.iterdir()] == ["part.0.parquet"]
+    assert leftover_temporaries(tmp_path) == []
+
+
+@pytest.mark.parametrize("name", ["pred.parquet", "pred.tsv", "pred.csv.gz", "pred.xlsx"])
+def test_an_output_named_as_another_format_is_refused(model, tmp_path, capsys, name):
+    """The predictions of a file are a comma-separated CSV: an output named .parquet,
+    .tsv, .gz or .xlsx would hold CSV text under a name that says otherwise."""
+    path, csv, _, _ = model
+    out = tmp_path / name
+    assert main(["predict", str(path), "--data", str(csv), "--out", str(out)]) == 2
+    message = capsys.readouterr().err
+    assert message.startswith(f"kernel-lab: error: {name}: the predictions are written as a "
+                              "comma-separated CSV table") and "Name the output .csv" in message
+    assert not out.exists() and leftover_temporaries(tmp_path) == []
 
 
 @pytest.mark.parametrize("backend", [[], ["--backend", "processes", "--workers", "2"]],

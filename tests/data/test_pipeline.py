@@ -125,7 +125,11 @@ def test_a_missing_value_without_filling_is_refused(tmp_path):
         pipe.predict(bad)
     bad = frame.iloc[:5].copy()
     bad.loc[bad.index[1], "colour"] = None
-    with pytest.raises(DataError, match=r"row 2: an empty cell in the text column 'colour'"):
+    with pytest.raises(DataError, match=r"row 2: a missing value in the text column "
+                       "'colour' \\(an empty cell or a missing-value mark such as NA\\)"):
+        pipe.predict(bad)
+    bad.loc[bad.index[1], "colour"] = "NA"  # R's mark: missing too, not an empty cell
+    with pytest.raises(DataError, match=r"row 2: a missing value in the text column"):
         pipe.predict(bad)
     assert isinstance(pipe["columns"], TableColumns)
 
@@ -168,3 +172,20 @@ def test_pandas_nullable_and_string_columns(csv):
     # numbers written as text read as the lab reads them ("NA" missing, filled)
     text = frame.astype({"x2": str}).replace({"x2": {"nan": "NA"}})
     np.testing.assert_array_equal(pipe.predict(text), pipe.predict(frame))
+
+
+def test_a_dask_frame_is_refused_and_its_partitions_predict(csv):
+    """A kept model types rows in memory: a Dask frame is refused with the way to predict
+    it (it failed with "AttributeError: 'Series' object has no attribute 'to_numpy'"), and
+    predicting partition by partition gives the rows' predictions."""
+    dd = pytest.importorskip("dask.dataframe")
+    ds = DataSource.from_spec(str(csv), {"target": "y", "drop_columns": "two,three"}).load(5)
+    est = KernelRidge(0.1).fit(ds.X_train, ds.y_train)
+    pipe = model_pipeline(ds, est)
+    frame = pd.read_csv(csv)
+    lazy = dd.from_pandas(frame, npartitions=3)
+    with pytest.raises(DataError, match=r"a kept model types rows in memory, and these are "
+                       r"a Dask collection\. Predict it partition by partition"):
+        pipe.predict(lazy)
+    got = lazy.map_partitions(pipe.predict, meta=(None, "f8")).compute()
+    np.testing.assert_allclose(np.asarray(got), pipe.predict(frame), rtol=0, atol=1e-12)

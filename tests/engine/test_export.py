@@ -90,6 +90,23 @@ def test_save_model_into_a_missing_folder_is_refused_before_the_run(table, tmp_p
     assert not (tmp_path / "r2").exists()
 
 
+def test_save_model_of_an_experiment_without_models_is_refused_before_the_run(
+        table, tmp_path, capsys) -> None:
+    """spectrum fits no model: --save-model was refused only after the whole run (exit 2
+    with the run's results written); now before it, as a folder given as the file is."""
+    for experiment, model, said in (
+            ("spectrum", tmp_path / "m.skops", "experiment 'spectrum' fits no model to keep"),
+            ("krr-path", tmp_path, "this is a folder; give a file name")):
+        out = tmp_path / f"r-{experiment}"
+        code = main(["run", experiment, "--data", f"{table}:target=price", "--save-model",
+                     str(model), "--no-plot", "--out", str(out)])
+        assert code == 2
+        assert said in capsys.readouterr().err
+        assert not out.exists() and not (tmp_path / "m.skops").exists()
+    assert [e.keeps_models for e in map(get_experiment, ("spectrum", "krr-path", "gfc"))] \
+        == [False, True, True]
+
+
 def test_an_experiment_without_a_model_says_so(tmp_path) -> None:
     from kernel_lab.core.errors import ParameterError
 
@@ -209,3 +226,21 @@ def test_learning_curve_on_a_kept_parquet_folder_saves_and_predicts_every_model(
         want = saved.models[name][-1].predict(data.X_test)
         np.testing.assert_allclose(pred, want, rtol=1e-12, atol=1e-12 * np.abs(want).max())
     capsys.readouterr()
+
+
+def test_a_cancel_once_the_file_is_written_reports_the_file(table, tmp_path) -> None:
+    """Cancelling while the model file is being written comes too late: the file is
+    written whole, so the export reports it rather than raising Cancelled (a window would
+    have said the export was cancelled with the file written, an older one replaced)."""
+    spec = RunSpec("krr-path", {"n_lams": 8, "seed": 2},
+                   DataSource.from_spec(f"{table}:target=price"))
+    result = run(spec)
+    asked = []
+
+    def report(fraction: float, message: str) -> None:
+        if message.startswith("writing "):
+            asked.append(message)
+
+    path = tmp_path / "late.skops"
+    got = export_run(spec, result, path, progress=Progress(report, lambda: bool(asked)))
+    assert asked and got.path == path and path.is_file()

@@ -121,6 +121,20 @@ def test_another_version_is_refused_saying_which(fitted, tmp_path):
         load_model(path)
 
 
+def test_another_layout_of_this_version_is_refused_saying_so(fitted, tmp_path):
+    """Same version, another format: the message must not say "saved by Kernel Lab X and
+    this is Kernel Lab X" (it did)."""
+    _, models, _ = fitted
+    path = save_model(_saved(models), tmp_path / "dev.skops")
+    meta = read_metadata(path)
+    meta["format"] = 0
+    _rewrite(path, METADATA_MEMBER, json.dumps(meta).encode())
+    with pytest.raises(ModelFileError, match=r"^dev\.skops: the model file's layout \(format "
+                       r"0\) is not the one Kernel Lab .* writes \(format 1\)") as caught:
+        load_model(path)
+    assert "this is Kernel Lab" not in str(caught.value)
+
+
 def test_files_that_are_not_models_are_refused_by_name(fitted, tmp_path):
     _, models, _ = fitted
     csv = tmp_path / "data.csv"
@@ -134,6 +148,19 @@ def test_files_that_are_not_models_are_refused_by_name(fitted, tmp_path):
         load_model(bare)
     with pytest.raises(ModelFileError, match=r"nothing\.skops: the model file does not exist"):
         load_model(tmp_path / "nothing.skops")
+
+
+def test_a_model_file_cut_short_is_called_damaged(fitted, tmp_path):
+    """A copy that did not finish is a Kernel Lab model file damaged, not "not a model
+    file"; describe-model (the metadata alone) says the same."""
+    _, models, _ = fitted
+    whole = save_model(SavedModel(models), tmp_path / "whole.skops").read_bytes()
+    cut = tmp_path / "cut.skops"
+    cut.write_bytes(whole[: len(whole) // 2])
+    for read in (load_model, read_metadata):
+        with pytest.raises(ModelFileError, match=r"^cut\.skops: the model file is damaged: "
+                           "a zip archive cut short"):
+            read(cut)
 
 
 class Foreign(RegressorMixin, BaseEstimator):
@@ -153,8 +180,25 @@ def test_a_type_outside_the_trusted_modules_is_refused_by_name(fitted, tmp_path)
     path = save_model(SavedModel({"foreign": pipe, **models}), tmp_path / "f.skops")
     name = re.escape(f"{Foreign.__module__}.Foreign")
     with pytest.raises(ModelFileError, match=r"f\.skops: the model file holds types Kernel "
-                       rf"Lab does not load: {name} \(only scikit-learn"):
+                       rf"Lab does not load: {name} \(only classes of scikit-learn"):
         load_model(path)
+
+
+def test_a_function_is_refused_even_from_a_trusted_module(fitted, tmp_path):
+    """A function in a model runs on the rows to predict (a FunctionTransformer's func):
+    none is trusted, not even NumPy's, whose ``runstring`` calls ``exec``."""
+    from numpy.testing._private.utils import runstring
+    from sklearn.preprocessing import FunctionTransformer
+
+    _, models, _ = fitted
+    evil = Pipeline([("run", FunctionTransformer(runstring, kw_args={"dict": {}}))])
+    path = save_model(SavedModel({"evil": evil, **models}), tmp_path / "e.skops")
+    assert "numpy.testing._private.utils.runstring" in sio.get_untrusted_types(file=path)
+    with pytest.raises(ModelFileError, match=r"e\.skops: the model file holds types Kernel "
+                       r"Lab does not load: numpy\.testing\._private\.utils\.runstring "
+                       r"\(only classes of"):
+        load_model(path)
+    load_model(save_model(SavedModel(models), tmp_path / "fine.skops"))  # classes only
 
 
 def test_a_failed_save_leaves_the_old_file(fitted, tmp_path):

@@ -33,6 +33,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from kernel_lab.core.errors import DataError
+from kernel_lab.core.models.dask_rows import is_dask
 
 #: What :class:`TableColumns` does with a column the training file never had.
 EXTRA_COLUMNS = ("error", "ignore")
@@ -216,7 +217,9 @@ class TableColumns(TransformerMixin, BaseEstimator):
             raise DataError(
                 f"the data have {'columns' if len(extra) > 1 else 'a column'} "
                 f"{_shown(extra)} the training file did not have",
-                "leave them out of the data, or let the model ignore extra columns")
+                f"leave {'them' if len(extra) > 1 else 'it'} out of the data, or let the "
+                "model ignore columns it does not know (kernel-lab predict "
+                "--ignore-extra-columns; the pipeline's columns__extra_columns='ignore')")
 
     # -- typing ---------------------------------------------------------------------------
     def _missing_cells(self) -> set[str]:
@@ -280,6 +283,12 @@ class TableColumns(TransformerMixin, BaseEstimator):
         """The feature matrix (float64, one column per number, one per level of a text
         column, then its ``(missing)`` column)."""
         check_is_fitted(self)
+        if is_dask(X):  # its columns would each be computed, whole, into this process
+            raise DataError(
+                "a kept model types rows in memory, and these are a Dask collection",
+                "predict it partition by partition (frame.map_partitions(model.predict)), "
+                "or a Parquet folder with kernel-lab predict, which writes one file of "
+                "predictions per file")
         columns, n = self._columns(X)
         out = np.empty((n, self.n_features_out_))
         j = 0
@@ -307,9 +316,10 @@ class TableColumns(TransformerMixin, BaseEstimator):
                 if v is None:
                     if not f["missing"]:
                         raise row_error(
-                            r, f"an empty cell in the text column {name!r}, which had none "
-                            "in the training file (the model has no '(missing)' column for "
-                            "it)", f"fill the cell with one of {_shown(levels)}")
+                            r, f"a missing value in the text column {name!r} (an empty "
+                            "cell or a missing-value mark such as NA), which had none in the "
+                            "training file (the model has no '(missing)' column for it)",
+                            f"fill the cell with one of {_shown(levels)}")
                     block[r, -1] = 1.0
                     continue
                 k = position.get(v)
