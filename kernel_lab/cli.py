@@ -688,6 +688,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("kernel-lab: failed: out of memory; use fewer points or an approximate method",
               file=sys.stderr)
         return 1
+    except BrokenPipeError:
+        # the reader of stdout stopped (`kernel-lab describe-model M | head`): as a Unix
+        # tool does, stop quietly; stdout goes to /dev/null so the exit flush cannot fail
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return 141  # 128 + SIGPIPE, what a shell reports for a tool stopped this way
     except Exception as exc:  # a failure at run time: one line unless --debug
         if debug:
             traceback.print_exc()

@@ -152,3 +152,30 @@ def test_partitions_help_says_what_auto_does():
     for text in (run.help, spec.help):
         assert f"at most {size}" in text and "by size alone" in text, text
         assert "not dask" not in text and "not on a Dask" not in text, text
+
+
+def test_a_closed_stdout_ends_the_command_quietly(monkeypatch, tmp_path, capsys):
+    """`kernel-lab describe-model M | head`: the reader of stdout stops, a write raises
+    BrokenPipeError — the command stops with 128 + SIGPIPE, no 'failed' line, and stdout is
+    pointed at /dev/null so the interpreter's last flush cannot fail again."""
+    import os
+    import sys
+
+    from kernel_lab import cli
+
+    def closed_pipe(args):
+        raise BrokenPipeError(32, "Broken pipe")
+
+    out = open(tmp_path / "stdout", "w")  # a real file descriptor, replaced by /dev/null
+    saved = os.dup(1)
+    monkeypatch.setattr(sys, "stdout", out)
+    monkeypatch.setattr(cli, "_cmd_list", closed_pipe)
+    try:
+        os.dup2(out.fileno(), 1)
+        assert cli.main(["list"]) == 141
+        assert os.path.samefile(f"/proc/self/fd/{out.fileno()}", os.devnull)
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        out.close()
+    assert "failed" not in capsys.readouterr().err
