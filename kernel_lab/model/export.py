@@ -26,6 +26,7 @@ from kernel_lab.engine.export import export_run
 from kernel_lab.engine.runner import RunResult
 from kernel_lab.engine.spec import RunSpec
 from kernel_lab.engine.worker import Job, Ticket, Worker
+from kernel_lab.experiments import get_experiment
 from kernel_lab.model.lab import LabModel, RunState
 
 #: The suffix of a model file (skops).
@@ -144,7 +145,8 @@ class ModelExport:
     def _state_changed(self, state: RunState) -> None:
         before = self.run is not None
         handle, result = self.lab.handle, self.lab.result
-        if state is RunState.DONE and handle is not None and result is not None:
+        if state is RunState.DONE and handle is not None and result is not None \
+                and get_experiment(handle.spec.experiment).keeps_models:
             self.run = (handle.spec, result)  # the spec the finished run was started with
         else:
             self.run = None  # running, failed, cancelled, or a new experiment chosen
@@ -162,6 +164,11 @@ class ModelExport:
             return ""
         if self.lab.running:
             return "A run is in progress: export its model once it has finished."
+        handle = self.lab.handle
+        if handle is not None and self.lab.result is not None and \
+                not get_experiment(handle.spec.experiment).keeps_models:
+            return (f"The experiment {handle.spec.experiment!r} fits no model to keep: it "
+                    "draws curves of the data (spectra), not a fit.")
         return ("No finished run to export: run the experiment (Ctrl+R) first; a session's "
                 "pinned curves hold no model.")
 
@@ -215,5 +222,6 @@ class ModelExport:
         path = self.ticket.request.path
         self.ticket.cancel()
         self.cancelled.emit(f"Export of the model to {path.name} cancelled (a model "
-                            "file is written whole or not at all).")
+                            "file is never left half-written: one the export was already "
+                            "writing is completed).")
         return True

@@ -98,6 +98,18 @@ def test_only_a_finished_run_can_be_exported(lab):
     assert not export.available and seen == [True, False]
 
 
+def test_a_finished_run_of_an_experiment_without_models_is_not_exportable():
+    """spectrum draws curves of the data, no fit: its finished run offers no export, and
+    the reason says so (the CLI refuses --save-model for it before the run)."""
+    lab = LabModel(InlineLauncher())
+    lab.set_experiment("spectrum")
+    export = ModelExport(lab)
+    lab.start_run()
+    assert lab.state is RunState.DONE and lab.result is not None
+    assert not export.available
+    assert "fits no model" in export.why_not()
+
+
 def test_a_run_in_progress_cancelled_or_failed_is_not_exportable():
     handles: list[RunHandle] = []
 
@@ -209,7 +221,8 @@ def test_a_cancelled_export_stops_at_its_next_report_and_writes_nothing(
             for fn in posted:
                 fn()  # delivered late: dropped by the ticket
         assert cancelled == ["Export of the model to m.skops cancelled (a model file is "
-                             "written whole or not at all)."]
+                             "never left half-written: one the export was already writing "
+                             "is completed)."]
         assert not finished and not (tmp_path / "m.skops").exists()
         assert not export.cancel()  # nothing in progress any more
     finally:
