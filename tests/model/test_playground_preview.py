@@ -90,6 +90,7 @@ def test_small_n_answers_exactly_at_once():
     grid, train, test = _estimator_predictions(KernelRidge, m, first, 0.1, 0.7)
     np.testing.assert_allclose(first.primary.grid, grid, atol=1e-10)
     np.testing.assert_allclose(first.primary.test, test, atol=1e-10)
+    np.testing.assert_allclose(first.primary.train, train, atol=1e-10)
     assert "preview" not in engine.compute(req, followup=1).primary.extra
 
 
