@@ -73,15 +73,13 @@ class FeatureRidge:
     """Ridge with an unpenalised intercept on features F, as the library's Nyström and RFF
     ridge estimators (``centered=True``), for every λ from one eigendecomposition of the
     small r × r matrix FcᵀFc (Fc: F with its column means removed). ``F_grid``: the map
-    ``w ↦ F(G) w`` onto the grid (:mod:`~kernel_lab.core.playground.gridmap`).
-    ``centered=False``: ridge without an intercept (Fc = F), the Nyström approximation of
-    exact KRR where ``centered=True`` approximates CKRR."""
+    ``w ↦ F(G) w`` onto the grid (:mod:`~kernel_lab.core.playground.gridmap`)."""
 
     def __init__(self, F: Array, F_test: Array, F_grid: Callable[[Array], Array],
-                 y: Array, centered: bool = True) -> None:
+                 y: Array) -> None:
         self.F, self.F_test, self.F_grid = F, F_test, F_grid
-        self.f_mean = F.mean(axis=0) if centered else np.zeros(F.shape[1])
-        self.y_mean = float(y.mean()) if centered else 0.0
+        self.f_mean = F.mean(axis=0)
+        self.y_mean = float(y.mean())
         Fc = F - self.f_mean
         self.e, self.V = np.linalg.eigh(Fc.T @ Fc)
         self.r = self.V.T @ (Fc.T @ (y - self.y_mean))
@@ -118,31 +116,12 @@ def nystrom_features(problem: Problem, kernel: str, sigma: float, s: int, sample
         raise ParameterError(f"s = {s} landmarks: choose 1 to n = {n} (the training points)")
     if sampler not in SAMPLERS:
         raise ParameterError(f"unknown sampler {sampler!r}")
-    return nystrom_on(problem, kernel, sigma, NystromFeatures(
-        kernel, kernel_params={"sigma": sigma}, n_components=s, sampler=sampler,
-        random_state=seed))
-
-
-def nystrom_on(problem: Problem, kernel: str, sigma: float, nf: NystromFeatures
-               ) -> tuple[NystromFeatures, Array, Array, Callable[[Array], Array]]:
-    """``nf`` fitted on the training points, its features on the training and test points
-    and its map onto the grid."""
-    nf.fit(problem.X)
+    nf = NystromFeatures(kernel, kernel_params={"sigma": sigma}, n_components=s,
+                         sampler=sampler, random_state=seed).fit(problem.X)
     # F(G) w = K(G, Z) (N w): the grid map of the landmarks Z, N the normalisation
     on_landmarks = problem.grid.kernel(kernel, sigma, nf.landmarks_)
     N = nf.normalization_
     return (nf, *_features(nf, problem), lambda w: on_landmarks(N @ w))
-
-
-def nystrom_preview(problem: Problem, kernel: str, sigma: float, lam: float,
-                    landmarks: Array, centered: bool) -> tuple[Array, Array, Array]:
-    """The Nyström approximation of exact KRR (``centered=False``) or CKRR at σ and λ on
-    the given landmark rows of the training points: grid, train and test predictions —
-    O(n s²) where the exact fit is O(n³)."""
-    nf = NystromFeatures(kernel, kernel_params={"sigma": sigma},
-                         landmarks=problem.X[landmarks])
-    return FeatureRidge(*nystrom_on(problem, kernel, sigma, nf)[1:], problem.y,
-                        centered=centered).predict(lam)
 
 
 def rff_features(problem: Problem, kernel: str, sigma: float, D: int, orthogonal: bool,
