@@ -700,3 +700,31 @@ def test_collection_switched_back_on_by_a_library_is_switched_off_again(window, 
     gc.enable()
     preload_for_threads()  # what every window calls as it is set up
     assert not gc.isenabled()
+
+
+def test_a_large_n_preview_says_so_until_the_exact_fit_replaces_it(window, qtbot):
+    from kernel_lab.engine.playground.fit import PREVIEW_ABOVE, PREVIEW_S
+
+    drawn: list[tuple[str, bool, bool]] = []  # (read-out, a preview?, the exact follows?)
+    window.model.fit_ready.connect(lambda fit: drawn.append(
+        (window.readout.text(), window.drawn_preview, "preview" in fit.primary.extra)))
+    window.model.set_params(method="krr", lam=0.1)
+    window.model.set_dataset("moons", n=1600, noise=0.25)
+    assert int((~window.model.points.test).sum()) > PREVIEW_ABOVE
+    settle(window, qtbot)
+    qtbot.waitUntil(lambda: window.drawn_complete, timeout=60_000)
+    drawn.clear()
+    window.model.set_params(sigma=0.61)
+    serial = window.model.serial
+    qtbot.waitUntil(lambda: window.drawn_serial == serial and window.drawn_complete,
+                    timeout=60_000)
+    text, shown_as_preview, was_preview = drawn[0]
+    assert was_preview and shown_as_preview
+    assert f"preview: Nyström, s = {PREVIEW_S}" in text
+    assert all(not p for _, p, _ in drawn[1:])  # then only exact fits
+    assert "preview" not in window.readout.text() and not window.drawn_preview
+    pts = window.model.points
+    est = KernelRidge(0.1, kernel="gaussian", kernel_params={"sigma": 0.61}).fit(
+        pts.X[~pts.test], pts.y[~pts.test])
+    np.testing.assert_allclose(window.model.latest.primary.grid,
+                               est.predict(window.model.latest.grid), atol=1e-10)

@@ -1,8 +1,8 @@
 """The Playground's computations: small visible data sets and fits that answer a slider at
 once — ``datasets`` (the generated sets, the grid), ``gridmap`` (values on the grid),
 ``fits`` (the fit's value, feature ridge, leverage scores), ``exact`` (exact KRR / CKRR
-for every λ), ``steppers`` (DSG and GFC step by step) and ``contour`` (the decision
-boundary).
+for every λ), ``preview`` (their Nyström preview, the first answer at large n),
+``steppers`` (DSG and GFC step by step) and ``contour`` (the decision boundary).
 
 Everything here is plain numpy on the library's estimators — the window draws what these
 functions return. Speed comes by design, not from a fast machine:
@@ -69,6 +69,7 @@ from kernel_lab.core.playground.fits import (
     timed,
 )
 from kernel_lab.core.playground.gridmap import GridMap
+from kernel_lab.core.playground.preview import NystromPreview
 from kernel_lab.core.playground.steppers import DSGStepper, GFCStepper, gfc_model
 
 __all__ = [
@@ -89,6 +90,7 @@ __all__ = [
     "FitResult",
     "GFCStepper",
     "GridMap",
+    "NystromPreview",
     "PairKernel",
     "PlaygroundSet",
     "Problem",

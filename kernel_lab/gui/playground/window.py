@@ -77,6 +77,7 @@ class PlaygroundWindow(PlaygroundControls, QtWidgets.QMainWindow):
         self.fits_drawn = 0
         self.drawn_serial = 0  # the request whose fit is on screen
         self.drawn_complete = False
+        self.drawn_preview = False
         self._pending_history: tuple[Any, bool] = (None, False)
         self._history_due = 0.0
         self._sized = False  # points sized by leverage scores
@@ -464,6 +465,9 @@ class PlaygroundWindow(PlaygroundControls, QtWidgets.QMainWindow):
         # whether this is the complete answer (no follow-up to come for this request)
         self.drawn_complete = not any(x is not None and x.extra.get("followup")
                                       for x in (fit.primary, fit.compare))
+        # whether a preview (not the exact fit) is on screen
+        self.drawn_preview = any(x is not None and "preview" in x.extra
+                                 for x in (fit.primary, fit.compare))
 
     def _draw_history(self) -> None:
         """The step plot's error curves of the last fit drawn. During Play at most every
@@ -488,7 +492,10 @@ class PlaygroundWindow(PlaygroundControls, QtWidgets.QMainWindow):
     def _readout(self, fit: Fit) -> str:
         m, r = self.model, fit.primary
         err = "misclassified" if fit.task == "classification" else "MSE"
-        parts = [f"{METHOD_TEXT[r.method]}", f"train {err} {r.train_error:.3g}",
+        what = METHOD_TEXT[r.method]
+        if "preview" in r.extra:  # never shown as exact: the errors are the preview's
+            what += f" — preview: {r.extra['preview']} (the exact fit follows)"
+        parts = [what, f"train {err} {r.train_error:.3g}",
                  f"test {err} {r.test_error:.3g}"]
         if r.dof is not None:
             parts.append(f"degrees of freedom {r.dof:.1f}")
@@ -500,6 +507,8 @@ class PlaygroundWindow(PlaygroundControls, QtWidgets.QMainWindow):
         elif r.n_features is not None:
             parts.append(f"{r.n_features} {SIZE_WORD.get(r.method, 'features')}")
         parts.append(f"fit {1000 * r.seconds:.1f} ms")
+        if fit.compare is not None and "preview" in fit.compare.extra:
+            parts.append(f"comparison: preview, {fit.compare.extra['preview']}")
         if m.note:
             parts.append(m.note)
         return " · ".join(parts)

@@ -35,6 +35,9 @@ def fit_job(engine: FitEngine, paint: Callable[[Fit], None] | None = None
     """``compute(job)`` for a :class:`Worker`: the fit of ``job.request`` (a
     :class:`~kernel_lab.engine.playground.fit.Request`) sent as ``("fit", fit)``, then,
     after a quick answer and a quiet :data:`FOLLOWUP_DELAY`, the complete one.
+    Above :data:`~kernel_lab.engine.playground.fit.PREVIEW_ABOVE` training points the
+    quick answer is a Nyström preview, and the follow-ups come one after another while
+    the hand rests: the exact fit, then its eigendecomposition.
     ``paint(fit)``, given by the view, makes what it draws (``Fit.picture``) here,
     off the GUI thread. Once the user has paused, a worker thread also makes what the
     next gesture will need (:meth:`FitEngine.prepare`)."""
@@ -48,11 +51,14 @@ def fit_job(engine: FitEngine, paint: Callable[[Fit], None] | None = None
         with single_blas_thread():
             fit = engine.compute(job.request, cancelled=job.superseded)
         job.emit("fit", done(fit))  # not terminal: a follow-up may come
-        if _wants_followup(fit) and job.quiet(FOLLOWUP_DELAY):
+        stage = 0
+        while _wants_followup(fit) and job.quiet(FOLLOWUP_DELAY):
             # complete the answer once the user has paused: a σ drag keeps getting
-            # quick answers meanwhile
+            # quick answers meanwhile (at large n: a preview, the exact fit, its λ curve;
+            # a newer request stops this, and its ticket drops what was still computing)
+            stage += 1
             with single_blas_thread():
-                fit = engine.compute(job.request, followup=True, cancelled=job.superseded)
+                fit = engine.compute(job.request, followup=stage, cancelled=job.superseded)
             job.emit("fit", done(fit))
         if not job.inline and engine.wants_preparing(job.request) \
                 and job.quiet(FOLLOWUP_DELAY):
