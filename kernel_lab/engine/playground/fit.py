@@ -15,6 +15,7 @@ import numpy as np
 
 from kernel_lab.core import playground as pg
 from kernel_lab.core.errors import ParameterError
+from kernel_lab.core.kernels import make_kernel
 from kernel_lab.engine.playground.params import resolve_fit_params
 from kernel_lab.engine.playground.state import Points
 
@@ -62,6 +63,13 @@ PREVIEW_S = 200
 #: The lab's sampler that chooses them, once per data set: uniform (keyed by the seed and
 #: the row index, so it needs no kernel and serves every σ).
 PREVIEW_SAMPLER = "uniform"
+
+#: The wait for a quiet hand before the exact fit follows a preview (seconds): short, as
+#: the exact fit by CG gives way to a newer request between iterations.
+LARGE_FOLLOWUP_DELAY = 0.05
+#: The largest rank of the CG preconditioner's factor (:func:`pg.low_rank_factor`): its
+#: cost, O(n r²) and an r × r eigendecomposition, stays a fraction of one factorisation.
+CG_MAX_RANK = 600
 
 #: At most this much memory for the kept σ-free parts of the kernel (:meth:`FitEngine._pairs`).
 PAIRS_BYTES = 256 * 2**20
@@ -139,15 +147,14 @@ class FitEngine:
             key = (method, v, kern, sigma, res)
             large = self.quick and len(problem.y) > PREVIEW_ABOVE and \
                 self._border_base(problem, kern, sigma, lam) is None
-            if key not in self._cache and large and self.stage == 0:
-                # a new σ or new data at large n: a Nyström preview within a frame, the
-                # exact fit when the hand rests (never drawn as exact: extra["preview"])
-                (grid, tr, te), t = pg.timed(lambda: self._preview(
-                    problem, v, kern, sigma, lam, method == "ckrr", seed))
-                return pg.FitResult(method, grid, tr, te, t, n_features=PREVIEW_S, extra={
-                    "followup": True,
-                    "preview": f"Nyström, s = {min(PREVIEW_S, len(problem.y))}"})
-            if key not in self._cache and (not self.slow_ok or (large and self.stage == 1)):
+            if large and key not in self._cache:
+                # a new σ, λ or data at large n: a Nyström preview within a frame, then the
+                # exact fit by preconditioned CG, then the λ curve (never a preview drawn
+                # as exact: extra["preview"])
+                answer = self._large(method, req, problem)
+                if answer is not None:
+                    return answer
+            if key not in self._cache and not self.slow_ok:
                 # a new σ or new data: answer at once by one Cholesky solve (a painted
                 # point borders the last factor, or exact KRR's eigendecomposition); the
                 # worker then makes the eigendecomposition for the λ slider and λ curve
@@ -192,6 +199,73 @@ class FitEngine:
                                                        seed))
         return self._stepped(("gfc", v, seed, res), req,
                              lambda: pg.GFCStepper(problem, seed))
+
+    def _large(self, method: str, req: Request, problem: pg.Problem) -> pg.FitResult | None:
+        """Exact KRR / CKRR above :data:`PREVIEW_ABOVE` training points, one stage a pass
+        (:attr:`stage`): for a new σ or data, 0 the Nyström preview; then the exact fit at λ
+        by preconditioned CG (:class:`pg.ExactSolves`, warm-started from the last σ's
+        solution), then every λ of the error curve. None: CG could not, so the caller's
+        factorisation (and the eigendecomposition for the curve) answers instead."""
+        p = req.params
+        v, kern, sigma, lam, seed = req.version, p["kernel"], float(p["sigma"]), \
+            float(p["lam"]), int(p["seed"])
+        centered = method == "ckrr"
+        skey = ("solves", v, kern, sigma, centered)
+        solves = self._cache.get(skey)
+        if solves is None and self.stage == 0:
+            (grid, tr, te), t = pg.timed(lambda: self._preview(
+                problem, v, kern, sigma, lam, centered, seed))
+            return pg.FitResult(method, grid, tr, te, t, n_features=PREVIEW_S, extra={
+                "followup": True, "followup_delay": LARGE_FOLLOWUP_DELAY,
+                "preview": f"Nyström, s = {min(PREVIEW_S, len(problem.y))}"})
+        if solves is None or lam not in solves.solved or self.stage == 0:
+            # the exact fit at λ (a λ move once σ's solves exist: the first answer)
+            def exact() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                s = self._solves(skey, problem, kern, sigma, centered)
+                s.solve(lam, start=self._warm_start(skey, lam, len(problem.y)),
+                        cancelled=self._cancelled)
+                return s.predict(lam)
+            try:
+                (grid, tr, te), t = pg.timed(exact)
+            except pg.NotSolved:
+                return None
+            return pg.FitResult(method, grid, tr, te, t, extra={
+                "followup": True, "followup_delay": LARGE_FOLLOWUP_DELAY})
+        # every λ of the curve: from then on a λ move is answered from them
+        try:
+            _, t = pg.timed(lambda: solves.complete(pg.lam_grid(lam), self._cancelled))
+        except pg.NotSolved:
+            return None
+        self._cache[(method, v, kern, sigma, int(p["resolution"]))] = solves
+        (grid, tr, te), t2 = pg.timed(lambda: solves.predict(lam))
+        return pg.FitResult(method, grid, tr, te, t + t2, dof=None, curve=solves.curve(
+            pg.lam_grid(lam), problem.y_test, problem.task))
+
+    def _solves(self, skey: tuple[Any, ...], problem: pg.Problem, kern: str, sigma: float,
+                centered: bool) -> pg.ExactSolves:
+        """The CG solves of exact KRR / CKRR at σ for this data (kept, :attr:`KEEP`)."""
+        def make() -> pg.ExactSolves:
+            pairs = self._pairs(problem, skey[1], kern)
+            k = None if pairs is not None else make_kernel(kern, {"sigma": sigma})
+            K = pairs[0](sigma) if pairs is not None else k(problem.X)
+            if self._cancelled():
+                raise pg.Superseded
+            K_test = (pairs[1](sigma) if pairs is not None else k(problem.X_test, problem.X)) \
+                if len(problem.X_test) else np.zeros((0, len(problem.X)))
+            return pg.ExactSolves(K, K_test, problem.grid.kernel(kern, sigma, problem.X),
+                                  problem.X, problem.y, problem.X_test, kern, sigma, centered,
+                                  max_rank=min(CG_MAX_RANK, len(problem.y) // 2))
+
+        return self._cached(skey, make)
+
+    def _warm_start(self, skey: tuple[Any, ...], lam: float, n: int) -> np.ndarray | None:
+        """The solutions at λ of the last σ's solves of the same data and method (CG starts
+        there: a σ step moves them little), or None."""
+        for k, other in reversed(self._cache.items()):
+            if k[0] == "solves" and k != skey and k[1:3] == skey[1:3] and k[4] == skey[4] \
+                    and lam in other.solved and len(other.y) == n:
+                return other.solved[lam]
+        return None
 
     @staticmethod
     def _problem(req: Request) -> pg.Problem:
@@ -260,8 +334,8 @@ class FitEngine:
                      if k[0] == "factor" and k[2:] == (kern, float(sigma), float(lam))),
                     None)
         if base is None or not base.extends(problem.X, problem.X_test):
-            eig = next((c for k, c in reversed(self._cache.items())
-                        if k[0] == "krr" and k[2:4] == (kern, sigma)), None)
+            eig = next((c for k, c in reversed(self._cache.items())  # or the CG solves
+                        if k[0] in ("krr", "solves") and k[2:4] == (kern, sigma)), None)
             base = eig.system(lam) if eig is not None else None
         return base if base is not None and base.extends(problem.X, problem.X_test) \
             else None
@@ -299,7 +373,8 @@ class FitEngine:
         """K's spectrum for leverage scores: from the exact KRR cache when it is there."""
         def make() -> tuple[np.ndarray, np.ndarray]:
             exact = next((c for k, c in reversed(self._cache.items())
-                          if k[0] == "krr" and k[1:4] == (v, kern, sigma)), None)
+                          if k[0] == "krr" and k[1:4] == (v, kern, sigma)
+                          and isinstance(c, pg.ExactCache)), None)
             if exact is None:
                 return pg.kernel_spectrum(problem, kern, sigma)
             return np.clip(exact.e, 0.0, None), exact.U ** 2
