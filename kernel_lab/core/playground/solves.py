@@ -30,9 +30,10 @@ products with K instead, O(n²) each, when it is preconditioned well:
 * **Warm starts.** A start x₀ (the previous σ's solution) only changes where CG begins, not
   the stopping rule: a warm-started solve equals a cold one to the tolerance.
 * **Every other λ** (:class:`LambdaBasis`): α(λ) = (K + λI)⁻¹b is a rational function of λ;
-  the solutions at the 41 λ of the error curve span a space in which the Galerkin solution at
-  any λ between them is exact to rounding (checked by the same backward error, the residual
-  coming from a kept K V without a product with K); a λ outside gets a few CG steps from it.
+  the solutions at 8 λ a decade across the error curve's range span a space in which the
+  Galerkin solution at any λ between them is exact to rounding — checked by its backward
+  error, the residual coming from a kept K V without a product with K, and accepted at
+  :data:`BASIS_TOL`; a λ it cannot certify gets CG steps from it.
 """
 
 from __future__ import annotations
@@ -51,6 +52,18 @@ Array = np.ndarray
 
 #: The normwise backward error at which a solve is exact (see the module docstring).
 TOL = 1e-15
+#: The backward error at which a λ answered from the :class:`LambdaBasis` is accepted
+#: without CG: the basis certifies its answer without a product with K, from a kept K V
+#: whose own rounding puts a floor of about 1e-14 under what it can certify (measured on
+#: moons, 3,746 points, σ = 0.3 … 1: 200 random λ in 10⁻⁶ … 10⁴ all within 3.4·10⁻¹⁴ with
+#: 8 solutions a decade). Still a direct solver's guarantee: n ε ≈ 4·10⁻¹³ at that n.
+BASIS_TOL = 1e-13
+#: Solutions a decade kept for the :class:`LambdaBasis` (with 4, the curve's, the worst λ
+#: between them reached only 1.5·10⁻¹⁰).
+BASIS_PER_DECADE = 8
+#: Columns of one product with K between two questions whether a newer request came (a
+#: product with 32 columns of a 3,746² matrix takes about 20 ms on one core).
+CHUNK = 32
 #: Iterations of one :func:`shifted_cg` call before it gives up (the caller then factorises).
 MAX_ITER = 80
 
@@ -81,17 +94,23 @@ class NystromPreconditioner:
         return out
 
 
-def low_rank_factor(K: Array, trace_tol: float, max_rank: int, block: int = 64) -> Array:
+def low_rank_factor(K: Array, trace_tol: float, max_rank: int, block: int = 64,
+                    start: Array | None = None) -> Array:
     """A factor ``L`` (n × r) with ``K̃ = L Lᵀ ⪯ K`` and ``tr(K − K̃) ≤ trace_tol`` unless the
     rank would pass ``max_rank``: greedy blocked pivoted Cholesky on the kept K — each step
     takes the ``block`` points of largest residual diagonal and adds the Nyström
     approximation of the residual kernel on them (its pivot block's eigenvalues below
     rounding dropped), so ``K − L Lᵀ`` stays positive semi-definite and
-    ``‖K − K̃‖₂ ≤ tr(K − K̃)``. O(n r²) in matrix products."""
+    ``‖K − K̃‖₂ ≤ tr(K − K̃)``. O(n r²) in matrix products. ``start``: a factor made so
+    for a larger ``trace_tol``, continued."""
     n = len(K)
     d = np.diag(K).copy()
     cols: list[Array] = []
-    rank = 0
+    if start is not None and start.shape[1]:
+        cols.append(start)
+        d -= np.einsum("ij,ij->i", start, start)
+        np.clip(d, 0.0, None, out=d)
+    rank = sum(c.shape[1] for c in cols)
     floor = 1e-13 * max(float(d.max()), np.finfo(float).tiny) if n else 0.0
     while rank < max_rank and float(d.sum()) > trace_tol:
         take = min(block, max_rank - rank, int(np.count_nonzero(d > floor)))
@@ -129,16 +148,25 @@ class SolveInfo:
         return bool(np.all(self.backward_error <= self.tol))
 
 
-def backward_error(K: Array | None, KX: Array | None, X: Array, B: Array, lams: Array,
+#: The matrix of a system: an array, or a function computing its product with a block.
+Operator = Array | Callable[[Array], Array]
+
+
+def product(K: Operator, V: Array) -> Array:
+    """``K V`` for an :data:`Operator`."""
+    return K @ V if isinstance(K, np.ndarray) else K(V)
+
+
+def backward_error(K: Operator | None, KX: Array | None, X: Array, B: Array, lams: Array,
                    norm_K: float) -> tuple[Array, Array]:
     """The residuals ``B − (K + λI)X`` (``KX`` = K X when kept) and each column's normwise
     backward error with ``‖K‖ ≈ norm_K``."""
-    R = B - ((K @ X) if KX is None else KX) - X * lams[None, :]
+    R = B - (product(K, X) if KX is None else KX) - X * lams[None, :]
     scale = (norm_K + lams) * np.linalg.norm(X, axis=0) + np.linalg.norm(B, axis=0)
     return R, np.linalg.norm(R, axis=0) / np.where(scale > 0, scale, 1.0)
 
 
-def shifted_cg(K: Array, B: Array, lams: Array, prec: NystromPreconditioner,
+def shifted_cg(K: Operator, B: Array, lams: Array, prec: NystromPreconditioner,
                X0: Array | None = None, *, tol: float = TOL, max_iter: int = MAX_ITER,
                cancelled: Callable[[], bool] | None = None) -> tuple[Array, SolveInfo]:
     """Solve ``(K + lams[j] I) x_j = B[:, j]`` for every column j by preconditioned CG
@@ -146,7 +174,8 @@ def shifted_cg(K: Array, B: Array, lams: Array, prec: NystromPreconditioner,
     ``tol`` (see the module docstring) or after ``max_iter`` iterations. ``cancelled()`` is
     asked every iteration: True raises :class:`~kernel_lab.core.playground.fits.Superseded`.
     Returns the solutions and a :class:`SolveInfo`."""
-    B = np.asarray(B, dtype=np.float64).reshape(len(K), -1)
+    B = np.asarray(B, dtype=np.float64)
+    B = B.reshape(len(B), -1)
     lams = np.broadcast_to(np.asarray(lams, dtype=np.float64), (B.shape[1],)).copy()
     X = np.zeros_like(B) if X0 is None else np.array(X0, dtype=np.float64).reshape(B.shape)
     R, eta = backward_error(K, None if X0 is not None else np.zeros_like(B), X, B, lams,
@@ -166,7 +195,14 @@ def shifted_cg(K: Array, B: Array, lams: Array, prec: NystromPreconditioner,
         if cancelled is not None and cancelled():
             raise Superseded
         lam, Pa = lams[active], P[:, active]
-        AP = K @ Pa
+        if cancelled is None or Pa.shape[1] <= CHUNK:
+            AP = product(K, Pa)
+        else:  # in pieces, giving way to a newer request between them
+            AP = np.empty_like(Pa)
+            for lo in range(0, Pa.shape[1], CHUNK):
+                if lo and cancelled():
+                    raise Superseded
+                AP[:, lo:lo + CHUNK] = product(K, Pa[:, lo:lo + CHUNK])
         AP += Pa * lam[None, :]
         step = rz[active] / np.einsum("ij,ij->j", Pa, AP)
         X[:, active] += Pa * step
@@ -197,11 +233,11 @@ class LambdaBasis:
     solutions of ``(K + λ_j I) x = b`` for right-hand sides among ``B``'s columns; an
     orthonormal basis V of their span, ``KV`` = K V and the eigendecomposition of VᵀKV."""
 
-    def __init__(self, K: Array, X: Array, B: Array) -> None:
+    def __init__(self, K: Operator, X: Array, B: Array) -> None:
         scaled = X / np.maximum(np.linalg.norm(X, axis=0), np.finfo(float).tiny)
         U, sv, _ = np.linalg.svd(scaled, full_matrices=False)
         self.V = U[:, sv > sv[0] * 1e-13]
-        self.KV = K @ self.V
+        self.KV = product(K, self.V)
         H = self.V.T @ self.KV
         self.theta, self.Phi = np.linalg.eigh((H + H.T) / 2)
         self.B = B
@@ -216,18 +252,9 @@ class LambdaBasis:
 
 
 def rhs(y: Array, centered: bool) -> Array:
-    """The right-hand sides of exact KRR (``y``) or CKRR (``y`` and the ones: the
-    intercept, see :meth:`alpha`)."""
-    return np.column_stack([y, np.ones_like(y)]) if centered else y[:, None]
-
-
-def alpha(X: Array, centered: bool) -> tuple[Array, float]:
-    """α and the intercept from the solutions of :func:`rhs`'s columns: CKRR is
-    ``α = A⁻¹y − b A⁻¹1`` with ``b = 1ᵀA⁻¹y / 1ᵀA⁻¹1`` (so that 1ᵀα = 0)."""
-    if not centered:
-        return X[:, 0], 0.0
-    b = float(X[:, 0].sum() / X[:, 1].sum())
-    return X[:, 0] - b * X[:, 1], b
+    """The right-hand side of exact KRR (``y``) or CKRR (``y − ȳ``, for the centred matrix
+    ``K_c = P K P``, P = I − 11ᵀ/n: see :class:`ExactSolves`)."""
+    return (y - y.mean())[:, None] if centered else y[:, None]
 
 
 #: The trace of ``K − K̃`` the preconditioner of a solve at λ leaves: ``‖K − K̃‖ ≤ ρλ``
@@ -246,7 +273,14 @@ class ExactSolves:
     ``c ↦ K(G, X) c``. The preconditioner's factor (:func:`low_rank_factor`) is grown as a
     smaller λ needs it (``max_rank`` at most). Every answer meets :data:`TOL`; where CG
     cannot within :data:`MAX_ITER` iterations, :class:`NotSolved` is raised and the caller
-    uses a factorisation."""
+    uses a factorisation.
+
+    CKRR solves the centred system of
+    :class:`~kernel_lab.core.models.CenteredKernelRidge`, ``(K_c + λI) α = y − ȳ`` with
+    ``K_c = P K P`` (a product with K and two means), its preconditioner the factor's rows
+    centred (``P K̃ P ⪯ P K P``): one column a λ as for KRR, where the uncentred form with an
+    unpenalised intercept needs two (y and the ones). Then ``1ᵀα = 0``, the intercept is
+    ``b = ȳ − k̄ᵀα`` (k̄ the kernel's column means, kept) and ``f(X) = y − λα`` still."""
 
     def __init__(self, K: Array, K_test: Array, K_grid: Callable[[Array], Array], X: Array,
                  y: Array, X_test: Array, kernel: str, sigma: float, centered: bool,
@@ -256,6 +290,8 @@ class ExactSolves:
         self.kernel, self.sigma, self.centered = kernel, sigma, centered
         self.max_rank = max_rank
         self.B = rhs(y, centered)
+        self.col_means = K.mean(axis=0) if centered else None
+        self.operator: Operator = self._centred if centered else K
         self._factor = np.zeros((len(y), 0))
         self._factor_trace = math.inf
         self._prec: NystromPreconditioner | None = None
@@ -264,15 +300,23 @@ class ExactSolves:
         self.basis: LambdaBasis | None = None
         self.curve_lams: Array | None = None
         self._curve: tuple[tuple[object, ...], dict[str, Array]] | None = None
+        self._plain: ExactSolves | None = None
+
+    def _centred(self, V: Array) -> Array:
+        """``K_c V = P K P V``."""
+        W = self.K @ (V - V.mean(axis=0))
+        W -= W.mean(axis=0)
+        return W
 
     def preconditioner(self, lam: float) -> NystromPreconditioner:
-        """A preconditioner good for λ and above (grown once for a smaller λ)."""
+        """A preconditioner good for λ and above (its factor grown for a smaller λ)."""
         want = TRACE_FRACTION * lam
         if self._prec is None or (want < self._factor_trace
                                   and self._factor.shape[1] < self.max_rank):
-            self._factor = low_rank_factor(self.K, want, self.max_rank)
+            self._factor = low_rank_factor(self.K, want, self.max_rank, start=self._factor)
             self._factor_trace = want
-            self._prec = NystromPreconditioner(self._factor)
+            F = self._factor - self._factor.mean(axis=0) if self.centered else self._factor
+            self._prec = NystromPreconditioner(F)
         return self._prec
 
     def solve(self, lam: float, start: Array | None = None,
@@ -285,39 +329,52 @@ class ExactSolves:
         prec = self.preconditioner(lam)
         if start is None and self.basis is not None:
             start, eta = self.basis.solve(lam, prec.top)
-            if np.all(eta <= TOL):
+            if np.all(eta <= BASIS_TOL):
                 self.solved[lam] = start
                 return start
         elif start is None and self.solved:  # from the nearest λ solved (in log λ)
             near = min(self.solved, key=lambda m: abs(math.log(m / lam)))
             start = self.solved[near]
-        X, info = shifted_cg(self.K, self.B, lam, prec, start, cancelled=cancelled)
+        X, info = shifted_cg(self.operator, self.B, lam, prec, start, cancelled=cancelled)
         if not info.converged:
             raise NotSolved(lam, info)
         self.solved[lam] = X
         return X
 
     def complete(self, lams: Array, cancelled: Callable[[], bool] | None = None) -> None:
-        """Solve every λ of ``lams`` (the error curve's) at once and keep the
-        :class:`LambdaBasis` that answers any other λ."""
+        """Solve every λ of ``lams`` (the error curve's) and :data:`BASIS_PER_DECADE` a
+        decade across their range, all at once, and keep the :class:`LambdaBasis` of the
+        solutions that answers any other λ."""
         lams = np.asarray(lams, dtype=np.float64)
-        prec = self.preconditioner(float(lams.min()))
-        todo = [float(lam) for lam in lams if float(lam) not in self.solved]
+        if self.basis is not None and all(float(lam) in self.solved for lam in lams):
+            return
+        lo, hi = np.log10(lams.min()), np.log10(lams.max())
+        snaps = np.unique(np.concatenate([lams, np.logspace(
+            lo, hi, round((hi - lo) * BASIS_PER_DECADE) + 1)]))
+        prec = self.preconditioner(float(snaps.min()))
+        todo = [float(lam) for lam in snaps if float(lam) not in self.solved]
         if todo:
             k = self.B.shape[1]
-            X, info = shifted_cg(self.K, np.tile(self.B, len(todo)), np.repeat(todo, k), prec,
-                                 cancelled=cancelled)
+            X, info = shifted_cg(self.operator, np.tile(self.B, len(todo)), np.repeat(todo, k),
+                                 prec, cancelled=cancelled)
             if not info.converged:
                 raise NotSolved(min(todo), info)
             for j, lam in enumerate(todo):
                 self.solved[lam] = X[:, j * k:(j + 1) * k]
         self.curve_lams = lams
-        self.basis = LambdaBasis(self.K, np.hstack([self.solved[float(lam)] for lam in lams]
+        self.basis = LambdaBasis(self.operator, np.hstack([self.solved[float(lam)] for lam in snaps]
                                                    + [self.B]), self.B)
+
+    def alpha(self, X: Array) -> tuple[Array, float]:
+        """α and the intercept from a solution of :attr:`B`."""
+        a = X[:, 0]
+        if not self.centered:
+            return a, 0.0
+        return a, float(self.y.mean() - self.col_means @ a)
 
     def alphas(self, lam: float) -> tuple[Array, float]:
         """α and the intercept at λ."""
-        return alpha(self.solve(lam), self.centered)
+        return self.alpha(self.solve(lam))
 
     def predict(self, lam: float) -> tuple[Array, Array, Array]:
         """Grid, train and test predictions at λ (training: ``f(X) = y − λα``)."""
@@ -339,7 +396,7 @@ class ExactSolves:
         return self._curve[1]
 
     def _curve_of(self, lams: Array, y_test: Array, task: str) -> dict[str, Array]:
-        pairs = [alpha(self.solved[float(lam)], self.centered) for lam in lams]
+        pairs = [self.alpha(self.solved[float(lam)]) for lam in lams]
         A = np.column_stack([a for a, _ in pairs])
         b = np.array([b for _, b in pairs])
         train = self.y[:, None] - lams[None, :] * A
@@ -349,42 +406,65 @@ class ExactSolves:
                 "test": np.array([error(test[:, j], y_test, task) for j in range(len(lams))])}
 
     def system(self, lam: float) -> CGSystem:
-        """``K + λI`` as a solved system (a painted point borders it)."""
-        return CGSystem(self, float(lam))
+        """``K + λI`` (uncentred, also for CKRR) as a solved system: a painted point borders
+        it."""
+        return CGSystem(self.plain(), float(lam))
+
+    def plain(self) -> ExactSolves:
+        """The solves of the uncentred ``K + λI`` on the same kernel blocks and factor
+        (this one for KRR)."""
+        if not self.centered:
+            return self
+        if self._plain is None:
+            plain = ExactSolves(self.K, self.K_test, self.K_grid, self.X, self.y, self.X_test,
+                                self.kernel, self.sigma, False, self.max_rank)
+            plain._factor, plain._factor_trace = self._factor, self._factor_trace
+            self._plain = plain
+        return self._plain
 
 
 class CGSystem(Solved):
-    """``K + λI`` of an :class:`ExactSolves` as a :class:`~kernel_lab.core.playground.exact.Solved`:
-    a block of right-hand sides is solved by the same preconditioned CG (the kept solutions
-    of y — and of the ones, for CKRR — are reused: a painted point's bordering asks for them
-    again). Raises ``numpy.linalg.LinAlgError`` when CG does not reach :data:`TOL`, as a
-    factorisation of a matrix that is not numerically positive definite does."""
+    """``K + λI`` of (uncentred) :class:`ExactSolves` as a
+    :class:`~kernel_lab.core.playground.exact.Solved`: a block of right-hand sides is solved
+    by the same preconditioned CG, and each column solved is kept (a painted point's
+    bordering asks for the solutions of y and of the ones again at every point). Raises
+    ``numpy.linalg.LinAlgError`` when CG does not reach :data:`TOL`, as a factorisation of a
+    matrix that is not numerically positive definite does."""
 
     def __init__(self, solves: ExactSolves, lam: float) -> None:
         self.solves, self.lam = solves, lam
         self.X, self.X_test, self.K_test = solves.X, solves.X_test, solves.K_test
         self.kernel, self.sigma = solves.kernel, solves.sigma
+        self._known: list[tuple[Array, Array]] = []
+
+    def _kept(self, r: Array) -> Array | None:
+        S = self.solves
+        if np.array_equal(r, S.B[:, 0]):
+            try:
+                return S.solve(self.lam)[:, 0]
+            except NotSolved as exc:
+                raise np.linalg.LinAlgError(str(exc)) from exc
+        return next((x for b, x in self._known if np.array_equal(r, b)), None)
 
     def solve_block(self, R: Array) -> Array:
         S = self.solves
         R2 = R.reshape(len(R), -1)
-        out = np.empty_like(R2, dtype=np.float64)
+        out = np.empty(R2.shape)
         todo = []
         for j in range(R2.shape[1]):
-            same = next((i for i in range(S.B.shape[1]) if np.array_equal(R2[:, j], S.B[:, i])),
-                        None)
-            if same is not None:
-                try:
-                    out[:, j] = S.solve(self.lam)[:, same]
-                except NotSolved as exc:
-                    raise np.linalg.LinAlgError(str(exc)) from exc
-            else:
+            x = self._kept(R2[:, j])
+            if x is None:
                 todo.append(j)
+            else:
+                out[:, j] = x
         if todo:
             X, info = shifted_cg(S.K, R2[:, todo], self.lam, S.preconditioner(self.lam))
             if not info.converged:
                 raise np.linalg.LinAlgError(str(NotSolved(self.lam, info)))
             out[:, todo] = X
+            if len(todo) <= 2:  # y and the ones come back; a new point's column does not
+                self._known.extend((R2[:, j].copy(), X[:, i]) for i, j in enumerate(todo))
+                del self._known[:-4]
         return out.reshape(R.shape)
 
 

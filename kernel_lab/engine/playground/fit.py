@@ -6,8 +6,11 @@ calls it directly."""
 
 from __future__ import annotations
 
+import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +19,7 @@ import numpy as np
 from kernel_lab.core import playground as pg
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.kernels import make_kernel
+from kernel_lab.engine.blas import every_blas_thread
 from kernel_lab.engine.playground.params import resolve_fit_params
 from kernel_lab.engine.playground.state import Points
 
@@ -70,6 +74,8 @@ LARGE_FOLLOWUP_DELAY = 0.05
 #: The largest rank of the CG preconditioner's factor (:func:`pg.low_rank_factor`): its
 #: cost, O(n r²) and an r × r eigendecomposition, stays a fraction of one factorisation.
 CG_MAX_RANK = 600
+#: CG solves kept (each holds its n × n kernel matrix: 112 MB at 3,746 training points).
+KEEP_SOLVES = 2
 
 #: At most this much memory for the kept σ-free parts of the kernel (:meth:`FitEngine._pairs`).
 PAIRS_BYTES = 256 * 2**20
@@ -93,16 +99,21 @@ class FitEngine:
         #: The pass of the request being computed: 0 the first answer, 1, 2 … follow-ups.
         self.stage = 0
         self._cancelled: Callable[[], bool] = lambda: False
+        #: Kernel matrices of dropped CG solves, written over by the next σ's.
+        self._spare: dict[tuple[int, ...], np.ndarray] = {}
+        self._spare_lock = threading.Lock()
 
-    def _cached(self, key: tuple[Any, ...], make: Callable[[], Any]) -> Any:
-        """``make()`` once per key (key[0]: the kind, key[1]: the data version)."""
+    def _cached(self, key: tuple[Any, ...], make: Callable[[], Any], keep: int | None = None
+                ) -> Any:
+        """``make()`` once per key (key[0]: the kind, key[1]: the data version); the last
+        ``keep`` (default :attr:`KEEP`) of a kind are kept."""
         if key in self._cache:
             self._cache.move_to_end(key)
             return self._cache[key]
         for old in [k for k in self._cache if k[1] != key[1]]:  # older data: never again
             del self._cache[old]
         same_kind = [k for k in self._cache if k[0] == key[0]]
-        for old in same_kind[: max(0, len(same_kind) - self.KEEP + 1)]:
+        for old in same_kind[: max(0, len(same_kind) - (keep or self.KEEP) + 1)]:
             del self._cache[old]  # before building: never KEEP + 1 at once
         value = make()
         self._cache[key] = value
@@ -218,6 +229,17 @@ class FitEngine:
             return pg.FitResult(method, grid, tr, te, t, n_features=PREVIEW_S, extra={
                 "followup": True, "followup_delay": LARGE_FOLLOWUP_DELAY,
                 "preview": f"Nyström, s = {min(PREVIEW_S, len(problem.y))}"})
+        if solves is not None and solves.basis is not None:
+            # σ's curve is complete: any λ at once, from the solutions kept (CG if need be)
+            def complete() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                solves.solve(lam, cancelled=self._cancelled)
+                return solves.predict(lam)
+            try:
+                (grid, tr, te), t = pg.timed(complete)
+            except pg.NotSolved:
+                return None
+            return pg.FitResult(method, grid, tr, te, t, curve=solves.curve(
+                pg.lam_grid(lam), problem.y_test, problem.task))
         if solves is None or lam not in solves.solved or self.stage == 0:
             # the exact fit at λ (a λ move once σ's solves exist: the first answer)
             def exact() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -226,17 +248,19 @@ class FitEngine:
                         cancelled=self._cancelled)
                 return s.predict(lam)
             try:
-                (grid, tr, te), t = pg.timed(exact)
+                with every_blas_thread() if self.stage else nullcontext():
+                    (grid, tr, te), t = pg.timed(exact)
             except pg.NotSolved:
                 return None
+            # the curve follows at once: it too gives way to a newer request
             return pg.FitResult(method, grid, tr, te, t, extra={
-                "followup": True, "followup_delay": LARGE_FOLLOWUP_DELAY})
+                "followup": True, "followup_delay": 0.0})
         # every λ of the curve: from then on a λ move is answered from them
         try:
-            _, t = pg.timed(lambda: solves.complete(pg.lam_grid(lam), self._cancelled))
+            with every_blas_thread():  # the hand rests
+                _, t = pg.timed(lambda: solves.complete(pg.lam_grid(lam), self._cancelled))
         except pg.NotSolved:
             return None
-        self._cache[(method, v, kern, sigma, int(p["resolution"]))] = solves
         (grid, tr, te), t2 = pg.timed(lambda: solves.predict(lam))
         return pg.FitResult(method, grid, tr, te, t + t2, dof=None, curve=solves.curve(
             pg.lam_grid(lam), problem.y_test, problem.task))
@@ -245,18 +269,40 @@ class FitEngine:
                 centered: bool) -> pg.ExactSolves:
         """The CG solves of exact KRR / CKRR at σ for this data (kept, :attr:`KEEP`)."""
         def make() -> pg.ExactSolves:
+            n, m = len(problem.X), len(problem.X_test)
             pairs = self._pairs(problem, skey[1], kern)
             k = None if pairs is not None else make_kernel(kern, {"sigma": sigma})
-            K = pairs[0](sigma) if pairs is not None else k(problem.X)
+            K = pairs[0](sigma, out=self._recycled((n, n))) if pairs is not None \
+                else k(problem.X)
             if self._cancelled():
+                self._recycle(K)
                 raise pg.Superseded
-            K_test = (pairs[1](sigma) if pairs is not None else k(problem.X_test, problem.X)) \
-                if len(problem.X_test) else np.zeros((0, len(problem.X)))
-            return pg.ExactSolves(K, K_test, problem.grid.kernel(kern, sigma, problem.X),
-                                  problem.X, problem.y, problem.X_test, kern, sigma, centered,
-                                  max_rank=min(CG_MAX_RANK, len(problem.y) // 2))
+            K_test = (pairs[1](sigma, out=self._recycled((m, n))) if pairs is not None
+                      else k(problem.X_test, problem.X)) if m else np.zeros((0, n))
+            solves = pg.ExactSolves(K, K_test, problem.grid.kernel(kern, sigma, problem.X),
+                                    problem.X, problem.y, problem.X_test, kern, sigma,
+                                    centered, max_rank=min(CG_MAX_RANK, n // 2))
+            # its kernel blocks back to the pool once nothing uses it (dropped by the cache
+            # and by any painted point's system bordering it)
+            weakref.finalize(solves, self._recycle, K, K_test)
+            return solves
 
-        return self._cached(skey, make)
+        return self._cached(skey, make, keep=KEEP_SOLVES)
+
+    def _recycled(self, shape: tuple[int, int]) -> np.ndarray | None:
+        """A matrix of ``shape`` whose pages are already mapped, if one is free."""
+        with self._spare_lock:
+            spare = self._spare.pop(shape, None)
+        return spare
+
+    def _recycle(self, *arrays: np.ndarray) -> None:
+        """Keep ``arrays`` for :meth:`_recycled` (one a shape: the newest)."""
+        with self._spare_lock:
+            for a in arrays:
+                if a.size >= 2**20:
+                    self._spare = {k: v for k, v in self._spare.items()
+                                   if k[1] == a.shape[1]}  # other data: not again
+                    self._spare[a.shape] = a
 
     def _warm_start(self, skey: tuple[Any, ...], lam: float, n: int) -> np.ndarray | None:
         """The solutions at λ of the last σ's solves of the same data and method (CG starts
