@@ -71,6 +71,8 @@ from kernel_lab.core.playground.fits import (
 from kernel_lab.core.playground.gridmap import GridMap
 from kernel_lab.core.playground.preview import NystromPreview
 from kernel_lab.core.playground.solves import (
+    BASIS_TOL,
+    TOL,
     CGSystem,
     ExactSolves,
     NotSolved,
@@ -81,6 +83,7 @@ from kernel_lab.core.playground.solves import (
 from kernel_lab.core.playground.steppers import DSGStepper, GFCStepper, gfc_model
 
 __all__ = [
+    "BASIS_TOL",
     "BLANK",
     "EXTENT",
     "KERNELS",
@@ -89,6 +92,7 @@ __all__ = [
     "METHODS",
     "SETS",
     "STEPPED",
+    "TOL",
     "Bordered",
     "CGSystem",
     "DSGStepper",

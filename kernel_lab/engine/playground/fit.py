@@ -230,16 +230,20 @@ class FitEngine:
                 "followup": True, "followup_delay": LARGE_FOLLOWUP_DELAY,
                 "preview": f"Nyström, s = {min(PREVIEW_S, len(problem.y))}"})
         if solves is not None and solves.basis is not None:
-            # σ's curve is complete: any λ at once, from the solutions kept (CG if need be)
+            # σ's curve is complete: any λ at once from the solutions kept, the first
+            # answer within BASIS_TOL, refined by CG to TOL when the hand rests
             def complete() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-                solves.solve(lam, cancelled=self._cancelled)
+                solves.solve(lam, cancelled=self._cancelled,
+                             accept=pg.BASIS_TOL if self.stage == 0 else pg.TOL)
                 return solves.predict(lam)
             try:
                 (grid, tr, te), t = pg.timed(complete)
             except pg.NotSolved:
                 return None
+            refine = {} if lam in solves.solved else {
+                "followup": True, "followup_delay": LARGE_FOLLOWUP_DELAY}
             return pg.FitResult(method, grid, tr, te, t, curve=solves.curve(
-                pg.lam_grid(lam), problem.y_test, problem.task))
+                pg.lam_grid(lam), problem.y_test, problem.task), extra=refine)
         if solves is None or lam not in solves.solved or self.stage == 0:
             # the exact fit at λ (a λ move once σ's solves exist: the first answer)
             def exact() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
