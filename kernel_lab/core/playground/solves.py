@@ -108,33 +108,33 @@ def low_rank_factor(K: Array, trace_tol: float, max_rank: int, block: int = 64,
     for a larger ``trace_tol``, continued."""
     n = len(K)
     d = np.diag(K).copy()
-    cols: list[Array] = []
-    if start is not None and start.shape[1]:
-        cols.append(start)
+    have = 0 if start is None else start.shape[1]
+    L = np.empty((n, max(max_rank, have)))
+    if have:
+        L[:, :have] = start
         d -= np.einsum("ij,ij->i", start, start)
         np.clip(d, 0.0, None, out=d)
-    rank = sum(c.shape[1] for c in cols)
+    rank = have
     floor = 1e-13 * max(float(d.max()), np.finfo(float).tiny) if n else 0.0
     while rank < max_rank and float(d.sum()) > trace_tol:
         take = min(block, max_rank - rank, int(np.count_nonzero(d > floor)))
         if take <= 0:
             break
         piv = np.argpartition(-d, take - 1)[:take]
-        R = K[:, piv].copy()  # the residual kernel's columns at the pivots
-        if cols:
-            L = np.hstack(cols)
-            R -= L @ L[piv].T
+        R = K[:, piv]  # the residual kernel's columns at the pivots (a copy)
+        if rank:
+            R -= L[:, :rank] @ L[piv, :rank].T
         e, V = np.linalg.eigh((R[piv] + R[piv].T) / 2)
         keep = e > floor
         if not np.any(keep):
             break
         new = R @ (V[:, keep] / np.sqrt(e[keep]))
-        cols.append(new)
+        L[:, rank:rank + new.shape[1]] = new
         rank += new.shape[1]
         d -= np.einsum("ij,ij->i", new, new)
         d[piv] = 0.0
         np.clip(d, 0.0, None, out=d)
-    return np.hstack(cols) if cols else np.zeros((n, 0))
+    return L[:, :rank]
 
 
 @dataclass

@@ -10,7 +10,6 @@ import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable
-from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +18,6 @@ import numpy as np
 from kernel_lab.core import playground as pg
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.kernels import make_kernel
-from kernel_lab.engine.blas import every_blas_thread
 from kernel_lab.engine.playground.params import resolve_fit_params
 from kernel_lab.engine.playground.state import Points
 
@@ -74,6 +72,8 @@ LARGE_FOLLOWUP_DELAY = 0.05
 #: The largest rank of the CG preconditioner's factor (:func:`pg.low_rank_factor`): its
 #: cost, O(n r²) and an r × r eigendecomposition, stays a fraction of one factorisation.
 CG_MAX_RANK = 600
+#: Matrices of dropped CG solves kept for the next (a kernel and a test block each).
+SPARES = 4
 #: CG solves kept (each holds its n × n kernel matrix: 112 MB at 3,746 training points).
 KEEP_SOLVES = 2
 
@@ -100,7 +100,7 @@ class FitEngine:
         self.stage = 0
         self._cancelled: Callable[[], bool] = lambda: False
         #: Kernel matrices of dropped CG solves, written over by the next σ's.
-        self._spare: dict[tuple[int, ...], np.ndarray] = {}
+        self._spare: list[np.ndarray] = []
         self._spare_lock = threading.Lock()
 
     def _cached(self, key: tuple[Any, ...], make: Callable[[], Any], keep: int | None = None
@@ -156,12 +156,13 @@ class FitEngine:
         res = int(p["resolution"])  # the grid is inside every cached value
         if method in ("krr", "ckrr"):
             key = (method, v, kern, sigma, res)
-            large = self.quick and len(problem.y) > PREVIEW_ABOVE and \
-                self._border_base(problem, kern, sigma, lam) is None
-            if large and key not in self._cache:
+            large = self.quick and len(problem.y) > PREVIEW_ABOVE
+            if large and key not in self._cache and not (
+                    self.stage == 0 and self._border_base(problem, kern, sigma, lam) is not None):
                 # a new σ, λ or data at large n: a Nyström preview within a frame, then the
                 # exact fit by preconditioned CG, then the λ curve (never a preview drawn
-                # as exact: extra["preview"])
+                # as exact: extra["preview"]); a painted point is first answered exactly
+                # by bordering a solved system (below), then these follow for its data
                 answer = self._large(method, req, problem)
                 if answer is not None:
                     return answer
@@ -252,8 +253,7 @@ class FitEngine:
                         cancelled=self._cancelled)
                 return s.predict(lam)
             try:
-                with every_blas_thread() if self.stage else nullcontext():
-                    (grid, tr, te), t = pg.timed(exact)
+                (grid, tr, te), t = pg.timed(exact)
             except pg.NotSolved:
                 return None
             # the curve follows at once: it too gives way to a newer request
@@ -261,8 +261,7 @@ class FitEngine:
                 "followup": True, "followup_delay": 0.0})
         # every λ of the curve: from then on a λ move is answered from them
         try:
-            with every_blas_thread():  # the hand rests
-                _, t = pg.timed(lambda: solves.complete(pg.lam_grid(lam), self._cancelled))
+            _, t = pg.timed(lambda: solves.complete(pg.lam_grid(lam), self._cancelled))
         except pg.NotSolved:
             return None
         (grid, tr, te), t2 = pg.timed(lambda: solves.predict(lam))
@@ -294,19 +293,23 @@ class FitEngine:
         return self._cached(skey, make, keep=KEEP_SOLVES)
 
     def _recycled(self, shape: tuple[int, int]) -> np.ndarray | None:
-        """A matrix of ``shape`` whose pages are already mapped, if one is free."""
+        """A matrix of ``shape`` whose pages are already mapped (a view of the smallest
+        free array at least as large), if one is free."""
+        size = shape[0] * shape[1]
         with self._spare_lock:
-            spare = self._spare.pop(shape, None)
-        return spare
+            fits = [a for a in self._spare if a.size >= size]
+            if not fits:
+                return None
+            spare = min(fits, key=lambda a: a.size)
+            self._spare.remove(spare)
+        return spare.reshape(-1)[:size].reshape(shape)
 
     def _recycle(self, *arrays: np.ndarray) -> None:
-        """Keep ``arrays`` for :meth:`_recycled` (one a shape: the newest)."""
+        """Keep ``arrays`` (the large ones) for :meth:`_recycled`: the last
+        :data:`SPARES`."""
         with self._spare_lock:
-            for a in arrays:
-                if a.size >= 2**20:
-                    self._spare = {k: v for k, v in self._spare.items()
-                                   if k[1] == a.shape[1]}  # other data: not again
-                    self._spare[a.shape] = a
+            self._spare.extend(a for a in arrays if a.size >= 2**20)
+            del self._spare[:-SPARES]
 
     def _warm_start(self, skey: tuple[Any, ...], lam: float, n: int) -> np.ndarray | None:
         """The solutions at λ of the last σ's solves of the same data and method (CG starts
