@@ -98,7 +98,8 @@ class NystromPreconditioner:
 
 
 def low_rank_factor(K: Array, trace_tol: float, max_rank: int, block: int = 64,
-                    start: Array | None = None) -> Array:
+                    start: Array | None = None,
+                    cancelled: Callable[[], bool] | None = None) -> Array:
     """A factor ``L`` (n × r) with ``K̃ = L Lᵀ ⪯ K`` and ``tr(K − K̃) ≤ trace_tol`` unless the
     rank would pass ``max_rank``: greedy blocked pivoted Cholesky on the kept K — each step
     takes the ``block`` points of largest residual diagonal and adds the Nyström
@@ -117,6 +118,8 @@ def low_rank_factor(K: Array, trace_tol: float, max_rank: int, block: int = 64,
     rank = have
     floor = 1e-13 * max(float(d.max()), np.finfo(float).tiny) if n else 0.0
     while rank < max_rank and float(d.sum()) > trace_tol:
+        if cancelled is not None and cancelled():
+            raise Superseded
         take = min(block, max_rank - rank, int(np.count_nonzero(d > floor)))
         if take <= 0:
             break
@@ -155,9 +158,18 @@ class SolveInfo:
 Operator = Array | Callable[[Array], Array]
 
 
-def product(K: Operator, V: Array) -> Array:
-    """``K V`` for an :data:`Operator`."""
-    return K @ V if isinstance(K, np.ndarray) else K(V)
+def product(K: Operator, V: Array, cancelled: Callable[[], bool] | None = None) -> Array:
+    """``K V`` for an :data:`Operator`; with ``cancelled``, in pieces of :data:`CHUNK`
+    columns, asking it between them (True raises
+    :class:`~kernel_lab.core.playground.fits.Superseded`)."""
+    if cancelled is None or V.shape[1] <= CHUNK:
+        return K @ V if isinstance(K, np.ndarray) else K(V)
+    out = np.empty((V.shape[0], V.shape[1]))
+    for lo in range(0, V.shape[1], CHUNK):
+        if lo and cancelled():
+            raise Superseded
+        out[:, lo:lo + CHUNK] = product(K, V[:, lo:lo + CHUNK])
+    return out
 
 
 def backward_error(K: Operator | None, KX: Array | None, X: Array, B: Array, lams: Array,
@@ -198,14 +210,7 @@ def shifted_cg(K: Operator, B: Array, lams: Array, prec: NystromPreconditioner,
         if cancelled is not None and cancelled():
             raise Superseded
         lam, Pa = lams[active], P[:, active]
-        if cancelled is None or Pa.shape[1] <= CHUNK:
-            AP = product(K, Pa)
-        else:  # in pieces, giving way to a newer request between them
-            AP = np.empty_like(Pa)
-            for lo in range(0, Pa.shape[1], CHUNK):
-                if lo and cancelled():
-                    raise Superseded
-                AP[:, lo:lo + CHUNK] = product(K, Pa[:, lo:lo + CHUNK])
+        AP = product(K, Pa, cancelled)  # giving way to a newer request between pieces
         AP += Pa * lam[None, :]
         step = rz[active] / np.einsum("ij,ij->j", Pa, AP)
         X[:, active] += Pa * step
@@ -236,11 +241,12 @@ class LambdaBasis:
     solutions of ``(K + λ_j I) x = b`` for right-hand sides among ``B``'s columns; an
     orthonormal basis V of their span, ``KV`` = K V and the eigendecomposition of VᵀKV."""
 
-    def __init__(self, K: Operator, X: Array, B: Array) -> None:
+    def __init__(self, K: Operator, X: Array, B: Array,
+                 cancelled: Callable[[], bool] | None = None) -> None:
         scaled = X / np.maximum(np.linalg.norm(X, axis=0), np.finfo(float).tiny)
         U, sv, _ = np.linalg.svd(scaled, full_matrices=False)
         self.V = U[:, sv > sv[0] * 1e-13]
-        self.KV = product(K, self.V)
+        self.KV = product(K, self.V, cancelled)
         H = self.V.T @ self.KV
         self.theta, self.Phi = np.linalg.eigh((H + H.T) / 2)
         self.B = B
@@ -313,12 +319,14 @@ class ExactSolves:
         W -= W.mean(axis=0)
         return W
 
-    def preconditioner(self, lam: float) -> NystromPreconditioner:
+    def preconditioner(self, lam: float, cancelled: Callable[[], bool] | None = None
+                       ) -> NystromPreconditioner:
         """A preconditioner good for λ and above (its factor grown for a smaller λ)."""
         want = TRACE_FRACTION * lam
         if self._prec is None or (want < self._factor_trace
                                   and self._factor.shape[1] < self.max_rank):
-            self._factor = low_rank_factor(self.K, want, self.max_rank, start=self._factor)
+            self._factor = low_rank_factor(self.K, want, self.max_rank, start=self._factor,
+                                           cancelled=cancelled)
             self._factor_trace = want
             F = self._factor - self._factor.mean(axis=0) if self.centered else self._factor
             self._prec = NystromPreconditioner(F)
@@ -334,7 +342,7 @@ class ExactSolves:
         lam = float(lam)
         if lam in self.solved:
             return self.solved[lam]
-        prec = self.preconditioner(lam)
+        prec = self.preconditioner(lam, cancelled)
         if start is None and self.basis is not None:
             start, eta = self.basis.solve(lam, prec.top)
             if np.all(eta <= TOL):
@@ -363,7 +371,7 @@ class ExactSolves:
         lo, hi = np.log10(lams.min()), np.log10(lams.max())
         snaps = np.unique(np.concatenate([lams, np.logspace(
             lo, hi, round((hi - lo) * BASIS_PER_DECADE) + 1)]))
-        prec = self.preconditioner(float(snaps.min()))
+        prec = self.preconditioner(float(snaps.min()), cancelled)
         todo = [float(lam) for lam in snaps if float(lam) not in self.solved]
         if todo:
             k = self.B.shape[1]
@@ -374,8 +382,9 @@ class ExactSolves:
             for j, lam in enumerate(todo):
                 self.solved[lam] = X[:, j * k:(j + 1) * k]
         self.curve_lams = lams
-        self.basis = LambdaBasis(self.operator, np.hstack([self.solved[float(lam)] for lam in snaps]
-                                                   + [self.B]), self.B)
+        self.basis = LambdaBasis(
+            self.operator, np.hstack([self.solved[float(lam)] for lam in snaps] + [self.B]),
+            self.B, cancelled)
 
     def alpha(self, X: Array) -> tuple[Array, float]:
         """α and the intercept from a solution of :attr:`B`."""
