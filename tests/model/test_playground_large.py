@@ -172,3 +172,16 @@ def test_a_lambda_move_drawn_from_the_basis_is_refined_to_the_tolerance():
         _check_exact(final, m, "krr", float(lam), 0.5, engine._problem(req).G)
         np.testing.assert_allclose(first.grid, final.grid, atol=1e-9)
     assert refined  # the path was taken
+
+
+def test_no_factorisation_is_prepared_at_large_n():
+    """CKRR's factor at rest (an O(n³) LAPACK call no newer request can interrupt) is not
+    made at large n: a painted point borders the CG solves instead, exactly."""
+    engine, m = _model()
+    m.set_params(method="ckrr", sigma=0.7, lam=0.1)
+    _stages(engine, m.request())
+    assert not engine.wants_preparing(m.request())
+    m.add_points(np.array([[0.0, 2.4]]), -1.0)
+    req = m.request()
+    r = engine.compute(req).primary
+    _check_exact(r, m, "ckrr", 0.1, 0.7, engine._problem(req).G)

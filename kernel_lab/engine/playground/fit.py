@@ -343,6 +343,8 @@ class FitEngine:
         p = req.params
         methods = {p["method"], p["compare"]} if p["compare"] else {p["method"]}
         key = self._factor_key(req.version, p["kernel"], p["sigma"], p["lam"])
+        if self.quick and int((~req.points.test).sum()) > PREVIEW_ABOVE:
+            return False  # a painted point borders the CG solves there (no O(n³) at rest)
         return "ckrr" in methods and key not in self._cache
 
     def prepare(self, req: Request) -> None:
