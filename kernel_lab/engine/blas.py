@@ -45,3 +45,21 @@ def single_blas_thread() -> Iterator[None]:
 
 # the core's small factorisations (samplers, Nyström) take this counted limit too
 executor.ONE_BLAS_THREAD = single_blas_thread
+
+
+@contextmanager
+def every_blas_thread() -> Iterator[None]:
+    """Every core's BLAS thread for a while, also inside :func:`single_blas_thread`: for
+    work done while the user's hand rests (the Playground's exact fit and λ curve at large
+    n, whose products with the n × n kernel matrix then take about half the time), and
+    never around SciPy's routines — SciPy bundles a second OpenBLAS, whose threads would
+    spin against numpy's. The limit seen on entry is restored on exit."""
+    import os
+
+    with _LOCK:
+        limiter = blas_controller().limit(limits=os.cpu_count() or 1, user_api="blas")
+    try:
+        yield
+    finally:
+        with _LOCK:
+            limiter.restore_original_limits()

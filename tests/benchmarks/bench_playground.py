@@ -10,15 +10,16 @@ grid, measured on the GUI thread (the fits run in the Playground's worker thread
 The machine probe is printed first; every target is the reference machine's (eigh of
 1000 × 1000 in 187 ms) scaled to this one (``timing.Machine``).
 
-1. λ slider → redrawn fit, exact KRR / CKRR (one cached eigendecomposition per σ) and
-   Nyström / RFF (cached features): p95 latency over 30 moves. Target ≤ 50 ms.
-2. σ drag (5 moves 30 ms apart), s and D moves, a painted point → the new fit on screen,
-   from the last move: p95 over the repetitions. Target ≤ 50 ms. The picture drawn is the
-   exact one at full resolution — above the Playground's preview size (more training
-   points than ``PREVIEW_ABOVE``) a σ move's first answer is a Nyström preview, and the
-   exact fit's arrival, from the last move, is judged too: target ≤ 500 ms. For exact
-   KRR / CKRR, printed for information: when the λ-error curve of the new σ (its
-   eigendecomposition, made once the hand rests) is on screen, from the last move.
+1. λ slider → redrawn fit, exact KRR / CKRR (one cached eigendecomposition per σ, or at
+   large n the kept CG solves) and Nyström / RFF (cached features): p95 latency over 30
+   moves. Target ≤ 50 ms.
+2. σ drag (5 or 4 moves 30 ms apart, each drag ending on a σ no drag ended on), s and D
+   moves, a painted point → the new fit on screen, from the last move: p95 over the
+   repetitions. Target ≤ 50 ms. The picture drawn is the exact one at full resolution —
+   above the Playground's preview size (more training points than ``PREVIEW_ABOVE``) a σ
+   move's first answer is a Nyström preview, and the exact fit's arrival, from the last
+   move, is judged too: target ≤ 500 ms. For exact KRR / CKRR, when the λ-error curve of
+   the new σ (made once the hand rests) is on screen, from the last move: target ≤ 2 s.
 3. GUI-thread stall (a 5 ms timer's delay beyond its period) during a 20-step σ drag and
    during DSG Play: p99. Target ≤ 16 ms.
 4. DSG Play: frames drawn per second over 5 s. Target ≥ 30.
@@ -155,9 +156,11 @@ def main() -> int:
         settle()
         lat, full, exact_lat = [], [], []
         for rep in range(6):
+            # five steps up, four down: every drag ends on a σ no earlier drag ended on
+            # (a σ whose fit is kept would be answered from the cache, not computed)
             base = w.sigma.slider.value()
             t, _, t_full, t_exact = drag(lambda k, b=base, r=rep: w.sigma.slider.setValue(
-                b + (1 if r % 2 == 0 else -1) * (k + 1)), 5, 0.03)
+                b + (1 if r % 2 == 0 else -1) * (k + 1)), 5 if rep % 2 == 0 else 4, 0.03)
             lat.append(t)
             full.append(t_full)
             exact_lat.append(t_exact)
@@ -166,7 +169,7 @@ def main() -> int:
         rows.append((f"σ drag → its exact fit ({method})",
                      float(np.percentile(exact_lat, 95)) * 1e3, 500, "p95 ms"))
         rows.append((f"σ drag → its λ curve ({method})",
-                     float(np.percentile(full, 95)) * 1e3, None, "p95 ms"))
+                     float(np.percentile(full, 95)) * 1e3, 2000, "p95 ms"))
     for method, slider, start, spacing, what in (
             ("nystrom", w.s_slider, 60, 10, "s move → new fit (Nyström)"),
             ("rff", w.D_slider, 150, 20, "D move → new fit (RFF)")):

@@ -728,3 +728,12 @@ def test_a_large_n_preview_says_so_until_the_exact_fit_replaces_it(window, qtbot
         pts.X[~pts.test], pts.y[~pts.test])
     np.testing.assert_allclose(window.model.latest.primary.grid,
                                est.predict(window.model.latest.grid), atol=1e-10)
+
+
+def test_the_points_slider_reaches_the_playgrounds_limit(window, qtbot):
+    """At the limit (e.g. after Send columns), the slider shows the data's n, not a cap."""
+    from kernel_lab.core.playground import MAX_POINTS
+
+    assert window.n_slider.maximum() == MAX_POINTS
+    window.model.set_dataset("moons", n=4000, noise=0.25)
+    qtbot.waitUntil(lambda: window.n_slider.value() == 4000, timeout=10_000)

@@ -70,9 +70,20 @@ from kernel_lab.core.playground.fits import (
 )
 from kernel_lab.core.playground.gridmap import GridMap
 from kernel_lab.core.playground.preview import NystromPreview
+from kernel_lab.core.playground.solves import (
+    BASIS_TOL,
+    TOL,
+    CGSystem,
+    ExactSolves,
+    NotSolved,
+    NystromPreconditioner,
+    low_rank_factor,
+    shifted_cg,
+)
 from kernel_lab.core.playground.steppers import DSGStepper, GFCStepper, gfc_model
 
 __all__ = [
+    "BASIS_TOL",
     "BLANK",
     "EXTENT",
     "KERNELS",
@@ -81,15 +92,20 @@ __all__ = [
     "METHODS",
     "SETS",
     "STEPPED",
+    "TOL",
     "Bordered",
+    "CGSystem",
     "DSGStepper",
     "EigenSystem",
     "ExactCache",
+    "ExactSolves",
     "Factor",
     "FeatureRidge",
     "FitResult",
     "GFCStepper",
     "GridMap",
+    "NotSolved",
+    "NystromPreconditioner",
     "NystromPreview",
     "PairKernel",
     "PlaygroundSet",
@@ -103,9 +119,11 @@ __all__ = [
     "grid",
     "kernel_spectrum",
     "lam_grid",
+    "low_rank_factor",
     "nystrom_features",
     "rff_features",
     "ridge_leverage",
+    "shifted_cg",
     "subsample",
     "ticks",
     "timed",

@@ -6,6 +6,8 @@ calls it directly."""
 
 from __future__ import annotations
 
+import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -15,6 +17,7 @@ import numpy as np
 
 from kernel_lab.core import playground as pg
 from kernel_lab.core.errors import ParameterError
+from kernel_lab.core.kernels import make_kernel
 from kernel_lab.engine.playground.params import resolve_fit_params
 from kernel_lab.engine.playground.state import Points
 
@@ -63,6 +66,17 @@ PREVIEW_S = 200
 #: the row index, so it needs no kernel and serves every σ).
 PREVIEW_SAMPLER = "uniform"
 
+#: The wait for a quiet hand before the exact fit follows a preview (seconds): short, as
+#: the exact fit by CG gives way to a newer request between iterations.
+LARGE_FOLLOWUP_DELAY = 0.05
+#: The largest rank of the CG preconditioner's factor (:func:`pg.low_rank_factor`): its
+#: cost, O(n r²) and an r × r eigendecomposition, stays a fraction of one factorisation.
+CG_MAX_RANK = 600
+#: Matrices of dropped CG solves kept for the next (a kernel and a test block each).
+SPARES = 4
+#: CG solves kept (each holds its n × n kernel matrix: 112 MB at 3,746 training points).
+KEEP_SOLVES = 2
+
 #: At most this much memory for the kept σ-free parts of the kernel (:meth:`FitEngine._pairs`).
 PAIRS_BYTES = 256 * 2**20
 
@@ -85,16 +99,21 @@ class FitEngine:
         #: The pass of the request being computed: 0 the first answer, 1, 2 … follow-ups.
         self.stage = 0
         self._cancelled: Callable[[], bool] = lambda: False
+        #: Kernel matrices of dropped CG solves, written over by the next σ's.
+        self._spare: list[np.ndarray] = []
+        self._spare_lock = threading.Lock()
 
-    def _cached(self, key: tuple[Any, ...], make: Callable[[], Any]) -> Any:
-        """``make()`` once per key (key[0]: the kind, key[1]: the data version)."""
+    def _cached(self, key: tuple[Any, ...], make: Callable[[], Any], keep: int | None = None
+                ) -> Any:
+        """``make()`` once per key (key[0]: the kind, key[1]: the data version); the last
+        ``keep`` (default :attr:`KEEP`) of a kind are kept."""
         if key in self._cache:
             self._cache.move_to_end(key)
             return self._cache[key]
         for old in [k for k in self._cache if k[1] != key[1]]:  # older data: never again
             del self._cache[old]
         same_kind = [k for k in self._cache if k[0] == key[0]]
-        for old in same_kind[: max(0, len(same_kind) - self.KEEP + 1)]:
+        for old in same_kind[: max(0, len(same_kind) - (keep or self.KEEP) + 1)]:
             del self._cache[old]  # before building: never KEEP + 1 at once
         value = make()
         self._cache[key] = value
@@ -137,17 +156,17 @@ class FitEngine:
         res = int(p["resolution"])  # the grid is inside every cached value
         if method in ("krr", "ckrr"):
             key = (method, v, kern, sigma, res)
-            large = self.quick and len(problem.y) > PREVIEW_ABOVE and \
-                self._border_base(problem, kern, sigma, lam) is None
-            if key not in self._cache and large and self.stage == 0:
-                # a new σ or new data at large n: a Nyström preview within a frame, the
-                # exact fit when the hand rests (never drawn as exact: extra["preview"])
-                (grid, tr, te), t = pg.timed(lambda: self._preview(
-                    problem, v, kern, sigma, lam, method == "ckrr", seed))
-                return pg.FitResult(method, grid, tr, te, t, n_features=PREVIEW_S, extra={
-                    "followup": True,
-                    "preview": f"Nyström, s = {min(PREVIEW_S, len(problem.y))}"})
-            if key not in self._cache and (not self.slow_ok or (large and self.stage == 1)):
+            large = self.quick and len(problem.y) > PREVIEW_ABOVE
+            if large and key not in self._cache and not (
+                    self.stage == 0 and self._border_base(problem, kern, sigma, lam) is not None):
+                # a new σ, λ or data at large n: a Nyström preview within a frame, then the
+                # exact fit by preconditioned CG, then the λ curve (never a preview drawn
+                # as exact: extra["preview"]); a painted point is first answered exactly
+                # by bordering a solved system (below), then these follow for its data
+                answer = self._large(method, req, problem)
+                if answer is not None:
+                    return answer
+            if key not in self._cache and not self.slow_ok:
                 # a new σ or new data: answer at once by one Cholesky solve (a painted
                 # point borders the last factor, or exact KRR's eigendecomposition); the
                 # worker then makes the eigendecomposition for the λ slider and λ curve
@@ -193,6 +212,114 @@ class FitEngine:
         return self._stepped(("gfc", v, seed, res), req,
                              lambda: pg.GFCStepper(problem, seed))
 
+    def _large(self, method: str, req: Request, problem: pg.Problem) -> pg.FitResult | None:
+        """Exact KRR / CKRR above :data:`PREVIEW_ABOVE` training points, one stage a pass
+        (:attr:`stage`): for a new σ or data, 0 the Nyström preview; then the exact fit at λ
+        by preconditioned CG (:class:`pg.ExactSolves`, warm-started from the last σ's
+        solution), then every λ of the error curve. None: CG could not, so the caller's
+        factorisation (and the eigendecomposition for the curve) answers instead."""
+        p = req.params
+        v, kern, sigma, lam, seed = req.version, p["kernel"], float(p["sigma"]), \
+            float(p["lam"]), int(p["seed"])
+        centered = method == "ckrr"
+        skey = ("solves", v, kern, sigma, centered)
+        solves = self._cache.get(skey)
+        if solves is None and self.stage == 0:
+            (grid, tr, te), t = pg.timed(lambda: self._preview(
+                problem, v, kern, sigma, lam, centered, seed))
+            return pg.FitResult(method, grid, tr, te, t, n_features=PREVIEW_S, extra={
+                "followup": True, "followup_delay": LARGE_FOLLOWUP_DELAY,
+                "preview": f"Nyström, s = {min(PREVIEW_S, len(problem.y))}"})
+        if solves is not None and solves.basis is not None:
+            # σ's curve is complete: any λ at once from the solutions kept, the first
+            # answer within BASIS_TOL, refined by CG to TOL when the hand rests
+            def complete() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                solves.solve(lam, cancelled=self._cancelled,
+                             accept=pg.BASIS_TOL if self.stage == 0 else pg.TOL)
+                return solves.predict(lam)
+            try:
+                (grid, tr, te), t = pg.timed(complete)
+            except pg.NotSolved:
+                return None
+            refine = {} if lam in solves.solved else {
+                "followup": True, "followup_delay": LARGE_FOLLOWUP_DELAY}
+            return pg.FitResult(method, grid, tr, te, t, curve=solves.curve(
+                pg.lam_grid(lam), problem.y_test, problem.task), extra=refine)
+        if solves is None or lam not in solves.solved or self.stage == 0:
+            # the exact fit at λ (a λ move once σ's solves exist: the first answer)
+            def exact() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                s = self._solves(skey, problem, kern, sigma, centered)
+                s.solve(lam, start=self._warm_start(skey, lam, len(problem.y)),
+                        cancelled=self._cancelled)
+                return s.predict(lam)
+            try:
+                (grid, tr, te), t = pg.timed(exact)
+            except pg.NotSolved:
+                return None
+            # the curve follows at once: it too gives way to a newer request
+            return pg.FitResult(method, grid, tr, te, t, extra={
+                "followup": True, "followup_delay": 0.0})
+        # every λ of the curve: from then on a λ move is answered from them
+        try:
+            _, t = pg.timed(lambda: solves.complete(pg.lam_grid(lam), self._cancelled))
+        except pg.NotSolved:
+            return None
+        (grid, tr, te), t2 = pg.timed(lambda: solves.predict(lam))
+        return pg.FitResult(method, grid, tr, te, t + t2, dof=None, curve=solves.curve(
+            pg.lam_grid(lam), problem.y_test, problem.task))
+
+    def _solves(self, skey: tuple[Any, ...], problem: pg.Problem, kern: str, sigma: float,
+                centered: bool) -> pg.ExactSolves:
+        """The CG solves of exact KRR / CKRR at σ for this data (kept, :attr:`KEEP`)."""
+        def make() -> pg.ExactSolves:
+            n, m = len(problem.X), len(problem.X_test)
+            pairs = self._pairs(problem, skey[1], kern)
+            k = None if pairs is not None else make_kernel(kern, {"sigma": sigma})
+            K = pairs[0](sigma, out=self._recycled((n, n))) if pairs is not None \
+                else k(problem.X)
+            if self._cancelled():
+                self._recycle(K)
+                raise pg.Superseded
+            K_test = (pairs[1](sigma, out=self._recycled((m, n))) if pairs is not None
+                      else k(problem.X_test, problem.X)) if m else np.zeros((0, n))
+            solves = pg.ExactSolves(K, K_test, problem.grid.kernel(kern, sigma, problem.X),
+                                    problem.X, problem.y, problem.X_test, kern, sigma,
+                                    centered, max_rank=min(CG_MAX_RANK, n // 2))
+            # its kernel blocks back to the pool once nothing uses it (dropped by the cache
+            # and by any painted point's system bordering it)
+            weakref.finalize(solves, self._recycle, K, K_test)
+            return solves
+
+        return self._cached(skey, make, keep=KEEP_SOLVES)
+
+    def _recycled(self, shape: tuple[int, int]) -> np.ndarray | None:
+        """A matrix of ``shape`` whose pages are already mapped (a view of the smallest
+        free array at least as large), if one is free."""
+        size = shape[0] * shape[1]
+        with self._spare_lock:
+            fits = [a for a in self._spare if a.size >= size]
+            if not fits:
+                return None
+            spare = min(fits, key=lambda a: a.size)
+            self._spare.remove(spare)
+        return spare.reshape(-1)[:size].reshape(shape)
+
+    def _recycle(self, *arrays: np.ndarray) -> None:
+        """Keep ``arrays`` (the large ones) for :meth:`_recycled`: the last
+        :data:`SPARES`."""
+        with self._spare_lock:
+            self._spare.extend(a for a in arrays if a.size >= 2**20)
+            del self._spare[:-SPARES]
+
+    def _warm_start(self, skey: tuple[Any, ...], lam: float, n: int) -> np.ndarray | None:
+        """The solutions at λ of the last σ's solves of the same data and method (CG starts
+        there: a σ step moves them little), or None."""
+        for k, other in reversed(self._cache.items()):
+            if k[0] == "solves" and k != skey and k[1:3] == skey[1:3] and k[4] == skey[4] \
+                    and lam in other.solved and len(other.y) == n:
+                return other.solved[lam]
+        return None
+
     @staticmethod
     def _problem(req: Request) -> pg.Problem:
         """The training and test points of ``req`` and its grid."""
@@ -216,6 +343,8 @@ class FitEngine:
         p = req.params
         methods = {p["method"], p["compare"]} if p["compare"] else {p["method"]}
         key = self._factor_key(req.version, p["kernel"], p["sigma"], p["lam"])
+        if self.quick and int((~req.points.test).sum()) > PREVIEW_ABOVE:
+            return False  # a painted point borders the CG solves there (no O(n³) at rest)
         return "ckrr" in methods and key not in self._cache
 
     def prepare(self, req: Request) -> None:
@@ -260,8 +389,8 @@ class FitEngine:
                      if k[0] == "factor" and k[2:] == (kern, float(sigma), float(lam))),
                     None)
         if base is None or not base.extends(problem.X, problem.X_test):
-            eig = next((c for k, c in reversed(self._cache.items())
-                        if k[0] == "krr" and k[2:4] == (kern, sigma)), None)
+            eig = next((c for k, c in reversed(self._cache.items())  # or the CG solves
+                        if k[0] in ("krr", "solves") and k[2:4] == (kern, sigma)), None)
             base = eig.system(lam) if eig is not None else None
         return base if base is not None and base.extends(problem.X, problem.X_test) \
             else None
@@ -299,7 +428,8 @@ class FitEngine:
         """K's spectrum for leverage scores: from the exact KRR cache when it is there."""
         def make() -> tuple[np.ndarray, np.ndarray]:
             exact = next((c for k, c in reversed(self._cache.items())
-                          if k[0] == "krr" and k[1:4] == (v, kern, sigma)), None)
+                          if k[0] == "krr" and k[1:4] == (v, kern, sigma)
+                          and isinstance(c, pg.ExactCache)), None)
             if exact is None:
                 return pg.kernel_spectrum(problem, kern, sigma)
             return np.clip(exact.e, 0.0, None), exact.U ** 2

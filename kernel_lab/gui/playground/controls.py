@@ -9,7 +9,7 @@ from typing import Any
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from kernel_lab.core.params import ParamSpec
-from kernel_lab.core.playground import SETS, STEPPED
+from kernel_lab.core.playground import MAX_POINTS, SETS, STEPPED
 from kernel_lab.engine.playground.params import PARAMS
 from kernel_lab.gui.forms import LogSlider
 from kernel_lab.gui.playground.words import METHOD_TEXT
@@ -42,7 +42,7 @@ class PlaygroundControls:
             lambda _i: w._guard(w.model.set_dataset, w.dataset_box.currentData()))
         form.addRow("data", w.dataset_box)
         w.n_slider = QtWidgets.QSlider(QtCore.Qt.Orientation.Horizontal)
-        w.n_slider.setRange(10, 2000)
+        w.n_slider.setRange(10, MAX_POINTS)  # the Playground's own limit
         w.n_slider.valueChanged.connect(w._n_or_noise_moved)
         w.n_slider.sliderReleased.connect(w._n_or_noise_moved)
         w.slider_values: dict[str, QtWidgets.QLabel] = {}  # each slider's value, shown

@@ -30,6 +30,13 @@ def _wants_followup(fit: Fit) -> bool:
                 or (fit.compare is not None and fit.compare.extra.get("followup")))
 
 
+def _followup_delay(fit: Fit) -> float:
+    """The quiet wait before ``fit``'s follow-up: :data:`FOLLOWUP_DELAY`, or shorter where
+    the engine says its follow-up gives way to a newer request (``extra["followup_delay"]``)."""
+    return min(float(r.extra.get("followup_delay", FOLLOWUP_DELAY))
+               for r in (fit.primary, fit.compare) if r is not None)
+
+
 def fit_job(engine: FitEngine, paint: Callable[[Fit], None] | None = None
             ) -> Callable[[Job], None]:
     """``compute(job)`` for a :class:`Worker`: the fit of ``job.request`` (a
@@ -52,7 +59,7 @@ def fit_job(engine: FitEngine, paint: Callable[[Fit], None] | None = None
             fit = engine.compute(job.request, cancelled=job.superseded)
         job.emit("fit", done(fit))  # not terminal: a follow-up may come
         stage = 0
-        while _wants_followup(fit) and job.quiet(FOLLOWUP_DELAY):
+        while _wants_followup(fit) and job.quiet(_followup_delay(fit)):
             # complete the answer once the user has paused: a σ drag keeps getting
             # quick answers meanwhile (at large n: a preview, the exact fit, its λ curve;
             # a newer request stops this, and its ticket drops what was still computing)

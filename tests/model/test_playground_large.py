@@ -1,0 +1,187 @@
+"""The Playground's exact KRR / CKRR at large n without an eigendecomposition: the exact fit
+by preconditioned CG (warm-started from the last σ), the λ curve from the same solves, a λ
+move answered at once from them, a painted point bordering them, and the factorisation when
+CG cannot — each equal to the library's estimators or the eigendecomposition."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kernel_lab.core import playground as pg
+from kernel_lab.core.models import CenteredKernelRidge, KernelRidge
+from kernel_lab.core.playground import solves
+from kernel_lab.engine.playground import fit as fitmod
+from kernel_lab.engine.worker import Worker
+from kernel_lab.model.playground import FitEngine, PlaygroundModel
+
+N_LARGE = 1600  # 1200 training points, above PREVIEW_ABOVE
+ESTIMATORS = {"krr": KernelRidge, "ckrr": CenteredKernelRidge}
+
+
+def _model() -> tuple[FitEngine, PlaygroundModel]:
+    engine = FitEngine(quick=True)
+    m = PlaygroundModel(engine=engine, worker=Worker(lambda job: None, inline=True))
+    m.set_dataset("moons", n=N_LARGE, noise=0.25)
+    assert int((~m.points.test).sum()) > fitmod.PREVIEW_ABOVE
+    return engine, m
+
+
+def _stages(engine: FitEngine, req) -> list[pg.FitResult]:
+    """Every pass of a request, as the worker makes them while the hand rests."""
+    out = [engine.compute(req).primary]
+    while out[-1].extra.get("followup"):
+        out.append(engine.compute(req, followup=len(out)).primary)
+    return out
+
+
+def _check_exact(r: pg.FitResult, m: PlaygroundModel, method: str, lam: float,
+                 sigma: float, grid_points: np.ndarray) -> None:
+    pts = m.points
+    X, X_test = pts.X[~pts.test], pts.X[pts.test]
+    est = ESTIMATORS[method](lam, kernel="gaussian", kernel_params={"sigma": sigma}).fit(
+        X, pts.y[~pts.test])
+    np.testing.assert_allclose(r.train, est.predict(X), atol=1e-10)
+    np.testing.assert_allclose(r.test, est.predict(X_test), atol=1e-10)
+    np.testing.assert_allclose(r.grid, est.predict(grid_points), atol=1e-10)
+
+
+@pytest.mark.parametrize("method", ["krr", "ckrr"])
+def test_large_n_stages_then_any_lambda_at_once(method):
+    engine, m = _model()
+    m.set_params(method=method, sigma=0.7, lam=0.1)
+    req = m.request()
+    G = engine._problem(req).G
+    preview, exact, full = _stages(engine, req)
+    assert "preview" in preview.extra and "preview" not in exact.extra
+    _check_exact(exact, m, method, 0.1, 0.7, G)
+    assert exact.curve is None and full.curve is not None and full.dof is None
+    _check_exact(full, m, method, 0.1, 0.7, G)
+    # the curve: as the eigendecomposition's, to what two backward-stable solvers share
+    pts = m.points
+    ref = pg.ExactCache(pts.X[~pts.test], pts.y[~pts.test], pts.X[pts.test],
+                        pg.GridMap(2, int(m.params["resolution"])), "gaussian", 0.7,
+                        method == "ckrr").curve(full.curve["lam"], pts.y[pts.test],
+                                                "classification")
+    for part in ("train", "test"):  # error rates: equal
+        np.testing.assert_array_equal(full.curve[part], ref[part])
+    # a λ move is now answered at once, from the solutions kept, with its curve; where
+    # that answer's backward error is above TOL (within BASIS_TOL) CG refines it next
+    # (λ where solvers agree to 1e-10: at λ = 4e-4, κ ≈ 4e5, two dense solves of CKRR's two
+    # forms already differ by 1e-7, and the estimator from both by 4e-7; at λ = 0.0123 the
+    # estimator's CKRR is 7e-10 from a dense solve on the grid, the CG answer 2e-11)
+    for lam in (0.0371, 2.5, 0.3, 0.1234):
+        m.set_params(lam=lam)
+        req = m.request()
+        first = engine.compute(req).primary
+        assert "preview" not in first.extra and first.curve is not None
+        final = first if not first.extra.get("followup") else \
+            engine.compute(req, followup=1).primary
+        assert not final.extra.get("followup")
+        _check_exact(final, m, method, lam, 0.7, G)
+        # the first answer: within what its backward error allows (κ · BASIS_TOL)
+        np.testing.assert_allclose(first.grid, final.grid, atol=1e-12 / lam)
+
+
+def test_the_next_sigma_starts_from_the_last_sigmas_solution(monkeypatch):
+    engine, m = _model()
+    m.set_params(method="krr", sigma=0.70, lam=0.1)
+    _stages(engine, m.request())
+    starts: list[np.ndarray | None] = []
+    real = solves.shifted_cg
+
+    def recording(K, B, lams, prec, X0=None, **kw):
+        starts.append(X0)
+        return real(K, B, lams, prec, X0, **kw)
+
+    monkeypatch.setattr(solves, "shifted_cg", recording)
+    m.set_params(sigma=0.72)
+    req = m.request()
+    engine.compute(req)  # the preview
+    warm = engine.compute(req, followup=1).primary
+    assert starts and starts[0] is not None  # warm: σ = 0.70's solution at λ = 0.1
+    # a cold engine gives the same fit, to the solver's tolerance
+    cold_engine, _ = _model()
+    cold_engine.compute(req)
+    cold = cold_engine.compute(req, followup=1).primary
+    np.testing.assert_allclose(warm.grid, cold.grid, atol=1e-10)
+    np.testing.assert_allclose(warm.test, cold.test, atol=1e-10)
+    _check_exact(warm, m, "krr", 0.1, 0.72, engine._problem(req).G)
+
+
+@pytest.mark.parametrize("method", ["krr", "ckrr"])
+def test_where_cg_cannot_the_factorisation_answers(monkeypatch, method):
+    monkeypatch.setattr(solves, "MAX_ITER", 1)  # no CG converges in one iteration
+    monkeypatch.setattr(fitmod, "CG_MAX_RANK", 2)
+    engine, m = _model()
+    m.set_params(method=method, sigma=0.7, lam=0.1)
+    req = m.request()
+    stages = _stages(engine, req)
+    assert "preview" in stages[0].extra
+    for r in stages[1:]:
+        _check_exact(r, m, method, 0.1, 0.7, engine._problem(req).G)
+    assert stages[-1].curve is not None and stages[-1].dof is not None  # the eigh's
+
+
+def test_a_painted_point_at_large_n_borders_the_cg_solves():
+    engine, m = _model()
+    m.set_params(method="krr", sigma=0.7, lam=0.1)
+    _stages(engine, m.request())
+    for k in range(3):  # a stroke, one point at a time
+        m.add_points(np.array([[0.1 * k - 0.3, 2.5]]), 1.0)
+        req = m.request()
+        r = engine.compute(req).primary
+        assert "preview" not in r.extra
+        _check_exact(r, m, "krr", 0.1, 0.7, engine._problem(req).G)
+    factor = next(c for k, c in engine._cache.items() if k[0] == "factor")
+    assert isinstance(factor, pg.Bordered) and isinstance(factor.base, pg.CGSystem)
+
+
+def test_kernel_matrices_of_dropped_solves_are_written_over():
+    engine, m = _model()
+    m.set_params(method="krr", lam=0.1)
+    buffers = []  # where each σ's kernel matrix lives
+    for sigma in (0.70, 0.72, 0.74, 0.76):
+        m.set_params(sigma=sigma)
+        for r in _stages(engine, m.request())[1:]:
+            _check_exact(r, m, "krr", 0.1, sigma, engine._problem(m.request()).G)
+        kept = [c for k, c in engine._cache.items() if k[0] == "solves"]
+        buffers.append(kept[-1].K.__array_interface__["data"][0])
+        assert len(kept) <= fitmod.KEEP_SOLVES
+        del kept  # (this test's own references would keep the dropped ones alive)
+    # the third σ wrote over the first's matrix (dropped), the fourth over the second's
+    assert buffers[2] == buffers[0] and buffers[3] == buffers[1]
+
+
+def test_a_lambda_move_drawn_from_the_basis_is_refined_to_the_tolerance():
+    engine, m = _model()
+    m.set_params(method="krr", sigma=0.5, lam=0.1)
+    _stages(engine, m.request())
+    refined = 0
+    for lam in np.logspace(-3, 1, 60):  # some λ the basis certifies only within BASIS_TOL
+        m.set_params(lam=float(lam))
+        req = m.request()
+        first = engine.compute(req).primary
+        if not first.extra.get("followup"):
+            continue
+        refined += 1
+        solves_ = next(c for k, c in engine._cache.items() if k[0] == "solves")
+        assert float(lam) in solves_.nearly and float(lam) not in solves_.solved
+        final = engine.compute(req, followup=1).primary
+        assert float(lam) in solves_.solved and not final.extra.get("followup")
+        _check_exact(final, m, "krr", float(lam), 0.5, engine._problem(req).G)
+        np.testing.assert_allclose(first.grid, final.grid, atol=1e-9)
+    assert refined  # the path was taken
+
+
+def test_no_factorisation_is_prepared_at_large_n():
+    """CKRR's factor at rest (an O(n³) LAPACK call no newer request can interrupt) is not
+    made at large n: a painted point borders the CG solves instead, exactly."""
+    engine, m = _model()
+    m.set_params(method="ckrr", sigma=0.7, lam=0.1)
+    _stages(engine, m.request())
+    assert not engine.wants_preparing(m.request())
+    m.add_points(np.array([[0.0, 2.4]]), -1.0)
+    req = m.request()
+    r = engine.compute(req).primary
+    _check_exact(r, m, "ckrr", 0.1, 0.7, engine._problem(req).G)
