@@ -109,13 +109,20 @@ class KeptColumns:
             raise ValueError(f"{k + c} columns: at most {self.limit} are kept")
         self._reserve(k + c)
         mean = train.mean(axis=0)
-        self._test[:, k:k + c] = test - mean
+        np.subtract(test, mean, out=self._test[:, k:k + c])
         self._mean[k:k + c] = mean
-        self._add(np.subtract(train, mean, order="F"), k)
+        centred = self._columns()[:, k:k + c]
+        np.subtract(train, mean, out=centred)
+        self._add(centred, k)
         self.count = k + c
 
+    def _columns(self) -> Array:
+        """The n × room array the centred training columns are written to, in place."""
+        raise NotImplementedError
+
     def _add(self, centred: Array, k: int) -> None:
-        """Keep the Gram products of new centred training columns after the ``k`` kept."""
+        """Keep the Gram products of the new centred training columns ``centred`` (written
+        in :meth:`_columns` after the ``k`` kept)."""
         raise NotImplementedError
 
     def _system(self, columns: Array | slice, N: Array | float
@@ -158,13 +165,17 @@ class ColumnGram(KeptColumns):
     def _kept(self) -> list[tuple[str, bool]]:
         return [*super()._kept(), ("_train", False), ("_cross", False), ("_gram", True)]
 
+    def _columns(self) -> Array:
+        return self._train
+
     def _add(self, centred: Array, k: int) -> None:
         c = centred.shape[1]
-        self._train[:, k:k + c] = centred
         self._cross[k:k + c] = centred.T @ self._yc
-        block = self._train[:, :k + c].T @ centred
-        self._gram[:k + c, k:k + c] = block
-        self._gram[k:k + c, :k] = block[:k].T
+        self._gram[k:k + c, k:k + c] = centred.T @ centred  # symmetric: BLAS syrk
+        if k:
+            block = self._train[:, :k].T @ centred
+            self._gram[:k, k:k + c] = block
+            self._gram[k:k + c, :k] = block.T
 
     def _system(self, columns: Array | slice, N: Array | float
                 ) -> tuple[Array, Array, Callable[[Array], Array]]:
@@ -212,14 +223,20 @@ class ColumnQR(KeptColumns):
             raise np.linalg.LinAlgError(f"dormqr failed (info {info})")
         return out
 
+    def _columns(self) -> Array:
+        return self._qr
+
     def _add(self, centred: Array, k: int) -> None:
         c = centred.shape[1]
         V = self._reflect(centred, k, "T")
         qr, tau, _, info = lapack.dgeqrf(V[k:], overwrite_a=1)
         if info != 0:
             raise np.linalg.LinAlgError(f"dgeqrf failed (info {info})")
-        V[k:] = qr
-        self._qr[:, k:k + c] = V
+        # in place where LAPACK could work in the kept array, else copied there
+        if not np.may_share_memory(V, centred):
+            centred[...] = V
+        if not np.may_share_memory(qr, centred):
+            centred[k:] = qr
         self._tau[k:k + c] = tau
         self._qy[k:] = self._reflect(self._qy[k:], k + c, "T", start=k)
 
