@@ -79,12 +79,14 @@ class KeptColumns:
         self._mean = np.empty(0)
 
     def _reserve(self, count: int) -> None:
-        """Room for ``count`` columns (at least doubled, at most :attr:`limit`) in every
-        array :meth:`_kept` names (columns last; square ones in both axes)."""
+        """Room for ``count`` columns — twice that, or double the room, up to
+        :attr:`limit` (memory is touched only where written), so that a slider's next
+        moves seldom copy the kept columns — in every array :meth:`_kept` names (columns
+        last; square ones in both axes)."""
         room = self._mean.shape[0]
         if count <= room:
             return
-        room = max(count, min(self.limit, max(2 * room, 16)))
+        room = max(count, min(self.limit, max(2 * room, 2 * count, 16)))
         k = self.count
         for name, square in self._kept():
             old = getattr(self, name)
