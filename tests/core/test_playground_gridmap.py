@@ -10,7 +10,13 @@ import pytest
 
 from kernel_lab.core import playground as pg
 from kernel_lab.core.kernels import make_kernel
-from kernel_lab.core.models import CenteredKernelRidge, KernelRidge, NystromRidge, RFFRidge
+from kernel_lab.core.models import (
+    CenteredKernelRidge,
+    KernelRidge,
+    NystromRidge,
+    RandomFourierFeatures,
+    RFFRidge,
+)
 from kernel_lab.engine.playground.fit import FitEngine, Request
 from kernel_lab.engine.playground.params import resolve_fit_params
 from kernel_lab.engine.playground.state import Points
@@ -55,12 +61,15 @@ def test_every_two_dimensional_picture_is_the_estimators_prediction(kernel):
                                  "D": 80, "sampler": "uniform", "seed": 5, "resolution": 45})
     Xtr, ytr = X[~test], y[~test]
     G = pg.grid(2, 45)
+    draw = RandomFourierFeatures(kernel, sigma=0.7, n_components=pg.MAX_POINTS,
+                                 random_state=5).fit(Xtr)
     refs = {"krr": KernelRidge(0.05, kernel=kernel, kernel_params={"sigma": 0.7}),
             "ckrr": CenteredKernelRidge(0.05, kernel=kernel, kernel_params={"sigma": 0.7}),
             "nystrom": NystromRidge(0.05, kernel=kernel, kernel_params={"sigma": 0.7},
                                     n_components=30, sampler="uniform", random_state=5),
-            "rff": RFFRidge(0.05, kernel=kernel, sigma=0.7, n_components=80,
-                            random_state=5)}
+            # the first D of the one draw every D's features are taken from
+            "rff": RFFRidge(0.05, kernel=kernel, sigma=0.7, frequencies=draw.weights_[:, :80],
+                            phases=draw.offsets_[:80])}
     for method, ref in refs.items():
         expected = ref.fit(Xtr, ytr).predict(G)
         for quick in (True, False):

@@ -13,7 +13,7 @@ import pytest
 from kernel_lab.core import playground as pg
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.kernels import make_kernel
-from kernel_lab.core.models import NystromRidge, RFFRidge
+from kernel_lab.core.models import NystromRidge, RandomFourierFeatures, RFFRidge
 from kernel_lab.engine.presets import load_preset, playground_preset_names
 from kernel_lab.engine.worker import Worker
 from kernel_lab.model.playground import (
@@ -100,7 +100,11 @@ def test_feature_fits_equal_nystrom_and_rff_ridge(model):
     np.testing.assert_allclose(fit.primary.grid, ref.predict(fit.grid), atol=1e-8)
     np.testing.assert_array_equal(fit.primary.landmarks, ref.features_.landmark_indices_)
     model.set_params(method="rff", D=60, lam=0.02, orthogonal=True)
-    ref = RFFRidge(0.02, sigma=0.4, n_components=60, orthogonal=True, random_state=7).fit(X, y)
+    # the first D of the Playground's one draw of MAX_POINTS features per seed
+    draw = RandomFourierFeatures(sigma=0.4, n_components=pg.MAX_POINTS, orthogonal=True,
+                                 random_state=7).fit(X)
+    ref = RFFRidge(0.02, sigma=0.4, frequencies=draw.weights_[:, :60],
+                   phases=draw.offsets_[:60]).fit(X, y)
     np.testing.assert_allclose(model.fits[-1].primary.grid, ref.predict(fit.grid), atol=1e-8)
 
 

@@ -19,8 +19,10 @@ functions return. Speed comes by design, not from a fast machine:
   intercept`` — the same numbers as :class:`~kernel_lab.core.models.KernelRidge` /
   ``CenteredKernelRidge`` — and the whole train/test-error-against-λ curve a matrix
   product;
-- Nyström and random-feature ridge: the feature matrices per data set, σ and s (or D); a
-  new λ re-solves the small s × s (D × D) ridge system.
+- Nyström and random-feature ridge: the feature columns per data set and σ, with their
+  Gram products (``features``); a new s or D adds the new landmarks' (frequencies')
+  columns and forms the small s × s (D × D) ridge system from the kept products; a new λ
+  re-solves it.
 
 DSG and GFC are stepped: :class:`DSGStepper` continues the same doubly stochastic run
 (iteration k of a stepped run equals a run of k iterations); :class:`GFCStepper` adds one
@@ -52,6 +54,12 @@ from kernel_lab.core.playground.exact import (
     Solved,
     exact_direct,
 )
+from kernel_lab.core.playground.features import (
+    FrequencyColumns,
+    LandmarkColumns,
+    LandmarkDraws,
+    rff_frequencies,
+)
 from kernel_lab.core.playground.fits import (
     KERNELS,
     METHODS,
@@ -63,8 +71,6 @@ from kernel_lab.core.playground.fits import (
     error,
     kernel_spectrum,
     lam_grid,
-    nystrom_features,
-    rff_features,
     ridge_leverage,
     timed,
 )
@@ -102,8 +108,11 @@ __all__ = [
     "Factor",
     "FeatureRidge",
     "FitResult",
+    "FrequencyColumns",
     "GFCStepper",
     "GridMap",
+    "LandmarkColumns",
+    "LandmarkDraws",
     "NotSolved",
     "NystromPreconditioner",
     "NystromPreview",
@@ -120,8 +129,7 @@ __all__ = [
     "kernel_spectrum",
     "lam_grid",
     "low_rank_factor",
-    "nystrom_features",
-    "rff_features",
+    "rff_frequencies",
     "ridge_leverage",
     "shifted_cg",
     "subsample",

@@ -4,7 +4,6 @@ the exact ridge leverage scores."""
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -12,10 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.kernels import make_kernel
-from kernel_lab.core.models import NystromFeatures, RandomFourierFeatures
-from kernel_lab.core.nystrom.samplers import SAMPLERS
 from kernel_lab.core.playground.gridmap import GridMap
 
 Array = np.ndarray
@@ -72,23 +68,23 @@ def lam_grid(lam: float) -> Array:
 class FeatureRidge:
     """Ridge with an unpenalised intercept on features F, as the library's Nyström and RFF
     ridge estimators (``centered=True``), for every λ from one eigendecomposition of the
-    small r × r matrix FcᵀFc (Fc: F with its column means removed). ``F_grid``: the map
-    ``w ↦ F(G) w`` onto the grid (:mod:`~kernel_lab.core.playground.gridmap`)."""
+    small r × r matrix ``FcᵀFc`` (Fc: F with its column means over the training points
+    removed), given with ``Fcᵀ(y − ȳ)`` (:mod:`~kernel_lab.core.playground.features` forms
+    both from kept Gram products). ``values(w)``: the centred features times w on the
+    grid, the training and the test points — ``F w − μᵀw`` there, μ the column means —
+    to which the prediction adds ȳ (the intercept is ``ȳ − μᵀw``)."""
 
-    def __init__(self, F: Array, F_test: Array, F_grid: Callable[[Array], Array],
-                 y: Array) -> None:
-        self.F, self.F_test, self.F_grid = F, F_test, F_grid
-        self.f_mean = F.mean(axis=0)
-        self.y_mean = float(y.mean())
-        Fc = F - self.f_mean
-        self.e, self.V = np.linalg.eigh(Fc.T @ Fc)
-        self.r = self.V.T @ (Fc.T @ (y - self.y_mean))
+    def __init__(self, gram: Array, cross: Array, y_mean: float,
+                 values: Callable[[Array], tuple[Array, Array, Array]]) -> None:
+        self.values, self.y_mean = values, float(y_mean)
+        self.e, self.V = np.linalg.eigh(gram)
+        self.r = self.V.T @ cross
 
     def predict(self, lam: float) -> tuple[Array, Array, Array]:
         """Grid, train and test predictions at λ."""
         w = self.V @ (self.r / (np.clip(self.e, 0.0, None) + lam))
-        b = self.y_mean - float(self.f_mean @ w)
-        return self.F_grid(w) + b, self.F @ w + b, self.F_test @ w + b
+        grid, train, test = self.values(w)
+        return grid + self.y_mean, train + self.y_mean, test + self.y_mean
 
 
 @dataclass(frozen=True)
@@ -106,39 +102,6 @@ class Problem:
     def G(self) -> Array:
         """The grid's points."""
         return self.grid.points
-
-
-def nystrom_features(problem: Problem, kernel: str, sigma: float, s: int, sampler: str,
-                     seed: int) -> tuple[NystromFeatures, Array, Array,
-                                         Callable[[Array], Array]]:
-    n = len(problem.y)
-    if not 1 <= s <= n:
-        raise ParameterError(f"s = {s} landmarks: choose 1 to n = {n} (the training points)")
-    if sampler not in SAMPLERS:
-        raise ParameterError(f"unknown sampler {sampler!r}")
-    nf = NystromFeatures(kernel, kernel_params={"sigma": sigma}, n_components=s,
-                         sampler=sampler, random_state=seed).fit(problem.X)
-    # F(G) w = K(G, Z) (N w): the grid map of the landmarks Z, N the normalisation
-    on_landmarks = problem.grid.kernel(kernel, sigma, nf.landmarks_)
-    N = nf.normalization_
-    return (nf, *_features(nf, problem), lambda w: on_landmarks(N @ w))
-
-
-def rff_features(problem: Problem, kernel: str, sigma: float, D: int, orthogonal: bool,
-                 seed: int) -> tuple[Array, Array, Callable[[Array], Array]]:
-    rff = RandomFourierFeatures(kernel, sigma=sigma, n_components=D, orthogonal=orthogonal,
-                                random_state=seed).fit(problem.X)
-    # z(x) = √(2/D) cos(Wᵀx + b)
-    on_grid = problem.grid.cosines(rff.weights_, rff.offsets_, math.sqrt(2.0 / D))
-    return (*_features(rff, problem), on_grid)
-
-
-def _features(model: Any, problem: Problem) -> tuple[Array, Array]:
-    """A fitted feature map on the training points and the test points (maybe none)."""
-    F = model.transform(problem.X)
-    F_test = model.transform(problem.X_test) if len(problem.X_test) else \
-        np.zeros((0, F.shape[1]))
-    return F, F_test
 
 
 def kernel_spectrum(problem: Problem, kernel: str, sigma: float) -> tuple[Array, Array]:

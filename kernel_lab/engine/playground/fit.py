@@ -182,10 +182,21 @@ class FitEngine:
                                 curve=curve)
         if method == "nystrom":
             s = min(int(p["s"]), len(problem.y))
-            (nf, ridge), t_feat = pg.timed(lambda: self._cached(
-                ("nystrom", v, kern, sigma, s, p["sampler"], seed, res),
-                lambda: _with_ridge(pg.nystrom_features(problem, kern, sigma, s,
-                                                        p["sampler"], seed), problem.y)))
+            sampler = p["sampler"]
+
+            def nystrom() -> tuple[np.ndarray, pg.FeatureRidge]:
+                # the landmarks (a nested sampler's: a prefix of one kept draw), then
+                # ridge on them from the kernel columns kept at this σ: a new s computes
+                # the new landmarks' columns only
+                marks = self._cached(("landmarks", v, kern, sigma, sampler, seed), lambda:
+                                     pg.LandmarkDraws(problem.X, kern, sigma, sampler,
+                                                      seed))(s)
+                columns = self._cached(("landmark-columns", v, kern, sigma, res),
+                                       lambda: pg.LandmarkColumns(problem, kern, sigma))
+                return marks, columns.ridge(marks)
+
+            (marks, ridge), t_feat = pg.timed(lambda: self._cached(
+                ("nystrom", v, kern, sigma, s, sampler, seed, res), nystrom))
             (grid, tr, te), t = pg.timed(lambda: ridge.predict(lam))
             scores, extra = None, {}
             if p["leverage"] and primary:
@@ -194,15 +205,17 @@ class FitEngine:
                 else:  # an n × n eigendecomposition: when the user pauses
                     extra = {"followup": True}
             return pg.FitResult(method, grid, tr, te, t + t_feat, n_features=s,
-                                landmarks=np.asarray(nf.landmark_indices_), scores=scores,
+                                landmarks=marks, scores=scores,
                                 extra=extra)
         if method == "rff":
-            D = int(p["D"])
+            D, orthogonal = int(p["D"]), bool(p["orthogonal"])
+            # the cosines of one draw kept at this σ: a new D computes the new ones only
             ridge, t_feat = pg.timed(lambda: self._cached(
-                ("rff", v, kern, sigma, D, bool(p["orthogonal"]), seed, res),
-                lambda: pg.FeatureRidge(*pg.rff_features(problem, kern, sigma, D,
-                                                         bool(p["orthogonal"]), seed),
-                                        problem.y)))
+                ("rff", v, kern, sigma, D, orthogonal, seed, res),
+                lambda: self._cached(
+                    ("rff-columns", v, kern, sigma, orthogonal, seed, res),
+                    lambda: pg.FrequencyColumns(problem, kern, sigma, orthogonal, seed)
+                ).ridge(D)))
             (grid, tr, te), t = pg.timed(lambda: ridge.predict(lam))
             return pg.FitResult(method, grid, tr, te, t + t_feat, n_features=D)
         if method == "dsg":
@@ -464,8 +477,3 @@ class FitEngine:
                                    "frequencies": stepper.frequencies.copy(),
                                    "history": np.array(stepper.history).reshape(-1, 3)})
 
-
-def _with_ridge(features: tuple[Any, np.ndarray, np.ndarray, Any], y: np.ndarray
-                ) -> tuple[Any, pg.FeatureRidge]:
-    model, F, Ft, Fg = features
-    return model, pg.FeatureRidge(F, Ft, Fg, y)

@@ -104,8 +104,10 @@ def playground_estimator(state: PlaygroundState, steps_done: int | None = None
         name = f"{METHOD_NAMES[method]} {p['sampler']} s={s} σ={sigma:g} λ={lam:g}"
     elif method == "rff":
         D = int(p["D"])
-        est = RFFRidge(lam, kernel=kernel, sigma=sigma, n_components=D,
-                       orthogonal=bool(p["orthogonal"]), centered=True, random_state=seed)
+        # the Playground's D features: the first D of its one draw per seed
+        W, b = pg.rff_frequencies(kernel, sigma, X.shape[1], bool(p["orthogonal"]), seed, D)
+        est = RFFRidge(lam, kernel=kernel, sigma=sigma, frequencies=W, phases=b,
+                       centered=True)
         params.update(lam=lam, D=D, orthogonal=bool(p["orthogonal"]), seed=seed)
         name = f"{METHOD_NAMES[method]} D={D} σ={sigma:g} λ={lam:g}"
     elif method == "dsg":
