@@ -185,3 +185,16 @@ def test_no_factorisation_is_prepared_at_large_n():
     req = m.request()
     r = engine.compute(req).primary
     _check_exact(r, m, "ckrr", 0.1, 0.7, engine._problem(req).G)
+
+
+def test_a_recycled_matrix_is_the_smallest_spare_that_fits():
+    engine = FitEngine(quick=True)
+    big, small, test = np.ones((30, 30)), np.ones((20, 20)), np.ones((5, 20))
+    engine._recycle(big, small, test)  # (kept only from 2**20 elements on)
+    assert engine._spare == []
+    big, small = np.ones((1100, 1100)), np.ones((1030, 1030))
+    engine._recycle(big, small)
+    out = engine._recycled((1025, 1025))  # both fit: the smaller, as a view of it
+    assert out.shape == (1025, 1025) and np.shares_memory(out, small)
+    assert len(engine._spare) == 1 and engine._spare[0] is big
+    assert engine._recycled((1200, 1200)) is None  # none fits

@@ -314,7 +314,8 @@ class FitEngine:
             if not fits:
                 return None
             spare = min(fits, key=lambda a: a.size)
-            self._spare.remove(spare)
+            # by identity (list.remove compares arrays element by element)
+            del self._spare[next(i for i, a in enumerate(self._spare) if a is spare)]
         return spare.reshape(-1)[:size].reshape(shape)
 
     def _recycle(self, *arrays: np.ndarray) -> None:
