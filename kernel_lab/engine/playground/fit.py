@@ -275,8 +275,11 @@ class FitEngine:
         eigendecomposition at this σ (any λ) bordered. O(n²) either way."""
         key = self._factor_key(v, kern, sigma, lam)
         base = self._border_base(problem, kern, sigma, lam)
+        # the targets are solved with the new points' columns: one pass over the base
+        ahead = pg.Solved.rhs(problem.y, centered)
         try:
-            factor = self._cached(key, lambda: base.bordered(problem.X) if base is not None else
+            factor = self._cached(key, lambda: base.bordered(problem.X, ahead)
+                                  if base is not None else
                                   self._new_factor(problem, v, kern, sigma, lam))
         except np.linalg.LinAlgError:  # not numerically positive definite: the estimator
             return pg.exact_direct(problem, kern, sigma, lam, centered)
