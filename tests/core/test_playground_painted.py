@@ -131,8 +131,20 @@ def test_a_painted_stroke_draws_the_estimator_at_every_point(method, kernel, fac
     assert factorisations == []
 
 
+@pytest.fixture
+def base_columns(monkeypatch: pytest.MonkeyPatch) -> list:
+    """The columns of every solve with a factor or an eigendecomposition."""
+    columns: list = []
+    for cls in (pg.Factor, pg.EigenSystem):
+        monkeypatch.setattr(cls, "solve_block", lambda self, R, solve=cls.solve_block:
+                            columns.append(1 if R.ndim == 1 else R.shape[1])
+                            or solve(self, R))
+    return columns
+
+
 @pytest.mark.parametrize("method", ["krr", "ckrr"])
-def test_a_point_painted_after_a_lambda_move_draws_the_estimator(method, factorisations):
+def test_a_point_painted_after_a_lambda_move_draws_the_estimator(method, factorisations,
+                                                                 base_columns):
     """KRR borders its eigendecomposition at the new λ; CKRR the factor prepared while
     the hand rested after the move. Then a second point continues the stroke. (λ moves
     up: at a smaller λ the estimator's centred solve and the uncentred one differ by more
@@ -144,10 +156,14 @@ def test_a_point_painted_after_a_lambda_move_draws_the_estimator(method, factori
     p.fit(lam=0.03)
     p.rest()
     factorisations.clear()
+    base_columns.clear()
     for step in range(2):
         fit = p.paint()
         _is_the_estimators(fit, p.points, method, "gaussian", 0.6, 0.03, f"point {step}")
     assert factorisations == []
+    # each point solves its own column with the base; the targets' solve is the
+    # prepared factor's (CKRR), or one product with the eigenvectors (KRR: Uᵀy is kept)
+    assert base_columns == ([1, 1] if method == "ckrr" else [1, 1, 1])
 
 
 @pytest.mark.parametrize("method", ["krr", "ckrr"])
@@ -193,16 +209,20 @@ def test_a_point_painted_at_large_n_is_exact_and_bordered(method, factorisations
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
 
 
+@pytest.mark.parametrize("fitted", [False, True])
 @pytest.mark.parametrize("base", ["factor", "eigen"])
-def test_a_stroke_solves_with_the_base_once_per_new_point(base, monkeypatch):
-    """The targets' solve with the base is kept through a stroke: a new point costs the
-    base one solve, of its own column (the first point's solves the targets with it)."""
+def test_a_stroke_solves_with_the_base_once_per_new_point(base, fitted, monkeypatch):
+    """The base keeps its solve of the targets: a new point costs the base one solve, of
+    its own column — the first point also the targets' (two columns: y and ones), unless
+    the base solved them for its own fit."""
     X, y, test = pg.generate("moons", 300, 0.2, seed=3)
     Xtr, ytr, Xte = X[~test], y[~test], X[test]
     n = len(Xtr) - 4
     first: pg.Solved = pg.Factor(Xtr[:n], Xte, "gaussian", 0.6, 0.01) if base == "factor" \
         else pg.ExactCache(Xtr[:n], ytr[:n], Xte, pg.GridMap(2, RES), "gaussian", 0.6,
                            False).system(0.01)
+    if fitted:
+        first.solve(ytr[:n], True)
     columns: list[int] = []
     solve = type(first).solve_block
     monkeypatch.setattr(type(first), "solve_block",
@@ -210,15 +230,14 @@ def test_a_stroke_solves_with_the_base_once_per_new_point(base, monkeypatch):
                         or solve(self, R))
     system = first
     for m in range(n + 1, n + 5):
-        rhs = pg.Solved.rhs(ytr[:m], True)
-        system = system.bordered(Xtr[:m], rhs)
+        system = system.bordered(Xtr[:m])
         alpha, b = system.solve(ytr[:m], True)
         ref = CenteredKernelRidge(0.01, kernel="gaussian",
                                   kernel_params={"sigma": 0.6}).fit(Xtr[:m], ytr[:m])
         np.testing.assert_allclose(alpha, ref.dual_coef_, rtol=0, atol=1e-10)
         assert b == pytest.approx(ref.intercept_, abs=1e-10)
-    # the first point: its column, y and ones in one call; then one column per point
-    assert columns == [3, 1, 1, 1]
+    # the first point's column, [the targets,] then one column per point
+    assert columns == [1] + ([] if fitted else [2]) + [1, 1, 1]
 
 
 def test_few_columns_are_solved_one_at_a_time_as_a_block_would_be():

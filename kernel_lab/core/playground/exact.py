@@ -188,11 +188,9 @@ class Solved:
         return (len(X) > n and X.shape[1:] == self.X.shape[1:] and np.array_equal(X[:n], self.X)
                 and np.array_equal(X_test, self.X_test))
 
-    def bordered(self, X: Array, ahead: Array | None = None) -> Solved:
-        """The system for ``X`` (:meth:`extends`), by block elimination (:class:`Bordered`).
-        ``ahead``: a right-hand side (rows of X, as :meth:`rhs` makes it) the caller
-        solves next — solved with the new columns in one pass over this system."""
-        return Bordered(self, X, ahead)
+    def bordered(self, X: Array) -> Solved:
+        """The system for ``X`` (:meth:`extends`), by block elimination (:class:`Bordered`)."""
+        return Bordered(self, X)
 
     @staticmethod
     def rhs(y: Array, centered: bool) -> Array:
@@ -200,9 +198,20 @@ class Solved:
         a column of ones (CKRR)."""
         return np.column_stack([y, np.ones_like(y)]) if centered else y
 
+    def solve_kept(self, R: Array) -> Array:
+        """``solve_block(R)``, kept: the right-hand sides solved last (the targets, and
+        the ones column for CKRR) cost a comparison, O(n), the next time — a painted
+        point's bordered system solves its base's part of the targets so."""
+        kept = self.__dict__.setdefault("_kept", _Solutions())
+        out = kept.get(R)
+        if out is None:
+            out = self.solve_block(R)
+            kept.put(R, out)
+        return out
+
     def solve(self, y: Array, centered: bool) -> tuple[Array, float]:
         """α and the intercept of exact KRR (``centered=False``) or CKRR at this λ."""
-        B = self.solve_block(self.rhs(y, centered))
+        B = self.solve_kept(self.rhs(y, centered))
         if not centered:
             return B, 0.0
         b = float(B[:, 0].sum() / B[:, 1].sum())
@@ -308,10 +317,8 @@ def _by_column(solve: Callable[[Array], Array], R: Array) -> Array:
 
 
 class _Solutions:
-    """A base system's solutions of the right-hand sides it solved last (a painted
-    stroke's training targets, and the ones column for CKRR): the same right-hand side
-    again costs a comparison, O(n), instead of a solve with the base, O(n²). Shared by
-    the systems of one stroke (their base is the same)."""
+    """A system's solutions of the right-hand sides it solved last
+    (:meth:`Solved.solve_kept`)."""
 
     KEEP = 2
 
@@ -331,15 +338,15 @@ class Bordered(Solved):
     with ``B = K(X₀, N)``, ``Z = A₀⁻¹B`` and the Schur complement
     ``S = K(N, N) + λI − BᵀZ`` (its Cholesky factor kept), ``A⁻¹[r₀; r₁]`` is
     ``x₁ = S⁻¹(r₁ − Bᵀu)``, ``x₀ = u − Z x₁`` with ``u = A₀⁻¹r₀`` — one solve with the
-    base and O(n₀ k) more; ``u`` of a right-hand side solved before (the same targets:
-    the next point of a stroke) is kept, so a new point costs the base one solve, of its
-    own column ``B`` (:meth:`bordered`'s ``ahead`` solves the targets with it).
+    base and O(n₀ k) more; the base keeps ``u`` of the targets (:meth:`solve_kept`: it
+    solved them for its own fit, or for the stroke's first point), so a new point costs
+    the base one solve, of the point's own column ``B``.
     Bordering it again appends to B, Z and S's factor (O(n₀ k) per new row), so a
     painted stroke never nests. The test block and the grid map are the base's and the
     new points' columns, never copied into one. Raises ``numpy.linalg.LinAlgError``
     when S is not numerically positive definite."""
 
-    def __init__(self, base: Solved, X: Array, ahead: Array | None = None) -> None:
+    def __init__(self, base: Solved, X: Array) -> None:
         # the base bordered by no rows (B, Z, S's factor and the new test columns empty),
         # then by X's new rows
         self.base, self.X, self.X_test = base, base.X, base.X_test
@@ -348,29 +355,22 @@ class Bordered(Solved):
         n0 = len(base.X)
         self._B, self._Z, self._L = np.zeros((n0, 0)), np.zeros((n0, 0)), np.zeros((0, 0))
         self._T = np.zeros((len(base.X_test), 0))
-        self._solved = _Solutions()
         self._grids = dict(getattr(base, "_grids", {}))
-        self._grow(X, ahead)
+        self._grow(X)
 
-    def bordered(self, X: Array, ahead: Array | None = None) -> Bordered:
-        out = copy.copy(self)  # shares the arrays (never written in place) and solutions
-        out._grow(X, ahead)
+    def bordered(self, X: Array) -> Bordered:
+        out = copy.copy(self)  # shares the arrays (never written in place)
+        out.__dict__.pop("_kept", None)  # solutions of this system's, not the new one's
+        out._grow(X)
         return out
 
-    def _grow(self, X: Array, ahead: Array | None) -> None:
+    def _grow(self, X: Array) -> None:
         """Append X's rows after this system's (on a new object: nothing is written into
         the arrays it shares)."""
         n, n0 = len(self.X), len(self.base.X)
         new = X[n:]
         B2 = self._k(self.base.X, new)
-        r0 = None if ahead is None else ahead[:n0]
-        if r0 is not None and self._solved.get(r0) is None:
-            # the targets with the new columns: one pass over the base
-            both = self.base.solve_block(np.column_stack([B2, r0]))
-            Z2 = both[:, : len(new)]
-            self._solved.put(r0, both[:, len(new):].reshape(r0.shape))
-        else:
-            Z2 = self.base.solve_block(B2)
+        Z2 = self.base.solve_block(B2)
         S12 = self._k(self.X[n0:], new) - self._B.T @ Z2
         S22 = self._k(new)
         S22.flat[:: S22.shape[0] + 1] += self.lam
@@ -389,11 +389,7 @@ class Bordered(Solved):
 
     def solve_block(self, R: Array) -> Array:
         n0 = len(self.base.X)
-        r0 = R[:n0]
-        u = self._solved.get(r0)
-        if u is None:
-            u = self.base.solve_block(r0)
-            self._solved.put(r0, u)
+        u = self.base.solve_kept(R[:n0])
         r1 = R[n0:] - self._B.T @ u
         x1 = solve_lower(self._L, solve_lower(self._L, r1), trans=True)
         return np.concatenate([u - self._Z @ x1, x1])

@@ -221,19 +221,21 @@ class FitEngine:
     def prepare(self, req: Request) -> None:
         """What the next gesture on ``req``'s state needs, made while the hand rests: for
         CKRR, the Cholesky factor of K + λI at its σ and λ, which a painted point then
-        borders in O(n²). (Exact KRR's eigendecomposition serves any λ for that; CKRR's,
-        of the centred matrix, cannot: after a λ move a painted point would otherwise
-        factorise K + λI anew, about 20 ms with n = 1000.)"""
+        borders in O(n²), and its solve of the targets, which the point's system then
+        reads instead of solving them again. (Exact KRR's eigendecomposition serves any
+        λ for that; CKRR's, of the centred matrix, cannot: after a λ move a painted point
+        would otherwise factorise K + λI anew, about 20 ms with n = 1000.)"""
         if not self.wants_preparing(req):
             return
         p = req.params
         problem = self._problem(req)
         v, kern, sigma, lam = req.version, p["kernel"], float(p["sigma"]), float(p["lam"])
         try:
-            self._cached(self._factor_key(v, kern, sigma, lam),
-                         lambda: self._new_factor(problem, v, kern, sigma, lam))
+            factor = self._cached(self._factor_key(v, kern, sigma, lam),
+                                  lambda: self._new_factor(problem, v, kern, sigma, lam))
         except np.linalg.LinAlgError:  # not positive definite: a painted point solves anew
-            pass
+            return
+        factor.solve_kept(pg.Solved.rhs(problem.y, centered=True))
 
     def _preview(self, problem: pg.Problem, v: int, kern: str, sigma: float, lam: float,
                  centered: bool, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -275,11 +277,8 @@ class FitEngine:
         eigendecomposition at this σ (any λ) bordered. O(n²) either way."""
         key = self._factor_key(v, kern, sigma, lam)
         base = self._border_base(problem, kern, sigma, lam)
-        # the targets are solved with the new points' columns: one pass over the base
-        ahead = pg.Solved.rhs(problem.y, centered)
         try:
-            factor = self._cached(key, lambda: base.bordered(problem.X, ahead)
-                                  if base is not None else
+            factor = self._cached(key, lambda: base.bordered(problem.X) if base is not None else
                                   self._new_factor(problem, v, kern, sigma, lam))
         except np.linalg.LinAlgError:  # not numerically positive definite: the estimator
             return pg.exact_direct(problem, kern, sigma, lam, centered)
