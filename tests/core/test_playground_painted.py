@@ -257,3 +257,49 @@ def test_few_columns_are_solved_one_at_a_time_as_a_block_would_be():
             assert got.shape == (len(Xtr), k)
             np.testing.assert_allclose(A @ got, R[:, :k], rtol=0, atol=1e-10)
         np.testing.assert_allclose(A @ system.solve_block(y[~test]), y[~test], atol=1e-10)
+
+
+def test_krrs_targets_are_found_in_ckrrs_kept_solve(monkeypatch):
+    """A factor that solved CKRR's ``[y, 1]`` gives KRR's ``A⁻¹y`` from it (the same
+    matrix K + λI serves both), and a point painted under KRR then solves its own
+    column only; the fit is the estimator's."""
+    X, y, test = pg.generate("moons", 300, 0.2, seed=4)
+    Xtr, ytr, Xte = X[~test], y[~test], X[test]
+    n = len(Xtr) - 1
+    factor = pg.Factor(Xtr[:n], Xte, "laplace", 0.7, 0.02)
+    factor.solve(ytr[:n], True)
+    columns: list[int] = []
+    solve = pg.Factor.solve_block
+    monkeypatch.setattr(pg.Factor, "solve_block",
+                        lambda self, R: columns.append(1 if R.ndim == 1 else R.shape[1])
+                        or solve(self, R))
+    alpha, b = factor.bordered(Xtr).solve(ytr, False)
+    assert columns == [1] and b == 0.0
+    ref = KernelRidge(0.02, kernel="laplace", kernel_params={"sigma": 0.7}).fit(Xtr, ytr)
+    np.testing.assert_allclose(alpha, ref.dual_coef_, rtol=0, atol=1e-10)
+
+
+def test_older_datas_values_are_freed_once_the_hand_rests():
+    """A painted point's first answer leaves the older data's values (the eigen-
+    decomposition, the kept distances) to be freed by the follow-up; a stroke without
+    rest keeps at most RETIRED of them."""
+    import gc
+    import weakref
+
+    from kernel_lab.engine.playground.fit import RETIRED
+
+    p = _Painter(200, "krr")
+    p.fit()
+    p.rest()
+    olds = [weakref.ref(v[0] if isinstance(v, tuple) else v)
+            for k, v in p.engine._cache.items() if k[0] in ("krr", "pairs")]
+    assert len(olds) == 2
+    p.paint()
+    gc.collect()
+    assert all(ref() is not None for ref in olds)  # not freed by the first answer
+    p.rest(stages=1)
+    gc.collect()
+    assert all(ref() is None for ref in olds)
+    for _ in range(RETIRED + 3):
+        p.paint()
+        assert len(p.engine._retired) <= RETIRED

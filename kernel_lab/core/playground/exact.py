@@ -318,7 +318,8 @@ def _by_column(solve: Callable[[Array], Array], R: Array) -> Array:
 
 class _Solutions:
     """A system's solutions of the right-hand sides it solved last
-    (:meth:`Solved.solve_kept`)."""
+    (:meth:`Solved.solve_kept`); a single right-hand side is also found as a column of
+    a kept block (KRR's targets y in CKRR's ``[y, 1]``: a factor serves both)."""
 
     KEEP = 2
 
@@ -326,8 +327,14 @@ class _Solutions:
         self._pairs: list[tuple[Array, Array]] = []
 
     def get(self, R: Array) -> Array | None:
-        return next((U for S, U in self._pairs if S.shape == R.shape and np.array_equal(S, R)),
-                    None)
+        for S, U in self._pairs:
+            if S.shape == R.shape and np.array_equal(S, R):
+                return U
+            if R.ndim == 1 and S.ndim == 2 and S.shape[0] == len(R):
+                j = next((j for j in range(S.shape[1]) if np.array_equal(S[:, j], R)), None)
+                if j is not None:
+                    return U[:, j]
+        return None
 
     def put(self, R: Array, U: Array) -> None:
         self._pairs = [(np.array(R, copy=True), U), *self._pairs][: self.KEEP]

@@ -65,6 +65,9 @@ PREVIEW_SAMPLER = "uniform"
 
 #: At most this much memory for the kept σ-free parts of the kernel (:meth:`FitEngine._pairs`).
 PAIRS_BYTES = 256 * 2**20
+#: Values of older data waiting to be freed (:attr:`FitEngine._retired`) beyond which a
+#: new data version's first answer frees the oldest (a long stroke without rest).
+RETIRED = 8
 
 
 class FitEngine:
@@ -85,6 +88,10 @@ class FitEngine:
         #: The pass of the request being computed: 0 the first answer, 1, 2 … follow-ups.
         self.stage = 0
         self._cancelled: Callable[[], bool] = lambda: False
+        #: Values of older data not freed yet: freeing them (at n = 3746 several n × n
+        #: matrices, 4–8 ms) is left to a follow-up or :meth:`prepare`, while the hand
+        #: rests, not to the first answer to new data (a painted point).
+        self._retired: list[Any] = []
 
     def _cached(self, key: tuple[Any, ...], make: Callable[[], Any]) -> Any:
         """``make()`` once per key (key[0]: the kind, key[1]: the data version)."""
@@ -92,7 +99,11 @@ class FitEngine:
             self._cache.move_to_end(key)
             return self._cache[key]
         for old in [k for k in self._cache if k[1] != key[1]]:  # older data: never again
-            del self._cache[old]
+            self._retired.append(self._cache.pop(old))
+        if self.slow_ok:
+            self._retired.clear()
+        else:  # a stroke without rest frees the oldest beyond RETIRED, about one a point
+            del self._retired[:-RETIRED]
         same_kind = [k for k in self._cache if k[0] == key[0]]
         for old in same_kind[: max(0, len(same_kind) - self.KEEP + 1)]:
             del self._cache[old]  # before building: never KEEP + 1 at once
@@ -109,6 +120,8 @@ class FitEngine:
         of DSG/GFC steps (raises :class:`Superseded` when it says yes)."""
         self.stage = int(followup)
         self.slow_ok = bool(followup) or not self.quick
+        if self.slow_ok:
+            self._retired.clear()
         self._cancelled = cancelled or (lambda: False)
         p = req.params
         problem = self._problem(req)
@@ -225,6 +238,7 @@ class FitEngine:
         reads instead of solving them again. (Exact KRR's eigendecomposition serves any
         λ for that; CKRR's, of the centred matrix, cannot: after a λ move a painted point
         would otherwise factorise K + λI anew, about 20 ms with n = 1000.)"""
+        self._retired.clear()
         if not self.wants_preparing(req):
             return
         p = req.params
