@@ -106,6 +106,16 @@ class _Painter:
         return self.engine.compute(self.request())
 
 
+@pytest.fixture(autouse=True)
+def no_estimator_fallback(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engine's fallback when a system is not numerically positive definite is the
+    estimator itself: here every fit must come from the systems under test."""
+    def refuse(*args: object) -> None:
+        raise AssertionError("the engine fell back to the estimator")
+
+    monkeypatch.setattr(pg, "exact_direct", refuse)
+
+
 @pytest.fixture
 def factorisations(monkeypatch: pytest.MonkeyPatch) -> list:
     """The Cholesky factorisations made (a bordered system makes none)."""
@@ -135,7 +145,7 @@ def test_a_painted_stroke_draws_the_estimator_at_every_point(method, kernel, fac
 def base_columns(monkeypatch: pytest.MonkeyPatch) -> list:
     """The columns of every solve with a factor or an eigendecomposition."""
     columns: list = []
-    for cls in (pg.Factor, pg.EigenSystem):
+    for cls in (pg.Factor, pg.EigenSystem, pg.CenteredEigenSystem):
         monkeypatch.setattr(cls, "solve_block", lambda self, R, solve=cls.solve_block:
                             columns.append(1 if R.ndim == 1 else R.shape[1])
                             or solve(self, R))
@@ -303,3 +313,57 @@ def test_older_datas_values_are_freed_once_the_hand_rests():
     for _ in range(RETIRED + 3):
         p.paint()
         assert len(p.engine._retired) <= RETIRED
+
+
+@pytest.mark.parametrize("kernel", pg.KERNELS)
+def test_ckrrs_eigendecomposition_solves_the_uncentred_system(kernel):
+    """From the centred matrix's eigendecomposition (Woodbury with its rank-two
+    difference from K), ``(K + λI)⁻¹R`` for one to five right-hand sides and for the
+    targets."""
+    X, y, test = pg.generate("moons", 240, 0.2, seed=7)
+    Xtr, ytr = X[~test], y[~test]
+    cache = pg.ExactCache(Xtr, ytr, X[test], pg.GridMap(2, RES), kernel, 0.7, True)
+    A = make_kernel(kernel, {"sigma": 0.7})(Xtr)
+    A.flat[:: len(Xtr) + 1] += 0.03
+    system = pg.CenteredEigenSystem(cache, 0.03)
+    R = np.random.default_rng(2).normal(size=(len(Xtr), 5))
+    for rhs in (ytr, R[:, 0], R[:, :2], R, np.column_stack([ytr, np.ones_like(ytr)])):
+        np.testing.assert_allclose(A @ system.solve_block(rhs), rhs, rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize("kernel", pg.KERNELS)
+def test_a_point_painted_right_after_a_ckrr_lambda_move_is_exact_at_once(
+        kernel, factorisations, base_columns):
+    """No factor at the new λ yet (the hand did not rest): the point borders CKRR's
+    eigendecomposition, no factorisation, and the fit is the estimator's — then again
+    for the next point of the stroke."""
+    p = _Painter(300, "ckrr", kernel)
+    p.fit()
+    p.rest()
+    p.fit(lam=0.04)  # answered from the eigendecomposition; nothing prepared
+    factorisations.clear()
+    base_columns.clear()
+    for step in range(2):
+        fit = p.paint()
+        _is_the_estimators(fit, p.points, "ckrr", kernel, 0.6, 0.04, f"point {step}")
+    assert factorisations == []
+    # the first point: its column, then the targets and ones; the second: its column
+    assert base_columns == [1, 2, 1]
+
+
+def test_at_large_n_ckrr_prepares_its_eigendecomposition_not_a_factor(factorisations,
+                                                                        base_columns):
+    """Above the preview's size, the hand resting after a CKRR λ move prepares CKRR's
+    eigendecomposition at the new λ (no O(n³) factorisation holding the worker); a
+    painted point then borders it — one column solved — and is the estimator's."""
+    p = _Painter(int((PREVIEW_ABOVE + 60) / 0.75) + 1, "ckrr", lam=0.1)
+    p.fit()
+    p.rest()  # the exact fit and the eigendecomposition
+    p.fit(lam=0.2)
+    factorisations.clear()
+    p.rest()  # prepare
+    assert factorisations == []
+    base_columns.clear()
+    fit = p.paint()
+    _is_the_estimators(fit, p.points, "ckrr", "gaussian", 0.6, 0.2, "after the rest")
+    assert factorisations == [] and base_columns == [1]

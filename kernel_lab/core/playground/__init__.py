@@ -45,6 +45,7 @@ from kernel_lab.core.playground.datasets import (
 )
 from kernel_lab.core.playground.exact import (
     Bordered,
+    CenteredEigenSystem,
     EigenSystem,
     ExactCache,
     Factor,
@@ -82,6 +83,7 @@ __all__ = [
     "SETS",
     "STEPPED",
     "Bordered",
+    "CenteredEigenSystem",
     "DSGStepper",
     "EigenSystem",
     "ExactCache",

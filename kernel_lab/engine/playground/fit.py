@@ -233,23 +233,34 @@ class FitEngine:
 
     def prepare(self, req: Request) -> None:
         """What the next gesture on ``req``'s state needs, made while the hand rests: for
-        CKRR, the Cholesky factor of K + λI at its σ and λ, which a painted point then
-        borders in O(n²), and its solve of the targets, which the point's system then
-        reads instead of solving them again. (Exact KRR's eigendecomposition serves any
-        λ for that; CKRR's, of the centred matrix, cannot: after a λ move a painted point
-        would otherwise factorise K + λI anew, about 20 ms with n = 1000.)"""
+        CKRR, a solved system K + λI at its σ and λ, which a painted point then borders
+        in O(n²), and its solve of the targets, which the point's system then reads
+        instead of solving them again. (Exact KRR's eigendecomposition serves any λ for
+        that; CKRR's, of the centred matrix, needs its Woodbury terms at the λ.) Up to
+        :data:`PREVIEW_ABOVE` training points the system is the Cholesky factor (about
+        20 ms with n = 1000; a point then costs two triangular solves); above, CKRR's
+        eigendecomposition at this λ (:class:`pg.CenteredEigenSystem`, a few products
+        with its eigenvectors: with n = 3746 the factor took 0.43 s, and held the worker
+        — and the next gesture — that long after every λ move)."""
         self._retired.clear()
         if not self.wants_preparing(req):
             return
         p = req.params
         problem = self._problem(req)
         v, kern, sigma, lam = req.version, p["kernel"], float(p["sigma"]), float(p["lam"])
+
+        def make() -> pg.Solved:
+            eig = next((c for k, c in reversed(self._cache.items())
+                        if k[0] == "ckrr" and k[1:4] == (v, kern, sigma)), None) \
+                if len(problem.y) > PREVIEW_ABOVE else None
+            return pg.CenteredEigenSystem(eig, lam) if eig is not None else \
+                self._new_factor(problem, v, kern, sigma, lam)
+
         try:
-            factor = self._cached(self._factor_key(v, kern, sigma, lam),
-                                  lambda: self._new_factor(problem, v, kern, sigma, lam))
+            system = self._cached(self._factor_key(v, kern, sigma, lam), make)
+            system.solve_kept(pg.Solved.rhs(problem.y, centered=True))
         except np.linalg.LinAlgError:  # not positive definite: a painted point solves anew
             return
-        factor.solve_kept(pg.Solved.rhs(problem.y, centered=True))
 
     def _preview(self, problem: pg.Problem, v: int, kern: str, sigma: float, lam: float,
                  centered: bool, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -271,16 +282,21 @@ class FitEngine:
     def _border_base(self, problem: pg.Problem, kern: str, sigma: float, lam: float
                      ) -> pg.Solved | None:
         """A kept solved system that ``problem``'s training points extend (a painted
-        point): a factor at this σ and λ, or exact KRR's eigendecomposition at this σ."""
+        point): a factor at this σ and λ, or exact KRR's or CKRR's eigendecomposition at
+        this σ (any λ)."""
         base = next((f for k, f in reversed(self._cache.items())
                      if k[0] == "factor" and k[2:] == (kern, float(sigma), float(lam))),
                     None)
-        if base is None or not base.extends(problem.X, problem.X_test):
-            eig = next((c for k, c in reversed(self._cache.items())
-                        if k[0] == "krr" and k[2:4] == (kern, sigma)), None)
-            base = eig.system(lam) if eig is not None else None
-        return base if base is not None and base.extends(problem.X, problem.X_test) \
-            else None
+        if base is not None and base.extends(problem.X, problem.X_test):
+            return base
+        # exact KRR's eigendecomposition (of K: cheaper), else CKRR's (of the centred one)
+        for kind in ("krr", "ckrr"):
+            for k, c in reversed(self._cache.items()):
+                if k[0] == kind and k[2:4] == (kern, sigma):
+                    system = pg.CenteredEigenSystem(c, lam) if c.centered else c.system(lam)
+                    if system.extends(problem.X, problem.X_test):
+                        return system
+        return None
 
     def _quick_exact(self, problem: pg.Problem, v: int, kern: str, sigma: float, lam: float,
                      centered: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
