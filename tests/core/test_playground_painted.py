@@ -292,7 +292,8 @@ def test_krrs_targets_are_found_in_ckrrs_kept_solve(monkeypatch):
 def test_older_datas_values_are_freed_once_the_hand_rests():
     """A painted point's first answer leaves the older data's values (the eigen-
     decomposition, the kept distances) to be freed by the follow-up; a stroke without
-    rest keeps at most RETIRED of them."""
+    rest keeps at most RETIRED versions' of them, and frees the data before it after
+    RETIRED points."""
     import gc
     import weakref
 
@@ -310,9 +311,13 @@ def test_older_datas_values_are_freed_once_the_hand_rests():
     p.rest(stages=1)
     gc.collect()
     assert all(ref() is None for ref in olds)
-    for _ in range(RETIRED + 3):
+    olds = [weakref.ref(v) for v in p.engine._cache.values()]
+    for step in range(RETIRED + 1):
         p.paint()
         assert len(p.engine._retired) <= RETIRED
+        gc.collect()
+        # the data before the stroke: kept for RETIRED points, then freed
+        assert all((ref() is None) == (step == RETIRED) for ref in olds), step
 
 
 @pytest.mark.parametrize("kernel", pg.KERNELS)

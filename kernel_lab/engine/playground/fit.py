@@ -65,8 +65,10 @@ PREVIEW_SAMPLER = "uniform"
 
 #: At most this much memory for the kept σ-free parts of the kernel (:meth:`FitEngine._pairs`).
 PAIRS_BYTES = 256 * 2**20
-#: Values of older data waiting to be freed (:attr:`FitEngine._retired`) beyond which a
-#: new data version's first answer frees the oldest (a long stroke without rest).
+#: Batches of older data's values waiting to be freed (:attr:`FitEngine._retired`, one
+#: per data version) beyond which a new version's first answer frees the oldest batch (a
+#: long stroke without rest; the data before the stroke had, after the benchmark's σ
+#: drags, a dozen values, several n × n: freed all at once they cost its first point 5 ms).
 RETIRED = 8
 
 
@@ -88,21 +90,24 @@ class FitEngine:
         #: The pass of the request being computed: 0 the first answer, 1, 2 … follow-ups.
         self.stage = 0
         self._cancelled: Callable[[], bool] = lambda: False
-        #: Values of older data not freed yet: freeing them (at n = 3746 several n × n
-        #: matrices, 4–8 ms) is left to a follow-up or :meth:`prepare`, while the hand
-        #: rests, not to the first answer to new data (a painted point).
-        self._retired: list[Any] = []
+        #: Values of older data not freed yet, a batch per version: freeing them (at
+        #: n = 3746 several n × n matrices, 4–8 ms) is left to a follow-up or
+        #: :meth:`prepare`, while the hand rests, not to the first answer to new data (a
+        #: painted point).
+        self._retired: list[list[Any]] = []
 
     def _cached(self, key: tuple[Any, ...], make: Callable[[], Any]) -> Any:
         """``make()`` once per key (key[0]: the kind, key[1]: the data version)."""
         if key in self._cache:
             self._cache.move_to_end(key)
             return self._cache[key]
-        for old in [k for k in self._cache if k[1] != key[1]]:  # older data: never again
-            self._retired.append(self._cache.pop(old))
+        # older data: never again (one batch per new version)
+        batch = [self._cache.pop(old) for old in [k for k in self._cache if k[1] != key[1]]]
+        if batch:
+            self._retired.append(batch)
         if self.slow_ok:
             self._retired.clear()
-        else:  # a stroke without rest frees the oldest beyond RETIRED, about one a point
+        else:  # a stroke without rest frees the oldest batch beyond RETIRED
             del self._retired[:-RETIRED]
         same_kind = [k for k in self._cache if k[0] == key[0]]
         for old in same_kind[: max(0, len(same_kind) - self.KEEP + 1)]:
