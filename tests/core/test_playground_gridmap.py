@@ -81,7 +81,7 @@ def test_every_two_dimensional_picture_is_the_estimators_prediction(kernel):
 
 
 @pytest.mark.parametrize("centered", [False, True])
-def test_a_bordered_factor_is_the_factor_of_the_extended_data(centered):
+def test_a_bordered_factor_solves_as_the_factor_of_the_extended_data(centered):
     X, y, test = pg.generate("surface", 300, 0.2, seed=6)
     Xtr, ytr, Xte = X[~test], y[~test], X[test]
     first = pg.Factor(Xtr[:-3], Xte, "laplace", 0.8, 0.03)
@@ -89,8 +89,11 @@ def test_a_bordered_factor_is_the_factor_of_the_extended_data(centered):
     assert not first.extends(Xtr[::-1], Xte)
     bordered = first.bordered(Xtr)
     direct = pg.Factor(Xtr, Xte, "laplace", 0.8, 0.03)
-    np.testing.assert_allclose(np.tril(bordered.L), np.tril(direct.L), atol=1e-12)
-    np.testing.assert_allclose(bordered.K_test, direct.K_test, atol=1e-15)
+    R = np.random.default_rng(2).normal(size=(len(Xtr), 5))
+    for rhs in (R[:, 0], R[:, :2], R):  # one at a time (few columns) and as a block
+        np.testing.assert_allclose(bordered.solve_block(rhs), direct.solve_block(rhs),
+                                   rtol=0, atol=1e-10)
+    np.testing.assert_allclose(bordered.test_block(), direct.K_test, atol=1e-15)
     _solves_as_the_estimator(bordered, Xtr, ytr, "laplace", centered)
 
 
@@ -150,8 +153,8 @@ def test_a_system_bordered_twice_solves_the_extended_data(base, centered):
     once = pg.Bordered(first, Xtr[: n + 2])
     assert once.extends(Xtr, Xte) and not once.extends(Xtr[: n + 2], Xte)
     twice = once.bordered(Xtr)
-    np.testing.assert_allclose(twice.K_test, make_kernel("cauchy", {"sigma": 0.8})(Xte, Xtr),
-                               atol=1e-15)
+    np.testing.assert_allclose(twice.test_block(),
+                               make_kernel("cauchy", {"sigma": 0.8})(Xte, Xtr), atol=1e-15)
     _solves_as_the_estimator(twice, Xtr, ytr, "cauchy", centered)
 
 

@@ -47,6 +47,7 @@ from kernel_lab.core.playground.datasets import (
 )
 from kernel_lab.core.playground.exact import (
     Bordered,
+    CenteredEigenSystem,
     EigenSystem,
     ExactCache,
     Factor,
@@ -101,6 +102,7 @@ __all__ = [
     "TOL",
     "Bordered",
     "CGSystem",
+    "CenteredEigenSystem",
     "DSGStepper",
     "EigenSystem",
     "ExactCache",

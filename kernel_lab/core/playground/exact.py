@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import copy
+import functools
 from collections.abc import Callable
 
 import numpy as np
@@ -11,7 +13,7 @@ from kernel_lab.core.kernels import make_kernel, squared_distances
 from kernel_lab.core.lapack import cholesky_lower, solve_lower
 from kernel_lab.core.models.krr import center_gram
 from kernel_lab.core.playground.fits import Problem, error
-from kernel_lab.core.playground.gridmap import GridMap
+from kernel_lab.core.playground.gridmap import GridKernel, GridMap
 
 #: A lower triangle of the train–train kernel is evaluated in this many blocks of rows,
 #: each up to its last column: 1 + 1/LOWER_BLOCKS of half the matrix (n = 1000 and 16:
@@ -158,15 +160,19 @@ class PairKernel:
 class Solved:
     """A solved system ``K + λI`` of one data set, kernel, σ and λ, with the test points'
     kernel block: the quick exact answer to a new σ or new data, before any
-    eigendecomposition. Subclasses give ``solve_block(R) = (K + λI)⁻¹ R``.
+    eigendecomposition. Subclasses give ``solve_block(R) = (K + λI)⁻¹ R`` and the test
+    block's products (:meth:`test_values`).
 
     Exact KRR is ``α = A⁻¹y`` (A = K + λI). CKRR is KRR with an unpenalised intercept,
     ``α = A⁻¹(y − b1)`` with ``b = 1ᵀA⁻¹y / 1ᵀA⁻¹1`` (so ``1ᵀα = 0``): the solution of
     the centred system ``(PKP + λI) α = P y`` of
     :class:`~kernel_lab.core.models.CenteredKernelRidge`, intercept included — so both
     come from a solve with the uncentred matrix, and a painted point (rows appended to
-    the training points) borders it in O(n²) (:meth:`bordered`) instead of a new O(n³)
-    factorisation."""
+    the training points) borders it (:meth:`bordered`): one solve with this system and
+    O(n k) more, instead of a new O(n³) factorisation.
+
+    The grid's map of the training points (:meth:`grid_kernel`) is kept with the system,
+    so a bordered one evaluates the kernel on the grid for its new points only."""
 
     X: Array
     X_test: Array
@@ -174,6 +180,8 @@ class Solved:
     kernel: str
     sigma: float
     lam: float
+    #: The kept grid map (:meth:`grid_kernel`), by the grid's (dim, resolution).
+    _grids: dict[tuple[int, int], GridKernel]
 
     def solve_block(self, R: Array) -> Array:
         raise NotImplementedError
@@ -189,20 +197,57 @@ class Solved:
         """The system for ``X`` (:meth:`extends`), by block elimination (:class:`Bordered`)."""
         return Bordered(self, X)
 
+    @staticmethod
+    def rhs(y: Array, centered: bool) -> Array:
+        """The right-hand side :meth:`solve` solves for targets ``y``: y (KRR), or y and
+        a column of ones (CKRR)."""
+        return np.column_stack([y, np.ones_like(y)]) if centered else y
+
+    def solve_kept(self, R: Array) -> Array:
+        """``solve_block(R)``, kept: the right-hand sides solved last (the targets, and
+        the ones column for CKRR) cost a comparison, O(n), the next time — a painted
+        point's bordered system solves its base's part of the targets so."""
+        kept = self.__dict__.setdefault("_kept", _Solutions())
+        out = kept.get(R)
+        if out is None:
+            out = self.solve_block(R)
+            kept.put(R, out)
+        return out
+
     def solve(self, y: Array, centered: bool) -> tuple[Array, float]:
         """α and the intercept of exact KRR (``centered=False``) or CKRR at this λ."""
-        B = self.solve_block(np.column_stack([y, np.ones_like(y)]) if centered else y)
+        B = self.solve_kept(self.rhs(y, centered))
         if not centered:
             return B, 0.0
         b = float(B[:, 0].sum() / B[:, 1].sum())
         return B[:, 0] - b * B[:, 1], b
 
+    def test_values(self, alpha: Array) -> Array:
+        """``K(X_test, X) α``."""
+        return self.K_test @ alpha
+
+    def test_block(self) -> Array:
+        """The test block ``K(X_test, X)`` as one matrix."""
+        return self.K_test
+
+    def grid_kernel(self, grid: GridMap) -> GridKernel:
+        """``c ↦ K(G, X) c`` on ``grid`` for the training points X, kept (the last grid's
+        only)."""
+        key = (grid.dim, grid.resolution)
+        kept = getattr(self, "_grids", {})
+        if key not in kept:
+            self._grids = {key: self._new_grid_kernel(grid)}
+        return self._grids[key]
+
+    def _new_grid_kernel(self, grid: GridMap) -> GridKernel:
+        return grid.kernel(self.kernel, self.sigma, self.X)
+
     def predict(self, problem: Problem, centered: bool) -> tuple[Array, Array, Array]:
         """The grid, train and test predictions."""
         alpha, b = self.solve(problem.y, centered)
-        grid = problem.grid.kernel(self.kernel, self.sigma, self.X)(alpha) + b
+        grid = self.grid_kernel(problem.grid)(alpha) + b
         # on the training points, as in ExactCache: f(X) = Kα + b = y − λα, no product
-        return grid, problem.y - self.lam * alpha, self.K_test @ alpha + b
+        return grid, problem.y - self.lam * alpha, self.test_values(alpha) + b
 
 
 class Factor(Solved):
@@ -214,7 +259,11 @@ class Factor(Solved):
 
     (A single-precision factor refined in double precision was tried: with n = 1000 the
     factorisation took 5 ms instead of 11, but the three refinement steps that double
-    precision needs — each a product with A and two triangular solves — took the rest.)"""
+    precision needs — each a product with A and two triangular solves — took the rest.)
+
+    A painted point borders it (:class:`Bordered`) rather than extending the factor: a
+    new factor copied the n × n one at every point (with n = 3746, 112 MB: most of a
+    painted point's 40 ms)."""
 
     def __init__(self, X: Array, X_test: Array, kernel: str, sigma: float, lam: float,
                  pairs: tuple[PairKernel, PairKernel] | None = None) -> None:
@@ -227,45 +276,116 @@ class Factor(Solved):
         self.K_test = (pairs[1](sigma) if pairs is not None else k(X_test, X)) \
             if len(X_test) else np.zeros((0, len(X)))
 
-    def bordered(self, X: Array) -> Factor:
-        """The factor for ``X`` (:meth:`extends`): ``L₂₁ = K₂₁ L₁₁⁻ᵀ`` and ``L₂₂`` the
-        factor of ``K₂₂ + λI − L₂₁ L₂₁ᵀ``."""
-        n = len(self.X)
-        k = make_kernel(self.kernel, {"sigma": self.sigma})
-        new = X[n:]
-        out = Factor.__new__(Factor)
-        out.X, out.X_test = X, self.X_test
-        out.kernel, out.sigma, out.lam = self.kernel, self.sigma, self.lam
-        L21 = solve_lower(self.L, k(self.X, new)).T
-        S = k(new)
-        S.flat[:: S.shape[0] + 1] += self.lam
-        S -= L21 @ L21.T
-        L = np.zeros((len(X), len(X)))
-        L[:n, :n] = self.L
-        L[n:, :n] = L21
-        L[n:, n:] = np.linalg.cholesky(S)
-        out.L = L
-        out.K_test = _test_block(self, k, new)
-        return out
-
     def solve_block(self, R: Array) -> Array:
-        return solve_lower(self.L, solve_lower(self.L, R), trans=True)
+        return _by_column(lambda r: solve_lower(self.L, solve_lower(self.L, r), trans=True),
+                          R)
 
 
 class EigenSystem(Solved):
     """``K + λI`` from the eigendecomposition ``K = U diag(e) Uᵀ`` of an exact KRR cache
     (:meth:`ExactCache.system`): ``(K + λI)⁻¹R = U (UᵀR / (e + λ))`` at any λ, so a
-    painted point after a λ or σ move borders it in O(n²) without a factorisation."""
+    painted point after a λ or σ move borders it in O(n²) without a factorisation. The
+    cache's grid map serves as the system's."""
 
     def __init__(self, cache: ExactCache, lam: float) -> None:
         self.X, self.X_test, self.K_test = cache.X, cache.X_test, cache.K_test
         self.kernel, self.sigma, self.lam = cache.kernel, cache.sigma, lam
         self._U, self._inv = cache.U, 1.0 / (cache.e + lam)
+        self._y, self._w = cache.y, cache.w  # w = Uᵀy: the targets' solve is one product
+        if isinstance(cache.K_grid, GridKernel):
+            self._grids = {cache.K_grid.key: cache.K_grid}
 
     def solve_block(self, R: Array) -> Array:
+        return _by_column(self._solve, R)
+
+    def _solve(self, R: Array) -> Array:
+        if R.ndim == 1 and R.shape == self._y.shape and np.array_equal(R, self._y):
+            return self._U @ (self._w * self._inv)
         W = self._U.T @ R
         W *= self._inv if W.ndim == 1 else self._inv[:, None]
         return self._U @ W
+
+
+class CenteredEigenSystem(Solved):
+    """``K + λI`` from CKRR's eigendecomposition, of the centred matrix
+    ``K_c = PKP = U diag(e) Uᵀ`` (an :class:`ExactCache` with ``centered=True``): with m
+    the column means of K and μ their mean, ``K = K_c + V C Vᵀ``, ``V = [1, m]``,
+    ``C = [[−μ, 1], [1, 0]]``, so (Woodbury, ``M = K_c + λI``)
+    ``(K + λI)⁻¹R = W − Q H⁻¹ VᵀW`` with ``W = M⁻¹R``, ``Q = M⁻¹V`` and
+    ``H = C⁻¹ + VᵀQ``, ``C⁻¹ = [[0, 1], [1, μ]]``. A point painted right after a CKRR λ
+    move borders it — exact at once, where without it the first answer was a preview
+    and the exact one waited for a new O(n³) factorisation. Q costs four products with
+    U (made at the first solve), a solve two (the targets' one: ``Uᵀy`` is kept)."""
+
+    def __init__(self, cache: ExactCache, lam: float) -> None:
+        self.X, self.X_test, self.K_test = cache.X, cache.X_test, cache.K_test
+        self.kernel, self.sigma, self.lam = cache.kernel, cache.sigma, lam
+        self._cache, self._d = cache, cache.e + lam
+        if isinstance(cache.K_grid, GridKernel):
+            self._grids = {cache.K_grid.key: cache.K_grid}
+
+    @functools.cached_property
+    def _woodbury(self) -> tuple[Array, Array, Array, Array]:
+        """V, Q, H and Uᵀy."""
+        c = self._cache
+        V = np.column_stack([np.ones(len(c.col_means)), c.col_means])
+        T = np.column_stack([c.U.T @ V[:, 0], c.U.T @ V[:, 1]])  # Uᵀ1, Uᵀm
+        Q = np.column_stack([c.U @ (T[:, 0] / self._d), c.U @ (T[:, 1] / self._d)])
+        H = np.array([[0.0, 1.0], [1.0, float(c.col_means.mean())]]) + V.T @ Q
+        return V, Q, H, c.w + c.shift * T[:, 0]  # Uᵀy = Uᵀ(y − shift) + shift Uᵀ1
+
+    def _inner(self, r: Array) -> Array:
+        """``M⁻¹r``."""
+        c = self._cache
+        if r.shape == c.y.shape and np.array_equal(r, c.y):
+            t = self._woodbury[3]
+        else:
+            t = c.U.T @ r
+        return c.U @ (t / (self._d if t.ndim == 1 else self._d[:, None]))
+
+    def solve_block(self, R: Array) -> Array:
+        V, Q, H, _ = self._woodbury
+        W = _by_column(self._inner, R)
+        return W - Q @ np.linalg.solve(H, V.T @ W)
+
+
+#: Up to this many right-hand sides are solved one at a time with an n × n factor or
+#: eigenvector matrix: OpenBLAS's products and triangular solves with two or three
+#: columns took longer than as many single ones (n = 3746, one thread: a triangular
+#: solve 1.7 ms with one column, 5.4 ms with two; U @ B 3.0 ms and 9.5 ms).
+BY_COLUMN = 3
+
+
+def _by_column(solve: Callable[[Array], Array], R: Array) -> Array:
+    """``solve(R)``, column by column for up to :data:`BY_COLUMN` columns."""
+    if R.ndim == 2 and R.shape[1] <= BY_COLUMN:
+        return np.column_stack([solve(R[:, j]) for j in range(R.shape[1])]) \
+            if R.shape[1] else solve(R)
+    return solve(R)
+
+
+class _Solutions:
+    """A system's solutions of the right-hand sides it solved last
+    (:meth:`Solved.solve_kept`); a single right-hand side is also found as a column of
+    a kept block (KRR's targets y in CKRR's ``[y, 1]``: a factor serves both)."""
+
+    KEEP = 2
+
+    def __init__(self) -> None:
+        self._pairs: list[tuple[Array, Array]] = []
+
+    def get(self, R: Array) -> Array | None:
+        for S, U in self._pairs:
+            if S.shape == R.shape and np.array_equal(S, R):
+                return U
+            if R.ndim == 1 and S.ndim == 2 and S.shape[0] == len(R):
+                j = next((j for j in range(S.shape[1]) if np.array_equal(S[:, j], R)), None)
+                if j is not None:
+                    return U[:, j]
+        return None
+
+    def put(self, R: Array, U: Array) -> None:
+        self._pairs = [(np.array(R, copy=True), U), *self._pairs][: self.KEEP]
 
 
 class Bordered(Solved):
@@ -273,27 +393,37 @@ class Bordered(Solved):
     with ``B = K(X₀, N)``, ``Z = A₀⁻¹B`` and the Schur complement
     ``S = K(N, N) + λI − BᵀZ`` (its Cholesky factor kept), ``A⁻¹[r₀; r₁]`` is
     ``x₁ = S⁻¹(r₁ − Bᵀu)``, ``x₀ = u − Z x₁`` with ``u = A₀⁻¹r₀`` — one solve with the
-    base and O(n₀ k) more. Bordering it again appends to B, Z and S's factor (O(n₀²) per
-    new row), so a painted stroke never nests. Raises ``numpy.linalg.LinAlgError`` when
-    S is not numerically positive definite."""
+    base and O(n₀ k) more; the base keeps ``u`` of the targets (:meth:`solve_kept`: it
+    solved them for its own fit, or for the stroke's first point), so a new point costs
+    the base one solve, of the point's own column ``B``.
+    Bordering it again appends to B, Z and S's factor (O(n₀ k) per new row), so a
+    painted stroke never nests. The test block and the grid map are the base's and the
+    new points' columns, never copied into one. Raises ``numpy.linalg.LinAlgError``
+    when S is not numerically positive definite."""
 
     def __init__(self, base: Solved, X: Array) -> None:
-        # the base bordered by no rows (B, Z and S's factor empty), then by X's new rows
-        self.base, self.X, self.X_test, self.K_test = base, base.X, base.X_test, base.K_test
+        # the base bordered by no rows (B, Z, S's factor and the new test columns empty),
+        # then by X's new rows
+        self.base, self.X, self.X_test = base, base.X, base.X_test
         self.kernel, self.sigma, self.lam = base.kernel, base.sigma, base.lam
         self._k = make_kernel(self.kernel, {"sigma": self.sigma})
         n0 = len(base.X)
         self._B, self._Z, self._L = np.zeros((n0, 0)), np.zeros((n0, 0)), np.zeros((0, 0))
-        grown = self.bordered(X)
-        self.X, self.K_test = grown.X, grown.K_test
-        self._B, self._Z, self._L = grown._B, grown._Z, grown._L
+        self._T = np.zeros((len(base.X_test), 0))
+        self._grids = dict(getattr(base, "_grids", {}))
+        self._grow(X)
 
     def bordered(self, X: Array) -> Bordered:
+        out = copy.copy(self)  # shares the arrays (never written in place)
+        out.__dict__.pop("_kept", None)  # solutions of this system's, not the new one's
+        out._grow(X)
+        return out
+
+    def _grow(self, X: Array) -> None:
+        """Append X's rows after this system's (on a new object: nothing is written into
+        the arrays it shares)."""
         n, n0 = len(self.X), len(self.base.X)
         new = X[n:]
-        out = Bordered.__new__(Bordered)
-        out.base, out.X, out.X_test = self.base, X, self.X_test
-        out.kernel, out.sigma, out.lam, out._k = self.kernel, self.sigma, self.lam, self._k
         B2 = self._k(self.base.X, new)
         Z2 = self.base.solve_block(B2)
         S12 = self._k(self.X[n0:], new) - self._B.T @ Z2
@@ -306,23 +436,28 @@ class Bordered(Solved):
         L[:k_old, :k_old] = self._L
         L[k_old:, :k_old] = L21
         L[k_old:, k_old:] = np.linalg.cholesky(S22 - L21 @ L21.T)
-        out._B, out._Z, out._L = np.hstack([self._B, B2]), np.hstack([self._Z, Z2]), L
-        out.K_test = _test_block(self, self._k, new)
-        return out
+        self._B, self._Z, self._L = np.hstack([self._B, B2]), np.hstack([self._Z, Z2]), L
+        self._T = np.hstack([self._T, self._k(self.X_test, new)]) if len(self.X_test) \
+            else np.zeros((0, k_old + len(new)))
+        self._grids = {key: g.appended(new) for key, g in self._grids.items()}
+        self.X = X
 
     def solve_block(self, R: Array) -> Array:
         n0 = len(self.base.X)
-        u = self.base.solve_block(R[:n0])
+        u = self.base.solve_kept(R[:n0])
         r1 = R[n0:] - self._B.T @ u
         x1 = solve_lower(self._L, solve_lower(self._L, r1), trans=True)
         return np.concatenate([u - self._Z @ x1, x1])
 
+    def test_values(self, alpha: Array) -> Array:
+        n0 = len(self.base.X)
+        return self.base.test_values(alpha[:n0]) + self._T @ alpha[n0:]
 
-def _test_block(system: Solved, k: Callable[..., Array], new: Array) -> Array:
-    """The test block of ``system`` with the columns of the appended points ``new``."""
-    if not len(system.X_test):
-        return np.zeros((0, len(system.X) + len(new)))
-    return np.hstack([system.K_test, k(system.X_test, new)])
+    def test_block(self) -> Array:
+        return np.hstack([self.base.test_block(), self._T])
+
+    def _new_grid_kernel(self, grid: GridMap) -> GridKernel:
+        return self.base.grid_kernel(grid).appended(self.X[len(self.base.X):])
 
 
 def exact_direct(problem: Problem, kernel: str, sigma: float, lam: float, centered: bool

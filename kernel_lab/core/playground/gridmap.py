@@ -14,6 +14,10 @@ evaluations and one ``r × m × r`` product. Cosines split the same way,
 ``cos(u_a + v_b) = cos u_a cos v_b − sin u_a sin v_b``. The values are those of the
 direct formulas up to rounding (the tests compare them with the estimators' predictions).
 On the 1-D grid (``4 r`` points) the direct formulas are used.
+
+A kernel map is kept in column blocks (:class:`GridKernel`): points appended to the
+training points (a painted one) add their own columns, and the kept ones are neither
+evaluated nor copied again.
 """
 
 from __future__ import annotations
@@ -63,23 +67,18 @@ class GridMap:
         self.points = grid(dim, resolution)
         self._t = ticks(resolution)
 
-    def _combine(self, cols: Array, rows: Array, c: Array) -> Array:
-        """Σ_i c_i cols[a, i] rows[b, i] at grid point (a, b) (x₁ = a fastest), for each
-        column of ``c`` (shape (m,) or (m, L))."""
-        if c.ndim == 1:
-            return ((rows * c) @ cols.T).ravel()
-        return np.stack([((rows * c[:, j]) @ cols.T).ravel() for j in range(c.shape[1])],
-                        axis=1)
-
-    def kernel(self, name: str, sigma: float, Z: Array) -> Callable[[Array], Array]:
+    def kernel(self, name: str, sigma: float, Z: Array) -> GridKernel:
         """``c ↦ K(G, Z) c`` for the Playground kernel ``name`` with bandwidth σ."""
+        return GridKernel(self, name, sigma, [self.columns(name, sigma, Z)])
+
+    def columns(self, name: str, sigma: float, Z: Array) -> tuple[Array, ...]:
+        """What :class:`GridKernel` keeps of the points Z: ``K(G, Z)`` on the 1-D grid,
+        each coordinate's factor (``r × m`` twice) on the 2-D one."""
         if self.dim == 1:
-            K = make_kernel(name, {"sigma": sigma})(self.points, Z)
-            return lambda c: K @ c
+            return (make_kernel(name, {"sigma": sigma})(self.points, Z),)
         factor = FACTORS[name]
-        cols = factor(self._t[:, None] - Z[None, :, 0], sigma)
-        rows = factor(self._t[:, None] - Z[None, :, 1], sigma)
-        return lambda c: self._combine(cols, rows, np.asarray(c, dtype=np.float64))
+        return (factor(self._t[:, None] - Z[None, :, 0], sigma),
+                factor(self._t[:, None] - Z[None, :, 1], sigma))
 
     def cosines(self, W: Array, b: Array, scale: float = 1.0) -> Callable[[Array], Array]:
         """``c ↦ scale · cos(G W + b) c`` (W of shape (dim, D), b of shape (D,))."""
@@ -95,6 +94,62 @@ class GridMap:
 
         def apply(c: Array) -> Array:
             c = scale * np.asarray(c, dtype=np.float64)
-            return self._combine(cu, cv, c) - self._combine(su, sv, c)
+            return _combine(cu, cv, c) - _combine(su, sv, c)
 
         return apply
+
+
+def _combine(cols: Array, rows: Array, c: Array) -> Array:
+    """Σ_i c_i cols[a, i] rows[b, i] at grid point (a, b) (x₁ = a fastest), for each
+    column of ``c`` (shape (m,) or (m, L))."""
+    if c.ndim == 1:
+        return ((rows * c) @ cols.T).ravel()
+    return np.stack([((rows * c[:, j]) @ cols.T).ravel() for j in range(c.shape[1])],
+                    axis=1)
+
+
+#: :meth:`GridKernel.appended` merges points into the last block while it has at most
+#: this many columns, and starts a new block after: the points kept before a painted
+#: stroke are never copied, and the blocks stay few.
+TAIL_COLUMNS = 256
+
+
+class GridKernel:
+    """``c ↦ K(G, Z) c`` on a :class:`GridMap`'s grid for points Z, kept in column blocks
+    (:meth:`GridMap.kernel`): :meth:`appended` adds points (a painted one) at the cost of
+    their columns, ``2 r k`` kernel values on the 2-D grid, without evaluating or copying
+    the kept ones."""
+
+    def __init__(self, grid: GridMap, name: str, sigma: float,
+                 blocks: list[tuple[Array, ...]]) -> None:
+        self.grid, self.name, self.sigma, self._blocks = grid, name, sigma, blocks
+
+    @property
+    def key(self) -> tuple[int, int]:
+        """The grid's dimension and resolution (the grid this map is for)."""
+        return self.grid.dim, self.grid.resolution
+
+    @property
+    def width(self) -> int:
+        """The number of points Z (columns)."""
+        return sum(block[0].shape[1] for block in self._blocks)
+
+    def __call__(self, c: Array) -> Array:
+        c = np.asarray(c, dtype=np.float64)
+        out, lo = None, 0
+        for block in self._blocks:
+            hi = lo + block[0].shape[1]
+            part = block[0] @ c[lo:hi] if len(block) == 1 else \
+                _combine(block[0], block[1], c[lo:hi])
+            out = part if out is None else out + part
+            lo = hi
+        return out
+
+    def appended(self, Z: Array) -> GridKernel:
+        """The map of ``Z`` appended to this one's points (this one is unchanged)."""
+        new = self.grid.columns(self.name, self.sigma, Z)
+        last = self._blocks[-1]
+        if len(self._blocks) > 1 and last[0].shape[1] <= TAIL_COLUMNS:
+            merged = tuple(np.hstack([a, b]) for a, b in zip(last, new, strict=True))
+            return GridKernel(self.grid, self.name, self.sigma, [*self._blocks[:-1], merged])
+        return GridKernel(self.grid, self.name, self.sigma, [*self._blocks, new])

@@ -79,6 +79,11 @@ KEEP_SOLVES = 2
 
 #: At most this much memory for the kept σ-free parts of the kernel (:meth:`FitEngine._pairs`).
 PAIRS_BYTES = 256 * 2**20
+#: Batches of older data's values waiting to be freed (:attr:`FitEngine._retired`, one
+#: per data version) beyond which a new version's first answer frees the oldest batch (a
+#: long stroke without rest; the data before the stroke had, after the benchmark's σ
+#: drags, a dozen values, several n × n: freed all at once they cost its first point 5 ms).
+RETIRED = 8
 
 
 class FitEngine:
@@ -102,6 +107,11 @@ class FitEngine:
         #: Kernel matrices of dropped CG solves, written over by the next σ's.
         self._spare: list[np.ndarray] = []
         self._spare_lock = threading.Lock()
+        #: Values of older data not freed yet, a batch per version: freeing them (at
+        #: n = 3746 several n × n matrices, 4–8 ms) is left to a follow-up or
+        #: :meth:`prepare`, while the hand rests, not to the first answer to new data (a
+        #: painted point).
+        self._retired: list[list[Any]] = []
 
     def _cached(self, key: tuple[Any, ...], make: Callable[[], Any], keep: int | None = None
                 ) -> Any:
@@ -110,8 +120,14 @@ class FitEngine:
         if key in self._cache:
             self._cache.move_to_end(key)
             return self._cache[key]
-        for old in [k for k in self._cache if k[1] != key[1]]:  # older data: never again
-            del self._cache[old]
+        # older data: never again (one batch per new version)
+        batch = [self._cache.pop(old) for old in [k for k in self._cache if k[1] != key[1]]]
+        if batch:
+            self._retired.append(batch)
+        if self.slow_ok:
+            self._retired.clear()
+        else:  # a stroke without rest frees the oldest batch beyond RETIRED
+            del self._retired[:-RETIRED]
         same_kind = [k for k in self._cache if k[0] == key[0]]
         for old in same_kind[: max(0, len(same_kind) - (keep or self.KEEP) + 1)]:
             del self._cache[old]  # before building: never KEEP + 1 at once
@@ -128,6 +144,8 @@ class FitEngine:
         of DSG/GFC steps (raises :class:`Superseded` when it says yes)."""
         self.stage = int(followup)
         self.slow_ok = bool(followup) or not self.quick
+        if self.slow_ok:
+            self._retired.clear()
         self._cancelled = cancelled or (lambda: False)
         p = req.params
         problem = self._problem(req)
@@ -363,20 +381,34 @@ class FitEngine:
 
     def prepare(self, req: Request) -> None:
         """What the next gesture on ``req``'s state needs, made while the hand rests: for
-        CKRR, the Cholesky factor of K + λI at its σ and λ, which a painted point then
-        borders in O(n²). (Exact KRR's eigendecomposition serves any λ for that; CKRR's,
-        of the centred matrix, cannot: after a λ move a painted point would otherwise
-        factorise K + λI anew, about 20 ms with n = 1000.)"""
+        CKRR, a solved system K + λI at its σ and λ, which a painted point then borders
+        in O(n²), and its solve of the targets, which the point's system then reads
+        instead of solving them again. (Exact KRR's eigendecomposition serves any λ for
+        that; CKRR's, of the centred matrix, needs its Woodbury terms at the λ.) Up to
+        :data:`PREVIEW_ABOVE` training points the system is the Cholesky factor (about
+        20 ms with n = 1000; a point then costs two triangular solves); above, CKRR's
+        eigendecomposition at this λ (:class:`pg.CenteredEigenSystem`, a few products
+        with its eigenvectors: with n = 3746 the factor took 0.43 s, and held the worker
+        — and the next gesture — that long after every λ move)."""
+        self._retired.clear()
         if not self.wants_preparing(req):
             return
         p = req.params
         problem = self._problem(req)
         v, kern, sigma, lam = req.version, p["kernel"], float(p["sigma"]), float(p["lam"])
+
+        def make() -> pg.Solved:
+            eig = next((c for k, c in reversed(self._cache.items())
+                        if k[0] == "ckrr" and k[1:4] == (v, kern, sigma)), None) \
+                if len(problem.y) > PREVIEW_ABOVE else None
+            return pg.CenteredEigenSystem(eig, lam) if eig is not None else \
+                self._new_factor(problem, v, kern, sigma, lam)
+
         try:
-            self._cached(self._factor_key(v, kern, sigma, lam),
-                         lambda: self._new_factor(problem, v, kern, sigma, lam))
+            system = self._cached(self._factor_key(v, kern, sigma, lam), make)
+            system.solve_kept(pg.Solved.rhs(problem.y, centered=True))
         except np.linalg.LinAlgError:  # not positive definite: a painted point solves anew
-            pass
+            return
 
     def _preview(self, problem: pg.Problem, v: int, kern: str, sigma: float, lam: float,
                  centered: bool, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -398,16 +430,23 @@ class FitEngine:
     def _border_base(self, problem: pg.Problem, kern: str, sigma: float, lam: float
                      ) -> pg.Solved | None:
         """A kept solved system that ``problem``'s training points extend (a painted
-        point): a factor at this σ and λ, or exact KRR's eigendecomposition at this σ."""
+        point): a factor at this σ and λ, or exact KRR's or CKRR's eigendecomposition at
+        this σ (any λ)."""
         base = next((f for k, f in reversed(self._cache.items())
                      if k[0] == "factor" and k[2:] == (kern, float(sigma), float(lam))),
                     None)
-        if base is None or not base.extends(problem.X, problem.X_test):
-            eig = next((c for k, c in reversed(self._cache.items())  # or the CG solves
-                        if k[0] in ("krr", "solves") and k[2:4] == (kern, sigma)), None)
-            base = eig.system(lam) if eig is not None else None
-        return base if base is not None and base.extends(problem.X, problem.X_test) \
-            else None
+        if base is not None and base.extends(problem.X, problem.X_test):
+            return base
+        # exact KRR's eigendecomposition (of K: cheaper), else CKRR's (of the centred
+        # one), else at large n the CG solves (of K + λI, whichever method made them)
+        for kind in ("krr", "ckrr", "solves"):
+            for k, c in reversed(self._cache.items()):
+                if k[0] == kind and k[2:4] == (kern, sigma):
+                    system = pg.CenteredEigenSystem(c, lam) if kind == "ckrr" \
+                        else c.system(lam)
+                    if system.extends(problem.X, problem.X_test):
+                        return system
+        return None
 
     def _quick_exact(self, problem: pg.Problem, v: int, kern: str, sigma: float, lam: float,
                      centered: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
