@@ -356,19 +356,24 @@ def test_a_point_painted_right_after_a_ckrr_lambda_move_is_exact_at_once(
     assert base_columns == [1, 2, 1]
 
 
-def test_at_large_n_ckrr_prepares_its_eigendecomposition_not_a_factor(factorisations,
-                                                                        base_columns):
-    """Above the preview's size, the hand resting after a CKRR λ move prepares CKRR's
-    eigendecomposition at the new λ (no O(n³) factorisation holding the worker); a
-    painted point then borders it — one column solved — and is the estimator's."""
+def test_at_large_n_ckrr_prepares_nothing_and_borders_the_cg_solves(factorisations,
+                                                                    monkeypatch):
+    """Above the preview's size the exact fits come from CG solves, with no
+    eigendecomposition: the hand resting after a CKRR λ move prepares nothing (no O(n³)
+    factorisation holding the worker); a painted point then borders the CG system — one
+    column solved by CG, the targets' solve read from the solves — and is the
+    estimator's."""
+    columns: list = []
+    monkeypatch.setattr(pg.CGSystem, "solve_block", lambda self, R, s=pg.CGSystem.solve_block:
+                        columns.append(1 if R.ndim == 1 else R.shape[1]) or s(self, R))
     p = _Painter(int((PREVIEW_ABOVE + 60) / 0.75) + 1, "ckrr", lam=0.1)
     p.fit()
-    p.rest()  # the exact fit and the eigendecomposition
+    p.rest()  # the exact fit and the λ curve, by CG
     p.fit(lam=0.2)
     factorisations.clear()
-    p.rest()  # prepare
+    p.rest()  # nothing to prepare
     assert factorisations == []
-    base_columns.clear()
     fit = p.paint()
     _is_the_estimators(fit, p.points, "ckrr", "gaussian", 0.6, 0.2, "after the rest")
-    assert factorisations == [] and base_columns == [1]
+    assert factorisations == []
+    assert columns[0] == 1  # the new point's column (then the targets and ones, kept)

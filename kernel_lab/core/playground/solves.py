@@ -450,8 +450,8 @@ class ExactSolves:
 class CGSystem(Solved):
     """``K + λI`` of (uncentred) :class:`ExactSolves` as a
     :class:`~kernel_lab.core.playground.exact.Solved`: a block of right-hand sides is solved
-    by the same preconditioned CG, and each column solved is kept (a painted point's
-    bordering asks for the solutions of y and of the ones again at every point). Raises
+    by the same preconditioned CG; the targets' solution is the one the solves keep (a
+    painted point's bordering reads it, :meth:`~Solved.solve_kept` keeps the rest). Raises
     ``numpy.linalg.LinAlgError`` when CG does not reach :data:`TOL`, as a factorisation of a
     matrix that is not numerically positive definite does."""
 
@@ -459,16 +459,16 @@ class CGSystem(Solved):
         self.solves, self.lam = solves, lam
         self.X, self.X_test, self.K_test = solves.X, solves.X_test, solves.K_test
         self.kernel, self.sigma = solves.kernel, solves.sigma
-        self._known: list[tuple[Array, Array]] = []
 
-    def _kept(self, r: Array) -> Array | None:
+    def _targets(self, r: Array) -> Array | None:
+        """The kept solution when ``r`` is the targets y, else None."""
         S = self.solves
-        if np.array_equal(r, S.B[:, 0]):
-            try:
-                return S.solve(self.lam)[:, 0]
-            except NotSolved as exc:
-                raise np.linalg.LinAlgError(str(exc)) from exc
-        return next((x for b, x in self._known if np.array_equal(r, b)), None)
+        if not np.array_equal(r, S.B[:, 0]):
+            return None
+        try:
+            return S.solve(self.lam)[:, 0]
+        except NotSolved as exc:
+            raise np.linalg.LinAlgError(str(exc)) from exc
 
     def solve_block(self, R: Array) -> Array:
         S = self.solves
@@ -476,7 +476,7 @@ class CGSystem(Solved):
         out = np.empty(R2.shape)
         todo = []
         for j in range(R2.shape[1]):
-            x = self._kept(R2[:, j])
+            x = self._targets(R2[:, j])
             if x is None:
                 todo.append(j)
             else:
@@ -486,9 +486,6 @@ class CGSystem(Solved):
             if not info.converged:
                 raise np.linalg.LinAlgError(str(NotSolved(self.lam, info)))
             out[:, todo] = X
-            if len(todo) <= 2:  # y and the ones come back; a new point's column does not
-                self._known.extend((R2[:, j].copy(), X[:, i]) for i, j in enumerate(todo))
-                del self._known[:-4]
         return out.reshape(R.shape)
 
 

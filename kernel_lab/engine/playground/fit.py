@@ -381,31 +381,24 @@ class FitEngine:
 
     def prepare(self, req: Request) -> None:
         """What the next gesture on ``req``'s state needs, made while the hand rests: for
-        CKRR, a solved system K + λI at its σ and λ, which a painted point then borders
-        in O(n²), and its solve of the targets, which the point's system then reads
-        instead of solving them again. (Exact KRR's eigendecomposition serves any λ for
-        that; CKRR's, of the centred matrix, needs its Woodbury terms at the λ.) Up to
-        :data:`PREVIEW_ABOVE` training points the system is the Cholesky factor (about
-        20 ms with n = 1000; a point then costs two triangular solves); above, CKRR's
-        eigendecomposition at this λ (:class:`pg.CenteredEigenSystem`, a few products
-        with its eigenvectors: with n = 3746 the factor took 0.43 s, and held the worker
-        — and the next gesture — that long after every λ move)."""
+        CKRR, the Cholesky factor of K + λI at its σ and λ, which a painted point then
+        borders in O(n²), and its solve of the targets, which the point's system then
+        reads instead of solving them again (about 20 ms with n = 1000; a point then costs
+        two triangular solves). Exact KRR's eigendecomposition serves any λ for that, and
+        a painted point right after a CKRR λ move borders CKRR's eigendecomposition
+        (:class:`pg.CenteredEigenSystem`). Above :data:`PREVIEW_ABOVE` training points
+        nothing is made (:meth:`wants_preparing`): the factor took 0.43 s there, holding
+        the worker — and the next gesture — after every λ move, and a painted point
+        borders the CG solves instead."""
         self._retired.clear()
         if not self.wants_preparing(req):
             return
         p = req.params
         problem = self._problem(req)
         v, kern, sigma, lam = req.version, p["kernel"], float(p["sigma"]), float(p["lam"])
-
-        def make() -> pg.Solved:
-            eig = next((c for k, c in reversed(self._cache.items())
-                        if k[0] == "ckrr" and k[1:4] == (v, kern, sigma)), None) \
-                if len(problem.y) > PREVIEW_ABOVE else None
-            return pg.CenteredEigenSystem(eig, lam) if eig is not None else \
-                self._new_factor(problem, v, kern, sigma, lam)
-
         try:
-            system = self._cached(self._factor_key(v, kern, sigma, lam), make)
+            system = self._cached(self._factor_key(v, kern, sigma, lam),
+                                  lambda: self._new_factor(problem, v, kern, sigma, lam))
             system.solve_kept(pg.Solved.rhs(problem.y, centered=True))
         except np.linalg.LinAlgError:  # not positive definite: a painted point solves anew
             return
