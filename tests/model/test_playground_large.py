@@ -28,10 +28,13 @@ def _model() -> tuple[FitEngine, PlaygroundModel]:
 
 
 def _stages(engine: FitEngine, req) -> list[pg.FitResult]:
-    """Every pass of a request, as the worker makes them while the hand rests."""
+    """Every pass of a request, as the worker makes them while the hand rests, and what
+    it then prepares for the next gesture."""
     out = [engine.compute(req).primary]
     while out[-1].extra.get("followup"):
         out.append(engine.compute(req, followup=len(out)).primary)
+    if engine.wants_preparing(req):
+        engine.prepare(req)
     return out
 
 
@@ -140,17 +143,20 @@ def test_a_painted_point_at_large_n_borders_the_cg_solves():
 def test_kernel_matrices_of_dropped_solves_are_written_over():
     engine, m = _model()
     m.set_params(method="krr", lam=0.1)
-    buffers = []  # where each σ's kernel matrix lives
-    for sigma in (0.70, 0.72, 0.74, 0.76):
+    def where(a: np.ndarray) -> int:
+        return a.__array_interface__["data"][0]
+
+    for step, sigma in enumerate((0.70, 0.72, 0.74, 0.76, 0.78)):
+        spares = {where(a) for a in engine._spare}  # made while the hand rested
         m.set_params(sigma=sigma)
         for r in _stages(engine, m.request())[1:]:
             _check_exact(r, m, "krr", 0.1, sigma, engine._problem(m.request()).G)
         kept = [c for k, c in engine._cache.items() if k[0] == "solves"]
-        buffers.append(kept[-1].K.__array_interface__["data"][0])
         assert len(kept) <= fitmod.KEEP_SOLVES
+        if step:  # the new σ's kernel matrix was written over a spare, no fresh pages
+            assert where(kept[-1].K) in spares
         del kept  # (this test's own references would keep the dropped ones alive)
-    # the third σ wrote over the first's matrix (dropped), the fourth over the second's
-    assert buffers[2] == buffers[0] and buffers[3] == buffers[1]
+    assert len(engine._spare) <= fitmod.SPARES
 
 
 def test_a_lambda_move_drawn_from_the_basis_is_refined_to_the_tolerance():
@@ -176,11 +182,18 @@ def test_a_lambda_move_drawn_from_the_basis_is_refined_to_the_tolerance():
 
 def test_no_factorisation_is_prepared_at_large_n():
     """CKRR's factor at rest (an O(n³) LAPACK call no newer request can interrupt) is not
-    made at large n: a painted point borders the CG solves instead, exactly."""
+    made at large n — what is prepared is the CG solves' λ basis and a spare kernel
+    matrix with its pages mapped: a painted point borders the CG solves, exactly."""
     engine, m = _model()
     m.set_params(method="ckrr", sigma=0.7, lam=0.1)
-    _stages(engine, m.request())
-    assert not engine.wants_preparing(m.request())
+    req = m.request()
+    for r in _stages(engine, req)[:-1]:
+        assert r.curve is None or r.extra.get("followup") is None
+    solves_ = next(c for k, c in engine._cache.items() if k[0] == "solves")
+    assert solves_.basis is not None  # made by prepare
+    assert any(a.size >= solves_.K.size for a in engine._spare)
+    assert not engine.wants_preparing(req)
+    assert not any(k[0] == "factor" for k in engine._cache)
     m.add_points(np.array([[0.0, 2.4]]), -1.0)
     req = m.request()
     r = engine.compute(req).primary

@@ -361,18 +361,10 @@ class ExactSolves:
         self.nearly.pop(lam, None)
         return X
 
-    def complete(self, lams: Array, cancelled: Callable[[], bool] | None = None) -> None:
-        """Solve every λ of ``lams`` (the error curve's) and :data:`BASIS_PER_DECADE` a
-        decade across their range, all at once, and keep the :class:`LambdaBasis` of the
-        solutions that answers any other λ."""
-        lams = np.asarray(lams, dtype=np.float64)
-        if self.basis is not None and all(float(lam) in self.solved for lam in lams):
-            return
-        lo, hi = np.log10(lams.min()), np.log10(lams.max())
-        snaps = np.unique(np.concatenate([lams, np.logspace(
-            lo, hi, round((hi - lo) * BASIS_PER_DECADE) + 1)]))
-        prec = self.preconditioner(float(snaps.min()), cancelled)
-        todo = [float(lam) for lam in snaps if float(lam) not in self.solved]
+    def _solve_all(self, lams: Array, cancelled: Callable[[], bool] | None) -> None:
+        """Every λ of ``lams`` not solved yet, at once (one column each)."""
+        prec = self.preconditioner(float(np.min(lams)), cancelled)
+        todo = [float(lam) for lam in lams if float(lam) not in self.solved]
         if todo:
             k = self.B.shape[1]
             X, info = shifted_cg(self.operator, np.tile(self.B, len(todo)), np.repeat(todo, k),
@@ -381,6 +373,25 @@ class ExactSolves:
                 raise NotSolved(min(todo), info)
             for j, lam in enumerate(todo):
                 self.solved[lam] = X[:, j * k:(j + 1) * k]
+                self.nearly.pop(lam, None)
+
+    def solve_curve(self, lams: Array, cancelled: Callable[[], bool] | None = None) -> None:
+        """Every λ of the error curve ``lams``, at once."""
+        self._solve_all(np.asarray(lams, dtype=np.float64), cancelled)
+        self.curve_lams = np.asarray(lams, dtype=np.float64)
+
+    def complete(self, lams: Array, cancelled: Callable[[], bool] | None = None) -> None:
+        """:meth:`solve_curve`, and :data:`BASIS_PER_DECADE` λ a decade across the
+        curve's range, all at once, and keep the :class:`LambdaBasis` of the solutions
+        that answers any other λ (the Playground makes it while the hand rests after the
+        curve is drawn)."""
+        lams = np.asarray(lams, dtype=np.float64)
+        if self.basis is not None and all(float(lam) in self.solved for lam in lams):
+            return
+        lo, hi = np.log10(lams.min()), np.log10(lams.max())
+        snaps = np.unique(np.concatenate([lams, np.logspace(
+            lo, hi, round((hi - lo) * BASIS_PER_DECADE) + 1)]))
+        self._solve_all(snaps, cancelled)
         self.curve_lams = lams
         self.basis = LambdaBasis(
             self.operator, np.hstack([self.solved[float(lam)] for lam in snaps] + [self.B]),
@@ -415,7 +426,7 @@ class ExactSolves:
         key = (tuple(lams), task)
         if self._curve is not None and self._curve[0] == key:
             return self._curve[1]
-        self.complete(lams)
+        self.solve_curve(lams)
         self._curve = (key, self._curve_of(lams, y_test, task))
         return self._curve[1]
 

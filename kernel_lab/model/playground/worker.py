@@ -71,7 +71,7 @@ def fit_job(engine: FitEngine, paint: Callable[[Fit], None] | None = None
                 and job.quiet(FOLLOWUP_DELAY):
             # while the hand rests, what the next gesture needs (nothing is sent)
             with single_blas_thread():
-                engine.prepare(job.request)
+                engine.prepare(job.request, cancelled=job.superseded)
 
     return compute
 
