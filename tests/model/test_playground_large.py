@@ -211,3 +211,28 @@ def test_a_recycled_matrix_is_the_smallest_spare_that_fits():
     assert out.shape == (1025, 1025) and np.shares_memory(out, small)
     assert len(engine._spare) == 1 and engine._spare[0] is big
     assert engine._recycled((1200, 1200)) is None  # none fits
+
+
+@pytest.mark.parametrize("centered", [False, True])
+def test_dropped_solves_are_freed_without_the_cyclic_collector(centered):
+    """The window runs with the cyclic garbage collector off: CG solves must hold no
+    reference cycle, or every σ would leave its n × n kernel matrix behind."""
+    import gc
+    import weakref
+
+    X, y = np.random.default_rng(0).normal(size=(50, 2)), np.ones(50)
+    K = np.exp(-((X[:, None] - X[None]) ** 2).sum(-1))
+    s = solves.ExactSolves(K, np.zeros((0, 50)), lambda c: c[:0], X, y, X[:0], "gaussian",
+                           1.0, centered, max_rank=20)
+    s.solve(0.1)
+    s.complete(np.logspace(-2, 1, 5))
+    s.system(0.1).solve_block(K[:, :1])
+    gone = weakref.ref(s)
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        del s
+        assert gone() is None
+    finally:
+        if was:
+            gc.enable()

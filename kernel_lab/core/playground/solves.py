@@ -300,7 +300,6 @@ class ExactSolves:
         self.max_rank = max_rank
         self.B = rhs(y, centered)
         self.col_means = K.mean(axis=0) if centered else None
-        self.operator: Operator = self._centred if centered else K
         self._factor = np.zeros((len(y), 0))
         self._factor_trace = math.inf
         self._prec: NystromPreconditioner | None = None
@@ -312,6 +311,14 @@ class ExactSolves:
         self._plain: ExactSolves | None = None
         #: Answers from the λ basis within :data:`BASIS_TOL`, not yet refined to :data:`TOL`.
         self.nearly: dict[float, Array] = {}
+
+    @property
+    def operator(self) -> Operator:
+        """The system's matrix: K, or for CKRR the product with ``K_c`` (made on each
+        access: a bound method kept on the object would make a reference cycle, which the
+        window, running with the cyclic garbage collector off, would never free — with it
+        the n × n kernel matrix)."""
+        return self._centred if self.centered else self.K
 
     def _centred(self, V: Array) -> Array:
         """``K_c V = P K P V``."""

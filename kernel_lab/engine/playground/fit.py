@@ -398,9 +398,12 @@ class FitEngine:
                   for m in {p["method"], p["compare"]} & {"krr", "ckrr"}]
         todo = [s for s in solves if s is not None and s.curve_lams is not None
                 and s.basis is None]
-        spare = bool(solves) and any(s is not None for s in solves) and not any(
-            a.size >= s.K.size for a in self._spare for s in solves if s is not None)
-        if not todo and not spare:
+        made = next((s for s in solves if s is not None), None)
+        # spares for the next σ's kernel matrix and test block, the larger first
+        sizes = sorted((a.size for a in self._spare), reverse=True)
+        wanted = [] if made is None else [b for b in (made.K, made.K_test) if b.size >= 2**20]
+        missing = [b for i, b in enumerate(wanted) if i >= len(sizes) or sizes[i] < b.size]
+        if not todo and not missing:
             return None
 
         def make() -> None:
@@ -409,9 +412,8 @@ class FitEngine:
                     s.complete(s.curve_lams, self._cancelled)
                 except pg.NotSolved:  # λ moves solve by CG instead
                     pass
-            if spare:
-                K = next(s for s in solves if s is not None).K
-                self._recycle(_touched(np.empty_like(K), self._cancelled))
+            for b in missing:
+                self._recycle(_touched(np.empty_like(b), self._cancelled))
 
         return make
 
