@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -121,6 +122,48 @@ def solve_lower(L: np.ndarray, B: np.ndarray, trans: bool = False) -> np.ndarray
     if info.value < 0:
         raise ValueError(f"illegal value in argument {-info.value} of dtrtrs")
     return X
+
+
+#: Columns per block of :func:`cholesky_in_blocks`: with n = 3,746 the largest block's
+#: product is about 1 GFLOP, some 30 ms on one core of a machine whose ``eigh`` of
+#: 1000 × 1000 takes 140 ms — the longest a caller waits for its ``between``.
+CHOLESKY_BLOCK = 192
+
+
+def cholesky_in_blocks(A: np.ndarray, shift: float, out: np.ndarray,
+                       between: Callable[[], None] | None = None,
+                       block: int = CHOLESKY_BLOCK) -> np.ndarray:
+    """The lower Cholesky factor of ``A + shift·I`` (A symmetric, its lower triangle read),
+    written into ``out`` (n × n, C-ordered float64; zeros above the diagonal within each
+    diagonal block, the rest of the upper triangle left as it was), one block of columns
+    at a time, left-looking: block j is A's columns minus one product with the factor's
+    earlier columns, then a Cholesky factor of its diagonal block
+    (:func:`cholesky_lower`) and a triangular solve for the rows below. ``between()`` is
+    called before each block: it may raise to stop (the caller drops ``out``). The same
+    operations as one ``dpotrf`` (n³/3; on one thread, n = 3,746: 504 ms against 512),
+    in pieces a caller can give way between; raises ``numpy.linalg.LinAlgError`` when
+    the matrix is not numerically positive definite."""
+    n = A.shape[0]
+    if A.shape != (n, n) or out.shape != (n, n) or out.dtype != np.float64 \
+            or not out.flags.c_contiguous:
+        raise ValueError(f"a square A and a C-ordered float64 out of its shape are needed, "
+                         f"not {A.shape} and {out.shape}")
+    for lo in range(0, n, block):
+        if between is not None:
+            between()
+        hi = min(lo + block, n)
+        col = out[lo:, lo:hi]
+        col[...] = A[lo:, lo:hi]
+        if lo:
+            col -= out[lo:, :lo] @ out[lo:hi, :lo].T
+        m = hi - lo
+        diag = np.array(col[:m])  # contiguous, for LAPACK
+        diag.flat[:: m + 1] += shift
+        L11 = np.tril(cholesky_lower(diag, overwrite=True))
+        col[:m] = L11
+        if hi < n:  # the rows below: L21 = A21 L11⁻ᵀ
+            col[m:] = solve_lower(L11, col[m:].T).T
+    return out
 
 
 #: :func:`lower_inverse` solves triangles of at most this many rows directly.

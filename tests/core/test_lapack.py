@@ -43,6 +43,46 @@ def test_overwrite_factors_in_place_and_a_non_positive_matrix_raises():
         lapack.cholesky_lower(B)
 
 
+@pytest.mark.parametrize("n,block", [(0, 4), (1, 4), (7, 3), (300, 64), (517, 192),
+                                     (130, 500)])
+def test_the_factor_in_blocks_is_the_whole_factor(n, block):
+    """Left-looking blocks of columns: the factor of A + shift·I as one dpotrf gives it (to
+    rounding: the same operations in another order), ``between`` asked before each block,
+    A not written, the upper triangle outside the diagonal blocks left as it was."""
+    A, shift = _spd(n, 3), 0.25
+    ref = lapack.cholesky_lower(A + shift * np.eye(n))
+    out = np.full((n, n), 7.0)
+    calls = []
+    L = lapack.cholesky_in_blocks(A, shift, out, lambda: calls.append(1), block=block)
+    assert L is out and len(calls) == -(-n // block)
+    scale = float(np.abs(np.tril(ref)).max(initial=1.0))
+    np.testing.assert_allclose(np.tril(L), np.tril(ref), rtol=0, atol=1e-13 * scale)
+    np.testing.assert_array_equal(A, _spd(n, 3))
+    outside = np.triu(np.ones((n, n), dtype=bool), 1)
+    for lo in range(0, n, block):
+        outside[lo:lo + block, lo:lo + block] = False
+    assert np.all(L[outside] == 7.0)
+
+
+def test_the_factor_in_blocks_stops_where_between_raises_and_refuses_an_indefinite_matrix():
+    A = _spd(100)
+    seen = []
+
+    def between() -> None:
+        seen.append(1)
+        if len(seen) == 3:
+            raise KeyboardInterrupt  # any exception: the caller's own
+    with pytest.raises(KeyboardInterrupt):
+        lapack.cholesky_in_blocks(A, 0.0, np.empty((100, 100)), between, block=16)
+    assert len(seen) == 3
+    B = _spd(40)
+    B[30, 30] = -1e3  # the leading minors go indefinite in the second block
+    with pytest.raises(np.linalg.LinAlgError):
+        lapack.cholesky_in_blocks(B, 0.0, np.empty((40, 40)), block=16)
+    with pytest.raises(ValueError):
+        lapack.cholesky_in_blocks(A, 0.0, np.empty((100, 100), order="F"))
+
+
 def test_a_right_hand_side_of_the_wrong_shape_is_refused():
     """LAPACK would read past the end of the buffer: a ValueError instead."""
     L = lapack.cholesky_lower(_spd(40))

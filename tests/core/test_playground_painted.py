@@ -364,24 +364,28 @@ def test_a_point_painted_right_after_a_ckrr_lambda_move_is_exact_at_once(
     assert base_columns == [1, 2, 1]
 
 
-def test_at_large_n_ckrr_prepares_nothing_and_borders_the_cg_solves(factorisations,
-                                                                    monkeypatch):
+def test_at_large_n_ckrr_prepares_a_factor_in_blocks_that_a_painted_point_borders(
+        factorisations, monkeypatch):
     """Above the preview's size the exact fits come from CG solves, with no
-    eigendecomposition: the hand resting after a CKRR λ move prepares nothing (no O(n³)
-    factorisation holding the worker); a painted point then borders the CG system — one
-    column solved by CG, the targets' solve read from the solves — and is the
-    estimator's."""
+    eigendecomposition: the hand resting after a CKRR λ move makes the factor of K + λI in
+    blocks a newer request interrupts (no O(n³) call in one piece holding the worker) and
+    its solve of the targets; a painted point then borders it — two triangular solves, no
+    CG — and is the estimator's."""
     columns: list = []
     monkeypatch.setattr(pg.CGSystem, "solve_block", lambda self, R, s=pg.CGSystem.solve_block:
                         columns.append(1 if R.ndim == 1 else R.shape[1]) or s(self, R))
+    in_blocks: list = []
+    real = pg.Factor.in_blocks.__func__
+    monkeypatch.setattr(pg.Factor, "in_blocks", classmethod(
+        lambda cls, *a, **kw: in_blocks.append(a[6]) or real(cls, *a, **kw)))  # (λ)
     p = _Painter(int((PREVIEW_ABOVE + 60) / 0.75) + 1, "ckrr", lam=0.1)
     p.fit()
     p.rest()  # the exact fit and the λ curve, by CG
     p.fit(lam=0.2)
     factorisations.clear()
-    p.rest()  # nothing to prepare
-    assert factorisations == []
+    in_blocks.clear()
+    p.rest()  # the factor at λ = 0.2, in blocks
+    assert factorisations == [] and in_blocks == [0.2]
     fit = p.paint()
     _is_the_estimators(fit, p.points, "ckrr", "gaussian", 0.6, 0.2, "after the rest")
-    assert factorisations == []
-    assert columns[0] == 1  # the new point's column (then the targets and ones, kept)
+    assert factorisations == [] and columns == []

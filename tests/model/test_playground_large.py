@@ -27,13 +27,13 @@ def _model() -> tuple[FitEngine, PlaygroundModel]:
     return engine, m
 
 
-def _stages(engine: FitEngine, req) -> list[pg.FitResult]:
-    """Every pass of a request, as the worker makes them while the hand rests, and what
-    it then prepares for the next gesture."""
+def _stages(engine: FitEngine, req, prepare: bool = True) -> list[pg.FitResult]:
+    """Every pass of a request, as the worker makes them while the hand rests, and (with
+    ``prepare``) what it then prepares for the next gesture."""
     out = [engine.compute(req).primary]
     while out[-1].extra.get("followup"):
         out.append(engine.compute(req, followup=len(out)).primary)
-    if engine.wants_preparing(req):
+    if prepare and engine.wants_preparing(req):
         engine.prepare(req)
     return out
 
@@ -126,18 +126,88 @@ def test_where_cg_cannot_the_factorisation_answers(monkeypatch, method):
     assert stages[-1].curve is not None and stages[-1].dof is not None  # the eigh's
 
 
-def test_a_painted_point_at_large_n_borders_the_cg_solves():
-    engine, m = _model()
-    m.set_params(method="krr", sigma=0.7, lam=0.1)
-    _stages(engine, m.request())
-    for k in range(3):  # a stroke, one point at a time
-        m.add_points(np.array([[0.1 * k - 0.3, 2.5]]), 1.0)
+def _stroke(engine: FitEngine, m: PlaygroundModel, method: str) -> pg.Solved:
+    """Three points painted one at a time, each answered exactly at once; the system the
+    last one's answer bordered."""
+    for k in range(3):
+        m.add_points(np.array([[0.1 * k - 0.3, 2.5]]), 1.0 if k % 2 else -1.0)
         req = m.request()
         r = engine.compute(req).primary
         assert "preview" not in r.extra
-        _check_exact(r, m, "krr", 0.1, 0.7, engine._problem(req).G)
-    factor = next(c for k, c in engine._cache.items() if k[0] == "factor")
-    assert isinstance(factor, pg.Bordered) and isinstance(factor.base, pg.CGSystem)
+        _check_exact(r, m, method, 0.1, 0.7, engine._problem(req).G)
+    bordered = next(c for k, c in engine._cache.items() if k[0] == "factor")
+    assert isinstance(bordered, pg.Bordered)
+    return bordered.base
+
+
+@pytest.mark.parametrize("method", ["krr", "ckrr"])
+def test_a_point_painted_before_the_hand_rests_borders_the_cg_solves(method):
+    engine, m = _model()
+    m.set_params(method=method, sigma=0.7, lam=0.1)
+    _stages(engine, m.request(), prepare=False)  # the hand has not rested yet
+    assert isinstance(_stroke(engine, m, method), pg.CGSystem)
+
+
+@pytest.mark.parametrize("method", ["krr", "ckrr"])
+def test_a_point_painted_after_the_hand_rests_borders_the_factor_made_in_blocks(method):
+    """While the hand rests the factor of K + λI is made (in blocks a gesture interrupts)
+    with its solve of the targets: a painted point then costs two triangular solves."""
+    engine, m = _model()
+    m.set_params(method=method, sigma=0.7, lam=0.1)
+    req = m.request()
+    _stages(engine, req)
+    factor = engine._cache[engine._factor_key(req.version, "gaussian", 0.7, 0.1)]
+    assert isinstance(factor, pg.Factor) and not engine.wants_preparing(req)
+    solves_ = next(c for k, c in engine._cache.items() if k[0] == "solves")
+    assert solves_.basis is not None  # the λ basis first
+    A = solves_.K + 0.1 * np.eye(len(solves_.y))
+    np.testing.assert_allclose(np.tril(factor.L) @ np.tril(factor.L).T, A, rtol=0,
+                               atol=1e-12 * np.abs(A).max())
+    assert _stroke(engine, m, method) is factor
+
+
+def test_the_factor_at_rest_gives_way_to_a_newer_request_and_keeps_its_memory():
+    engine, m = _model()
+    m.set_params(method="krr", sigma=0.7, lam=0.1)
+    req = m.request()
+    _stages(engine, req, prepare=False)
+    blocks = []
+    real = pg.Factor.in_blocks.__func__
+
+    def in_blocks(cls, *args, **kw):  # count the blocks begun
+        between = args[-1]
+        return real(cls, *args[:-1], lambda: (blocks.append(1), between()))
+    monkey = pytest.MonkeyPatch()
+    monkey.setattr(pg.Factor, "in_blocks", classmethod(in_blocks))
+    try:
+        def cancelled() -> bool:  # a newer request once the factor's third block begins
+            return len(blocks) >= 3
+        with pytest.raises(pg.Superseded):
+            engine.prepare(req, cancelled)
+    finally:
+        monkey.undo()
+    assert len(blocks) == 3
+    assert not any(k[0] == "factor" for k in engine._cache)
+    n = int((~m.points.test).sum())
+    assert any(a.size >= n * n for a in engine._spare)  # its matrix kept for later
+    assert engine.wants_preparing(req)
+    engine.prepare(req)  # the hand rests again: made
+    assert any(k[0] == "factor" for k in engine._cache)
+    assert not engine.wants_preparing(req)
+
+
+def test_where_k_plus_lambda_is_not_factorable_a_painted_point_borders_the_cg_solves(
+        monkeypatch):
+    engine, m = _model()
+    m.set_params(method="krr", sigma=0.7, lam=0.1)
+
+    def fails(*args, **kw):
+        raise np.linalg.LinAlgError("not positive definite")
+    monkeypatch.setattr(pg.ExactSolves, "factor", fails)
+    req = m.request()
+    _stages(engine, req)
+    assert not engine.wants_preparing(req)  # remembered: not tried at every rest
+    assert isinstance(_stroke(engine, m, "krr"), pg.CGSystem)
 
 
 def test_kernel_matrices_of_dropped_solves_are_written_over():
@@ -180,26 +250,6 @@ def test_a_lambda_move_drawn_from_the_basis_is_refined_to_the_tolerance():
     assert refined  # the path was taken
 
 
-def test_no_factorisation_is_prepared_at_large_n():
-    """CKRR's factor at rest (an O(n³) LAPACK call no newer request can interrupt) is not
-    made at large n — what is prepared is the CG solves' λ basis and a spare kernel
-    matrix with its pages mapped: a painted point borders the CG solves, exactly."""
-    engine, m = _model()
-    m.set_params(method="ckrr", sigma=0.7, lam=0.1)
-    req = m.request()
-    for r in _stages(engine, req)[:-1]:
-        assert r.curve is None or r.extra.get("followup") is None
-    solves_ = next(c for k, c in engine._cache.items() if k[0] == "solves")
-    assert solves_.basis is not None  # made by prepare
-    assert any(a.size >= solves_.K.size for a in engine._spare)
-    assert not engine.wants_preparing(req)
-    assert not any(k[0] == "factor" for k in engine._cache)
-    m.add_points(np.array([[0.0, 2.4]]), -1.0)
-    req = m.request()
-    r = engine.compute(req).primary
-    _check_exact(r, m, "ckrr", 0.1, 0.7, engine._problem(req).G)
-
-
 def test_a_recycled_matrix_is_the_smallest_spare_that_fits():
     engine = FitEngine(quick=True)
     big, small, test = np.ones((30, 30)), np.ones((20, 20)), np.ones((5, 20))
@@ -215,8 +265,9 @@ def test_a_recycled_matrix_is_the_smallest_spare_that_fits():
 
 @pytest.mark.parametrize("centered", [False, True])
 def test_dropped_solves_are_freed_without_the_cyclic_collector(centered):
-    """The window runs with the cyclic garbage collector off: CG solves must hold no
-    reference cycle, or every σ would leave its n × n kernel matrix behind."""
+    """The window runs with the cyclic garbage collector off: CG solves (and a factor made
+    from them) must hold no reference cycle, or every σ would leave its n × n kernel
+    matrix behind."""
     import gc
     import weakref
 
@@ -227,12 +278,14 @@ def test_dropped_solves_are_freed_without_the_cyclic_collector(centered):
     s.solve(0.1)
     s.complete(np.logspace(-2, 1, 5))
     s.system(0.1).solve_block(K[:, :1])
-    gone = weakref.ref(s)
+    f = s.factor(0.1, np.empty((50, 50)))  # holds the solves: both go with it
+    f.solve_kept(K[:, :1])
+    gone, factor_gone = weakref.ref(s), weakref.ref(f)
     was = gc.isenabled()
     gc.disable()
     try:
-        del s
-        assert gone() is None
+        del s, f
+        assert gone() is None and factor_gone() is None
     finally:
         if was:
             gc.enable()

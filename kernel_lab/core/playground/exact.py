@@ -10,7 +10,7 @@ from collections.abc import Callable
 import numpy as np
 
 from kernel_lab.core.kernels import make_kernel, squared_distances
-from kernel_lab.core.lapack import cholesky_lower, solve_lower
+from kernel_lab.core.lapack import cholesky_in_blocks, cholesky_lower, solve_lower
 from kernel_lab.core.models.krr import center_gram
 from kernel_lab.core.playground.fits import Problem, error
 from kernel_lab.core.playground.gridmap import GridKernel, GridMap
@@ -275,6 +275,22 @@ class Factor(Solved):
         self.L = cholesky_lower(A, overwrite=True)  # lets the window's thread run
         self.K_test = (pairs[1](sigma) if pairs is not None else k(X_test, X)) \
             if len(X_test) else np.zeros((0, len(X)))
+
+    @classmethod
+    def in_blocks(cls, K: Array, K_test: Array, X: Array, X_test: Array, kernel: str,
+                  sigma: float, lam: float, out: Array,
+                  between: Callable[[], None] | None = None) -> Factor:
+        """The factor of ``K + λI`` from a kernel matrix already made (``K``, its lower
+        triangle read, and the test block ``K_test``, shared, not copied), written into
+        ``out`` one block of columns at a time
+        (:func:`~kernel_lab.core.lapack.cholesky_in_blocks`: ``between()`` may raise to
+        stop) — for work done while the hand rests, which a gesture must be able to
+        interrupt."""
+        self = cls.__new__(cls)
+        self.X, self.X_test, self.K_test = X, X_test, K_test
+        self.kernel, self.sigma, self.lam = kernel, sigma, lam
+        self.L = cholesky_in_blocks(K, lam, out, between)
+        return self
 
     def solve_block(self, R: Array) -> Array:
         return _by_column(lambda r: solve_lower(self.L, solve_lower(self.L, r), trans=True),

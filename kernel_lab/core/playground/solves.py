@@ -46,8 +46,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kernel_lab.core.playground.exact import Solved
+from kernel_lab.core.playground.exact import Factor, Solved
 from kernel_lab.core.playground.fits import Superseded, error
+from kernel_lab.core.playground.gridmap import GridKernel
 
 Array = np.ndarray
 
@@ -442,6 +443,25 @@ class ExactSolves:
         """``K + λI`` (uncentred, also for CKRR) as a solved system: a painted point borders
         it."""
         return CGSystem(self.plain(), float(lam))
+
+    def factor(self, lam: float, out: Array, cancelled: Callable[[], bool] | None = None
+               ) -> Factor:
+        """The Cholesky factor of (uncentred) ``K + λI`` on these kernel blocks, written
+        into ``out`` in blocks of columns (a newer request stops it between blocks:
+        ``cancelled()`` True raises :class:`~kernel_lab.core.playground.fits.Superseded`),
+        with this grid map: a painted point borders it by two triangular solves, where
+        bordering :meth:`system` takes a CG solve (several products with K). The factor
+        holds these solves, whose kernel blocks it shares."""
+        def between() -> None:
+            if cancelled is not None and cancelled():
+                raise Superseded
+
+        factor = Factor.in_blocks(self.K, self.K_test, self.X, self.X_test, self.kernel,
+                                  self.sigma, lam, out, between)
+        factor.solves = self  # the shared blocks stay these solves' while the factor lives
+        if isinstance(self.K_grid, GridKernel):
+            factor._grids = {self.K_grid.key: self.K_grid}
+        return factor
 
     def plain(self) -> ExactSolves:
         """The solves of the uncentred ``K + λI`` on the same kernel blocks and factor

@@ -112,6 +112,8 @@ class FitEngine:
         #: :meth:`prepare`, while the hand rests, not to the first answer to new data (a
         #: painted point).
         self._retired: list[list[Any]] = []
+        #: Factor keys whose K + λI was not numerically positive definite (at large n).
+        self._unfactored: set[tuple[Any, ...]] = set()
 
     def _cached(self, key: tuple[Any, ...], make: Callable[[], Any], keep: int | None = None
                 ) -> Any:
@@ -381,17 +383,18 @@ class FitEngine:
         methods = {p["method"], p["compare"]} if p["compare"] else {p["method"]}
         key = self._factor_key(req.version, p["kernel"], p["sigma"], p["lam"])
         if self.quick and int((~req.points.test).sum()) > PREVIEW_ABOVE:
-            # no O(n³) at rest there (a painted point borders the CG solves): the λ basis
-            # of the CG solves, and a spare kernel matrix for the next σ
+            # the λ basis of the CG solves, a factor made in blocks a gesture interrupts,
+            # and a spare kernel matrix for the next σ
             return self._large_preparing(req) is not None
         return "ckrr" in methods and key not in self._cache
 
     def _large_preparing(self, req: Request) -> Callable[[], None] | None:
         """At large n, what :meth:`prepare` makes, as a function, or None: the λ basis of
         the CG solves at the request's σ (:meth:`pg.ExactSolves.complete` — a λ move is
-        then answered without a product with K), and a spare kernel matrix whose pages are
-        mapped (the next σ's K writes over it instead of faulting in 112 MB of fresh
-        pages: 43–265 ms at 3,746 training points)."""
+        then answered without a product with K), the Cholesky factor of K + λI at its λ
+        (:meth:`_large_factor`: a painted point borders it), and a spare kernel matrix
+        whose pages are mapped (the next σ's K writes over it instead of faulting in 112 MB
+        of fresh pages: 43–265 ms at 3,746 training points)."""
         p = req.params
         solves = [self._cache.get(("solves", req.version, p["kernel"], float(p["sigma"]),
                                    m == "ckrr"))
@@ -399,11 +402,9 @@ class FitEngine:
         todo = [s for s in solves if s is not None and s.curve_lams is not None
                 and s.basis is None]
         made = next((s for s in solves if s is not None), None)
-        # spares for the next σ's kernel matrix and test block, the larger first
-        sizes = sorted((a.size for a in self._spare), reverse=True)
-        wanted = [] if made is None else [b for b in (made.K, made.K_test) if b.size >= 2**20]
-        missing = [b for i, b in enumerate(wanted) if i >= len(sizes) or sizes[i] < b.size]
-        if not todo and not missing:
+        fkey = self._factor_key(req.version, p["kernel"], p["sigma"], p["lam"])
+        factor = made is not None and fkey not in self._cache and fkey not in self._unfactored
+        if not todo and not factor and not self._missing_spares(made):
             return None
 
         def make() -> None:
@@ -412,10 +413,46 @@ class FitEngine:
                     s.complete(s.curve_lams, self._cancelled)
                 except pg.NotSolved:  # λ moves solve by CG instead
                     pass
-            for b in missing:
+            if factor:
+                self._large_factor(made, fkey)
+            for b in self._missing_spares(made):
                 self._recycle(_touched(np.empty_like(b), self._cancelled))
 
         return make
+
+    def _missing_spares(self, solves: pg.ExactSolves | None) -> list[np.ndarray]:
+        """The kernel blocks of ``solves`` (the kernel matrix, the test block) for which no
+        spare as large is kept, the larger first."""
+        sizes = sorted((a.size for a in self._spare), reverse=True)
+        wanted = [] if solves is None else [b for b in (solves.K, solves.K_test)
+                                            if b.size >= 2**20]
+        return [b for i, b in enumerate(wanted) if i >= len(sizes) or sizes[i] < b.size]
+
+    def _large_factor(self, solves: pg.ExactSolves, key: tuple[Any, ...]) -> None:
+        """The Cholesky factor of K + λI at the request's σ and λ from the CG solves'
+        kernel matrix, in blocks a newer request interrupts (:meth:`pg.ExactSolves.factor`),
+        with its solve of the targets: a painted point then borders it by two triangular
+        solves instead of a CG solve (several products with the n × n matrix: at 3,746
+        training points 40–60 ms on the worker's one BLAS thread). One is kept; its memory
+        goes to the spares once dropped. Not positive definite in double precision (a tiny
+        λ): remembered, and a painted point borders the CG solves."""
+        lam = key[4]
+        n = len(solves.y)
+        out = self._recycled((n, n))
+        if out is None:
+            out = np.empty((n, n))
+        try:
+            system = self._cached(key, lambda: solves.factor(lam, out, self._cancelled),
+                                  keep=1)
+        except pg.Superseded:
+            self._recycle(out)
+            raise
+        except np.linalg.LinAlgError:
+            self._recycle(out)
+            self._unfactored.add(key)
+            return
+        weakref.finalize(system, self._recycle, system.L)
+        system.solve_kept(pg.Solved.rhs(solves.y, centered=True))
 
     def prepare(self, req: Request, cancelled: Callable[[], bool] | None = None) -> None:
         """What the next gesture on ``req``'s state needs, made while the hand rests: for
@@ -425,10 +462,12 @@ class FitEngine:
         two triangular solves). Exact KRR's eigendecomposition serves any λ for that, and
         a painted point right after a CKRR λ move borders CKRR's eigendecomposition
         (:class:`pg.CenteredEigenSystem`). Above :data:`PREVIEW_ABOVE` training points
-        no factor is made: it took 0.43 s there, holding the worker — and the next
-        gesture — after every λ move, and a painted point borders the CG solves instead;
-        the CG solves' λ basis is made there (:meth:`_large_preparing`). ``cancelled()``
-        is asked between pieces of that work (True raises :class:`pg.Superseded`)."""
+        (:meth:`_large_preparing`) the CG solves' λ basis is made first, then the factor
+        for KRR and CKRR alike, in blocks of columns: made in one call it took 0.43–0.6 s
+        there, holding the worker — and the next gesture — after every λ move; in blocks a
+        newer request stops it within one block's product (until it is there a painted
+        point borders the CG solves). ``cancelled()`` is asked between pieces of that work
+        (True raises :class:`pg.Superseded`)."""
         self._cancelled = cancelled or (lambda: False)
         self._retired.clear()
         if not self.wants_preparing(req):
