@@ -45,16 +45,19 @@ def test_overwrite_factors_in_place_and_a_non_positive_matrix_raises():
 
 @pytest.mark.parametrize("n,block", [(0, 4), (1, 4), (7, 3), (300, 64), (517, 192),
                                      (130, 500)])
-def test_the_factor_in_blocks_is_the_whole_factor(n, block):
+def test_the_factor_in_blocks_is_the_whole_factor(n, block, monkeypatch):
     """Left-looking blocks of columns: the factor of A + shift·I as one dpotrf gives it (to
-    rounding: the same operations in another order), ``between`` asked before each block,
+    rounding: the same operations in another order), ``between`` asked between pieces,
     A not written, the upper triangle outside the diagonal blocks left as it was."""
     A, shift = _spd(n, 3), 0.25
     ref = lapack.cholesky_lower(A + shift * np.eye(n))
     out = np.full((n, n), 7.0)
     calls = []
+    monkeypatch.setattr(lapack, "CHOLESKY_ROWS", 100)
     L = lapack.cholesky_in_blocks(A, shift, out, lambda: calls.append(1), block=block)
-    assert L is out and len(calls) == -(-n // block)
+    # before each block, and before each further piece of 100 rows of its product
+    assert L is out and len(calls) == sum(-(-(n - lo) // 100) if lo else 1
+                                          for lo in range(0, n, block))
     scale = float(np.abs(np.tril(ref)).max(initial=1.0))
     np.testing.assert_allclose(np.tril(L), np.tril(ref), rtol=0, atol=1e-13 * scale)
     np.testing.assert_array_equal(A, _spd(n, 3))
