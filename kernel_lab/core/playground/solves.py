@@ -447,7 +447,7 @@ class ExactSolves:
     def factor(self, lam: float, out: Array, cancelled: Callable[[], bool] | None = None
                ) -> Factor:
         """The Cholesky factor of (uncentred) ``K + λI`` on these kernel blocks, written
-        into ``out`` in blocks of columns (a newer request stops it between blocks:
+        into ``out`` in blocks of columns (a newer request stops it between pieces:
         ``cancelled()`` True raises :class:`~kernel_lab.core.playground.fits.Superseded`),
         with this grid map: a painted point borders it by two triangular solves, where
         bordering :meth:`system` takes a CG solve (several products with K). The factor

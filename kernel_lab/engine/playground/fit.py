@@ -465,9 +465,9 @@ class FitEngine:
         (:meth:`_large_preparing`) the CG solves' λ basis is made first, then the factor
         for KRR and CKRR alike, in blocks of columns: made in one call it took 0.43–0.6 s
         there, holding the worker — and the next gesture — after every λ move; in blocks a
-        newer request stops it within one block's product (until it is there a painted
-        point borders the CG solves). ``cancelled()`` is asked between pieces of that work
-        (True raises :class:`pg.Superseded`)."""
+        newer request stops it within one piece of a block's product (until it is there a
+        painted point borders the CG solves). ``cancelled()`` is asked between pieces of
+        that work (True raises :class:`pg.Superseded`)."""
         self._cancelled = cancelled or (lambda: False)
         self._retired.clear()
         if not self.wants_preparing(req):
