@@ -7,7 +7,6 @@ the data layer warns about them, it never drops them.
 from __future__ import annotations
 
 import numpy as np
-from scipy.stats import rankdata
 
 #: A feature whose Spearman |ρ| with the target exceeds this is reported.
 LEAKAGE_RHO = 0.98
@@ -21,6 +20,41 @@ PAIR_R = 0.999
 #: The pairs are sought among the features of |ρ| above this (at most :data:`PAIR_POOL`).
 PAIR_RHO = 0.9
 PAIR_POOL = 12
+
+
+def average_ranks(A: np.ndarray) -> np.ndarray:
+    """The ranks (1 … n, ties averaged) of each row of ``A`` (shape (m, n)) among its own
+    values, in a C-ordered array: the values of :func:`scipy.stats.rankdata` on each row
+    (a row holding a NaN ranks NaN whole, as rankdata's default ``nan_policy``).
+
+    Ranks are half-integers, exact in float64, so any correct ranking gives the same bits
+    as scipy's. Ranking here costs about a third of ``rankdata``: one ``argsort`` per row
+    (ties need no stable order: they are averaged), and the tie groups sought only in the
+    rows that have a tie — measured on the leakage check's 20,000 × 20 sample, 51 ms for
+    rankdata, of which its ``argsort`` (stable) and the tie bookkeeping of every row."""
+    A = np.ascontiguousarray(A, dtype=np.float64)
+    m, n = A.shape
+    R = np.empty((m, n))
+    if n == 0:
+        return R
+    order = np.argsort(A, axis=1)  # NaN sorts last
+    v = np.take_along_axis(A, order, axis=1)
+    position = np.arange(1, n + 1, dtype=np.float64)  # the rank of each sorted place
+    tied = v[:, 1:] == v[:, :-1]
+    for i in range(m):
+        ranks = position
+        if np.isnan(v[i, -1]):
+            ranks = np.full(n, np.nan)
+        elif tied[i].any():
+            # tie groups: each sorted place's group runs from its first place to its last
+            start = np.concatenate([[True], ~tied[i]])
+            end = np.concatenate([~tied[i], [True]])
+            places = np.arange(n)
+            first = np.maximum.accumulate(np.where(start, places, 0))
+            last = np.minimum.accumulate(np.where(end, places, n)[::-1])[::-1]
+            ranks = 0.5 * (first + last + 2)  # the mean of the ranks first + 1 … last + 1
+        R[i, order[i]] = ranks
+    return R
 
 
 def spearman_with_target(X: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -49,8 +83,8 @@ def spearman_with_target(X: np.ndarray, y: np.ndarray) -> np.ndarray:
     y = np.asarray(y, dtype=np.float64)
     if X.ndim != 2 or y.shape != (X.shape[0],):
         raise ValueError(f"X of shape {X.shape} and y of shape {y.shape} do not match")
-    R = rankdata(X, axis=0)
-    r = rankdata(y)
+    R = average_ranks(X.T).T  # column-major (n, p), as scipy's rankdata(X, axis=0) gives
+    r = average_ranks(y[None, :])[0]
     R -= R.mean(axis=0)
     r -= r.mean()
     norms = np.sqrt((R * R).sum(axis=0)) * np.sqrt(r @ r)

@@ -180,6 +180,8 @@ def load_table(
     if note:
         table.notes.insert(0, note)
     options.report(0.95, "checking for missing values and numbers out of range")
+    if table.in_range:  # the reader saw every value finite and in range: nothing to find
+        return table
     refuse_huge_values(path, table.X, table.y, table.feature_names, table.target_name,
                        lines=table.lines, dropped=options.columns.drop)
     return apply_nan_policy(table, nan_policy, path, options.columns.drop)

@@ -79,6 +79,12 @@ class Table:
     #: model needs to type new rows the same way. None: read as numbers whole (see
     #: :func:`table_encoding_of`).
     encoding: dict[str, Any] | None = None
+    #: Whether the reader saw every value of the matrix the table was cut from (the
+    #: target, a row index and the columns left out included) finite and within
+    #: ±:data:`MAX_MAGNITUDE`: then :func:`~kernel_lab.data.read.load_table`'s checks for
+    #: huge, missing and infinite values have nothing to find and are not made. False:
+    #: not known (they look).
+    in_range: bool = False
 
     def kept(self) -> np.ndarray:
         """Whether each row is kept (not in :attr:`dropped`)."""

@@ -62,7 +62,9 @@ print(json.dumps({"seconds": seconds, "user": r1.ru_utime - r0.ru_utime,
 
 #: The steps of the open: (label, module, function), wrapped in the child that times them.
 STEPS = (("read (pandas' C reader)", "kernel_lab.data.text", "_parse_numeric"),
-         ("every value finite", "kernel_lab.data.text", "_all_finite"),
+         ("every value finite, none huge", "kernel_lab.data.text", "_value_range"),
+         ("checks for huge values", "kernel_lab.data.read", "refuse_huge_values"),
+         ("missing-value policy", "kernel_lab.data.read", "apply_nan_policy"),
          ("keyed split", "kernel_lab.data.split", "keyed_split"),
          ("gather rows + column statistics", "kernel_lab.data.split", "_gathered_clean"),
          ("fill + scale in place", "kernel_lab.data.split", "_prepare_in_place"),

@@ -9,12 +9,13 @@ import json
 
 import numpy as np
 import pytest
-from scipy.stats import spearmanr
+from scipy.stats import rankdata, spearmanr
 
 from kernel_lab.cli import main
 from kernel_lab.core.leakage import (
     LEAKAGE_RHO,
     MAX_RANK_ROWS,
+    average_ranks,
     leaking_columns,
     spearman_with_target,
 )
@@ -44,6 +45,27 @@ def test_spearman_matches_scipy_with_ties_and_constants(seed):
     np.testing.assert_allclose(spearman_with_target(X, ties),
                                [spearmanr(X[:, j], ties).statistic for j in range(5)],
                                rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 5000])
+def test_average_ranks_are_scipys_rankdata_to_the_bit_and_in_its_layout(n):
+    """The ranks the leakage check uses are scipy's (ties averaged, a column with a NaN
+    NaN whole, -0.0 tied with 0.0), and the transposed call gives rankdata(X, axis=0)'s
+    column-major layout, on which the sums of the correlation depend."""
+    rng = np.random.default_rng(n)
+    X = np.column_stack([
+        rng.uniform(size=n),                     # no tie
+        np.round(3 * rng.normal(size=n)),        # many ties
+        np.ones(n),                              # one group
+        np.where(rng.uniform(size=n) < 0.5, -0.0, 0.0),  # signed zeros: equal
+        rng.integers(0, 4, n) + np.where(np.arange(n) == n // 2, np.nan, 0.0),  # a NaN
+    ])
+    want = rankdata(X, axis=0)
+    got = average_ranks(X.T).T
+    assert got.flags.f_contiguous == want.flags.f_contiguous
+    np.testing.assert_array_equal(got, want)
+    for j in range(X.shape[1]):
+        np.testing.assert_array_equal(average_ranks(X[:, j][None, :])[0], rankdata(X[:, j]))
 
 
 def test_leaking_columns_reports_single_columns_and_exact_pairs():

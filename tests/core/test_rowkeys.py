@@ -63,3 +63,20 @@ def test_weighted_keys_follow_the_weights():
         firsts[np.argmin(rowkeys.weighted_keys(seed, rowkeys.LANDMARKS, np.arange(3), w))] += 1
     assert firsts[2] == 0
     assert abs(firsts[1] / firsts.sum() - 0.75) < 0.03
+
+
+@pytest.mark.parametrize("seed", [0, 2**63 + 5, -3])
+def test_keys_of_many_rows_mixed_in_place_are_the_keys_of_each_row(seed):
+    """Keys of 4,096 rows or more are mixed in place (one temporary); the keys are those
+    of the same rows a few at a time (the expression), whatever the rows' integer type."""
+    rows = np.arange(50_000, dtype=np.int64) * 7 + 3
+    for stream in (rowkeys.SPLIT, rowkeys.LEAKAGE, rowkeys.GFC_FOLDS):
+        many = rowkeys.keys(seed, stream, rows)
+        few = np.concatenate([rowkeys.keys(seed, stream, rows[i:i + 1000])
+                              for i in range(0, rows.size, 1000)])
+        assert many.dtype == np.uint64 and np.array_equal(many, few)
+        unsigned = rows.astype(np.uint64)
+        assert np.array_equal(rowkeys.keys(seed, stream, unsigned), many)
+        assert np.array_equal(unsigned, rows)  # the rows given are not written over
+    assert rowkeys.keys(seed, rowkeys.SPLIT, 12) == rowkeys.keys(seed, rowkeys.SPLIT,
+                                                                  rows[:1] * 0 + 12)[0]

@@ -394,6 +394,29 @@ def test_the_leakage_sample_of_a_table_is_the_one_its_parts_give(monkeypatch):
     assert np.array_equal(ranked[0][0], got.X) and np.array_equal(ranked[0][1], got.y)
 
 
+@pytest.mark.parametrize("n", [1, 255, 256, 257, 8_192 + 300, 20_000])
+def test_rows_prepared_in_place_in_tiles_are_the_plans_prepared_rows(n):
+    """Rows filled and scaled in place (256 rows at a time seen as one row, and the rest
+    one by one) are :meth:`RowPlan.prepared`'s rows to the bit: missing cells filled,
+    a constant column at scale 1, any number of rows."""
+    rng = np.random.default_rng(n)
+    X = rng.normal(size=(n, P)) * 10.0 ** rng.integers(-3, 4, size=P)
+    X[rng.uniform(size=(n, P)) < 0.01] = np.nan
+    X[:, 4] = 2.5  # constant
+    mean = np.nanmean(X, axis=0)
+    scale = np.nanstd(X, axis=0)
+    scale[scale < 1e-12] = 1.0
+    plan = RowPlan(SEED, n, 0, None, fill=mean).with_scaling(mean, scale)
+    index = np.sort(rng.choice(n, size=max(1, (2 * n) // 3), replace=False))
+    for M in (X, np.asfortranarray(X)):
+        got, got_y = split.prepared_rows(M, X[:, 0], index, plan)
+        assert np.array_equal(got, plan.prepared(X[index]), equal_nan=True)
+        assert np.array_equal(got_y, X[index, 0], equal_nan=True)
+    held = X[index]  # C order, as gathered; then in place
+    split._prepare_in_place([held], plan)
+    assert np.array_equal(held, plan.prepared(X[index]))
+
+
 @pytest.mark.parametrize("order", ["C", "F"])
 def test_gathering_rows_of_a_strided_matrix_reads_only_those_rows(order):
     """The feature columns of a matrix that holds the target too (a mapped ``.npy``: a

@@ -380,6 +380,56 @@ def test_the_head_path_leaves_blank_lines_comments_and_text_to_the_full_read(
         load_table(write(tmp_path, "u.csv", "a,b,y\n1,2,3\n4,5,oops\n7,8,9\n"))
 
 
+@pytest.mark.parametrize("cell", ["2.5", "1e200", "-1e200", "inf", "nan", ""])
+@pytest.mark.parametrize("drop", ["", "b"])
+def test_a_large_file_seen_in_range_skips_the_checks_with_the_same_table_or_refusal(
+        tmp_path, monkeypatch, cell, drop):
+    """The head path's least and largest value stand for the load's checks of huge,
+    missing and infinite values: a file in range loads as it does with the checks made
+    (they find nothing); a huge value anywhere (even in a column left out, which the
+    checks do not look at) leaves the checks to say what they say on the small file's
+    path, and a missing or infinite one leaves the file to the full read."""
+    from kernel_lab.data import text as loaders
+    from kernel_lab.data.columns import ColumnChoice
+
+    rows = [[f"{i * 0.5:g}", f"{(i % 3) - 1.0:g}", f"{i * i:g}"] for i in range(40)]
+    rows[17][1] = cell
+    path = write(tmp_path, "t.csv", "a,b,y\n" + "".join(",".join(r) + "\n" for r in rows))
+    columns = ColumnChoice.from_options({"drop_columns": drop})
+
+    def outcome():
+        try:
+            return load_table(path, nan_policy="fill", columns=columns)
+        except DataError as exc:
+            return str(exc)
+
+    def same(a, b):
+        if isinstance(a, str) or isinstance(b, str):
+            assert a == b
+            return
+        assert_array_equal(a.X, b.X)
+        assert_array_equal(a.y, b.y)
+        assert (a.feature_names, a.notes, a.target_note) == (b.feature_names, b.notes,
+                                                             b.target_note)
+        assert_array_equal(a.lines, b.lines)
+
+    small = outcome()  # below BIG_TEXT: the whole text read, every check made
+    assert isinstance(small, str) == (cell in ("1e200", "-1e200", "inf") and not drop)
+    if isinstance(small, str):
+        assert ("1e150" in small) == (cell != "inf") and "line 19" in small
+    monkeypatch.setattr(loaders, "BIG_TEXT", 0)
+    monkeypatch.setattr(loaders, "HEAD_BYTES", 64)
+    large = outcome()
+    same(large, small)
+    if not isinstance(large, str):
+        assert large.in_range == (cell == "2.5")
+    monkeypatch.setattr(loaders, "MAX_MAGNITUDE", -1.0)  # never in range: every check made
+    checked = outcome()
+    same(checked, large)
+    if not isinstance(checked, str):
+        assert not checked.in_range
+
+
 def test_the_fast_reader_parses_every_digit_as_the_strict_one(tmp_path, parser):
     """Round-trip numbers over 60 decades, written with 17 significant digits: both C
     parsers give the float Python's float() gives, to the last bit."""
