@@ -140,8 +140,16 @@ def test_protocols_differ_where_expected_and_say_so():
         assert r.params["protocol"] == p
     paper, held = runs["paper"], runs["held-out"]
     assert paper.summaries["features_built[gfc]"] == 40
+    # one row a pass, each pass adding at most its quota of the budget left (the budget
+    # spread over the passes left, so a feature pruned for a coefficient below η is made
+    # up later): 4 a pass, unless one was pruned — which a coefficient's last bits decide
+    # (a pass of 3 then 5 where numpy's AVX2 cosines replace its AVX-512 ones)
     rows = np.isfinite(paper.table["features[gfc]"])
-    assert list(paper.table["features[gfc]"][rows]) == list(range(4, 41, 4))
+    built = paper.table["features[gfc]"][rows].astype(int)
+    assert len(built) == 10 and built[-1] == 40
+    before = np.concatenate([[0], built[:-1]])
+    quota = np.ceil((40 - before) / (10 - np.arange(10)))
+    assert np.all(built - before <= quota)
     assert held.summaries["features_built[gfc]"] < 40
     # the baselines do not depend on the protocol
     assert paper.summaries["error[rff-gaussian]"] == held.summaries["error[rff-gaussian]"]
