@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.sources import parse
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?"
@@ -83,7 +85,7 @@ def test_every_example_has_its_results_declared():
 def test_example_has_a_gallery_title_and_paragraph(name):
     """Sphinx-Gallery's format: the module docstring starts with a title underlined by
     ``=`` and a paragraph of text."""
-    doc = ast.get_docstring(ast.parse((EXAMPLES / name).read_text(encoding="utf-8")))
+    doc = ast.get_docstring(parse((EXAMPLES / name).read_text(encoding="utf-8")))
     assert doc, f"{name} has no docstring"
     lines = doc.splitlines()
     assert len(lines) > 3 and lines[1] == "=" * len(lines[0]) and lines[0].strip()

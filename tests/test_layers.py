@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 import kernel_lab
+from tests.sources import parse
 
 PACKAGE_DIR = Path(kernel_lab.__file__).parent
 ANY = "*"
@@ -65,7 +66,7 @@ def layer_of(module: str, root: str) -> str | None:
 
 @functools.cache
 def _parse(text: str) -> ast.Module:
-    return ast.parse(text)
+    return parse(text)
 
 
 def _imports(tree: ast.Module, module: str, is_pkg: bool, known: set[str]):

@@ -30,6 +30,7 @@ from kernel_lab.core.rows.mapreduce import (
     reduce_blocks,
 )
 from kernel_lab.core.rows.prepare import training_moments
+from tests.sources import parse
 
 
 def _reference_tree(values: list) -> object:
@@ -226,7 +227,7 @@ def test_the_row_layer_imports_only_the_core_basics() -> None:
                "typing", "math", "functools", "hashlib", "os"}
     core_ok = {"errors", "memory", "progress", "executor", "rows", "synthetic"}
     for path in Path(rows.__file__).parent.glob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(parse(path.read_text())):
             names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
                      [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
             for name in names:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import kernel_lab
 import kernel_lab.data
+from tests.sources import parse
 
 DATA = Path(kernel_lab.data.__file__).parent
 CORE = Path(kernel_lab.__file__).parent / "core"
@@ -19,7 +20,7 @@ FORBIDDEN = {"threading", "concurrent", "contextvars", "multiprocessing", "queue
 def _imports(path: Path) -> set[str]:
     """Every module an import statement in the file names, inside functions too."""
     out = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             out |= {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module:

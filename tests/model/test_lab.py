@@ -14,6 +14,7 @@ from kernel_lab.engine.worker import Worker
 from kernel_lab.experiments import PartialResult
 from kernel_lab.model import LabModel, RunState
 from tests.model.qtfree import run_without_qt
+from tests.sources import parse
 
 DATA = "gaussian:n=60,p=30,cov=toeplitz,rho=0.4,noise=0.5"
 SMALL = {"kernels": ["linear", "exponential"], "trials": 3, "n_lams": 6, "seed": 5}
@@ -457,7 +458,7 @@ def test_the_models_events_are_declared_with_their_type():
     model = LabModel(InlineLauncher())
     events = {k for k, v in vars(model).items() if isinstance(v, Event)}
     assert {"experiment_changed", "data_loaded", "state_changed", "logged"} <= events
-    tree = ast.parse(textwrap.dedent(inspect.getsource(LabModel.__init__)))
+    tree = parse(textwrap.dedent(inspect.getsource(LabModel.__init__)))
     annotated = {node.target.attr for node in ast.walk(tree)
                  if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Attribute)
                  and ast.unparse(node.annotation) == "Event"}

@@ -25,6 +25,7 @@ from kernel_lab.plotting.ranges import (
     reference_range,
     within,
 )
+from tests.sources import parse
 
 
 def _lines(table: dict[str, np.ndarray], *curves: Curve, x: str = "x") -> list[CurveLine]:
@@ -288,7 +289,7 @@ def test_a_curve_within_the_plot_s_range_needs_no_clamping(extent, window, insid
 
 def test_the_range_policy_imports_numpy_and_the_plot_declarations_only():
     """Every import of the module, those inside functions too."""
-    tree = ast.parse(Path(ranges.__file__).read_text(encoding="utf-8"))
+    tree = parse(Path(ranges.__file__).read_text(encoding="utf-8"))
     found = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
