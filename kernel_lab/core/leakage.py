@@ -79,11 +79,6 @@ def spearman_with_target(X: np.ndarray, y: np.ndarray) -> np.ndarray:
     C. Spearman, "The proof and measurement of association between two things",
     American Journal of Psychology 15 (1904).
     """
-    # imported here, not with the module: scipy.stats takes about 1 s to import, and every
-    # process that imports the engine (a Dask worker's first task, the scheduler asked a
-    # question) would pay it for this one function, which only the client calls
-    from scipy.stats import rankdata
-
     X = np.asarray(X, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
     if X.ndim != 2 or y.shape != (X.shape[0],):
