@@ -288,14 +288,41 @@ class DaskParts:
         #: whether tasks may be sent to their homes: only when the scheduler answers
         #: :func:`_release_stranded` (it can take no kernel_lab module, say), which keeps
         #: a task whose home is gone from waiting for ever
-        self.pinning = self._can_release()
-        try:  # each worker keeps a share of the partitions it reads (the later passes)
-            got = wait_on(self.client, lambda: self.client._run(_keep_partitions),
-                          Watch(self.client, grace=self.no_worker_grace,
-                                deadline=RUN_DEADLINE))
-            self._memory = [m for m in got.values() if isinstance(m, dict)]
-        except Exception:  # then every pass reads the files, and nothing is checked
-            pass
+        self.pinning = False
+        # each worker keeps a share of the partitions it reads (the later passes)
+        memory, release = self._first_questions()
+        if isinstance(memory, dict):
+            self._memory = [m for m in memory.values() if isinstance(m, dict)]
+        # (otherwise every pass reads the files, and nothing is checked)
+        self.pinning = release is True
+
+    def _first_questions(self) -> tuple[Any, Any]:
+        """The workers' :func:`_keep_partitions` and the scheduler's
+        :func:`_scheduler_can_release`, asked at once: each side imports this module to
+        answer its first question (0.8–1.4 s in a fresh process of a loaded 2-core
+        machine), and asked one after the other a run on a restarted cluster waited for
+        the two imports in turn — 2.8 s of the 2-worker ``learning-curve`` run of
+        ``bench_cluster.py`` (31 s) before its first task; asked together (and without
+        scipy.stats in the engine's imports), 1.6 s. Each answer is its error when
+        the question failed (the scheduler's after :data:`ASK_TIMEOUT` seconds), as
+        before: then the passes read the files (no memory answer) or tasks go where Dask
+        sends them (no scheduler answer)."""
+        import asyncio
+
+        client = self.client
+
+        async def both() -> list[Any]:
+            scheduler = asyncio.wait_for(
+                client._run_on_scheduler(_scheduler_can_release, wait=True), ASK_TIMEOUT)
+            return await asyncio.gather(client._run(_keep_partitions), scheduler,
+                                        return_exceptions=True)
+
+        try:
+            got = wait_on(client, both, Watch(client, grace=self.no_worker_grace,
+                                              deadline=RUN_DEADLINE))
+        except Exception as exc:  # cancelled, no workers, the deadline: neither answer
+            return exc, exc
+        return got[0], got[1]
 
     def _ask_scheduler(self, fn: Callable[..., Any], *args: Any) -> Any:
         """``fn(*args, dask_scheduler=…)`` run on the scheduler, within
@@ -303,12 +330,6 @@ class DaskParts:
         client = self.client
         return wait_on(client, lambda: client._run_on_scheduler(fn, *args, wait=True),
                        Watch(client, grace=self.no_worker_grace, deadline=ASK_TIMEOUT))
-
-    def _can_release(self) -> bool:
-        try:
-            return self._ask_scheduler(_scheduler_can_release) is True
-        except Exception:  # the scheduler cannot run it: tasks go where Dask sends them
-            return False
 
     def _place(self) -> None:
         """Check the partitions' homes against the workers running now (one question to

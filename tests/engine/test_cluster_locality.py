@@ -211,6 +211,29 @@ def test_each_partition_is_read_and_prepared_once_on_its_home(cluster, tmp_path,
         set_read_cache(0)
 
 
+def _no_answer(dask_scheduler=None):
+    raise RuntimeError("this scheduler cannot answer")
+
+
+def test_the_workers_and_the_scheduler_answer_the_first_questions_together(
+        cluster, folder, monkeypatch):
+    """A DaskParts asks the workers (the share of memory they keep for partitions) and the
+    scheduler (whether tasks may be pinned to their homes) at once: both answers are
+    there; a scheduler that cannot answer leaves tasks unpinned but the workers' answer
+    kept, as when the two were asked one after the other."""
+    from kernel_lab.engine import dask_parts
+
+    parts, _ = _parts(folder)
+    both = DaskParts(parts, cluster.client)
+    assert both.pinning
+    assert both._memory and all(m["limit"] > 0 for m in both._memory)
+    assert len(both._memory) == 2
+    monkeypatch.setattr(dask_parts, "_scheduler_can_release", _no_answer)
+    workers_only = DaskParts(parts, cluster.client)
+    assert not workers_only.pinning
+    assert len(workers_only._memory) == 2
+
+
 def _die_together(part, marks):
     """Each of two partitions' first task waits for the other's, then both kill their
     workers at once (their nannies restart them under new addresses); later tasks
