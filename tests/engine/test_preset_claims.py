@@ -82,8 +82,8 @@ QUOTED = {
         "about −0.5",
     ),
     "gfc-friedman": (
-        "stops at 29 learned cosine features with an error of 4.2", "15 % below",
-        "Laplace, 5.0", "already with 20", "floor at 3.9", "x1 and x2", "90 %",
+        "stops short of 30 learned cosine features with an error of 4.2", "15 % below",
+        "Laplace, 5.0", "already with 20", "floor at 3.9", "x1 and x2", "about 90 %",
     ),
     "gfc-breiman": (
         "a handful of features (10)", "Gaussian, 5.00 against GFC's 5.01",
@@ -452,10 +452,10 @@ def _best_rff(s):
 
 @pytest.mark.slow
 def test_gfc_friedman_shows_what_its_text_says():
-    """About 8 s. GFC stops at 29 features with 4.2, 15 % below the best random features
+    """About 8 s. GFC stops short of 30 features with 4.2, 15 % below the best random features
     at 100 (Laplace, 5.0), below them already with 20; noise floor 3.9. The learned
     frequencies, refitted here with the run's seed (and checked equal to the run's):
-    x1 and x2 span the picture, 90 % of the amplitude-weighted mass on x1 … x5."""
+    x1 and x2 span the picture, about 90 % of the amplitude-weighted mass on x1 … x5."""
     from kernel_lab.core.models import GreedyFeatureRegressor
     from kernel_lab.core.validation import check_seed
     from kernel_lab.experiments.gfc import main_inputs, range_scaling
@@ -464,7 +464,9 @@ def test_gfc_friedman_shows_what_its_text_says():
     s, t, params = r.summaries, r.table, r.params
     best = _best_rff(s)
     assert (best, round(s[f"error[{best}]"], 1)) == ("rff-laplace", 5.0)
-    assert s["features_built[gfc]"] == 29 and round(s["error[gfc]"], 1) == 4.2
+    # where the held-out rule stops is a comparison of two errors, which the cosines' last
+    # bits decide: 29 features with numpy's AVX-512 cosines, 28 with its AVX2 ones
+    assert 25 <= s["features_built[gfc]"] < 30 and round(s["error[gfc]"], 1) == 4.2
     assert round(100 * (1 - s["error[gfc]"] / s[f"error[{best}]"])) == 15
     assert _finite(t[f"features[{best}]"])[-1] == params["n_features"] == 100
     feats, errs = _finite(t["features[gfc]"]), _finite(t["error[gfc]"])
@@ -485,7 +487,8 @@ def test_gfc_friedman_shows_what_its_text_says():
     np.testing.assert_array_equal(W[:, a], _finite(t["learned_wa"]))  # the run's model
     np.testing.assert_array_equal(W[:, b], _finite(t["learned_wb"]))
     mass = (np.abs(W) * amplitude[:, None]).sum(axis=0)
-    assert round(100 * mass[:5].sum() / mass.sum()) == 90
+    # about 90 %: 90 with numpy's AVX-512 cosines, 91 with its AVX2 ones (another model)
+    assert 88 <= round(100 * mass[:5].sum() / mass.sum()) <= 92
 
 
 @pytest.mark.slow
