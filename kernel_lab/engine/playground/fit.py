@@ -374,8 +374,8 @@ class FitEngine:
     def _new_factor(self, problem: pg.Problem, v: int, kern: str, sigma: float, lam: float
                     ) -> pg.Factor:
         """The Cholesky factor of K + λI for this data, from its kept distances."""
-        return pg.Factor(problem.X, problem.X_test, kern, sigma, lam,
-                         self._pairs(problem, v, kern))
+        return pg.Factor.at_once(problem.X, problem.X_test, kern, sigma, lam,
+                                 self._pairs(problem, v, kern))
 
     def wants_preparing(self, req: Request) -> bool:
         """Whether :meth:`prepare` has something to make for ``req``."""
