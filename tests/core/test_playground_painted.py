@@ -128,9 +128,9 @@ def no_estimator_fallback(monkeypatch: pytest.MonkeyPatch) -> None:
 def factorisations(monkeypatch: pytest.MonkeyPatch) -> list:
     """The Cholesky factorisations made (a bordered system makes none)."""
     made: list = []
-    original = pg.Factor.__init__
-    monkeypatch.setattr(pg.Factor, "__init__",
-                        lambda self, *a, **kw: made.append(a) or original(self, *a, **kw))
+    original = pg.Factor.at_once.__func__
+    monkeypatch.setattr(pg.Factor, "at_once", classmethod(
+        lambda cls, *a, **kw: made.append(a) or original(cls, *a, **kw)))
     return made
 
 
@@ -220,7 +220,7 @@ def test_a_point_painted_at_large_n_is_exact_and_bordered(method, factorisations
     pts = p.points
     problem = pg.Problem(pts.X[~pts.test], pts.y[~pts.test], pts.X[pts.test],
                          pts.y[pts.test], pg.GridMap(2, RES), "classification")
-    afresh = pg.Factor(problem.X, problem.X_test, "gaussian", 0.6, 0.1).predict(
+    afresh = pg.Factor.at_once(problem.X, problem.X_test, "gaussian", 0.6, 0.1).predict(
         problem, method == "ckrr")
     for got, want in zip((fit.primary.grid, fit.primary.train, fit.primary.test), afresh,
                          strict=True):
@@ -236,9 +236,9 @@ def test_a_stroke_solves_with_the_base_once_per_new_point(base, fitted, monkeypa
     X, y, test = pg.generate("moons", 300, 0.2, seed=3)
     Xtr, ytr, Xte = X[~test], y[~test], X[test]
     n = len(Xtr) - 4
-    first: pg.Solved = pg.Factor(Xtr[:n], Xte, "gaussian", 0.6, 0.01) if base == "factor" \
-        else pg.ExactCache(Xtr[:n], ytr[:n], Xte, pg.GridMap(2, RES), "gaussian", 0.6,
-                           False).system(0.01)
+    first: pg.Solved = pg.Factor.at_once(Xtr[:n], Xte, "gaussian", 0.6, 0.01) \
+        if base == "factor" else pg.ExactCache(Xtr[:n], ytr[:n], Xte, pg.GridMap(2, RES),
+                                               "gaussian", 0.6, False).system(0.01)
     if fitted:
         first.solve(ytr[:n], True)
     columns: list[int] = []
@@ -265,7 +265,7 @@ def test_few_columns_are_solved_one_at_a_time_as_a_block_would_be():
     Xtr = X[~test]
     A = make_kernel("laplace", {"sigma": 0.7})(Xtr)
     A.flat[:: len(Xtr) + 1] += 0.05
-    factor = pg.Factor(Xtr, X[test], "laplace", 0.7, 0.05)
+    factor = pg.Factor.at_once(Xtr, X[test], "laplace", 0.7, 0.05)
     eigen = pg.ExactCache(Xtr, y[~test], X[test], pg.GridMap(2, RES), "laplace", 0.7,
                           False).system(0.05)
     R = np.random.default_rng(1).normal(size=(len(Xtr), exact_module.BY_COLUMN + 2))
@@ -284,7 +284,7 @@ def test_krrs_targets_are_found_in_ckrrs_kept_solve(monkeypatch):
     X, y, test = pg.generate("moons", 300, 0.2, seed=4)
     Xtr, ytr, Xte = X[~test], y[~test], X[test]
     n = len(Xtr) - 1
-    factor = pg.Factor(Xtr[:n], Xte, "laplace", 0.7, 0.02)
+    factor = pg.Factor.at_once(Xtr[:n], Xte, "laplace", 0.7, 0.02)
     factor.solve(ytr[:n], True)
     columns: list[int] = []
     solve = pg.Factor.solve_block

@@ -80,3 +80,28 @@ def test_keys_of_many_rows_mixed_in_place_are_the_keys_of_each_row(seed):
         assert np.array_equal(unsigned, rows)  # the rows given are not written over
     assert rowkeys.keys(seed, rowkeys.SPLIT, 12) == rowkeys.keys(seed, rowkeys.SPLIT,
                                                                   rows[:1] * 0 + 12)[0]
+
+
+def test_the_finaliser_allocating_and_in_place_give_splitmix64s_values():
+    """``_mix`` (a new array) and ``_mix_in_place`` (over its argument) are SplitMix64's
+    finaliser, bit for bit, on random uint64 values — checked against the finaliser in
+    Python integers — and ``_mix`` leaves its argument as it was."""
+    mask = (1 << 64) - 1
+
+    def finaliser(z: int) -> int:
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
+        return z ^ (z >> 31)
+
+    x = np.random.default_rng(11).integers(0, 2**64, size=5000, dtype=np.uint64,
+                                           endpoint=False)
+    x[:3] = [0, 1, 2**64 - 1]
+    given = x.copy()
+    mixed = rowkeys._mix(x)
+    assert np.array_equal(x, given) and mixed.dtype == np.uint64
+    in_place = rowkeys._mix_in_place(x)
+    assert in_place is x and np.array_equal(in_place, mixed)
+    assert [int(v) for v in mixed[:500]] == [finaliser(int(v)) for v in given[:500]]
+    with np.errstate(over="ignore"):  # (numpy warns of a scalar's wrapping, as keys() knows)
+        scalar = rowkeys._mix(given[3])  # a scalar gives a scalar
+    assert isinstance(scalar, np.uint64) and scalar == mixed[3]

@@ -189,11 +189,92 @@ def test_the_factor_at_rest_gives_way_to_a_newer_request_and_keeps_its_memory():
     assert len(blocks) == 3
     assert not any(k[0] == "factor" for k in engine._cache)
     n = int((~m.points.test).sum())
-    assert any(a.size >= n * n for a in engine._spare)  # its matrix kept for later
+    kept = engine._unmade  # its matrix kept for later: the next factor's
+    assert kept is not None and kept.shape == (n, n)
     assert engine.wants_preparing(req)
     engine.prepare(req)  # the hand rests again: made
-    assert any(k[0] == "factor" for k in engine._cache)
+    factor = next(c for k, c in engine._cache.items() if k[0] == "factor")
+    assert np.shares_memory(factor.L, kept) and engine._unmade is None
     assert not engine.wants_preparing(req)
+
+
+def _square_buffers(engine: FitEngine, n: int) -> set[int]:
+    """Where the arrays of n × n elements or more that the engine holds begin: its kept
+    values' (kernel matrices, factors, distances), its spares and a factor's not made."""
+    def arrays(value) -> list[np.ndarray]:
+        if isinstance(value, np.ndarray):
+            return [value]
+        if isinstance(value, (tuple, list)):
+            return [a for v in value for a in arrays(v)]
+        return []
+    held = [a for c in engine._cache.values()
+            for v in (c if isinstance(c, tuple) else (c,))
+            for a in arrays(list(getattr(v, "__dict__", {}).values()))]
+    held += [*engine._spare, *([] if engine._unmade is None else [engine._unmade])]
+    return {a.__array_interface__["data"][0] for a in held if a.size >= n * n}
+
+
+def test_a_rest_at_another_lambda_makes_its_factor_in_the_last_factors_memory(monkeypatch):
+    """The factor kept for the last λ is of no use once λ has moved: the next rest drops it
+    before making the new one, which is written over its memory — never two n × n factors
+    at once, and the n × n arrays held are the same ones. A newer request stopping the
+    next factor leaves no factor, its memory kept for the one after."""
+    import weakref
+
+    engine, m = _model()
+    m.set_params(method="krr", sigma=0.7, lam=0.1)
+    _stages(engine, m.request())
+    n = int((~m.points.test).sum())
+    first = engine._cache[engine._factor_key(m.request().version, "gaussian", 0.7, 0.1)]
+    first_gone, memory = weakref.ref(first), first.L
+    del first
+    held = _square_buffers(engine, n)
+    begun: list = []
+    stop_at: list = []  # a newer request once this many blocks have begun
+    blocks: list = []
+    real = pg.Factor.in_blocks.__func__
+
+    def in_blocks(cls, *args, **kw):
+        begun.append((first_gone() is None, args[7]))  # (the old one gone, out)
+
+        def between() -> None:
+            blocks.append(1)
+            if stop_at and len(blocks) >= stop_at[0]:
+                raise pg.Superseded
+        return real(cls, *args[:-1], between)
+    monkeypatch.setattr(pg.Factor, "in_blocks", classmethod(in_blocks))
+
+    def factor_at(lam: float) -> pg.Factor:
+        factor = engine._cache[engine._factor_key(m.request().version, "gaussian", 0.7, lam)]
+        solves_ = next(c for k, c in engine._cache.items() if k[0] == "solves")
+        A = solves_.K + lam * np.eye(n)
+        np.testing.assert_allclose(np.tril(factor.L) @ np.tril(factor.L).T, A, rtol=0,
+                                   atol=1e-12 * np.abs(A).max())
+        return factor
+
+    m.set_params(lam=0.2)
+    for r in _stages(engine, m.request()):
+        _check_exact(r, m, "krr", 0.2, 0.7, engine._problem(m.request()).G)
+    assert len(begun) == 1 and begun[0][0] and np.shares_memory(begun[0][1], memory)
+    assert np.shares_memory(factor_at(0.2).L, memory)
+    assert _square_buffers(engine, n) == held
+    assert not any(k[0] == "factor" and k[4] != 0.2 for k in engine._cache)
+
+    begun.clear()
+    stop_at.append(len(blocks) + 3)
+    m.set_params(lam=0.3)
+    req = m.request()
+    _stages(engine, req, prepare=False)
+    with pytest.raises(pg.Superseded):
+        engine.prepare(req)
+    assert len(begun) == 1 and np.shares_memory(begun[0][1], memory)
+    assert not any(k[0] == "factor" for k in engine._cache)  # λ = 0.2's dropped, 0.3's not made
+    assert np.shares_memory(engine._unmade, memory) and _square_buffers(engine, n) == held
+    assert engine.wants_preparing(req)
+    stop_at.clear()
+    engine.prepare(req)  # the hand rests again: made, in the same memory
+    assert np.shares_memory(factor_at(0.3).L, memory) and engine._unmade is None
+    assert _square_buffers(engine, n) == held and not engine.wants_preparing(req)
 
 
 def test_where_k_plus_lambda_is_not_factorable_a_painted_point_borders_the_cg_solves(

@@ -251,10 +251,11 @@ class Solved:
 
 
 class Factor(Solved):
-    """The Cholesky factor of ``K + λI`` (:class:`Solved`).
+    """The Cholesky factor of ``K + λI`` (:class:`Solved`), made in one call
+    (:meth:`at_once`) or in blocks of columns (:meth:`in_blocks`).
 
-    ``pairs`` (train–train, test–train) evaluate the kernel from kept distances
-    (:class:`PairKernel`). Raises ``numpy.linalg.LinAlgError`` when ``K + λI`` is not
+    ``pairs`` of :meth:`at_once` (train–train, test–train) evaluate the kernel from kept
+    distances (:class:`PairKernel`). Both raise ``numpy.linalg.LinAlgError`` when ``K + λI`` is not
     numerically positive definite (the caller then uses the estimator).
 
     (A single-precision factor refined in double precision was tried: with n = 1000 the
@@ -266,15 +267,25 @@ class Factor(Solved):
     painted point's 40 ms)."""
 
     def __init__(self, X: Array, X_test: Array, kernel: str, sigma: float, lam: float,
-                 pairs: tuple[PairKernel, PairKernel] | None = None) -> None:
-        self.X, self.X_test = X, X_test
+                 L: Array, K_test: Array) -> None:
+        """A factor already made (:meth:`at_once`, :meth:`in_blocks`): ``L`` of
+        ``K + λI`` (its lower triangle read) and the test block ``K_test``."""
+        self.X, self.X_test, self.K_test = X, X_test, K_test
         self.kernel, self.sigma, self.lam = kernel, sigma, lam
+        self.L = L
+
+    @classmethod
+    def at_once(cls, X: Array, X_test: Array, kernel: str, sigma: float, lam: float,
+                pairs: tuple[PairKernel, PairKernel] | None = None) -> Factor:
+        """The factor of ``K + λI`` in one call, the kernel evaluated here (from ``pairs``
+        when given)."""
         k = make_kernel(kernel, {"sigma": sigma})
         A = pairs[0](sigma, lower=True) if pairs is not None else k(X)
         A.flat[:: A.shape[0] + 1] += lam
-        self.L = cholesky_lower(A, overwrite=True)  # lets the window's thread run
-        self.K_test = (pairs[1](sigma) if pairs is not None else k(X_test, X)) \
+        L = cholesky_lower(A, overwrite=True)  # lets the window's thread run
+        K_test = (pairs[1](sigma) if pairs is not None else k(X_test, X)) \
             if len(X_test) else np.zeros((0, len(X)))
+        return cls(X, X_test, kernel, sigma, lam, L, K_test)
 
     @classmethod
     def in_blocks(cls, K: Array, K_test: Array, X: Array, X_test: Array, kernel: str,
@@ -286,11 +297,8 @@ class Factor(Solved):
         (:func:`~kernel_lab.core.lapack.cholesky_in_blocks`: ``between()`` may raise to
         stop) — for work done while the hand rests, which a gesture must be able to
         interrupt."""
-        self = cls.__new__(cls)
-        self.X, self.X_test, self.K_test = X, X_test, K_test
-        self.kernel, self.sigma, self.lam = kernel, sigma, lam
-        self.L = cholesky_in_blocks(K, lam, out, between)
-        return self
+        return cls(X, X_test, kernel, sigma, lam, cholesky_in_blocks(K, lam, out, between),
+                   K_test)
 
     def solve_block(self, R: Array) -> Array:
         return _by_column(lambda r: solve_lower(self.L, solve_lower(self.L, r), trans=True),

@@ -114,6 +114,12 @@ class FitEngine:
         self._retired: list[list[Any]] = []
         #: Factor keys whose K + λI was not numerically positive definite (at large n).
         self._unfactored: set[tuple[Any, ...]] = set()
+        #: While :meth:`_factor_memory` drops the kept factors: the L of those it frees
+        #: (:meth:`_factor_freed`), for the new factor rather than the spares.
+        self._freed: list[np.ndarray] | None = None
+        #: The array of a factor not made (a newer request stopped it, or K + λI was not
+        #: positive definite): the next factor's (:meth:`_factor_memory`).
+        self._unmade: np.ndarray | None = None
 
     def _cached(self, key: tuple[Any, ...], make: Callable[[], Any], keep: int | None = None
                 ) -> Any:
@@ -374,8 +380,8 @@ class FitEngine:
     def _new_factor(self, problem: pg.Problem, v: int, kern: str, sigma: float, lam: float
                     ) -> pg.Factor:
         """The Cholesky factor of K + λI for this data, from its kept distances."""
-        return pg.Factor(problem.X, problem.X_test, kern, sigma, lam,
-                         self._pairs(problem, v, kern))
+        return pg.Factor.at_once(problem.X, problem.X_test, kern, sigma, lam,
+                                 self._pairs(problem, v, kern))
 
     def wants_preparing(self, req: Request) -> bool:
         """Whether :meth:`prepare` has something to make for ``req``."""
@@ -434,25 +440,58 @@ class FitEngine:
         with its solve of the targets: a painted point then borders it by two triangular
         solves instead of a CG solve (several products with the n × n matrix: at 3,746
         training points 40–60 ms on the worker's one BLAS thread). One is kept; its memory
-        goes to the spares once dropped. Not positive definite in double precision (a tiny
-        λ): remembered, and a painted point borders the CG solves."""
+        goes to the next factor (:meth:`_factor_memory`), or to the spares, once dropped.
+        Not positive definite in double precision (a tiny λ): remembered, and a painted
+        point borders the CG solves."""
         lam = key[4]
-        n = len(solves.y)
-        out = self._recycled((n, n))
-        if out is None:
-            out = np.empty((n, n))
+        out = self._factor_memory(key, len(solves.y))
         try:
             system = self._cached(key, lambda: solves.factor(lam, out, self._cancelled),
                                   keep=1)
         except pg.Superseded:
-            self._recycle(out)
+            self._unmade = out
             raise
         except np.linalg.LinAlgError:
-            self._recycle(out)
+            self._unmade = out
             self._unfactored.add(key)
             return
-        weakref.finalize(system, self._recycle, system.L)
+        weakref.finalize(system, self._factor_freed, system.L)
         system.solve_kept(pg.Solved.rhs(solves.y, centered=True))
+
+    def _factor_memory(self, key: tuple[Any, ...], n: int) -> np.ndarray:
+        """An n × n array for :meth:`_large_factor`'s factor at ``key``: the memory of a
+        kept factor of another key or of one not made (:attr:`_unmade`), else a spare
+        (:meth:`_recycled`), else a new one. The kept factors (one,
+        :meth:`_large_factor`'s ``keep``) are for another σ or λ, of no use to the current
+        state: dropped here, before the new one is made, rather than by the cache after it
+        — which held two n × n factors at once (112 MB each at 3,746 training points) and
+        wrote the new one into a spare or fresh pages while the old one's went to the
+        spares. Only factors are dropped; one that something else still holds (a painted
+        point's system bordering it) keeps its memory, freed when it goes. A factor not
+        made keeps its array for the next rather than giving it to the spares, where it
+        pushed out one kept for the next σ (:data:`SPARES`)."""
+        mine, self._unmade = [] if self._unmade is None else [self._unmade], None
+        self._freed = freed = []
+        try:
+            for old in [k for k in self._cache if k[0] == "factor" and k != key]:
+                del self._cache[old]  # its L into `freed` if nothing else holds it
+        finally:
+            self._freed = None
+        mine += freed
+        out = next((a for a in mine if a.shape == (n, n) and a.flags.c_contiguous), None)
+        self._recycle(*(a for a in mine if a is not out))
+        if out is None:
+            out = self._recycled((n, n))
+        return np.empty((n, n)) if out is None else out
+
+    def _factor_freed(self, L: np.ndarray) -> None:
+        """A dropped factor's L (its finaliser): to the factor :meth:`_factor_memory` is
+        making room for, else to the spares."""
+        freed = self._freed
+        if freed is not None:
+            freed.append(L)
+        else:
+            self._recycle(L)
 
     def prepare(self, req: Request, cancelled: Callable[[], bool] | None = None) -> None:
         """What the next gesture on ``req``'s state needs, made while the hand rests: for
