@@ -12,6 +12,7 @@ unpickler lists the modules it needs.
 
 from __future__ import annotations
 
+import ast
 import io
 import pickle
 import subprocess
@@ -151,3 +152,25 @@ def test_the_registry_names_every_builtin_experiment_by_its_own_name() -> None:
         assert getattr(importlib.import_module(module), cls).name == name
         assert get_experiment(name).name == name
     assert set(BUILTIN) <= {cls.name for cls in list_experiments()}
+
+
+def test_a_task_limits_every_blas_to_one_thread_even_one_loaded_after_the_first_task() -> None:
+    """A worker's first task may come before SciPy is imported (no module of the core's
+    tasks imports scikit-learn, which loaded it); SciPy's own OpenBLAS must be limited to
+    one thread in a task all the same."""
+    code = ("import sys\n"
+            "import kernel_lab.engine.dask_parts\n"
+            "from kernel_lab.core.executor import call_single_threaded\n"
+            "def threads(_):\n"
+            "    import scipy.linalg\n"
+            "    from threadpoolctl import threadpool_info\n"
+            "    return [(i['filepath'], i['num_threads']) for i in threadpool_info()\n"
+            "            if i['user_api'] == 'blas']\n"
+            "print('scipy.linalg' in sys.modules)\n"
+            "print(call_single_threaded(lambda _: None, None))\n"
+            "print(call_single_threaded(threads, None))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.splitlines()
+    assert out[0] == "False"  # the case this checks: SciPy not loaded before
+    libraries = ast.literal_eval(out[2])
+    assert libraries and all(n == 1 for _, n in libraries), libraries
