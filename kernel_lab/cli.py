@@ -549,10 +549,12 @@ def _cmd_run_playground(args: argparse.Namespace) -> int:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from kernel_lab.engine import run
-    from kernel_lab.engine.presets import playground_preset_names
 
-    if args.preset and args.preset in playground_preset_names():
-        return _cmd_run_playground(args)
+    if args.preset:  # the presets load the Playground's modules: only when one is named
+        from kernel_lab.engine.presets import playground_preset_names
+
+        if args.preset in playground_preset_names():
+            return _cmd_run_playground(args)
     from kernel_lab.engine.output import write_run
     from kernel_lab.experiments import get_experiment
 

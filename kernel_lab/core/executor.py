@@ -67,9 +67,16 @@ _CONTROLLER: Any = None
 
 def blas_controller() -> Any:
     """A threadpoolctl controller, created once (creating one scans the loaded libraries,
-    which costs milliseconds every time)."""
+    which costs milliseconds every time).
+
+    SciPy's BLAS is loaded first: SciPy links its own OpenBLAS, and a controller made
+    before it was loaded would never limit it. A Dask worker whose first task needs no
+    SciPy (the column statistics of a learning curve, since the core's tasks stopped
+    importing scikit-learn, which loaded SciPy) then ran every later ``dsyrk`` of the
+    normal sums on two threads per worker — four on two cores for two workers."""
     global _CONTROLLER
     if _CONTROLLER is None:
+        import scipy.linalg.blas  # noqa: F401  (its OpenBLAS, before the scan)
         from threadpoolctl import ThreadpoolController
 
         _CONTROLLER = ThreadpoolController()

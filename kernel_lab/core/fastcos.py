@@ -115,3 +115,20 @@ def _cos_block(z: np.ndarray, c: list[float], scale: float, a: np.ndarray, t: np
     np.multiply(a, t, out=z)
     z += c[0]                                    # scale · cos r
     np.bitwise_xor(z.view(np.uint64), sign, out=z.view(np.uint64))  # · (−1)ᵏ
+
+
+def cos_features(X: np.ndarray, W: np.ndarray, b: np.ndarray, scale: float) -> np.ndarray:
+    """``scale · cos(X W + b)``, in one output over row blocks of at most
+    :data:`COS_BLOCK` entries: each block's product, phase and
+    cosine (:func:`cos_scaled`, within a few 10⁻¹⁶ of ``np.cos``)
+    are computed while the block is in cache."""
+    n, D = X.shape[0], W.shape[1]
+    Z = np.empty((n, D))
+    rows = max(1, COS_BLOCK // max(D, 1))
+    work = np.empty(3 * min(rows * D, COS_BLOCK))
+    for start in range(0, n, rows):
+        block = Z[start:start + rows]
+        np.dot(X[start:start + rows], W, out=block)
+        block += b
+        cos_scaled(block, scale, work=work)
+    return Z

@@ -50,7 +50,6 @@ from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 import numpy as np
-from scipy.spatial.distance import cdist
 
 from kernel_lab.core.errors import ParameterError
 from kernel_lab.core.memory import DEFAULT_BLOCK_BYTES, check_allocation
@@ -369,6 +368,10 @@ class LaplaceKernel(ShiftInvariantKernel):
     name = "laplace"
 
     def _block(self, X: np.ndarray, Y: np.ndarray) -> np.ndarray:
+        # imported here: scipy.spatial takes a few tenths of a second to import, which
+        # every process importing the kernels (a Dask worker's tasks) would pay
+        from scipy.spatial.distance import cdist
+
         D = cdist(X, Y, metric="cityblock")
         D *= -1.0 / self.sigma
         return np.exp(D, out=D)

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from sklearn.utils import check_random_state
 
 from kernel_lab.core.errors import ParameterError
 
@@ -103,6 +102,20 @@ def check_params(estimator: Any) -> dict[str, Any]:
     their values, converted (raises ParameterError at the first bad one)."""
     checks: ParameterChecks = type(estimator)._parameter_checks
     return {name: c.check(name, getattr(estimator, name)) for name, c in checks.items()}
+
+
+def check_random_state(seed: Any) -> np.random.RandomState:
+    """A RandomState for ``seed``, as scikit-learn's ``check_random_state`` gives it: None
+    (or ``np.random``) numpy's global one, an int a new one seeded with it, a RandomState
+    itself. Here rather than imported, so that the core's tasks on a Dask worker do not
+    import scikit-learn (seconds a worker) for it."""
+    if seed is None or seed is np.random:
+        return np.random.mtrand._rand
+    if isinstance(seed, numbers.Integral):
+        return np.random.RandomState(seed)
+    if isinstance(seed, np.random.RandomState):
+        return seed
+    raise ValueError(f"{seed!r} cannot be used to seed a numpy.random.RandomState instance")
 
 
 def check_seed(random_state: Any) -> int:

@@ -55,7 +55,8 @@ from kernel_lab.core.dsg.stream import (
     BlockStream,
     TargetSummary,
     join_targets,
-    part_targets,
+    subset_keys,
+    subset_rows,
     take_range,
     target_median,
 )
@@ -77,8 +78,6 @@ from kernel_lab.core.rows.mapreduce import (
     PartMap,
     RowPlan,
     Rows,
-    _smallest_keys,
-    _take,
 )
 from kernel_lab.core.validation import check_seed
 from kernel_lab.experiments.base import (
@@ -203,21 +202,6 @@ def floor_words(task: str, loss: str, n: int, exact_max: int) -> dict[str, str]:
     return words
 
 
-def _subset_keys(part: Any, plan: RowPlan, asks: tuple[tuple[str, int, int], ...],
-                 values: bool | None) -> tuple[list[tuple[np.ndarray, np.ndarray]], Any]:
-    """A part's smallest keys for each ``(which, stream, k)`` of ``asks``, and (unless
-    ``values`` is None) its share of the training targets' summary
-    (:func:`~kernel_lab.core.dsg.stream.part_targets`)."""
-    keys = [_smallest_keys(part, plan, which, stream, k) for which, stream, k in asks]
-    return keys, None if values is None else part_targets(part, plan, values)
-
-
-def _subset_rows(part: Any, plan: RowPlan, wants: tuple[tuple[str, np.ndarray], ...]
-                 ) -> list[Rows]:
-    """A part's rows among each ``(which, sorted global indices)`` of ``wants``."""
-    return [_take(part, plan, which, wanted) for which, wanted in wants]
-
-
 def keyed_rows(parts: PartMap, plan: RowPlan, asks: list[tuple[str, int, int]],
                values: bool | None = None) -> tuple[list[Rows], TargetSummary | None]:
     """For each ``(which, stream, k)``: the rows of :func:`~kernel_lab.core.rows.mapreduce.
@@ -228,7 +212,7 @@ def keyed_rows(parts: PartMap, plan: RowPlan, asks: list[tuple[str, int, int]],
     once for every subset) where one subset at a time takes two each. Unless ``values``
     is None, the first pass also makes :func:`~kernel_lab.core.dsg.stream.target_summary`
     (``values``: the distinct targets too), the same bits as its own pass would."""
-    got = parts.map(_subset_keys, plan, tuple(asks), values)
+    got = parts.map(subset_keys, plan, tuple(asks), values)
     found = None if values is None else join_targets([g[1] for g in got], plan)
     picks = []
     for j, (_, _, k) in enumerate(asks):
@@ -240,7 +224,7 @@ def keyed_rows(parts: PartMap, plan: RowPlan, asks: list[tuple[str, int, int]],
                                                                               strict=True)
                                           if which == w])) for w in kinds}
     held: dict[str, Rows] = {}
-    taken = parts.map(_subset_rows, plan, tuple((w, union[w]) for w in kinds))
+    taken = parts.map(subset_rows, plan, tuple((w, union[w]) for w in kinds))
     for i, w in enumerate(kinds):
         rows = [t[i] for t in taken if t[i].index.size]
         held[w] = (Rows(np.concatenate([r.X for r in rows]), np.concatenate([r.y for r in rows]),

@@ -31,7 +31,7 @@ def register(cls: type[Experiment]) -> type[Experiment]:
 
 def get_experiment(name: str) -> Experiment:
     """A new instance of the registered experiment ``name``."""
-    _load_builtin()
+    _load_builtin(name)
     if name not in _REGISTRY:
         close = difflib.get_close_matches(name, _REGISTRY, n=1)
         hint = f"; did you mean {close[0]!r}?" if close else ""
@@ -69,16 +69,25 @@ def run_on(experiment: Experiment, params: Mapping[str, Any], data: Dataset | Pa
     return experiment.run(params, data, progress, executor)
 
 
-def _load_builtin() -> None:
-    """Register the built-in experiments (imported on first use: they load scipy and the
-    models, which listing parameters of a session does not always need)."""
-    from kernel_lab.experiments.ckrr_risk import CkrrRiskExperiment
-    from kernel_lab.experiments.gfc import GFCExperiment
-    from kernel_lab.experiments.krr_path import KrrPathExperiment
-    from kernel_lab.experiments.learning_curve import LearningCurveExperiment
-    from kernel_lab.experiments.nystrom import NystromExperiment
-    from kernel_lab.experiments.spectrum import SpectrumExperiment
+#: The built-in experiments: each name, its module and its class. ``get_experiment``
+#: imports only the module of the experiment asked for (a run of one experiment does not
+#: pay for the imports of the others); listing them all imports every one.
+BUILTIN = {
+    "ckrr-risk": ("kernel_lab.experiments.ckrr_risk", "CkrrRiskExperiment"),
+    "gfc": ("kernel_lab.experiments.gfc", "GFCExperiment"),
+    "krr-path": ("kernel_lab.experiments.krr_path", "KrrPathExperiment"),
+    "learning-curve": ("kernel_lab.experiments.learning_curve", "LearningCurveExperiment"),
+    "nystrom": ("kernel_lab.experiments.nystrom", "NystromExperiment"),
+    "spectrum": ("kernel_lab.experiments.spectrum", "SpectrumExperiment"),
+}
 
-    for cls in (CkrrRiskExperiment, GFCExperiment, KrrPathExperiment, LearningCurveExperiment,
-                NystromExperiment, SpectrumExperiment):
-        register(cls)
+
+def _load_builtin(name: str | None = None) -> None:
+    """Register the built-in experiments, or only ``name`` when it is one of them
+    (imported on first use: they load scipy and the models, which listing parameters of a
+    session does not always need)."""
+    import importlib
+
+    for key in BUILTIN if name not in BUILTIN else (name,):
+        module, cls = BUILTIN[key]
+        register(getattr(importlib.import_module(module), cls))

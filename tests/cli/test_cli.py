@@ -179,3 +179,33 @@ def test_a_closed_stdout_ends_the_command_quietly(monkeypatch, tmp_path, capsys)
         os.close(saved)
         out.close()
     assert "failed" not in capsys.readouterr().err
+
+
+def test_help_lists_every_subcommand_and_run_loads_only_its_experiment():
+    """``kernel-lab --help`` names every subcommand; ``kernel-lab run`` imports the
+    experiment it runs, not the others, and no preset or Playground module without
+    ``--preset`` (a client's imports delay a cluster's first task)."""
+    from kernel_lab.cli import _build_parser
+
+    out = subprocess.run([sys.executable, "-m", "kernel_lab", "--help"], capture_output=True,
+                         text=True, check=True).stdout
+    commands = next(a for a in _build_parser()._actions
+                    if a.__class__.__name__ == "_SubParsersAction").choices
+    assert set(commands) == {"list", "describe", "run", "report", "predict", "describe-model"}
+    for name in commands:
+        assert name in out, name
+    code = ("import sys\n"
+            "from kernel_lab.cli import main\n"
+            "try:\n"
+            "    main(['run', 'learning-curve', '--set', 'no_such=1', '--quiet'])\n"
+            "except SystemExit:\n"
+            "    pass\n"
+            "print(' '.join(sorted(m for m in sys.modules if m.startswith(("
+            "'kernel_lab.experiments.nystrom', 'kernel_lab.experiments.gfc', "
+            "'kernel_lab.experiments.krr_path', 'kernel_lab.experiments.ckrr_risk', "
+            "'kernel_lab.experiments.spectrum', 'kernel_lab.engine.presets', "
+            "'kernel_lab.engine.playground')))))\n"
+            "print('kernel_lab.experiments.learning_curve' in sys.modules)\n")
+    got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split("\n")
+    assert got[0] == "" and got[1] == "True", got

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from kernel_lab.core.executor import SERIAL, TaskExecutor
-from kernel_lab.core.models.rff import cos_features
+from kernel_lab.core.fastcos import cos_features
 
 #: Test rows per task (the last block may be shorter).
 TEST_BLOCK_ROWS = 2048

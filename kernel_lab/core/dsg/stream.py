@@ -40,6 +40,8 @@ from kernel_lab.core.rows.mapreduce import (
     RowPlan,
     Rows,
     _block_frontier,
+    _smallest_keys,
+    _take,
     part_rows,
     reduce_blocks,
 )
@@ -248,3 +250,21 @@ def target_median(parts: PartMap, plan: RowPlan) -> float:
     :meth:`DSGRegressor.fit` takes it): the target column alone is gathered, 8 bytes a
     row — an order statistic, the same value however the rows are cut."""
     return float(np.median(np.concatenate(parts.map(_part_y, plan))))
+
+
+def subset_keys(part: Any, plan: RowPlan, asks: tuple[tuple[str, int, int], ...],
+                values: bool | None) -> tuple[list[tuple[np.ndarray, np.ndarray]], Any]:
+    """A part's smallest keys for each ``(which, stream, k)`` of ``asks``, and (unless
+    ``values`` is None) its share of the training targets' summary
+    (:func:`part_targets`): the first pass of the learning curve's gather of keyed
+    subsets (:func:`kernel_lab.experiments.learning_curve.keyed_rows`), a task here so
+    that a Dask worker running it imports the core, not the experiment."""
+    keys = [_smallest_keys(part, plan, which, stream, k) for which, stream, k in asks]
+    return keys, None if values is None else part_targets(part, plan, values)
+
+
+def subset_rows(part: Any, plan: RowPlan, wants: tuple[tuple[str, np.ndarray], ...]
+                ) -> list[Rows]:
+    """A part's rows among each ``(which, sorted global indices)`` of ``wants`` (the
+    second pass of that gather)."""
+    return [_take(part, plan, which, wanted) for which, wanted in wants]

@@ -20,7 +20,7 @@ from sklearn.base import BaseEstimator, RegressorMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from kernel_lab.core.errors import ParameterError
-from kernel_lab.core.fastcos import COS_BLOCK, cos_scaled
+from kernel_lab.core.fastcos import cos_features as cos_features  # re-exported
 from kernel_lab.core.kernels import (
     GaussianKernel,
     Matern32Kernel,
@@ -99,23 +99,6 @@ def given_features(frequencies: Any, phases: Any, p: int
                              f"feature column) and phases D finite numbers; got shapes "
                              f"{W.shape} and {b.shape}")
     return W, b
-
-
-def cos_features(X: np.ndarray, W: np.ndarray, b: np.ndarray, scale: float) -> np.ndarray:
-    """``scale · cos(X W + b)``, in one output over row blocks of at most
-    :data:`~kernel_lab.core.fastcos.COS_BLOCK` entries: each block's product, phase and
-    cosine (:func:`~kernel_lab.core.fastcos.cos_scaled`, within a few 10⁻¹⁶ of ``np.cos``)
-    are computed while the block is in cache."""
-    n, D = X.shape[0], W.shape[1]
-    Z = np.empty((n, D))
-    rows = max(1, COS_BLOCK // max(D, 1))
-    work = np.empty(3 * min(rows * D, COS_BLOCK))
-    for start in range(0, n, rows):
-        block = Z[start:start + rows]
-        np.dot(X[start:start + rows], W, out=block)
-        block += b
-        cos_scaled(block, scale, work=work)
-    return Z
 
 
 class RandomFourierFeatures(DaskFront, TransformerMixin, BaseEstimator):

@@ -37,10 +37,10 @@ import numpy as np
 from scipy.linalg import lapack
 
 from kernel_lab.core.errors import ParameterError
+from kernel_lab.core.fastcos import cos_features
 from kernel_lab.core.kernels import make_kernel
 from kernel_lab.core.models import RandomFourierFeatures
 from kernel_lab.core.models.nystrom import nystrom_normalization
-from kernel_lab.core.models.rff import cos_features
 from kernel_lab.core.nystrom.common import RPC_STORED_MAX
 from kernel_lab.core.nystrom.landmarks import GATHER_ROWS
 from kernel_lab.core.nystrom.samplers import SAMPLERS, make_sampler

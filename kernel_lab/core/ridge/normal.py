@@ -24,9 +24,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from kernel_lab.core.fastcos import cos_features
 from kernel_lab.core.kernels import Kernel
-from kernel_lab.core.models.nystrom import nystrom_factor
-from kernel_lab.core.models.rff import cos_features
+from kernel_lab.core.nystrom.factor import nystrom_factor
 from kernel_lab.core.progress import Progress
 from kernel_lab.core.ridge.sums import NormalSums, accumulate, solve_squared
 from kernel_lab.core.rows import keys as rowkeys
