@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from kernel_lab.core.errors import DataError, data_option
+from kernel_lab.core.memory import written_once
 from kernel_lab.core.rows import keys as rowkeys
 from kernel_lab.core.rows.blocks import block_count
 from kernel_lab.core.rows.dataset import Dataset
@@ -295,7 +296,8 @@ def prepared_rows(X: np.ndarray, y: np.ndarray, index: np.ndarray, plan: RowPlan
     and scaled by the plan, in a C-ordered array — gathered and prepared in place, block
     by block: the bits of :meth:`RowPlan.prepared` on the same rows (the same operations,
     element by element)."""
-    A = np.empty((index.size, X.shape[1]))
+    with written_once():
+        A = np.empty((index.size, X.shape[1]))
     for start in range(0, A.shape[0], PREPARE_ROWS):
         block = A[start:start + PREPARE_ROWS]
         _gather(X, index[start:start + PREPARE_ROWS], block)
@@ -335,7 +337,8 @@ def _gathered_clean(X: np.ndarray, y: np.ndarray, plan: RowPlan, i_train: np.nda
             or not (finite or np.isfinite(y).all()):
         return None
     B, p, count = int(plan.block), X.shape[1], block_count(n, plan.block)
-    X_train, X_test = np.empty((i_train.size, p)), np.empty((i_test.size, p))
+    with written_once():  # filled once below, then read block by block
+        X_train, X_test = np.empty((i_train.size, p)), np.empty((i_test.size, p))
     is_test = np.zeros(n, dtype=bool)
     is_test[i_test] = True
     buffer = np.empty((min(PREPARE_ROWS, n), p))
