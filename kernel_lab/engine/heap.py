@@ -59,9 +59,11 @@ def drop_heap_settings() -> None:
     environment, for processes that bring their own: a local Dask cluster's workers get
     theirs from its configuration, which the environment would override
     (:data:`kernel_lab.engine.cluster.DASK_QUIET`; their memory limits watch the resident
-    memory a kept heap would hold). The user's own settings stay."""
+    memory a kept heap would hold). The user's own settings stay: a variable named in
+    :data:`SET_HERE` whose value is no longer the one set there (the user changed it since)
+    is left alone."""
     for name in os.environ.pop(SET_HERE, "").split(","):
-        if name:
+        if name and os.environ.get(name) == HEAP_ENVIRONMENT.get(name):
             os.environ.pop(name, None)
 
 

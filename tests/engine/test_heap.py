@@ -91,3 +91,18 @@ def test_a_local_dask_cluster_gets_its_own_settings_not_a_runs(monkeypatch):
     heap.drop_heap_settings()
     assert "MALLOC_MMAP_THRESHOLD_" not in os.environ and heap.SET_HERE not in os.environ
     assert os.environ["MALLOC_TRIM_THRESHOLD_"] == "12345"
+
+
+def test_a_setting_the_user_changed_since_it_was_made_here_stays(monkeypatch):
+    """A process that made the settings earlier (a run's worker, a test in the same
+    process) and whose user has since set one of them: dropping the settings before a
+    local Dask cluster starts leaves the user's value (it once took it away: a KeyError in
+    the cluster tests when an earlier test in the same process had made them)."""
+    for name in (*heap.HEAP_ENVIRONMENT, heap.SET_HERE):
+        monkeypatch.delenv(name, raising=False)
+    heap.keep_heap_in_children()
+    assert os.environ[heap.SET_HERE] == "MALLOC_MMAP_THRESHOLD_,MALLOC_TRIM_THRESHOLD_"
+    monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "12345")  # the user's, since
+    heap.drop_heap_settings()
+    assert "MALLOC_MMAP_THRESHOLD_" not in os.environ and heap.SET_HERE not in os.environ
+    assert os.environ["MALLOC_TRIM_THRESHOLD_"] == "12345"
