@@ -266,6 +266,9 @@ def test_a_worker_killed_once_is_retried(cluster, data, tmp_path):
         dask.reduce(_die_once, str(again)),
         LocalParts(array_parts(X, y, 4)).reduce(_die_once, str(marker)))
     assert again.exists()
+    # the nanny brings the killed worker back: the module's later tests need both (under
+    # load that took longer than the next test took to start, which then saw one worker)
+    assert _wait_for(lambda: cluster.workers() == 2, 60)
 
 
 def test_a_partition_that_always_kills_its_worker_is_reported(cluster, data):
@@ -320,6 +323,7 @@ def test_connect_refuses_an_unreachable_scheduler():
 
 
 def test_local_cluster_settings_and_peak_memory(cluster):
+    assert _wait_for(lambda: cluster.workers() == 2, 60)  # a worker an earlier test killed
     info = cluster.client.scheduler_info(n_workers=-1)["workers"]
     assert len(info) == 2
     assert {w["nthreads"] for w in info.values()} == {1}
