@@ -345,8 +345,9 @@ class Recording:
                  f"- **Run** {when}, took {took / 60:.1f} min: `{self.command}`",
                  f"- **Machine** {_cpu()}, {_blas()}, Python {platform.python_version()}"
                  + ("" if self._load is None else
-                    f"; load average {self._load:.1f} when it started (above the number "
-                    "of CPUs, other work competed for them)"),
+                    f"; load average {self._load:.1f} when it started"
+                    + (" (above the number of CPUs: other work competed for them)"
+                       if self._load > (os.cpu_count() or 1) else "")),
                  f"- **Probe** {self._probe_line}",
                  f"- **Targets** {_verdict(judged)}", ""]
         if self.figures:
