@@ -34,7 +34,12 @@ class LegendParts:
         holder.setFixedWidth(LEGEND_WIDTH * scale)
         self.legend = pg.LegendItem(verSpacing=-6, labelTextSize=f"{9 * scale:.0f}pt")
         self.legend.setParentItem(holder)
-        self.legend.anchor(itemPos=(0, 0), parentPos=(0, 0), offset=(0, LEGEND_TOP * scale))
+        # at a fixed place in the holder: what pyqtgraph's anchor of the two top-left
+        # corners computes, without the anchor — which follows the holder's
+        # geometryChanged and, when a deleted window's plots were destroyed later during
+        # another's event loop, reached a holder already gone ("Internal C++ object
+        # (GraphicsLayout) already deleted")
+        self.legend.setPos(0, LEGEND_TOP * scale)
         self._legend_keys: set[str] = set()
         self._legend_samples: list[object] = []
         #: the legend's entries in order (their keys), and the columns of the lines a
@@ -141,16 +146,12 @@ class LegendParts:
         return out
 
     def detach(self) -> None:
-        """Cut the legend's anchor to its holder before the widget is deleted at once:
-        the anchor follows ``geometryChanged`` of the holder and of the legend, and a
-        signal sent while the C++ items are being destroyed would reach a holder that is
-        already gone ("Internal C++ object (GraphicsLayout) already deleted")."""
+        """Cut what follows ``geometryChanged`` of the holder, the legend and the plot
+        before the widget is deleted at once: a signal sent while the C++ items are being
+        destroyed would reach an item already gone. (The legend itself has no anchor to
+        its holder: see :meth:`_make_legend`.)"""
         for item in (self._holder, self.legend, self.item):
             try:
                 item.geometryChanged.disconnect()
             except (RuntimeError, TypeError):  # nothing connected, or already deleted
                 pass
-        # and the anchor forgets its holder, so that a signal still on its way does
-        # nothing (pyqtgraph's anchor returns at once without one; a CI run still met the
-        # error once after the disconnection)
-        self.legend._GraphicsWidgetAnchor__parent = None

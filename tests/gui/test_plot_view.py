@@ -402,18 +402,26 @@ def test_no_axis_sets_its_label_again_at_every_range_change(qtbot, monkeypatch):
     assert calls == []
 
 
-def test_a_detached_legend_ignores_its_deleted_holder(qtbot):
-    """After detach the legend's anchor does nothing, even if a geometry change still
-    reaches it once its holder's C++ object is gone (a CI run met "Internal C++ object
-    (GraphicsLayout) already deleted" from such a late signal)."""
+def test_the_legend_ignores_its_deleted_holder_detached_or_not(qtbot):
+    """The legend sits at a fixed place in its holder, with no anchor following the
+    holder: a geometry change that reaches it once the holder's C++ object is gone does
+    nothing, whether or not the view was detached first (CI runs met "Internal C++ object
+    (GraphicsLayout) already deleted" from such a late signal — the last one from a
+    window a previous test closed, whose plots were destroyed during the next test)."""
     import shiboken6
 
-    w = pg.GraphicsLayoutWidget()
-    qtbot.addWidget(w)
-    view = PlotView(w.ci, 0, SPEC, colors={})
-    view.detach()
-    shiboken6.delete(view._holder)
-    view.legend._GraphicsWidgetAnchor__geometryChanged()  # the late signal: no error
+    from kernel_lab.plotting.legend import LEGEND_TOP
+
+    for detach in (True, False):
+        w = pg.GraphicsLayoutWidget()
+        qtbot.addWidget(w)
+        view = PlotView(w.ci, 0, SPEC, colors={})
+        assert view.legend.parentItem() is view._holder
+        assert (view.legend.pos().x(), view.legend.pos().y()) == (0.0, LEGEND_TOP * view.scale)
+        if detach:
+            view.detach()
+        shiboken6.delete(view._holder)
+        view.legend._GraphicsWidgetAnchor__geometryChanged()  # the late signal: no error
 
 
 def test_a_line_of_one_point_gets_a_dot_until_it_has_two(view):
